@@ -17,7 +17,6 @@ const TokenPrefix = "ept_"
 // tokenBytes is the number of random bytes in a token: 256 bits.
 const tokenBytes = 32
 
-
 // TokenLen is the length in bytes of every authtoken from [NewToken].
 const TokenLen = len(TokenPrefix) + (tokenBytes*8+5)/6
 

@@ -1,0 +1,41 @@
+// Package ipaccess holds edgeplane's IP access control: IP policies
+// ([Policy]), the CIDR rules that belong to them ([Rule]), the IP
+// restrictions that attach policies to a kind of traffic ([Restriction]),
+// their create and update parameters with validation, and [Set], which
+// decides whether an address is allowed by a group of rules.
+//
+// The package is a leaf: it holds models and pure logic. Storage,
+// identifiers, URIs, timestamps and checks that referenced policies exist
+// belong to the edgeplane Service. URI fields, including those of Refs, are
+// stored empty and filled by the Service when it returns a resource.
+//
+// # Validation
+//
+// Every Validate method reports all broken rules at once as an
+// InvalidArgument [apierr.Error] whose violations name fields by JSON path
+// (description, cidr, ip_policy_ids[1]). Descriptions are limited to 255
+// bytes and metadata to 4096 bytes; the limits count bytes, not characters.
+// In update parameters a nil field is absent and leaves the value
+// unchanged; a JSON null is the same as absent.
+//
+// # CIDRs
+//
+// A rule holds exactly one CIDR, normalised by [NormalizeCIDR]: an IPv4 or
+// IPv6 prefix masked to its network ("10.1.2.3/8" becomes "10.0.0.0/8"), a
+// bare address taken as a host prefix (/32 or /128), and an IPv4-mapped
+// IPv6 prefix of length 96 or more rewritten as IPv4 ("::ffff:10.0.0.0/104"
+// becomes "10.0.0.0/8"). Zones are refused. The whole-space prefixes
+// 0.0.0.0/0 and ::/0 are allowed. This package limits neither the number of
+// rules of a policy nor the number of rules in a Set.
+//
+// # Decisions
+//
+// A [Set] is built once from rules and answers [Set.Allowed] with a binary
+// search over precomputed address ranges, without allocating. Deny rules
+// win over allow rules. An address that no rule matches is denied when the
+// set holds any allow rule (of either address family) and allowed
+// otherwise: a set of deny rules is a block list, a set with allow rules an
+// allow list. IPv4-mapped IPv6 addresses are matched as IPv4; an IPv6 rule
+// never matches an IPv4 address, so ::/0 covers IPv6 only and allowing
+// every address takes both 0.0.0.0/0 and ::/0.
+package ipaccess
