@@ -1,0 +1,252 @@
+package edgeplane
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/validate"
+)
+
+// Identifier prefixes of the records the host manages.
+const (
+	AccountPrefix = "acct_"
+	UserPrefix    = "usr_"
+	BotPrefix     = "bot_"
+	APIKeyPrefix  = "ak_"
+)
+
+// APIKeySecretPrefix starts every API key secret, so that leaked keys are
+// easy to recognise in logs and by secret scanners.
+const APIKeySecretPrefix = "epk_"
+
+// Account is a tenant: every resource belongs to exactly one account, and a
+// caller never sees another account's resources.
+type Account struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	Name      string    `json:"name"`
+}
+
+// AccountParams are the fields of a new account.
+type AccountParams struct {
+	// Name is a display name, 1 to 255 bytes.
+	Name string `json:"name" validate:"required,maxbytes=255"`
+}
+
+// Subject is a user or a bot of an account: who acts. Its ID tells which
+// (usr_ or bot_).
+type Subject struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	CreatedAt time.Time `json:"created_at"`
+	Name      string    `json:"name"`
+	// Admin subjects may, among other things, create credentials owned by
+	// another subject of the account.
+	Admin bool `json:"admin"`
+}
+
+// SubjectParams are the fields of a new user or bot.
+type SubjectParams struct {
+	// Name is a display name, 1 to 255 bytes.
+	Name string `json:"name" validate:"required,maxbytes=255"`
+	// Admin makes the subject an admin of its account.
+	Admin bool `json:"admin"`
+}
+
+// APIKey authenticates calls to the management API for its owner. Only a
+// hash of the secret is stored; the secret itself is shown once.
+type APIKey struct {
+	ID          string    `json:"id"`
+	AccountID   string    `json:"account_id"`
+	OwnerID     string    `json:"owner_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+	// Token is the secret: set only in the result of [Service.CreateAPIKey].
+	Token *string `json:"token"`
+}
+
+// APIKeyParams are the fields of a new API key.
+type APIKeyParams struct {
+	// OwnerID is the user or bot the key acts as. Required.
+	OwnerID string `json:"owner_id" validate:"required"`
+	// Description says who or what uses the key; at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+}
+
+var (
+	accountKind = kindInfo{KindAccount, AccountPrefix, "accounts", "account"}
+	userKind    = kindInfo{KindUser, UserPrefix, "users", "user"}
+	botKind     = kindInfo{KindBot, BotPrefix, "bots", "bot"}
+	apiKeyKind  = kindInfo{KindAPIKey, APIKeyPrefix, "api_keys", "API key"}
+)
+
+// CreateAccount creates an account. It is a host operation: no principal
+// is involved.
+func (s *Service) CreateAccount(ctx context.Context, params AccountParams) (*Account, error) {
+	if err := validate.Struct(params); err != nil {
+		return nil, err
+	}
+	a := &Account{ID: s.ids.New(AccountPrefix), CreatedAt: s.timestamp(), Name: params.Name}
+	data, err := encode(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.Create(ctx, Record{Kind: KindAccount, AccountID: a.ID, ID: a.ID, Data: data}); err != nil {
+		return nil, s.storeErr(err, accountKind, a.ID)
+	}
+	return a, nil
+}
+
+// CreateUser creates a user of the account; a host operation.
+func (s *Service) CreateUser(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+	return s.createSubject(ctx, accountID, userKind, params)
+}
+
+// CreateBot creates a bot of the account; a host operation.
+func (s *Service) CreateBot(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+	return s.createSubject(ctx, accountID, botKind, params)
+}
+
+func (s *Service) createSubject(ctx context.Context, accountID string, k kindInfo, params SubjectParams) (*Subject, error) {
+	if err := validate.Struct(params); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(accountID, AccountPrefix) {
+		return nil, accountKind.notFound(accountID)
+	}
+	sub := &Subject{ID: s.ids.New(k.prefix), AccountID: accountID, CreatedAt: s.timestamp(), Name: params.Name, Admin: params.Admin}
+	data, err := encode(sub)
+	if err != nil {
+		return nil, err
+	}
+	err = s.store.Create(ctx, Record{Kind: k.kind, AccountID: accountID, ID: sub.ID, ParentID: accountID, Data: data})
+	var miss *MissingRefError
+	if errors.As(err, &miss) {
+		return nil, accountKind.notFound(accountID)
+	}
+	if err != nil {
+		return nil, s.storeErr(err, k, sub.ID)
+	}
+	return sub, nil
+}
+
+// subjectKind returns the kind of a subject ID, or false.
+func subjectKind(id string) (kindInfo, bool) {
+	switch {
+	case ids.Valid(id, UserPrefix):
+		return userKind, true
+	case ids.Valid(id, BotPrefix):
+		return botKind, true
+	}
+	return kindInfo{}, false
+}
+
+// GetSubject returns a user or bot of the account; a host operation.
+func (s *Service) GetSubject(ctx context.Context, accountID, id string) (*Subject, error) {
+	k, ok := subjectKind(id)
+	if !ok {
+		return nil, apierr.NotFoundf("user or bot %s not found", id)
+	}
+	rec, err := s.store.Get(ctx, k.kind, accountID, id)
+	if err != nil {
+		return nil, s.storeErr(err, k, id)
+	}
+	return decode[Subject](rec)
+}
+
+// CreateAPIKey creates an API key for a user or bot of the account; a host
+// operation. The result's Token is the secret, shown this once: only its
+// SHA-256 hash is stored. Secrets carry 256 random bits, so a fast hash is
+// the right one (there is nothing to brute-force).
+func (s *Service) CreateAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*APIKey, error) {
+	if err := validate.Struct(params); err != nil {
+		return nil, err
+	}
+	if _, err := s.GetSubject(ctx, accountID, params.OwnerID); err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return nil, apierr.Invalidf("owner_id", "must name a user or bot of the account; %s not found", params.OwnerID)
+		}
+		return nil, err
+	}
+	secret := newSecret(APIKeySecretPrefix)
+	k := &APIKey{ID: s.ids.New(APIKeyPrefix), AccountID: accountID, OwnerID: params.OwnerID,
+		CreatedAt: s.timestamp(), Description: params.Description}
+	data, err := encode(k)
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{Kind: KindAPIKey, AccountID: accountID, ID: k.ID, ParentID: params.OwnerID, Data: data,
+		Keys: []string{apiKeyLookup(secret)}}
+	if err := s.store.Create(ctx, rec); err != nil {
+		return nil, s.storeErr(err, apiKeyKind, k.ID)
+	}
+	k.Token = &secret
+	return k, nil
+}
+
+// DeleteAPIKey revokes an API key of the account; a host operation.
+func (s *Service) DeleteAPIKey(ctx context.Context, accountID, id string) error {
+	if !ids.Valid(id, APIKeyPrefix) {
+		return apiKeyKind.notFound(id)
+	}
+	return s.storeErr(s.store.Delete(ctx, KindAPIKey, accountID, id), apiKeyKind, id)
+}
+
+// errBadKey is the one answer to every failed authentication, so that a
+// caller cannot tell an unknown key from a revoked owner.
+var errBadKey = apierr.New(apierr.Unauthenticated, "the API key is missing, malformed or unknown")
+
+// Authenticate resolves a presented API key secret to the [Principal] it
+// acts for. Any failure is [apierr.Unauthenticated] with the same message.
+// The secret is hashed and the stored hash compared in constant time.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if !strings.HasPrefix(secret, APIKeySecretPrefix) || len(secret) > 256 {
+		return Principal{}, errBadKey
+	}
+	key := apiKeyLookup(secret)
+	rec, err := s.store.Lookup(ctx, KindAPIKey, key)
+	if err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return Principal{}, errBadKey
+		}
+		return Principal{}, s.storeErr(err, apiKeyKind, "")
+	}
+	if len(rec.Keys) != 1 || subtle.ConstantTimeCompare([]byte(rec.Keys[0]), []byte(key)) != 1 {
+		return Principal{}, errBadKey
+	}
+	k, err := decode[APIKey](rec)
+	if err != nil {
+		return Principal{}, err
+	}
+	sub, err := s.GetSubject(ctx, k.AccountID, k.OwnerID)
+	if err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return Principal{}, errBadKey
+		}
+		return Principal{}, err
+	}
+	return Principal{AccountID: sub.AccountID, SubjectID: sub.ID, Admin: sub.Admin}, nil
+}
+
+func apiKeyLookup(secret string) string { return "api_key:" + hashSecret(secret) }
+
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// newSecret returns prefix followed by 256 random bits, base64url-encoded.
+func newSecret(prefix string) string {
+	var b [32]byte
+	rand.Read(b[:]) // never fails
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,161 @@
+package edgeplane
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/credentials"
+)
+
+var credentialKind = kindInfo{KindCredential, credentials.IDPrefix, "credentials", "credential"}
+
+// tokenLookup is the store lookup key of a tunnel token.
+func tokenLookup(token string) string { return "credential_token:" + credentials.HashToken(token) }
+
+func (s *Service) presentCredential(c *credentials.Credential, _ Record) {
+	c.URI = s.uri(credentialKind.collection, c.ID)
+	c.Token = nil
+	if c.ACL == nil {
+		c.ACL = []string{}
+	}
+}
+
+// CreateCredential creates a tunnel authtoken credential (POST
+// /credentials). The result is the only one that carries the token: only
+// its hash is stored. owner_id defaults to the caller; only an admin may
+// name another user or bot of the account.
+func (s *Service) CreateCredential(ctx context.Context, p Principal, params credentials.CreateParams) (*credentials.Credential, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	owner := p.SubjectID
+	if params.OwnerID != "" && params.OwnerID != p.SubjectID {
+		if !p.Admin {
+			return nil, apierr.New(apierr.PermissionDenied, "only an admin may set owner_id to another user or bot")
+		}
+		if _, err := s.GetSubject(ctx, p.AccountID, params.OwnerID); err != nil {
+			if errors.Is(err, apierr.ErrNotFound) {
+				return nil, apierr.Invalidf("owner_id", "must name a user or bot of the account; %s not found", params.OwnerID)
+			}
+			return nil, err
+		}
+		owner = params.OwnerID
+	}
+	token, err := credentials.NewToken()
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	acl := params.ACL
+	if acl == nil {
+		acl = []string{}
+	}
+	c := &credentials.Credential{
+		ID:          s.ids.New(credentials.IDPrefix),
+		CreatedAt:   s.timestamp(),
+		Description: params.Description,
+		Metadata:    params.Metadata,
+		ACL:         acl,
+		OwnerID:     owner,
+	}
+	data, err := encode(c)
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{Kind: KindCredential, AccountID: p.AccountID, ID: c.ID, Data: data, Keys: []string{tokenLookup(token)}}
+	if err := s.store.Create(ctx, rec); err != nil {
+		return nil, s.storeErr(err, credentialKind, c.ID)
+	}
+	s.presentCredential(c, rec)
+	c.Token = &token
+	return c, nil
+}
+
+// GetCredential returns a credential (GET /credentials/{id}); its token is
+// always nil.
+func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*credentials.Credential, error) {
+	c, rec, err := get[credentials.Credential](ctx, s, p, credentialKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentCredential(c, rec)
+	return c, nil
+}
+
+// ListCredentials returns a page of the account's credentials, newest
+// first (GET /credentials).
+func (s *Service) ListCredentials(ctx context.Context, p Principal, opts ListOptions) (*Page[credentials.Credential], error) {
+	return list(ctx, s, p, credentialKind, "", credentialKind.collection, opts, s.presentCredential)
+}
+
+// UpdateCredential changes the fields present in params (PATCH
+// /credentials/{id}); owner_id cannot be changed.
+func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, params credentials.UpdateParams) (*credentials.Credential, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := update(ctx, s, p, credentialKind, id, func(c *credentials.Credential, _ *Record) error {
+		params.Apply(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentCredential(c, Record{})
+	return c, nil
+}
+
+// DeleteCredential deletes a credential (DELETE /credentials/{id}); its
+// token stops working at once.
+func (s *Service) DeleteCredential(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, credentialKind, id)
+}
+
+// TunnelAuth is what a tunnel server learns from a valid authtoken.
+type TunnelAuth struct {
+	// AccountID is the account the credential belongs to.
+	AccountID string
+	// Credential is the credential, token nil.
+	Credential *credentials.Credential
+	// ACL is the credential's parsed ACL: ask it whether the agent may
+	// bind a domain, address or label set.
+	ACL *credentials.ACL
+}
+
+var errBadToken = apierr.New(apierr.Unauthenticated, "the authtoken is missing, malformed or unknown")
+
+// AuthenticateTunnelToken resolves a tunnel authtoken, as presented by an
+// agent opening a tunnel, to its credential. The token is hashed and the
+// stored hash compared in constant time. Any failure is
+// [apierr.Unauthenticated] with one message.
+func (s *Service) AuthenticateTunnelToken(ctx context.Context, token string) (*TunnelAuth, error) {
+	if token == "" || len(token) > 256 {
+		return nil, errBadToken
+	}
+	key := tokenLookup(token)
+	rec, err := s.store.Lookup(ctx, KindCredential, key)
+	if err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return nil, errBadToken
+		}
+		return nil, s.storeErr(err, credentialKind, "")
+	}
+	if len(rec.Keys) != 1 || subtle.ConstantTimeCompare([]byte(rec.Keys[0]), []byte(key)) != 1 {
+		return nil, errBadToken
+	}
+	c, err := decode[credentials.Credential](rec)
+	if err != nil {
+		return nil, err
+	}
+	acl, err := credentials.ParseACL(c.ACL)
+	if err != nil {
+		// Stored ACLs were validated on write; a failure here is corruption.
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	s.presentCredential(c, rec)
+	return &TunnelAuth{AccountID: rec.AccountID, Credential: c, ACL: acl}, nil
+}

@@ -1,0 +1,303 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+var (
+	ipPolicyKind      = kindInfo{KindIPPolicy, ipaccess.PolicyPrefix, "ip_policies", "IP policy"}
+	ipRuleKind        = kindInfo{KindIPPolicyRule, ipaccess.RulePrefix, "ip_policy_rules", "IP policy rule"}
+	ipRestrictionKind = kindInfo{KindIPRestriction, ipaccess.RestrictionPrefix, "ip_restrictions", "IP restriction"}
+)
+
+// refViolation turns a store's missing-reference error into a violation
+// of the request field that named the ID: field[i] when the field is a
+// list, field otherwise. Other errors are returned unchanged.
+func refViolation(err error, field string, list bool, named []string) error {
+	var miss *MissingRefError
+	if !errors.As(err, &miss) {
+		return err
+	}
+	path := field
+	if i := slices.Index(named, miss.ID); list && i >= 0 {
+		path = field + "[" + strconv.Itoa(i) + "]"
+	}
+	return apierr.Invalidf(path, "%s not found in this account", describeID(miss.ID))
+}
+
+func (s *Service) presentIPPolicy(v *ipaccess.Policy, _ Record) {
+	v.URI = s.uri(ipPolicyKind.collection, v.ID)
+}
+
+// CreateIPPolicy creates an IP policy (POST /ip_policies).
+func (s *Service) CreateIPPolicy(ctx context.Context, p Principal, params ipaccess.CreatePolicyParams) (*ipaccess.Policy, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := &ipaccess.Policy{ID: s.ids.New(ipaccess.PolicyPrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata}
+	if err := s.create(ctx, p, ipPolicyKind, v.ID, "", v, nil); err != nil {
+		return nil, err
+	}
+	s.presentIPPolicy(v, Record{})
+	return v, nil
+}
+
+// create stores v as a new record of kind k.
+func (s *Service) create(ctx context.Context, p Principal, k kindInfo, id, parent string, v any, refs []string, keys ...string) error {
+	data, err := encode(v)
+	if err != nil {
+		return err
+	}
+	rec := Record{Kind: k.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Data: data, Refs: refs, Keys: keys}
+	if err := s.store.Create(ctx, rec); err != nil {
+		var miss *MissingRefError
+		if errors.As(err, &miss) {
+			return err // the caller names the field
+		}
+		return s.storeErr(err, k, id)
+	}
+	return nil
+}
+
+// GetIPPolicy returns an IP policy (GET /ip_policies/{id}).
+func (s *Service) GetIPPolicy(ctx context.Context, p Principal, id string) (*ipaccess.Policy, error) {
+	v, rec, err := get[ipaccess.Policy](ctx, s, p, ipPolicyKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentIPPolicy(v, rec)
+	return v, nil
+}
+
+// ListIPPolicies returns a page of the account's IP policies, newest first.
+func (s *Service) ListIPPolicies(ctx context.Context, p Principal, opts ListOptions) (*Page[ipaccess.Policy], error) {
+	return list(ctx, s, p, ipPolicyKind, "", ipPolicyKind.collection, opts, s.presentIPPolicy)
+}
+
+// UpdateIPPolicy changes the fields present in params.
+func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, params ipaccess.UpdatePolicyParams) (*ipaccess.Policy, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, ipPolicyKind, id, func(v *ipaccess.Policy, _ *Record) error {
+		params.Apply(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentIPPolicy(v, Record{})
+	return v, nil
+}
+
+// DeleteIPPolicy deletes an IP policy and its rules. It fails with a
+// conflict naming the referrers while an IP restriction or an edge module
+// references the policy.
+func (s *Service) DeleteIPPolicy(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, ipPolicyKind, id)
+}
+
+func (s *Service) presentIPRule(v *ipaccess.Rule, rec Record) {
+	v.URI = s.uri(ipRuleKind.collection, v.ID)
+	v.IPPolicy = s.ref(ipPolicyKind.collection, v.IPPolicy.ID)
+}
+
+// CreateIPPolicyRule adds a rule to an IP policy of the account (POST
+// /ip_policy_rules).
+func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ipaccess.CreateRuleParams) (*ipaccess.Rule, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	cidr, err := ipaccess.NormalizeCIDR(params.CIDR)
+	if err != nil {
+		return nil, apierr.Invalidf("cidr", "must be an IPv4 or IPv6 address or CIDR prefix")
+	}
+	v := &ipaccess.Rule{ID: s.ids.New(ipaccess.RulePrefix), CreatedAt: s.timestamp(), Description: params.Description,
+		Metadata: params.Metadata, CIDR: cidr, IPPolicy: resource.Ref{ID: params.IPPolicyID}, Action: params.Action}
+	if err := s.create(ctx, p, ipRuleKind, v.ID, params.IPPolicyID, v, nil); err != nil {
+		return nil, refViolation(err, "ip_policy_id", false, nil)
+	}
+	s.presentIPRule(v, Record{})
+	return v, nil
+}
+
+// GetIPPolicyRule returns an IP policy rule.
+func (s *Service) GetIPPolicyRule(ctx context.Context, p Principal, id string) (*ipaccess.Rule, error) {
+	v, rec, err := get[ipaccess.Rule](ctx, s, p, ipRuleKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentIPRule(v, rec)
+	return v, nil
+}
+
+// ListIPPolicyRules returns a page of the account's IP policy rules,
+// newest first.
+func (s *Service) ListIPPolicyRules(ctx context.Context, p Principal, opts ListOptions) (*Page[ipaccess.Rule], error) {
+	return list(ctx, s, p, ipRuleKind, "", ipRuleKind.collection, opts, s.presentIPRule)
+}
+
+// UpdateIPPolicyRule changes the fields present in params.
+func (s *Service) UpdateIPPolicyRule(ctx context.Context, p Principal, id string, params ipaccess.UpdateRuleParams) (*ipaccess.Rule, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, ipRuleKind, id, func(v *ipaccess.Rule, _ *Record) error {
+		params.Apply(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentIPRule(v, Record{})
+	return v, nil
+}
+
+// DeleteIPPolicyRule deletes an IP policy rule.
+func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, ipRuleKind, id)
+}
+
+// maxRulesPerPolicy bounds how many rules [Service.IPPolicySet] reads for
+// one policy.
+const maxRulesPerPolicy = 10_000
+
+// IPPolicySet returns the combined rules of the account's IP policies
+// policyIDs as an [ipaccess.Set] that answers whether a source IP may
+// connect. An ID that is not one of the account's policies is not found.
+func (s *Service) IPPolicySet(ctx context.Context, p Principal, policyIDs []string) (*ipaccess.Set, error) {
+	var rules []ipaccess.Rule
+	for _, id := range policyIDs {
+		if _, _, err := get[ipaccess.Policy](ctx, s, p, ipPolicyKind, id); err != nil {
+			return nil, err
+		}
+		q := Query{Kind: KindIPPolicyRule, AccountID: p.AccountID, ParentID: id, Limit: maxRulesPerPolicy}
+		recs, err := s.store.List(ctx, q)
+		if err != nil {
+			return nil, s.storeErr(err, ipRuleKind, "")
+		}
+		for _, rec := range recs {
+			r, err := decode[ipaccess.Rule](rec)
+			if err != nil {
+				return nil, err
+			}
+			rules = append(rules, *r)
+		}
+	}
+	set, err := ipaccess.NewSet(rules)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return set, nil
+}
+
+// CheckIP reports whether ip may connect under the account's IP policies
+// policyIDs (deny rules win; when any allow rule exists, an address no
+// rule matches is denied).
+func (s *Service) CheckIP(ctx context.Context, p Principal, policyIDs []string, ip netip.Addr) (bool, error) {
+	set, err := s.IPPolicySet(ctx, p, policyIDs)
+	if err != nil {
+		return false, err
+	}
+	return set.Allowed(ip), nil
+}
+
+func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ Record) {
+	v.URI = s.uri(ipRestrictionKind.collection, v.ID)
+	for i := range v.IPPolicies {
+		v.IPPolicies[i] = s.ref(ipPolicyKind.collection, v.IPPolicies[i].ID)
+	}
+	if v.IPPolicies == nil {
+		v.IPPolicies = []resource.Ref{}
+	}
+}
+
+func idRefs(ids []string) []resource.Ref {
+	out := make([]resource.Ref, len(ids))
+	for i, id := range ids {
+		out[i] = resource.Ref{ID: id}
+	}
+	return out
+}
+
+// CreateIPRestriction creates an IP restriction (POST /ip_restrictions).
+// Every ip_policy_ids entry must name an IP policy of the account; the
+// check and the write are one atomic step.
+func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params ipaccess.CreateRestrictionParams) (*ipaccess.Restriction, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := &ipaccess.Restriction{ID: s.ids.New(ipaccess.RestrictionPrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata, Enforced: params.Enforced, Type: params.Type,
+		IPPolicies: idRefs(params.IPPolicyIDs)}
+	if err := s.create(ctx, p, ipRestrictionKind, v.ID, "", v, params.IPPolicyIDs); err != nil {
+		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
+	}
+	s.presentIPRestriction(v, Record{})
+	return v, nil
+}
+
+// GetIPRestriction returns an IP restriction (GET /ip_restrictions/{id}).
+func (s *Service) GetIPRestriction(ctx context.Context, p Principal, id string) (*ipaccess.Restriction, error) {
+	v, rec, err := get[ipaccess.Restriction](ctx, s, p, ipRestrictionKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentIPRestriction(v, rec)
+	return v, nil
+}
+
+// ListIPRestrictions returns a page of the account's IP restrictions,
+// newest first (GET /ip_restrictions).
+func (s *Service) ListIPRestrictions(ctx context.Context, p Principal, opts ListOptions) (*Page[ipaccess.Restriction], error) {
+	return list(ctx, s, p, ipRestrictionKind, "", ipRestrictionKind.collection, opts, s.presentIPRestriction)
+}
+
+// UpdateIPRestriction changes the fields present in params (PATCH
+// /ip_restrictions/{id}); type cannot be changed.
+func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id string, params ipaccess.UpdateRestrictionParams) (*ipaccess.Restriction, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, ipRestrictionKind, id, func(v *ipaccess.Restriction, rec *Record) error {
+		params.Apply(v)
+		rec.Refs = make([]string, len(v.IPPolicies))
+		for i, r := range v.IPPolicies {
+			rec.Refs[i] = r.ID
+		}
+		return nil
+	})
+	if err != nil {
+		var named []string
+		if params.IPPolicyIDs != nil {
+			named = *params.IPPolicyIDs
+		}
+		return nil, refViolation(err, "ip_policy_ids", true, named)
+	}
+	s.presentIPRestriction(v, Record{})
+	return v, nil
+}
+
+// DeleteIPRestriction deletes an IP restriction (DELETE
+// /ip_restrictions/{id}).
+func (s *Service) DeleteIPRestriction(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, ipRestrictionKind, id)
+}

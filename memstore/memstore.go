@@ -1,0 +1,348 @@
+// Package memstore is the in-memory [edgeplane.Store]: for tests, examples
+// and single-process hosts that need no persistence.
+//
+// # Model
+//
+// All records live in maps behind one read-write mutex: reads share it,
+// writes hold it exclusively, so every write is atomic and serialised.
+// Records are deep-copied on the way in and on the way out; a caller can
+// never reach stored state.
+//
+// # Lists
+//
+// Each (kind, account) pair, and each (kind, account, parent) triple, has an
+// index of record IDs kept sorted. Because IDs are time-ordered, new records
+// almost always append at the end. A list is a binary search for the cursor
+// followed by a walk of at most Limit entries: O(log n + page), never
+// O(all).
+//
+// # Update callbacks
+//
+// [Store.Update] runs its callback while holding the write lock, so the
+// callback must not call back into the Store.
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+)
+
+var _ edgeplane.Store = (*Store)(nil)
+
+// Store is an in-memory [edgeplane.Store]. The zero value is not usable;
+// call [New]. It is safe for concurrent use.
+type Store struct {
+	mu       sync.RWMutex
+	recs     map[string]*edgeplane.Record       // by ID
+	keys     map[string]string                  // lookup key -> ID
+	refBy    map[string]map[string]struct{}     // referenced ID -> referrer IDs
+	children map[string]map[string]struct{}     // parent ID -> child IDs
+	index    map[indexKey][]string              // sorted IDs
+}
+
+type indexKey struct {
+	kind    edgeplane.Kind
+	account string
+	parent  string
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		recs:     make(map[string]*edgeplane.Record),
+		keys:     make(map[string]string),
+		refBy:    make(map[string]map[string]struct{}),
+		children: make(map[string]map[string]struct{}),
+		index:    make(map[indexKey][]string),
+	}
+}
+
+// indexKeys lists the indexes a record belongs to.
+func indexKeys(r *edgeplane.Record) []indexKey {
+	ks := []indexKey{{r.Kind, r.AccountID, ""}, {r.Kind, "", ""}}
+	if r.ParentID != "" {
+		ks = append(ks, indexKey{r.Kind, r.AccountID, r.ParentID}, indexKey{r.Kind, "", r.ParentID})
+	}
+	return ks
+}
+
+func notFound(kind edgeplane.Kind, id string) error {
+	return apierr.NotFoundf("%s %s not found", kind, id)
+}
+
+// Create implements [edgeplane.Store].
+func (s *Store) Create(ctx context.Context, rec edgeplane.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := rec.Clone()
+	r.Refs = dedupe(r.Refs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.recs[r.ID]; ok {
+		return &edgeplane.DuplicateError{Key: r.ID}
+	}
+	if err := s.checkKeys(&r, ""); err != nil {
+		return err
+	}
+	if r.ParentID != "" && !s.existsIn(r.ParentID, r.AccountID) {
+		return &edgeplane.MissingRefError{ID: r.ParentID}
+	}
+	if err := s.checkRefs(&r); err != nil {
+		return err
+	}
+	s.recs[r.ID] = &r
+	for _, k := range r.Keys {
+		s.keys[k] = r.ID
+	}
+	s.addRefs(r.ID, r.Refs)
+	if r.ParentID != "" {
+		addTo(s.children, r.ParentID, r.ID)
+	}
+	for _, k := range indexKeys(&r) {
+		ids := s.index[k]
+		i, _ := slices.BinarySearch(ids, r.ID)
+		s.index[k] = slices.Insert(ids, i, r.ID)
+	}
+	return nil
+}
+
+func (s *Store) existsIn(id, account string) bool {
+	r, ok := s.recs[id]
+	return ok && r.AccountID == account
+}
+
+// checkKeys fails if one of r's keys is held by a record other than self.
+func (s *Store) checkKeys(r *edgeplane.Record, self string) error {
+	seen := make(map[string]bool, len(r.Keys))
+	for _, k := range r.Keys {
+		if owner, ok := s.keys[k]; (ok && owner != self) || seen[k] {
+			return &edgeplane.DuplicateError{Key: k}
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+func (s *Store) checkRefs(r *edgeplane.Record) error {
+	for _, ref := range r.Refs {
+		if ref == r.ID {
+			continue
+		}
+		if !s.existsIn(ref, r.AccountID) {
+			return &edgeplane.MissingRefError{ID: ref}
+		}
+	}
+	return nil
+}
+
+func (s *Store) addRefs(from string, refs []string) {
+	for _, ref := range refs {
+		if ref != from {
+			addTo(s.refBy, ref, from)
+		}
+	}
+}
+
+func (s *Store) dropRefs(from string, refs []string) {
+	for _, ref := range refs {
+		removeFrom(s.refBy, ref, from)
+	}
+}
+
+func addTo(m map[string]map[string]struct{}, k, v string) {
+	set := m[k]
+	if set == nil {
+		set = make(map[string]struct{})
+		m[k] = set
+	}
+	set[v] = struct{}{}
+}
+
+func removeFrom(m map[string]map[string]struct{}, k, v string) {
+	if set := m[k]; set != nil {
+		delete(set, v)
+		if len(set) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+func dedupe(ss []string) []string {
+	if len(ss) < 2 {
+		return ss
+	}
+	out := ss[:0:0]
+	seen := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Get implements [edgeplane.Store].
+func (s *Store) Get(ctx context.Context, kind edgeplane.Kind, accountID, id string) (edgeplane.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return edgeplane.Record{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.recs[id]
+	if !ok || r.Kind != kind || r.AccountID != accountID {
+		return edgeplane.Record{}, notFound(kind, id)
+	}
+	return r.Clone(), nil
+}
+
+// Lookup implements [edgeplane.Store].
+func (s *Store) Lookup(ctx context.Context, kind edgeplane.Kind, key string) (edgeplane.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return edgeplane.Record{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.keys[key]
+	if !ok {
+		return edgeplane.Record{}, apierr.NotFoundf("no %s with that key", kind)
+	}
+	r := s.recs[id]
+	if r.Kind != kind {
+		return edgeplane.Record{}, apierr.NotFoundf("no %s with that key", kind)
+	}
+	return r.Clone(), nil
+}
+
+// Update implements [edgeplane.Store].
+func (s *Store) Update(ctx context.Context, kind edgeplane.Kind, accountID, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return edgeplane.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.recs[id]
+	if !ok || old.Kind != kind || old.AccountID != accountID {
+		return edgeplane.Record{}, notFound(kind, id)
+	}
+	work := old.Clone()
+	if err := fn(&work); err != nil {
+		return edgeplane.Record{}, err
+	}
+	r := work.Clone() // fn may keep the record or the slices it set
+	r.Refs = dedupe(r.Refs)
+	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
+		return edgeplane.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
+	}
+	if err := s.checkKeys(&r, id); err != nil {
+		return edgeplane.Record{}, err
+	}
+	if err := s.checkRefs(&r); err != nil {
+		return edgeplane.Record{}, err
+	}
+	for _, k := range old.Keys {
+		delete(s.keys, k)
+	}
+	for _, k := range r.Keys {
+		s.keys[k] = id
+	}
+	s.dropRefs(id, old.Refs)
+	s.addRefs(id, r.Refs)
+	s.recs[id] = &r
+	return r.Clone(), nil
+}
+
+// Delete implements [edgeplane.Store].
+func (s *Store) Delete(ctx context.Context, kind edgeplane.Kind, accountID, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[id]
+	if !ok || r.Kind != kind || r.AccountID != accountID {
+		return notFound(kind, id)
+	}
+	// Collect the record and its descendants.
+	doomed := map[string]bool{id: true}
+	queue := []string{id}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for c := range s.children[cur] {
+			if !doomed[c] {
+				doomed[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	for d := range doomed {
+		var refs []string
+		for by := range s.refBy[d] {
+			if !doomed[by] {
+				refs = append(refs, by)
+			}
+		}
+		if len(refs) > 0 {
+			sort.Strings(refs)
+			return &edgeplane.InUseError{ID: d, Referrers: refs}
+		}
+	}
+	for d := range doomed {
+		s.remove(s.recs[d])
+	}
+	return nil
+}
+
+func (s *Store) remove(r *edgeplane.Record) {
+	for _, k := range r.Keys {
+		delete(s.keys, k)
+	}
+	s.dropRefs(r.ID, r.Refs)
+	delete(s.refBy, r.ID)
+	delete(s.children, r.ID)
+	if r.ParentID != "" {
+		removeFrom(s.children, r.ParentID, r.ID)
+	}
+	for _, k := range indexKeys(r) {
+		ids := s.index[k]
+		if i, ok := slices.BinarySearch(ids, r.ID); ok {
+			ids = slices.Delete(ids, i, i+1)
+		}
+		if len(ids) == 0 {
+			delete(s.index, k)
+		} else {
+			s.index[k] = ids
+		}
+	}
+	delete(s.recs, r.ID)
+}
+
+// List implements [edgeplane.Store].
+func (s *Store) List(ctx context.Context, q edgeplane.Query) ([]edgeplane.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		return nil, apierr.Invalidf("limit", "must be positive")
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := s.index[indexKey{q.Kind, q.AccountID, q.ParentID}]
+	end := len(ids)
+	if q.BeforeID != "" {
+		end, _ = slices.BinarySearch(ids, q.BeforeID)
+	}
+	n := min(q.Limit, end)
+	out := make([]edgeplane.Record, 0, n)
+	for i := end - 1; i >= end-n; i-- {
+		out = append(out, s.recs[ids[i]].Clone())
+	}
+	return out, nil
+}

@@ -1,0 +1,359 @@
+package edgeplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+// DefaultBaseURL is the base URL of uri fields when [Options.BaseURL] is
+// empty.
+const DefaultBaseURL = "http://127.0.0.1:8080"
+
+// Options configures a [Service]. The zero value gives the documented
+// defaults.
+type Options struct {
+	// BaseURL is the {base_url} of every uri field, without a trailing
+	// slash (one is trimmed). Default [DefaultBaseURL].
+	BaseURL string
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
+	// Logger receives the Service's logs. Default: a logger that discards
+	// everything.
+	Logger *slog.Logger
+}
+
+// Service is the management API as Go methods: one method per operation of
+// the specification, each acting for a [Principal]. It is safe for
+// concurrent use; all state lives in its [Store].
+type Service struct {
+	store   Store
+	baseURL string
+	now     func() time.Time
+	log     *slog.Logger
+	ids     *ids.Generator
+}
+
+// New returns a Service over store. A nil store panics: it is a
+// programming error, not a runtime condition.
+func New(store Store, opts Options) *Service {
+	if store == nil {
+		panic("edgeplane.New: nil Store")
+	}
+	s := &Service{
+		store:   store,
+		baseURL: strings.TrimRight(opts.BaseURL, "/"),
+		now:     opts.Clock,
+		log:     opts.Logger,
+	}
+	if s.baseURL == "" {
+		s.baseURL = DefaultBaseURL
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.ids = ids.NewGenerator(s.now)
+	return s
+}
+
+// BaseURL returns the base URL of the Service's uri fields.
+func (s *Service) BaseURL() string { return s.baseURL }
+
+// Principal is the caller a Service method acts for: who is asking and on
+// behalf of which account. Transports obtain it from [Service.Authenticate].
+type Principal struct {
+	// AccountID is the caller's account. Every resource the call touches
+	// belongs to it.
+	AccountID string
+	// SubjectID is the user (usr_) or bot (bot_) making the call.
+	SubjectID string
+	// Admin reports whether the subject is an admin of the account.
+	Admin bool
+}
+
+func (p Principal) check() error {
+	if !ids.Valid(p.AccountID, AccountPrefix) || !(ids.Valid(p.SubjectID, UserPrefix) || ids.Valid(p.SubjectID, BotPrefix)) {
+		return apierr.New(apierr.Unauthenticated, "the call has no valid principal")
+	}
+	return nil
+}
+
+// now returns the current time as resources record it.
+func (s *Service) timestamp() time.Time { return resource.Timestamp(s.now()) }
+
+// uri returns {base_url}/<collection>/<id>.
+func (s *Service) uri(collection, id string) string {
+	return s.baseURL + "/" + collection + "/" + id
+}
+
+// ref returns the Ref of id in collection.
+func (s *Service) ref(collection, id string) resource.Ref {
+	return resource.Ref{ID: id, URI: s.uri(collection, id)}
+}
+
+// refs returns the Refs of ids in collection; never nil.
+func (s *Service) refs(collection string, ids []string) []resource.Ref {
+	out := make([]resource.Ref, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, s.ref(collection, id))
+	}
+	return out
+}
+
+// ListOptions selects a page of a list.
+type ListOptions struct {
+	// Limit is the page size, 1..100. Zero means 100.
+	Limit int
+	// BeforeID is the cursor: the page starts after (older than) this ID.
+	// Empty starts at the newest.
+	BeforeID string
+}
+
+// MaxPageSize is the largest allowed [ListOptions.Limit], and the default.
+const MaxPageSize = 100
+
+// Page is one page of a list, newest first.
+type Page[T any] struct {
+	// Items are the page's resources.
+	Items []T
+	// URI is the URI of the list resource.
+	URI string
+	// NextPageURI is the absolute URI of the next page, or nil on the last
+	// page.
+	NextPageURI *string
+	// NextBeforeID is the cursor of the next page ("" on the last page).
+	NextBeforeID string
+}
+
+// ListFunc is the shape of the Service's list methods, for [All].
+type ListFunc[T any] func(ctx context.Context, p Principal, opts ListOptions) (*Page[T], error)
+
+// All walks every page of a list, newest first, yielding each item. It
+// stops at the first error, yielding it with the zero T.
+//
+//	for c, err := range edgeplane.All(ctx, p, svc.ListCredentials) { ... }
+func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		opts := ListOptions{}
+		for {
+			page, err := list(ctx, p, opts)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range page.Items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if page.NextBeforeID == "" {
+				return
+			}
+			opts.BeforeID = page.NextBeforeID
+		}
+	}
+}
+
+// kindInfo describes how a kind of record appears in the API.
+type kindInfo struct {
+	kind       Kind
+	prefix     string
+	collection string // path below base URL, e.g. "credentials"
+	noun       string // for messages, e.g. "credential"
+}
+
+func (k kindInfo) notFound(id string) error {
+	return apierr.NotFoundf("%s %s not found", k.noun, id)
+}
+
+// get loads and decodes the record id of kind k in p's account. A
+// malformed ID is simply not found.
+func get[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string) (*T, Record, error) {
+	if err := p.check(); err != nil {
+		return nil, Record{}, err
+	}
+	if !ids.Valid(id, k.prefix) {
+		return nil, Record{}, k.notFound(id)
+	}
+	rec, err := s.store.Get(ctx, k.kind, p.AccountID, id)
+	if err != nil {
+		return nil, Record{}, s.storeErr(err, k, id)
+	}
+	v, err := decode[T](rec)
+	return v, rec, err
+}
+
+func decode[T any](rec Record) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(rec.Data, v); err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return v, nil
+}
+
+func encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return b, nil
+}
+
+// update runs mutate on the decoded record inside the store's atomic
+// update and returns the stored result. mutate may also set the record's
+// Keys and Refs.
+func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string, mutate func(v *T, rec *Record) error) (*T, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(id, k.prefix) {
+		return nil, k.notFound(id)
+	}
+	var out *T
+	_, err := s.store.Update(ctx, k.kind, p.AccountID, id, func(rec *Record) error {
+		v, err := decode[T](*rec)
+		if err != nil {
+			return err
+		}
+		if err := mutate(v, rec); err != nil {
+			return err
+		}
+		if rec.Data, err = encode(v); err != nil {
+			return err
+		}
+		out = v
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeErr(err, k, id)
+	}
+	return out, nil
+}
+
+// remove deletes the record id of kind k in p's account.
+func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id string) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if !ids.Valid(id, k.prefix) {
+		return k.notFound(id)
+	}
+	return s.storeErr(s.store.Delete(ctx, k.kind, p.AccountID, id), k, id)
+}
+
+// list returns one page of records of kind k (children of parent when
+// set), decoded and presented.
+func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, parent, collectionPath string, opts ListOptions, present func(*T, Record)) (*Page[T], error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	var vs apierr.Violations
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = MaxPageSize
+	case limit < 1 || limit > MaxPageSize:
+		vs.Add("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
+	}
+	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, k.prefix) {
+		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", k.noun, k.prefix, ids.Len)
+	}
+	if err := vs.Err(); err != nil {
+		return nil, err
+	}
+	recs, err := s.store.List(ctx, Query{Kind: k.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
+	if err != nil {
+		return nil, s.storeErr(err, k, "")
+	}
+	page := &Page[T]{Items: make([]T, 0, min(len(recs), limit)), URI: s.baseURL + "/" + collectionPath}
+	for i, rec := range recs {
+		if i == limit {
+			last := recs[limit-1].ID
+			next := page.URI + "?" + url.Values{"before_id": {last}, "limit": {strconv.Itoa(limit)}}.Encode()
+			page.NextPageURI, page.NextBeforeID = &next, last
+			break
+		}
+		v, err := decode[T](rec)
+		if err != nil {
+			return nil, err
+		}
+		present(v, rec)
+		page.Items = append(page.Items, *v)
+	}
+	return page, nil
+}
+
+// storeErr turns a store error into the error a caller sees: typed errors
+// keep their identity but get a client-safe message; context errors pass
+// through; anything unexpected becomes Internal and is logged.
+func (s *Service) storeErr(err error, k kindInfo, id string) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		ae   *apierr.Error
+		dup  *DuplicateError
+		miss *MissingRefError
+		use  *InUseError
+	)
+	switch {
+	case errors.As(err, &use):
+		return &apierr.Error{Code: apierr.Conflict, Err: err,
+			Msg: describeID(use.ID) + " is still referenced by " + describeIDs(use.Referrers) + "; remove those references first"}
+	case errors.As(err, &dup):
+		return &apierr.Error{Code: apierr.Conflict, Err: err, Msg: "a " + k.noun + " with that value already exists"}
+	case errors.As(err, &miss):
+		return &apierr.Error{Code: apierr.InvalidArgument, Err: err, Msg: describeID(miss.ID) + " does not exist",
+			Violations: []apierr.Violation{{Reason: describeID(miss.ID) + " does not exist"}}}
+	case errors.Is(err, apierr.ErrNotFound) && id != "":
+		return k.notFound(id)
+	case errors.As(err, &ae):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	s.log.Error("store failure", "kind", string(k.kind), "id", id, "err", err)
+	return apierr.Wrap(apierr.Internal, err, "internal error")
+}
+
+// prefixNouns names resources by their ID prefix, for messages.
+var prefixNouns = []struct{ prefix, noun string }{
+	{"cr_", "credential"}, {"ipp_", "IP policy"}, {"ipr_", "IP policy rule"}, {"ipx_", "IP restriction"},
+	{"usr_", "user"}, {"bot_", "bot"}, {"ak_", "API key"}, {"acct_", "account"},
+	{"rd_", "reserved domain"}, {"cert_", "TLS certificate"}, {"bkdtg_", "tunnel group backend"},
+	{"ec_", "endpoint configuration"}, {"esb_", "event subscription"}, {"edghtsrt_", "HTTPS edge route"},
+	{"edghts_", "HTTPS edge"}, {"edgtls_", "TLS edge"}, {"edgtcp_", "TCP edge"}, {"tn_", "tunnel"},
+}
+
+// describeID returns "IP policy ipp_…" for an ID with a known prefix.
+func describeID(id string) string {
+	for _, pn := range prefixNouns {
+		if strings.HasPrefix(id, pn.prefix) {
+			return pn.noun + " " + id
+		}
+	}
+	return id
+}
+
+func describeIDs(list []string) string {
+	out := make([]string, len(list))
+	for i, id := range list {
+		out[i] = describeID(id)
+	}
+	return strings.Join(out, ", ")
+}

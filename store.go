@@ -1,0 +1,164 @@
+package edgeplane
+
+import (
+	"context"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/apierr"
+)
+
+// Kind names a type of record in a [Store]: "credential", "ip_policy", ...
+type Kind string
+
+// The kinds of record the Service stores.
+const (
+	KindAccount       Kind = "account"
+	KindUser          Kind = "user"
+	KindBot           Kind = "bot"
+	KindAPIKey        Kind = "api_key"
+	KindCredential    Kind = "credential"
+	KindIPPolicy      Kind = "ip_policy"
+	KindIPPolicyRule  Kind = "ip_policy_rule"
+	KindIPRestriction Kind = "ip_restriction"
+)
+
+// Record is the unit a [Store] keeps: one resource of one account, stored as
+// an opaque document plus the few facts a backend must index.
+//
+// Records are values: a Store copies them on the way in and on the way out,
+// so a caller can never change stored state by mutating a Record.
+type Record struct {
+	// Kind is the record's type.
+	Kind Kind
+	// AccountID is the account the record belongs to. Every read and write
+	// names it; a record of another account does not exist for the caller.
+	AccountID string
+	// ID is the record's identifier, unique across the store. Identifiers
+	// sort in creation order (see the package doc), and lists are ordered by
+	// them.
+	ID string
+	// ParentID, when set, names a record of the same account that must
+	// exist when this one is created; deleting the parent deletes this
+	// record too, in the same atomic step. Lists can be filtered by it.
+	ParentID string
+	// Data is the resource's document (JSON, written by the Service).
+	Data []byte
+	// Keys are lookup keys, unique across the whole store (all accounts),
+	// by which [Store.Lookup] finds the record: a token hash, a domain
+	// name. Creating or updating a record to a key another record holds
+	// fails with a [*DuplicateError].
+	Keys []string
+	// Refs are the IDs of records of the same account that this record
+	// references. Each must exist when the record is written, checked in
+	// the same atomic step as the write (else a [*MissingRefError]), and a
+	// referenced record cannot be deleted while the reference stands (a
+	// [*InUseError]).
+	Refs []string
+}
+
+// Clone returns a deep copy of r.
+func (r Record) Clone() Record {
+	r.Data = append([]byte(nil), r.Data...)
+	r.Keys = append([]string(nil), r.Keys...)
+	r.Refs = append([]string(nil), r.Refs...)
+	return r
+}
+
+// Query selects records for [Store.List].
+type Query struct {
+	// Kind selects records of one kind. Required.
+	Kind Kind
+	// AccountID selects one account's records. Empty selects every
+	// account's: the Service uses that only for host-level work, never for
+	// a caller's request.
+	AccountID string
+	// ParentID, when set, selects only the children of that record.
+	ParentID string
+	// BeforeID, when set, selects only records whose ID sorts before it:
+	// the cursor of the next page.
+	BeforeID string
+	// Limit is the most records to return; it must be positive.
+	Limit int
+}
+
+// Store is the storage interface every backend implements. The Service is
+// its only caller; users pick a backend ([memstore] or their own) and hand it
+// to [New].
+//
+// Every method honours ctx: a cancelled context makes it return ctx.Err()
+// (possibly wrapped) without effect. Every write is atomic: it happens
+// whole or not at all, and concurrent writes to one record never lose an
+// update. Errors carry an [apierr] code: [apierr.ErrNotFound] for a record
+// that does not exist in the named account with the named kind, and the
+// typed errors of this file for key and reference clashes.
+//
+// A backend proves itself by running storetest.Run in a one-line test.
+//
+// [memstore]: https://pkg.go.dev/github.com/edgeplane/edgeplane/memstore
+type Store interface {
+	// Create inserts rec. It fails with a [*DuplicateError] when rec.ID or
+	// one of rec.Keys is taken, and with a [*MissingRefError] when
+	// rec.ParentID or one of rec.Refs does not exist in rec.AccountID.
+	Create(ctx context.Context, rec Record) error
+	// Get returns the record of that kind, account and ID.
+	Get(ctx context.Context, kind Kind, accountID, id string) (Record, error)
+	// Lookup returns the record of that kind holding key, in any account.
+	Lookup(ctx context.Context, kind Kind, key string) (Record, error)
+	// Update runs fn on a copy of the record and stores the result
+	// atomically: no other write to the record happens between the read fn
+	// sees and the write. fn may change Data, Keys and Refs; if it returns
+	// an error, nothing changes and Update returns that error. Key and
+	// reference rules are those of Create. Update returns the stored
+	// result.
+	Update(ctx context.Context, kind Kind, accountID, id string, fn func(*Record) error) (Record, error)
+	// Delete removes the record and, in the same atomic step, its
+	// descendants (records whose ParentID chain leads to it). It fails with
+	// an [*InUseError] when a record outside that set references one inside
+	// it.
+	Delete(ctx context.Context, kind Kind, accountID, id string) error
+	// List returns the records that q selects, newest (greatest ID) first,
+	// at most q.Limit of them. Paging by BeforeID is stable under
+	// concurrent writes: no record appears twice, and every record that
+	// exists throughout the paging appears exactly once.
+	List(ctx context.Context, q Query) ([]Record, error)
+}
+
+// DuplicateError reports that a record's ID or one of its lookup keys is
+// already taken. It unwraps to [apierr.ErrConflict].
+type DuplicateError struct {
+	// Key is the ID or lookup key that is taken.
+	Key string
+}
+
+func (e *DuplicateError) Error() string { return "duplicate key " + e.Key }
+
+// Unwrap returns [apierr.ErrConflict].
+func (e *DuplicateError) Unwrap() error { return apierr.ErrConflict }
+
+// MissingRefError reports that a record names a parent or reference that
+// does not exist in its account. It unwraps to [apierr.ErrNotFound].
+type MissingRefError struct {
+	// ID is the missing record's identifier.
+	ID string
+}
+
+func (e *MissingRefError) Error() string { return "referenced record " + e.ID + " does not exist" }
+
+// Unwrap returns [apierr.ErrNotFound].
+func (e *MissingRefError) Unwrap() error { return apierr.ErrNotFound }
+
+// InUseError reports that a record cannot be deleted because others
+// reference it. It unwraps to [apierr.ErrConflict].
+type InUseError struct {
+	// ID is the record that could not be deleted.
+	ID string
+	// Referrers are the IDs of the records that reference it, sorted.
+	Referrers []string
+}
+
+func (e *InUseError) Error() string {
+	return e.ID + " is referenced by " + strings.Join(e.Referrers, ", ")
+}
+
+// Unwrap returns [apierr.ErrConflict].
+func (e *InUseError) Unwrap() error { return apierr.ErrConflict }

@@ -1,0 +1,777 @@
+// Package storetest is the conformance suite of [edgeplane.Store]. Every
+// backend proves itself by running it in a one-line test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) edgeplane.Store { return memstore.New() })
+//	}
+//
+// The suite checks CRUD, not-found, account isolation, unique keys,
+// references and cascading deletes, newest-first ordering and complete
+// paging under concurrent inserts and deletes, atomic concurrent updates,
+// copy semantics and context cancellation.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// Run runs the conformance suite. newStore must return a new, empty store
+// for each call.
+func Run(t *testing.T, newStore func(t *testing.T) edgeplane.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s edgeplane.Store)
+	}{
+		{"CRUD", testCRUD},
+		{"NotFound", testNotFound},
+		{"AccountIsolation", testAccountIsolation},
+		{"DuplicateID", testDuplicateID},
+		{"UniqueKeys", testUniqueKeys},
+		{"References", testReferences},
+		{"ParentCascade", testParentCascade},
+		{"UpdateCallbackError", testUpdateCallbackError},
+		{"UpdateImmutableFields", testUpdateImmutableFields},
+		{"OrderingAndPaging", testOrderingAndPaging},
+		{"PagingUnderConcurrentInserts", testPagingUnderConcurrentInserts},
+		{"DeleteWhileListing", testDeleteWhileListing},
+		{"AtomicConcurrentUpdates", testAtomicConcurrentUpdates},
+		{"ReturnedValuesAreCopies", testCopies},
+		{"ContextCancellation", testContextCancellation},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+const (
+	kindA edgeplane.Kind = "storetest_a"
+	kindB edgeplane.Kind = "storetest_b"
+)
+
+// fixture makes time-ordered IDs and records.
+type fixture struct {
+	gen *ids.Generator
+}
+
+func newFixture() *fixture {
+	return &fixture{gen: ids.NewGenerator(time.Now)}
+}
+
+func (f *fixture) account() string { return f.gen.New("acct_") }
+
+func (f *fixture) record(kind edgeplane.Kind, account string) edgeplane.Record {
+	id := f.gen.New("st_")
+	return edgeplane.Record{Kind: kind, AccountID: account, ID: id, Data: doc(id, 0)}
+}
+
+type document struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+func doc(name string, n int) []byte {
+	b, _ := json.Marshal(document{Name: name, Count: n})
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+}
+
+func create(t *testing.T, s edgeplane.Store, recs ...edgeplane.Record) {
+	t.Helper()
+	for _, r := range recs {
+		must(t, s.Create(context.Background(), r))
+	}
+}
+
+var cmpRecord = cmpopts.EquateEmpty()
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("%s: got error %v, want not found", what, err)
+	}
+}
+
+func testCRUD(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	r := f.record(kindA, acct)
+	r.Keys = []string{"k:" + r.ID}
+	create(t, s, r)
+
+	got, err := s.Get(ctx, kindA, acct, r.ID)
+	must(t, err)
+	if diff := cmp.Diff(r, got, cmpRecord); diff != "" {
+		t.Errorf("Get after Create (-want +got):\n%s", diff)
+	}
+	got, err = s.Lookup(ctx, kindA, "k:"+r.ID)
+	must(t, err)
+	if got.ID != r.ID {
+		t.Errorf("Lookup returned %s, want %s", got.ID, r.ID)
+	}
+
+	updated, err := s.Update(ctx, kindA, acct, r.ID, func(rec *edgeplane.Record) error {
+		rec.Data = doc("renamed", 7)
+		return nil
+	})
+	must(t, err)
+	if string(updated.Data) != string(doc("renamed", 7)) {
+		t.Errorf("Update returned data %s", updated.Data)
+	}
+	got, err = s.Get(ctx, kindA, acct, r.ID)
+	must(t, err)
+	if string(got.Data) != string(doc("renamed", 7)) {
+		t.Errorf("Get after Update returned data %s", got.Data)
+	}
+	if !slices.Equal(got.Keys, r.Keys) {
+		t.Errorf("Update that did not touch keys changed them to %v", got.Keys)
+	}
+
+	must(t, s.Delete(ctx, kindA, acct, r.ID))
+	_, err = s.Get(ctx, kindA, acct, r.ID)
+	wantNotFound(t, "Get after Delete", err)
+	_, err = s.Lookup(ctx, kindA, "k:"+r.ID)
+	wantNotFound(t, "Lookup after Delete", err)
+	list, err := s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: acct, Limit: 10})
+	must(t, err)
+	if len(list) != 0 {
+		t.Errorf("List after Delete returned %d records", len(list))
+	}
+}
+
+func testNotFound(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	r := f.record(kindA, acct)
+	create(t, s, r)
+	missing := f.gen.New("st_")
+
+	_, err := s.Get(ctx, kindA, acct, missing)
+	wantNotFound(t, "Get missing", err)
+	_, err = s.Get(ctx, kindB, acct, r.ID)
+	wantNotFound(t, "Get with another kind", err)
+	_, err = s.Update(ctx, kindA, acct, missing, func(*edgeplane.Record) error { return nil })
+	wantNotFound(t, "Update missing", err)
+	_, err = s.Update(ctx, kindB, acct, r.ID, func(*edgeplane.Record) error { return nil })
+	wantNotFound(t, "Update with another kind", err)
+	wantNotFound(t, "Delete missing", s.Delete(ctx, kindA, acct, missing))
+	wantNotFound(t, "Delete with another kind", s.Delete(ctx, kindB, acct, r.ID))
+	_, err = s.Lookup(ctx, kindA, "no such key")
+	wantNotFound(t, "Lookup missing", err)
+	if _, err := s.Get(ctx, kindA, acct, r.ID); err != nil {
+		t.Errorf("record damaged by failed calls: %v", err)
+	}
+}
+
+func testAccountIsolation(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	a, b := f.account(), f.account()
+	ra := f.record(kindA, a)
+	ra.Keys = []string{"iso:" + ra.ID}
+	create(t, s, ra, f.record(kindA, b))
+
+	_, err := s.Get(ctx, kindA, b, ra.ID)
+	wantNotFound(t, "Get from another account", err)
+	called := false
+	_, err = s.Update(ctx, kindA, b, ra.ID, func(*edgeplane.Record) error { called = true; return nil })
+	wantNotFound(t, "Update from another account", err)
+	if called {
+		t.Error("Update ran its callback on another account's record")
+	}
+	wantNotFound(t, "Delete from another account", s.Delete(ctx, kindA, b, ra.ID))
+	list, err := s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: b, Limit: 100})
+	must(t, err)
+	for _, r := range list {
+		if r.AccountID != b {
+			t.Errorf("List for account %s returned a record of %s", b, r.AccountID)
+		}
+	}
+	if len(list) != 1 {
+		t.Errorf("List for account b returned %d records, want 1", len(list))
+	}
+	// A reference to another account's record is a missing reference.
+	rb := f.record(kindA, b)
+	rb.Refs = []string{ra.ID}
+	var miss *edgeplane.MissingRefError
+	if err := s.Create(ctx, rb); !errors.As(err, &miss) || miss.ID != ra.ID {
+		t.Errorf("Create referencing another account's record: got %v, want MissingRefError for %s", err, ra.ID)
+	}
+	// So is a parent in another account.
+	rc := f.record(kindA, b)
+	rc.ParentID = ra.ID
+	if err := s.Create(ctx, rc); !errors.As(err, &miss) || miss.ID != ra.ID {
+		t.Errorf("Create under another account's parent: got %v, want MissingRefError", err)
+	}
+	// Every-account listing sees both.
+	all, err := s.List(ctx, edgeplane.Query{Kind: kindA, Limit: 100})
+	must(t, err)
+	if len(all) != 2 {
+		t.Errorf("List across accounts returned %d records, want 2", len(all))
+	}
+	if _, err := s.Get(ctx, kindA, a, ra.ID); err != nil {
+		t.Errorf("owner lost its record: %v", err)
+	}
+}
+
+func testDuplicateID(t *testing.T, s edgeplane.Store) {
+	f := newFixture()
+	r := f.record(kindA, f.account())
+	create(t, s, r)
+	dup := r
+	dup.Data = doc("other", 1)
+	var de *edgeplane.DuplicateError
+	if err := s.Create(context.Background(), dup); !errors.As(err, &de) || !errors.Is(err, apierr.ErrConflict) {
+		t.Errorf("Create with a taken ID: got %v, want DuplicateError/conflict", err)
+	}
+	got, err := s.Get(context.Background(), kindA, r.AccountID, r.ID)
+	must(t, err)
+	if string(got.Data) != string(r.Data) {
+		t.Error("failed Create overwrote the record")
+	}
+}
+
+func testUniqueKeys(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	a, b := f.account(), f.account()
+	r1 := f.record(kindA, a)
+	r1.Keys = []string{"domain:example.com"}
+	create(t, s, r1)
+
+	// Keys are unique across accounts and kinds.
+	r2 := f.record(kindB, b)
+	r2.Keys = []string{"domain:example.com"}
+	var de *edgeplane.DuplicateError
+	if err := s.Create(ctx, r2); !errors.As(err, &de) || de.Key != "domain:example.com" {
+		t.Fatalf("Create with a taken key: got %v, want DuplicateError", err)
+	}
+	if _, err := s.Get(ctx, kindB, b, r2.ID); !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("failed Create left a record behind: %v", err)
+	}
+	// Lookup checks the kind.
+	_, err := s.Lookup(ctx, kindB, "domain:example.com")
+	wantNotFound(t, "Lookup with another kind", err)
+
+	// Updating a record to a taken key fails and changes nothing.
+	r3 := f.record(kindA, a)
+	r3.Keys = []string{"domain:other.example"}
+	create(t, s, r3)
+	_, err = s.Update(ctx, kindA, a, r3.ID, func(rec *edgeplane.Record) error {
+		rec.Keys = []string{"domain:example.com"}
+		rec.Data = doc("changed", 1)
+		return nil
+	})
+	if !errors.As(err, &de) {
+		t.Errorf("Update to a taken key: got %v, want DuplicateError", err)
+	}
+	got, err := s.Lookup(ctx, kindA, "domain:other.example")
+	must(t, err)
+	if got.ID != r3.ID || string(got.Data) != string(r3.Data) {
+		t.Error("failed Update changed the record")
+	}
+
+	// Moving a key frees the old one.
+	_, err = s.Update(ctx, kindA, a, r1.ID, func(rec *edgeplane.Record) error {
+		rec.Keys = []string{"domain:moved.example"}
+		return nil
+	})
+	must(t, err)
+	_, err = s.Lookup(ctx, kindA, "domain:example.com")
+	wantNotFound(t, "Lookup of a released key", err)
+	r2.Keys = []string{"domain:example.com"}
+	must(t, s.Create(ctx, r2))
+	// A record may keep its own key across updates.
+	_, err = s.Update(ctx, kindB, b, r2.ID, func(rec *edgeplane.Record) error { return nil })
+	must(t, err)
+	// Duplicate keys within one record are refused.
+	r4 := f.record(kindA, a)
+	r4.Keys = []string{"x:1", "x:1"}
+	if err := s.Create(ctx, r4); !errors.As(err, &de) {
+		t.Errorf("Create with the same key twice: got %v, want DuplicateError", err)
+	}
+}
+
+func testReferences(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	target := f.record(kindA, acct)
+	other := f.record(kindA, acct)
+	create(t, s, target, other)
+
+	missing := f.gen.New("st_")
+	ref := f.record(kindB, acct)
+	ref.Refs = []string{target.ID, missing}
+	var miss *edgeplane.MissingRefError
+	if err := s.Create(ctx, ref); !errors.As(err, &miss) || miss.ID != missing {
+		t.Fatalf("Create with a missing reference: got %v, want MissingRefError for %s", err, missing)
+	}
+	ref.Refs = []string{target.ID}
+	create(t, s, ref)
+
+	var inUse *edgeplane.InUseError
+	err := s.Delete(ctx, kindA, acct, target.ID)
+	if !errors.As(err, &inUse) || !errors.Is(err, apierr.ErrConflict) {
+		t.Fatalf("Delete of a referenced record: got %v, want InUseError", err)
+	}
+	if inUse.ID != target.ID || !slices.Equal(inUse.Referrers, []string{ref.ID}) {
+		t.Errorf("InUseError = %+v, want ID %s referrers [%s]", inUse, target.ID, ref.ID)
+	}
+	if _, err := s.Get(ctx, kindA, acct, target.ID); err != nil {
+		t.Errorf("refused Delete removed the record: %v", err)
+	}
+
+	// Moving the reference releases the old target atomically.
+	_, err = s.Update(ctx, kindB, acct, ref.ID, func(rec *edgeplane.Record) error {
+		rec.Refs = []string{other.ID}
+		return nil
+	})
+	must(t, err)
+	must(t, s.Delete(ctx, kindA, acct, target.ID))
+	if err := s.Delete(ctx, kindA, acct, other.ID); !errors.As(err, &inUse) {
+		t.Errorf("Delete of the new target: got %v, want InUseError", err)
+	}
+	// An update to a missing reference fails and keeps the old one.
+	_, err = s.Update(ctx, kindB, acct, ref.ID, func(rec *edgeplane.Record) error {
+		rec.Refs = []string{missing}
+		return nil
+	})
+	if !errors.As(err, &miss) {
+		t.Errorf("Update to a missing reference: got %v, want MissingRefError", err)
+	}
+	got, err := s.Get(ctx, kindB, acct, ref.ID)
+	must(t, err)
+	if !slices.Equal(got.Refs, []string{other.ID}) {
+		t.Errorf("failed Update changed refs to %v", got.Refs)
+	}
+	// Deleting the referrer frees the target.
+	must(t, s.Delete(ctx, kindB, acct, ref.ID))
+	must(t, s.Delete(ctx, kindA, acct, other.ID))
+}
+
+func testParentCascade(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	parent := f.record(kindA, acct)
+	create(t, s, parent)
+
+	orphan := f.record(kindB, acct)
+	orphan.ParentID = f.gen.New("st_")
+	var miss *edgeplane.MissingRefError
+	if err := s.Create(ctx, orphan); !errors.As(err, &miss) {
+		t.Errorf("Create under a missing parent: got %v, want MissingRefError", err)
+	}
+
+	child := f.record(kindB, acct)
+	child.ParentID = parent.ID
+	child.Keys = []string{"child-key"}
+	grandchild := f.record(kindB, acct)
+	grandchild.ParentID = child.ID
+	sibling := f.record(kindB, acct) // no parent
+	create(t, s, child, grandchild, sibling)
+
+	kids, err := s.List(ctx, edgeplane.Query{Kind: kindB, AccountID: acct, ParentID: parent.ID, Limit: 10})
+	must(t, err)
+	if len(kids) != 1 || kids[0].ID != child.ID {
+		t.Errorf("List by parent returned %v, want [%s]", recordIDs(kids), child.ID)
+	}
+
+	// A child referenced from outside the subtree blocks the cascade.
+	outside := f.record(kindA, acct)
+	outside.Refs = []string{grandchild.ID}
+	create(t, s, outside)
+	var inUse *edgeplane.InUseError
+	if err := s.Delete(ctx, kindA, acct, parent.ID); !errors.As(err, &inUse) || inUse.ID != grandchild.ID {
+		t.Fatalf("Delete of a parent whose descendant is referenced: got %v, want InUseError for %s", err, grandchild.ID)
+	}
+	for _, id := range []string{parent.ID, child.ID, grandchild.ID} {
+		if _, err := s.Get(ctx, kindOf(id, parent.ID), acct, id); err != nil {
+			t.Errorf("refused cascade removed %s: %v", id, err)
+		}
+	}
+	must(t, s.Delete(ctx, kindA, acct, outside.ID))
+
+	must(t, s.Delete(ctx, kindA, acct, parent.ID))
+	for _, id := range []string{child.ID, grandchild.ID} {
+		_, err := s.Get(ctx, kindB, acct, id)
+		wantNotFound(t, "descendant after cascade", err)
+	}
+	_, err = s.Lookup(ctx, kindB, "child-key")
+	wantNotFound(t, "descendant's key after cascade", err)
+	if _, err := s.Get(ctx, kindB, acct, sibling.ID); err != nil {
+		t.Errorf("cascade removed an unrelated record: %v", err)
+	}
+	list, err := s.List(ctx, edgeplane.Query{Kind: kindB, AccountID: acct, Limit: 10})
+	must(t, err)
+	if len(list) != 1 {
+		t.Errorf("List after cascade returned %v, want only the sibling", recordIDs(list))
+	}
+}
+
+func kindOf(id, parentID string) edgeplane.Kind {
+	if id == parentID {
+		return kindA
+	}
+	return kindB
+}
+
+func testUpdateCallbackError(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	r := f.record(kindA, f.account())
+	create(t, s, r)
+	boom := errors.New("boom")
+	_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *edgeplane.Record) error {
+		rec.Data = doc("changed", 99)
+		rec.Keys = []string{"new-key"}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("Update returned %v, want the callback's error", err)
+	}
+	got, err := s.Get(ctx, kindA, r.AccountID, r.ID)
+	must(t, err)
+	if string(got.Data) != string(r.Data) || len(got.Keys) != 0 {
+		t.Error("Update whose callback failed changed the record")
+	}
+	_, err = s.Lookup(ctx, kindA, "new-key")
+	wantNotFound(t, "key from a failed update", err)
+}
+
+func testUpdateImmutableFields(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	r := f.record(kindA, f.account())
+	create(t, s, r)
+	mutations := map[string]func(*edgeplane.Record){
+		"kind":    func(rec *edgeplane.Record) { rec.Kind = kindB },
+		"account": func(rec *edgeplane.Record) { rec.AccountID = "acct_other" },
+		"id":      func(rec *edgeplane.Record) { rec.ID = "st_other" },
+		"parent":  func(rec *edgeplane.Record) { rec.ParentID = "st_parent" },
+	}
+	for name, mutate := range mutations {
+		_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *edgeplane.Record) error {
+			mutate(rec)
+			return nil
+		})
+		if err == nil {
+			t.Errorf("Update changing the %s succeeded", name)
+		}
+	}
+	got, err := s.Get(ctx, kindA, r.AccountID, r.ID)
+	must(t, err)
+	if diff := cmp.Diff(r, got, cmpRecord); diff != "" {
+		t.Errorf("record changed (-want +got):\n%s", diff)
+	}
+}
+
+func recordIDs(recs []edgeplane.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// walk pages through q with the given page size and returns every ID.
+func walk(t *testing.T, s edgeplane.Store, q edgeplane.Query, pageSize int) []string {
+	t.Helper()
+	var out []string
+	q.Limit = pageSize
+	for {
+		page, err := s.List(context.Background(), q)
+		must(t, err)
+		if len(page) > pageSize {
+			t.Fatalf("List returned %d records for limit %d", len(page), pageSize)
+		}
+		out = append(out, recordIDs(page)...)
+		if len(page) < pageSize {
+			return out
+		}
+		q.BeforeID = page[len(page)-1].ID
+	}
+}
+
+func testOrderingAndPaging(t *testing.T, s edgeplane.Store) {
+	f := newFixture()
+	acct := f.account()
+	var want []string
+	for range 57 {
+		r := f.record(kindA, acct)
+		create(t, s, r)
+		want = append(want, r.ID)
+		create(t, s, f.record(kindB, acct), f.record(kindA, f.account())) // noise
+	}
+	slices.Reverse(want)
+	for _, size := range []int{1, 7, 57, 100} {
+		got := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, size)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("paging with limit %d (-want +got):\n%s", size, diff)
+		}
+	}
+	// A cursor that is not a stored ID still pages correctly.
+	mid := want[20]
+	page, err := s.List(context.Background(), edgeplane.Query{Kind: kindA, AccountID: acct, BeforeID: mid + "0", Limit: 3})
+	must(t, err)
+	if diff := cmp.Diff(want[20:23], recordIDs(page)); diff != "" {
+		t.Errorf("list before a non-stored cursor (-want +got):\n%s", diff)
+	}
+}
+
+func testPagingUnderConcurrentInserts(t *testing.T, s edgeplane.Store) {
+	f := newFixture()
+	acct := f.account()
+	var before []string
+	for range 200 {
+		r := f.record(kindA, acct)
+		create(t, s, r)
+		before = append(before, r.ID)
+	}
+	slices.Reverse(before)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := s.Create(context.Background(), f.record(kindA, acct)); err != nil {
+					t.Errorf("concurrent Create: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	got := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, 9)
+	close(stop)
+	wg.Wait()
+
+	if !slices.IsSortedFunc(got, func(a, b string) int { return -compare(a, b) }) {
+		t.Error("paging under inserts is not strictly newest first")
+	}
+	seen := make(map[string]int)
+	for _, id := range got {
+		seen[id]++
+	}
+	for _, id := range before {
+		if seen[id] != 1 {
+			t.Errorf("record %s that existed throughout was seen %d times", id, seen[id])
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("record %s seen %d times", id, n)
+		}
+	}
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func testDeleteWhileListing(t *testing.T, s edgeplane.Store) {
+	f := newFixture()
+	acct := f.account()
+	var all []string
+	for range 300 {
+		r := f.record(kindA, acct)
+		create(t, s, r)
+		all = append(all, r.ID)
+	}
+	// Delete every third record concurrently with the walk.
+	doomed := make(map[string]bool)
+	for i := 0; i < len(all); i += 3 {
+		doomed[all[i]] = true
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < len(all); i += 3 {
+			if err := s.Delete(context.Background(), kindA, acct, all[i]); err != nil {
+				t.Errorf("concurrent Delete: %v", err)
+			}
+		}
+	}()
+	got := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, 11)
+	wg.Wait()
+
+	seen := make(map[string]int)
+	for _, id := range got {
+		seen[id]++
+	}
+	for _, id := range all {
+		if !doomed[id] && seen[id] != 1 {
+			t.Errorf("surviving record %s seen %d times", id, seen[id])
+		}
+		if seen[id] > 1 {
+			t.Errorf("record %s seen %d times", id, seen[id])
+		}
+	}
+	final := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, 100)
+	if len(final) != len(all)-len(doomed) {
+		t.Errorf("after deletes, list has %d records, want %d", len(final), len(all)-len(doomed))
+	}
+}
+
+func testAtomicConcurrentUpdates(t *testing.T, s edgeplane.Store) {
+	f := newFixture()
+	r := f.record(kindA, f.account())
+	create(t, s, r)
+	const workers, each = 8, 50
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := s.Update(context.Background(), kindA, r.AccountID, r.ID, func(rec *edgeplane.Record) error {
+					var d document
+					if err := json.Unmarshal(rec.Data, &d); err != nil {
+						return err
+					}
+					d.Count++
+					rec.Data, _ = json.Marshal(d)
+					return nil
+				})
+				if err != nil {
+					t.Errorf("Update: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.Get(context.Background(), kindA, r.AccountID, r.ID)
+	must(t, err)
+	var d document
+	must(t, json.Unmarshal(got.Data, &d))
+	if d.Count != workers*each {
+		t.Errorf("after %d concurrent increments the count is %d: updates were lost", workers*each, d.Count)
+	}
+}
+
+func testCopies(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	target := f.record(kindB, acct)
+	create(t, s, target)
+	r := f.record(kindA, acct)
+	r.Keys = []string{"copy-key"}
+	r.Refs = []string{target.ID}
+	original := r.Clone()
+	create(t, s, r)
+
+	// Mutating what was passed to Create does not reach the store.
+	r.Data[0] = 'X'
+	r.Keys[0] = "mutated"
+	r.Refs[0] = "mutated"
+	assertStored := func(when string) {
+		t.Helper()
+		got, err := s.Get(ctx, kindA, acct, original.ID)
+		must(t, err)
+		if diff := cmp.Diff(original, got, cmpRecord); diff != "" {
+			t.Errorf("%s changed the stored record (-want +got):\n%s", when, diff)
+		}
+	}
+	assertStored("mutating the Create argument")
+
+	// Mutating what Get, Lookup and List return does not either.
+	got, err := s.Get(ctx, kindA, acct, original.ID)
+	must(t, err)
+	got.Data[0], got.Keys[0], got.Refs[0] = 'Y', "y", "y"
+	assertStored("mutating a Get result")
+	got, err = s.Lookup(ctx, kindA, "copy-key")
+	must(t, err)
+	got.Data[0], got.Keys[0] = 'Z', "z"
+	assertStored("mutating a Lookup result")
+	list, err := s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: acct, Limit: 1})
+	must(t, err)
+	list[0].Data[0] = 'W'
+	assertStored("mutating a List result")
+
+	// Slices kept by an Update callback or returned by Update are copies.
+	var kept *edgeplane.Record
+	res, err := s.Update(ctx, kindA, acct, original.ID, func(rec *edgeplane.Record) error {
+		kept = rec
+		return nil
+	})
+	must(t, err)
+	kept.Data[0], res.Data[0] = 'V', 'U'
+	assertStored("mutating what Update handed out")
+}
+
+func testContextCancellation(t *testing.T, s edgeplane.Store) {
+	f := newFixture()
+	acct := f.account()
+	existing := f.record(kindA, acct)
+	create(t, s, existing)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	fresh := f.record(kindA, acct)
+	checks := map[string]error{
+		"Create": s.Create(ctx, fresh),
+		"Delete": s.Delete(ctx, kindA, acct, existing.ID),
+	}
+	_, checks["Get"] = s.Get(ctx, kindA, acct, existing.ID)
+	_, checks["Lookup"] = s.Lookup(ctx, kindA, "any")
+	_, checks["List"] = s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: acct, Limit: 1})
+	called := false
+	_, checks["Update"] = s.Update(ctx, kindA, acct, existing.ID, func(*edgeplane.Record) error {
+		called = true
+		return nil
+	})
+	for name, err := range checks {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context returned %v, want context.Canceled", name, err)
+		}
+	}
+	if called {
+		t.Error("Update with a cancelled context ran its callback")
+	}
+	bg := context.Background()
+	if _, err := s.Get(bg, kindA, acct, fresh.ID); !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("Create with a cancelled context stored the record: %v", err)
+	}
+	if _, err := s.Get(bg, kindA, acct, existing.ID); err != nil {
+		t.Errorf("Delete with a cancelled context removed the record: %v", err)
+	}
+}
