@@ -1,0 +1,91 @@
+// Package edgeplane is the control plane of a tunnel-and-edge service as a
+// Go library: the management API as methods of a [Service] (tunnel
+// credentials, IP policies and restrictions, and more), over a pluggable
+// [Store].
+//
+// # Using it
+//
+// A host builds a Service over a store and acts for callers:
+//
+//	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
+//	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+//	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+//	key, _ := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
+//	p, _ := svc.Authenticate(ctx, *key.Token) // what a transport does per request
+//	cred, _ := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:*.example.com"}})
+//
+// Transports (the httpapi package) turn requests into these calls; tunnel
+// servers call [Service.AuthenticateTunnelToken] when an agent connects.
+//
+// # Accounts and principals
+//
+// Every resource belongs to one account. Every operation acts for a
+// [Principal]: the account, the user (usr_) or bot (bot_) calling, and
+// whether it is an admin. A caller never reads, lists, changes or deletes
+// another account's resource: for it, that resource does not exist, and the
+// error is the same not-found a missing ID gets. Any subject of an account
+// may use every operation on the account's resources (the specification
+// does not show API key permissions); only admins may create a credential
+// owned by another subject. Accounts, users, bots and API keys are created
+// by the host ([Service.CreateAccount], [Service.CreateUser],
+// [Service.CreateBot], [Service.CreateAPIKey]).
+//
+// # Secrets
+//
+// API key secrets and tunnel authtokens carry 256 random bits, are shown
+// once (in the create result) and are stored only as SHA-256 hashes, held
+// as unique lookup keys in the store. Authentication hashes the presented
+// secret, looks it up and compares the stored hash in constant time. Every
+// failure gives the same unauthenticated error.
+//
+// # Identifiers, URIs and timestamps
+//
+// Identifiers are a type prefix (cr_, ipp_, ipx_, ...) followed by 27 base62
+// characters: 48 bits of milliseconds, a 16-bit sequence and 96 random bits
+// from crypto/rand. They sort in creation order, so newest-first by ID is
+// newest-first by creation time. A malformed ID is simply not found.
+// uri fields are {base_url}/<collection>/<id>, computed when a resource is
+// read (so a changed base URL applies everywhere); timestamps are UTC,
+// truncated to the second, and marshal as RFC 3339 with a Z.
+//
+// # Lists
+//
+// List methods return a [Page], newest first: limit 1..100 (0 means 100)
+// and a before_id cursor; NextPageURI is the absolute URL of the next page
+// (with before_id and limit) or nil on the last page. [All] walks every page
+// as a Go iterator.
+//
+// # Updates
+//
+// Update methods take params whose fields are pointers: a nil field is
+// absent and keeps its value, a pointer to "" clears it. Fields that cannot
+// change (a credential's owner_id, an IP restriction's type) are refused
+// with a violation when present. Every update is one atomic
+// read-modify-write in the store: concurrent updates never lose a change.
+//
+// # Errors
+//
+// Every error carries an [apierr.Code] and unwraps to its sentinel
+// (errors.Is(err, apierr.ErrNotFound)). Invalid input fails with every
+// violation listed, each naming the field by its JSON path, and changes
+// nothing. Store failures that are not of the API's making become a
+// generic internal error; the cause goes to the [Options.Logger] only.
+//
+// # References
+//
+// An IP restriction's ip_policy_ids must name IP policies of the same
+// account; the check and the write are one atomic step in the store. An IP
+// policy cannot be deleted while something references it: the error is a
+// conflict naming the referrers. Deleting an IP policy deletes its rules.
+//
+// # Decisions where the specification is silent
+//
+//   - IP policies have the minimal shape id, uri, created_at, description,
+//     metadata; their rules (ipr_) carry cidr, action (allow or deny) and
+//     the ip_policy Ref. A set of policies denies an address a deny rule
+//     matches; when any allow rule exists, it denies an address no rule
+//     matches.
+//   - An IP restriction needs at least one IP policy; enforced defaults to
+//     false.
+//   - The default base URL is [DefaultBaseURL].
+package edgeplane

@@ -1,0 +1,282 @@
+package edgeplane_test
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/resource"
+	"github.com/google/go-cmp/cmp"
+)
+
+func (e *env) policy(t *testing.T, p edgeplane.Principal, rules ...[2]string) *ipaccess.Policy {
+	t.Helper()
+	pol, err := e.svc.CreateIPPolicy(e.ctx, p, ipaccess.CreatePolicyParams{Description: "office"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if _, err := e.svc.CreateIPPolicyRule(e.ctx, p, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: r[0], Action: r[1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pol
+}
+
+func TestIPPolicyCRUD(t *testing.T) {
+	e := newEnv(t)
+	pol := e.policy(t, e.admin)
+	if pol.URI != "https://api.example.test/ip_policies/"+pol.ID || pol.Description != "office" {
+		t.Errorf("policy = %+v", pol)
+	}
+	got, err := e.svc.GetIPPolicy(e.ctx, e.admin, pol.ID)
+	if err != nil || !cmp.Equal(pol, got) {
+		t.Errorf("get = %+v, %v; want %+v", got, err, pol)
+	}
+	upd, err := e.svc.UpdateIPPolicy(e.ctx, e.admin, pol.ID, ipaccess.UpdatePolicyParams{Metadata: ptr("m")})
+	if err != nil || upd.Metadata != "m" || upd.Description != "office" {
+		t.Errorf("update = %+v, %v", upd, err)
+	}
+	_, err = e.svc.UpdateIPPolicy(e.ctx, e.admin, pol.ID, ipaccess.UpdatePolicyParams{Description: ptr(strings.Repeat("é", 128))})
+	wantViolation(t, err, "description", "255 bytes")
+	_, err = e.svc.CreateIPPolicy(e.ctx, e.admin, ipaccess.CreatePolicyParams{Metadata: strings.Repeat("x", 4097)})
+	wantViolation(t, err, "metadata", "4096 bytes")
+	page, err := e.svc.ListIPPolicies(e.ctx, e.admin, edgeplane.ListOptions{})
+	if err != nil || len(page.Items) != 1 || page.URI != "https://api.example.test/ip_policies" {
+		t.Errorf("list = %+v, %v", page, err)
+	}
+	_, err = e.svc.GetIPPolicy(e.ctx, e.other, pol.ID)
+	wantCode(t, err, apierr.NotFound)
+	if err := e.svc.DeleteIPPolicy(e.ctx, e.admin, pol.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.GetIPPolicy(e.ctx, e.admin, pol.ID)
+	wantCode(t, err, apierr.NotFound)
+}
+
+func TestIPPolicyRules(t *testing.T) {
+	e := newEnv(t)
+	pol := e.policy(t, e.admin)
+	r, err := e.svc.CreateIPPolicyRule(e.ctx, e.admin, ipaccess.CreateRuleParams{
+		IPPolicyID: pol.ID, CIDR: "10.1.2.3/8", Action: "allow", Description: "corp",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRule := &ipaccess.Rule{
+		ID: r.ID, URI: "https://api.example.test/ip_policy_rules/" + r.ID, CreatedAt: r.CreatedAt,
+		Description: "corp", CIDR: "10.0.0.0/8", Action: "allow",
+		IPPolicy: resource.Ref{ID: pol.ID, URI: "https://api.example.test/ip_policies/" + pol.ID},
+	}
+	if diff := cmp.Diff(wantRule, r); diff != "" {
+		t.Errorf("create rule (-want +got):\n%s", diff)
+	}
+	got, err := e.svc.GetIPPolicyRule(e.ctx, e.admin, r.ID)
+	if diff := cmp.Diff(wantRule, got); err != nil || diff != "" {
+		t.Errorf("get rule (%v) (-want +got):\n%s", err, diff)
+	}
+	upd, err := e.svc.UpdateIPPolicyRule(e.ctx, e.admin, r.ID, ipaccess.UpdateRuleParams{CIDR: ptr("2001:db8::1/32"), Action: ptr("deny")})
+	if err != nil || upd.CIDR != "2001:db8::/32" || upd.Action != "deny" || upd.Description != "corp" {
+		t.Errorf("update rule = %+v, %v", upd, err)
+	}
+	_, err = e.svc.UpdateIPPolicyRule(e.ctx, e.admin, r.ID, ipaccess.UpdateRuleParams{CIDR: ptr("nope")})
+	wantViolation(t, err, "cidr", "")
+	page, _ := e.svc.ListIPPolicyRules(e.ctx, e.admin, edgeplane.ListOptions{})
+	if len(page.Items) != 1 {
+		t.Errorf("list rules: %d items", len(page.Items))
+	}
+
+	for _, tc := range []struct {
+		name   string
+		params ipaccess.CreateRuleParams
+		field  string
+	}{
+		{"bad cidr", ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "10.0.0.0/33", Action: "allow"}, "cidr"},
+		{"bad action", ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "10.0.0.0/8", Action: "maybe"}, "action"},
+		{"missing policy id", ipaccess.CreateRuleParams{CIDR: "10.0.0.0/8", Action: "allow"}, "ip_policy_id"},
+		{"another account's policy", ipaccess.CreateRuleParams{IPPolicyID: e.policy(t, e.other).ID, CIDR: "10.0.0.0/8", Action: "allow"}, "ip_policy_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.svc.CreateIPPolicyRule(e.ctx, e.admin, tc.params)
+			wantViolation(t, err, tc.field, "")
+		})
+	}
+
+	// Deleting the policy deletes its rules.
+	if err := e.svc.DeleteIPPolicy(e.ctx, e.admin, pol.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.GetIPPolicyRule(e.ctx, e.admin, r.ID)
+	wantCode(t, err, apierr.NotFound)
+	r2 := e.policy(t, e.admin, [2]string{"10.0.0.0/8", "allow"})
+	page, _ = e.svc.ListIPPolicyRules(e.ctx, e.admin, edgeplane.ListOptions{})
+	if err := e.svc.DeleteIPPolicyRule(e.ctx, e.admin, page.Items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if allowed, err := e.svc.CheckIP(e.ctx, e.admin, []string{r2.ID}, netip.MustParseAddr("8.8.8.8")); err != nil || !allowed {
+		t.Errorf("policy with no rules: allowed=%v err=%v, want allowed", allowed, err)
+	}
+}
+
+func TestCheckIP(t *testing.T) {
+	e := newEnv(t)
+	office := e.policy(t, e.admin, [2]string{"203.0.113.0/24", "allow"}, [2]string{"2001:db8::/32", "allow"})
+	blocked := e.policy(t, e.admin, [2]string{"203.0.113.66/32", "deny"})
+	denyOnly := e.policy(t, e.admin, [2]string{"198.51.100.0/24", "deny"})
+	tests := []struct {
+		name     string
+		policies []string
+		ip       string
+		want     bool
+	}{
+		{"allowed by an allow rule", []string{office.ID}, "203.0.113.5", true},
+		{"IPv6 allowed", []string{office.ID}, "2001:db8::42", true},
+		{"IPv4-mapped IPv6 matches IPv4 rules", []string{office.ID}, "::ffff:203.0.113.5", true},
+		{"unmatched with allow rules present", []string{office.ID}, "192.0.2.1", false},
+		{"deny wins over allow", []string{office.ID, blocked.ID}, "203.0.113.66", false},
+		{"deny-only set allows the rest", []string{denyOnly.ID}, "192.0.2.1", true},
+		{"deny-only set denies its range", []string{denyOnly.ID}, "198.51.100.7", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.svc.CheckIP(e.ctx, e.admin, tc.policies, netip.MustParseAddr(tc.ip))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("CheckIP(%s) = %v, want %v", tc.ip, got, tc.want)
+			}
+		})
+	}
+	_, err := e.svc.CheckIP(e.ctx, e.other, []string{office.ID}, netip.MustParseAddr("203.0.113.5"))
+	wantCode(t, err, apierr.NotFound)
+}
+
+func TestIPRestrictions(t *testing.T) {
+	e := newEnv(t)
+	p1, p2 := e.policy(t, e.admin), e.policy(t, e.admin)
+	r, err := e.svc.CreateIPRestriction(e.ctx, e.admin, ipaccess.CreateRestrictionParams{
+		Description: "api only from office", Type: "api", IPPolicyIDs: []string{p1.ID},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ipaccess.Restriction{
+		ID: r.ID, URI: "https://api.example.test/ip_restrictions/" + r.ID, CreatedAt: r.CreatedAt,
+		Description: "api only from office", Enforced: false, Type: "api",
+		IPPolicies: []resource.Ref{{ID: p1.ID, URI: "https://api.example.test/ip_policies/" + p1.ID}},
+	}
+	if diff := cmp.Diff(want, r); diff != "" {
+		t.Errorf("create (-want +got):\n%s", diff)
+	}
+
+	upd, err := e.svc.UpdateIPRestriction(e.ctx, e.admin, r.ID, ipaccess.UpdateRestrictionParams{
+		Enforced: ptr(true), IPPolicyIDs: &[]string{p2.ID, p1.ID},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Enforced = true
+	want.IPPolicies = []resource.Ref{{ID: p2.ID, URI: "https://api.example.test/ip_policies/" + p2.ID}, want.IPPolicies[0]}
+	if diff := cmp.Diff(want, upd); diff != "" {
+		t.Errorf("update (-want +got):\n%s", diff)
+	}
+	got, _ := e.svc.GetIPRestriction(e.ctx, e.admin, r.ID)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("get after update (-want +got):\n%s", diff)
+	}
+
+	// type is not updatable; an update naming it changes nothing.
+	_, err = e.svc.UpdateIPRestriction(e.ctx, e.admin, r.ID, ipaccess.UpdateRestrictionParams{Type: ptr("agent"), Enforced: ptr(false)})
+	wantViolation(t, err, "type", "cannot be changed")
+
+	// References must be the account's policies: the field names the ID.
+	foreign := e.policy(t, e.other)
+	_, err = e.svc.UpdateIPRestriction(e.ctx, e.admin, r.ID, ipaccess.UpdateRestrictionParams{IPPolicyIDs: &[]string{p1.ID, foreign.ID}})
+	wantViolation(t, err, "ip_policy_ids[1]", foreign.ID)
+	got, _ = e.svc.GetIPRestriction(e.ctx, e.admin, r.ID)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rejected updates changed the restriction (-want +got):\n%s", diff)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		params ipaccess.CreateRestrictionParams
+		field  string
+	}{
+		{"type missing", ipaccess.CreateRestrictionParams{IPPolicyIDs: []string{p1.ID}}, "type"},
+		{"type unknown", ipaccess.CreateRestrictionParams{Type: "web", IPPolicyIDs: []string{p1.ID}}, "type"},
+		{"no policies", ipaccess.CreateRestrictionParams{Type: "agent"}, "ip_policy_ids"},
+		{"foreign policy", ipaccess.CreateRestrictionParams{Type: "agent", IPPolicyIDs: []string{foreign.ID}}, "ip_policy_ids[0]"},
+		{"malformed policy id", ipaccess.CreateRestrictionParams{Type: "agent", IPPolicyIDs: []string{p1.ID, "ipp_x"}}, "ip_policy_ids[1]"},
+		{"description 256 bytes", ipaccess.CreateRestrictionParams{Type: "agent", IPPolicyIDs: []string{p1.ID}, Description: strings.Repeat("a", 256)}, "description"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.svc.CreateIPRestriction(e.ctx, e.admin, tc.params)
+			wantViolation(t, err, tc.field, "")
+		})
+	}
+	page, _ := e.svc.ListIPRestrictions(e.ctx, e.admin, edgeplane.ListOptions{})
+	if len(page.Items) != 1 || page.URI != "https://api.example.test/ip_restrictions" {
+		t.Errorf("list after rejected creates = %+v", page)
+	}
+	for _, typ := range []string{"dashboard", "api", "agent", "endpoints"} {
+		if _, err := e.svc.CreateIPRestriction(e.ctx, e.admin, ipaccess.CreateRestrictionParams{Type: typ, IPPolicyIDs: []string{p1.ID}}); err != nil {
+			t.Errorf("type %s refused: %v", typ, err)
+		}
+	}
+
+	// A referenced policy cannot be deleted; the conflict names the referrer.
+	err = e.svc.DeleteIPPolicy(e.ctx, e.admin, p2.ID)
+	wantCode(t, err, apierr.Conflict)
+	if !strings.Contains(err.Error(), r.ID) || !strings.Contains(err.Error(), "IP restriction") {
+		t.Errorf("conflict message %q does not name the referrer", err)
+	}
+	var inUse *edgeplane.InUseError
+	if !errors.As(err, &inUse) {
+		t.Error("conflict does not unwrap to InUseError")
+	}
+	if err := e.svc.DeleteIPRestriction(e.ctx, e.admin, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteIPPolicy(e.ctx, e.admin, p2.ID); err != nil {
+		t.Errorf("policy still blocked after its referrer was deleted: %v", err)
+	}
+	_, err = e.svc.GetIPRestriction(e.ctx, e.other, r.ID)
+	wantCode(t, err, apierr.NotFound)
+}
+
+// A policy deleted while restrictions are being created never leaves a
+// restriction pointing at nothing.
+func TestIPRestrictionReferencesAreAtomic(t *testing.T) {
+	e := newEnv(t)
+	for range 20 {
+		pol := e.policy(t, e.admin)
+		var wg sync.WaitGroup
+		var created *ipaccess.Restriction
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			created, _ = e.svc.CreateIPRestriction(e.ctx, e.admin, ipaccess.CreateRestrictionParams{Type: "api", IPPolicyIDs: []string{pol.ID}})
+		}()
+		var delErr error
+		go func() {
+			defer wg.Done()
+			delErr = e.svc.DeleteIPPolicy(e.ctx, e.admin, pol.ID)
+		}()
+		wg.Wait()
+		if created != nil && delErr == nil {
+			t.Fatalf("restriction %s references deleted policy %s", created.ID, pol.ID)
+		}
+		if created != nil {
+			if err := e.svc.DeleteIPRestriction(e.ctx, e.admin, created.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

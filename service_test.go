@@ -1,0 +1,272 @@
+package edgeplane_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/memstore"
+)
+
+// fakeClock is an injected clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// env is a Service with two accounts: A (admin, user, bot) and B (admin).
+type env struct {
+	svc   *edgeplane.Service
+	store edgeplane.Store
+	clock *fakeClock
+	ctx   context.Context
+
+	admin, user, bot edgeplane.Principal // account A
+	other            edgeplane.Principal // account B
+	logs             *bytes.Buffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvWithStore(t, memstore.New())
+}
+
+func newEnvWithStore(t *testing.T, store edgeplane.Store) *env {
+	t.Helper()
+	e := &env{
+		store: store,
+		clock: &fakeClock{now: time.Date(2026, 11, 21, 10, 30, 15, 123456789, time.FixedZone("X", 3600))},
+		ctx:   context.Background(),
+		logs:  new(bytes.Buffer),
+	}
+	e.svc = edgeplane.New(store, edgeplane.Options{
+		BaseURL: "https://api.example.test/",
+		Clock:   e.clock.Now,
+		Logger:  slog.New(slog.NewTextHandler(e.logs, nil)),
+	})
+	a := e.account(t, "a")
+	e.admin = e.subject(t, a, true, false)
+	e.user = e.subject(t, a, false, false)
+	e.bot = e.subject(t, a, false, true)
+	e.other = e.subject(t, e.account(t, "b"), true, false)
+	return e
+}
+
+func (e *env) account(t *testing.T, name string) string {
+	t.Helper()
+	acct, err := e.svc.CreateAccount(e.ctx, edgeplane.AccountParams{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acct.ID
+}
+
+func (e *env) subject(t *testing.T, account string, admin, bot bool) edgeplane.Principal {
+	t.Helper()
+	create := e.svc.CreateUser
+	if bot {
+		create = e.svc.CreateBot
+	}
+	sub, err := create(e.ctx, account, edgeplane.SubjectParams{Name: "someone", Admin: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return edgeplane.Principal{AccountID: account, SubjectID: sub.ID, Admin: admin}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// wantCode fails the test unless err has the code.
+func wantCode(t *testing.T, err error, code apierr.Code) {
+	t.Helper()
+	if got := apierr.CodeOf(err); got != code {
+		t.Fatalf("got error %v (code %v), want code %v", err, got, code)
+	}
+}
+
+// wantViolation fails the test unless err is invalid-argument with a
+// violation of field whose reason contains reason.
+func wantViolation(t *testing.T, err error, field, reason string) {
+	t.Helper()
+	wantCode(t, err, apierr.InvalidArgument)
+	for _, v := range apierr.ViolationsOf(err) {
+		if v.Field == field && strings.Contains(v.Reason, reason) {
+			return
+		}
+	}
+	t.Fatalf("error %v has no violation of %q containing %q (violations %v)", err, field, reason, apierr.ViolationsOf(err))
+}
+
+func TestNewDefaults(t *testing.T) {
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if svc.BaseURL() != edgeplane.DefaultBaseURL {
+		t.Errorf("BaseURL() = %q, want %q", svc.BaseURL(), edgeplane.DefaultBaseURL)
+	}
+	ctx := context.Background()
+	acct, err := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(acct.CreatedAt) > time.Minute || acct.CreatedAt.Location() != time.UTC {
+		t.Errorf("default clock gave %v", acct.CreatedAt)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("New(nil, ...) did not panic")
+		}
+	}()
+	edgeplane.New(nil, edgeplane.Options{})
+}
+
+func TestPrincipalRequired(t *testing.T) {
+	e := newEnv(t)
+	bad := []edgeplane.Principal{
+		{},
+		{AccountID: e.admin.AccountID},
+		{SubjectID: e.admin.SubjectID},
+		{AccountID: "acct_x", SubjectID: e.admin.SubjectID},
+		{AccountID: e.admin.AccountID, SubjectID: "someone"},
+	}
+	for _, p := range bad {
+		_, err := e.svc.CreateCredential(e.ctx, p, credentials.CreateParams{})
+		wantCode(t, err, apierr.Unauthenticated)
+		_, err = e.svc.ListCredentials(e.ctx, p, edgeplane.ListOptions{})
+		wantCode(t, err, apierr.Unauthenticated)
+		_, err = e.svc.GetCredential(e.ctx, p, "cr_x")
+		wantCode(t, err, apierr.Unauthenticated)
+	}
+}
+
+func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
+	e := newEnv(t)
+	ctx := e.ctx
+	key, err := e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID, Description: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key.Token == nil || !strings.HasPrefix(*key.Token, edgeplane.APIKeySecretPrefix) || len(*key.Token) != len(edgeplane.APIKeySecretPrefix)+43 {
+		t.Fatalf("API key token = %v, want %s + 43 base64url characters", key.Token, edgeplane.APIKeySecretPrefix)
+	}
+	p, err := e.svc.Authenticate(ctx, *key.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != e.admin {
+		t.Errorf("Authenticate = %+v, want %+v", p, e.admin)
+	}
+	botKey, err := e.svc.CreateAPIKey(ctx, e.bot.AccountID, edgeplane.APIKeyParams{OwnerID: e.bot.SubjectID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.svc.Authenticate(ctx, *botKey.Token); err != nil || p != e.bot {
+		t.Errorf("Authenticate(bot key) = %+v, %v; want %+v", p, err, e.bot)
+	}
+
+	for name, secret := range map[string]string{
+		"empty":        "",
+		"no prefix":    strings.TrimPrefix(*key.Token, edgeplane.APIKeySecretPrefix),
+		"one char off": (*key.Token)[:len(*key.Token)-1] + "x",
+		"too long":     *key.Token + strings.Repeat("a", 300),
+	} {
+		_, err := e.svc.Authenticate(ctx, secret)
+		if apierr.CodeOf(err) != apierr.Unauthenticated || err.Error() != "the API key is missing, malformed or unknown" {
+			t.Errorf("%s: Authenticate error = %v", name, err)
+		}
+	}
+
+	if err := e.svc.DeleteAPIKey(ctx, e.admin.AccountID, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.Authenticate(ctx, *key.Token)
+	wantCode(t, err, apierr.Unauthenticated)
+	wantCode(t, e.svc.DeleteAPIKey(ctx, e.admin.AccountID, "ak_bad"), apierr.NotFound)
+	wantCode(t, e.svc.DeleteAPIKey(ctx, e.other.AccountID, botKey.ID), apierr.NotFound)
+
+	// Keys need an owner of the same account.
+	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.other.SubjectID})
+	wantViolation(t, err, "owner_id", "not found")
+	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{})
+	wantViolation(t, err, "owner_id", "is required")
+
+	// Subjects need an existing account and a name.
+	_, err = e.svc.CreateUser(ctx, "acct_missing", edgeplane.SubjectParams{Name: "x"})
+	wantCode(t, err, apierr.NotFound)
+	missing := strings.Replace(e.admin.AccountID, e.admin.AccountID[len(e.admin.AccountID)-3:], "zzz", 1)
+	_, err = e.svc.CreateUser(ctx, missing, edgeplane.SubjectParams{Name: "x"})
+	wantCode(t, err, apierr.NotFound)
+	_, err = e.svc.CreateBot(ctx, e.admin.AccountID, edgeplane.SubjectParams{})
+	wantViolation(t, err, "name", "is required")
+	_, err = e.svc.CreateAccount(ctx, edgeplane.AccountParams{Name: strings.Repeat("é", 128)})
+	wantViolation(t, err, "name", "at most 255 bytes")
+	_, err = e.svc.GetSubject(ctx, e.admin.AccountID, "nobody")
+	wantCode(t, err, apierr.NotFound)
+	_, err = e.svc.GetSubject(ctx, e.other.AccountID, e.admin.SubjectID)
+	wantCode(t, err, apierr.NotFound)
+}
+
+// failingStore fails every call with an internal-looking error.
+type failingStore struct{ edgeplane.Store }
+
+var errDisk = errors.New("disk on fire at /var/lib/secret")
+
+func (failingStore) List(context.Context, edgeplane.Query) ([]edgeplane.Record, error) {
+	return nil, errDisk
+}
+
+func (failingStore) Get(context.Context, edgeplane.Kind, string, string) (edgeplane.Record, error) {
+	return edgeplane.Record{}, errDisk
+}
+
+func TestInternalErrorsAreNotLeaked(t *testing.T) {
+	e := newEnv(t)
+	svc := edgeplane.New(failingStore{e.store}, edgeplane.Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	_, err := svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{})
+	wantCode(t, err, apierr.Internal)
+	if strings.Contains(err.Error(), "disk") {
+		t.Errorf("error message leaks the cause: %q", err.Error())
+	}
+	if !errors.Is(err, errDisk) {
+		t.Error("the cause is not kept for errors.Is")
+	}
+	if !strings.Contains(e.logs.String(), "disk on fire") {
+		t.Errorf("the cause was not logged; log: %s", e.logs.String())
+	}
+}
+
+func TestContextCancellationPassesThrough(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	_, err := e.svc.CreateCredential(ctx, e.admin, credentials.CreateParams{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("CreateCredential with a cancelled context: %v", err)
+	}
+	_, err = e.svc.ListCredentials(ctx, e.admin, edgeplane.ListOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("ListCredentials with a cancelled context: %v", err)
+	}
+	page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{})
+	if err != nil || len(page.Items) != 0 {
+		t.Errorf("cancelled create stored something: %v %v", page, err)
+	}
+}
