@@ -38,11 +38,11 @@ var _ edgeplane.Store = (*Store)(nil)
 // call [New]. It is safe for concurrent use.
 type Store struct {
 	mu       sync.RWMutex
-	recs     map[string]*edgeplane.Record       // by ID
-	keys     map[string]string                  // lookup key -> ID
-	refBy    map[string]map[string]struct{}     // referenced ID -> referrer IDs
-	children map[string]map[string]struct{}     // parent ID -> child IDs
-	index    map[indexKey][]string              // sorted IDs
+	recs     map[string]*edgeplane.Record   // by ID
+	keys     map[string]string              // lookup key -> ID
+	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
+	children map[string]map[string]struct{} // parent ID -> child IDs
+	index    map[indexKey][]string          // sorted IDs
 }
 
 type indexKey struct {
