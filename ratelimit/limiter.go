@@ -2,14 +2,10 @@ package ratelimit
 
 import (
 	"hash/maphash"
-	"sync"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 )
-
-// DefaultMaxKeys is the cap on tracked keys when [Options.MaxKeys] is 0.
-const DefaultMaxKeys = 1 << 20
 
 // Options configures a [Limiter]. See [Config.Options] to derive them from a
 // validated action config.
@@ -56,15 +52,21 @@ func (d Decision) RetryAfterSeconds() int64 {
 type Limiter struct {
 	capacity uint32
 	geo      geometry
-	maxKeys  int
 	seed     maphash.Seed
-
-	mu      sync.Mutex
-	entries map[uint64]*entry
+	tab      table
 }
 
+// Bounds of [Options.MaxKeys].
+const (
+	// DefaultMaxKeys is the cap on tracked keys when MaxKeys is 0.
+	DefaultMaxKeys = 1 << 20
+	// MaxMaxKeys is the largest accepted MaxKeys.
+	MaxMaxKeys = 1 << 30
+)
+
 // New returns a limiter for o, or an [*apierr.Error] with code
-// [apierr.InvalidArgument] listing every invalid option.
+// [apierr.InvalidArgument] listing every invalid option. A new limiter holds
+// a few kilobytes; its memory grows with the number of tracked keys.
 func New(o Options) (*Limiter, error) {
 	var vs apierr.Violations
 	if o.Capacity < 1 || o.Capacity > MaxCapacity {
@@ -73,8 +75,8 @@ func New(o Options) (*Limiter, error) {
 	if o.Window < MinWindow || o.Window > MaxWindow {
 		vs.Add("window", "must be between %v and %v, got %v", MinWindow, MaxWindow, o.Window)
 	}
-	if o.MaxKeys < 0 {
-		vs.Add("max_keys", "must not be negative (0 means the default, %d), got %d", DefaultMaxKeys, o.MaxKeys)
+	if o.MaxKeys < 0 || o.MaxKeys > MaxMaxKeys {
+		vs.Add("max_keys", "must be between 0 (the default, %d) and %d, got %d", DefaultMaxKeys, MaxMaxKeys, o.MaxKeys)
 	}
 	if err := vs.Err(); err != nil {
 		return nil, err
@@ -85,14 +87,19 @@ func New(o Options) (*Limiter, error) {
 	return &Limiter{
 		capacity: uint32(o.Capacity),
 		geo:      newGeometry(o.Window),
-		maxKeys:  o.MaxKeys,
 		seed:     maphash.MakeSeed(),
-		entries:  make(map[uint64]*entry),
+		tab:      newTable(o.MaxKeys),
 	}, nil
 }
 
+// SlotWidth returns g, the width of the limiter's sub-window slots: a tenth
+// of the window for every window that is a multiple of 10ns. It bounds how
+// early the limiter may reject and how long retry-after may overstate; see
+// the package doc.
+func (l *Limiter) SlotWidth() time.Duration { return time.Duration(l.geo.width) }
+
 // AllowAt decides whether a request of bucket key at time now is admitted,
-// and records it if so.
+// and records it if so. It does not allocate for a tracked key.
 func (l *Limiter) AllowAt(key string, now time.Time) Decision {
 	return l.allow(maphash.String(l.seed, key), nanos(now))
 }
@@ -105,25 +112,104 @@ func (l *Limiter) AllowBytesAt(key []byte, now time.Time) Decision {
 }
 
 func (l *Limiter) allow(h uint64, ns int64) Decision {
+	t := &l.tab
 	g := &l.geo
-	s := g.slotOf(ns)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.entries[h]
-	if e == nil {
-		e = &entry{hash: h, base: s}
-		l.entries[h] = e
-	}
-	if s < e.base {
-		s = e.base
+	sh := t.shardOf(h)
+	sh.mu.Lock()
+	var s uint64
+	if uint64(ns-sh.curStart) < uint64(g.width) {
+		s = sh.curSlot
 	} else {
-		e.advance(s, g.k)
+		s = g.slotOf(ns)
+		sh.curSlot, sh.curStart = s, g.slotStart(s)
+	}
+	sh.maxSlot = max(sh.maxSlot, s)
+	sh.ops++
+	if sh.ops%sweepEvery == 0 {
+		sh.sweepOne(t, g)
+	}
+	var e *entry
+	if i, _ := sh.find(t, h); i >= 0 {
+		e = sh.at(i)
+		if s < e.base {
+			s = e.base
+		} else {
+			e.advance(s, g.k)
+		}
+	} else {
+		// A new key: its time is never more than one window plus a slot
+		// behind the shard's newest, so that it cannot miss admissions of
+		// a reclaimed entry of the same key (see sweepOne).
+		s = max(s, sh.maxSlot-(g.k+1))
+		for range sweepOnInsert {
+			sh.sweepOne(t, g)
+		}
+		if sh.n >= sh.limit {
+			if d, ok := sh.evictOne(t, g, l.capacity, ns); !ok {
+				sh.mu.Unlock()
+				return d
+			}
+		}
+		e = sh.at(sh.insert(t, h, s))
 	}
 	if e.total < l.capacity {
 		e.counts[s%ringSize]++
 		e.total++
+		sh.mu.Unlock()
 		return Decision{Allowed: true}
 	}
 	free := e.freeSlot(s, g.k, l.capacity)
+	sh.mu.Unlock()
 	return Decision{RetryAfter: time.Duration(g.slotStart(free) - ns)}
+}
+
+// sweepOne examines the entry at the reclamation cursor and removes it if
+// it is fully expired: its newest slot is two windows and two slots behind
+// the shard's newest slot. The margin of one window and a slot beyond the
+// moment its admissions left the window pairs with the clamp of new keys in
+// allow: a recreated entry starts at least k+1 slots after any slot of the
+// removed one, so the removed admissions are outside every window it counts.
+func (sh *shard) sweepOne(t *table, g *geometry) {
+	if sh.n == 0 {
+		return
+	}
+	if sh.sweep >= sh.n {
+		sh.sweep = 0
+	}
+	if sh.at(sh.sweep).base+2*(g.k+1) <= sh.maxSlot {
+		sh.remove(t, sh.sweep) // the last entry moves in: examine it next
+		return
+	}
+	sh.sweep++
+}
+
+// evictOne makes room in a full shard by evicting one of evictSample
+// entries from the eviction cursor: an idle one (no admissions in the
+// window) if any, else the one with the fewest admissions in the window,
+// but never one that is at or over capacity. If every examined entry is at
+// capacity it evicts nothing and returns a rejection whose RetryAfter is
+// the time until the first of them drops below capacity; the cursor stays,
+// so a retry then finds it.
+func (sh *shard) evictOne(t *table, g *geometry, capacity uint32, ns int64) (Decision, bool) {
+	best, bestTotal := -1, capacity
+	free := uint64(1<<64 - 1)
+	for j := range min(evictSample, sh.n) {
+		i := (sh.evict + j) % sh.n
+		e := sh.at(i)
+		tot := e.totalAt(sh.maxSlot, g.k)
+		if tot < bestTotal {
+			best, bestTotal = i, tot
+			if tot == 0 {
+				break
+			}
+		} else if best < 0 {
+			free = min(free, e.freeSlot(sh.maxSlot, g.k, capacity))
+		}
+	}
+	if best < 0 {
+		return Decision{RetryAfter: time.Duration(g.slotStart(free) - ns)}, false
+	}
+	sh.remove(t, best)
+	sh.evict = best
+	return Decision{}, true
 }
