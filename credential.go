@@ -71,6 +71,7 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 		return nil, s.storeErr(err, credentialKind, c.ID)
 	}
 	s.presentCredential(c, rec)
+	s.changed(ctx, p, "credential", "created", c)
 	c.Token = &token
 	return c, nil
 }
@@ -106,13 +107,14 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 		return nil, err
 	}
 	s.presentCredential(c, Record{})
+	s.changed(ctx, p, "credential", "updated", c)
 	return c, nil
 }
 
 // DeleteCredential deletes a credential (DELETE /credentials/{id}); its
 // token stops working at once.
 func (s *Service) DeleteCredential(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, credentialKind, id)
+	return s.remove(ctx, p, credentialKind, id, "credential")
 }
 
 // TunnelAuth is what a tunnel server learns from a valid authtoken.

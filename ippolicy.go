@@ -51,6 +51,7 @@ func (s *Service) CreateIPPolicy(ctx context.Context, p Principal, params ipacce
 		return nil, err
 	}
 	s.presentIPPolicy(v, Record{})
+	s.changed(ctx, p, "ip_policy", "created", v)
 	return v, nil
 }
 
@@ -99,6 +100,7 @@ func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, pa
 		return nil, err
 	}
 	s.presentIPPolicy(v, Record{})
+	s.changed(ctx, p, "ip_policy", "updated", v)
 	return v, nil
 }
 
@@ -106,7 +108,7 @@ func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, pa
 // conflict naming the referrers while an IP restriction or an edge module
 // references the policy.
 func (s *Service) DeleteIPPolicy(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, ipPolicyKind, id)
+	return s.remove(ctx, p, ipPolicyKind, id, "ip_policy")
 }
 
 func (s *Service) presentIPRule(v *ipaccess.Rule, rec Record) {
@@ -133,6 +135,7 @@ func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ip
 		return nil, refViolation(err, "ip_policy_id", false, nil)
 	}
 	s.presentIPRule(v, Record{})
+	s.changed(ctx, p, "ip_policy_rule", "created", v)
 	return v, nil
 }
 
@@ -165,12 +168,13 @@ func (s *Service) UpdateIPPolicyRule(ctx context.Context, p Principal, id string
 		return nil, err
 	}
 	s.presentIPRule(v, Record{})
+	s.changed(ctx, p, "ip_policy_rule", "updated", v)
 	return v, nil
 }
 
 // DeleteIPPolicyRule deletes an IP policy rule.
 func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, ipRuleKind, id)
+	return s.remove(ctx, p, ipRuleKind, id, "ip_policy_rule")
 }
 
 // maxRulesPerPolicy bounds how many rules [Service.IPPolicySet] reads for
@@ -252,6 +256,7 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 	}
 	s.presentIPRestriction(v, Record{})
+	s.changed(ctx, p, "ip_restriction", "created", v)
 	return v, nil
 }
 
@@ -293,11 +298,12 @@ func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id strin
 		return nil, refViolation(err, "ip_policy_ids", true, named)
 	}
 	s.presentIPRestriction(v, Record{})
+	s.changed(ctx, p, "ip_restriction", "updated", v)
 	return v, nil
 }
 
 // DeleteIPRestriction deletes an IP restriction (DELETE
 // /ip_restrictions/{id}).
 func (s *Service) DeleteIPRestriction(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, ipRestrictionKind, id)
+	return s.remove(ctx, p, ipRestrictionKind, id, "ip_restriction")
 }

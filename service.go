@@ -245,15 +245,20 @@ func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id 
 	return out, nil
 }
 
-// remove deletes the record id of kind k in p's account.
-func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id string) error {
+// remove deletes the record id of kind k in p's account and reports the
+// change under the event name.
+func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id, event string) error {
 	if err := p.check(); err != nil {
 		return err
 	}
 	if !ids.Valid(id, k.prefix) {
 		return k.notFound(id)
 	}
-	return s.storeErr(s.store.Delete(ctx, k.kind, p.AccountID, id), k, id)
+	if err := s.store.Delete(ctx, k.kind, p.AccountID, id); err != nil {
+		return s.storeErr(err, k, id)
+	}
+	s.changed(ctx, p, event, "deleted", s.ref(k.collection, id))
+	return nil
 }
 
 // list returns one page of records of kind k (children of parent when
