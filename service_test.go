@@ -46,12 +46,12 @@ type env struct {
 	logs             *bytes.Buffer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	return newEnvWithStore(t, memstore.New())
 }
 
-func newEnvWithStore(t *testing.T, store edgeplane.Store) *env {
+func newEnvWithStore(t testing.TB, store edgeplane.Store) *env {
 	t.Helper()
 	e := &env{
 		store: store,
@@ -72,7 +72,7 @@ func newEnvWithStore(t *testing.T, store edgeplane.Store) *env {
 	return e
 }
 
-func (e *env) account(t *testing.T, name string) string {
+func (e *env) account(t testing.TB, name string) string {
 	t.Helper()
 	acct, err := e.svc.CreateAccount(e.ctx, edgeplane.AccountParams{Name: name})
 	if err != nil {
@@ -81,7 +81,7 @@ func (e *env) account(t *testing.T, name string) string {
 	return acct.ID
 }
 
-func (e *env) subject(t *testing.T, account string, admin, bot bool) edgeplane.Principal {
+func (e *env) subject(t testing.TB, account string, admin, bot bool) edgeplane.Principal {
 	t.Helper()
 	create := e.svc.CreateUser
 	if bot {

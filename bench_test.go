@@ -1,0 +1,75 @@
+package edgeplane_test
+
+import (
+	"testing"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/credentials"
+)
+
+// Hot paths of the control plane: every API request authenticates, every
+// agent connection authenticates its token.
+
+func BenchmarkAuthenticate(b *testing.B) {
+	e := newEnv(b)
+	key, err := e.svc.CreateAPIKey(e.ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.svc.Authenticate(e.ctx, *key.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAuthenticateTunnelToken(b *testing.B) {
+	e := newEnv(b)
+	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{ACL: []string{"bind:*.example.com", "bind:env=prod"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.svc.AuthenticateTunnelToken(e.ctx, *c.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGetCredential(b *testing.B) {
+	e := newEnv(b)
+	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{Description: "d"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.svc.GetCredential(e.ctx, e.admin, c.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A 100-item page out of 10,000: cost must depend on the page, not the total.
+func BenchmarkListCredentialsPage(b *testing.B) {
+	e := newEnv(b)
+	var mid string
+	for i := range 10_000 {
+		c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 5_000 {
+			mid = c.ID
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{BeforeID: mid})
+		if err != nil || len(page.Items) != 100 {
+			b.Fatal(err, len(page.Items))
+		}
+	}
+}
