@@ -317,7 +317,7 @@ func TestDeleteCredentialAndTunnelAuth(t *testing.T) {
 		t.Error("tunnel auth ACL does not match the credential's rules")
 	}
 	for name, tok := range map[string]string{
-		"empty": "", "truncated": (*c.Token)[:20], "changed": (*c.Token)[:len(*c.Token)-1] + "A", "huge": strings.Repeat("x", 1000),
+		"empty": "", "truncated": (*c.Token)[:20], "changed": flipLast(*c.Token), "huge": strings.Repeat("x", 1000),
 	} {
 		_, err := e.svc.AuthenticateTunnelToken(e.ctx, tok)
 		if apierr.CodeOf(err) != apierr.Unauthenticated {
@@ -452,4 +452,13 @@ func TestIDsAreTimeOrdered(t *testing.T) {
 		}
 		prev = c.ID
 	}
+}
+
+// flipLast returns s with its last character replaced by a different one.
+func flipLast(s string) string {
+	last := "A"
+	if strings.HasSuffix(s, "A") {
+		last = "B"
+	}
+	return s[:len(s)-1] + last
 }

@@ -185,7 +185,7 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	for name, secret := range map[string]string{
 		"empty":        "",
 		"no prefix":    strings.TrimPrefix(*key.Token, edgeplane.APIKeySecretPrefix),
-		"one char off": (*key.Token)[:len(*key.Token)-1] + "x",
+		"one char off": flipLast(*key.Token),
 		"too long":     *key.Token + strings.Repeat("a", 300),
 	} {
 		_, err := e.svc.Authenticate(ctx, secret)
