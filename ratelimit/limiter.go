@@ -98,6 +98,20 @@ func New(o Options) (*Limiter, error) {
 // the package doc.
 func (l *Limiter) SlotWidth() time.Duration { return time.Duration(l.geo.width) }
 
+// Len returns the number of keys the limiter currently tracks. It locks
+// every shard in turn, so it is meant for metrics and tests, not the
+// request path.
+func (l *Limiter) Len() int {
+	n := 0
+	for i := range l.tab.shards {
+		sh := &l.tab.shards[i].shard
+		sh.mu.Lock()
+		n += sh.n
+		sh.mu.Unlock()
+	}
+	return n
+}
+
 // AllowAt decides whether a request of bucket key at time now is admitted,
 // and records it if so. It does not allocate for a tracked key.
 func (l *Limiter) AllowAt(key string, now time.Time) Decision {

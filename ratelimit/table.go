@@ -149,14 +149,18 @@ func (sh *shard) insert(t *table, h uint64, s uint64) int {
 	}
 	i := sh.n
 	pg := i >> pageBits
+	// The first page starts small and doubles, so that a limiter with few
+	// keys stays small; later pages are whole, except that no page extends
+	// past the shard's limit.
+	room := sh.limit - pg<<pageBits
 	if pg == len(sh.pages) {
-		size := pageSize
+		size := min(pageSize, room)
 		if pg == 0 {
-			size = firstPage
+			size = min(firstPage, room)
 		}
 		sh.pages = append(sh.pages, make([]entry, size))
 	} else if off := i & (pageSize - 1); off == len(sh.pages[pg]) {
-		grown := make([]entry, min(2*off, pageSize))
+		grown := make([]entry, min(2*off, pageSize, room))
 		copy(grown, sh.pages[pg])
 		sh.pages[pg] = grown
 	}

@@ -1,0 +1,443 @@
+package ratelimit_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ratelimit"
+)
+
+var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func mustNew(t testing.TB, o ratelimit.Options) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestNewOptions(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   ratelimit.Options
+		fields []string // violated fields; none means valid
+	}{
+		{"minimal", ratelimit.Options{Capacity: 1, Window: time.Minute}, nil},
+		{"max capacity and window", ratelimit.Options{Capacity: ratelimit.MaxCapacity, Window: ratelimit.MaxWindow, MaxKeys: ratelimit.MaxMaxKeys}, nil},
+		{"small window", ratelimit.Options{Capacity: 10, Window: time.Millisecond, MaxKeys: 1}, nil},
+		{"zero value", ratelimit.Options{}, []string{"capacity", "window"}},
+		{"capacity too large", ratelimit.Options{Capacity: ratelimit.MaxCapacity + 1, Window: time.Minute}, []string{"capacity"}},
+		{"window too small", ratelimit.Options{Capacity: 1, Window: time.Microsecond}, []string{"window"}},
+		{"window too large", ratelimit.Options{Capacity: 1, Window: ratelimit.MaxWindow + 1}, []string{"window"}},
+		{"negative max keys", ratelimit.Options{Capacity: 1, Window: time.Minute, MaxKeys: -1}, []string{"max_keys"}},
+		{"everything wrong", ratelimit.Options{Capacity: 0, Window: -1, MaxKeys: ratelimit.MaxMaxKeys + 1}, []string{"capacity", "window", "max_keys"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := ratelimit.New(tt.opts)
+			checkViolations(t, err, tt.fields)
+			if err == nil && l == nil {
+				t.Fatal("nil limiter without error")
+			}
+		})
+	}
+}
+
+// checkViolations asserts that err is nil when fields is empty, and
+// otherwise an InvalidArgument *apierr.Error naming exactly fields, in order,
+// with lowercase reasons.
+func checkViolations(t *testing.T, err error, fields []string) {
+	t.Helper()
+	if len(fields) == 0 {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Code != apierr.InvalidArgument || !errors.Is(err, apierr.ErrInvalidArgument) {
+		t.Fatalf("error %v (%T) is not an invalid-argument *apierr.Error", err, err)
+	}
+	var got []string
+	for _, v := range e.Violations {
+		got = append(got, v.Field)
+		if v.Reason == "" || v.Reason[0] < 'a' || v.Reason[0] > 'z' {
+			t.Errorf("violation %q: reason should start lowercase", v)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(fields) {
+		t.Fatalf("violated fields %v, want %v (%v)", got, fields, err)
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	tests := []struct {
+		name string
+		d    ratelimit.Decision
+		want int64
+	}{
+		{"allowed", ratelimit.Decision{Allowed: true}, 0},
+		{"rejected, zero", ratelimit.Decision{}, 1},
+		{"rejected, a nanosecond", ratelimit.Decision{RetryAfter: 1}, 1},
+		{"rejected, one second", ratelimit.Decision{RetryAfter: time.Second}, 1},
+		{"rejected, just over a second", ratelimit.Decision{RetryAfter: time.Second + 1}, 2},
+		{"rejected, a day", ratelimit.Decision{RetryAfter: 24 * time.Hour}, 86400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.d.RetryAfterSeconds(); got != tt.want {
+				t.Fatalf("RetryAfterSeconds() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSlotWidth(t *testing.T) {
+	tests := []struct {
+		window, want time.Duration
+	}{
+		{time.Minute, 6 * time.Second},
+		{90 * time.Second, 9 * time.Second},
+		{10 * time.Minute, time.Minute},
+		{24 * time.Hour, 144 * time.Minute},
+		{7 * time.Nanosecond * 1_000_003, 1_000_003 * time.Nanosecond}, // 7 slots
+		{1_000_000_007 * time.Nanosecond, 1_000_000_007 * time.Nanosecond}, // prime: one slot
+	}
+	for _, tt := range tests {
+		t.Run(tt.window.String(), func(t *testing.T) {
+			l := mustNew(t, ratelimit.Options{Capacity: 1, Window: tt.window})
+			if got := l.SlotWidth(); got != tt.want {
+				t.Fatalf("SlotWidth() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAllowSequence(t *testing.T) {
+	type step struct {
+		at      time.Duration // after t0
+		allowed bool
+		retry   time.Duration // RetryAfter when rejected
+	}
+	tests := []struct {
+		name     string
+		capacity uint64
+		window   time.Duration
+		steps    []step
+	}{
+		{"capacity then reject until the slot leaves", 3, time.Minute, []step{
+			{0, true, 0}, {time.Second, true, 0}, {2 * time.Second, true, 0},
+			{3 * time.Second, false, 63 * time.Second}, // t0 is a slot edge: the slot [0,6s) leaves at 66s
+			{65 * time.Second, false, time.Second},
+			{66 * time.Second, true, 0}, // all three left with the slot [0,6s)
+			{66 * time.Second, true, 0},
+			{70 * time.Second, true, 0},
+			{71 * time.Second, false, 61 * time.Second}, // slot [66s,72s) leaves at 132s
+		}},
+		{"a rejected request consumes nothing", 1, time.Minute, []step{
+			{0, true, 0},
+			{30 * time.Second, false, 36 * time.Second},
+			{59 * time.Second, false, 7 * time.Second},
+			{66 * time.Second, true, 0},
+		}},
+		{"only the slots that left free capacity", 2, 10 * time.Minute, []step{
+			{0, true, 0},
+			{5 * time.Minute, true, 0},
+			{6 * time.Minute, false, 5 * time.Minute},
+			{11 * time.Minute, true, 0},
+			{11 * time.Minute, false, 5 * time.Minute},
+		}},
+		{"long idle gap resets", 1, 24 * time.Hour, []step{
+			{0, true, 0},
+			{time.Hour, false, 24*time.Hour + 144*time.Minute - time.Hour},
+			{72 * time.Hour, true, 0},
+		}},
+		{"clock going backwards does not free capacity", 1, time.Minute, []step{
+			{10 * time.Minute, true, 0},
+			{0, false, 10*time.Minute + 66*time.Second},
+			{-time.Hour, false, time.Hour + 10*time.Minute + 66*time.Second},
+			{10*time.Minute + 66*time.Second, true, 0},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mustNew(t, ratelimit.Options{Capacity: tt.capacity, Window: tt.window})
+			for i, s := range tt.steps {
+				d := l.AllowAt("k", t0.Add(s.at))
+				want := ratelimit.Decision{Allowed: s.allowed, RetryAfter: s.retry}
+				if d != want {
+					t.Fatalf("step %d at +%v: got %+v, want %+v", i, s.at, d, want)
+				}
+			}
+		})
+	}
+}
+
+func TestKeysAreIndependent(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute})
+	for i := range 100 {
+		if !l.AllowAt(strconv.Itoa(i), t0).Allowed {
+			t.Fatalf("key %d: first request rejected", i)
+		}
+	}
+	for i := range 100 {
+		if l.AllowAt(strconv.Itoa(i), t0).Allowed {
+			t.Fatalf("key %d: second request admitted", i)
+		}
+	}
+	if n := l.Len(); n != 100 {
+		t.Fatalf("Len() = %d, want 100", n)
+	}
+}
+
+func TestBytesAndStringKeysAgree(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 2, Window: time.Minute})
+	key := ratelimit.AppendKeyPart(ratelimit.AppendKeyPart(nil, "example.com"), "203.0.113.9")
+	if !l.AllowBytesAt(key, t0).Allowed || !l.AllowAt(string(key), t0).Allowed {
+		t.Fatal("first two requests rejected")
+	}
+	if l.AllowBytesAt(key, t0).Allowed || l.AllowAt(string(key), t0).Allowed {
+		t.Fatal("string and byte forms of one key are separate buckets")
+	}
+}
+
+func TestTimesOutOfRange(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute})
+	for _, at := range []time.Time{{}, time.Unix(-1, 0), time.Unix(0, 0), time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(1<<62, 0)} {
+		l.AllowAt(at.String(), at)
+		if d := l.AllowAt(at.String(), at); d.Allowed || d.RetryAfter <= 0 {
+			t.Errorf("%v: second request %+v, want a rejection with a positive retry-after", at, d)
+		}
+	}
+}
+
+// TestConcurrentOneKey runs many goroutines on one key within one window:
+// exactly capacity requests are admitted.
+func TestConcurrentOneKey(t *testing.T) {
+	const capacity, goroutines, each = 500, 16, 100
+	l := mustNew(t, ratelimit.Options{Capacity: capacity, Window: time.Minute})
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			key := []byte("shared")
+			for i := range each {
+				at := t0.Add(time.Duration(g*each+i) * time.Millisecond) // all within 2s
+				var d ratelimit.Decision
+				if i%2 == 0 {
+					d = l.AllowAt("shared", at)
+				} else {
+					d = l.AllowBytesAt(key, at)
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != capacity {
+		t.Fatalf("admitted %d, want exactly %d", got, capacity)
+	}
+}
+
+// TestConcurrentManyKeys runs goroutines over overlapping key sets, with
+// inserts, evictions and reclamation, and checks per-key admissions.
+func TestConcurrentManyKeys(t *testing.T) {
+	const capacity, keys, goroutines = 3, 300, 8
+	l := mustNew(t, ratelimit.Options{Capacity: capacity, Window: time.Minute, MaxKeys: 100_000})
+	var counts [keys]atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range 2000 {
+				k := (g*31 + i*7) % keys
+				if l.AllowAt(strconv.Itoa(k), t0.Add(time.Duration(i)*time.Millisecond)).Allowed {
+					counts[k].Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for k := range counts {
+		if n := counts[k].Load(); n != capacity {
+			t.Fatalf("key %d admitted %d times, want %d", k, n, capacity)
+		}
+	}
+}
+
+func TestNoAllocations(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute})
+	deny := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute})
+	allow := mustNew(t, ratelimit.Options{Capacity: ratelimit.MaxCapacity, Window: time.Minute})
+	key := ratelimit.AppendKeyPart(nil, "203.0.113.9")
+	l.AllowAt("warm", t0)
+	deny.AllowBytesAt(key, t0)
+	deny.AllowAt("s", t0)
+	buf := make([]byte, 0, 64)
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"AllowAt allowed", func() { allow.AllowAt("s", t0) }},
+		{"AllowBytesAt allowed", func() { allow.AllowBytesAt(key, t0) }},
+		{"AllowAt denied", func() { deny.AllowAt("s", t0) }},
+		{"AllowBytesAt denied", func() { deny.AllowBytesAt(key, t0) }},
+		{"AppendKeyPart with room", func() { buf = ratelimit.AppendKeyPart(ratelimit.AppendKeyPart(buf[:0], "example.com"), "203.0.113.9") }},
+	}
+	allow.AllowAt("s", t0)
+	allow.AllowBytesAt(key, t0)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if n := testing.AllocsPerRun(100, tt.f); n != 0 {
+				t.Fatalf("%v allocations per call, want 0", n)
+			}
+		})
+	}
+}
+
+// liveHeap returns the live heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// keyBuf returns n distinct keys, all in one allocation made before any
+// measurement, so that their bytes are not counted.
+func keyBuf(n int, prefix string) [][]byte {
+	buf := make([]byte, 0, n*(len(prefix)+8))
+	keys := make([][]byte, n)
+	for i := range keys {
+		start := len(buf)
+		buf = strconv.AppendInt(append(buf, prefix...), int64(i), 10)
+		keys[i] = buf[start:len(buf):len(buf)]
+	}
+	return keys
+}
+
+// TestMemoryPerKey measures live heap per tracked key with 200,000 keys:
+// at most 80 bytes, for the shortest and the longest rate alike.
+func TestMemoryPerKey(t *testing.T) {
+	const n = 200_000
+	keys := keyBuf(n, "198.51.100.")
+	for _, window := range []time.Duration{time.Minute, 24 * time.Hour} {
+		t.Run(window.String(), func(t *testing.T) {
+			before := liveHeap()
+			l := mustNew(t, ratelimit.Options{Capacity: 100, Window: window})
+			for i, k := range keys {
+				if !l.AllowBytesAt(k, t0.Add(time.Duration(i)*time.Microsecond)).Allowed {
+					t.Fatal("first request rejected")
+				}
+			}
+			after := liveHeap()
+			runtime.KeepAlive(keys)
+			if got := l.Len(); got != n {
+				t.Fatalf("tracking %d keys, want %d", got, n)
+			}
+			perKey := float64(after-before) / n
+			t.Logf("rate %v: %d keys, %.1f bytes of live heap per key (key bytes not stored)", window, n, perKey)
+			if perKey > 80 {
+				t.Fatalf("%.1f bytes per key, want at most 80", perKey)
+			}
+			runtime.KeepAlive(l)
+		})
+	}
+}
+
+// TestKeyCapUnderFlood floods a limiter with ten times its key cap in
+// distinct keys: live heap stays within the cap's budget plus 10%, and a
+// victim over its limit stays limited throughout.
+func TestKeyCapUnderFlood(t *testing.T) {
+	const maxKeys, flood = 20_000, 200_000
+	keys := keyBuf(flood, "attacker-")
+	before := liveHeap()
+	l := mustNew(t, ratelimit.Options{Capacity: 5, Window: time.Hour, MaxKeys: maxKeys})
+	now := t0
+	for range 5 {
+		l.AllowAt("victim", now)
+	}
+	for i, k := range keys {
+		now = now.Add(10 * time.Millisecond) // the flood spans 2000s, within the window
+		if !l.AllowBytesAt(k, now).Allowed {
+			t.Fatalf("attacker key %d rejected: low-count keys should be evicted to make room", i)
+		}
+		if i%1000 == 0 {
+			if d := l.AllowAt("victim", now); d.Allowed {
+				t.Fatalf("victim admitted after %d attacker keys", i)
+			}
+		}
+	}
+	if n := l.Len(); n > maxKeys {
+		t.Fatalf("tracking %d keys, cap %d", n, maxKeys)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(keys)
+	used := float64(after - before)
+	t.Logf("%d distinct keys through a cap of %d: %.0f bytes live, %.1f per key of the cap", flood, maxKeys, used, used/maxKeys)
+	if limit := maxKeys * 80 * 1.1; used > limit {
+		t.Fatalf("live heap %.0f bytes, want at most %.0f", used, limit)
+	}
+	runtime.KeepAlive(l)
+}
+
+// TestFullOfLimitedKeys fills a tiny limiter with keys at their limit: a
+// new key is rejected rather than evicting a limited one, with a
+// retry-after that lets it in once one of them drops below its limit.
+func TestFullOfLimitedKeys(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute, MaxKeys: 4})
+	for i := range 4 {
+		l.AllowAt(strconv.Itoa(i), t0.Add(time.Duration(i)*time.Second))
+	}
+	d := l.AllowAt("newcomer", t0.Add(10*time.Second))
+	if d.Allowed {
+		t.Fatal("newcomer admitted by evicting a limited key")
+	}
+	for i := range 4 {
+		if l.AllowAt(strconv.Itoa(i), t0.Add(10*time.Second)).Allowed {
+			t.Fatalf("limited key %d was reset", i)
+		}
+	}
+	retry := t0.Add(10 * time.Second).Add(time.Duration(d.RetryAfterSeconds()) * time.Second)
+	if !l.AllowAt("newcomer", retry).Allowed {
+		t.Fatalf("newcomer rejected at its retry-after (%v)", d.RetryAfter)
+	}
+}
+
+// TestReclaim checks that fully expired keys are reclaimed as traffic goes
+// on, without a full pass.
+func TestReclaim(t *testing.T) {
+	const n = 10_000
+	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute})
+	for i := range n {
+		l.AllowAt("old-"+strconv.Itoa(i), t0)
+	}
+	later := t0.Add(time.Hour)
+	for i := range n {
+		l.AllowAt("new-"+strconv.Itoa(i), later)
+	}
+	// Each insert examines two entries and each call one in 16, so old
+	// keys drain while new ones arrive.
+	if got := l.Len(); got > n+n/2 {
+		t.Fatalf("tracking %d keys after %d expired and %d new, want most expired ones reclaimed", got, n, n)
+	}
+	for range 20 {
+		for i := range n {
+			l.AllowAt("new-"+strconv.Itoa(i), later)
+		}
+	}
+	if got := l.Len(); got != n {
+		t.Fatalf("tracking %d keys, want %d", got, n)
+	}
+}
