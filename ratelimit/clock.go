@@ -39,21 +39,17 @@ func NewClock(resolution time.Duration) *Clock {
 	}
 	resolution = max(resolution, MinClockResolution)
 	t := time.NewTicker(resolution)
-	c := newClock(time.Now, t.C)
-	go func() {
-		<-c.done
-		t.Stop()
-	}()
-	return c
+	return newClock(time.Now, t.C, t.Stop)
 }
 
-// newClock starts a clock that reads now on every tick; tests drive it with
-// their own tick channel.
-func newClock(now func() time.Time, tick <-chan time.Time) *Clock {
+// newClock starts a clock that reads now on every tick and calls stop
+// when stopped; tests drive it with their own tick channel.
+func newClock(now func() time.Time, tick <-chan time.Time, stop func()) *Clock {
 	c := &Clock{stop: make(chan struct{}), done: make(chan struct{})}
 	c.ns.Store(unixNano(now()))
 	go func() {
 		defer close(c.done)
+		defer stop()
 		for {
 			select {
 			case <-tick:

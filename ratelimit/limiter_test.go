@@ -109,7 +109,7 @@ func TestSlotWidth(t *testing.T) {
 		{90 * time.Second, 9 * time.Second},
 		{10 * time.Minute, time.Minute},
 		{24 * time.Hour, 144 * time.Minute},
-		{7 * time.Nanosecond * 1_000_003, 1_000_003 * time.Nanosecond}, // 7 slots
+		{7 * time.Nanosecond * 1_000_003, 1_000_003 * time.Nanosecond},     // 7 slots
 		{1_000_000_007 * time.Nanosecond, 1_000_000_007 * time.Nanosecond}, // prime: one slot
 	}
 	for _, tt := range tests {
