@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/credentials"
@@ -379,4 +380,23 @@ func TestBindKindString(t *testing.T) {
 	if got := (credentials.BindRule{}).String(); got != "invalid rule" {
 		t.Fatalf("zero BindRule String() = %q", got)
 	}
+}
+
+// TestACLConcurrent runs the matchers from several goroutines; with -race
+// it checks that an ACL is safe for concurrent use.
+func TestACLConcurrent(t *testing.T) {
+	a := mustParse(t, "bind:*.example.com", "bind:tcp.example.com:443", "bind:env=*")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				if !a.AllowsDomain("x.example.com") || !a.AllowsAddr("tcp.example.com:443") ||
+					!a.AllowsLabels(map[string]string{"env": "prod"}) || a.AllowsDomain("example.org") {
+					t.Error("wrong answer under concurrency")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

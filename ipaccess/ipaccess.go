@@ -125,7 +125,7 @@ type CreateRuleParams struct {
 	// IPPolicyID is required: the policy the rule belongs to.
 	IPPolicyID string `json:"ip_policy_id"`
 	// Action is required: [ActionAllow] or [ActionDeny].
-	Action string `json:"action" validate:"required,oneof=allow deny"`
+	Action string `json:"action"`
 }
 
 // Validate reports every broken rule of p: byte limits, a required valid
@@ -140,6 +140,11 @@ func (p CreateRuleParams) Validate() error {
 		vs.Add("ip_policy_id", "is required")
 	case !ids.Valid(p.IPPolicyID, PolicyPrefix):
 		vs.Add("ip_policy_id", "%s", policyIDReason)
+	}
+	if p.Action == "" {
+		vs.Add("action", "is required")
+	} else {
+		checkAction(&vs, p.Action)
 	}
 	return vs.Err()
 }
@@ -167,7 +172,7 @@ type UpdateRuleParams struct {
 	// CIDR replaces the prefix.
 	CIDR *string `json:"cidr"`
 	// Action replaces the action: [ActionAllow] or [ActionDeny].
-	Action *string `json:"action" validate:"omitnil,oneof=allow deny"`
+	Action *string `json:"action"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -177,6 +182,9 @@ func (p UpdateRuleParams) Validate() error {
 	validate.Into(&vs, "", p)
 	if p.CIDR != nil {
 		checkCIDR(&vs, "cidr", *p.CIDR)
+	}
+	if p.Action != nil {
+		checkAction(&vs, *p.Action)
 	}
 	return vs.Err()
 }
@@ -334,6 +342,13 @@ func checkPolicyIDs(vs *apierr.Violations, idList []string) {
 func checkCIDR(vs *apierr.Violations, field, s string) {
 	if _, reason := normalizeCIDR(s); reason != "" {
 		vs.Add(field, "%s", reason)
+	}
+}
+
+// checkAction adds a violation of action when s is not a rule action.
+func checkAction(vs *apierr.Violations, s string) {
+	if s != ActionAllow && s != ActionDeny {
+		vs.Add("action", "must be one of: allow, deny")
 	}
 }
 
