@@ -1,4 +1,114 @@
 // Package ratelimit is an in-process, keyed, sliding-window rate limiter
-// that never admits more than its capacity in any window, with constant
-// memory per key and no allocation per request.
+// that never admits more than its capacity in any window, keeps constant
+// memory per key whatever the window, and neither allocates nor reads the
+// system clock per request. It serves the `rate-limit` traffic policy action
+// (SPEC 2.8: one [Limiter] per action instance, keyed by the request's
+// bucket key) and the management API's own per-account limit.
+//
+// A [Limiter] answers one question per request: may a request of bucket
+// key k at time t proceed? [Limiter.AllowAt] (or [Limiter.AllowBytesAt])
+// returns a [Decision]; a rejected request should get HTTP 429 with
+// retry-after set to [Decision.RetryAfterSeconds].
+//
+// # Semantics
+//
+// Capacity C and rate (window) W are per bucket and per process (per
+// ingress server, SPEC 2.8).
+//
+//   - Only admitted requests consume capacity. A rejected request leaves no
+//     trace, so a client that honours retry-after gets through.
+//   - Never over-admit: for every admitted request at time t, the bucket's
+//     admitted requests in (t-W, t] number at most C. This holds by
+//     construction: a request is admitted only if the admissions counted in
+//     every slot that overlaps (t-W, t], the oldest partly overlapping one
+//     included in full, are fewer than C.
+//   - Bounded harshness: time is cut into slots of width g = W/10 aligned
+//     on the Unix epoch (N = 10 slots per window; 6s for a 60s rate, 144m for
+//     24h; in general g = W/k for the largest k <= 10 dividing W in
+//     nanoseconds, and k = 10 for every valid [Config] rate). The limiter
+//     may reject early, but a rejection at t implies at least C admissions
+//     in (t-W-g, t]. Since g = W/10 <= max(10s, W/10), this is at least as
+//     tight as the bound of issue 3.
+//   - Retry-after: with no other traffic on the bucket, a retry at
+//     t + RetryAfter (or at t + RetryAfterSeconds seconds) is admitted; it
+//     is the moment the oldest counted slots leave the window, so it is
+//     never more than the exact sliding-window value + g, and
+//     RetryAfterSeconds adds less than 1s of rounding (at least 1).
+//   - A clock that goes backwards never increases admissions: a bucket's
+//     time never moves back, so a request stamped before the bucket's
+//     newest slot is decided as if it came in that slot. A new key's time is
+//     likewise raised to at most one window and one slot behind the newest
+//     time its shard has seen (so a reclaimed bucket cannot be revived in
+//     the past; see below).
+//
+// An exact limiter with constant memory is impossible for arbitrary
+// arrival times (deciding exactly when each of up to 2e9 admissions leaves
+// the window needs their times), so the design trades a bounded slot of
+// harshness for 44 bytes of counters per key.
+//
+// # Time
+//
+// The limiter never reads the system clock: callers pass the time. Callers
+// without a timestamp at hand use a [Clock], a coarse clock refreshed by
+// one goroutine (every millisecond by default) and read with one atomic
+// load, instead of paying for [time.Now] per request. Times before 1970
+// count as 1970 and times past 2262 as 2262.
+//
+// # Keys
+//
+// Keys are bytes or strings built by the caller; the limiter keeps only a
+// 64-bit keyed hash of each ([hash/maphash] with a random per-limiter
+// seed), never the key itself. Two distinct keys whose hashes collide share
+// one bucket, which can only make the limiter harsher for them, never more
+// permissive: the chance that any two of n live keys collide is about
+// n²/2⁶⁵ (3e-8 for a million keys), and the seed is unknown to clients.
+//
+// A bucket key of several elements (SPEC 2.8 bucket_key) is built by
+// appending each element's value with [AppendKeyPart], which writes the
+// value's length as a uvarint and then its bytes. The encoding is
+// prefix-free, so two different tuples never build the same key: ("a",
+// "bc") and ("ab", "c") differ, and so do ("") and (). With a reused buffer
+// the key costs no allocation:
+//
+//	buf = buf[:0]
+//	for _, el := range elements {
+//		buf = ratelimit.AppendKeyPart(buf, valueOf(req, el))
+//	}
+//	d := limiter.AllowBytesAt(buf, now)
+//
+// # Memory and the key cap
+//
+// Each tracked key is one 64-byte entry (hash, newest slot, total and a
+// ring of 11 uint32 counters: a window's 10 slots plus the oldest partly
+// overlapping one) stored inline in pages of a sharded table, plus about
+// 4 to 10 bytes of index: about 71 bytes of live heap per key, the same for
+// a 60s and a 24h rate, with no pointers for the garbage collector to scan.
+//
+// [Options.MaxKeys] caps the tracked keys (default [DefaultMaxKeys]).
+// Fully expired entries, whose newest slot is two windows and two slots
+// old, are reclaimed incrementally: every 16th call to a shard and every
+// insertion examine one or two entries at a cursor, so no call ever walks
+// the table. When a shard is full, a new key evicts one of 8 entries at an
+// eviction cursor: an idle one (nothing in the window) if any, else the one
+// with the fewest admissions in the window, but never one at or over its
+// capacity, so flooding distinct keys cannot reset a limited client. An
+// evicted bucket that still held admissions forgets them; that is the one
+// way, under key pressure only, that a bucket can later admit more than C
+// in a window. If all 8 are at capacity, the new key is rejected (fail
+// closed) with a retry-after at which one of them drops below capacity.
+//
+// # Concurrency
+//
+// A [Limiter] is safe for concurrent use. Keys are spread over up to 64
+// shards by hash, each with its own mutex held for a few dozen nanoseconds
+// of integer arithmetic per request.
+//
+// # Configuration
+//
+// [Config] is the action config of SPEC 2.8 with JSON tags;
+// [Config.Validate] reports every violation as an
+// [github.com/edgeplane/edgeplane/apierr.Error] of code InvalidArgument
+// naming the field ("name", "algorithm", "capacity", "rate", "bucket_key",
+// "bucket_key[3]"). [Config.Options] and [Config.KeyElements] turn a valid
+// config into [New]'s options and the parsed bucket key elements.
 package ratelimit
