@@ -27,13 +27,13 @@
 // everything, or a bind rule "bind:<target>". The target's shape decides the
 // rule's [BindKind]:
 //
-//   - BindAll: permits everything
-//     bind:*                       BindAll, the same as "*"
-//     bind:key=value               BindLabel: contains "="
-//     bind:*=value, bind:key=*     BindLabel with a wildcard key or value
-//     bind:1.tcp.example.com:20002 BindAddr: contains ":" (and no "=")
-//     bind:example.com             BindDomain: anything else
-//     bind:*.example.com           BindDomain with Wildcard set
+//	Rule                          Kind        Chosen because the target
+//	"*" or "bind:*"               BindAll     is "*"
+//	bind:key=value                BindLabel   contains "="
+//	bind:*=value, bind:key=*      BindLabel   contains "=" (wildcard key or value)
+//	bind:1.tcp.example.com:20002  BindAddr    contains ":" and no "="
+//	bind:example.com              BindDomain  is anything else
+//	bind:*.example.com            BindDomain  starts with "*." (Wildcard set)
 //
 // Parsing is strict. The prefix "bind:" is lowercase. Domains, including
 // address hosts, are host names of at least two dot-separated labels of

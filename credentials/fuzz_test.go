@@ -134,3 +134,29 @@ func FuzzACLMatch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCreateParamsValidate checks that Validate never panics and fails
+// exactly when some field breaks its rule, each failure naming its field.
+func FuzzCreateParamsValidate(f *testing.F) {
+	f.Add("", "", "", "")
+	f.Add("ci runner", `{"a":1}`, "bind:example.com", userID)
+	f.Add(strings.Repeat("é", 128), strings.Repeat("m", 4097), "bind:", "usr_x")
+	f.Add("d", "m", "*", botID)
+	f.Fuzz(func(t *testing.T, desc, meta, rule, owner string) {
+		p := credentials.CreateParams{Description: desc, Metadata: meta, ACL: []string{rule}, OwnerID: owner}
+		var want []string
+		if len(desc) > 255 {
+			want = append(want, "description")
+		}
+		if len(meta) > 4096 {
+			want = append(want, "metadata")
+		}
+		if _, err := credentials.ParseACL([]string{rule}); err != nil {
+			want = append(want, "acl[0]")
+		}
+		if owner != "" && !credentials.ValidOwnerID(owner) {
+			want = append(want, "owner_id")
+		}
+		checkViolations(t, p.Validate(), want)
+	})
+}

@@ -2,6 +2,7 @@ package ipaccess_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/ipaccess"
@@ -117,4 +118,41 @@ func FuzzSetAllowed(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzCreateRuleParamsValidate checks that Validate never panics, fails
+// exactly when a field breaks its rule, and that a valid rule's Rule()
+// holds the normalised CIDR.
+func FuzzCreateRuleParamsValidate(f *testing.F) {
+	f.Add("", "", "", "", "")
+	f.Add("office", "{}", "10.1.2.3/8", pol1, "allow")
+	f.Add(strings.Repeat("é", 128), "", "fe80::1%eth0", "ipp_x", "block")
+	f.Fuzz(func(t *testing.T, desc, meta, cidr, policyID, action string) {
+		p := ipaccess.CreateRuleParams{Description: desc, Metadata: meta, CIDR: cidr, IPPolicyID: policyID, Action: action}
+		var want []string
+		if len(desc) > 255 {
+			want = append(want, "description")
+		}
+		if len(meta) > 4096 {
+			want = append(want, "metadata")
+		}
+		norm, err := ipaccess.NormalizeCIDR(cidr)
+		if err != nil {
+			want = append(want, "cidr")
+		}
+		if policyID == "" || !strings.HasPrefix(policyID, "ipp_") || len(policyID) != len(pol1) || strings.ContainsFunc(policyID[4:], notBase62) {
+			want = append(want, "ip_policy_id")
+		}
+		if action != "allow" && action != "deny" {
+			want = append(want, "action")
+		}
+		checkViolations(t, p.Validate(), want)
+		if len(want) == 0 && p.Rule().CIDR != norm {
+			t.Fatalf("Rule().CIDR = %q, want %q", p.Rule().CIDR, norm)
+		}
+	})
+}
+
+func notBase62(r rune) bool {
+	return !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
 }
