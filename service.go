@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
 )
@@ -32,6 +34,17 @@ type Options struct {
 	// Logger receives the Service's logs. Default: a logger that discards
 	// everything.
 	Logger *slog.Logger
+	// Domains configures reserved domains: the service-owned base domains
+	// and the base of CNAME targets. The zero value gives the defaults of
+	// [domains.Config]. [New] panics when it is invalid (check it with
+	// [domains.Config.Validate]).
+	Domains domains.Config
+	// Events configures event delivery: the sink that receives events of
+	// subscribed types, the bounded queue in front of it and the registry
+	// of known event types. The zero value delivers nothing and knows the
+	// default types. With a Sink set, New starts one delivery goroutine;
+	// stop it with [Service.Close].
+	Events events.Options
 }
 
 // Service is the management API as Go methods: one method per operation of
@@ -43,6 +56,10 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 	ids     *ids.Generator
+	domains domains.Config // Options.Domains with defaults filled in
+
+	eventTypes *events.Registry // known event types; never nil
+	queue      *events.Queue    // nil when delivery is off
 }
 
 // New returns a Service over store. A nil store panics: it is a
@@ -67,6 +84,11 @@ func New(store Store, opts Options) *Service {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s.ids = ids.NewGenerator(s.now)
+	if err := opts.Domains.Validate(); err != nil {
+		panic("edgeplane.New: invalid Options.Domains: " + err.Error())
+	}
+	s.domains = opts.Domains.WithDefaults()
+	s.startEvents(opts.Events)
 	return s
 }
 

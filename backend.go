@@ -1,0 +1,118 @@
+package edgeplane
+
+import (
+	"context"
+
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+// KindTunnelGroupBackend is the kind of tunnel group backend records.
+const KindTunnelGroupBackend Kind = "tunnel_group_backend"
+
+var backendKind = kindInfo{KindTunnelGroupBackend, backends.IDPrefix, "backends/tunnel_group", "tunnel group backend"}
+
+// presentBackend fills the backend's URI and its tunnels: the Refs of the
+// online tunnels it selects, in the order given (newest first).
+func (s *Service) presentBackend(b *backends.TunnelGroupBackend, online []backends.Tunnel) {
+	b.URI = s.uri(backendKind.collection, b.ID)
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
+	}
+	b.Tunnels = []resource.Ref{}
+	for _, t := range online {
+		if backends.Selects(b.Labels, t.Labels) {
+			b.Tunnels = append(b.Tunnels, s.ref(tunnelKind.collection, t.ID))
+		}
+	}
+}
+
+// withTunnels presents b with the account's online tunnels.
+func (s *Service) withTunnels(ctx context.Context, p Principal, b *backends.TunnelGroupBackend) error {
+	online, err := s.onlineTunnels(ctx, p.AccountID)
+	if err != nil {
+		return err
+	}
+	s.presentBackend(b, online)
+	return nil
+}
+
+// CreateTunnelGroupBackend creates a tunnel group backend (POST
+// /backends/tunnel_group). Its tunnels are the account's online tunnels
+// that carry all of its labels.
+func (s *Service) CreateTunnelGroupBackend(ctx context.Context, p Principal, params backends.CreateParams) (*backends.TunnelGroupBackend, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := params.Backend()
+	v.ID, v.CreatedAt = s.ids.New(backends.IDPrefix), s.timestamp()
+	if err := s.create(ctx, p, backendKind, v.ID, "", &v, nil); err != nil {
+		return nil, err
+	}
+	if err := s.withTunnels(ctx, p, &v); err != nil {
+		return nil, err
+	}
+	s.changed(ctx, p, "tunnel_group_backend", "created", &v)
+	return &v, nil
+}
+
+// GetTunnelGroupBackend returns a tunnel group backend (GET
+// /backends/tunnel_group/{id}).
+func (s *Service) GetTunnelGroupBackend(ctx context.Context, p Principal, id string) (*backends.TunnelGroupBackend, error) {
+	v, _, err := get[backends.TunnelGroupBackend](ctx, s, p, backendKind, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.withTunnels(ctx, p, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ListTunnelGroupBackends returns a page of the account's tunnel group
+// backends, newest first (GET /backends/tunnel_group, list field
+// "backends"). The account's online tunnels are read once per page.
+func (s *Service) ListTunnelGroupBackends(ctx context.Context, p Principal, opts ListOptions) (*Page[backends.TunnelGroupBackend], error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	online, err := s.onlineTunnels(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return list(ctx, s, p, backendKind, "", backendKind.collection, opts, func(b *backends.TunnelGroupBackend, _ Record) {
+		s.presentBackend(b, online)
+	})
+}
+
+// UpdateTunnelGroupBackend changes the fields present in params (PATCH
+// /backends/tunnel_group/{id}); labels, when present, replace the whole
+// set.
+func (s *Service) UpdateTunnelGroupBackend(ctx context.Context, p Principal, id string, params backends.UpdateParams) (*backends.TunnelGroupBackend, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, backendKind, id, func(v *backends.TunnelGroupBackend, _ *Record) error {
+		params.Apply(v)
+		v.Tunnels = nil // computed at read time, never stored
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.withTunnels(ctx, p, v); err != nil {
+		return nil, err
+	}
+	s.changed(ctx, p, "tunnel_group_backend", "updated", v)
+	return v, nil
+}
+
+// DeleteTunnelGroupBackend deletes a tunnel group backend (DELETE
+// /backends/tunnel_group/{id}). It fails with a conflict naming the
+// referrers while an edge module references the backend.
+func (s *Service) DeleteTunnelGroupBackend(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, backendKind, id, "tunnel_group_backend")
+}

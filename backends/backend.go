@@ -1,0 +1,152 @@
+package backends
+
+import (
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/validate"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+// Identifier prefixes.
+const (
+	// IDPrefix starts every tunnel group backend identifier.
+	IDPrefix = "bkdtg_"
+	// TunnelPrefix starts every tunnel identifier.
+	TunnelPrefix = "tn_"
+)
+
+// TunnelGroupBackend is a tunnel group backend: it routes traffic to the
+// account's online tunnels whose labels include all of its labels.
+type TunnelGroupBackend struct {
+	// ID is the backend's identifier, IDPrefix followed by an opaque string.
+	ID string `json:"id"`
+	// URI locates the backend, {base_url}/backends/tunnel_group/<id>;
+	// filled by the Service.
+	URI string `json:"uri"`
+	// CreatedAt is when the backend was created.
+	CreatedAt time.Time `json:"created_at"`
+	// Description says what the backend is for.
+	Description string `json:"description"`
+	// Metadata is arbitrary user-defined machine-readable data.
+	Metadata string `json:"metadata"`
+	// Labels are the labels to watch for tunnels on; never nil in a
+	// response.
+	Labels map[string]string `json:"labels"`
+	// Tunnels are the online tunnels the backend selects ([Selects]),
+	// computed by the Service when it returns the backend; never nil in a
+	// response (empty when none). They are not stored.
+	Tunnels []resource.Ref `json:"tunnels"`
+}
+
+// CreateParams are the parameters of creating a tunnel group backend.
+type CreateParams struct {
+	// Description is optional, at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is optional, at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+	// Labels are required: 1 to [MaxLabels] labels (see [ValidateLabels]).
+	Labels map[string]string `json:"labels"`
+}
+
+// Validate reports every broken rule of p at once: the byte limits and the
+// label rules; labels must hold at least one label. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p CreateParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	checkBackendLabels(&vs, p.Labels)
+	return vs.Err()
+}
+
+func checkBackendLabels(vs *apierr.Violations, labels map[string]string) {
+	if len(labels) == 0 {
+		vs.Add("labels", "must have at least one label; a backend selects the tunnels that carry all of its labels")
+		return
+	}
+	checkLabels(vs, "labels", labels)
+}
+
+// Backend returns the backend p describes, without the fields the Service
+// assigns (ID, URI, CreatedAt, Tunnels). Its Labels are a copy of p.Labels.
+// Call it after [CreateParams.Validate].
+func (p CreateParams) Backend() TunnelGroupBackend {
+	return TunnelGroupBackend{Description: p.Description, Metadata: p.Metadata, Labels: cloneLabels(p.Labels)}
+}
+
+// UpdateParams are the parameters of updating a tunnel group backend. A nil
+// field is absent and leaves the value unchanged.
+type UpdateParams struct {
+	// Description replaces the description; at most 255 bytes.
+	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
+	// Metadata replaces the metadata; at most 4096 bytes.
+	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+	// Labels replaces the whole label set; when present it must hold at
+	// least one label.
+	Labels *map[string]string `json:"labels"`
+}
+
+// Validate reports every broken rule of p at once. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p UpdateParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if p.Labels != nil {
+		checkBackendLabels(&vs, *p.Labels)
+	}
+	return vs.Err()
+}
+
+// Apply sets the fields of b that p carries (labels copied). Call it after
+// [UpdateParams.Validate].
+func (p UpdateParams) Apply(b *TunnelGroupBackend) {
+	if p.Description != nil {
+		b.Description = *p.Description
+	}
+	if p.Metadata != nil {
+		b.Metadata = *p.Metadata
+	}
+	if p.Labels != nil {
+		b.Labels = cloneLabels(*p.Labels)
+	}
+}
+
+// Tunnel is an online tunnel: registered by a tunnel server when an agent
+// opens it, removed when it closes. The specification shows only its
+// identifier and URI; the other fields are this library's.
+type Tunnel struct {
+	// ID is the tunnel's identifier, TunnelPrefix followed by an opaque
+	// string.
+	ID string `json:"id"`
+	// URI locates the tunnel, {base_url}/tunnels/<id>; filled by the
+	// Service.
+	URI string `json:"uri"`
+	// AccountID is the account the tunnel belongs to: its credential's.
+	AccountID string `json:"account_id"`
+	// StartedAt is when the tunnel was registered.
+	StartedAt time.Time `json:"started_at"`
+	// Labels are the tunnel's labels; never nil in a response.
+	Labels map[string]string `json:"labels"`
+	// Credential is the credential whose authtoken registered the tunnel;
+	// its URI is filled by the Service.
+	Credential resource.Ref `json:"credential"`
+}
+
+// RegisterTunnelParams are what a tunnel server knows about a tunnel an
+// agent opens.
+type RegisterTunnelParams struct {
+	// Labels are the tunnel's labels, 0 to [MaxLabels] of them (see
+	// [ValidateLabels]). A tunnel without labels is online but no backend
+	// selects it.
+	Labels map[string]string `json:"labels"`
+}
+
+// Validate reports every broken label rule at once. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p RegisterTunnelParams) Validate() error { return ValidateLabels(p.Labels) }
+
+// Tunnel returns the tunnel p describes, without the fields the Service
+// assigns. Its Labels are a copy of p.Labels, never nil.
+func (p RegisterTunnelParams) Tunnel() Tunnel {
+	return Tunnel{Labels: cloneLabels(p.Labels)}
+}

@@ -1,0 +1,360 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/ids"
+)
+
+// Kinds of the event records.
+const (
+	KindEventSubscription Kind = "event_subscription"
+	// KindEventSource records are children of their subscription (deleted
+	// with it), with an internal ID (evs_) and the unique lookup key
+	// "event_source:<subscription id>:<type>".
+	KindEventSource Kind = "event_source"
+)
+
+var (
+	eventSubscriptionKind = kindInfo{KindEventSubscription, events.SubscriptionPrefix, "event_subscriptions", "event subscription"}
+	eventSourceKind       = kindInfo{KindEventSource, events.SourcePrefix, "event_subscriptions", "event source"}
+)
+
+// MaxSourcesScanned bounds the work of finding the subscriptions of one
+// change: the delivery worker reads at most this many of the account's
+// event sources (newest first). Sources beyond it do not trigger, and a
+// warning is logged.
+const MaxSourcesScanned = 10_000
+
+// sourceScanPage is the page size of that scan.
+const sourceScanPage = 500
+
+// startEvents sets up the event type registry and, when a sink is
+// configured, the delivery queue and its goroutine.
+func (s *Service) startEvents(opts events.Options) {
+	s.eventTypes = opts.Registry
+	if s.eventTypes == nil {
+		s.eventTypes = events.DefaultRegistry()
+	}
+	if opts.Sink != nil {
+		s.queue = events.NewQueue(opts, s.expandChange, s.log)
+	}
+}
+
+// Close shuts event delivery down: changes after it are no longer
+// delivered, and it waits until every change already accepted is delivered
+// or ctx ends (then the delivery in progress is cancelled, the rest is
+// dropped and counted, and ctx.Err() is returned). Management operations
+// keep working after Close; only delivery stops. Without a sink, Close
+// does nothing. It may be called more than once.
+func (s *Service) Close(ctx context.Context) error {
+	if s.queue == nil {
+		return nil
+	}
+	return s.queue.Close(ctx)
+}
+
+// EventStats returns the counters of event delivery: changes accepted and
+// dropped, events delivered and failed. All zero without a sink.
+func (s *Service) EventStats() events.Stats {
+	if s.queue == nil {
+		return events.Stats{}
+	}
+	return s.queue.Stats()
+}
+
+// EventTypes returns the registry of event types that sources may name.
+func (s *Service) EventTypes() *events.Registry { return s.eventTypes }
+
+// expandChange finds the subscriptions of c's account that have a source
+// of c's type and makes one event for each. It runs on the delivery
+// worker, never on a caller's goroutine.
+func (s *Service) expandChange(ctx context.Context, c events.Change) ([]events.Event, error) {
+	var out []events.Event
+	before := ""
+	for scanned := 0; ; {
+		limit := min(sourceScanPage, MaxSourcesScanned-scanned)
+		recs, err := s.store.List(ctx, Query{Kind: KindEventSource, AccountID: c.AccountID, BeforeID: before, Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if _, typ, ok := parseSourceKey(rec); ok && typ == c.Type {
+				out = append(out, events.Event{ID: s.ids.New(events.EventPrefix), Type: c.Type, CreatedAt: c.CreatedAt,
+					AccountID: c.AccountID, SubscriptionID: rec.ParentID, Object: c.Object})
+			}
+		}
+		scanned += len(recs)
+		if len(recs) < limit {
+			return out, nil
+		}
+		if scanned >= MaxSourcesScanned {
+			s.log.Warn("event delivery: the account has more event sources than are scanned per change; older sources do not trigger",
+				"account", c.AccountID, "scanned", scanned)
+			return out, nil
+		}
+		before = recs[len(recs)-1].ID
+	}
+}
+
+// sourceLookup is the store lookup key of a subscription's source.
+func sourceLookup(subscriptionID, typ string) string {
+	return "event_source:" + subscriptionID + ":" + typ
+}
+
+// parseSourceKey returns the subscription and type of a source record from
+// its lookup key.
+func parseSourceKey(rec Record) (subscriptionID, typ string, ok bool) {
+	if len(rec.Keys) != 1 {
+		return "", "", false
+	}
+	rest, ok := strings.CutPrefix(rec.Keys[0], "event_source:")
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, ":")
+}
+
+func (s *Service) presentSubscription(v *events.Subscription, _ Record) {
+	v.URI = s.uri(eventSubscriptionKind.collection, v.ID)
+}
+
+// CreateEventSubscription creates an event subscription. The
+// specification does not show this operation; the subscription has the
+// minimal shape of [events.Subscription].
+func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, params events.CreateSubscriptionParams) (*events.Subscription, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := &events.Subscription{ID: s.ids.New(events.SubscriptionPrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata}
+	if err := s.create(ctx, p, eventSubscriptionKind, v.ID, "", v, nil); err != nil {
+		return nil, err
+	}
+	s.presentSubscription(v, Record{})
+	s.changed(ctx, p, "event_subscription", "created", v)
+	return v, nil
+}
+
+// GetEventSubscription returns an event subscription.
+func (s *Service) GetEventSubscription(ctx context.Context, p Principal, id string) (*events.Subscription, error) {
+	v, rec, err := get[events.Subscription](ctx, s, p, eventSubscriptionKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentSubscription(v, rec)
+	return v, nil
+}
+
+// ListEventSubscriptions returns a page of the account's event
+// subscriptions, newest first.
+func (s *Service) ListEventSubscriptions(ctx context.Context, p Principal, opts ListOptions) (*Page[events.Subscription], error) {
+	return list(ctx, s, p, eventSubscriptionKind, "", eventSubscriptionKind.collection, opts, s.presentSubscription)
+}
+
+// UpdateEventSubscription changes the fields present in params.
+func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id string, params events.UpdateSubscriptionParams) (*events.Subscription, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, eventSubscriptionKind, id, func(v *events.Subscription, _ *Record) error {
+		params.Apply(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentSubscription(v, Record{})
+	s.changed(ctx, p, "event_subscription", "updated", v)
+	return v, nil
+}
+
+// DeleteEventSubscription deletes an event subscription and, in the same
+// atomic step, its sources. Only the subscription's deletion is reported
+// as an event.
+func (s *Service) DeleteEventSubscription(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, eventSubscriptionKind, id, "event_subscription")
+}
+
+// sourcesPath returns event_subscriptions/<id>/sources.
+func sourcesPath(subscriptionID string) string {
+	return eventSubscriptionKind.collection + "/" + subscriptionID + "/sources"
+}
+
+func (s *Service) presentSource(v *events.Source, subscriptionID string) {
+	v.URI = s.baseURL + "/" + sourcesPath(subscriptionID) + "/" + v.Type
+}
+
+// sourceNotFound is the error for a type the subscription has no source
+// of. A type too long to be valid is shortened in the message.
+func sourceNotFound(subscriptionID, typ string) error {
+	if len(typ) > events.MaxTypeBytes {
+		typ = typ[:events.MaxTypeBytes] + "..."
+	}
+	return apierr.NotFoundf("event subscription %s has no source of type %s", subscriptionID, strconv.Quote(typ))
+}
+
+// checkSubscription fails with not-found unless id is an event
+// subscription of p's account.
+func (s *Service) checkSubscription(ctx context.Context, p Principal, id string) error {
+	_, _, err := get[events.Subscription](ctx, s, p, eventSubscriptionKind, id)
+	return err
+}
+
+// CreateEventSource adds a source to a subscription of the account (POST
+// /event_subscriptions/{subscription_id}/sources). The type must be a
+// known event type ([Service.EventTypes]); an unknown one fails with a
+// violation of "type" that suggests the closest known type. A source of
+// that type that already exists is a conflict.
+func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscriptionID string, params events.CreateSourceParams) (*events.Source, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(subscriptionID, events.SubscriptionPrefix) {
+		return nil, eventSubscriptionKind.notFound(subscriptionID)
+	}
+	if err := params.Validate(s.eventTypes); err != nil {
+		return nil, err
+	}
+	v := &events.Source{Type: params.Type}
+	data, err := encode(v)
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
+		Data: data, Keys: []string{sourceLookup(subscriptionID, params.Type)}}
+	if err := s.store.Create(ctx, rec); err != nil {
+		var (
+			miss *MissingRefError
+			dup  *DuplicateError
+		)
+		switch {
+		case errors.As(err, &miss):
+			return nil, eventSubscriptionKind.notFound(subscriptionID)
+		case errors.As(err, &dup):
+			return nil, &apierr.Error{Code: apierr.Conflict, Err: err,
+				Msg: "event subscription " + subscriptionID + " already has a source of type " + strconv.Quote(params.Type)}
+		}
+		return nil, s.storeErr(err, eventSourceKind, "")
+	}
+	s.presentSource(v, subscriptionID)
+	s.changed(ctx, p, "event_source", "created", v)
+	return v, nil
+}
+
+// getSource returns the source record of typ in a subscription of p's
+// account.
+func (s *Service) getSource(ctx context.Context, p Principal, subscriptionID, typ string) (Record, error) {
+	if err := s.checkSubscription(ctx, p, subscriptionID); err != nil {
+		return Record{}, err
+	}
+	if len(typ) > events.MaxTypeBytes {
+		return Record{}, sourceNotFound(subscriptionID, typ)
+	}
+	rec, err := s.store.Lookup(ctx, KindEventSource, sourceLookup(subscriptionID, typ))
+	if errors.Is(err, apierr.ErrNotFound) || (err == nil && (rec.AccountID != p.AccountID || rec.ParentID != subscriptionID)) {
+		return Record{}, sourceNotFound(subscriptionID, typ)
+	}
+	if err != nil {
+		return Record{}, s.storeErr(err, eventSourceKind, "")
+	}
+	return rec, nil
+}
+
+// GetEventSource returns the source of type typ of a subscription (GET
+// /event_subscriptions/{subscription_id}/sources/{type}).
+func (s *Service) GetEventSource(ctx context.Context, p Principal, subscriptionID, typ string) (*events.Source, error) {
+	rec, err := s.getSource(ctx, p, subscriptionID, typ)
+	if err != nil {
+		return nil, err
+	}
+	v, err := decode[events.Source](rec)
+	if err != nil {
+		return nil, err
+	}
+	s.presentSource(v, subscriptionID)
+	return v, nil
+}
+
+// ListEventSources returns the sources of a subscription, newest first
+// (GET /event_subscriptions/{subscription_id}/sources). The list is not
+// paged: a subscription has at most one source per known event type, and
+// at most [events.MaxSources] are returned.
+func (s *Service) ListEventSources(ctx context.Context, p Principal, subscriptionID string) (*events.SourceList, error) {
+	if err := s.checkSubscription(ctx, p, subscriptionID); err != nil {
+		return nil, err
+	}
+	recs, err := s.store.List(ctx, Query{Kind: KindEventSource, AccountID: p.AccountID, ParentID: subscriptionID, Limit: events.MaxSources})
+	if err != nil {
+		return nil, s.storeErr(err, eventSourceKind, "")
+	}
+	out := &events.SourceList{Sources: make([]events.Source, 0, len(recs)), URI: s.baseURL + "/" + sourcesPath(subscriptionID)}
+	for _, rec := range recs {
+		v, err := decode[events.Source](rec)
+		if err != nil {
+			return nil, err
+		}
+		s.presentSource(v, subscriptionID)
+		out.Sources = append(out.Sources, *v)
+	}
+	return out, nil
+}
+
+// UpdateEventSource updates the source of type typ of a subscription
+// (PATCH /event_subscriptions/{subscription_id}/sources/{type}). The body
+// is the empty object, so nothing changes; the result is the source, and
+// the update is reported like any other.
+func (s *Service) UpdateEventSource(ctx context.Context, p Principal, subscriptionID, typ string, params events.UpdateSourceParams) (*events.Source, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	rec, err := s.getSource(ctx, p, subscriptionID, typ)
+	if err != nil {
+		return nil, err
+	}
+	// An atomic no-op write: it fails if the source was removed meanwhile.
+	rec, err = s.store.Update(ctx, KindEventSource, p.AccountID, rec.ID, func(*Record) error { return nil })
+	if errors.Is(err, apierr.ErrNotFound) {
+		return nil, sourceNotFound(subscriptionID, typ)
+	}
+	if err != nil {
+		return nil, s.storeErr(err, eventSourceKind, "")
+	}
+	v, err := decode[events.Source](rec)
+	if err != nil {
+		return nil, err
+	}
+	s.presentSource(v, subscriptionID)
+	s.changed(ctx, p, "event_source", "updated", v)
+	return v, nil
+}
+
+// DeleteEventSource removes the source of type typ from a subscription
+// (DELETE /event_subscriptions/{subscription_id}/sources/{type}). The
+// deletion is reported with the source ({type, uri}) as the object, since a
+// source has no ID of its own.
+func (s *Service) DeleteEventSource(ctx context.Context, p Principal, subscriptionID, typ string) error {
+	rec, err := s.getSource(ctx, p, subscriptionID, typ)
+	if err != nil {
+		return err
+	}
+	err = s.store.Delete(ctx, KindEventSource, p.AccountID, rec.ID)
+	if errors.Is(err, apierr.ErrNotFound) {
+		return sourceNotFound(subscriptionID, typ)
+	}
+	if err != nil {
+		return s.storeErr(err, eventSourceKind, "")
+	}
+	v := &events.Source{Type: typ}
+	s.presentSource(v, subscriptionID)
+	s.changed(ctx, p, "event_source", "deleted", v)
+	return nil
+}

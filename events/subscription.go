@@ -1,0 +1,118 @@
+package events
+
+import (
+	"time"
+
+	"github.com/edgeplane/edgeplane/internal/validate"
+)
+
+// Identifier prefixes.
+const (
+	// SubscriptionPrefix starts every event subscription identifier.
+	SubscriptionPrefix = "esb_"
+	// EventPrefix starts every event identifier.
+	EventPrefix = "ev_"
+	// SourcePrefix starts the internal identifier of a stored source. The
+	// API never shows it: it addresses a source by its subscription and
+	// type.
+	SourcePrefix = "evs_"
+)
+
+// MaxSources is the most sources one subscription may have.
+const MaxSources = MaxTypes
+
+// Subscription is an event subscription: it triggers for the event types
+// of its [Source]s. The specification does not show its fields; this is
+// the minimal shape.
+type Subscription struct {
+	// ID is the subscription's identifier, SubscriptionPrefix followed by
+	// an opaque string.
+	ID string `json:"id"`
+	// URI locates the subscription, {base_url}/event_subscriptions/<id>;
+	// filled by the Service.
+	URI string `json:"uri"`
+	// CreatedAt is when the subscription was created.
+	CreatedAt time.Time `json:"created_at"`
+	// Description says what the subscription is for.
+	Description string `json:"description"`
+	// Metadata is arbitrary user-defined machine-readable data.
+	Metadata string `json:"metadata"`
+}
+
+// CreateSubscriptionParams are the parameters of creating an event
+// subscription. Every field is optional.
+type CreateSubscriptionParams struct {
+	// Description is at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p CreateSubscriptionParams) Validate() error { return validate.Struct(p) }
+
+// UpdateSubscriptionParams are the parameters of updating an event
+// subscription; nil fields are left unchanged.
+type UpdateSubscriptionParams struct {
+	// Description replaces the description; at most 255 bytes.
+	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
+	// Metadata replaces the metadata; at most 4096 bytes.
+	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p UpdateSubscriptionParams) Validate() error { return validate.Struct(p) }
+
+// Apply sets the fields of sub that p carries.
+func (p UpdateSubscriptionParams) Apply(sub *Subscription) {
+	if p.Description != nil {
+		sub.Description = *p.Description
+	}
+	if p.Metadata != nil {
+		sub.Metadata = *p.Metadata
+	}
+}
+
+// Source is an event source: one event type for which a subscription
+// triggers.
+type Source struct {
+	// Type is the event type, <event_name>.v<N>.
+	Type string `json:"type"`
+	// URI locates the source,
+	// {base_url}/event_subscriptions/<subscription_id>/sources/<type>;
+	// filled by the Service.
+	URI string `json:"uri"`
+}
+
+// CreateSourceParams are the parameters of adding a source to a
+// subscription.
+type CreateSourceParams struct {
+	// Type is required: a known event type of the registry.
+	Type string `json:"type"`
+}
+
+// Validate reports whether p.Type is a well-formed type known to reg
+// (see [Registry.Check]). It returns nil or an InvalidArgument
+// [*apierr.Error] with a violation of "type".
+func (p CreateSourceParams) Validate(reg *Registry) error { return reg.Check(p.Type) }
+
+// UpdateSourceParams are the parameters of updating a source: the
+// specification's update body is the empty object, so there is nothing to
+// change. It exists so that the operation has the shape of every other
+// update.
+type UpdateSourceParams struct{}
+
+// Validate returns nil: an empty object is the only update.
+func (UpdateSourceParams) Validate() error { return nil }
+
+// SourceList is the response of listing a subscription's sources.
+type SourceList struct {
+	// Sources are the subscription's sources, newest first; never nil.
+	Sources []Source `json:"sources"`
+	// URI is the URI of the list resource,
+	// {base_url}/event_subscriptions/<subscription_id>/sources.
+	URI string `json:"uri"`
+}
+
