@@ -115,4 +115,3 @@ type SourceList struct {
 	// {base_url}/event_subscriptions/<subscription_id>/sources.
 	URI string `json:"uri"`
 }
-
