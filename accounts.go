@@ -80,6 +80,12 @@ type APIKeyParams struct {
 	OwnerID string `json:"owner_id" validate:"required"`
 	// Description says who or what uses the key; at most 255 bytes.
 	Description string `json:"description" validate:"maxbytes=255"`
+	// Secret, when set, is the key's secret instead of a generated one: for
+	// hosts that provision a known key (from configuration or the
+	// environment). It must start with [APIKeySecretPrefix] and be 36 to
+	// 256 bytes long (at least 32 bytes after the prefix). Never read from
+	// JSON.
+	Secret string `json:"-"`
 }
 
 var (
@@ -177,7 +183,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, accountID string, params API
 		}
 		return nil, err
 	}
-	secret := newSecret(APIKeySecretPrefix)
+	secret := params.Secret
+	if secret == "" {
+		secret = newSecret(APIKeySecretPrefix)
+	} else if !strings.HasPrefix(secret, APIKeySecretPrefix) || len(secret) < len(APIKeySecretPrefix)+32 || len(secret) > 256 {
+		return nil, apierr.Invalidf("secret", "must start with %s followed by 32 to %d bytes", APIKeySecretPrefix, 256-len(APIKeySecretPrefix))
+	}
 	k := &APIKey{ID: s.ids.New(APIKeyPrefix), AccountID: accountID, OwnerID: params.OwnerID,
 		CreatedAt: s.timestamp(), Description: params.Description}
 	data, err := encode(k)

@@ -202,6 +202,21 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	wantCode(t, e.svc.DeleteAPIKey(ctx, e.admin.AccountID, "ak_bad"), apierr.NotFound)
 	wantCode(t, e.svc.DeleteAPIKey(ctx, e.other.AccountID, botKey.ID), apierr.NotFound)
 
+	// A host may provision a known secret; it must look like a key.
+	known := edgeplane.APIKeySecretPrefix + strings.Repeat("k", 40)
+	if _, err := e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.svc.Authenticate(ctx, known); err != nil || p != e.user {
+		t.Errorf("Authenticate(provisioned key) = %+v, %v", p, err)
+	}
+	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known})
+	wantCode(t, err, apierr.Conflict)
+	for _, bad := range []string{"short", edgeplane.APIKeySecretPrefix + "tooshort", strings.Repeat("x", 40)} {
+		_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: bad})
+		wantViolation(t, err, "secret", "must start with")
+	}
+
 	// Keys need an owner of the same account.
 	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.other.SubjectID})
 	wantViolation(t, err, "owner_id", "not found")

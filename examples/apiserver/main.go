@@ -1,0 +1,119 @@
+// Command apiserver runs the management API over JSON/HTTP on the
+// in-memory store: the README's run command.
+//
+//	go run ./examples/apiserver [-addr 127.0.0.1:8080] [-base-url http://127.0.0.1:8080]
+//
+// It creates one account with an admin user. The admin's API key is taken
+// from the environment variable EDGEPLANE_API_KEY when set (it must start
+// with epk_ followed by at least 32 characters), else generated and
+// printed once. It prints "listening on http://<addr>" when ready, logs
+// each request with log/slog, and shuts down gracefully on SIGINT or
+// SIGTERM. State lives in memory and is gone when it stops.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/memstore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the server and blocks until ctx is done. ready, when not nil,
+// receives the listening address.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	baseURL := fs.String("base-url", "", "base URL of uri fields (default http://<addr>)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if *baseURL == "" {
+		*baseURL = "http://" + ln.Addr().String()
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger})
+	key, err := bootstrap(ctx, svc, getenv("EDGEPLANE_API_KEY"))
+	if err != nil {
+		return err
+	}
+	if getenv("EDGEPLANE_API_KEY") == "" {
+		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", key)
+	} else {
+		fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
+	}
+
+	h, err := httpapi.New(svc, httpapi.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(stdout, "shut down")
+	return nil
+}
+
+// bootstrap creates the account, its admin and the admin's API key, and
+// returns the key's secret.
+func bootstrap(ctx context.Context, svc *edgeplane.Service, secret string) (string, error) {
+	acct, err := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
+	if err != nil {
+		return "", err
+	}
+	admin, err := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	if err != nil {
+		return "", err
+	}
+	key, err := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "apiserver admin", Secret: secret})
+	if err != nil {
+		return "", fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
+	}
+	return *key.Token, nil
+}

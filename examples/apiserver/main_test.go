@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	key := "epk_" + strings.Repeat("t", 40)
+	env := map[string]string{"EDGEPLANE_API_KEY": key}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &stdout, &stderr, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run returned early: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server not ready")
+	}
+	if !strings.Contains(stdout.String(), "listening on http://"+addr) {
+		t.Errorf("stdout lacks the listening line: %q", stdout.String())
+	}
+
+	req, _ := http.NewRequest("POST", "http://"+addr+"/credentials", strings.NewReader(`{"description":"from test"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Service-Version", "2")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"uri":"http://`+addr+`/credentials/cr_`) {
+		t.Errorf("create over HTTP: %d %s", resp.StatusCode, body)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful shutdown")
+	}
+	if !strings.Contains(stdout.String(), "shut down") {
+		t.Errorf("stdout: %q", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "path=/credentials status=201") {
+		t.Errorf("request not logged: %s", stderr.String())
+	}
+}
+
+func TestGeneratedKeyAndBadEnvKey(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(string) string { return "" }, &stdout, &stderr, ready)
+	}()
+	<-ready
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "admin API key (shown once): epk_") {
+		t.Errorf("no generated key printed: %q", stdout.String())
+	}
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(string) string { return "weak" }, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "EDGEPLANE_API_KEY") {
+		t.Errorf("weak EDGEPLANE_API_KEY: %v", err)
+	}
+}
