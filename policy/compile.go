@@ -1,0 +1,402 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/cost"
+	celtypes "cel.dev/cel-go/common/types"
+
+	"github.com/edgeplane/edgeplane/apierr"
+)
+
+// Compile checks and compiles a document for o.Target. Every expression is
+// parsed, type-checked against the target's variables (it must be boolean),
+// checked against the limits and cost-estimated; every action config is
+// decoded strictly and validated; every ${...} template is compiled. All
+// problems are returned together as one InvalidArgument [*apierr.Error],
+// one violation per problem, each located by its JSON path (for example
+// "inbound[0].expressions[1]" or "on_http_request[2].actions[0].config.rate")
+// with a reason that names the rule, when it has a name, and gives CEL's
+// line:column.
+func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
+	if doc == nil {
+		doc = &Document{}
+	}
+	c := &compiler{e: e, o: o}
+	p := &Policy{e: e, target: o.Target}
+	if o.Target != TargetHTTP && o.Target != TargetConnection {
+		c.vs.Add("", "unknown target %d", o.Target)
+		return nil, c.vs.Err()
+	}
+	inKey, outKey := doc.InboundKey, doc.OutboundKey
+	if inKey == "" {
+		inKey = KeyInbound
+	}
+	if outKey == "" {
+		outKey = KeyOutbound
+	}
+	switch {
+	case inKey != KeyInbound && inKey != KeyOnHTTPRequest && inKey != KeyOnTCPConnect:
+		c.vs.Add(inKey, "unknown inbound phase name; use inbound, on_http_request or on_tcp_connect")
+	case o.Target == TargetHTTP && inKey == KeyOnTCPConnect:
+		c.vs.Add(inKey, "on_tcp_connect is for TLS/TCP connection policies; an HTTP policy uses inbound or on_http_request")
+	case o.Target == TargetConnection && inKey == KeyOnHTTPRequest:
+		c.vs.Add(inKey, "on_http_request is for HTTP policies; a TLS/TCP connection policy uses inbound or on_tcp_connect")
+	}
+	switch {
+	case outKey != KeyOutbound && outKey != KeyOnHTTPResponse:
+		c.vs.Add(outKey, "unknown outbound phase name; use outbound or on_http_response")
+	case o.Target == TargetConnection && len(doc.Outbound) > 0:
+		c.vs.Add(outKey, "a TLS/TCP connection policy has no outbound phase: outbound rules run on HTTP responses")
+	}
+	p.in = c.compilePhase(Inbound, inKey, doc.Inbound)
+	if o.Target == TargetHTTP {
+		p.out = c.compilePhase(Outbound, outKey, doc.Outbound)
+	}
+	if err := c.vs.Err(); err != nil {
+		return nil, err
+	}
+	p.doc = compactJSON(doc)
+	return p, nil
+}
+
+// compiler holds the state of one Compile call.
+type compiler struct {
+	e     *Engine
+	o     CompileOptions
+	vs    apierr.Violations
+	phase Phase
+}
+
+func rulePrefix(rule string) string {
+	if rule == "" {
+		return ""
+	}
+	return "rule " + strconv.Quote(rule) + ": "
+}
+
+func (c *compiler) compilePhase(ph Phase, key string, rules []Rule) phaseProg {
+	c.phase = ph
+	prog := phaseProg{key: key}
+	if len(rules) > MaxRulesPerPhase {
+		c.vs.Add(key, "has %d rules; at most %d are allowed per phase", len(rules), MaxRulesPerPhase)
+		rules = rules[:MaxRulesPerPhase]
+	}
+	for i := range rules {
+		prog.rules = append(prog.rules, c.compileRule(key+"["+strconv.Itoa(i)+"]", &rules[i]))
+	}
+	return prog
+}
+
+func (c *compiler) compileRule(path string, r *Rule) compiledRule {
+	cr := compiledRule{name: r.Name}
+	pre := rulePrefix(r.Name)
+	exprs := r.Expressions
+	if len(exprs) > MaxExpressionsPerRule {
+		c.vs.Add(path+".expressions", "%shas %d expressions; at most %d are allowed", pre, len(exprs), MaxExpressionsPerRule)
+		exprs = exprs[:MaxExpressionsPerRule]
+	}
+	for j, src := range exprs {
+		field := path + ".expressions[" + strconv.Itoa(j) + "]"
+		if cond, ok := c.condition(field, pre, src); ok {
+			cr.conds = append(cr.conds, cond)
+		}
+	}
+	acts := r.Actions
+	switch {
+	case len(acts) == 0:
+		c.vs.Add(path+".actions", "%sa rule needs at least one action", pre)
+	case len(acts) > MaxActionsPerRule:
+		c.vs.Add(path+".actions", "%shas %d actions; at most %d are allowed", pre, len(acts), MaxActionsPerRule)
+		acts = acts[:MaxActionsPerRule]
+	}
+	terminal := -1
+	for j := range acts {
+		ap := path + ".actions[" + strconv.Itoa(j) + "]"
+		if terminal >= 0 {
+			c.vs.Add(ap, "%sthis action can never run: actions[%d] (%s) always ends evaluation before it",
+				pre, terminal, acts[terminal].Type)
+			continue
+		}
+		a, ok := c.compileAction(ap, r.Name, &acts[j])
+		if !ok {
+			continue
+		}
+		cr.actions = append(cr.actions, a)
+		if t, ok := a.action.(Terminator); ok && t.AlwaysTerminates() {
+			terminal = j
+		}
+	}
+	return cr
+}
+
+func (c *compiler) compileAction(path, rule string, ra *RuleAction) (ca compiledAction, ok bool) {
+	pre := rulePrefix(rule)
+	if ra.Type == "" {
+		c.vs.Add(path+".type", "%sthe action type is required; one of: %s", pre, strings.Join(c.e.ActionTypes(), ", "))
+		return ca, false
+	}
+	t, found := c.e.actions[ra.Type]
+	if !found {
+		c.vs.Add(path+".type", "%sunknown action type %s; one of: %s", pre, quoteTrunc(ra.Type), strings.Join(c.e.ActionTypes(), ", "))
+		return ca, false
+	}
+	cc := &CompileContext{c: c, action: ra.Type, path: path, rule: rule}
+	act, err := safeCompile(t, cc, ra.Config)
+	if err == nil && act == nil {
+		err = errors.New("the action type returned no action")
+	}
+	if err != nil {
+		var tmp apierr.Violations
+		if len(apierr.ViolationsOf(err)) > 0 {
+			tmp.AddError(path, err)
+		} else {
+			tmp.AddError(path+".config", err)
+		}
+		for _, v := range tmp {
+			c.vs = append(c.vs, apierr.Violation{Field: v.Field, Reason: pre + v.Reason})
+		}
+		return ca, false
+	}
+	return compiledAction{loc: path, rule: rule, typ: ra.Type, action: act}, true
+}
+
+// safeCompile runs an action type's Compile, turning a panic (a bug in a
+// host's action type) into an error.
+func safeCompile(t ActionType, cc *CompileContext, config []byte) (a Action, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, fmt.Errorf("internal error compiling the action: %v", r)
+		}
+	}()
+	return t.Compile(cc, config)
+}
+
+// condition compiles one rule expression.
+func (c *compiler) condition(field, pre, src string) (condition, bool) {
+	a, msgs := c.checkExpr(src, func(t *cel.Type) string {
+		if t.IsExactType(cel.BoolType) {
+			return ""
+		}
+		return "the expression must be boolean, got " + cel.FormatCELType(t)
+	})
+	for _, m := range msgs {
+		c.vs.Add(field, "%s%s", pre, m)
+	}
+	if a == nil {
+		return condition{}, false
+	}
+	prog, err := c.program(a)
+	if err != nil {
+		c.vs.Add(field, "%s%s", pre, err.Error())
+		return condition{}, false
+	}
+	return condition{loc: field, prog: prog, native: lowerer{c.e}.lowerBool(a.NativeRep())}, true
+}
+
+func (c *compiler) program(a *cel.Ast) (cel.Program, error) {
+	return c.e.env.Program(a, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxRuntimeCost))
+}
+
+// checkExpr parses and checks src and applies the package's own checks:
+// result type (wantType returns a problem or ""), availability of
+// variables and functions for the target and phase, literal CIDRs and IP
+// addresses, and the cost limit. It returns the checked AST, or nil and the
+// problems formatted "line:column: message".
+func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.Ast, []string) {
+	if strings.TrimSpace(src) == "" {
+		return nil, []string{"the expression is empty"}
+	}
+	a, iss := c.e.env.Compile(src)
+	if iss.Err() != nil {
+		var msgs []string
+		for _, e := range iss.Errors() {
+			msgs = append(msgs, formatLoc(e.Location.Line(), e.Location.Column(), e.Message))
+		}
+		return nil, msgs
+	}
+	native := a.NativeRep()
+	info := native.SourceInfo()
+	var probs []locMsg
+	at := func(id int64, msg string) {
+		l := info.GetStartLocation(id)
+		probs = append(probs, locMsg{l.Line(), l.Column(), msg})
+	}
+	want := availFor(c.o.Target, c.phase)
+	for id, ref := range native.ReferenceMap() {
+		if ref.Name != "" {
+			if v, ok := c.e.vars[ref.Name]; ok && v.avail&want == 0 {
+				at(id, unavailableReason(v.name, v.avail, c.o.Target, c.phase))
+			}
+		}
+		for _, ov := range ref.OverloadIDs {
+			name, _, _ := strings.Cut(ov, "_")
+			if av, ok := ownFuncs[name]; ok && av&want == 0 {
+				at(id, unavailableReason(name+"()", av, c.o.Target, c.phase))
+			}
+		}
+	}
+	checkLiterals(native, at)
+	if len(probs) == 0 {
+		if m := wantType(a.OutputType()); m != "" {
+			probs = append(probs, locMsg{1, 0, m})
+		}
+	}
+	if len(probs) == 0 {
+		est, err := c.e.env.EstimateCost(a, costEstimator{c.e})
+		switch {
+		case err != nil:
+			probs = append(probs, locMsg{1, 0, "cannot estimate the cost: " + err.Error()})
+		case est.Max > MaxExpressionCost:
+			probs = append(probs, locMsg{1, 0, fmt.Sprintf(
+				"the estimated worst-case cost %s exceeds the limit of %d; avoid nested or unbounded comprehensions",
+				fmtCost(est.Max), MaxExpressionCost)})
+		}
+	}
+	if len(probs) > 0 {
+		sort.Slice(probs, func(i, j int) bool {
+			if probs[i].line != probs[j].line {
+				return probs[i].line < probs[j].line
+			}
+			if probs[i].col != probs[j].col {
+				return probs[i].col < probs[j].col
+			}
+			return probs[i].msg < probs[j].msg
+		})
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = formatLoc(p.line, p.col, p.msg)
+		}
+		return nil, msgs
+	}
+	return a, nil
+}
+
+type locMsg struct {
+	line, col int
+	msg       string
+}
+
+func fmtCost(n uint64) string {
+	if n == ^uint64(0) {
+		return "(unbounded)"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// formatLoc formats a CEL location (1-based line, 0-based column) and a
+// message as "line:column: message" with a 1-based column.
+func formatLoc(line, col int, msg string) string {
+	if line <= 0 {
+		return msg
+	}
+	return strconv.Itoa(line) + ":" + strconv.Itoa(col+1) + ": " + msg
+}
+
+// checkLiterals validates literal arguments of inCidrRange and
+// inCidrRanges, which CEL would only reject at run time.
+func checkLiterals(a *ast.AST, at func(int64, string)) {
+	lit := func(e ast.Expr) (string, bool) {
+		if e.Kind() != ast.LiteralKind {
+			return "", false
+		}
+		s, ok := e.AsLiteral().(celtypes.String)
+		return string(s), ok
+	}
+	checkIP := func(e ast.Expr, fn string) {
+		if s, ok := lit(e); ok {
+			if _, err := netip.ParseAddr(s); err != nil {
+				at(e.ID(), fn+": invalid IP address "+quoteTrunc(s))
+			}
+		}
+	}
+	checkCIDR := func(e ast.Expr, fn string) {
+		if s, ok := lit(e); ok {
+			if _, err := netip.ParsePrefix(s); err != nil {
+				at(e.ID(), fn+": invalid CIDR "+quoteTrunc(s)+" (write it as address/bits, for example 10.0.0.0/8)")
+			}
+		}
+	}
+	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		args := call.Args()
+		if call.IsMemberFunction() || len(args) != 2 {
+			return
+		}
+		switch call.FunctionName() {
+		case fnInCidrRange:
+			checkIP(args[0], fnInCidrRange)
+			checkCIDR(args[1], fnInCidrRange)
+		case fnInCidrRanges:
+			checkIP(args[0], fnInCidrRanges)
+			if args[1].Kind() == ast.ListKind {
+				for _, el := range args[1].AsList().Elements() {
+					checkCIDR(el, fnInCidrRanges)
+				}
+			}
+		}
+	}))
+}
+
+// costEstimator gives CEL's cost model the sizes the package assumes (see
+// the estXxx constants) and the costs of its functions.
+type costEstimator struct{ e *Engine }
+
+func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	path := n.Path()
+	if len(path) == 0 {
+		return nil
+	}
+	v, ok := ce.e.vars[path[0]]
+	if !ok {
+		return nil
+	}
+	str := cost.SizeEstimate{Min: 0, Max: estStringMax}
+	switch v.kind {
+	case kString:
+		if len(path) == 1 {
+			return &str
+		}
+	case kStringListMap:
+		switch {
+		case len(path) == 1:
+			return &cost.SizeEstimate{Min: 0, Max: estMapEntries}
+		case len(path) == 2 && path[1] == "@keys":
+			return &cost.SizeEstimate{Min: 0, Max: 256}
+		case len(path) == 2:
+			return &cost.SizeEstimate{Min: 0, Max: estListEntries}
+		default:
+			return &str
+		}
+	}
+	return nil
+}
+
+func (ce costEstimator) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
+	list := &cost.SizeEstimate{Min: 0, Max: estListEntries, Elem: &cost.SizeEstimate{Min: 0, Max: estStringMax}}
+	switch function {
+	case fnGetReqHeader, fnGetResHeader, fnGetQueryParam:
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}, ResultSize: list}
+	case fnHasReqHeader, fnHasResHeader, fnHasQueryParam, fnInCidrRange:
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}}
+	case fnInCidrRanges:
+		n := uint64(estListEntries)
+		if len(args) == 2 {
+			if s := args[1].ComputedSize(); s != nil {
+				n = s.Max
+			}
+		}
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 2 + 2*n}}
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/ext"
+)
+
+// Target is the kind of traffic a policy is compiled for.
+type Target uint8
+
+const (
+	// TargetHTTP is for HTTP traffic (HTTPS routes): rules see req.*,
+	// res.* (outbound) and conn.*.
+	TargetHTTP Target = iota
+	// TargetConnection is for TLS and TCP edges: the inbound rules run once
+	// per new connection and see conn.* and time.now only.
+	TargetConnection
+)
+
+// String returns "http" or "connection".
+func (t Target) String() string {
+	if t == TargetConnection {
+		return "connection"
+	}
+	return "http"
+}
+
+// Phase is when rules run.
+type Phase uint8
+
+const (
+	// Inbound rules run before the upstream: on an HTTP request, or on a new
+	// connection.
+	Inbound Phase = iota
+	// Outbound rules run on an HTTP response.
+	Outbound
+)
+
+// String returns "inbound" or "outbound".
+func (p Phase) String() string {
+	if p == Outbound {
+		return "outbound"
+	}
+	return "inbound"
+}
+
+// Options configures an [Engine]. The zero value gives the built-in actions,
+// a [log/slog] sink and the system clock.
+type Options struct {
+	// Actions are extra action types. A type whose name is already
+	// registered (built-in or earlier in the list) makes NewEngine fail.
+	Actions []ActionType
+	// Sink receives log entries and runtime errors; nil means
+	// NewSlogSink(nil).
+	Sink Sink
+	// Clock gives the evaluation time when a [Request] carries none
+	// (Request.Time is zero); nil means time.Now.
+	Clock func() time.Time
+	// RateLimitMaxKeys bounds the number of buckets each rate limiter
+	// tracks; 0 leaves the ratelimit package's default.
+	RateLimitMaxKeys int
+}
+
+// IPChecker decides whether a client address may pass. Implementations must
+// be safe for concurrent use.
+type IPChecker interface {
+	AllowedIP(netip.Addr) bool
+}
+
+// IPPolicyResolver turns the IP policy IDs named by a restrict-ips action
+// into an [IPChecker]. It is called once per action at compile time; the
+// checker it returns is consulted on every evaluation, so the host decides
+// how fresh the policies are (a checker may read live data). An error
+// refuses the policy, with the error's message as the reason.
+type IPPolicyResolver func(ids []string) (IPChecker, error)
+
+// CompileOptions says what a document is compiled for.
+type CompileOptions struct {
+	// Target selects HTTP (the zero value) or TLS/TCP connection traffic.
+	Target Target
+	// Scope names the owner of the policy, for example an edge or route
+	// ID. Rate limiters are shared between compilations only within one
+	// scope, so two edges with identical rate-limit configs count
+	// separately.
+	Scope string
+	// IPPolicies resolves the ip_policies of restrict-ips actions. Without
+	// it, a restrict-ips config that names ip_policies is refused.
+	IPPolicies IPPolicyResolver
+}
+
+// Engine compiles traffic policy documents into [Policy] values. It owns
+// the CEL environment, the action registry and a pool of rate limiters
+// shared by the policies it compiles, so that recompiling a policy whose
+// rate-limit config did not change keeps the limiter and its counts (see
+// the package doc, section Rate limiting). An Engine is safe for concurrent
+// use; create one per process (or per tenant) and keep it.
+type Engine struct {
+	env      *cel.Env
+	actions  map[string]ActionType
+	vars     map[string]*varInfo
+	results  []resultDecl
+	sink     Sink
+	clock    func() time.Time
+	maxKeys  int
+	limiters limiterPool
+	states   sync.Pool
+}
+
+// resultDecl is one action result variable.
+type resultDecl struct {
+	action string // action type, e.g. "rate-limit"
+	field  string // e.g. "error.code"
+	name   string // full variable name
+	kind   valueKind
+	slot   int
+	avail  avail
+}
+
+// NewEngine returns an Engine with the built-in actions and o.Actions.
+func NewEngine(o Options) (*Engine, error) {
+	e := &Engine{
+		actions: map[string]ActionType{},
+		vars:    map[string]*varInfo{},
+		sink:    o.Sink,
+		clock:   o.Clock,
+		maxKeys: o.RateLimitMaxKeys,
+	}
+	if e.sink == nil {
+		e.sink = NewSlogSink(nil)
+	}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	e.limiters.init()
+	types := append(builtinActions(e), o.Actions...)
+	for _, t := range types {
+		if t == nil {
+			return nil, fmt.Errorf("policy: nil action type")
+		}
+		name := t.Type()
+		if name == "" || strings.ContainsAny(name, " \t\r\n.") {
+			return nil, fmt.Errorf("policy: invalid action type name %q", name)
+		}
+		if _, dup := e.actions[name]; dup {
+			return nil, fmt.Errorf("policy: action type %q registered twice", name)
+		}
+		e.actions[name] = t
+		rd, ok := t.(ResultDeclarer)
+		if !ok {
+			continue
+		}
+		for _, f := range rd.ResultFields() {
+			if !validResultField(f.Name) {
+				return nil, fmt.Errorf("policy: action type %q: invalid result field name %q", name, f.Name)
+			}
+			d := resultDecl{
+				action: name,
+				field:  f.Name,
+				name:   ResultVariable(name, f.Name),
+				slot:   len(e.results),
+				avail:  availAll,
+			}
+			if f.HTTPOnly {
+				d.avail = availHTTP
+			}
+			switch f.Type {
+			case ResultString:
+				d.kind = kString
+			case ResultBool:
+				d.kind = kBool
+			case ResultInt:
+				d.kind = kInt
+			default:
+				return nil, fmt.Errorf("policy: action type %q: result field %q has an unknown type", name, f.Name)
+			}
+			e.results = append(e.results, d)
+		}
+	}
+	for i := range staticVars {
+		e.vars[staticVars[i].name] = &staticVars[i]
+	}
+	for _, d := range e.results {
+		if _, dup := e.vars[d.name]; dup {
+			return nil, fmt.Errorf("policy: result variable %s declared twice", d.name)
+		}
+		e.vars[d.name] = &varInfo{name: d.name, id: resultBase + varID(d.slot), kind: d.kind, avail: d.avail}
+	}
+	env, err := e.newEnv()
+	if err != nil {
+		return nil, fmt.Errorf("policy: building the CEL environment: %w", err)
+	}
+	e.env = env
+	e.states.New = func() any { return newEvalState(e) }
+	return e, nil
+}
+
+// ResultVariable returns the name of an action's result variable:
+// actions.service.<type with '-' as '_'>.<field>, for example
+// actions.service.rate_limit.limited.
+func ResultVariable(actionType, field string) string {
+	return "actions.service." + strings.ReplaceAll(actionType, "-", "_") + "." + field
+}
+
+func validResultField(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if part == "" {
+			return false
+		}
+		for i, r := range part {
+			if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ActionTypes returns the names of the registered action types, sorted.
+func (e *Engine) ActionTypes() []string {
+	names := make([]string, 0, len(e.actions))
+	for n := range e.actions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (e *Engine) newEnv() (*cel.Env, error) {
+	listStr := cel.ListType(cel.StringType)
+	str := []*cel.Type{cel.StringType}
+	opts := []cel.EnvOption{
+		cel.ParserRecursionLimit(MaxRecursionDepth),
+		cel.ParserExpressionSizeLimit(MaxExpressionLength),
+		cel.ExpressionNodeLimit(MaxExpressionNodes),
+		cel.RegexProgramSizeLimit(MaxRegexProgramSize),
+		cel.ASTValidators(
+			cel.ValidateDurationLiterals(),
+			cel.ValidateTimestampLiterals(),
+			cel.ValidateRegexLiterals(),
+			cel.ValidateComprehensionNestingLimit(MaxComprehensionNesting),
+		),
+		ext.Strings(),
+		cel.Function(fnGetReqHeader, cel.Overload("getReqHeader_string", str, listStr, cel.LateFunctionBinding())),
+		cel.Function(fnGetResHeader, cel.Overload("getResHeader_string", str, listStr, cel.LateFunctionBinding())),
+		cel.Function(fnHasReqHeader, cel.Overload("hasReqHeader_string", str, cel.BoolType, cel.LateFunctionBinding())),
+		cel.Function(fnHasResHeader, cel.Overload("hasResHeader_string", str, cel.BoolType, cel.LateFunctionBinding())),
+		cel.Function(fnGetQueryParam, cel.Overload("getQueryParam_string", str, listStr, cel.LateFunctionBinding())),
+		cel.Function(fnHasQueryParam, cel.Overload("hasQueryParam_string", str, cel.BoolType, cel.LateFunctionBinding())),
+		cel.Function(fnInCidrRange, cel.Overload("inCidrRange_string_string",
+			[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType, cel.BinaryBinding(celInCidrRange))),
+		cel.Function(fnInCidrRanges, cel.Overload("inCidrRanges_string_list",
+			[]*cel.Type{cel.StringType, listStr}, cel.BoolType, cel.BinaryBinding(celInCidrRanges))),
+	}
+	for i := range staticVars {
+		opts = append(opts, cel.Variable(staticVars[i].name, celTypeOf(staticVars[i].kind)))
+	}
+	for _, d := range e.results {
+		opts = append(opts, cel.Variable(d.name, celTypeOf(d.kind)))
+	}
+	return cel.NewEnv(opts...)
+}
+
+// CompileJSON parses data with [Parse] and compiles it with [Engine.Compile].
+func (e *Engine) CompileJSON(data []byte, o CompileOptions) (*Policy, error) {
+	doc, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return e.Compile(doc, o)
+}
+
+// compactJSON returns the document's compact form.
+func compactJSON(d *Document) []byte {
+	b, err := d.MarshalJSON()
+	if err != nil {
+		// Only invalid RawMessage configs can fail, and Compile has
+		// checked those already.
+		b, _ = json.Marshal(err.Error())
+	}
+	return b
+}

@@ -1,0 +1,287 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+)
+
+// Request is the input of an inbound HTTP evaluation. The policy never
+// modifies it; effects come back in the [Result]. [RequestFromHTTP] fills one
+// from a net/http request.
+type Request struct {
+	// Method is the HTTP method, for example "GET".
+	Method string
+	// Scheme is "http" or "https"; empty means "https" when Conn.TLS is set
+	// and "http" otherwise.
+	Scheme string
+	// Host is the Host header (or :authority), possibly with a port.
+	Host string
+	// Path is the decoded URL path, as url.URL.Path.
+	Path string
+	// RawPath is the encoded path hint, as url.URL.RawPath; usually empty.
+	RawPath string
+	// RawQuery is the encoded query without '?'.
+	RawQuery string
+	// Header holds the request headers. Keys should be in canonical form,
+	// as net/http produces; other spellings are found too, more slowly.
+	Header http.Header
+	// ContentLength is the body length, or -1 when unknown.
+	ContentLength int64
+	// Proto is the protocol version, for example "HTTP/1.1".
+	Proto string
+	// Conn is the connection the request arrived on.
+	Conn Conn
+	// Time is the evaluation time (time.now); zero means the Engine's
+	// clock.
+	Time time.Time
+}
+
+// Response is the input of an outbound HTTP evaluation: the upstream's
+// response.
+type Response struct {
+	// StatusCode is the upstream's status code.
+	StatusCode int
+	// Header holds the response headers.
+	Header http.Header
+}
+
+// Conn describes a client connection.
+type Conn struct {
+	// ClientAddr is the client's address as the proxy saw it on the socket.
+	// It is never taken from X-Forwarded-For or similar headers.
+	ClientAddr netip.AddrPort
+	// ServerAddr is the local address that accepted the connection.
+	ServerAddr netip.AddrPort
+	// Start is when the connection was accepted.
+	Start time.Time
+	// TLS describes the TLS session, or nil for plain text.
+	TLS *TLSInfo
+}
+
+// TLSInfo describes a TLS session.
+type TLSInfo struct {
+	// ServerName is the SNI the client sent.
+	ServerName string
+	// Version is the negotiated version, for example tls.VersionTLS13.
+	Version uint16
+}
+
+// Verdict is what the host must do after an evaluation.
+type Verdict uint8
+
+const (
+	// Continue: forward the request (inbound) or response (outbound) after
+	// applying the result's header edits and URL rewrite.
+	Continue Verdict = iota
+	// Respond: do not forward; send the result's StatusCode, Header and
+	// Body to the client instead (replacing the upstream's response in the
+	// outbound phase).
+	Respond
+	// Close: close the client connection without a response (a refused
+	// TLS/TCP connection, or an action that asked for it).
+	Close
+)
+
+// String returns "continue", "respond" or "close".
+func (v Verdict) String() string {
+	switch v {
+	case Respond:
+		return "respond"
+	case Close:
+		return "close"
+	default:
+		return "continue"
+	}
+}
+
+// HeaderEdit is one header change of add-headers or remove-headers: to the
+// request inbound, to the response outbound. Apply them in order.
+type HeaderEdit struct {
+	// Remove is true to delete every value of Name, false to append Value.
+	Remove bool
+	// Name is the header name.
+	Name string
+	// Value is the value to append.
+	Value string
+}
+
+// Result is the outcome of an evaluation. Its zero value means Continue
+// with no effects.
+type Result struct {
+	// Verdict says what the host must do.
+	Verdict Verdict
+	// StatusCode, Header and Body are the response to send when Verdict is
+	// Respond. Header may be nil.
+	StatusCode int
+	Header     http.Header
+	Body       string
+	// HeaderEdits are the header changes of the rules that ran, in order.
+	// With Verdict Respond or Close they no longer matter.
+	HeaderEdits []HeaderEdit
+	// RewriteURI, when not empty, is the new request path and query in
+	// request-URI form ("/path?query") from url-rewrite (inbound only).
+	RewriteURI string
+	// Location names the action that ended evaluation, for example
+	// "inbound[1].actions[0]"; empty with Verdict Continue.
+	Location string
+
+	vars []resultValue // action result variables, carried to outbound
+}
+
+// Policy is a compiled traffic policy. It is immutable and safe for
+// concurrent use.
+type Policy struct {
+	e      *Engine
+	target Target
+	doc    []byte
+	in     phaseProg
+	out    phaseProg
+}
+
+type phaseProg struct {
+	key   string
+	rules []compiledRule
+}
+
+type compiledRule struct {
+	name    string
+	conds   []condition
+	actions []compiledAction
+}
+
+type condition struct {
+	loc    string
+	native bnode       // nil when the expression is not reduced to native code
+	prog   cel.Program // always set: the reference semantics
+}
+
+type compiledAction struct {
+	loc    string
+	rule   string
+	typ    string
+	action Action
+}
+
+// Target returns the target the policy was compiled for.
+func (p *Policy) Target() Target { return p.target }
+
+// MarshalJSON returns the policy document in compact form, with the phase
+// names and action configs as written.
+func (p *Policy) MarshalJSON() ([]byte, error) {
+	return append([]byte(nil), p.doc...), nil
+}
+
+// Inbound evaluates the inbound rules of an HTTP policy on req. It never
+// panics; see the package doc for runtime errors. On a connection policy it
+// returns a Continue result (use [Policy.Connect]).
+func (p *Policy) Inbound(req *Request) Result {
+	if p.target != TargetHTTP || len(p.in.rules) == 0 {
+		return Result{}
+	}
+	st := p.e.states.Get().(*evalState)
+	st.begin(p, Inbound, req, nil, nil)
+	p.run(st, &p.in)
+	out := st.finish()
+	p.e.states.Put(st)
+	return out
+}
+
+// Outbound evaluates the outbound rules of an HTTP policy on the upstream's
+// response res to req. in is the inbound result for the same request, whose
+// action result variables (such as actions.service.rate_limit.limited) the
+// outbound rules can read; it may be nil.
+func (p *Policy) Outbound(req *Request, res *Response, in *Result) Result {
+	if p.target != TargetHTTP || len(p.out.rules) == 0 {
+		return Result{}
+	}
+	st := p.e.states.Get().(*evalState)
+	st.begin(p, Outbound, req, res, in)
+	p.run(st, &p.out)
+	out := st.finish()
+	p.e.states.Put(st)
+	return out
+}
+
+// Connect evaluates the inbound rules of a connection policy on a new
+// connection. now is the evaluation time; zero means the Engine's clock. On
+// an HTTP policy it returns a Continue result.
+func (p *Policy) Connect(c *Conn, now time.Time) Result {
+	if p.target != TargetConnection || len(p.in.rules) == 0 {
+		return Result{}
+	}
+	st := p.e.states.Get().(*evalState)
+	st.begin(p, Inbound, nil, nil, nil)
+	st.req.Conn = *c
+	if !now.IsZero() {
+		st.now = now
+	}
+	p.run(st, &p.in)
+	out := st.finish()
+	p.e.states.Put(st)
+	return out
+}
+
+// run evaluates one phase's rules in order.
+func (p *Policy) run(st *evalState, ph *phaseProg) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug, not a policy problem: fail closed and say where.
+			loc := ph.key
+			if st.rc.cur != nil {
+				loc = st.rc.cur.loc
+			}
+			st.report(loc, "", fmt.Errorf("internal error: %v", r))
+			st.out = Result{Verdict: Respond, StatusCode: http.StatusInternalServerError, Location: loc}
+			if p.target == TargetConnection {
+				st.out.Verdict = Close
+			}
+		}
+	}()
+	for ri := range ph.rules {
+		r := &ph.rules[ri]
+		if !r.applies(st) {
+			continue
+		}
+		for ai := range r.actions {
+			a := &r.actions[ai]
+			st.rc.cur = a
+			a.action.Run(&st.rc)
+			if st.out.Verdict != Continue {
+				st.out.Location = a.loc
+				return
+			}
+		}
+		st.rc.cur = nil
+	}
+}
+
+// applies reports whether every condition of the rule holds. A condition
+// whose evaluation fails makes the rule not apply and is reported.
+func (r *compiledRule) applies(st *evalState) bool {
+	for i := range r.conds {
+		c := &r.conds[i]
+		if c.native != nil {
+			switch c.native.evalB(st) {
+			case triTrue:
+				continue
+			case triFalse:
+				return false
+			}
+			// An error: CEL gives the authoritative result and message.
+		}
+		v, _, err := c.prog.Eval(st)
+		if err != nil {
+			st.report(c.loc, r.name, err)
+			return false
+		}
+		if b, ok := v.(types.Bool); !ok || !bool(b) {
+			return false
+		}
+	}
+	return true
+}

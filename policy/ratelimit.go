@@ -1,0 +1,239 @@
+package policy
+
+import (
+	"errors"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ratelimit"
+)
+
+// Result fields of the rate-limit action (SPEC 2.8).
+const (
+	rlBucketKey    = "bucket_key"
+	rlLimited      = "limited"
+	rlErrorCode    = "error.code"
+	rlErrorMessage = "error.message"
+)
+
+// ErrCodeBucketKeyTooLong is the value of
+// actions.service.rate_limit.error.code when a request's bucket key was
+// longer than MaxBucketKeyBytes and was truncated.
+const ErrCodeBucketKeyTooLong = "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
+
+type rateLimitType struct{ e *Engine }
+
+func (rateLimitType) Type() string { return ActionRateLimit }
+
+func (rateLimitType) ResultFields() []ResultField {
+	return []ResultField{
+		{Name: rlBucketKey, Type: ResultString, HTTPOnly: true},
+		{Name: rlLimited, Type: ResultBool, HTTPOnly: true},
+		{Name: rlErrorCode, Type: ResultString, HTTPOnly: true},
+		{Name: rlErrorMessage, Type: ResultString, HTTPOnly: true},
+	}
+}
+
+// rateLimitConfig is ratelimit.Config plus the policy's enforce switch.
+type rateLimitConfig struct {
+	Name      string   `json:"name"`
+	Algorithm string   `json:"algorithm"`
+	Capacity  uint64   `json:"capacity"`
+	Rate      string   `json:"rate"`
+	BucketKey []string `json:"bucket_key"`
+	Enforce   *bool    `json:"enforce"`
+}
+
+type rateLimitAction struct {
+	lim     *ratelimit.Limiter
+	elems   []keyElem
+	enforce bool
+	key     ResultSlot
+	limited ResultSlot
+	code    ResultSlot
+	msg     ResultSlot
+}
+
+type keyElem struct {
+	kind  ratelimit.KeyElementKind
+	lower string // header name
+	canon string
+}
+
+func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error) {
+	var cfg rateLimitConfig
+	if err := c.DecodeConfig(config, &cfg); err != nil {
+		return nil, err
+	}
+	var vs apierr.Violations
+	switch {
+	case c.Target() == TargetConnection:
+		vs.Add("type", "rate-limit is only available in HTTP policies (its bucket key reads the HTTP request)")
+		return nil, vs.Err()
+	case c.Phase() != Inbound:
+		vs.Add("type", "rate-limit is only available in inbound (on_http_request) rules")
+		return nil, vs.Err()
+	}
+	rc := ratelimit.Config{Name: cfg.Name, Algorithm: cfg.Algorithm, Capacity: cfg.Capacity, Rate: cfg.Rate, BucketKey: cfg.BucketKey}
+	if err := rc.Validate(); err != nil {
+		vs.AddError("config", err)
+		return nil, vs.Err()
+	}
+	opts, err := rc.Options()
+	if err != nil {
+		vs.AddError("config", err)
+		return nil, vs.Err()
+	}
+	elems, err := rc.KeyElements()
+	if err != nil {
+		vs.AddError("config.bucket_key", err)
+		return nil, vs.Err()
+	}
+	opts.MaxKeys = t.e.maxKeys
+	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce}
+	var id []byte
+	for _, el := range elems {
+		ke := keyElem{kind: el.Kind}
+		if el.Kind == ratelimit.KeyHeader {
+			ke.lower = asciiLower(el.Header)
+			ke.canon = canonKey(ke.lower)
+		}
+		a.elems = append(a.elems, ke)
+		id = ratelimit.AppendKeyPart(id, el.String())
+	}
+	a.lim, err = t.e.limiters.get(limiterKey{
+		scope:     c.Scope(),
+		name:      rc.Name,
+		capacity:  opts.Capacity,
+		window:    opts.Window,
+		bucketKey: string(id),
+		maxKeys:   opts.MaxKeys,
+	}, opts)
+	if err != nil {
+		vs.AddError("config", err)
+		return nil, vs.Err()
+	}
+	for _, s := range []struct {
+		slot *ResultSlot
+		name string
+	}{{&a.key, rlBucketKey}, {&a.limited, rlLimited}, {&a.code, rlErrorCode}, {&a.msg, rlErrorMessage}} {
+		if *s.slot, err = c.Result(s.name); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Run counts the request in its bucket and, when the bucket is full and
+// enforce is on, ends evaluation with 429 and retry-after.
+func (a *rateLimitAction) Run(r *RunContext) {
+	st := r.st
+	key := st.buf[:0]
+	var display strings.Builder
+	for i, el := range a.elems {
+		var part string
+		switch el.kind {
+		case ratelimit.KeyHost:
+			part = st.req.Host
+		case ratelimit.KeyClientIP:
+			part = st.clientIP()
+		case ratelimit.KeyHeader:
+			v, _ := lookupHeader(st.reqHeader, el.lower, el.canon, &st.reqScan)
+			switch len(v) {
+			case 0:
+			case 1:
+				part = v[0]
+			default:
+				part = strings.Join(v, ",")
+			}
+		}
+		key = ratelimit.AppendKeyPart(key, part)
+		if i > 0 {
+			display.WriteByte(',')
+		}
+		display.WriteString(part)
+	}
+	code, msg := "", ""
+	if len(key) > MaxBucketKeyBytes {
+		key = key[:MaxBucketKeyBytes]
+		code = ErrCodeBucketKeyTooLong
+		msg = "the bucket key is longer than " + strconv.Itoa(MaxBucketKeyBytes) + " bytes and was truncated"
+		r.ReportError(errors.New(msg))
+	}
+	d := a.lim.AllowBytesAt(key, st.now)
+	st.buf = key[:0]
+	shown := display.String()
+	if len(shown) > MaxBucketKeyBytes {
+		shown = truncate(shown, MaxBucketKeyBytes)
+	}
+	r.SetString(a.key, shown)
+	r.SetBool(a.limited, !d.Allowed)
+	r.SetString(a.code, code)
+	r.SetString(a.msg, msg)
+	if !d.Allowed && a.enforce {
+		r.Respond(http.StatusTooManyRequests,
+			http.Header{"Retry-After": {strconv.FormatInt(d.RetryAfterSeconds(), 10)}}, "")
+	}
+}
+
+// limiterKey identifies a limiter in the Engine's pool: everything that
+// shapes its counting. enforce is not part of it, so switching enforce
+// keeps the counts.
+type limiterKey struct {
+	scope     string
+	name      string
+	capacity  uint64
+	window    time.Duration
+	bucketKey string
+	maxKeys   int
+}
+
+// limiterPool shares limiters between compilations. It holds them weakly:
+// a limiter lives as long as a compiled Policy uses it, and its entry is
+// removed after it is collected.
+type limiterPool struct {
+	mu sync.Mutex
+	m  map[limiterKey]weak.Pointer[ratelimit.Limiter]
+}
+
+func (p *limiterPool) init() { p.m = map[limiterKey]weak.Pointer[ratelimit.Limiter]{} }
+
+func (p *limiterPool) get(k limiterKey, o ratelimit.Options) (*ratelimit.Limiter, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if wp, ok := p.m[k]; ok {
+		if l := wp.Value(); l != nil {
+			return l, nil
+		}
+	}
+	l, err := ratelimit.New(o)
+	if err != nil {
+		return nil, err
+	}
+	p.m[k] = weak.Make(l)
+	runtime.AddCleanup(l, p.forget, k)
+	return l, nil
+}
+
+func (p *limiterPool) forget(k limiterKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if wp, ok := p.m[k]; ok && wp.Value() == nil {
+		delete(p.m, k)
+	}
+}
+
+// size returns the number of pooled limiters (for tests).
+func (p *limiterPool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m)
+}
+
+func asAPIErr(err error, target **apierr.Error) bool { return errors.As(err, target) }

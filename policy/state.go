@@ -1,0 +1,547 @@
+package policy
+
+import (
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/common/functions"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+)
+
+// resultValue holds one action result variable.
+type resultValue struct {
+	s string
+	i int64
+	b bool
+}
+
+// lazy bits: values computed at most once per evaluation.
+const (
+	lzClientIP uint32 = 1 << iota
+	lzServerIP
+	lzURL
+	lzQuery
+	lzReqHeadersVal
+	lzResHeadersVal
+	lzQueryVal
+)
+
+// evalState is the per-evaluation scratch object. It is pooled by the
+// Engine, and is the CEL activation: ResolveName switches on the variable,
+// and the header and query functions are bound late to it.
+type evalState struct {
+	e     *Engine
+	pol   *Policy
+	phase Phase
+	req   Request
+	res   Response
+	now   time.Time
+
+	// The request as rules see it, after url-rewrite and header actions.
+	path, rawPath, rawQuery string
+	reqHeader               http.Header
+	reqHeaderOwned          bool
+	resHeader               http.Header
+	resHeaderOwned          bool
+	reqScan, resScan        scanState
+
+	lazy          uint32
+	clientIPStr   string
+	serverIPStr   string
+	urlStr        string
+	query         url.Values
+	reqHeadersVal ref.Val
+	resHeadersVal ref.Val
+	queryVal      ref.Val
+
+	results    []resultValue
+	resultsSet bool
+
+	out Result
+	rc  RunContext
+
+	fnGetReqHeader, fnGetResHeader, fnHasReqHeader functions.LateBoundOp
+	fnHasResHeader, fnGetQueryParam, fnHasQueryParam functions.LateBoundOp
+
+	buf []byte // scratch for rate-limit keys
+}
+
+func newEvalState(e *Engine) *evalState {
+	st := &evalState{e: e, results: make([]resultValue, len(e.results))}
+	st.rc.st = st
+	st.fnGetReqHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHeaderList(false, args) }
+	st.fnGetResHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHeaderList(true, args) }
+	st.fnHasReqHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHasHeader(false, args) }
+	st.fnHasResHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHasHeader(true, args) }
+	st.fnGetQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celQueryList(args) }
+	st.fnHasQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celHasQuery(args) }
+	return st
+}
+
+// begin prepares the state for one evaluation.
+func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, prev *Result) {
+	st.pol = p
+	st.phase = ph
+	if req != nil {
+		st.req = *req
+	}
+	if res != nil {
+		st.res = *res
+	}
+	st.now = st.req.Time
+	if st.now.IsZero() {
+		st.now = st.e.clock()
+	}
+	st.path, st.rawPath, st.rawQuery = st.req.Path, st.req.RawPath, st.req.RawQuery
+	st.reqHeader, st.reqHeaderOwned, st.reqScan = st.req.Header, false, scanUnknown
+	st.resHeader, st.resHeaderOwned, st.resScan = st.res.Header, false, scanUnknown
+	st.lazy = 0
+	if prev != nil && prev.vars != nil {
+		copy(st.results, prev.vars)
+		st.resultsSet = true
+	}
+}
+
+// finish moves the result out and clears references so the pooled state
+// keeps nothing alive.
+func (st *evalState) finish() Result {
+	out := st.out
+	if st.resultsSet {
+		out.vars = append([]resultValue(nil), st.results...)
+		clear(st.results)
+		st.resultsSet = false
+	}
+	st.out = Result{}
+	st.req = Request{}
+	st.res = Response{}
+	st.pol = nil
+	st.reqHeader, st.resHeader = nil, nil
+	st.path, st.rawPath, st.rawQuery = "", "", ""
+	st.clientIPStr, st.serverIPStr, st.urlStr = "", "", ""
+	st.query = nil
+	st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
+	st.rc.cur = nil
+	return out
+}
+
+func (st *evalState) report(loc, rule string, err error) {
+	st.e.sink.Error(&EvalError{Time: st.now, Location: loc, Rule: rule, Err: err})
+}
+
+func (st *evalState) setResult(slot int, v resultValue) {
+	st.results[slot] = v
+	st.resultsSet = true
+}
+
+// Addresses and strings derived from the connection.
+
+func (st *evalState) clientAddr() netip.Addr {
+	return st.req.Conn.ClientAddr.Addr().Unmap().WithZone("")
+}
+
+func (st *evalState) serverAddr() netip.Addr {
+	return st.req.Conn.ServerAddr.Addr().Unmap().WithZone("")
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+func (st *evalState) clientIP() string {
+	if st.lazy&lzClientIP == 0 {
+		st.lazy |= lzClientIP
+		st.clientIPStr = addrString(st.clientAddr())
+	}
+	return st.clientIPStr
+}
+
+func (st *evalState) serverIP() string {
+	if st.lazy&lzServerIP == 0 {
+		st.lazy |= lzServerIP
+		st.serverIPStr = addrString(st.serverAddr())
+	}
+	return st.serverIPStr
+}
+
+func (st *evalState) scheme() string {
+	if st.req.Scheme != "" {
+		return st.req.Scheme
+	}
+	if st.req.Conn.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+func (st *evalState) escapedPath() string {
+	u := url.URL{Path: st.path, RawPath: st.rawPath}
+	return u.EscapedPath()
+}
+
+func (st *evalState) requestURI() string {
+	p := st.escapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if st.rawQuery != "" {
+		return p + "?" + st.rawQuery
+	}
+	return p
+}
+
+func (st *evalState) fullURL() string {
+	if st.lazy&lzURL == 0 {
+		st.lazy |= lzURL
+		u := url.URL{Scheme: st.scheme(), Host: st.req.Host, Path: st.path, RawPath: st.rawPath, RawQuery: st.rawQuery}
+		if u.Path == "" {
+			u.Path = "/"
+		}
+		st.urlStr = u.String()
+	}
+	return st.urlStr
+}
+
+func (st *evalState) queryValues() url.Values {
+	if st.lazy&lzQuery == 0 {
+		st.lazy |= lzQuery
+		st.query, _ = url.ParseQuery(st.rawQuery) // keeps what parses
+	}
+	return st.query
+}
+
+func (st *evalState) userAgent() string {
+	v, _ := lookupHeader(st.reqHeader, "user-agent", "User-Agent", &st.reqScan)
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+var tlsVersions = map[uint16]string{
+	tls.VersionTLS10: "1.0",
+	tls.VersionTLS11: "1.1",
+	tls.VersionTLS12: "1.2",
+	tls.VersionTLS13: "1.3",
+}
+
+func (st *evalState) tlsVersion() string {
+	t := st.req.Conn.TLS
+	if t == nil || t.Version == 0 {
+		return ""
+	}
+	if s, ok := tlsVersions[t.Version]; ok {
+		return s
+	}
+	return "0x" + strconv.FormatUint(uint64(t.Version), 16)
+}
+
+func (st *evalState) sni() string {
+	if st.req.Conn.TLS == nil {
+		return ""
+	}
+	return st.req.Conn.TLS.ServerName
+}
+
+// Typed accessors shared by the native evaluator and the activation.
+
+func (st *evalState) strVar(id varID) string {
+	switch id {
+	case vReqMethod:
+		return st.req.Method
+	case vReqHost:
+		return st.req.Host
+	case vReqURL:
+		return st.fullURL()
+	case vReqURLPath:
+		return st.path
+	case vReqURLQuery:
+		return st.rawQuery
+	case vReqURLScheme:
+		return st.scheme()
+	case vReqUserAgent:
+		return st.userAgent()
+	case vReqVersion:
+		return st.req.Proto
+	case vConnClientIP:
+		return st.clientIP()
+	case vConnServerIP:
+		return st.serverIP()
+	case vConnTLSSNI:
+		return st.sni()
+	case vConnTLSVersion:
+		return st.tlsVersion()
+	}
+	if id >= resultBase {
+		return st.results[id-resultBase].s
+	}
+	return ""
+}
+
+func (st *evalState) intVar(id varID) int64 {
+	switch id {
+	case vReqContentLength:
+		return st.req.ContentLength
+	case vResStatusCode:
+		return int64(st.res.StatusCode)
+	case vConnClientPort:
+		return int64(st.req.Conn.ClientAddr.Port())
+	case vConnServerPort:
+		return int64(st.req.Conn.ServerAddr.Port())
+	}
+	if id >= resultBase {
+		return st.results[id-resultBase].i
+	}
+	return 0
+}
+
+func (st *evalState) boolVar(id varID) bool {
+	if id >= resultBase {
+		return st.results[id-resultBase].b
+	}
+	return false
+}
+
+func (st *evalState) timeVar(id varID) time.Time {
+	if id == vConnTSStart {
+		return st.req.Conn.Start
+	}
+	return st.now
+}
+
+// mapLookup looks a key up in one of the map(string, list(string))
+// variables. canon is the canonical header spelling of key, or "".
+func (st *evalState) mapLookup(id varID, key, canon string) ([]string, bool) {
+	switch id {
+	case vReqHeaders:
+		return lookupHeader(st.reqHeader, key, canon, &st.reqScan)
+	case vResHeaders:
+		return lookupHeader(st.resHeader, key, canon, &st.resScan)
+	case vReqURLQueryParams:
+		v, ok := st.queryValues()[key]
+		return v, ok
+	}
+	return nil, false
+}
+
+// ResolveName implements interpreter.Activation.
+func (st *evalState) ResolveName(name string) (any, bool) {
+	v, ok := st.e.vars[name]
+	if !ok {
+		return nil, false
+	}
+	switch v.kind {
+	case kString:
+		return types.String(st.strVar(v.id)), true
+	case kInt:
+		return types.Int(st.intVar(v.id)), true
+	case kBool:
+		return types.Bool(st.boolVar(v.id)), true
+	case kTimestamp:
+		return types.Timestamp{Time: st.timeVar(v.id)}, true
+	case kStringListMap:
+		return st.mapVal(v.id), true
+	}
+	return nil, false
+}
+
+func (st *evalState) mapVal(id varID) ref.Val {
+	switch id {
+	case vReqHeaders:
+		if st.lazy&lzReqHeadersVal == 0 {
+			st.lazy |= lzReqHeadersVal
+			st.reqHeadersVal = types.NewMap(types.DefaultTypeAdapter, lowerHeaderMap(st.reqHeader, &st.reqScan))
+		}
+		return st.reqHeadersVal
+	case vResHeaders:
+		if st.lazy&lzResHeadersVal == 0 {
+			st.lazy |= lzResHeadersVal
+			st.resHeadersVal = types.NewMap(types.DefaultTypeAdapter, lowerHeaderMap(st.resHeader, &st.resScan))
+		}
+		return st.resHeadersVal
+	default:
+		if st.lazy&lzQueryVal == 0 {
+			st.lazy |= lzQueryVal
+			q := st.queryValues()
+			if q == nil {
+				q = url.Values{}
+			}
+			st.queryVal = types.NewMap(types.DefaultTypeAdapter, map[string][]string(q))
+		}
+		return st.queryVal
+	}
+}
+
+// Parent implements interpreter.Activation.
+func (st *evalState) Parent() interpreter.Activation { return nil }
+
+// ResolveFunction implements interpreter.FunctionActivation: the header and
+// query functions read this evaluation's request.
+func (st *evalState) ResolveFunction(name string) (functions.LateBoundOp, bool) {
+	switch name {
+	case fnGetReqHeader:
+		return st.fnGetReqHeader, true
+	case fnGetResHeader:
+		return st.fnGetResHeader, true
+	case fnHasReqHeader:
+		return st.fnHasReqHeader, true
+	case fnHasResHeader:
+		return st.fnHasResHeader, true
+	case fnGetQueryParam:
+		return st.fnGetQueryParam, true
+	case fnHasQueryParam:
+		return st.fnHasQueryParam, true
+	}
+	return nil, false
+}
+
+var emptyList = types.NewStringList(types.DefaultTypeAdapter, []string{})
+
+func argString(args []ref.Val) (string, bool) {
+	if len(args) != 1 {
+		return "", false
+	}
+	s, ok := args[0].(types.String)
+	return string(s), ok
+}
+
+// headerValues implements getReqHeader/getResHeader: case-insensitive.
+func (st *evalState) headerValues(res bool, name string) []string {
+	var v []string
+	if res {
+		v, _ = lookupHeader(st.resHeader, asciiLower(name), "", &st.resScan)
+	} else {
+		v, _ = lookupHeader(st.reqHeader, asciiLower(name), "", &st.reqScan)
+	}
+	return v
+}
+
+func (st *evalState) hasHeader(res bool, name string) bool {
+	var ok bool
+	if res {
+		_, ok = lookupHeader(st.resHeader, asciiLower(name), "", &st.resScan)
+	} else {
+		_, ok = lookupHeader(st.reqHeader, asciiLower(name), "", &st.reqScan)
+	}
+	return ok
+}
+
+func (st *evalState) celHeaderList(res bool, args []ref.Val) ref.Val {
+	name, ok := argString(args)
+	if !ok {
+		return types.NoSuchOverloadErr()
+	}
+	v := st.headerValues(res, name)
+	if len(v) == 0 {
+		return emptyList
+	}
+	return types.NewStringList(types.DefaultTypeAdapter, v)
+}
+
+func (st *evalState) celHasHeader(res bool, args []ref.Val) ref.Val {
+	name, ok := argString(args)
+	if !ok {
+		return types.NoSuchOverloadErr()
+	}
+	return types.Bool(st.hasHeader(res, name))
+}
+
+func (st *evalState) celQueryList(args []ref.Val) ref.Val {
+	name, ok := argString(args)
+	if !ok {
+		return types.NoSuchOverloadErr()
+	}
+	v := st.queryValues()[name]
+	if len(v) == 0 {
+		return emptyList
+	}
+	return types.NewStringList(types.DefaultTypeAdapter, v)
+}
+
+func (st *evalState) celHasQuery(args []ref.Val) ref.Val {
+	name, ok := argString(args)
+	if !ok {
+		return types.NoSuchOverloadErr()
+	}
+	_, has := st.queryValues()[name]
+	return types.Bool(has)
+}
+
+// Effects of non-terminating actions.
+
+func (st *evalState) addHeader(name, value string) {
+	if st.phase == Outbound {
+		if !st.resHeaderOwned {
+			st.resHeader = cloneHeader(st.resHeader)
+			st.resHeaderOwned = true
+		}
+		st.resHeader.Add(name, value)
+		st.resScan = scanUnknown
+		st.lazy &^= lzResHeadersVal
+	} else {
+		if !st.reqHeaderOwned {
+			st.reqHeader = cloneHeader(st.reqHeader)
+			st.reqHeaderOwned = true
+		}
+		st.reqHeader.Add(name, value)
+		st.reqScan = scanUnknown
+		st.lazy &^= lzReqHeadersVal
+	}
+	st.out.HeaderEdits = append(st.out.HeaderEdits, HeaderEdit{Name: name, Value: value})
+}
+
+func (st *evalState) removeHeader(name string) {
+	h := &st.reqHeader
+	owned := &st.reqHeaderOwned
+	scan := &st.reqScan
+	bit := lzReqHeadersVal
+	if st.phase == Outbound {
+		h, owned, scan, bit = &st.resHeader, &st.resHeaderOwned, &st.resScan, lzResHeadersVal
+	}
+	if !*owned {
+		*h = cloneHeader(*h)
+		*owned = true
+	}
+	lower := asciiLower(name)
+	for k := range *h {
+		if asciiLowerEq(k, lower) {
+			delete(*h, k)
+		}
+	}
+	*scan = scanUnknown
+	st.lazy &^= bit
+	st.out.HeaderEdits = append(st.out.HeaderEdits, HeaderEdit{Remove: true, Name: name})
+}
+
+func cloneHeader(h http.Header) http.Header {
+	if h == nil {
+		return http.Header{}
+	}
+	return h.Clone()
+}
+
+var errBadURI = errors.New("rewritten URL must be a path starting with '/', optionally with a query")
+
+func (st *evalState) rewriteURI(uri string) error {
+	if !strings.HasPrefix(uri, "/") || strings.HasPrefix(uri, "//") {
+		return errBadURI
+	}
+	u, err := url.ParseRequestURI(uri)
+	if err != nil || u.Host != "" || u.Scheme != "" {
+		return errBadURI
+	}
+	st.path, st.rawPath, st.rawQuery = u.Path, u.RawPath, u.RawQuery
+	st.lazy &^= lzURL | lzQuery | lzQueryVal
+	st.out.RewriteURI = st.requestURI()
+	return nil
+}
