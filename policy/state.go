@@ -68,7 +68,7 @@ type evalState struct {
 	out Result
 	rc  RunContext
 
-	fnGetReqHeader, fnGetResHeader, fnHasReqHeader functions.LateBoundOp
+	fnGetReqHeader, fnGetResHeader, fnHasReqHeader   functions.LateBoundOp
 	fnHasResHeader, fnGetQueryParam, fnHasQueryParam functions.LateBoundOp
 
 	buf []byte // scratch for rate-limit keys
