@@ -50,18 +50,9 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
 	}
-	acl := params.ACL
-	if acl == nil {
-		acl = []string{}
-	}
-	c := &credentials.Credential{
-		ID:          s.ids.New(credentials.IDPrefix),
-		CreatedAt:   s.timestamp(),
-		Description: params.Description,
-		Metadata:    params.Metadata,
-		ACL:         acl,
-		OwnerID:     owner,
-	}
+	cred := params.Credential()
+	c := &cred
+	c.ID, c.CreatedAt, c.OwnerID = s.ids.New(credentials.IDPrefix), s.timestamp(), owner
 	data, err := encode(c)
 	if err != nil {
 		return nil, err

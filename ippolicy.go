@@ -45,8 +45,9 @@ func (s *Service) CreateIPPolicy(ctx context.Context, p Principal, params ipacce
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v := &ipaccess.Policy{ID: s.ids.New(ipaccess.PolicyPrefix), CreatedAt: s.timestamp(),
-		Description: params.Description, Metadata: params.Metadata}
+	pol := params.Policy()
+	v := &pol
+	v.ID, v.CreatedAt = s.ids.New(ipaccess.PolicyPrefix), s.timestamp()
 	if err := s.create(ctx, p, ipPolicyKind, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
@@ -125,12 +126,9 @@ func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ip
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	cidr, err := ipaccess.NormalizeCIDR(params.CIDR)
-	if err != nil {
-		return nil, apierr.Invalidf("cidr", "must be an IPv4 or IPv6 address or CIDR prefix")
-	}
-	v := &ipaccess.Rule{ID: s.ids.New(ipaccess.RulePrefix), CreatedAt: s.timestamp(), Description: params.Description,
-		Metadata: params.Metadata, CIDR: cidr, IPPolicy: resource.Ref{ID: params.IPPolicyID}, Action: params.Action}
+	rule := params.Rule() // Validate has checked and Rule normalises the CIDR
+	v := &rule
+	v.ID, v.CreatedAt = s.ids.New(ipaccess.RulePrefix), s.timestamp()
 	if err := s.create(ctx, p, ipRuleKind, v.ID, params.IPPolicyID, v, nil); err != nil {
 		return nil, refViolation(err, "ip_policy_id", false, nil)
 	}
@@ -231,14 +229,6 @@ func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ Record) {
 	}
 }
 
-func idRefs(ids []string) []resource.Ref {
-	out := make([]resource.Ref, len(ids))
-	for i, id := range ids {
-		out[i] = resource.Ref{ID: id}
-	}
-	return out
-}
-
 // CreateIPRestriction creates an IP restriction (POST /ip_restrictions).
 // Every ip_policy_ids entry must name an IP policy of the account; the
 // check and the write are one atomic step.
@@ -249,9 +239,9 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v := &ipaccess.Restriction{ID: s.ids.New(ipaccess.RestrictionPrefix), CreatedAt: s.timestamp(),
-		Description: params.Description, Metadata: params.Metadata, Enforced: params.Enforced, Type: params.Type,
-		IPPolicies: idRefs(params.IPPolicyIDs)}
+	r := params.Restriction()
+	v := &r
+	v.ID, v.CreatedAt = s.ids.New(ipaccess.RestrictionPrefix), s.timestamp()
 	if err := s.create(ctx, p, ipRestrictionKind, v.ID, "", v, params.IPPolicyIDs); err != nil {
 		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 	}
