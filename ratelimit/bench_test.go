@@ -156,3 +156,62 @@ func BenchmarkRotatingKeysParallel(b *testing.B) { benchParallel(b, false, bench
 // BenchmarkRotatingKeysDenyParallel cycles through 10,000 keys over their
 // limit from every goroutine.
 func BenchmarkRotatingKeysDenyParallel(b *testing.B) { benchParallel(b, true, benchKeys()) }
+
+// BenchmarkBucketKey builds a two-element bucket key with AppendKeyPart into
+// a reused buffer and decides on it: the policy action's per-request path.
+func BenchmarkBucketKey(b *testing.B) {
+	l, err := ratelimit.New(ratelimit.Options{Capacity: ratelimit.MaxCapacity, Window: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := ratelimit.NewClock(0)
+	defer clk.Stop()
+	hosts := []string{"api.example.com", "www.example.com", "example.net"}
+	buf := make([]byte, 0, 128)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		buf = ratelimit.AppendKeyPart(buf[:0], hosts[i%len(hosts)])
+		buf = ratelimit.AppendKeyPart(buf, "203.0.113.77")
+		if !l.AllowBytesAt(buf, clk.Now()).Allowed {
+			b.Fatal("rejected")
+		}
+		i++
+	}
+}
+
+// BenchmarkNewKeys sends every request from a key never seen before, into a
+// limiter capped at 10,000 keys: each call inserts, sweeps and evicts.
+func BenchmarkNewKeys(b *testing.B) {
+	l, err := ratelimit.New(ratelimit.Options{Capacity: 100, Window: time.Minute, MaxKeys: 10_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	buf := make([]byte, 0, 16)
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		buf = strconv.AppendUint(buf[:0], i, 10)
+		if !l.AllowBytesAt(buf, now).Allowed {
+			b.Fatal("rejected")
+		}
+		i++
+	}
+}
+
+// BenchmarkClockNow compares a Clock reading with time.Now.
+func BenchmarkClockNow(b *testing.B) {
+	b.Run("Clock", func(b *testing.B) {
+		clk := ratelimit.NewClock(0)
+		defer clk.Stop()
+		for b.Loop() {
+			_ = clk.Now()
+		}
+	})
+	b.Run("time.Now", func(b *testing.B) {
+		for b.Loop() {
+			_ = time.Now()
+		}
+	})
+}

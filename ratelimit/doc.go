@@ -52,7 +52,7 @@
 // without a timestamp at hand use a [Clock], a coarse clock refreshed by
 // one goroutine (every millisecond by default) and read with one atomic
 // load, instead of paying for [time.Now] per request. Times before 1970
-// count as 1970 and times past 2262 as 2262.
+// count as 1970 and times after early 2116 as early 2116.
 //
 // # Keys
 //

@@ -83,9 +83,8 @@ func (e *entry) freeSlot(s, k uint64, capacity uint32) uint64 {
 
 // geometry holds a limiter's precomputed time constants.
 type geometry struct {
-	width   int64  // slot width g in nanoseconds
-	k       uint64 // slots per window: k*width == window
-	maxNano int64  // times are clamped to [0, maxNano]
+	width int64  // slot width g in nanoseconds
+	k     uint64 // slots per window: k*width == window
 }
 
 // newGeometry cuts window into k slots, k the largest divisor of the
@@ -96,21 +95,25 @@ func newGeometry(window time.Duration) geometry {
 	for window.Nanoseconds()%k != 0 {
 		k--
 	}
-	return geometry{width: window.Nanoseconds() / k, k: uint64(k), maxNano: 1<<63 - 1}
+	return geometry{width: window.Nanoseconds() / k, k: uint64(k)}
 }
 
-// nanos returns t as Unix nanoseconds clamped to the representable range:
-// times before 1970 count as 1970, times after 2262 as 2262.
+// maxNanos is the latest time the limiter distinguishes, in Unix
+// nanoseconds (early 2116); it leaves room for slot arithmetic a window or
+// more beyond it.
+const maxNanos = 1 << 62
+
+// nanos returns t as Unix nanoseconds clamped to [0, maxNanos]: times
+// before 1970 count as 1970 and times after early 2116 as early 2116.
 func nanos(t time.Time) int64 {
-	const maxSec = (1<<63 - 1) / int64(time.Second)
 	sec := t.Unix()
 	if sec < 0 {
 		return 0
 	}
-	if sec >= maxSec {
-		return maxSec * 1e9
+	if sec >= maxNanos/int64(time.Second) {
+		return maxNanos
 	}
-	return sec*1e9 + int64(t.Nanosecond())
+	return sec*int64(time.Second) + int64(t.Nanosecond())
 }
 
 // slotOf returns the slot of a Unix nanosecond time.
