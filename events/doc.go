@@ -1,0 +1,98 @@
+// Package events holds edgeplane's event subscriptions and their delivery:
+// the [Subscription] and [Source] models with their parameters, the
+// [Registry] of known event types, the [Event] a host receives, the [Sink]
+// interface it implements, and the bounded delivery [Queue].
+//
+// The package is a leaf: storage, identifiers, URIs and the search for the
+// subscriptions a change goes to belong to the edgeplane Service, which
+// calls this package.
+//
+// # Event types
+//
+// An event type has the shape <event_name>.v<N> ([ParseType]): the name is
+// lowercase letters, digits and single inner underscores, starting with a
+// letter; N is a decimal number without leading zeros; at most
+// [MaxTypeBytes] bytes in all. The Service emits, after every successful
+// write, the type "<name>_<verb>.v0" ([TypeOf]) with the verb created,
+// updated or deleted and these names ([Names]):
+//
+//	credential                    tunnel_group_backend
+//	ip_policy                     tunnel
+//	ip_policy_rule                event_subscription
+//	ip_restriction                event_source
+//	reserved_domain               https_edge
+//	tls_certificate               https_edge_route
+//	endpoint_configuration        tls_edge
+//	                              tcp_edge
+//
+// and the edge modules: https_edge_route_oidc_module,
+// https_edge_route_backend_module, https_edge_route_response_headers_module,
+// https_edge_route_compression_module, tls_edge_ip_restriction_module,
+// tls_edge_traffic_policy_module, tls_edge_tls_termination_module,
+// tcp_edge_ip_restriction_module and tcp_edge_backend_module. So
+// ip_policy_created.v0, ip_policy_updated.v0, ip_policy_deleted.v0,
+// credential_created.v0 and so on: [DefaultTypes] lists them all.
+//
+// # Registry
+//
+// A [Registry] is the set of types a source may name. [DefaultRegistry]
+// holds [DefaultTypes]; a host that emits events of its own (through the
+// Service's Publish) builds a registry from DefaultTypes plus its types
+// ([NewRegistry]) and hands it to the Service in Options. A registry is immutable: there is no global
+// registry to change. [Registry.Check] refuses a malformed type (saying
+// which shape is allowed) and an unknown one (naming it and suggesting the
+// closest known type by edit distance).
+//
+// # Delivery
+//
+// After a successful write the Service makes a [Change] (account, type,
+// time, the object as the API shows it, marshalled at once) and offers it
+// to the [Queue] with [Queue.Enqueue], which never blocks: when the queue
+// is full the change is dropped. One worker goroutine takes changes in
+// order, finds the subscriptions of the change's account that have a source
+// of its type (the [Expander], run by the Service against its store), and
+// calls [Sink.Deliver] once per subscription with an [Event] of its own ID
+// (ev_). Each call gets a context that ends at the delivery timeout or on a
+// forced shutdown; an error or a panic counts the event as failed, logs it
+// and moves on: nothing is retried. [Queue.Close] stops intake and drains
+// what was accepted, or gives up when its context ends.
+//
+// Every loss is counted in [Stats] (dropped changes, failed lookups, failed
+// deliveries) and logged with its reason through log/slog. Repeated log
+// lines are throttled: the first 16 of a kind, then every 1024th, each with
+// the running count.
+//
+// # Decisions where the specification is silent
+//
+//   - Event subscriptions have the minimal shape id, uri, created_at,
+//     description (at most 255 bytes), metadata (at most 4096 bytes), and
+//     are created, read, listed, updated and deleted through the Service.
+//     Deleting one deletes its sources.
+//   - Adding a source of a type the subscription already has is a
+//     conflict. An unknown or malformed type is an invalid argument with a
+//     violation of "type".
+//   - A source's internal identifier (evs_) is never shown: the API
+//     addresses a source by its subscription and type. A subscription has
+//     at most one source per type, so at most [MaxSources].
+//   - Listing sources is not paged; the list's uri is the URI of the list
+//     itself ({base_url}/event_subscriptions/<id>/sources), never null.
+//   - Updating a source with the empty object changes nothing and returns
+//     the source; it is reported as event_source_updated.v0.
+//   - Source changes are events too (event_source_*); a deleted source
+//     reports its {type, uri}, since it has no ID. Deleting a subscription
+//     reports only event_subscription_deleted.v0, not its sources.
+//   - Tunnels coming online and going offline are reported as
+//     tunnel_created.v0 and tunnel_deleted.v0; tunnels removed because
+//     their credential was deleted are not reported one by one.
+//   - An event is one delivery: a change that several subscriptions want
+//     becomes several events, each with its own ID and SubscriptionID.
+//     Events carry the account and subscription besides id, type,
+//     created_at and object. created_at is the time of the change, to the
+//     second, like every timestamp.
+//   - The subscriptions of a change are found when the worker takes it,
+//     not when the change happens: a source added or removed in between
+//     decides.
+//   - Delivery is at most once and in order, from one goroutine. The queue
+//     holds [DefaultQueueSize] changes and each sink call gets
+//     [DefaultDeliveryTimeout] unless [Options] say otherwise.
+package events
