@@ -17,10 +17,12 @@ const (
 	// MaxNameLength bounds [Config.Name]: a name has fewer than this many
 	// characters (runes).
 	MaxNameLength = 1024
-	// MinRate and MaxRate bound the rate; a rate is also a whole multiple of
-	// RateStep.
-	MinRate  = 60 * time.Second
-	MaxRate  = 24 * time.Hour
+	// MinRate is the shortest allowed rate.
+	MinRate = 60 * time.Second
+	// MaxRate is the longest allowed rate.
+	MaxRate = 24 * time.Hour
+	// RateStep is the granularity of rates: a rate is a whole multiple of
+	// it.
 	RateStep = 10 * time.Second
 	// MaxBucketKeyElements bounds the number of bucket key elements.
 	MaxBucketKeyElements = 10

@@ -44,6 +44,7 @@ func TestConfigValidate(t *testing.T) {
 		{"name of 1024 characters", func(c *ratelimit.Config) { c.Name = strings.Repeat("é", 1024) }, []string{"name"}},
 		{"name not utf-8", func(c *ratelimit.Config) { c.Name = "\xff" }, []string{"name"}},
 		{"unknown algorithm", func(c *ratelimit.Config) { c.Algorithm = "token_bucket" }, []string{"algorithm"}},
+		{"long algorithm is quoted short", func(c *ratelimit.Config) { c.Algorithm = strings.Repeat("é", 500) }, []string{"algorithm"}},
 		{"algorithm case matters", func(c *ratelimit.Config) { c.Algorithm = "Sliding_Window" }, []string{"algorithm"}},
 		{"capacity zero", func(c *ratelimit.Config) { c.Capacity = 0 }, []string{"capacity"}},
 		{"capacity over max", func(c *ratelimit.Config) { c.Capacity = ratelimit.MaxCapacity + 1 }, []string{"capacity"}},

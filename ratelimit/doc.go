@@ -27,8 +27,8 @@
 //     24h; in general g = W/k for the largest k <= 10 dividing W in
 //     nanoseconds, and k = 10 for every valid [Config] rate). The limiter
 //     may reject early, but a rejection at t implies at least C admissions
-//     in (t-W-g, t]. Since g = W/10 <= max(10s, W/10), this is at least as
-//     tight as the bound of issue 3.
+//     in (t-W-g, t]. Since W/10 <= max(10s, W/10), this is at least as
+//     tight as a slot width of max(10s, W/N) would give.
 //   - Retry-after: with no other traffic on the bucket, a retry at
 //     t + RetryAfter (or at t + RetryAfterSeconds seconds) is admitted; it
 //     is the moment the oldest counted slots leave the window, so it is

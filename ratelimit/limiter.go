@@ -20,9 +20,11 @@ type Options struct {
 	MaxKeys int
 }
 
-// Window bounds accepted by [New].
+// Bounds of [Options.Window].
 const (
+	// MinWindow is the shortest accepted window.
 	MinWindow = time.Millisecond
+	// MaxWindow is the longest accepted window, a year.
 	MaxWindow = 8760 * time.Hour
 )
 
