@@ -1,0 +1,360 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+// storedCertificate is a TLS certificate as stored: the API shape and,
+// beside it, the private key, which no API response shows.
+type storedCertificate struct {
+	domains.Certificate
+	PrivateKeyPEM string `json:"private_key_pem"`
+}
+
+func (s *Service) presentCertificate(c *domains.Certificate, _ Record) {
+	c.URI = s.uri(certificateKind.collection, c.ID)
+	if c.SubjectAlternativeNames.DNSNames == nil {
+		c.SubjectAlternativeNames.DNSNames = []string{}
+	}
+	if c.SubjectAlternativeNames.IPs == nil {
+		c.SubjectAlternativeNames.IPs = []string{}
+	}
+}
+
+// CreateTLSCertificate uploads a TLS certificate (POST /tls_certificates):
+// a PEM chain, leaf first, and the leaf's private key. The chain is parsed
+// with crypto/x509; a key that does not match the leaf, a chain out of
+// order and an expired leaf are refused (see
+// [domains.CreateCertificateParams.Certificate]). The response, like every
+// other, never shows the private key.
+func (s *Service) CreateTLSCertificate(ctx context.Context, p Principal, params domains.CreateCertificateParams) (*domains.Certificate, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	c, err := params.Certificate(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.storeCertificate(ctx, p.AccountID, &c, params.PrivateKeyPEM); err != nil {
+		return nil, err
+	}
+	s.changed(ctx, p, "tls_certificate", "created", &c)
+	return &c, nil
+}
+
+// storeCertificate gives c an ID and creation time, stores it with its
+// key in the account and presents it.
+func (s *Service) storeCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM string) error {
+	c.ID, c.CreatedAt = s.ids.New(domains.CertificatePrefix), s.timestamp()
+	data, err := encode(storedCertificate{Certificate: *c, PrivateKeyPEM: keyPEM})
+	if err != nil {
+		return err
+	}
+	if err := s.store.Create(ctx, Record{Kind: KindTLSCertificate, AccountID: accountID, ID: c.ID, Data: data}); err != nil {
+		return s.storeErr(err, certificateKind, c.ID)
+	}
+	s.presentCertificate(c, Record{})
+	return nil
+}
+
+// GetTLSCertificate returns a TLS certificate (GET /tls_certificates/{id}).
+func (s *Service) GetTLSCertificate(ctx context.Context, p Principal, id string) (*domains.Certificate, error) {
+	c, rec, err := get[domains.Certificate](ctx, s, p, certificateKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentCertificate(c, rec)
+	return c, nil
+}
+
+// ListTLSCertificates returns a page of the account's TLS certificates,
+// newest first (GET /tls_certificates).
+func (s *Service) ListTLSCertificates(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.Certificate], error) {
+	return list(ctx, s, p, certificateKind, "", certificateKind.collection, opts, s.presentCertificate)
+}
+
+// UpdateTLSCertificate changes the description and metadata present in
+// params (PATCH /tls_certificates/{id}); the chain and key never change.
+func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id string, params domains.UpdateCertificateParams) (*domains.Certificate, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, certificateKind, id, func(v *storedCertificate, _ *Record) error {
+		params.Apply(&v.Certificate)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &v.Certificate
+	s.presentCertificate(c, Record{})
+	s.changed(ctx, p, "tls_certificate", "updated", c)
+	return c, nil
+}
+
+// DeleteTLSCertificate deletes a TLS certificate (DELETE
+// /tls_certificates/{id}). While a reserved domain uses it, it cannot be
+// deleted: the error is a conflict naming the domain.
+func (s *Service) DeleteTLSCertificate(ctx context.Context, p Principal, id string) error {
+	return s.inUseByDomains(ctx, p, s.remove(ctx, p, certificateKind, id, "tls_certificate"))
+}
+
+// inUseByDomains rewrites an in-use error so that reserved domains among
+// the referrers are named by their domain too: "TLS certificate cert_… is
+// used by reserved domain rd_… (app.example.com)". Other errors pass
+// through.
+func (s *Service) inUseByDomains(ctx context.Context, p Principal, err error) error {
+	var use *InUseError
+	if !errors.As(err, &use) {
+		return err
+	}
+	names := make([]string, len(use.Referrers))
+	for i, id := range use.Referrers {
+		names[i] = describeID(id)
+		if !ids.Valid(id, domains.ReservedDomainPrefix) {
+			continue
+		}
+		if d, _, err := get[domains.ReservedDomain](ctx, s, p, reservedDomainKind, id); err == nil {
+			names[i] += " (" + d.Domain + ")"
+		}
+	}
+	return &apierr.Error{Code: apierr.Conflict, Err: err,
+		Msg: describeID(use.ID) + " is used by " + strings.Join(names, ", ") + "; detach it first"}
+}
+
+// TLSCertificateKeyPair returns the PEM chain and private key of a TLS
+// certificate of the account, for the host's edge servers that terminate
+// TLS. It is a host operation: no API response ever carries the key.
+func (s *Service) TLSCertificateKeyPair(ctx context.Context, accountID, id string) (certPEM, keyPEM string, err error) {
+	if !ids.Valid(id, domains.CertificatePrefix) {
+		return "", "", certificateKind.notFound(id)
+	}
+	rec, err := s.store.Get(ctx, KindTLSCertificate, accountID, id)
+	if err != nil {
+		return "", "", s.storeErr(err, certificateKind, id)
+	}
+	c, err := decode[storedCertificate](rec)
+	if err != nil {
+		return "", "", err
+	}
+	return c.CertificatePEM, c.PrivateKeyPEM, nil
+}
+
+// CertificateOrder is a reserved domain whose managed certificate needs
+// issuing or renewing: what the host's certificate manager (an ACME
+// client) needs to obtain one.
+type CertificateOrder struct {
+	// AccountID is the account the reserved domain belongs to.
+	AccountID string
+	// ReservedDomainID identifies the reserved domain; report the outcome
+	// with it.
+	ReservedDomainID string
+	// Domain is the name to certify, possibly a wildcard ("*.example.com").
+	Domain string
+	// Authority is the certificate authority to ask
+	// ([domains.AuthorityLetsEncrypt]).
+	Authority string
+	// PrivateKeyType is the key the certificate must have
+	// ([domains.KeyTypeRSA] or [domains.KeyTypeECDSA]).
+	PrivateKeyType string
+	// Renewal is true when a managed certificate was issued before and is
+	// due for renewal.
+	Renewal bool
+	// ACMEChallengeCNAMETarget, when not empty, is where the user's
+	// _acme-challenge CNAME record points: publish DNS-01 challenge
+	// records there.
+	ACMEChallengeCNAMETarget string
+}
+
+// DefaultCertificateOrders is how many orders [Service.CertificateOrders]
+// returns at most when asked for 0.
+const DefaultCertificateOrders = 100
+
+// CertificateOrders returns up to limit (0 means
+// [DefaultCertificateOrders]) reserved domains, across all accounts,
+// whose managed certificate needs issuing or renewing now (see
+// [domains.ReservedDomain.CertificateDue]), newest domain first.
+//
+// It is a host operation for the certificate manager, which runs one pass
+// at a time: for each order it obtains a certificate and reports the
+// outcome with [Service.ReportCertificateIssued] or
+// [Service.ReportCertificateFailed]. An order not reported stays due and
+// is returned again. The call reads every reserved domain (a backend with
+// many would want an index of due domains; the Store interface has none),
+// and changes nothing.
+func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultCertificateOrders
+	case limit < 0:
+		return nil, apierr.Invalidf("limit", "must not be negative, got %d", limit)
+	}
+	now := s.now()
+	out := []CertificateOrder{}
+	q := Query{Kind: KindReservedDomain, Limit: MaxPageSize}
+	for {
+		recs, err := s.store.List(ctx, q)
+		if err != nil {
+			return nil, s.storeErr(err, reservedDomainKind, "")
+		}
+		for _, rec := range recs {
+			d, err := decode[domains.ReservedDomain](rec)
+			if err != nil {
+				return nil, err
+			}
+			if !d.CertificateDue(now) {
+				continue
+			}
+			o := CertificateOrder{AccountID: rec.AccountID, ReservedDomainID: d.ID, Domain: d.Domain,
+				Authority: d.CertificateManagementPolicy.Authority, PrivateKeyType: d.CertificateManagementPolicy.PrivateKeyType,
+				Renewal: d.CertificateManagementStatus.RenewsAt != nil}
+			if d.ACMEChallengeCNAMETarget != nil {
+				o.ACMEChallengeCNAMETarget = *d.ACMEChallengeCNAMETarget
+			}
+			if out = append(out, o); len(out) == limit {
+				return out, nil
+			}
+		}
+		if len(recs) < q.Limit {
+			return out, nil
+		}
+		q.BeforeID = recs[len(recs)-1].ID
+	}
+}
+
+// ReportCertificateIssued records that the certificate manager obtained a
+// certificate for a reserved domain: certPEM is the chain (leaf first) and
+// keyPEM its private key. The certificate must cover the domain and have
+// the key type of the domain's policy. The Service creates a TLS
+// certificate in the domain's account (it belongs to the account like any
+// other, described "managed certificate for <domain>"), makes it the
+// domain's certificate, ends the provisioning job and sets renews_at (see
+// [domains.RenewsAt]). A certificate it replaces is kept.
+//
+// It fails with not-found for an unknown domain, invalid-argument for a
+// bad chain or key, and failed-precondition when the domain no longer has
+// a policy, or its policy now asks for another key type; then nothing is
+// stored.
+func (s *Service) ReportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
+	d, err := s.hostDomain(ctx, accountID, domainID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := domains.CreateCertificateParams{Description: "managed certificate for " + d.Domain,
+		CertificatePEM: certPEM, PrivateKeyPEM: keyPEM}.Certificate(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if !domains.Covers(c.SubjectAlternativeNames.DNSNames, d.Domain) {
+		return nil, apierr.Invalidf("certificate_pem", "does not cover %s; its DNS names are %v", d.Domain, c.SubjectAlternativeNames.DNSNames)
+	}
+	if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
+		return nil, err
+	}
+	if err := s.storeCertificate(ctx, accountID, &c, keyPEM); err != nil {
+		return nil, err
+	}
+	d, err = s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
+		if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
+			return err
+		}
+		d.CertificateIssued(resource.Ref{ID: c.ID}, c.NotBefore, c.NotAfter)
+		return nil
+	})
+	if err != nil {
+		if derr := s.store.Delete(ctx, KindTLSCertificate, accountID, c.ID); derr != nil {
+			s.log.Error("certificate manager: cannot delete an unused managed certificate", "id", c.ID, "err", derr)
+		}
+		return nil, err
+	}
+	p := Principal{AccountID: accountID} // the service itself
+	s.changed(ctx, p, "tls_certificate", "created", &c)
+	s.changed(ctx, p, "reserved_domain", "updated", d)
+	return d, nil
+}
+
+// managedKeyMatches fails with failed-precondition unless d has a policy
+// asking for keys of type keyType.
+func managedKeyMatches(d *domains.ReservedDomain, keyType string) error {
+	pol := d.CertificateManagementPolicy
+	if pol == nil {
+		return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
+	}
+	if pol.PrivateKeyType != keyType {
+		return apierr.New(apierr.FailedPrecondition, "the certificate management policy of reserved domain %s asks for a %s key, the certificate has a %s key", d.ID, pol.PrivateKeyType, keyType)
+	}
+	return nil
+}
+
+// ReportCertificateFailed records that the certificate manager could not
+// obtain a certificate for a reserved domain: with
+// [domains.ErrorCodeInternal] the job is retried at f.RetriesAt; with
+// [domains.ErrorCodeDNS] it waits until the user sets the policy again.
+// It fails with failed-precondition when the domain no longer has a
+// policy.
+func (s *Service) ReportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
+	now := s.timestamp()
+	if err := f.Validate(now); err != nil {
+		return nil, err
+	}
+	d, err := s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
+		if d.CertificateManagementPolicy == nil {
+			return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
+		}
+		d.CertificateFailed(f, now)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.changed(ctx, Principal{AccountID: accountID}, "reserved_domain", "updated", d)
+	return d, nil
+}
+
+// hostDomain loads a reserved domain of an account for a host operation.
+func (s *Service) hostDomain(ctx context.Context, accountID, id string) (*domains.ReservedDomain, error) {
+	if !ids.Valid(id, domains.ReservedDomainPrefix) {
+		return nil, reservedDomainKind.notFound(id)
+	}
+	rec, err := s.store.Get(ctx, KindReservedDomain, accountID, id)
+	if err != nil {
+		return nil, s.storeErr(err, reservedDomainKind, id)
+	}
+	return decode[domains.ReservedDomain](rec)
+}
+
+// hostUpdateDomain is [update] for host operations, which act for no
+// principal. fn sees the stored domain; the result is presented.
+func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn func(*domains.ReservedDomain) error) (*domains.ReservedDomain, error) {
+	if !ids.Valid(id, domains.ReservedDomainPrefix) {
+		return nil, reservedDomainKind.notFound(id)
+	}
+	var out *domains.ReservedDomain
+	_, err := s.store.Update(ctx, KindReservedDomain, accountID, id, func(rec *Record) error {
+		d, err := decode[domains.ReservedDomain](*rec)
+		if err != nil {
+			return err
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+		if rec.Data, err = encode(d); err != nil {
+			return err
+		}
+		rec.Refs = d.RefIDs()
+		out = d
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeErr(err, reservedDomainKind, id)
+	}
+	s.presentReservedDomain(out, Record{})
+	return out, nil
+}

@@ -1,0 +1,73 @@
+package edgeplane
+
+import (
+	"context"
+
+	"github.com/edgeplane/edgeplane/domains"
+)
+
+func (s *Service) presentEndpointConfiguration(c *domains.EndpointConfiguration, _ Record) {
+	c.URI = s.uri(endpointConfigKind.collection, c.ID)
+}
+
+// CreateEndpointConfiguration creates an endpoint configuration of type
+// http or https (POST /endpoint_configurations), for reserved domains to
+// attach.
+func (s *Service) CreateEndpointConfiguration(ctx context.Context, p Principal, params domains.CreateEndpointConfigurationParams) (*domains.EndpointConfiguration, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	c := params.EndpointConfiguration()
+	c.ID, c.CreatedAt = s.ids.New(domains.EndpointConfigurationPrefix), s.timestamp()
+	if err := s.create(ctx, p, endpointConfigKind, c.ID, "", &c, nil); err != nil {
+		return nil, err
+	}
+	s.presentEndpointConfiguration(&c, Record{})
+	s.changed(ctx, p, "endpoint_configuration", "created", &c)
+	return &c, nil
+}
+
+// GetEndpointConfiguration returns an endpoint configuration (GET
+// /endpoint_configurations/{id}).
+func (s *Service) GetEndpointConfiguration(ctx context.Context, p Principal, id string) (*domains.EndpointConfiguration, error) {
+	c, rec, err := get[domains.EndpointConfiguration](ctx, s, p, endpointConfigKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentEndpointConfiguration(c, rec)
+	return c, nil
+}
+
+// ListEndpointConfigurations returns a page of the account's endpoint
+// configurations, newest first (GET /endpoint_configurations).
+func (s *Service) ListEndpointConfigurations(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.EndpointConfiguration], error) {
+	return list(ctx, s, p, endpointConfigKind, "", endpointConfigKind.collection, opts, s.presentEndpointConfiguration)
+}
+
+// UpdateEndpointConfiguration changes the description and metadata present
+// in params (PATCH /endpoint_configurations/{id}); the type cannot change.
+func (s *Service) UpdateEndpointConfiguration(ctx context.Context, p Principal, id string, params domains.UpdateEndpointConfigurationParams) (*domains.EndpointConfiguration, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := update(ctx, s, p, endpointConfigKind, id, func(c *domains.EndpointConfiguration, _ *Record) error {
+		params.Apply(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentEndpointConfiguration(c, Record{})
+	s.changed(ctx, p, "endpoint_configuration", "updated", c)
+	return c, nil
+}
+
+// DeleteEndpointConfiguration deletes an endpoint configuration (DELETE
+// /endpoint_configurations/{id}). While a reserved domain uses it, it
+// cannot be deleted: the error is a conflict naming the domain.
+func (s *Service) DeleteEndpointConfiguration(ctx context.Context, p Principal, id string) error {
+	return s.inUseByDomains(ctx, p, s.remove(ctx, p, endpointConfigKind, id, "endpoint_configuration"))
+}
