@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/resource"
 )
 
@@ -45,6 +46,11 @@ type Options struct {
 	// default types. With a Sink set, New starts one delivery goroutine;
 	// stop it with [Service.Close].
 	Events events.Options
+	// Policy is the traffic policy engine that validates, compiles and
+	// runs edge traffic policies. One engine for the Service's lifetime
+	// keeps rate limiter state across recompilations. Nil: New builds one
+	// with the built-in actions, Clock and a sink on Logger.
+	Policy *policy.Engine
 }
 
 // Service is the management API as Go methods: one method per operation of
@@ -60,6 +66,8 @@ type Service struct {
 
 	eventTypes *events.Registry // known event types; never nil
 	queue      *events.Queue    // nil when delivery is off
+
+	policy *policy.Engine // Options.Policy or a default engine; never nil
 }
 
 // New returns a Service over store. A nil store panics: it is a
@@ -89,6 +97,7 @@ func New(store Store, opts Options) *Service {
 	}
 	s.domains = opts.Domains.WithDefaults()
 	s.startEvents(opts.Events)
+	s.policy = newPolicyEngine(opts.Policy, s.now, s.log)
 	return s
 }
 
@@ -277,6 +286,9 @@ func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id, event
 		return k.notFound(id)
 	}
 	if err := s.store.Delete(ctx, k.kind, p.AccountID, id); err != nil {
+		if inUse := s.explainInUse(ctx, p.AccountID, err); inUse != nil {
+			return inUse // names the edge modules that hold the reference
+		}
 		return s.storeErr(err, k, id)
 	}
 	s.changed(ctx, p, event, "deleted", s.ref(k.collection, id))

@@ -1,0 +1,468 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/ids"
+)
+
+// The kinds of edge record. Routes are children (ParentID) of their HTTPS
+// edge; modules live inside their edge or route record.
+const (
+	KindHTTPSEdge      Kind = "https_edge"
+	KindHTTPSEdgeRoute Kind = "https_edge_route"
+	KindTLSEdge        Kind = "tls_edge"
+	KindTCPEdge        Kind = "tcp_edge"
+)
+
+var (
+	httpsEdgeKind  = kindInfo{KindHTTPSEdge, edges.HTTPSEdgePrefix, "edges/https", "HTTPS edge"}
+	httpsRouteKind = kindInfo{KindHTTPSEdgeRoute, edges.HTTPSRoutePrefix, "", "HTTPS edge route"}
+	tlsEdgeKind    = kindInfo{KindTLSEdge, edges.TLSEdgePrefix, "edges/tls", "TLS edge"}
+	tcpEdgeKind    = kindInfo{KindTCPEdge, edges.TCPEdgePrefix, "edges/tcp", "TCP edge"}
+)
+
+// routesPath returns the collection path of an HTTPS edge's routes.
+func routesPath(edgeID string) string { return httpsEdgeKind.collection + "/" + edgeID + "/routes" }
+
+// routeMatchKey is the lookup key that keeps two routes of one edge from
+// matching the same thing.
+func routeMatchKey(r *edges.HTTPSRoute) string {
+	return "https_edge_route_match:" + r.EdgeID + ":" + r.MatchType + ":" + r.Match
+}
+
+func (s *Service) presentHTTPSEdge(v *edges.HTTPSEdge, _ Record) {
+	v.URI = s.uri(httpsEdgeKind.collection, v.ID)
+}
+
+// CreateHTTPSEdge creates an HTTPS edge. Its routes and their modules are
+// added by their own operations.
+func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges.CreateEdgeParams) (*edges.HTTPSEdge, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := &edges.HTTPSEdge{ID: s.ids.New(edges.HTTPSEdgePrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata}
+	if err := s.create(ctx, p, httpsEdgeKind, v.ID, "", v, nil); err != nil {
+		return nil, err
+	}
+	s.presentHTTPSEdge(v, Record{})
+	s.changed(ctx, p, "https_edge", "created", v)
+	return v, nil
+}
+
+// GetHTTPSEdge returns an HTTPS edge of the account.
+func (s *Service) GetHTTPSEdge(ctx context.Context, p Principal, id string) (*edges.HTTPSEdge, error) {
+	v, rec, err := get[edges.HTTPSEdge](ctx, s, p, httpsEdgeKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentHTTPSEdge(v, rec)
+	return v, nil
+}
+
+// ListHTTPSEdges returns a page of the account's HTTPS edges, newest
+// first.
+func (s *Service) ListHTTPSEdges(ctx context.Context, p Principal, opts ListOptions) (*Page[edges.HTTPSEdge], error) {
+	return list(ctx, s, p, httpsEdgeKind, "", httpsEdgeKind.collection, opts, s.presentHTTPSEdge)
+}
+
+// UpdateHTTPSEdge changes the fields present in params.
+func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.HTTPSEdge, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, httpsEdgeKind, id, func(v *edges.HTTPSEdge, _ *Record) error {
+		params.Apply(&v.Description, &v.Metadata)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentHTTPSEdge(v, Record{})
+	s.changed(ctx, p, "https_edge", "updated", v)
+	return v, nil
+}
+
+// DeleteHTTPSEdge deletes an HTTPS edge with its routes and their modules,
+// in one atomic step. Only the edge's deletion is reported as a change.
+func (s *Service) DeleteHTTPSEdge(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, httpsEdgeKind, id, "https_edge")
+}
+
+// presentHTTPSRoute fills the URIs of a route and of its modules' Refs and
+// gives its modules' lists their empty forms.
+func (s *Service) presentHTTPSRoute(v *edges.HTTPSRoute, _ Record) {
+	v.URI = s.uri(routesPath(v.EdgeID), v.ID)
+	if m := v.OIDC; m != nil && m.Scopes == nil {
+		m.Scopes = []string{}
+	}
+	if m := v.Backend; m != nil {
+		m.Backend = s.ref(backendKind.collection, m.Backend.ID)
+	}
+	if m := v.ResponseHeaders; m != nil {
+		if m.Add == nil {
+			m.Add = map[string]string{}
+		}
+		if m.Remove == nil {
+			m.Remove = []string{}
+		}
+	}
+}
+
+// routeNotFound is the error of a route that is missing, of another
+// account or of another edge.
+func routeNotFound(edgeID, id string) error {
+	return apierr.NotFoundf("HTTPS edge route %s not found on HTTPS edge %s", id, edgeID)
+}
+
+// checkHTTPSEdge returns nil when the HTTPS edge exists in p's account,
+// else the edge's not-found error.
+func (s *Service) checkHTTPSEdge(ctx context.Context, p Principal, edgeID string) error {
+	_, _, err := get[edges.HTTPSEdge](ctx, s, p, httpsEdgeKind, edgeID)
+	return err
+}
+
+// CreateHTTPSEdgeRoute adds a route to an HTTPS edge of the account. Two
+// routes of one edge cannot have the same match_type and match
+// (conflict).
+func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID string, params edges.CreateRouteParams) (*edges.HTTPSRoute, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(edgeID, edges.HTTPSEdgePrefix) {
+		return nil, httpsEdgeKind.notFound(edgeID)
+	}
+	v := params.Route()
+	v.ID, v.EdgeID, v.CreatedAt = s.ids.New(edges.HTTPSRoutePrefix), edgeID, s.timestamp()
+	err := s.create(ctx, p, httpsRouteKind, v.ID, edgeID, &v, nil, routeMatchKey(&v))
+	var miss *MissingRefError
+	switch {
+	case errors.As(err, &miss):
+		return nil, httpsEdgeKind.notFound(edgeID)
+	case err != nil:
+		return nil, routeErr(err, &v)
+	}
+	s.presentHTTPSRoute(&v, Record{})
+	s.changed(ctx, p, "https_edge_route", "created", &v)
+	return &v, nil
+}
+
+// routeErr names the clashing route in a duplicate-match error.
+func routeErr(err error, v *edges.HTTPSRoute) error {
+	var dup *DuplicateError
+	if errors.As(err, &dup) {
+		return &apierr.Error{Code: apierr.Conflict, Err: err,
+			Msg: "HTTPS edge " + v.EdgeID + " already has a route with match_type " + v.MatchType + " and match " + v.Match}
+	}
+	return err
+}
+
+// GetHTTPSEdgeRoute returns a route of an HTTPS edge of the account.
+func (s *Service) GetHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID, id string) (*edges.HTTPSRoute, error) {
+	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
+		return nil, err
+	}
+	v, rec, err := get[edges.HTTPSRoute](ctx, s, p, httpsRouteKind, id)
+	switch {
+	case errors.Is(err, apierr.ErrNotFound):
+		return nil, routeNotFound(edgeID, id)
+	case err != nil:
+		return nil, err
+	case rec.ParentID != edgeID:
+		return nil, routeNotFound(edgeID, id)
+	}
+	s.presentHTTPSRoute(v, rec)
+	return v, nil
+}
+
+// ListHTTPSEdgeRoutes returns a page of an HTTPS edge's routes, newest
+// first.
+func (s *Service) ListHTTPSEdgeRoutes(ctx context.Context, p Principal, edgeID string, opts ListOptions) (*Page[edges.HTTPSRoute], error) {
+	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
+		return nil, err
+	}
+	return list(ctx, s, p, httpsRouteKind, edgeID, routesPath(edgeID), opts, s.presentHTTPSRoute)
+}
+
+// updateRoute runs mutate on a route of the HTTPS edge edgeID inside one
+// atomic update; the route's Keys and Refs follow the result. A missing
+// edge, or a route that is missing or of another edge, is not found.
+func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id string, mutate func(*edges.HTTPSRoute) error) (*edges.HTTPSRoute, error) {
+	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(id, edges.HTTPSRoutePrefix) {
+		return nil, routeNotFound(edgeID, id)
+	}
+	ran := false
+	v, err := update(ctx, s, p, httpsRouteKind, id, func(v *edges.HTTPSRoute, rec *Record) error {
+		ran = true
+		if rec.ParentID != edgeID {
+			return routeNotFound(edgeID, id)
+		}
+		if err := mutate(v); err != nil {
+			return err
+		}
+		rec.Keys = []string{routeMatchKey(v)}
+		rec.Refs = v.Refs()
+		return nil
+	})
+	if err != nil {
+		if !ran && errors.Is(err, apierr.ErrNotFound) {
+			return nil, routeNotFound(edgeID, id)
+		}
+		return nil, err
+	}
+	s.presentHTTPSRoute(v, Record{})
+	return v, nil
+}
+
+// UpdateHTTPSEdgeRoute changes the fields present in params. Changing the
+// match to one another route of the edge has is a conflict.
+func (s *Service) UpdateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID, id string, params edges.UpdateRouteParams) (*edges.HTTPSRoute, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	var want edges.HTTPSRoute
+	v, err := s.updateRoute(ctx, p, edgeID, id, func(v *edges.HTTPSRoute) error {
+		params.Apply(v)
+		want = *v
+		return nil
+	})
+	if err != nil {
+		return nil, routeErr(err, &want)
+	}
+	s.changed(ctx, p, "https_edge_route", "updated", v)
+	return v, nil
+}
+
+// DeleteHTTPSEdgeRoute deletes a route of an HTTPS edge with its modules.
+func (s *Service) DeleteHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID, id string) error {
+	if _, err := s.GetHTTPSEdgeRoute(ctx, p, edgeID, id); err != nil {
+		return err
+	}
+	// A route never changes edges, so the check above still holds.
+	if err := s.store.Delete(ctx, KindHTTPSEdgeRoute, p.AccountID, id); err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return routeNotFound(edgeID, id)
+		}
+		return s.storeErr(err, httpsRouteKind, id)
+	}
+	s.changed(ctx, p, "https_edge_route", "deleted", s.ref(routesPath(edgeID), id))
+	return nil
+}
+
+// presentTLSEdge fills the URIs of an edge and of its modules' Refs and
+// clears what is stored but not shown.
+func (s *Service) presentTLSEdge(v *edges.TLSEdge, _ Record) {
+	v.URI = s.uri(tlsEdgeKind.collection, v.ID)
+	s.presentIPRestrictionModule(v.IPRestriction)
+	if m := v.TrafficPolicy; m != nil {
+		m.IPPolicyIDs = nil
+	}
+}
+
+func (s *Service) presentIPRestrictionModule(m *edges.IPRestriction) {
+	if m == nil {
+		return
+	}
+	m.IPPolicies = s.refs(ipPolicyKind.collection, m.PolicyIDs())
+}
+
+// CreateTLSEdge creates a TLS edge. Its modules are set by their own
+// operations.
+func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.CreateEdgeParams) (*edges.TLSEdge, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := &edges.TLSEdge{ID: s.ids.New(edges.TLSEdgePrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata}
+	if err := s.create(ctx, p, tlsEdgeKind, v.ID, "", v, nil); err != nil {
+		return nil, err
+	}
+	s.presentTLSEdge(v, Record{})
+	s.changed(ctx, p, "tls_edge", "created", v)
+	return v, nil
+}
+
+// GetTLSEdge returns a TLS edge of the account, with its modules.
+func (s *Service) GetTLSEdge(ctx context.Context, p Principal, id string) (*edges.TLSEdge, error) {
+	v, rec, err := get[edges.TLSEdge](ctx, s, p, tlsEdgeKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentTLSEdge(v, rec)
+	return v, nil
+}
+
+// ListTLSEdges returns a page of the account's TLS edges, newest first.
+func (s *Service) ListTLSEdges(ctx context.Context, p Principal, opts ListOptions) (*Page[edges.TLSEdge], error) {
+	return list(ctx, s, p, tlsEdgeKind, "", tlsEdgeKind.collection, opts, s.presentTLSEdge)
+}
+
+// UpdateTLSEdge changes the fields present in params.
+func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.TLSEdge, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, tlsEdgeKind, id, func(v *edges.TLSEdge, _ *Record) error {
+		params.Apply(&v.Description, &v.Metadata)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentTLSEdge(v, Record{})
+	s.changed(ctx, p, "tls_edge", "updated", v)
+	return v, nil
+}
+
+// DeleteTLSEdge deletes a TLS edge with its modules.
+func (s *Service) DeleteTLSEdge(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, tlsEdgeKind, id, "tls_edge")
+}
+
+// presentTCPEdge fills the URIs of an edge and of its modules' Refs.
+func (s *Service) presentTCPEdge(v *edges.TCPEdge, _ Record) {
+	v.URI = s.uri(tcpEdgeKind.collection, v.ID)
+	s.presentIPRestrictionModule(v.IPRestriction)
+	if m := v.Backend; m != nil {
+		m.Backend = s.ref(backendKind.collection, m.Backend.ID)
+	}
+}
+
+// CreateTCPEdge creates a TCP edge. Its modules are set by their own
+// operations.
+func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.CreateEdgeParams) (*edges.TCPEdge, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v := &edges.TCPEdge{ID: s.ids.New(edges.TCPEdgePrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata}
+	if err := s.create(ctx, p, tcpEdgeKind, v.ID, "", v, nil); err != nil {
+		return nil, err
+	}
+	s.presentTCPEdge(v, Record{})
+	s.changed(ctx, p, "tcp_edge", "created", v)
+	return v, nil
+}
+
+// GetTCPEdge returns a TCP edge of the account, with its modules.
+func (s *Service) GetTCPEdge(ctx context.Context, p Principal, id string) (*edges.TCPEdge, error) {
+	v, rec, err := get[edges.TCPEdge](ctx, s, p, tcpEdgeKind, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentTCPEdge(v, rec)
+	return v, nil
+}
+
+// ListTCPEdges returns a page of the account's TCP edges, newest first.
+func (s *Service) ListTCPEdges(ctx context.Context, p Principal, opts ListOptions) (*Page[edges.TCPEdge], error) {
+	return list(ctx, s, p, tcpEdgeKind, "", tcpEdgeKind.collection, opts, s.presentTCPEdge)
+}
+
+// UpdateTCPEdge changes the fields present in params.
+func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.TCPEdge, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, tcpEdgeKind, id, func(v *edges.TCPEdge, _ *Record) error {
+		params.Apply(&v.Description, &v.Metadata)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.presentTCPEdge(v, Record{})
+	s.changed(ctx, p, "tcp_edge", "updated", v)
+	return v, nil
+}
+
+// DeleteTCPEdge deletes a TCP edge with its modules.
+func (s *Service) DeleteTCPEdge(ctx context.Context, p Principal, id string) error {
+	return s.remove(ctx, p, tcpEdgeKind, id, "tcp_edge")
+}
+
+// explainInUse turns a store's in-use error whose referrers include edges
+// or routes into a conflict that names the referring modules ("the
+// ip_restriction module of TLS edge edgtls_…"). It returns nil for any
+// other error, which the caller handles as usual. It reads the referrers
+// only to word the message; the refusal itself was the store's atomic
+// decision.
+func (s *Service) explainInUse(ctx context.Context, accountID string, err error) error {
+	var use *InUseError
+	if !errors.As(err, &use) {
+		return nil
+	}
+	named := false
+	parts := make([]string, len(use.Referrers))
+	for i, ref := range use.Referrers {
+		parts[i] = describeID(ref)
+		if module := s.moduleReferencing(ctx, accountID, ref, use.ID); module != "" {
+			parts[i] = "the " + module + " module of " + parts[i]
+			named = true
+		}
+	}
+	if !named {
+		return nil
+	}
+	return &apierr.Error{Code: apierr.Conflict, Err: err,
+		Msg: describeID(use.ID) + " is still referenced by " + strings.Join(parts, ", ") + "; remove those references first"}
+}
+
+// moduleReferencing returns the name of the module of the edge or route
+// ref that names id, or "" when ref is not an edge or route, cannot be
+// read, or no module names id.
+func (s *Service) moduleReferencing(ctx context.Context, accountID, ref, id string) string {
+	var k kindInfo
+	switch {
+	case ids.Valid(ref, edges.HTTPSRoutePrefix):
+		k = httpsRouteKind
+	case ids.Valid(ref, edges.TLSEdgePrefix):
+		k = tlsEdgeKind
+	case ids.Valid(ref, edges.TCPEdgePrefix):
+		k = tcpEdgeKind
+	default:
+		return ""
+	}
+	rec, err := s.store.Get(ctx, k.kind, accountID, ref)
+	if err != nil {
+		return ""
+	}
+	switch k.kind {
+	case KindHTTPSEdgeRoute:
+		if v, err := decode[edges.HTTPSRoute](rec); err == nil {
+			return v.ModuleReferencing(id)
+		}
+	case KindTLSEdge:
+		if v, err := decode[edges.TLSEdge](rec); err == nil {
+			return v.ModuleReferencing(id)
+		}
+	case KindTCPEdge:
+		if v, err := decode[edges.TCPEdge](rec); err == nil {
+			return v.ModuleReferencing(id)
+		}
+	}
+	return ""
+}

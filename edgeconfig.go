@@ -1,0 +1,147 @@
+package edgeplane
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/policy"
+)
+
+// The edge proxy calls: one call returns everything a proxy applies to an
+// edge or route. They are host operations (a proxy acts for the service,
+// not for a user), so they take the account ID instead of a Principal.
+// Each returns a snapshot: a proxy reloads it when the edge, its routes or
+// the IP policies and rules its modules name change (their change events).
+
+// loadEdgeRecord reads and decodes the record id of kind k in accountID.
+func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k kindInfo, id string) (*T, Record, error) {
+	if !ids.Valid(accountID, AccountPrefix) {
+		return nil, Record{}, accountKind.notFound(accountID)
+	}
+	if !ids.Valid(id, k.prefix) {
+		return nil, Record{}, k.notFound(id)
+	}
+	rec, err := s.store.Get(ctx, k.kind, accountID, id)
+	if err != nil {
+		return nil, Record{}, s.storeErr(err, k, id)
+	}
+	v, err := decode[T](rec)
+	return v, rec, err
+}
+
+// ipSet returns the combined rules of the account's IP policies.
+func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []string) (*ipaccess.Set, error) {
+	var rules []ipaccess.Rule
+	for _, id := range policyIDs {
+		recs, err := s.store.List(ctx, Query{Kind: KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: maxRulesPerPolicy})
+		if err != nil {
+			return nil, s.storeErr(err, ipRuleKind, "")
+		}
+		for _, rec := range recs {
+			r, err := decode[ipaccess.Rule](rec)
+			if err != nil {
+				return nil, err
+			}
+			rules = append(rules, *r)
+		}
+	}
+	set, err := ipaccess.NewSet(rules)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return set, nil
+}
+
+// ipRestrictionConfig returns the runtime form of an IP restriction
+// module, nil when it is not set or disabled.
+func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *edges.IPRestriction) (*edges.IPRestrictionConfig, error) {
+	if m == nil || !m.Enabled {
+		return nil, nil
+	}
+	set, err := s.ipSet(ctx, accountID, m.PolicyIDs())
+	if err != nil {
+		return nil, err
+	}
+	return edges.NewIPRestrictionConfig(m.PolicyIDs(), set), nil
+}
+
+// HTTPSRouteConfig returns what an edge proxy applies to the requests of
+// one route of an HTTPS edge: its enabled modules, typed, with defaults
+// resolved. A host operation; a route of another edge is not found.
+func (s *Service) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
+	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
+		return nil, err
+	}
+	r, rec, err := loadEdgeRecord[edges.HTTPSRoute](ctx, s, accountID, httpsRouteKind, routeID)
+	if err != nil || rec.ParentID != edgeID {
+		if err == nil || apierr.CodeOf(err) == apierr.NotFound {
+			return nil, routeNotFound(edgeID, routeID)
+		}
+		return nil, err
+	}
+	return edges.NewHTTPSRouteConfig(accountID, r), nil
+}
+
+// HTTPSEdgeConfig returns what an edge proxy applies to an HTTPS edge:
+// every route with its enabled modules, in matching order (see
+// [edges.HTTPSEdgeConfig.Route]). A host operation.
+func (s *Service) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
+	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
+		return nil, err
+	}
+	var routes []*edges.HTTPSRouteConfig
+	q := Query{Kind: KindHTTPSEdgeRoute, AccountID: accountID, ParentID: edgeID, Limit: MaxPageSize}
+	for {
+		recs, err := s.store.List(ctx, q)
+		if err != nil {
+			return nil, s.storeErr(err, httpsRouteKind, "")
+		}
+		for _, rec := range recs {
+			r, err := decode[edges.HTTPSRoute](rec)
+			if err != nil {
+				return nil, err
+			}
+			routes = append(routes, edges.NewHTTPSRouteConfig(accountID, r))
+		}
+		if len(recs) < q.Limit {
+			break
+		}
+		q.BeforeID = recs[len(recs)-1].ID
+	}
+	return edges.NewHTTPSEdgeConfig(accountID, edgeID, routes), nil
+}
+
+// TCPEdgeConfig returns what an edge proxy applies to a TCP edge: its IP
+// restriction (the IP policies' current rules, ready to answer
+// Allowed(ip)) and its backend, each nil unless set and enabled. A host
+// operation.
+func (s *Service) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
+	e, _, err := loadEdgeRecord[edges.TCPEdge](ctx, s, accountID, tcpEdgeKind, edgeID)
+	if err != nil {
+		return nil, err
+	}
+	ipr, err := s.ipRestrictionConfig(ctx, accountID, e.IPRestriction)
+	if err != nil {
+		return nil, err
+	}
+	return &edges.TCPEdgeConfig{AccountID: accountID, EdgeID: edgeID, IPRestriction: ipr, Backend: e.Backend.Config()}, nil
+}
+
+// newPolicyEngine returns engine, or when it is nil a traffic policy
+// engine with the built-in actions, the Service's clock and a sink on its
+// logger.
+func newPolicyEngine(engine *policy.Engine, now func() time.Time, log *slog.Logger) *policy.Engine {
+	if engine != nil {
+		return engine
+	}
+	engine, err := policy.NewEngine(policy.Options{Clock: now, Sink: policy.NewSlogSink(log)})
+	if err != nil {
+		panic("edgeplane.New: building the default traffic policy engine: " + err.Error()) // a bug: the built-ins always register
+	}
+	return engine
+}

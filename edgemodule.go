@@ -1,0 +1,381 @@
+package edgeplane
+
+import (
+	"context"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edges"
+)
+
+// Edge modules live inside their edge or route record, so replacing or
+// deleting one is a single atomic update of that record, and the record's
+// Refs (the IP policies and backends its modules name) are checked in the
+// same step. A module change is reported as an update of its edge or route
+// ("https_edge_route", "tls_edge", "tcp_edge" with verb "updated"), whose
+// representation carries its modules.
+
+// moduleNotSet is the error of reading or deleting a module that is not
+// set.
+func moduleNotSet(noun, id, module string) error {
+	return apierr.NotFoundf("%s %s has no %s module", noun, id, module)
+}
+
+// replaceRouteModule sets a module of a route in one atomic update and
+// returns the presented module.
+func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, field func(*edges.HTTPSRoute) **M, m M) (*M, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	r, err := s.updateRoute(ctx, p, edgeID, id, func(r *edges.HTTPSRoute) error {
+		*field(r) = &m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.changed(ctx, p, "https_edge_route", "updated", r)
+	return *field(r), nil
+}
+
+func getRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id, name string, field func(*edges.HTTPSRoute) **M) (*M, error) {
+	r, err := s.GetHTTPSEdgeRoute(ctx, p, edgeID, id)
+	if err != nil {
+		return nil, err
+	}
+	if *field(r) == nil {
+		return nil, moduleNotSet(httpsRouteKind.noun, id, name)
+	}
+	return *field(r), nil
+}
+
+func deleteRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id, name string, field func(*edges.HTTPSRoute) **M) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	r, err := s.updateRoute(ctx, p, edgeID, id, func(r *edges.HTTPSRoute) error {
+		if *field(r) == nil {
+			return moduleNotSet(httpsRouteKind.noun, id, name)
+		}
+		*field(r) = nil
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.changed(ctx, p, "https_edge_route", "updated", r)
+	return nil
+}
+
+func routeOIDC(r *edges.HTTPSRoute) **edges.OIDC                       { return &r.OIDC }
+func routeBackend(r *edges.HTTPSRoute) **edges.Backend                 { return &r.Backend }
+func routeResponseHeaders(r *edges.HTTPSRoute) **edges.ResponseHeaders { return &r.ResponseHeaders }
+func routeCompression(r *edges.HTTPSRoute) **edges.Compression         { return &r.Compression }
+
+// ReplaceHTTPSRouteOIDC replaces the OIDC module of a route of an HTTPS
+// edge (PUT /edges/https/{edge_id}/routes/{id}/oidc). Fields not supplied
+// are stored as "", 0 and false; enabled defaults to true.
+func (s *Service) ReplaceHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID, id string, params edges.OIDCParams) (*edges.OIDC, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	return replaceRouteModule(ctx, s, p, edgeID, id, routeOIDC, params.Module())
+}
+
+// GetHTTPSRouteOIDC returns the OIDC module of a route; not found when the
+// module is not set.
+func (s *Service) GetHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID, id string) (*edges.OIDC, error) {
+	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleOIDC, routeOIDC)
+}
+
+// DeleteHTTPSRouteOIDC removes the OIDC module of a route; not found when
+// the module is not set.
+func (s *Service) DeleteHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID, id string) error {
+	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleOIDC, routeOIDC)
+}
+
+// ReplaceHTTPSRouteBackend replaces the backend module of a route of an
+// HTTPS edge (PUT /edges/https/{edge_id}/routes/{id}/backend). backend_id
+// must name a tunnel group backend of the account, checked in the same
+// atomic step as the write; while the module stands, that backend cannot
+// be deleted.
+func (s *Service) ReplaceHTTPSRouteBackend(ctx context.Context, p Principal, edgeID, id string, params edges.BackendParams) (*edges.Backend, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := replaceRouteModule(ctx, s, p, edgeID, id, routeBackend, params.Module())
+	return m, refViolation(err, "backend_id", false, nil)
+}
+
+// GetHTTPSRouteBackend returns the backend module of a route; not found
+// when the module is not set.
+func (s *Service) GetHTTPSRouteBackend(ctx context.Context, p Principal, edgeID, id string) (*edges.Backend, error) {
+	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleBackend, routeBackend)
+}
+
+// DeleteHTTPSRouteBackend removes the backend module of a route, releasing
+// its backend; not found when the module is not set.
+func (s *Service) DeleteHTTPSRouteBackend(ctx context.Context, p Principal, edgeID, id string) error {
+	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleBackend, routeBackend)
+}
+
+// ReplaceHTTPSRouteResponseHeaders replaces the response headers module of
+// a route (PUT /edges/https/{edge_id}/routes/{id}/response_headers).
+// Header names are stored lower-cased.
+func (s *Service) ReplaceHTTPSRouteResponseHeaders(ctx context.Context, p Principal, edgeID, id string, params edges.ResponseHeadersParams) (*edges.ResponseHeaders, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	return replaceRouteModule(ctx, s, p, edgeID, id, routeResponseHeaders, params.Module())
+}
+
+// GetHTTPSRouteResponseHeaders returns the response headers module of a
+// route; not found when the module is not set.
+func (s *Service) GetHTTPSRouteResponseHeaders(ctx context.Context, p Principal, edgeID, id string) (*edges.ResponseHeaders, error) {
+	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleResponseHeaders, routeResponseHeaders)
+}
+
+// DeleteHTTPSRouteResponseHeaders removes the response headers module of
+// a route; not found when the module is not set.
+func (s *Service) DeleteHTTPSRouteResponseHeaders(ctx context.Context, p Principal, edgeID, id string) error {
+	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleResponseHeaders, routeResponseHeaders)
+}
+
+// ReplaceHTTPSRouteCompression replaces the compression module of a route
+// (PUT /edges/https/{edge_id}/routes/{id}/compression).
+func (s *Service) ReplaceHTTPSRouteCompression(ctx context.Context, p Principal, edgeID, id string, params edges.CompressionParams) (*edges.Compression, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	return replaceRouteModule(ctx, s, p, edgeID, id, routeCompression, params.Module())
+}
+
+// GetHTTPSRouteCompression returns the compression module of a route; not
+// found when the module is not set.
+func (s *Service) GetHTTPSRouteCompression(ctx context.Context, p Principal, edgeID, id string) (*edges.Compression, error) {
+	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression)
+}
+
+// DeleteHTTPSRouteCompression removes the compression module of a route;
+// not found when the module is not set.
+func (s *Service) DeleteHTTPSRouteCompression(ctx context.Context, p Principal, edgeID, id string) error {
+	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression)
+}
+
+// moduleHolder is a TLS or TCP edge: a record whose modules name Refs.
+type moduleHolder[E any] interface {
+	*E
+	Refs() []string
+}
+
+// edgeType is how the module operations handle one kind of edge.
+type edgeType[E any] struct {
+	kind    kindInfo
+	event   string
+	present func(*E, Record)
+	check   func(*E) error // module combination rules; nil for none
+}
+
+func (s *Service) tlsEdgeType() edgeType[edges.TLSEdge] {
+	return edgeType[edges.TLSEdge]{tlsEdgeKind, "tls_edge", s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
+}
+
+func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
+	return edgeType[edges.TCPEdge]{tcpEdgeKind, "tcp_edge", s.presentTCPEdge, nil}
+}
+
+// updateEdgeModule runs mutate on an edge in one atomic update, checks the
+// edge's module rules, sets its Refs and reports the change.
+func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mutate func(*E) error) (*E, error) {
+	v, err := update(ctx, s, p, t.kind, id, func(v *E, rec *Record) error {
+		if err := mutate(v); err != nil {
+			return err
+		}
+		if t.check != nil {
+			if err := t.check(v); err != nil {
+				return err
+			}
+		}
+		rec.Refs = PE(v).Refs()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.present(v, Record{})
+	s.changed(ctx, p, t.event, "updated", v)
+	return v, nil
+}
+
+func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, field func(*E) **M, m M) (*M, error) {
+	v, err := updateEdgeModule[E, PE](ctx, s, p, t, id, func(v *E) error {
+		*field(v) = &m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return *field(v), nil
+}
+
+func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M) (*M, error) {
+	v, rec, err := get[E](ctx, s, p, t.kind, id)
+	if err != nil {
+		return nil, err
+	}
+	if *field(v) == nil {
+		return nil, moduleNotSet(t.kind.noun, id, name)
+	}
+	t.present(v, rec)
+	return *field(v), nil
+}
+
+func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M) error {
+	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, func(v *E) error {
+		if *field(v) == nil {
+			return moduleNotSet(t.kind.noun, id, name)
+		}
+		*field(v) = nil
+		return nil
+	})
+	return err
+}
+
+func tlsIPRestriction(e *edges.TLSEdge) **edges.IPRestriction   { return &e.IPRestriction }
+func tlsTrafficPolicy(e *edges.TLSEdge) **edges.TrafficPolicy   { return &e.TrafficPolicy }
+func tlsTLSTermination(e *edges.TLSEdge) **edges.TLSTermination { return &e.TLSTermination }
+func tcpIPRestriction(e *edges.TCPEdge) **edges.IPRestriction   { return &e.IPRestriction }
+func tcpBackend(e *edges.TCPEdge) **edges.Backend               { return &e.Backend }
+
+// ReplaceTLSEdgeIPRestriction replaces the IP restriction module of a TLS
+// edge (PUT /edges/tls/{id}/ip_restriction). Every ip_policy_ids entry
+// must name an IP policy of the account, checked in the same atomic step
+// as the write; while the module stands, those policies cannot be deleted.
+func (s *Service) ReplaceTLSEdgeIPRestriction(ctx context.Context, p Principal, id string, params edges.IPRestrictionParams) (*edges.IPRestriction, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsIPRestriction, params.Module())
+	return m, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
+}
+
+// GetTLSEdgeIPRestriction returns the IP restriction module of a TLS edge;
+// not found when the module is not set.
+func (s *Service) GetTLSEdgeIPRestriction(ctx context.Context, p Principal, id string) (*edges.IPRestriction, error) {
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleIPRestriction, tlsIPRestriction)
+}
+
+// DeleteTLSEdgeIPRestriction removes the IP restriction module of a TLS
+// edge, releasing its IP policies; not found when the module is not set.
+func (s *Service) DeleteTLSEdgeIPRestriction(ctx context.Context, p Principal, id string) error {
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleIPRestriction, tlsIPRestriction)
+}
+
+// ReplaceTLSEdgeTrafficPolicy replaces the traffic policy module of a TLS
+// edge (PUT /edges/tls/{id}/traffic_policy). The document in value is
+// validated (see [Service.TLSEdgeConfig] for how it runs) and stored
+// re-serialized compactly. It is a conflict while the edge's TLS
+// termination module terminates upstream.
+func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	value, policyIDs, err := s.checkTLSEdgePolicy(ctx, p, id, params.Value)
+	if err != nil {
+		return nil, err
+	}
+	m := edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}
+	out, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTrafficPolicy, m)
+	return out, refViolation(err, "value", false, nil)
+}
+
+// GetTLSEdgeTrafficPolicy returns the traffic policy module of a TLS edge;
+// not found when the module is not set.
+func (s *Service) GetTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string) (*edges.TrafficPolicy, error) {
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTrafficPolicy, tlsTrafficPolicy)
+}
+
+// DeleteTLSEdgeTrafficPolicy removes the traffic policy module of a TLS
+// edge; not found when the module is not set.
+func (s *Service) DeleteTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string) error {
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTrafficPolicy, tlsTrafficPolicy)
+}
+
+// ReplaceTLSEdgeTLSTermination replaces the TLS termination module of a
+// TLS edge (PUT /edges/tls/{id}/tls_termination). terminate_at defaults to
+// edge; min_version null means the service default. Terminating upstream
+// is a conflict while the edge has a traffic policy module.
+func (s *Service) ReplaceTLSEdgeTLSTermination(ctx context.Context, p Principal, id string, params edges.TLSTerminationParams) (*edges.TLSTermination, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	return replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTLSTermination, params.Module())
+}
+
+// GetTLSEdgeTLSTermination returns the TLS termination module of a TLS
+// edge; not found when the module is not set.
+func (s *Service) GetTLSEdgeTLSTermination(ctx context.Context, p Principal, id string) (*edges.TLSTermination, error) {
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTLSTermination, tlsTLSTermination)
+}
+
+// DeleteTLSEdgeTLSTermination removes the TLS termination module of a TLS
+// edge (which then terminates TLS at the edge with the default minimum
+// version); not found when the module is not set.
+func (s *Service) DeleteTLSEdgeTLSTermination(ctx context.Context, p Principal, id string) error {
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTLSTermination, tlsTLSTermination)
+}
+
+// ReplaceTCPEdgeIPRestriction replaces the IP restriction module of a TCP
+// edge (PUT /edges/tcp/{id}/ip_restriction), with the rules of
+// [Service.ReplaceTLSEdgeIPRestriction].
+func (s *Service) ReplaceTCPEdgeIPRestriction(ctx context.Context, p Principal, id string, params edges.IPRestrictionParams) (*edges.IPRestriction, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpIPRestriction, params.Module())
+	return m, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
+}
+
+// GetTCPEdgeIPRestriction returns the IP restriction module of a TCP edge;
+// not found when the module is not set.
+func (s *Service) GetTCPEdgeIPRestriction(ctx context.Context, p Principal, id string) (*edges.IPRestriction, error) {
+	return getEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleIPRestriction, tcpIPRestriction)
+}
+
+// DeleteTCPEdgeIPRestriction removes the IP restriction module of a TCP
+// edge; not found when the module is not set.
+func (s *Service) DeleteTCPEdgeIPRestriction(ctx context.Context, p Principal, id string) error {
+	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleIPRestriction, tcpIPRestriction)
+}
+
+// ReplaceTCPEdgeBackend replaces the backend module of a TCP edge (PUT
+// /edges/tcp/{id}/backend), with the rules of
+// [Service.ReplaceHTTPSRouteBackend].
+func (s *Service) ReplaceTCPEdgeBackend(ctx context.Context, p Principal, id string, params edges.BackendParams) (*edges.Backend, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpBackend, params.Module())
+	return m, refViolation(err, "backend_id", false, nil)
+}
+
+// GetTCPEdgeBackend returns the backend module of a TCP edge; not found
+// when the module is not set.
+func (s *Service) GetTCPEdgeBackend(ctx context.Context, p Principal, id string) (*edges.Backend, error) {
+	return getEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend)
+}
+
+// DeleteTCPEdgeBackend removes the backend module of a TCP edge; not found
+// when the module is not set.
+func (s *Service) DeleteTCPEdgeBackend(ctx context.Context, p Principal, id string) error {
+	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend)
+}
+
+// checkTLSEdgePolicy validates a TLS edge's traffic policy document and
+// returns it re-serialized compactly with the IP policies it names.
+func (s *Service) checkTLSEdgePolicy(_ context.Context, _ Principal, _ string, value string) (string, []string, error) {
+	compact, err := edges.CheckPolicyShape(value)
+	return compact, nil, err
+}

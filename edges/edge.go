@@ -1,0 +1,367 @@
+package edges
+
+import (
+	"slices"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/internal/validate"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+// Identifier prefixes.
+const (
+	// HTTPSEdgePrefix starts every HTTPS edge identifier.
+	HTTPSEdgePrefix = "edghts_"
+	// HTTPSRoutePrefix starts every HTTPS edge route identifier.
+	HTTPSRoutePrefix = "edghtsrt_"
+	// TLSEdgePrefix starts every TLS edge identifier.
+	TLSEdgePrefix = "edgtls_"
+	// TCPEdgePrefix starts every TCP edge identifier.
+	TCPEdgePrefix = "edgtcp_"
+	// BackendPrefix starts every tunnel group backend identifier
+	// ([backends.IDPrefix]): the only kind of backend a backend module may
+	// name.
+	BackendPrefix = backends.IDPrefix
+)
+
+// Route match types.
+const (
+	// MatchExactPath matches a request whose path equals the route's match.
+	MatchExactPath = "exact_path"
+	// MatchPathPrefix matches a request whose path starts with the route's
+	// match.
+	MatchPathPrefix = "path_prefix"
+)
+
+// Limits of edge and route fields.
+const (
+	// MaxDescriptionBytes bounds description fields.
+	MaxDescriptionBytes = 255
+	// MaxMetadataBytes bounds metadata fields.
+	MaxMetadataBytes = 4096
+	// MaxMatchBytes bounds a route's match.
+	MaxMatchBytes = 1024
+)
+
+// HTTPSEdge is an HTTPS edge: the parent of [HTTPSRoute]s, which carry the
+// HTTP modules.
+type HTTPSEdge struct {
+	// ID is the edge's identifier, HTTPSEdgePrefix followed by an opaque
+	// string.
+	ID string `json:"id"`
+	// URI locates the edge; filled by the Service.
+	URI string `json:"uri"`
+	// CreatedAt is when the edge was created.
+	CreatedAt time.Time `json:"created_at"`
+	// Description says what the edge is for.
+	Description string `json:"description"`
+	// Metadata is arbitrary user-defined machine-readable data.
+	Metadata string `json:"metadata"`
+}
+
+// HTTPSRoute is a route of an HTTPS edge: the requests it matches and the
+// modules applied to them. A nil module is not set.
+type HTTPSRoute struct {
+	// ID is the route's identifier, HTTPSRoutePrefix followed by an opaque
+	// string.
+	ID string `json:"id"`
+	// URI locates the route, {base_url}/edges/https/<edge_id>/routes/<id>;
+	// filled by the Service.
+	URI string `json:"uri"`
+	// EdgeID is the HTTPS edge the route belongs to.
+	EdgeID string `json:"edge_id"`
+	// CreatedAt is when the route was created.
+	CreatedAt time.Time `json:"created_at"`
+	// Description says what the route is for.
+	Description string `json:"description"`
+	// Metadata is arbitrary user-defined machine-readable data.
+	Metadata string `json:"metadata"`
+	// MatchType is [MatchExactPath] or [MatchPathPrefix].
+	MatchType string `json:"match_type"`
+	// Match is the path, or path prefix, the route matches.
+	Match string `json:"match"`
+	// OIDC is the OIDC module.
+	OIDC *OIDC `json:"oidc"`
+	// Backend is the backend module.
+	Backend *Backend `json:"backend"`
+	// ResponseHeaders is the response headers module.
+	ResponseHeaders *ResponseHeaders `json:"response_headers"`
+	// Compression is the compression module.
+	Compression *Compression `json:"compression"`
+}
+
+// Refs returns the identifiers of the records the route's modules
+// reference (its backend), without duplicates; never nil.
+func (r *HTTPSRoute) Refs() []string {
+	out := []string{}
+	if r.Backend != nil {
+		out = appendNew(out, r.Backend.Backend.ID)
+	}
+	return out
+}
+
+// TLSEdge is a TLS edge and its modules. A nil module is not set.
+type TLSEdge struct {
+	// ID is the edge's identifier, TLSEdgePrefix followed by an opaque
+	// string.
+	ID string `json:"id"`
+	// URI locates the edge; filled by the Service.
+	URI string `json:"uri"`
+	// CreatedAt is when the edge was created.
+	CreatedAt time.Time `json:"created_at"`
+	// Description says what the edge is for.
+	Description string `json:"description"`
+	// Metadata is arbitrary user-defined machine-readable data.
+	Metadata string `json:"metadata"`
+	// IPRestriction is the IP restriction module.
+	IPRestriction *IPRestriction `json:"ip_restriction"`
+	// TrafficPolicy is the traffic policy module.
+	TrafficPolicy *TrafficPolicy `json:"traffic_policy"`
+	// TLSTermination is the TLS termination module.
+	TLSTermination *TLSTermination `json:"tls_termination"`
+}
+
+// Refs returns the identifiers of the records the edge's modules reference
+// (IP policies of the IP restriction and of the traffic policy), without
+// duplicates; never nil.
+func (e *TLSEdge) Refs() []string {
+	out := []string{}
+	if e.IPRestriction != nil {
+		for _, r := range e.IPRestriction.IPPolicies {
+			out = appendNew(out, r.ID)
+		}
+	}
+	if e.TrafficPolicy != nil {
+		for _, id := range e.TrafficPolicy.IPPolicyIDs {
+			out = appendNew(out, id)
+		}
+	}
+	return out
+}
+
+// CheckModules reports a combination of modules the edge cannot hold: a
+// traffic policy module on an edge whose TLS termination module
+// terminates upstream (the policy needs the decrypted traffic). It returns
+// nil or a Conflict [*apierr.Error]. Both modules count when set, enabled
+// or not.
+func (e *TLSEdge) CheckModules() error {
+	if e.TrafficPolicy != nil && e.TLSTermination != nil && e.TLSTermination.TerminateAt == TerminateAtUpstream {
+		return apierr.Conflictf("TLS edge %s cannot have both a traffic_policy module and a tls_termination module with terminate_at upstream: the traffic policy needs TLS terminated at the edge; delete one of them, or set terminate_at to edge", e.ID)
+	}
+	return nil
+}
+
+// TCPEdge is a TCP edge and its modules. A nil module is not set.
+type TCPEdge struct {
+	// ID is the edge's identifier, TCPEdgePrefix followed by an opaque
+	// string.
+	ID string `json:"id"`
+	// URI locates the edge; filled by the Service.
+	URI string `json:"uri"`
+	// CreatedAt is when the edge was created.
+	CreatedAt time.Time `json:"created_at"`
+	// Description says what the edge is for.
+	Description string `json:"description"`
+	// Metadata is arbitrary user-defined machine-readable data.
+	Metadata string `json:"metadata"`
+	// IPRestriction is the IP restriction module.
+	IPRestriction *IPRestriction `json:"ip_restriction"`
+	// Backend is the backend module.
+	Backend *Backend `json:"backend"`
+}
+
+// Refs returns the identifiers of the records the edge's modules reference
+// (IP policies and backend), without duplicates; never nil.
+func (e *TCPEdge) Refs() []string {
+	out := []string{}
+	if e.IPRestriction != nil {
+		for _, r := range e.IPRestriction.IPPolicies {
+			out = appendNew(out, r.ID)
+		}
+	}
+	if e.Backend != nil {
+		out = appendNew(out, e.Backend.Backend.ID)
+	}
+	return out
+}
+
+// ModuleReferencing returns the name of the route's module that
+// references id ("backend"), or "" when none does; for messages.
+func (r *HTTPSRoute) ModuleReferencing(id string) string {
+	if r.Backend != nil && r.Backend.Backend.ID == id {
+		return "backend"
+	}
+	return ""
+}
+
+// ModuleReferencing returns the name of the edge's module that references
+// id ("ip_restriction" or "traffic_policy"), or "" when none does; for
+// messages.
+func (e *TLSEdge) ModuleReferencing(id string) string {
+	switch {
+	case e.IPRestriction.names(id):
+		return "ip_restriction"
+	case e.TrafficPolicy != nil && slices.Contains(e.TrafficPolicy.IPPolicyIDs, id):
+		return "traffic_policy"
+	}
+	return ""
+}
+
+// ModuleReferencing returns the name of the edge's module that references
+// id ("ip_restriction" or "backend"), or "" when none does; for messages.
+func (e *TCPEdge) ModuleReferencing(id string) string {
+	switch {
+	case e.IPRestriction.names(id):
+		return "ip_restriction"
+	case e.Backend != nil && e.Backend.Backend.ID == id:
+		return "backend"
+	}
+	return ""
+}
+
+func appendNew(list []string, id string) []string {
+	for _, x := range list {
+		if x == id {
+			return list
+		}
+	}
+	return append(list, id)
+}
+
+// CreateEdgeParams are the parameters of creating an HTTPS, TLS or TCP
+// edge. Every field is optional; modules are set by their own operations.
+type CreateEdgeParams struct {
+	// Description is at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p CreateEdgeParams) Validate() error { return validate.Struct(p) }
+
+// UpdateEdgeParams are the parameters of updating an edge; nil fields are
+// left unchanged.
+type UpdateEdgeParams struct {
+	// Description replaces the description; at most 255 bytes.
+	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
+	// Metadata replaces the metadata; at most 4096 bytes.
+	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p UpdateEdgeParams) Validate() error { return validate.Struct(p) }
+
+// Apply sets the description and metadata that p carries.
+func (p UpdateEdgeParams) Apply(description, metadata *string) {
+	setString(description, p.Description)
+	setString(metadata, p.Metadata)
+}
+
+// CreateRouteParams are the parameters of creating a route of an HTTPS
+// edge.
+type CreateRouteParams struct {
+	// Description is at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+	// MatchType is required: exact_path or path_prefix.
+	MatchType string `json:"match_type" validate:"required,oneof=exact_path path_prefix"`
+	// Match is required: a path starting with "/" (see [CheckMatch]).
+	Match string `json:"match"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p CreateRouteParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if reason := CheckMatch(p.Match); reason != "" {
+		vs.Add("match", "%s", reason)
+	}
+	return vs.Err()
+}
+
+// Route returns the route p describes, without the fields the Service
+// assigns (ID, URI, EdgeID, CreatedAt) and without modules.
+func (p CreateRouteParams) Route() HTTPSRoute {
+	return HTTPSRoute{Description: p.Description, Metadata: p.Metadata, MatchType: p.MatchType, Match: p.Match}
+}
+
+// UpdateRouteParams are the parameters of updating a route; nil fields are
+// left unchanged. Modules are changed by their own operations.
+type UpdateRouteParams struct {
+	// Description replaces the description; at most 255 bytes.
+	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
+	// Metadata replaces the metadata; at most 4096 bytes.
+	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+	// MatchType replaces the match type: exact_path or path_prefix.
+	MatchType *string `json:"match_type" validate:"omitnil,oneof=exact_path path_prefix"`
+	// Match replaces the match (see [CheckMatch]).
+	Match *string `json:"match"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p UpdateRouteParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if p.Match != nil {
+		if reason := CheckMatch(*p.Match); reason != "" {
+			vs.Add("match", "%s", reason)
+		}
+	}
+	return vs.Err()
+}
+
+// Apply sets the fields of r that p carries.
+func (p UpdateRouteParams) Apply(r *HTTPSRoute) {
+	setString(&r.Description, p.Description)
+	setString(&r.Metadata, p.Metadata)
+	setString(&r.MatchType, p.MatchType)
+	setString(&r.Match, p.Match)
+}
+
+// CheckMatch returns why s is not a valid route match, or "": a match is
+// an absolute URL path, 1 to [MaxMatchBytes] bytes, starting with "/",
+// without spaces, control characters, "?" or "#" (it matches the path
+// only, never the query). Other characters are compared as written
+// (percent-encoding is not decoded).
+func CheckMatch(s string) string {
+	switch {
+	case s == "":
+		return "is required"
+	case len(s) > MaxMatchBytes:
+		return "must be at most 1024 bytes"
+	case s[0] != '/':
+		return `must be a path starting with "/"`
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c <= ' ' || c == 0x7f:
+			return "must not contain spaces or control characters"
+		case c == '?' || c == '#':
+			return `must be a path only, without "?" or "#"`
+		}
+	}
+	return ""
+}
+
+func setString(dst *string, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// refIDs returns the IDs of refs.
+func refIDs(refs []resource.Ref) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.ID
+	}
+	return out
+}
