@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -256,7 +257,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.
 			probs = append(probs, locMsg{1, 0, "cannot estimate the cost: " + err.Error()})
 		case est.Max > MaxExpressionCost:
 			probs = append(probs, locMsg{1, 0, fmt.Sprintf(
-				"the estimated worst-case cost %s exceeds the limit of %d; avoid nested or unbounded comprehensions",
+				"the estimated worst-case cost %s exceeds the limit of %d; nested comprehensions and regexes built from request data are the usual causes",
 				fmtCost(est.Max), MaxExpressionCost)})
 		}
 	}
@@ -330,6 +331,15 @@ func checkLiterals(a *ast.AST, at func(int64, string)) {
 		}
 		call := e.AsCall()
 		args := call.Args()
+		if call.FunctionName() == "matches" && len(args) > 0 {
+			pat := args[len(args)-1]
+			if s, ok := lit(pat); ok {
+				if _, err := regexp.Compile(s); err != nil {
+					at(pat.ID(), "matches: invalid regular expression: "+strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+				}
+			}
+			return
+		}
 		if call.IsMemberFunction() || len(args) != 2 {
 			return
 		}

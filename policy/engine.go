@@ -247,7 +247,6 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
-			cel.ValidateRegexLiterals(),
 			cel.ValidateComprehensionNestingLimit(MaxComprehensionNesting),
 		),
 		ext.Strings(),

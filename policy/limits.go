@@ -42,13 +42,16 @@ const (
 	// estimate assumes the input sizes documented in the package doc
 	// (section Limits). Expressions that are not reduced to native code are
 	// also stopped at run time once their actual cost exceeds
-	// MaxRuntimeCost; such a stop is a runtime error.
-	MaxExpressionCost = 100_000
+	// MaxRuntimeCost; such a stop is a runtime error. CEL's model is
+	// pessimistic for string functions (a contains() between two 8 KiB
+	// strings is estimated at about 670,000), so the limit mostly refuses
+	// nested comprehensions over large inputs and dynamic regexes.
+	MaxExpressionCost = 1_000_000
 
 	// MaxRuntimeCost is the runtime cost at which evaluation of one
 	// expression is cancelled (a runtime error), for inputs larger than the
 	// compile-time estimate assumed.
-	MaxRuntimeCost = 1_000_000
+	MaxRuntimeCost = 10_000_000
 
 	// MaxTemplateOutput is the largest string, in bytes, a templated config
 	// value renders to. A literal config string longer than this is refused
