@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -144,4 +145,55 @@ func newPolicyEngine(engine *policy.Engine, now func() time.Time, log *slog.Logg
 		panic("edgeplane.New: building the default traffic policy engine: " + err.Error()) // a bug: the built-ins always register
 	}
 	return engine
+}
+
+// ipSetChecker is an [ipaccess.Set] as the policy package's IP checker.
+type ipSetChecker struct{ set *ipaccess.Set }
+
+func (c ipSetChecker) AllowedIP(ip netip.Addr) bool { return c.set.Allowed(ip) }
+
+// TLSEdgeConfig returns what an edge proxy applies to a TLS edge: its IP
+// restriction (ready to answer Allowed(ip)), its traffic policy compiled
+// for connection traffic and ready to run ([policy.Policy.Connect]), and
+// where TLS terminates with the effective minimum version. Modules not set
+// or disabled are nil; without an enabled TLS termination module the edge
+// terminates TLS itself with TLS 1.2 as the minimum. A host operation.
+//
+// The policy is compiled by the Service's one engine with the edge ID as
+// its scope, so a proxy that reloads the config keeps any rate limiter
+// state. IP policies named by restrict-ips actions are read now: reload
+// when they change.
+func (s *Service) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
+	e, _, err := loadEdgeRecord[edges.TLSEdge](ctx, s, accountID, tlsEdgeKind, edgeID)
+	if err != nil {
+		return nil, err
+	}
+	ipr, err := s.ipRestrictionConfig(ctx, accountID, e.IPRestriction)
+	if err != nil {
+		return nil, err
+	}
+	var pol *policy.Policy
+	if m := e.TrafficPolicy; m != nil && m.Enabled {
+		var failure error
+		resolve := func(list []string) (policy.IPChecker, error) {
+			set, err := s.ipSet(ctx, accountID, list)
+			if err != nil {
+				failure = err
+				return nil, err
+			}
+			return ipSetChecker{set}, nil
+		}
+		pol, err = s.policy.CompileJSON([]byte(m.Value), policy.CompileOptions{Target: policy.TargetConnection, Scope: edgeID, IPPolicies: resolve})
+		switch {
+		case failure != nil:
+			return nil, failure
+		case err != nil:
+			// Stored documents compiled when they were written; only a
+			// different engine (other custom actions) gets here.
+			s.log.Error("stored traffic policy does not compile", "edge", edgeID, "err", err)
+			return nil, apierr.Wrap(apierr.FailedPrecondition, err,
+				"the traffic policy of TLS edge "+edgeID+" does not compile with this service's policy engine; replace it")
+		}
+	}
+	return edges.NewTLSEdgeConfig(accountID, e, ipr, pol), nil
 }

@@ -2,17 +2,31 @@ package edgeplane
 
 import (
 	"context"
+	"errors"
+	"net/netip"
+	"slices"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/policy"
 )
 
 // Edge modules live inside their edge or route record, so replacing or
 // deleting one is a single atomic update of that record, and the record's
 // Refs (the IP policies and backends its modules name) are checked in the
-// same step. A module change is reported as an update of its edge or route
-// ("https_edge_route", "tls_edge", "tcp_edge" with verb "updated"), whose
-// representation carries its modules.
+// same step.
+//
+// A module change is reported once, under the module's event name
+// ("<edge kind>_<module>_module", see moduleEvent) with the verb "updated"
+// for a replace and "deleted" for a delete. A module has no identifier of
+// its own, so the object is the edge or route as the API shows it after the
+// change: it says which edge or route changed and carries every module.
+
+// moduleEvent returns the event name of a module of an edge or route kind:
+// "tls_edge_ip_restriction_module".
+func moduleEvent(kind Kind, module string) string { return string(kind) + "_" + module + "_module" }
 
 // moduleNotSet is the error of reading or deleting a module that is not
 // set.
@@ -22,7 +36,7 @@ func moduleNotSet(noun, id, module string) error {
 
 // replaceRouteModule sets a module of a route in one atomic update and
 // returns the presented module.
-func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, field func(*edges.HTTPSRoute) **M, m M) (*M, error) {
+func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id, name string, field func(*edges.HTTPSRoute) **M, m M) (*M, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -33,7 +47,7 @@ func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edg
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, p, "https_edge_route", "updated", r)
+	s.changed(ctx, p, moduleEvent(KindHTTPSEdgeRoute, name), "updated", r)
 	return *field(r), nil
 }
 
@@ -62,7 +76,7 @@ func deleteRouteModule[M any](ctx context.Context, s *Service, p Principal, edge
 	if err != nil {
 		return err
 	}
-	s.changed(ctx, p, "https_edge_route", "updated", r)
+	s.changed(ctx, p, moduleEvent(KindHTTPSEdgeRoute, name), "deleted", r)
 	return nil
 }
 
@@ -78,7 +92,7 @@ func (s *Service) ReplaceHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceRouteModule(ctx, s, p, edgeID, id, routeOIDC, params.Module())
+	return replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleOIDC, routeOIDC, params.Module())
 }
 
 // GetHTTPSRouteOIDC returns the OIDC module of a route; not found when the
@@ -102,7 +116,7 @@ func (s *Service) ReplaceHTTPSRouteBackend(ctx context.Context, p Principal, edg
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceRouteModule(ctx, s, p, edgeID, id, routeBackend, params.Module())
+	m, err := replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleBackend, routeBackend, params.Module())
 	return m, refViolation(err, "backend_id", false, nil)
 }
 
@@ -125,7 +139,7 @@ func (s *Service) ReplaceHTTPSRouteResponseHeaders(ctx context.Context, p Princi
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceRouteModule(ctx, s, p, edgeID, id, routeResponseHeaders, params.Module())
+	return replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleResponseHeaders, routeResponseHeaders, params.Module())
 }
 
 // GetHTTPSRouteResponseHeaders returns the response headers module of a
@@ -146,7 +160,7 @@ func (s *Service) ReplaceHTTPSRouteCompression(ctx context.Context, p Principal,
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceRouteModule(ctx, s, p, edgeID, id, routeCompression, params.Module())
+	return replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression, params.Module())
 }
 
 // GetHTTPSRouteCompression returns the compression module of a route; not
@@ -170,22 +184,22 @@ type moduleHolder[E any] interface {
 // edgeType is how the module operations handle one kind of edge.
 type edgeType[E any] struct {
 	kind    kindInfo
-	event   string
 	present func(*E, Record)
 	check   func(*E) error // module combination rules; nil for none
 }
 
 func (s *Service) tlsEdgeType() edgeType[edges.TLSEdge] {
-	return edgeType[edges.TLSEdge]{tlsEdgeKind, "tls_edge", s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
+	return edgeType[edges.TLSEdge]{tlsEdgeKind, s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
 }
 
 func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
-	return edgeType[edges.TCPEdge]{tcpEdgeKind, "tcp_edge", s.presentTCPEdge, nil}
+	return edgeType[edges.TCPEdge]{tcpEdgeKind, s.presentTCPEdge, nil}
 }
 
 // updateEdgeModule runs mutate on an edge in one atomic update, checks the
-// edge's module rules, sets its Refs and reports the change.
-func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mutate func(*E) error) (*E, error) {
+// edge's module rules, sets its Refs and reports the change of the module
+// name with verb.
+func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name, verb string, mutate func(*E) error) (*E, error) {
 	v, err := update(ctx, s, p, t.kind, id, func(v *E, rec *Record) error {
 		if err := mutate(v); err != nil {
 			return err
@@ -202,12 +216,12 @@ func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service
 		return nil, err
 	}
 	t.present(v, Record{})
-	s.changed(ctx, p, t.event, "updated", v)
+	s.changed(ctx, p, moduleEvent(t.kind.kind, name), verb, v)
 	return v, nil
 }
 
-func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, field func(*E) **M, m M) (*M, error) {
-	v, err := updateEdgeModule[E, PE](ctx, s, p, t, id, func(v *E) error {
+func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M, m M) (*M, error) {
+	v, err := updateEdgeModule[E, PE](ctx, s, p, t, id, name, "updated", func(v *E) error {
 		*field(v) = &m
 		return nil
 	})
@@ -230,7 +244,7 @@ func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t
 }
 
 func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M) error {
-	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, func(v *E) error {
+	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, name, "deleted", func(v *E) error {
 		if *field(v) == nil {
 			return moduleNotSet(t.kind.noun, id, name)
 		}
@@ -254,7 +268,7 @@ func (s *Service) ReplaceTLSEdgeIPRestriction(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsIPRestriction, params.Module())
+	m, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleIPRestriction, tlsIPRestriction, params.Module())
 	return m, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 }
 
@@ -287,7 +301,7 @@ func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, 
 		return nil, err
 	}
 	m := edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}
-	out, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTrafficPolicy, m)
+	out, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTrafficPolicy, tlsTrafficPolicy, m)
 	return out, refViolation(err, "value", false, nil)
 }
 
@@ -311,7 +325,7 @@ func (s *Service) ReplaceTLSEdgeTLSTermination(ctx context.Context, p Principal,
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTLSTermination, params.Module())
+	return replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTLSTermination, tlsTLSTermination, params.Module())
 }
 
 // GetTLSEdgeTLSTermination returns the TLS termination module of a TLS
@@ -334,7 +348,7 @@ func (s *Service) ReplaceTCPEdgeIPRestriction(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpIPRestriction, params.Module())
+	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleIPRestriction, tcpIPRestriction, params.Module())
 	return m, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 }
 
@@ -357,7 +371,7 @@ func (s *Service) ReplaceTCPEdgeBackend(ctx context.Context, p Principal, id str
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpBackend, params.Module())
+	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend, params.Module())
 	return m, refViolation(err, "backend_id", false, nil)
 }
 
@@ -373,9 +387,56 @@ func (s *Service) DeleteTCPEdgeBackend(ctx context.Context, p Principal, id stri
 	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend)
 }
 
-// checkTLSEdgePolicy validates a TLS edge's traffic policy document and
-// returns it re-serialized compactly with the IP policies it names.
-func (s *Service) checkTLSEdgePolicy(_ context.Context, _ Principal, _ string, value string) (string, []string, error) {
-	compact, err := edges.CheckPolicyShape(value)
-	return compact, nil, err
+// checkTLSEdgePolicy validates a TLS edge's traffic policy document by
+// compiling it for connection traffic with the Service's engine, and
+// returns it re-serialized compactly with the IP policies its restrict-ips
+// actions name. Every problem is a violation under "value", located in the
+// document (value.inbound[0].expressions[1]). Named IP policies must be
+// IP policies of the account: checked here to locate the problem, and
+// again atomically through the edge record's Refs when it is written.
+func (s *Service) checkTLSEdgePolicy(ctx context.Context, p Principal, edgeID string, value string) (string, []string, error) {
+	var (
+		named   []string
+		failure error // a store failure while resolving: not the caller's fault
+	)
+	resolve := func(list []string) (policy.IPChecker, error) {
+		for _, id := range list {
+			if !ids.Valid(id, ipaccess.PolicyPrefix) {
+				return nil, apierr.New(apierr.InvalidArgument, "%q is not an IP policy ID (%s followed by %d base62 characters)", id, ipaccess.PolicyPrefix, ids.Len)
+			}
+			if _, err := s.store.Get(ctx, KindIPPolicy, p.AccountID, id); err != nil {
+				if errors.Is(err, apierr.ErrNotFound) {
+					return nil, apierr.New(apierr.InvalidArgument, "IP policy %s not found in this account", id)
+				}
+				failure = s.storeErr(err, ipPolicyKind, id)
+				return nil, failure
+			}
+			if !slices.Contains(named, id) {
+				named = append(named, id)
+			}
+		}
+		return allowAll{}, nil
+	}
+	pol, err := s.policy.CompileJSON([]byte(value), policy.CompileOptions{Target: policy.TargetConnection, Scope: edgeID, IPPolicies: resolve})
+	if failure != nil {
+		return "", nil, failure
+	}
+	if err != nil {
+		if apierr.CodeOf(err) != apierr.InvalidArgument {
+			return "", nil, err
+		}
+		var vs apierr.Violations
+		vs.AddError("value", err)
+		return "", nil, vs.Err()
+	}
+	compact, err := pol.MarshalJSON()
+	if err != nil {
+		return "", nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return string(compact), named, nil
 }
+
+// allowAll is the IP checker of a policy compiled only to be validated.
+type allowAll struct{}
+
+func (allowAll) AllowedIP(netip.Addr) bool { return true }

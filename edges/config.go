@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/policy"
 )
 
 // This file holds the runtime configuration an edge proxy applies: each
@@ -240,4 +241,38 @@ func TLSVersion(v string) uint16 {
 		return tls.VersionTLS13
 	}
 	return 0
+}
+
+// TLSEdgeConfig is what an edge proxy applies to a TLS edge.
+type TLSEdgeConfig struct {
+	// AccountID owns the edge.
+	AccountID string
+	// EdgeID identifies the edge.
+	EdgeID string
+	// IPRestriction is nil unless the module is set and enabled; its
+	// Allowed method works on nil too.
+	IPRestriction *IPRestrictionConfig
+	// TrafficPolicy is the compiled traffic policy, nil unless the module
+	// is set and enabled. Run it on each new connection with
+	// [policy.Policy.Connect].
+	TrafficPolicy *policy.Policy
+	// TerminateAt is [TerminateAtEdge] or [TerminateAtUpstream]: edge
+	// unless an enabled TLS termination module says upstream.
+	TerminateAt string
+	// MinVersion is the minimum TLS version as a crypto/tls constant
+	// (tls.VersionTLS12 by default); 0 when TLS terminates upstream.
+	MinVersion uint16
+}
+
+// NewTLSEdgeConfig returns the runtime form of a stored TLS edge, given
+// the runtime forms of its IP restriction and traffic policy modules
+// (which need the Service: IP policy rules and the policy engine).
+func NewTLSEdgeConfig(accountID string, e *TLSEdge, ipr *IPRestrictionConfig, pol *policy.Policy) *TLSEdgeConfig {
+	c := &TLSEdgeConfig{AccountID: accountID, EdgeID: e.ID, IPRestriction: ipr, TrafficPolicy: pol,
+		TerminateAt: TerminateAtEdge, MinVersion: TLSVersion(DefaultMinTLSVersion)}
+	if m := e.TLSTermination; m != nil && m.Enabled {
+		c.TerminateAt = m.TerminateAt
+		c.MinVersion = TLSVersion(m.EffectiveMinVersion())
+	}
+	return c
 }
