@@ -72,10 +72,14 @@ func (e *entry) freeSlot(s, k uint64, capacity uint32) uint64 {
 	}
 	need := t - capacity + 1
 	var cum uint32
+	i := (s - k) % ringSize
 	for j := s - k; j <= e.base; j++ {
-		cum += e.counts[j%ringSize]
+		cum += e.counts[i]
 		if cum >= need {
 			return j + k + 1
+		}
+		if i++; i == ringSize {
+			i = 0
 		}
 	}
 	return e.base + k + 1 // unreachable: the counters sum to t
