@@ -201,12 +201,17 @@ func compileHeaderMap(c *CompileContext, vs *apierr.Violations, base string, m m
 	if len(m) > maxHeaderEntries {
 		vs.Add(base, "has %d headers; at most %d are allowed", len(m), maxHeaderEntries)
 	}
+	keys := sortedKeys(m)
+	sort.SliceStable(keys, func(i, j int) bool { return strings.ToLower(keys[i]) < strings.ToLower(keys[j]) })
 	var names []string
 	var vals []*Template
-	for _, name := range sortedKeys(m) {
+	for i, name := range keys {
 		f := headerField(base, name)
 		checkHeaderName(vs, f, name)
 		checkHeaderValue(vs, f, m[name])
+		if i > 0 && strings.EqualFold(keys[i-1], name) {
+			vs.Add(f, "header %s is given twice (names are case-insensitive)", strings.ToLower(name))
+		}
 		names = append(names, strings.ToLower(name))
 		vals = append(vals, c.c.template(vs, f, m[name], -1))
 	}

@@ -1,0 +1,230 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/ratelimit"
+)
+
+func rlConfig(capacity int, rate, keys string) string {
+	return fmt.Sprintf(`{"name":"per-ip","algorithm":"sliding_window","capacity":%d,"rate":%q,"bucket_key":[%s]}`, capacity, rate, keys)
+}
+
+func rlDoc(capacity int, rate, keys, extra string) string {
+	cfg := rlConfig(capacity, rate, keys)
+	if extra != "" {
+		cfg = cfg[:len(cfg)-1] + "," + extra + "}"
+	}
+	return `{"on_http_request":[{"name":"limit","actions":[{"type":"rate-limit","config":` + cfg + `}]},
+	  {"expressions":["actions.service.rate_limit.limited"],"actions":[{"type":"log","config":{"metadata":{"key":"${actions.service.rate_limit.bucket_key}"}}}]}]}`
+}
+
+func resultVar(e *Engine, r Result, field string) resultValue {
+	for _, d := range e.results {
+		if d.action == ActionRateLimit && d.field == field && r.vars != nil {
+			return r.vars[d.slot]
+		}
+	}
+	return resultValue{}
+}
+
+func TestRateLimit(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, rlDoc(2, "60s", `"conn.client_ip"`, ""), CompileOptions{Scope: "edge1"})
+	req := testRequest()
+	for i := 0; i < 2; i++ {
+		res := p.Inbound(req)
+		if res.Verdict != Continue {
+			t.Fatalf("request %d: %+v", i, res)
+		}
+		if v := resultVar(e, res, rlLimited); v.b {
+			t.Fatalf("request %d limited", i)
+		}
+		if v := resultVar(e, res, rlBucketKey); v.s != "198.51.100.10" {
+			t.Fatalf("bucket key %q", v.s)
+		}
+	}
+	res := p.Inbound(req)
+	if res.Verdict != Respond || res.StatusCode != http.StatusTooManyRequests || res.Location != "on_http_request[0].actions[0]" {
+		t.Fatalf("third request: %+v", res)
+	}
+	// The same requests against an independent limiter give the expected
+	// retry-after.
+	oracle, err := ratelimit.New(ratelimit.Options{Capacity: 2, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d ratelimit.Decision
+	for i := 0; i < 3; i++ {
+		d = oracle.AllowAt("k", t1)
+	}
+	if got, want := res.Header.Get("Retry-After"), strconv.FormatInt(d.RetryAfterSeconds(), 10); got != want || d.Allowed {
+		t.Fatalf("retry-after %q, want %q", got, want)
+	}
+	if v := resultVar(e, res, rlLimited); !v.b {
+		t.Fatal("limited not set")
+	}
+	// Another client has its own bucket.
+	other := testRequest()
+	other.Conn.ClientAddr = netip.MustParseAddrPort("198.51.100.11:1")
+	if res := p.Inbound(other); res.Verdict != Continue {
+		t.Fatalf("other client: %+v", res)
+	}
+	// Time is injected: a minute later the bucket has room again.
+	later := testRequest()
+	later.Time = t1.Add(61 * time.Second)
+	if res := p.Inbound(later); res.Verdict != Continue {
+		t.Fatalf("a minute later: %+v", res)
+	}
+	if len(sink.logs) != 0 {
+		t.Fatalf("logs %v", sink.logs)
+	}
+}
+
+func TestRateLimitRetryAfterRoundsUp(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	p := mustCompile(t, e, rlDoc(1, "60s", `"req.host"`, ""), CompileOptions{})
+	req := testRequest()
+	p.Inbound(req)
+	oracle, err := ratelimit.New(ratelimit.Options{Capacity: 1, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle.AllowAt("k", t1)
+	// Walk towards the end of the window: retry-after is a whole number
+	// of seconds, at least 1, and agrees with the limiter's own rounding.
+	for _, dt := range []time.Duration{time.Second, 30*time.Second + 300*time.Millisecond, 59*time.Second + 999*time.Millisecond} {
+		req.Time = t1.Add(dt)
+		res := p.Inbound(req)
+		d := oracle.AllowAt("k", req.Time)
+		if d.Allowed {
+			if res.Verdict != Continue {
+				t.Fatalf("at +%v: %+v, oracle admitted", dt, res)
+			}
+			continue
+		}
+		got, err := strconv.Atoi(res.Header.Get("Retry-After"))
+		if err != nil || got < 1 || int64(got) != d.RetryAfterSeconds() || time.Duration(got)*time.Second < d.RetryAfter {
+			t.Fatalf("at +%v: retry-after %q, limiter says %v", dt, res.Header.Get("Retry-After"), d.RetryAfter)
+		}
+	}
+}
+
+func TestRateLimitNotEnforced(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, rlDoc(1, "60s", `"req.headers['x-api-key']", "getReqHeader('Accept')", "req.host"`, `"enforce":false`), CompileOptions{})
+	req := testRequest()
+	if res := p.Inbound(req); res.Verdict != Continue {
+		t.Fatalf("%+v", res)
+	}
+	res := p.Inbound(req)
+	if res.Verdict != Continue {
+		t.Fatalf("enforce false rejected: %+v", res)
+	}
+	if v := resultVar(e, res, rlLimited); !v.b {
+		t.Fatal("limited not set")
+	}
+	if len(sink.logs) != 1 || sink.logs[0].Metadata["key"] != "k1,a,b,api.example.com:8443" {
+		t.Fatalf("logs %+v", sink.logs)
+	}
+}
+
+func TestRateLimitKeysDoNotCollide(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	p := mustCompile(t, e, rlDoc(1, "60s", `"req.headers['x-a']", "req.headers['x-b']"`, ""), CompileOptions{})
+	mk := func(a, b string) *Request {
+		r := testRequest()
+		r.Header = http.Header{"X-A": {a}, "X-B": {b}}
+		return r
+	}
+	if res := p.Inbound(mk("a", "bc")); res.Verdict != Continue {
+		t.Fatal(res)
+	}
+	if res := p.Inbound(mk("ab", "c")); res.Verdict != Continue {
+		t.Fatal("(ab, c) shares the bucket of (a, bc)")
+	}
+	if res := p.Inbound(mk("a", "bc")); res.Verdict != Respond {
+		t.Fatal("second (a, bc) admitted")
+	}
+}
+
+func TestRateLimitLongKey(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, rlDoc(5, "60s", `"req.headers['x-long']"`, ""), CompileOptions{})
+	req := testRequest()
+	req.Header["X-Long"] = []string{string(make([]byte, 2*MaxBucketKeyBytes))}
+	res := p.Inbound(req)
+	if v := resultVar(e, res, rlErrorCode); v.s != ErrCodeBucketKeyTooLong {
+		t.Fatalf("error.code %q", v.s)
+	}
+	if v := resultVar(e, res, rlErrorMessage); v.s == "" {
+		t.Fatal("error.message empty")
+	}
+	if len(sink.errs) != 1 {
+		t.Fatalf("sink errors %v", sink.errors())
+	}
+	// The next, normal request clears the error variables.
+	res = p.Inbound(testRequest())
+	if v := resultVar(e, res, rlErrorCode); v.s != "" {
+		t.Fatalf("error.code %q after a normal request", v.s)
+	}
+}
+
+// TestRateLimitReloadKeepsCounts is the engine's limiter pool contract.
+func TestRateLimitReloadKeepsCounts(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	doc := rlDoc(1, "60s", `"conn.client_ip"`, "")
+	p1 := mustCompile(t, e, doc, CompileOptions{Scope: "edge1"})
+	req := testRequest()
+	if res := p1.Inbound(req); res.Verdict != Continue {
+		t.Fatal(res)
+	}
+	// Reload with the same config (and a different enforce and other rules).
+	p2 := mustCompile(t, e, `{"on_http_request":[{"name":"new","expressions":["true"],"actions":[{"type":"rate-limit","config":`+
+		rlConfig(1, "60s", `"conn.client_ip"`)[:len(rlConfig(1, "60s", `"conn.client_ip"`))-1]+`,"enforce":true}}]}]}`, CompileOptions{Scope: "edge1"})
+	if res := p2.Inbound(req); res.Verdict != Respond {
+		t.Fatalf("reloaded policy lost the counts: %+v", res)
+	}
+	// A changed config, or another scope, starts afresh.
+	p3 := mustCompile(t, e, rlDoc(2, "60s", `"conn.client_ip"`, ""), CompileOptions{Scope: "edge1"})
+	if res := p3.Inbound(req); res.Verdict != Continue {
+		t.Fatalf("changed capacity shares counts: %+v", res)
+	}
+	p4 := mustCompile(t, e, doc, CompileOptions{Scope: "edge2"})
+	if res := p4.Inbound(req); res.Verdict != Continue {
+		t.Fatalf("another scope shares counts: %+v", res)
+	}
+	runtime.KeepAlive(p1)
+	if n := e.limiters.size(); n != 3 {
+		t.Fatalf("pool holds %d limiters, want 3", n)
+	}
+}
+
+// TestLimiterPoolReleases checks that limiters no policy uses are dropped.
+func TestLimiterPoolReleases(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	p := mustCompile(t, e, rlDoc(1, "60s", `"conn.client_ip"`, ""), CompileOptions{})
+	p.Inbound(testRequest())
+	if e.limiters.size() != 1 {
+		t.Fatal("no limiter pooled")
+	}
+	p = nil
+	for i := 0; i < 20 && e.limiters.size() > 0; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if n := e.limiters.size(); n != 0 {
+		t.Fatalf("pool still holds %d limiters after the policy was dropped", n)
+	}
+	// A new compile gets a fresh limiter.
+	p = mustCompile(t, e, rlDoc(1, "60s", `"conn.client_ip"`, ""), CompileOptions{})
+	if res := p.Inbound(testRequest()); res.Verdict != Continue {
+		t.Fatal(res)
+	}
+}
