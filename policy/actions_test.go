@@ -110,7 +110,10 @@ func TestActionsRun(t *testing.T) {
 		{name: "restrict-ips deny wins", doc: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["0.0.0.0/0"],"deny":["198.51.100.10"]}}]}]}`,
 			want: Result{Verdict: Respond, StatusCode: 403, Location: "inbound[0].actions[0]"}},
 		{name: "restrict-ips ignores forwarded headers", doc: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["10.0.0.0/8"]}}]}]}`,
-			req:  func(r *Request) { r.Header["X-Forwarded-For"] = []string{"10.1.1.1"}; r.Header["X-Real-Ip"] = []string{"10.1.1.1"} },
+			req: func(r *Request) {
+				r.Header["X-Forwarded-For"] = []string{"10.1.1.1"}
+				r.Header["X-Real-Ip"] = []string{"10.1.1.1"}
+			},
 			want: Result{Verdict: Respond, StatusCode: 403, Location: "inbound[0].actions[0]"}},
 		{name: "restrict-ips unknown client", doc: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"deny":["10.0.0.0/8"]}}]}]}`,
 			req:  func(r *Request) { r.Conn.ClientAddr = netip.AddrPort{} },

@@ -2,10 +2,10 @@ package policy
 
 import (
 	"fmt"
-	"strconv"
 	"net/http"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
