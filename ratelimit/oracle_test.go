@@ -76,6 +76,18 @@ func TestOracle(t *testing.T) {
 	}
 }
 
+// FuzzOracle runs the oracle check on fuzzer-chosen seeds, rates and
+// capacities (any rate from 1s to 24h in whole seconds).
+func FuzzOracle(f *testing.F) {
+	f.Add(uint64(1), uint32(60), uint32(1))
+	f.Add(uint64(2), uint32(86400), uint32(3))
+	f.Add(uint64(3), uint32(7), uint32(100))
+	f.Fuzz(func(t *testing.T, seed uint64, rateSeconds, capacity uint32) {
+		rate := time.Duration(1+rateSeconds%86400) * time.Second
+		runOracle(t, rand.New(rand.NewPCG(seed, 42)), rate, 1+int(capacity%200), 300)
+	})
+}
+
 func runOracle(t *testing.T, rng *rand.Rand, rate time.Duration, capacity, steps int) {
 	l, err := ratelimit.New(ratelimit.Options{Capacity: uint64(capacity), Window: rate, MaxKeys: 1000})
 	if err != nil {
