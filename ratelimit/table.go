@@ -8,10 +8,10 @@ import (
 
 // Storage layout.
 //
-// A limiter has up to maxShards shards picked by the top bits of the key
-// hash, each with its own mutex. A shard keeps its entries densely in pages
-// of pageSize entries (no per-key pointer, nothing for the garbage collector
-// to scan) and finds them through an open-addressing index of uint32 slots
+// A limiter has up to 1<<maxShardBits (64) shards picked by the top bits of
+// the key hash, each with its own mutex. A shard keeps its entries densely in
+// pages of pageSize entries (no per-key pointer, nothing for the garbage
+// collector to scan) and finds them through an open-addressing index of uint32 slots
 // (linear probing, load at most 13/16). An index slot holds the entry's
 // position plus one in its low idxBits bits and a tag of hash bits above,
 // so that most mismatches are rejected without touching the entry. Removal
