@@ -1,0 +1,888 @@
+package edgeplane_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/google/go-cmp/cmp"
+)
+
+// syncBuffer is a log destination the delivery goroutine and the test may
+// use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// eventRecorder is a sink that records every event.
+type eventRecorder struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (r *eventRecorder) Deliver(_ context.Context, ev events.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+	return nil
+}
+
+func (r *eventRecorder) events() []events.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.evs)
+}
+
+// newEventEnv is newEnv with event delivery configured by opts; the
+// Service is closed when the test ends. Logs go to the returned buffer.
+func newEventEnv(t testing.TB, store edgeplane.Store, opts events.Options) (*env, *syncBuffer) {
+	t.Helper()
+	logs := new(syncBuffer)
+	e := &env{
+		store: store,
+		clock: &fakeClock{now: time.Date(2026, 11, 21, 10, 30, 15, 123456789, time.FixedZone("X", 3600))},
+		ctx:   context.Background(),
+		logs:  new(bytes.Buffer),
+	}
+	e.svc = edgeplane.New(store, edgeplane.Options{
+		BaseURL: "https://api.example.test",
+		Clock:   e.clock.Now,
+		Logger:  slog.New(slog.NewTextHandler(logs, nil)),
+		Events:  opts,
+	})
+	t.Cleanup(func() { e.svc.Close(context.Background()) })
+	a := e.account(t, "a")
+	e.admin = e.subject(t, a, true, false)
+	e.user = e.subject(t, a, false, false)
+	e.bot = e.subject(t, a, false, true)
+	e.other = e.subject(t, e.account(t, "b"), true, false)
+	return e, logs
+}
+
+// subscribe creates a subscription for p with sources of types.
+func (e *env) subscribe(t testing.TB, p edgeplane.Principal, types ...string) *events.Subscription {
+	t.Helper()
+	sub, err := e.svc.CreateEventSubscription(e.ctx, p, events.CreateSubscriptionParams{Description: "hook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range types {
+		if _, err := e.svc.CreateEventSource(e.ctx, p, sub.ID, events.CreateSourceParams{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sub
+}
+
+func (e *env) closeEvents(t testing.TB) {
+	t.Helper()
+	if err := e.svc.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// delivery is what a test compares of an event.
+type delivery struct {
+	Sub, Type, ObjectID string
+}
+
+func TestSinkSeesExactlySubscribedEvents(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	subA1 := e.subscribe(t, e.admin, "ip_policy_created.v0", "credential_created.v0", "credential_deleted.v0", "tunnel_group_backend_updated.v0")
+	subA2 := e.subscribe(t, e.user, "ip_policy_created.v0")
+	subB := e.subscribe(t, e.other, "ip_policy_created.v0", "ip_policy_updated.v0")
+
+	// Account A.
+	polA, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{Description: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.UpdateIPPolicy(e.ctx, e.user, polA.ID, ipaccess.UpdatePolicyParams{Description: ptr("a2")}); err != nil {
+		t.Fatal(err) // ip_policy_updated: only account B subscribes
+	}
+	cred, err := e.svc.CreateCredential(e.ctx, e.user, credentials.CreateParams{Description: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.UpdateCredential(e.ctx, e.user, cred.ID, credentials.UpdateParams{Description: ptr("c2")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteCredential(e.ctx, e.user, cred.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := e.backend(t, e.user, map[string]string{"env": "prod"})
+	if _, err := e.svc.UpdateTunnelGroupBackend(e.ctx, e.user, b.ID, backends.UpdateParams{Description: ptr("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{Description: strings.Repeat("x", 256)}); err == nil {
+		t.Fatal("an invalid create succeeded") // failed writes report nothing
+	}
+	// Account B.
+	polB, err := e.svc.CreateIPPolicy(e.ctx, e.other, ipaccess.CreatePolicyParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.UpdateIPPolicy(e.ctx, e.other, polB.ID, ipaccess.UpdatePolicyParams{Metadata: ptr("m")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteIPPolicy(e.ctx, e.other, polB.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.closeEvents(t)
+
+	want := []delivery{
+		{subA1.ID, "ip_policy_created.v0", polA.ID},
+		{subA2.ID, "ip_policy_created.v0", polA.ID},
+		{subA1.ID, "credential_created.v0", cred.ID},
+		{subA1.ID, "credential_deleted.v0", cred.ID},
+		{subA1.ID, "tunnel_group_backend_updated.v0", b.ID},
+		{subB.ID, "ip_policy_created.v0", polB.ID},
+		{subB.ID, "ip_policy_updated.v0", polB.ID},
+	}
+	got := rec.events()
+	var gotD []delivery
+	seen := map[string]bool{}
+	for _, ev := range got {
+		var obj struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(ev.Object, &obj); err != nil {
+			t.Fatalf("event %s object %s: %v", ev.ID, ev.Object, err)
+		}
+		gotD = append(gotD, delivery{ev.SubscriptionID, ev.Type, obj.ID})
+		if !strings.HasPrefix(ev.ID, "ev_") || len(ev.ID) != 3+27 || seen[ev.ID] {
+			t.Errorf("event ID %q is not a fresh ev_ ID", ev.ID)
+		}
+		seen[ev.ID] = true
+		wantAcct := e.user.AccountID
+		if ev.SubscriptionID == subB.ID {
+			wantAcct = e.other.AccountID
+		}
+		if ev.AccountID != wantAcct || !ev.CreatedAt.Equal(time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC)) {
+			t.Errorf("event %+v: wrong account or time", ev)
+		}
+	}
+	sortD := func(ds []delivery) {
+		slices.SortFunc(ds, func(a, b delivery) int { return strings.Compare(a.Sub+a.Type+a.ObjectID, b.Sub+b.Type+b.ObjectID) })
+	}
+	sortD(want)
+	sortD(gotD)
+	if diff := cmp.Diff(want, gotD); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+	if st := e.svc.EventStats(); st.Delivered != uint64(len(want)) || st.Failed != 0 || st.Dropped != 0 || st.LookupErrors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+
+	// Objects are the API representation at the time of the change.
+	for _, ev := range got {
+		switch ev.Type {
+		case "credential_created.v0":
+			var c map[string]any
+			json.Unmarshal(ev.Object, &c)
+			if c["token"] != nil || c["description"] != "c" || c["uri"] != "https://api.example.test/credentials/"+cred.ID {
+				t.Errorf("credential_created object %s: want the API shape with a null token", ev.Object)
+			}
+		case "credential_deleted.v0":
+			if string(ev.Object) != `{"id":"`+cred.ID+`","uri":"https://api.example.test/credentials/`+cred.ID+`"}` {
+				t.Errorf("credential_deleted object %s, want the Ref", ev.Object)
+			}
+		case "tunnel_group_backend_updated.v0":
+			if !strings.Contains(string(ev.Object), `"description":"x"`) || !strings.Contains(string(ev.Object), `"tunnels":[]`) {
+				t.Errorf("backend object %s", ev.Object)
+			}
+		}
+	}
+}
+
+func TestEventSources(t *testing.T) {
+	e := newEnv(t)
+	sub, err := e.svc.CreateEventSubscription(e.ctx, e.user, events.CreateSubscriptionParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "https://api.example.test/event_subscriptions/" + sub.ID + "/sources"
+
+	empty, err := e.svc.ListEventSources(e.ctx, e.user, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(empty)
+	if string(js) != `{"sources":[],"uri":"`+base+`"}` {
+		t.Errorf("empty list JSON %s", js)
+	}
+
+	src, err := e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "ip_policy_created.v0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &events.Source{Type: "ip_policy_created.v0", URI: base + "/ip_policy_created.v0"}
+	if diff := cmp.Diff(want, src); diff != "" {
+		t.Errorf("create (-want +got):\n%s", diff)
+	}
+	js, _ = json.Marshal(src)
+	if string(js) != `{"type":"ip_policy_created.v0","uri":"`+base+`/ip_policy_created.v0"}` {
+		t.Errorf("source JSON %s", js)
+	}
+	if _, err := e.svc.CreateEventSource(e.ctx, e.bot, sub.ID, events.CreateSourceParams{Type: "ip_policy_updated.v0"}); err != nil {
+		t.Fatal(err)
+	}
+
+	list, err := e.svc.ListEventSources(e.ctx, e.admin, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantList := &events.SourceList{URI: base, Sources: []events.Source{
+		{Type: "ip_policy_updated.v0", URI: base + "/ip_policy_updated.v0"}, *want}}
+	if diff := cmp.Diff(wantList, list); diff != "" {
+		t.Errorf("list, newest first (-want +got):\n%s", diff)
+	}
+	got, err := e.svc.GetEventSource(e.ctx, e.user, sub.ID, "ip_policy_created.v0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("get (-want +got):\n%s", diff)
+	}
+	got, err = e.svc.UpdateEventSource(e.ctx, e.user, sub.ID, "ip_policy_created.v0", events.UpdateSourceParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("update (-want +got):\n%s", diff)
+	}
+
+	// Refusals.
+	_, err = e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "ip_policy_created.v0"})
+	wantCode(t, err, apierr.Conflict)
+	if !strings.Contains(err.Error(), `already has a source of type "ip_policy_created.v0"`) {
+		t.Errorf("conflict message %q", err)
+	}
+	_, err = e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "ip_policy_create.v0"})
+	wantViolation(t, err, "type", `unknown event type "ip_policy_create.v0"; did you mean "ip_policy_created.v0"?`)
+	_, err = e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "ip_policy_created"})
+	wantViolation(t, err, "type", "<event_name>.v<N>")
+	_, err = e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{})
+	wantViolation(t, err, "type", "is required")
+	for name, typ := range map[string]string{"absent": "credential_created.v0", "malformed": "x y", "huge": strings.Repeat("x", 5000)} {
+		_, err = e.svc.GetEventSource(e.ctx, e.user, sub.ID, typ)
+		wantCode(t, err, apierr.NotFound)
+		if len(err.Error()) > 300 {
+			t.Errorf("%s: not-found message is %d bytes long", name, len(err.Error()))
+		}
+		_, err = e.svc.UpdateEventSource(e.ctx, e.user, sub.ID, typ, events.UpdateSourceParams{})
+		wantCode(t, err, apierr.NotFound)
+		wantCode(t, e.svc.DeleteEventSource(e.ctx, e.user, sub.ID, typ), apierr.NotFound)
+	}
+
+	// Delete.
+	if err := e.svc.DeleteEventSource(e.ctx, e.user, sub.ID, "ip_policy_created.v0"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.GetEventSource(e.ctx, e.user, sub.ID, "ip_policy_created.v0")
+	wantCode(t, err, apierr.NotFound)
+	if err.Error() != "event subscription "+sub.ID+` has no source of type "ip_policy_created.v0"` {
+		t.Errorf("message %q", err)
+	}
+	wantCode(t, e.svc.DeleteEventSource(e.ctx, e.user, sub.ID, "ip_policy_created.v0"), apierr.NotFound)
+	// Deleted, it may be added again.
+	if _, err := e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "ip_policy_created.v0"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEventSourcesNeedASubscriptionOfTheAccount(t *testing.T) {
+	e := newEnv(t)
+	sub, err := e.svc.CreateEventSubscription(e.ctx, e.user, events.CreateSubscriptionParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "credential_created.v0"}); err != nil {
+		t.Fatal(err)
+	}
+	missing := sub.ID[:len(sub.ID)-4] + "zzzz"
+	typ := "credential_created.v0"
+	cases := map[string]struct {
+		p  edgeplane.Principal
+		id string
+	}{
+		"another account's": {e.other, sub.ID},
+		"missing":           {e.user, missing},
+		"malformed":         {e.user, "esb_nope"},
+		"wrong prefix":      {e.user, e.user.SubjectID},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			msg := "event subscription " + tc.id + " not found"
+			check := func(err error) {
+				t.Helper()
+				wantCode(t, err, apierr.NotFound)
+				if err.Error() != msg {
+					t.Errorf("message %q, want %q", err, msg)
+				}
+			}
+			_, err := e.svc.CreateEventSource(e.ctx, tc.p, tc.id, events.CreateSourceParams{Type: "ip_policy_created.v0"})
+			check(err)
+			_, err = e.svc.ListEventSources(e.ctx, tc.p, tc.id)
+			check(err)
+			_, err = e.svc.GetEventSource(e.ctx, tc.p, tc.id, typ)
+			check(err)
+			_, err = e.svc.UpdateEventSource(e.ctx, tc.p, tc.id, typ, events.UpdateSourceParams{})
+			check(err)
+			check(e.svc.DeleteEventSource(e.ctx, tc.p, tc.id, typ))
+		})
+	}
+	// The source is untouched, and deleting the subscription deletes it.
+	if _, err := e.svc.GetEventSource(e.ctx, e.user, sub.ID, typ); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteEventSubscription(e.ctx, e.user, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.store.List(e.ctx, edgeplane.Query{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, Limit: 10})
+	if err != nil || len(recs) != 0 {
+		t.Errorf("sources left after deleting their subscription: %d, %v", len(recs), err)
+	}
+	_, err = e.svc.ListEventSources(e.ctx, e.user, sub.ID)
+	wantCode(t, err, apierr.NotFound)
+}
+
+func TestEventSubscriptionCRUD(t *testing.T) {
+	e := newEnv(t)
+	sub, err := e.svc.CreateEventSubscription(e.ctx, e.user, events.CreateSubscriptionParams{Description: "hooks", Metadata: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &events.Subscription{ID: sub.ID, URI: "https://api.example.test/event_subscriptions/" + sub.ID,
+		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m"}
+	if diff := cmp.Diff(want, sub); diff != "" {
+		t.Errorf("create (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(sub.ID, "esb_") {
+		t.Errorf("ID %q", sub.ID)
+	}
+	got, err := e.svc.GetEventSubscription(e.ctx, e.bot, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("get (-want +got):\n%s", diff)
+	}
+	page, err := e.svc.ListEventSubscriptions(e.ctx, e.user, edgeplane.ListOptions{})
+	if err != nil || len(page.Items) != 1 || page.URI != "https://api.example.test/event_subscriptions" {
+		t.Errorf("list %+v, %v", page, err)
+	}
+	upd, err := e.svc.UpdateEventSubscription(e.ctx, e.user, sub.ID, events.UpdateSubscriptionParams{Metadata: ptr("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Metadata = ""
+	if diff := cmp.Diff(want, upd); diff != "" {
+		t.Errorf("update (-want +got):\n%s", diff)
+	}
+	_, err = e.svc.CreateEventSubscription(e.ctx, e.user, events.CreateSubscriptionParams{Description: strings.Repeat("é", 128)})
+	wantViolation(t, err, "description", "at most 255 bytes")
+	_, err = e.svc.UpdateEventSubscription(e.ctx, e.user, sub.ID, events.UpdateSubscriptionParams{Metadata: ptr(strings.Repeat("m", 4097))})
+	wantViolation(t, err, "metadata", "at most 4096 bytes")
+
+	// Isolation.
+	_, err = e.svc.GetEventSubscription(e.ctx, e.other, sub.ID)
+	wantCode(t, err, apierr.NotFound)
+	_, err = e.svc.UpdateEventSubscription(e.ctx, e.other, sub.ID, events.UpdateSubscriptionParams{})
+	wantCode(t, err, apierr.NotFound)
+	wantCode(t, e.svc.DeleteEventSubscription(e.ctx, e.other, sub.ID), apierr.NotFound)
+	if page, _ := e.svc.ListEventSubscriptions(e.ctx, e.other, edgeplane.ListOptions{}); len(page.Items) != 0 {
+		t.Error("another account lists the subscription")
+	}
+
+	if err := e.svc.DeleteEventSubscription(e.ctx, e.user, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.GetEventSubscription(e.ctx, e.user, sub.ID)
+	wantCode(t, err, apierr.NotFound)
+}
+
+// gateSink blocks every delivery until open is closed.
+type gateSink struct {
+	open  chan struct{}
+	calls atomic.Int64
+}
+
+func (g *gateSink) Deliver(ctx context.Context, _ events.Event) error {
+	g.calls.Add(1)
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestSlowSinkNeverBlocksOperations(t *testing.T) {
+	sink := &gateSink{open: make(chan struct{})}
+	e, logs := newEventEnv(t, memstore.New(), events.Options{Sink: sink, QueueSize: 2})
+	e.subscribe(t, e.user, "ip_policy_created.v0")
+	const n = 50
+	for i := range n {
+		if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{Description: strconv.Itoa(i)}); err != nil {
+			t.Fatalf("create %d with a stuck sink: %v", i, err)
+		}
+	}
+	st := e.svc.EventStats()
+	if st.Dropped < n-3 || st.Pending > 2 {
+		t.Errorf("stats with a stuck sink: %+v; want at least %d dropped", st, n-3)
+	}
+	if !strings.Contains(logs.String(), `reason="queue full"`) {
+		t.Errorf("drops not logged with their reason: %s", logs)
+	}
+	close(sink.open)
+	e.closeEvents(t)
+	st = e.svc.EventStats()
+	if st.Pending != 0 || st.Delivered != uint64(sink.calls.Load()) || st.Delivered+st.Dropped < n {
+		t.Errorf("stats after close: %+v, %d sink calls", st, sink.calls.Load())
+	}
+}
+
+func TestFailingSinkNeverFailsOperations(t *testing.T) {
+	sink := events.SinkFunc(func(context.Context, events.Event) error { return errors.New("webhook answered 503") })
+	e, logs := newEventEnv(t, memstore.New(), events.Options{Sink: sink})
+	e.subscribe(t, e.user, "credential_created.v0", "credential_updated.v0")
+	c, err := e.svc.CreateCredential(e.ctx, e.user, credentials.CreateParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.UpdateCredential(e.ctx, e.user, c.ID, credentials.UpdateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	e.closeEvents(t)
+	if st := e.svc.EventStats(); st.Failed != 2 || st.Delivered != 0 {
+		t.Errorf("stats %+v, want 2 failed", st)
+	}
+	if !strings.Contains(logs.String(), "webhook answered 503") {
+		t.Errorf("sink error not logged: %s", logs)
+	}
+}
+
+// sourceFailStore fails listing event sources while fail is set.
+type sourceFailStore struct {
+	edgeplane.Store
+	fail atomic.Bool
+}
+
+func (s *sourceFailStore) List(ctx context.Context, q edgeplane.Query) ([]edgeplane.Record, error) {
+	if q.Kind == edgeplane.KindEventSource && q.ParentID == "" && s.fail.Load() {
+		return nil, errDisk
+	}
+	return s.Store.List(ctx, q)
+}
+
+func TestEventLookupErrorsAreCountedAndLogged(t *testing.T) {
+	store := &sourceFailStore{Store: memstore.New()}
+	rec := &eventRecorder{}
+	e, logs := newEventEnv(t, store, events.Options{Sink: rec})
+	e.subscribe(t, e.user, "ip_policy_created.v0")
+	store.fail.Store(true)
+	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil {
+		t.Fatalf("a store failure in delivery failed the operation: %v", err)
+	}
+	e.closeEvents(t)
+	// Changes still queued from the subscription's setup may fail too.
+	if st := e.svc.EventStats(); st.LookupErrors < 1 || st.Delivered != 0 || len(rec.events()) != 0 {
+		t.Errorf("stats %+v, %d delivered", st, len(rec.events()))
+	}
+	if !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("lookup error not logged: %s", logs)
+	}
+}
+
+func TestCloseStopsDelivery(t *testing.T) {
+	rec := &eventRecorder{}
+	e, logs := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, "ip_policy_created.v0")
+	e.closeEvents(t)
+	e.closeEvents(t) // idempotent
+	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil {
+		t.Fatalf("operations after Close: %v", err)
+	}
+	if len(rec.events()) != 0 || e.svc.EventStats().Dropped != 1 {
+		t.Errorf("after Close: %d delivered, stats %+v", len(rec.events()), e.svc.EventStats())
+	}
+	if !strings.Contains(logs.String(), `reason="queue closed"`) {
+		t.Errorf("log: %s", logs)
+	}
+}
+
+func TestEventsOffWithoutSink(t *testing.T) {
+	e := newEnv(t)
+	if err := e.svc.Close(e.ctx); err != nil {
+		t.Errorf("Close without a sink = %v", err)
+	}
+	if st := e.svc.EventStats(); st != (events.Stats{}) {
+		t.Errorf("stats without a sink = %+v", st)
+	}
+	if e.svc.EventTypes().Len() != len(events.DefaultTypes()) {
+		t.Error("the default registry is not used")
+	}
+	if err := e.svc.Publish(e.ctx, e.user.AccountID, "credential_created.v0", 1); err != nil {
+		t.Errorf("Publish without a sink = %v", err)
+	}
+}
+
+func TestPublishWithAHostRegistry(t *testing.T) {
+	reg, err := events.NewRegistry(append(events.DefaultTypes(), "agent_connected.v0")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec, Registry: reg})
+	sub := e.subscribe(t, e.user, "agent_connected.v0")
+	if err := e.svc.Publish(e.ctx, e.user.AccountID, "agent_connected.v0", map[string]string{"agent": "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	err = e.svc.Publish(e.ctx, e.user.AccountID, "agent_conected.v0", nil)
+	wantViolation(t, err, "type", `did you mean "agent_connected.v0"?`)
+	err = e.svc.Publish(e.ctx, "acct_nope", "agent_connected.v0", nil)
+	wantViolation(t, err, "account_id", "must be an account ID")
+	err = e.svc.Publish(e.ctx, e.user.AccountID, "agent_connected.v0", func() {})
+	wantViolation(t, err, "object", "cannot be encoded")
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if err := e.svc.Publish(ctx, e.user.AccountID, "agent_connected.v0", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Publish with a cancelled context = %v", err)
+	}
+	e.closeEvents(t)
+	got := rec.events()
+	if len(got) != 1 || got[0].SubscriptionID != sub.ID || got[0].Type != "agent_connected.v0" || string(got[0].Object) != `{"agent":"a1"}` {
+		t.Errorf("delivered %+v", got)
+	}
+}
+
+// TestEveryChangedNameIsRegistered reads the root package's source and
+// checks that every event name handed to s.changed or s.remove is one of
+// events.Names (so the default registry has its created, updated and
+// deleted types) and that every verb is one of events.Verbs. A name held in
+// a struct field (t.event) is checked at every composite literal of a
+// struct with that field.
+func TestEveryChangedNameIsRegistered(t *testing.T) {
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	names := map[string]bool{}
+	for _, n := range events.Names() {
+		names[n] = true
+	}
+	verbs := map[string]bool{}
+	for _, v := range events.Verbs() {
+		verbs[v] = true
+	}
+	lit := func(e ast.Expr) (string, bool) {
+		if b, ok := e.(*ast.BasicLit); ok && b.Kind == token.STRING {
+			s, err := strconv.Unquote(b.Value)
+			return s, err == nil
+		}
+		return "", false
+	}
+	// Package-level string constants; struct fields by position.
+	consts := map[string]string{}
+	fieldPos := map[string]map[string]int{} // field name -> struct type -> index
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch d := n.(type) {
+			case *ast.ValueSpec:
+				for i, id := range d.Names {
+					if i < len(d.Values) {
+						if s, ok := lit(d.Values[i]); ok {
+							consts[id.Name] = s
+						}
+					}
+				}
+			case *ast.TypeSpec:
+				st, ok := d.Type.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				i := 0
+				for _, fld := range st.Fields.List {
+					for _, id := range fld.Names {
+						if fieldPos[id.Name] == nil {
+							fieldPos[id.Name] = map[string]int{}
+						}
+						fieldPos[id.Name][d.Name.Name] = i
+						i++
+					}
+					if len(fld.Names) == 0 {
+						i++
+					}
+				}
+			}
+			return true
+		})
+	}
+	typeName := func(e ast.Expr) string {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x.Name
+		case *ast.IndexExpr:
+			if id, ok := x.X.(*ast.Ident); ok {
+				return id.Name
+			}
+		case *ast.IndexListExpr:
+			if id, ok := x.X.(*ast.Ident); ok {
+				return id.Name
+			}
+		}
+		return ""
+	}
+	// fieldValues returns the string literals given to field in composite
+	// literals.
+	fieldValues := func(field string) []string {
+		var out []string
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				cl, ok := n.(*ast.CompositeLit)
+				if !ok {
+					return true
+				}
+				idx, ok := fieldPos[field][typeName(cl.Type)]
+				if !ok {
+					return true
+				}
+				for i, el := range cl.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == field {
+							if s, ok := lit(kv.Value); ok {
+								out = append(out, s)
+							}
+						}
+					} else if i == idx {
+						if s, ok := lit(el); ok {
+							out = append(out, s)
+						}
+					}
+				}
+				return true
+			})
+		}
+		return out
+	}
+
+	checked := 0
+	checkName := func(pos token.Pos, name string) {
+		checked++
+		if !names[name] {
+			t.Errorf("%s: event name %q is not in events.Names, so its events cannot be subscribed to", fset.Position(pos), name)
+		}
+	}
+	for _, f := range files {
+		// Parameters of each function, to recognise pass-through names.
+		ast.Inspect(f, func(n ast.Node) bool {
+			fn, ok := n.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				return true
+			}
+			params := map[string]bool{}
+			for _, fl := range fn.Type.Params.List {
+				for _, id := range fl.Names {
+					params[id.Name] = true
+				}
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				var nameArg, verbArg ast.Expr
+				switch {
+				case sel.Sel.Name == "changed" && len(call.Args) == 5:
+					nameArg, verbArg = call.Args[2], call.Args[3]
+				case sel.Sel.Name == "remove" && len(call.Args) == 5:
+					nameArg = call.Args[4]
+				default:
+					return true
+				}
+				if verbArg != nil {
+					if id, ok := verbArg.(*ast.Ident); ok && params[id.Name] {
+						// a parameter: its callers pass the verb
+					} else if v, ok := lit(verbArg); !ok || !verbs[v] {
+						t.Errorf("%s: verb must be a literal of events.Verbs", fset.Position(verbArg.Pos()))
+					}
+				}
+				switch x := nameArg.(type) {
+				case *ast.BasicLit:
+					s, _ := lit(x)
+					checkName(x.Pos(), s)
+				case *ast.Ident:
+					if s, ok := consts[x.Name]; ok {
+						checkName(x.Pos(), s)
+					} else if !params[x.Name] { // a parameter's callers are checked themselves
+						t.Errorf("%s: cannot check event name %s; use a string literal or constant", fset.Position(x.Pos()), x.Name)
+					}
+				case *ast.SelectorExpr:
+					vals := fieldValues(x.Sel.Name)
+					if len(vals) == 0 {
+						t.Errorf("%s: cannot find the values of field %s; use a string literal", fset.Position(x.Pos()), x.Sel.Name)
+					}
+					for _, s := range vals {
+						checkName(x.Pos(), s)
+					}
+				case *ast.CallExpr:
+					// A computed name (the edge modules' moduleEvent):
+					// TestEdgeModuleEventsAreDelivered checks them at run time.
+					t.Logf("%s: computed event name, not checked here", fset.Position(x.Pos()))
+				default:
+					t.Errorf("%s: cannot check this event name; use a string literal", fset.Position(nameArg.Pos()))
+				}
+				return true
+			})
+			return false
+		})
+	}
+	if checked < 10 {
+		t.Errorf("checked only %d event names; is the test reading the package?", checked)
+	}
+}
+
+// TestEdgeModuleEventsAreDelivered checks at run time the event names the
+// edge module operations compute: a subscription to every default type
+// receives the module changes of each family (route, TLS edge, TCP edge).
+func TestEdgeModuleEventsAreDelivered(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, events.DefaultTypes()...)
+	https, err := e.svc.CreateHTTPSEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.user, https.ID, edges.CreateRouteParams{MatchType: "path_prefix", Match: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tls, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := e.policy(t, e.user)
+	b := e.backend(t, e.user, map[string]string{"env": "prod"})
+	steps := []error{
+		second(e.svc.ReplaceHTTPSRouteCompression(e.ctx, e.user, https.ID, route.ID, edges.CompressionParams{})),
+		e.svc.DeleteHTTPSRouteCompression(e.ctx, e.user, https.ID, route.ID),
+		second(e.svc.ReplaceTLSEdgeTLSTermination(e.ctx, e.user, tls.ID, edges.TLSTerminationParams{})),
+		second(e.svc.ReplaceTLSEdgeIPRestriction(e.ctx, e.user, tls.ID, edges.IPRestrictionParams{IPPolicyIDs: []string{pol.ID}})),
+		second(e.svc.ReplaceTCPEdgeBackend(e.ctx, e.user, tcp.ID, edges.BackendParams{BackendID: b.ID})),
+		e.svc.DeleteTCPEdgeBackend(e.ctx, e.user, tcp.ID),
+		second(e.svc.ReplaceTCPEdgeIPRestriction(e.ctx, e.user, tcp.ID, edges.IPRestrictionParams{IPPolicyIDs: []string{pol.ID}})),
+	}
+	for i, err := range steps {
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	e.closeEvents(t)
+	got := map[string]bool{}
+	for _, ev := range rec.events() {
+		got[ev.Type] = true
+	}
+	for _, want := range []string{
+		"https_edge_created.v0", "https_edge_route_created.v0", "tls_edge_created.v0", "tcp_edge_created.v0",
+		"https_edge_route_compression_module_updated.v0", "https_edge_route_compression_module_deleted.v0",
+		"tls_edge_tls_termination_module_updated.v0", "tls_edge_ip_restriction_module_updated.v0",
+		"tcp_edge_backend_module_updated.v0", "tcp_edge_backend_module_deleted.v0", "tcp_edge_ip_restriction_module_updated.v0",
+	} {
+		if !got[want] {
+			t.Errorf("no %s event; delivered types: %v", want, slices.Sorted(maps.Keys(got)))
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// Subscribe to a type and receive its events in a sink.
+func ExampleService_CreateEventSource() {
+	ctx := context.Background()
+	sink := events.SinkFunc(func(_ context.Context, ev events.Event) error {
+		fmt.Println("event:", ev.Type, string(ev.Object)[:11])
+		return nil
+	})
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{
+		BaseURL: "https://api.example.com",
+		Events:  events.Options{Sink: sink},
+	})
+	defer svc.Close(ctx)
+	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
+
+	sub, _ := svc.CreateEventSubscription(ctx, p, events.CreateSubscriptionParams{Description: "audit"})
+	src, _ := svc.CreateEventSource(ctx, p, sub.ID, events.CreateSourceParams{Type: "ip_policy_created.v0"})
+	fmt.Println("source:", src.Type)
+	_, err := svc.CreateEventSource(ctx, p, sub.ID, events.CreateSourceParams{Type: "ip_policy_creatd.v0"})
+	fmt.Println(err)
+
+	svc.CreateIPPolicy(ctx, p, ipaccess.CreatePolicyParams{Description: "office"})
+	svc.CreateCredential(ctx, p, credentials.CreateParams{}) // not subscribed
+	svc.Close(ctx)                                          // delivers what is queued
+	fmt.Printf("%+v\n", svc.EventStats())
+	// Output:
+	// source: ip_policy_created.v0
+	// invalid request: type: unknown event type "ip_policy_creatd.v0"; did you mean "ip_policy_created.v0"?
+	// event: ip_policy_created.v0 {"id":"ipp_
+	// {Pending:0 Accepted:4 Dropped:0 LookupErrors:0 Delivered:1 Failed:0}
+}
