@@ -878,7 +878,7 @@ func ExampleService_CreateEventSource() {
 
 	svc.CreateIPPolicy(ctx, p, ipaccess.CreatePolicyParams{Description: "office"})
 	svc.CreateCredential(ctx, p, credentials.CreateParams{}) // not subscribed
-	svc.Close(ctx)                                          // delivers what is queued
+	svc.Close(ctx)                                           // delivers what is queued
 	fmt.Printf("%+v\n", svc.EventStats())
 	// Output:
 	// source: ip_policy_created.v0
