@@ -219,7 +219,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.
 	if iss.Err() != nil {
 		var msgs []string
 		for _, e := range iss.Errors() {
-			msgs = append(msgs, formatLoc(e.Location.Line(), e.Location.Column(), e.Message))
+			msgs = append(msgs, formatLoc(e.Location.Line(), e.Location.Column(), c.hint(e.Message)))
 		}
 		return nil, msgs
 	}
@@ -278,6 +278,28 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.
 		return nil, msgs
 	}
 	return a, nil
+}
+
+// hint extends CEL's "undeclared reference to 'req'" with the names of the
+// variables under that prefix that the policy may use.
+func (c *compiler) hint(msg string) string {
+	const pre = "undeclared reference to '"
+	if !strings.HasPrefix(msg, pre) {
+		return msg
+	}
+	name, _, _ := strings.Cut(msg[len(pre):], "'")
+	want := availFor(c.o.Target, c.phase)
+	var names []string
+	for _, v := range c.e.vars {
+		if strings.HasPrefix(v.name, name+".") && v.avail&want != 0 {
+			names = append(names, v.name)
+		}
+	}
+	if len(names) == 0 {
+		return msg
+	}
+	sort.Strings(names)
+	return msg + "; the variables here are " + strings.Join(names, ", ")
 }
 
 type locMsg struct {

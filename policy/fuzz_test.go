@@ -1,0 +1,217 @@
+package policy
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fuzzSink fails the test on internal errors (a recovered panic).
+type fuzzSink struct {
+	mu  sync.Mutex
+	bad string
+}
+
+func (s *fuzzSink) Log(LogEntry) {}
+func (s *fuzzSink) Error(e *EvalError) {
+	if strings.Contains(e.Err.Error(), "internal error") {
+		s.mu.Lock()
+		s.bad = e.Error()
+		s.mu.Unlock()
+	}
+}
+
+func (s *fuzzSink) check(t *testing.T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bad != "" {
+		t.Fatalf("internal error: %s", s.bad)
+	}
+}
+
+func fuzzRequest(method, host, path, query, hname, hval, ip string, port uint16) *Request {
+	req := &Request{
+		Method: method, Host: host, Path: path, RawQuery: query,
+		Header:        http.Header{"User-Agent": {hval}},
+		ContentLength: int64(port) - 1,
+		Proto:         "HTTP/1.1",
+		Time:          t1,
+	}
+	req.Header[hname] = []string{hval, ip}
+	if a, err := netip.ParseAddr(ip); err == nil {
+		req.Conn.ClientAddr = netip.AddrPortFrom(a, port)
+		req.Conn.ServerAddr = netip.AddrPortFrom(a, port+1)
+	}
+	if port%2 == 0 {
+		req.Conn.TLS = &TLSInfo{ServerName: host, Version: port}
+	}
+	return req
+}
+
+// compareConditions evaluates every condition of the policy natively and
+// with CEL and fails on a difference.
+func compareConditions(t *testing.T, p *Policy, ph *phaseProg, phase Phase, req *Request, res *Response) {
+	t.Helper()
+	for ri := range ph.rules {
+		for ci := range ph.rules[ri].conds {
+			c := &ph.rules[ri].conds[ci]
+			if c.native == nil {
+				continue
+			}
+			st := p.e.states.Get().(*evalState)
+			st.begin(p, phase, req, res, nil)
+			native := c.native.evalB(st)
+			st.finish()
+			st.begin(p, phase, req, res, nil)
+			v, _, err := c.prog.Eval(st)
+			st.finish()
+			p.e.states.Put(st)
+			want := triErr
+			if err == nil {
+				want = triOf(v.Value() == true)
+			}
+			if native != want {
+				t.Fatalf("%s: native %v, CEL %v (%v)", c.loc, native, want, err)
+			}
+		}
+	}
+}
+
+var fuzzEngine = sync.OnceValues(func() (*Engine, *fuzzSink) {
+	sink := &fuzzSink{}
+	e, err := NewEngine(Options{Sink: sink, Clock: func() time.Time { return t1 }})
+	if err != nil {
+		panic(err)
+	}
+	return e, sink
+})
+
+// FuzzPolicy compiles arbitrary documents for both targets and evaluates
+// them on arbitrary requests: nothing panics, and native evaluation agrees
+// with CEL.
+func FuzzPolicy(f *testing.F) {
+	seeds := []string{
+		benchPolicy,
+		`{"inbound":[{"expressions":["req.headers['x'][0] == 'a' || hasReqHeader('y')"],"actions":[{"type":"add-headers","config":{"headers":{"x-a":"${req.url.path}${conn.client_ip}"}}},{"type":"url-rewrite","config":{"from":"/(a)","to":"/$1b"}}]}],
+		  "outbound":[{"expressions":["res.status_code > 399"],"actions":[{"type":"custom-response","config":{"body":"${res.status_code}"}}]}]}`,
+		`{"on_http_request":[{"actions":[{"type":"rate-limit","config":{"name":"n","algorithm":"sliding_window","capacity":1,"rate":"60s","bucket_key":["req.host","conn.client_ip","getReqHeader('X')"]}},
+		  {"type":"log","config":{"metadata":{"k":"${actions.service.rate_limit.bucket_key}"}}}]}]}`,
+		`{"on_tcp_connect":[{"expressions":["inCidrRanges(conn.client_ip, ['10.0.0.0/8'])"],"actions":[{"type":"restrict-ips","config":{"deny":["1.2.3.4"]}}]}]}`,
+		`{"inbound":[{"actions":[{"type":"redirect","config":{"from":"^(.*)$","to":"https://x${req.url.query}$1"}}]}]}`,
+		`{"inbound":[{"expressions":["req.url.query_params.exists(k, k.startsWith(req.method.lowerAscii()))"],"actions":[{"type":"deny"}]}]}`,
+		`{}`, `[`, `{"inbound":[{}]}`,
+	}
+	for i, s := range seeds {
+		f.Add(s, "GET", "h.example", "/a/b", "x=1&y=%zz", "X", "v", "10.1.2.3", uint16(i))
+	}
+	f.Add(benchPolicy, "DELETE", "", "", "", "", "", "", uint16(0))
+	f.Add(`{"inbound":[{"expressions":["req.url.path.matches('^/[a-z]+$')"],"actions":[{"type":"deny"}]}]}`, "G\x00", "\xff", "/\xfe", "%", "x-odd", "\r\n", "::ffff:1.2.3.4", uint16(443))
+	f.Fuzz(func(t *testing.T, doc, method, host, path, query, hname, hval, ip string, port uint16) {
+		e, sink := fuzzEngine()
+		req := fuzzRequest(method, host, path, query, hname, hval, ip, port)
+		res := &Response{StatusCode: int(port), Header: http.Header{hname: {hval}}}
+		for _, target := range []Target{TargetHTTP, TargetConnection} {
+			p, err := e.CompileJSON([]byte(doc), CompileOptions{Target: target, IPPolicies: allowResolver("10.0.0.0/8")})
+			if err != nil {
+				continue
+			}
+			if _, err := p.MarshalJSON(); err != nil {
+				t.Fatal(err)
+			}
+			if target == TargetConnection {
+				p.Connect(&req.Conn, t1)
+				compareConditions(t, p, &p.in, Inbound, req, nil)
+				continue
+			}
+			in := p.Inbound(req)
+			p.Outbound(req, res, &in)
+			compareConditions(t, p, &p.in, Inbound, req, nil)
+			compareConditions(t, p, &p.out, Outbound, req, res)
+		}
+		sink.check(t)
+	})
+}
+
+// FuzzExpression compiles arbitrary expressions and checks that native
+// evaluation agrees with CEL.
+func FuzzExpression(f *testing.F) {
+	for _, c := range exprCases {
+		f.Add(c.expr, "POST", "/v1/users/42", "a=1&a=2", "198.51.100.10", uint16(40000))
+	}
+	f.Add("req.method.matches('^P')", "PUT", "", "", "", uint16(0))
+	f.Add("req.url.path.size() > 2 || req.headers['a'][0] < 'b'", "", "/\xff", "", "::1", uint16(1))
+	f.Fuzz(func(t *testing.T, expr, method, path, query, ip string, port uint16) {
+		e, sink := fuzzEngine()
+		req := fuzzRequest(method, "h", path, query, "A", query, ip, port)
+		for _, key := range []string{KeyInbound, KeyOutbound} {
+			p, err := e.CompileJSON([]byte(phaseDoc(key, expr)), CompileOptions{})
+			if err != nil {
+				continue
+			}
+			if key == KeyInbound {
+				p.Inbound(req)
+				compareConditions(t, p, &p.in, Inbound, req, nil)
+			} else {
+				res := &Response{StatusCode: int(port), Header: http.Header{"A": {path}}}
+				p.Outbound(req, res, nil)
+				compareConditions(t, p, &p.out, Outbound, req, res)
+			}
+		}
+		sink.check(t)
+	})
+}
+
+// FuzzParse checks that Parse never panics and that the compact form of a
+// parsed document parses back to itself.
+func FuzzParse(f *testing.F) {
+	f.Add(benchPolicy)
+	f.Add(`{"on_http_request":[],"outbound":null}`)
+	f.Add(`{"inbound":[{"name":"\u00e9","expressions":["a"],"actions":[{"type":"t","config":{"a":[1,{"b":null}]}}]}]}`)
+	f.Add(`{"inbound":[{"name":"a","name":"b"}]}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		d, err := Parse([]byte(doc))
+		if err != nil {
+			return
+		}
+		b, err := d.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d2, err := Parse(b)
+		if err != nil {
+			t.Fatalf("compact form %s does not parse: %v", b, err)
+		}
+		b2, err := d2.MarshalJSON()
+		if err != nil || string(b2) != string(b) {
+			t.Fatalf("round trip %s != %s (%v)", b2, b, err)
+		}
+	})
+}
+
+// FuzzTemplate compiles arbitrary templated strings and renders them.
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{"plain", "${req.host}", "a${'}'}b${\"{\"}", "${", "${}", "$1${req.method}$$", "${req.url.path.size()}", "${'''}'''}"} {
+		f.Add(s, "/a/b")
+	}
+	f.Fuzz(func(t *testing.T, tmpl, path string) {
+		e, sink := fuzzEngine()
+		js, _ := json.Marshal(tmpl)
+		doc := `{"inbound":[{"actions":[{"type":"log","config":{"metadata":{"k":` + string(js) + `}}},
+			{"type":"redirect","config":{"from":"^(.*)/(.*)$","to":` + string(js) + `}}]}]}`
+		p, err := e.CompileJSON([]byte(doc), CompileOptions{})
+		if err != nil {
+			return
+		}
+		req := testRequest()
+		req.Path = path
+		res := p.Inbound(req)
+		if len(res.Header.Get("Location")) > MaxTemplateOutput+len(req.Path)+100 {
+			t.Fatalf("location of %d bytes", len(res.Header.Get("Location")))
+		}
+		sink.check(t)
+	})
+}
