@@ -189,7 +189,7 @@ func (p CreateParams) Validate(cfg Config) error {
 		cfg.checkReservable(&vs, "domain", name)
 	}
 	if p.CertificateID != "" {
-		checkID(&vs, "certificate_id", p.CertificateID, CertificatePrefix, "TLS certificate")
+		checkID(&vs, "certificate_id", p.CertificateID, CertificatePrefix, "a TLS certificate")
 	}
 	if p.CertificateID != "" && p.CertificateManagementPolicy != nil {
 		exclusive(&vs)
@@ -252,7 +252,7 @@ func (p UpdateParams) Validate() error {
 	var vs apierr.Violations
 	validate.Into(&vs, "", p)
 	if p.CertificateID != nil && *p.CertificateID != "" {
-		checkID(&vs, "certificate_id", *p.CertificateID, CertificatePrefix, "TLS certificate")
+		checkID(&vs, "certificate_id", *p.CertificateID, CertificatePrefix, "a TLS certificate")
 	}
 	if p.CertificateID != nil && p.CertificateManagementPolicy != nil {
 		exclusive(&vs)
@@ -262,7 +262,7 @@ func (p UpdateParams) Validate() error {
 		v    *string
 	}{{"http_endpoint_configuration_id", p.HTTPEndpointConfigurationID}, {"https_endpoint_configuration_id", p.HTTPSEndpointConfigurationID}} {
 		if f.v != nil && *f.v != "" {
-			checkID(&vs, f.name, *f.v, EndpointConfigurationPrefix, "endpoint configuration")
+			checkID(&vs, f.name, *f.v, EndpointConfigurationPrefix, "an endpoint configuration")
 		}
 	}
 	if p.Domain != nil {
@@ -496,7 +496,7 @@ func exclusive(vs *apierr.Violations) {
 // prefix.
 func checkID(vs *apierr.Violations, field, id, prefix, noun string) {
 	if !ids.Valid(id, prefix) {
-		vs.Add(field, "must be a %s ID (%s followed by %d base62 characters)", noun, prefix, ids.Len)
+		vs.Add(field, "must be %s ID (%s followed by %d base62 characters)", noun, prefix, ids.Len)
 	}
 }
 
