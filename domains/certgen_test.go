@@ -40,7 +40,7 @@ type certSpec struct {
 	ips       []net.IP
 	keyType   string // "ecdsa" (default), "rsa", "ed25519"
 	notAfter  time.Time
-	withCA    bool // signed by a generated CA, which follows in the chain
+	withCA    bool   // signed by a generated CA, which follows in the chain
 	keyFormat string // "pkcs8" (default), "pkcs1" (rsa), "sec1" (ecdsa)
 }
 

@@ -87,7 +87,7 @@ func TestParseName(t *testing.T) {
 
 func TestIsSubdomain(t *testing.T) {
 	tests := []struct {
-		name, base string
+		name, base     string
 		sub, atOrBelow bool
 	}{
 		{"a.example.com", "example.com", true, true},
