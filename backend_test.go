@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/google/go-cmp/cmp"
 )
@@ -319,5 +320,34 @@ func BenchmarkGetTunnelGroupBackend1000Tunnels(b *testing.B) {
 		if err != nil || len(got.Tunnels) == 0 {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestBackendTunnelsScanIsBounded(t *testing.T) {
+	e := newEnv(t)
+	cred, token := e.token(t, e.user)
+	first := e.tunnel(t, token, map[string]string{"env": "prod"}) // the oldest: beyond the bound
+	// Write the rest straight to the store: the bound concerns reads.
+	gen := ids.NewGenerator(time.Now)
+	for range edgeplane.MaxTunnelsScanned {
+		tn := backends.Tunnel{ID: gen.New(backends.TunnelPrefix), AccountID: e.user.AccountID,
+			Labels: map[string]string{"env": "prod"}, Credential: resource.Ref{ID: cred.ID}}
+		data, _ := json.Marshal(tn)
+		rec := edgeplane.Record{Kind: edgeplane.KindTunnel, AccountID: e.user.AccountID, ID: tn.ID, ParentID: cred.ID, Data: data}
+		if err := e.store.Create(e.ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.backend(t, e.user, map[string]string{"env": "prod"})
+	if len(b.Tunnels) != edgeplane.MaxTunnelsScanned {
+		t.Fatalf("%d tunnels shown, want the bound %d", len(b.Tunnels), edgeplane.MaxTunnelsScanned)
+	}
+	for _, r := range b.Tunnels {
+		if r.ID == first.ID {
+			t.Fatal("the oldest tunnel, beyond the bound, is shown")
+		}
+	}
+	if !strings.Contains(e.logs.String(), "more online tunnels than are scanned") {
+		t.Error("the bound was not logged")
 	}
 }

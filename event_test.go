@@ -26,6 +26,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/google/go-cmp/cmp"
@@ -885,4 +886,79 @@ func ExampleService_CreateEventSource() {
 	// invalid request: type: unknown event type "ip_policy_creatd.v0"; did you mean "ip_policy_created.v0"?
 	// event: ip_policy_created.v0 {"id":"ipp_
 	// {Pending:0 Accepted:4 Dropped:0 LookupErrors:0 Delivered:1 Failed:0}
+}
+
+func TestEventFanOutAcrossScanPages(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec, QueueSize: 4096})
+	const subs = 501 // more than one page of the source scan
+	want := map[string]bool{}
+	for range subs {
+		want[e.subscribe(t, e.user, "ip_policy_created.v0").ID] = true
+	}
+	pol, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.closeEvents(t)
+	got := map[string]bool{}
+	for _, ev := range rec.events() {
+		if ev.Type != "ip_policy_created.v0" || !strings.Contains(string(ev.Object), pol.ID) || got[ev.SubscriptionID] {
+			t.Fatalf("unexpected event %+v", ev)
+		}
+		got[ev.SubscriptionID] = true
+	}
+	if !maps.Equal(want, got) {
+		t.Errorf("%d of %d subscriptions got the event", len(got), len(want))
+	}
+}
+
+func TestUnregisteredTypesAreNotQueued(t *testing.T) {
+	reg, err := events.NewRegistry("ip_policy_created.v0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: &eventRecorder{}, Registry: reg})
+	if _, err := e.svc.CreateCredential(e.ctx, e.user, credentials.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil {
+		t.Fatal(err)
+	}
+	e.closeEvents(t)
+	if st := e.svc.EventStats(); st.Accepted != 1 {
+		t.Errorf("stats %+v: only the registered type should be queued", st)
+	}
+	sub, _ := e.svc.CreateEventSubscription(e.ctx, e.user, events.CreateSubscriptionParams{})
+	_, err = e.svc.CreateEventSource(e.ctx, e.user, sub.ID, events.CreateSourceParams{Type: "credential_created.v0"})
+	wantViolation(t, err, "type", `did you mean "ip_policy_created.v0"?`)
+}
+
+func TestSourceScanIsBounded(t *testing.T) {
+	rec := &eventRecorder{}
+	e, logs := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	old := e.subscribe(t, e.user, "ip_policy_created.v0") // the oldest source: beyond the bound
+	// Write the rest straight to the store, in the documented record shape.
+	sub := e.subscribe(t, e.user)
+	gen := ids.NewGenerator(time.Now)
+	for i := range edgeplane.MaxSourcesScanned {
+		typ := "filler_" + strconv.Itoa(i) + ".v0"
+		r := edgeplane.Record{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, ID: gen.New(events.SourcePrefix),
+			ParentID: sub.ID, Data: []byte(`{"type":"` + typ + `","uri":""}`), Keys: []string{"event_source:" + sub.ID + ":" + typ}}
+		if err := e.store.Create(e.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil {
+		t.Fatal(err)
+	}
+	e.closeEvents(t)
+	for _, ev := range rec.events() {
+		if ev.SubscriptionID == old.ID {
+			t.Fatal("a source beyond the scan bound triggered")
+		}
+	}
+	if !strings.Contains(logs.String(), "more event sources than are scanned") {
+		t.Error("the bound was not logged")
+	}
 }
