@@ -42,9 +42,15 @@ func create[Req, Resp any](pattern, op, summary string, call func(context.Contex
 
 // read builds a GET route of one resource addressed by {id}.
 func read[Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) (*Resp, error)) route {
+	return readBy(pattern, op, summary, "id", call)
+}
+
+// readBy builds a GET route of one resource addressed by the path value
+// name.
+func readBy[Resp any](pattern, op, summary, name string, call func(context.Context, edgeplane.Principal, string) (*Resp, error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](),
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			return call(r.Context(), p, r.PathValue("id"))
+			return call(r.Context(), p, r.PathValue(name))
 		}}
 }
 
@@ -87,6 +93,112 @@ func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T
 		}}
 }
 
+// The constructors below address resources by two path values (a parent
+// and a child: {edge_id} and {id}, {subscription_id} and {type}) or
+// replace a module with PUT.
+
+// createIn builds a POST route of a child collection under parent.
+func createIn[Req, Resp any](pattern, op, summary, parent string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
+	return route{method: http.MethodPost, pattern: pattern, op: op, summary: summary, status: http.StatusCreated,
+		req: typeOf[Req](), resp: typeOf[Resp](),
+		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+			body, err := decodeBody[Req](h, r)
+			if err != nil {
+				return nil, err
+			}
+			return call(r.Context(), p, r.PathValue(parent), body)
+		}}
+}
+
+// listIn builds a GET route of a child collection under parent.
+func listIn[T any](pattern, op, summary, field, parent string, call func(context.Context, edgeplane.Principal, string, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
+	return listOf(pattern, op, summary, field, func(ctx context.Context, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
+		return call(ctx, p, pathValue(ctx), opts)
+	}).withParent(parent)
+}
+
+// read2 builds a GET route of a resource addressed by two path values.
+func read2[Resp any](pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string) (*Resp, error)) route {
+	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](),
+		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+			return call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]))
+		}}
+}
+
+// write2 builds a PATCH (or PUT) route of a resource addressed by two path
+// values.
+func write2[Req, Resp any](method, pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string, Req) (*Resp, error)) route {
+	return route{method: method, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
+		req: typeOf[Req](), resp: typeOf[Resp](),
+		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+			body, err := decodeBody[Req](h, r)
+			if err != nil {
+				return nil, err
+			}
+			return call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]), body)
+		}}
+}
+
+// remove2 builds a DELETE route of a resource addressed by two path values.
+func remove2(pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string) error) route {
+	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent,
+		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+			return nil, call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]))
+		}}
+}
+
+// replace builds a PUT route replacing the module of the resource {id}.
+func replace[Req, Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
+	rt := patch(pattern, op, summary, call)
+	rt.method = http.MethodPut
+	return rt
+}
+
+// module returns the PUT, GET and DELETE routes of an edge module whose
+// edge is {id}.
+func module[Req, Resp any](pattern, name string,
+	put func(context.Context, edgeplane.Principal, string, Req) (*Resp, error),
+	get func(context.Context, edgeplane.Principal, string) (*Resp, error),
+	del func(context.Context, edgeplane.Principal, string) error) []route {
+	return []route{
+		replace(pattern, "replace"+name, "Replace the "+name+" module", put),
+		read(pattern, "get"+name, "Get the "+name+" module", get),
+		remove(pattern, "delete"+name, "Delete the "+name+" module", del),
+	}
+}
+
+var routeIDs = [2]string{"edge_id", "id"}
+
+// routeModule returns the PUT, GET and DELETE routes of an HTTPS route
+// module, addressed by {edge_id} and {id}.
+func routeModule[Req, Resp any](pattern, name string,
+	put func(context.Context, edgeplane.Principal, string, string, Req) (*Resp, error),
+	get func(context.Context, edgeplane.Principal, string, string) (*Resp, error),
+	del func(context.Context, edgeplane.Principal, string, string) error) []route {
+	return []route{
+		write2(http.MethodPut, pattern, "replace"+name, "Replace the "+name+" module", routeIDs, put),
+		read2(pattern, "get"+name, "Get the "+name+" module", routeIDs, get),
+		remove2(pattern, "delete"+name, "Delete the "+name+" module", routeIDs, del),
+	}
+}
+
+type parentKey struct{}
+
+// withParent makes a list route pass the path value parent to its call
+// through the context.
+func (rt route) withParent(parent string) route {
+	inner := rt.handle
+	rt.handle = func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+		return inner(h, r.WithContext(context.WithValue(r.Context(), parentKey{}, r.PathValue(parent))), p)
+	}
+	return rt
+}
+
+func pathValue(ctx context.Context) string {
+	v, _ := ctx.Value(parentKey{}).(string)
+	return v
+}
+
 // listOptions reads limit and before_id from the query.
 func listOptions(r *http.Request) (edgeplane.ListOptions, error) {
 	q := r.URL.Query()
@@ -109,7 +221,7 @@ func listOptions(r *http.Request) (edgeplane.ListOptions, error) {
 // table declares every route of the API.
 func (h *Handler) table() []route {
 	s := h.svc
-	return []route{
+	rs := []route{
 		// Tunnel credentials (SPEC 4.1).
 		create("/credentials", "createCredential", "Create a tunnel credential; the token is returned only here", s.CreateCredential),
 		listOf("/credentials", "listCredentials", "List tunnel credentials", "credentials", s.ListCredentials),
@@ -135,5 +247,85 @@ func (h *Handler) table() []route {
 		read("/ip_policy_rules/{id}", "getIPPolicyRule", "Get an IP policy rule", s.GetIPPolicyRule),
 		patch("/ip_policy_rules/{id}", "updateIPPolicyRule", "Update an IP policy rule", s.UpdateIPPolicyRule),
 		remove("/ip_policy_rules/{id}", "deleteIPPolicyRule", "Delete an IP policy rule", s.DeleteIPPolicyRule),
+
+		// Reserved domains (SPEC 4.3).
+		create("/reserved_domains", "createReservedDomain", "Reserve a domain", s.CreateReservedDomain),
+		listOf("/reserved_domains", "listReservedDomains", "List reserved domains", "reserved_domains", s.ListReservedDomains),
+		read("/reserved_domains/{id}", "getReservedDomain", "Get a reserved domain", s.GetReservedDomain),
+		patch("/reserved_domains/{id}", "updateReservedDomain", "Update a reserved domain", s.UpdateReservedDomain),
+		remove("/reserved_domains/{id}", "deleteReservedDomain", "Delete a reserved domain", s.DeleteReservedDomain),
+		remove("/reserved_domains/{id}/certificate_management_policy", "detachReservedDomainCertificateManagementPolicy",
+			"Detach the certificate management policy of a reserved domain", s.DetachReservedDomainCertificateManagementPolicy),
+		remove("/reserved_domains/{id}/certificate", "detachReservedDomainCertificate",
+			"Detach the TLS certificate of a reserved domain", s.DetachReservedDomainCertificate),
+
+		// TLS certificates and endpoint configurations (referenced, not shown).
+		create("/tls_certificates", "createTLSCertificate", "Upload a TLS certificate chain and private key (PEM)", s.CreateTLSCertificate),
+		listOf("/tls_certificates", "listTLSCertificates", "List TLS certificates", "tls_certificates", s.ListTLSCertificates),
+		read("/tls_certificates/{id}", "getTLSCertificate", "Get a TLS certificate", s.GetTLSCertificate),
+		patch("/tls_certificates/{id}", "updateTLSCertificate", "Update a TLS certificate", s.UpdateTLSCertificate),
+		remove("/tls_certificates/{id}", "deleteTLSCertificate", "Delete a TLS certificate", s.DeleteTLSCertificate),
+		create("/endpoint_configurations", "createEndpointConfiguration", "Create an endpoint configuration", s.CreateEndpointConfiguration),
+		listOf("/endpoint_configurations", "listEndpointConfigurations", "List endpoint configurations", "endpoint_configurations", s.ListEndpointConfigurations),
+		read("/endpoint_configurations/{id}", "getEndpointConfiguration", "Get an endpoint configuration", s.GetEndpointConfiguration),
+		patch("/endpoint_configurations/{id}", "updateEndpointConfiguration", "Update an endpoint configuration", s.UpdateEndpointConfiguration),
+		remove("/endpoint_configurations/{id}", "deleteEndpointConfiguration", "Delete an endpoint configuration", s.DeleteEndpointConfiguration),
+
+		// Tunnel group backends (SPEC 4.4) and tunnels (read-only).
+		create("/backends/tunnel_group", "createTunnelGroupBackend", "Create a tunnel group backend", s.CreateTunnelGroupBackend),
+		listOf("/backends/tunnel_group", "listTunnelGroupBackends", "List tunnel group backends", "backends", s.ListTunnelGroupBackends),
+		read("/backends/tunnel_group/{id}", "getTunnelGroupBackend", "Get a tunnel group backend", s.GetTunnelGroupBackend),
+		patch("/backends/tunnel_group/{id}", "updateTunnelGroupBackend", "Update a tunnel group backend", s.UpdateTunnelGroupBackend),
+		remove("/backends/tunnel_group/{id}", "deleteTunnelGroupBackend", "Delete a tunnel group backend", s.DeleteTunnelGroupBackend),
+		listOf("/tunnels", "listTunnels", "List online tunnels", "tunnels", s.ListTunnels),
+		read("/tunnels/{id}", "getTunnel", "Get an online tunnel", s.GetTunnel),
+
+		// Edges and routes (referenced, not shown).
+		create("/edges/https", "createHTTPSEdge", "Create an HTTPS edge", s.CreateHTTPSEdge),
+		listOf("/edges/https", "listHTTPSEdges", "List HTTPS edges", "https_edges", s.ListHTTPSEdges),
+		read("/edges/https/{id}", "getHTTPSEdge", "Get an HTTPS edge", s.GetHTTPSEdge),
+		patch("/edges/https/{id}", "updateHTTPSEdge", "Update an HTTPS edge", s.UpdateHTTPSEdge),
+		remove("/edges/https/{id}", "deleteHTTPSEdge", "Delete an HTTPS edge, its routes and modules", s.DeleteHTTPSEdge),
+		createIn("/edges/https/{edge_id}/routes", "createHTTPSEdgeRoute", "Create a route of an HTTPS edge", "edge_id", s.CreateHTTPSEdgeRoute),
+		listIn("/edges/https/{edge_id}/routes", "listHTTPSEdgeRoutes", "List the routes of an HTTPS edge", "routes", "edge_id", s.ListHTTPSEdgeRoutes),
+		read2("/edges/https/{edge_id}/routes/{id}", "getHTTPSEdgeRoute", "Get a route of an HTTPS edge", routeIDs, s.GetHTTPSEdgeRoute),
+		write2(http.MethodPatch, "/edges/https/{edge_id}/routes/{id}", "updateHTTPSEdgeRoute", "Update a route of an HTTPS edge", routeIDs, s.UpdateHTTPSEdgeRoute),
+		remove2("/edges/https/{edge_id}/routes/{id}", "deleteHTTPSEdgeRoute", "Delete a route and its modules", routeIDs, s.DeleteHTTPSEdgeRoute),
+		create("/edges/tls", "createTLSEdge", "Create a TLS edge", s.CreateTLSEdge),
+		listOf("/edges/tls", "listTLSEdges", "List TLS edges", "tls_edges", s.ListTLSEdges),
+		read("/edges/tls/{id}", "getTLSEdge", "Get a TLS edge", s.GetTLSEdge),
+		patch("/edges/tls/{id}", "updateTLSEdge", "Update a TLS edge", s.UpdateTLSEdge),
+		remove("/edges/tls/{id}", "deleteTLSEdge", "Delete a TLS edge and its modules", s.DeleteTLSEdge),
+		create("/edges/tcp", "createTCPEdge", "Create a TCP edge", s.CreateTCPEdge),
+		listOf("/edges/tcp", "listTCPEdges", "List TCP edges", "tcp_edges", s.ListTCPEdges),
+		read("/edges/tcp/{id}", "getTCPEdge", "Get a TCP edge", s.GetTCPEdge),
+		patch("/edges/tcp/{id}", "updateTCPEdge", "Update a TCP edge", s.UpdateTCPEdge),
+		remove("/edges/tcp/{id}", "deleteTCPEdge", "Delete a TCP edge and its modules", s.DeleteTCPEdge),
+
+		// Event subscriptions (referenced, not shown) and their sources (SPEC 4.6).
+		create("/event_subscriptions", "createEventSubscription", "Create an event subscription", s.CreateEventSubscription),
+		listOf("/event_subscriptions", "listEventSubscriptions", "List event subscriptions", "event_subscriptions", s.ListEventSubscriptions),
+		read("/event_subscriptions/{id}", "getEventSubscription", "Get an event subscription", s.GetEventSubscription),
+		patch("/event_subscriptions/{id}", "updateEventSubscription", "Update an event subscription", s.UpdateEventSubscription),
+		remove("/event_subscriptions/{id}", "deleteEventSubscription", "Delete an event subscription and its sources", s.DeleteEventSubscription),
+		createIn("/event_subscriptions/{subscription_id}/sources", "createEventSource", "Add an event type to a subscription", "subscription_id", s.CreateEventSource),
+		readBy("/event_subscriptions/{subscription_id}/sources", "listEventSources", "List the sources of a subscription", "subscription_id", s.ListEventSources),
+		read2("/event_subscriptions/{subscription_id}/sources/{type}", "getEventSource", "Get a source of a subscription", sourceIDs, s.GetEventSource),
+		write2(http.MethodPatch, "/event_subscriptions/{subscription_id}/sources/{type}", "updateEventSource", "Update a source (an empty object)", sourceIDs, s.UpdateEventSource),
+		remove2("/event_subscriptions/{subscription_id}/sources/{type}", "deleteEventSource", "Remove a source from a subscription", sourceIDs, s.DeleteEventSource),
 	}
+	// Edge modules (SPEC 4.5).
+	base := "/edges/https/{edge_id}/routes/{id}/"
+	rs = append(rs, routeModule(base+"oidc", "HTTPSRouteOIDC", s.ReplaceHTTPSRouteOIDC, s.GetHTTPSRouteOIDC, s.DeleteHTTPSRouteOIDC)...)
+	rs = append(rs, routeModule(base+"backend", "HTTPSRouteBackend", s.ReplaceHTTPSRouteBackend, s.GetHTTPSRouteBackend, s.DeleteHTTPSRouteBackend)...)
+	rs = append(rs, routeModule(base+"response_headers", "HTTPSRouteResponseHeaders", s.ReplaceHTTPSRouteResponseHeaders, s.GetHTTPSRouteResponseHeaders, s.DeleteHTTPSRouteResponseHeaders)...)
+	rs = append(rs, routeModule(base+"compression", "HTTPSRouteCompression", s.ReplaceHTTPSRouteCompression, s.GetHTTPSRouteCompression, s.DeleteHTTPSRouteCompression)...)
+	rs = append(rs, module("/edges/tls/{id}/ip_restriction", "TLSEdgeIPRestriction", s.ReplaceTLSEdgeIPRestriction, s.GetTLSEdgeIPRestriction, s.DeleteTLSEdgeIPRestriction)...)
+	rs = append(rs, module("/edges/tls/{id}/traffic_policy", "TLSEdgeTrafficPolicy", s.ReplaceTLSEdgeTrafficPolicy, s.GetTLSEdgeTrafficPolicy, s.DeleteTLSEdgeTrafficPolicy)...)
+	rs = append(rs, module("/edges/tls/{id}/tls_termination", "TLSEdgeTLSTermination", s.ReplaceTLSEdgeTLSTermination, s.GetTLSEdgeTLSTermination, s.DeleteTLSEdgeTLSTermination)...)
+	rs = append(rs, module("/edges/tcp/{id}/ip_restriction", "TCPEdgeIPRestriction", s.ReplaceTCPEdgeIPRestriction, s.GetTCPEdgeIPRestriction, s.DeleteTCPEdgeIPRestriction)...)
+	rs = append(rs, module("/edges/tcp/{id}/backend", "TCPEdgeBackend", s.ReplaceTCPEdgeBackend, s.GetTCPEdgeBackend, s.DeleteTCPEdgeBackend)...)
+	return rs
 }
+
+var sourceIDs = [2]string{"subscription_id", "type"}
