@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,4 +216,112 @@ func TestConcurrentEvaluation(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// inspectType is a host action that records what its RunContext shows.
+type inspectType struct{ seen *[]string }
+
+type inspectConfig struct {
+	Close   bool   `json:"close"`
+	Rewrite string `json:"rewrite"`
+	Pattern string `json:"pattern"`
+}
+
+type inspectAction struct {
+	seen *[]string
+	cfg  inspectConfig
+	re   *Regexp
+}
+
+func (t inspectType) Type() string { return "inspect" }
+
+func (t inspectType) Compile(c *CompileContext, config []byte) (Action, error) {
+	a := &inspectAction{seen: t.seen}
+	if err := c.DecodeConfig(config, &a.cfg); err != nil {
+		return nil, err
+	}
+	if a.cfg.Pattern != "" {
+		re, err := c.Regexp("config.pattern", a.cfg.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		a.re = re
+	}
+	*t.seen = append(*t.seen, "compile "+c.Target().String()+" "+c.Phase().String()+" "+c.Location()+" scope="+c.Scope())
+	return a, nil
+}
+
+func (a *inspectAction) Run(r *RunContext) {
+	s := []string{r.Target().String(), r.Phase().String(), r.Location(), r.Time().Format("15:04:05"), r.ClientIP().String()}
+	if req := r.Request(); req != nil {
+		s = append(s, "req="+req.Method, "uri="+r.URI())
+	}
+	if res := r.Response(); res != nil {
+		s = append(s, "res="+http.StatusText(res.StatusCode))
+	}
+	s = append(s, "conn="+r.Conn().ClientAddr.String())
+	if a.re != nil {
+		s = append(s, "match="+strconv.FormatBool(a.re.MatchString(r.URI()))+" "+a.re.String())
+	}
+	if a.cfg.Rewrite != "" {
+		if err := r.RewriteURI(a.cfg.Rewrite); err != nil {
+			r.ReportError(err)
+		}
+	}
+	*a.seen = append(*a.seen, strings.Join(s, " "))
+	if a.cfg.Close {
+		r.Close()
+	}
+}
+
+func TestRunContext(t *testing.T) {
+	var seen []string
+	e, sink := newTestEngine(t, Options{Actions: []ActionType{inspectType{&seen}}})
+	p := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"inspect","config":{"pattern":"^/v1/","rewrite":"/x?y=1"}},{"type":"inspect","config":{"rewrite":"http://evil/"}}]}],
+		"outbound":[{"actions":[{"type":"inspect"}]}]}`, CompileOptions{Scope: "s1"})
+	req := testRequest()
+	in := p.Inbound(req)
+	if in.RewriteURI != "/x?y=1" || in.Verdict != Continue {
+		t.Fatalf("%+v", in)
+	}
+	p.Outbound(req, testResponse(), &in)
+	pc := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"inspect","config":{"close":true}}]}]}`, CompileOptions{Target: TargetConnection})
+	if res := pc.Connect(&req.Conn, t0); res.Verdict != Close || res.Location != "inbound[0].actions[0]" {
+		t.Fatalf("%+v", res)
+	}
+	want := []string{
+		"compile http inbound inbound[0].actions[0] scope=s1",
+		"compile http inbound inbound[0].actions[1] scope=s1",
+		"compile http outbound outbound[0].actions[0] scope=s1",
+		"http inbound inbound[0].actions[0] 00:00:05 198.51.100.10 req=POST uri=/v1/users/42?a=1&a=2&b=x%20y conn=198.51.100.10:40000 match=true ^/v1/",
+		"http inbound inbound[0].actions[1] 00:00:05 198.51.100.10 req=POST uri=/x?y=1 conn=198.51.100.10:40000",
+		"http outbound outbound[0].actions[0] 00:00:05 198.51.100.10 req=POST uri=/v1/users/42?a=1&a=2&b=x%20y res=Bad Gateway conn=198.51.100.10:40000",
+		"compile connection inbound inbound[0].actions[0] scope=",
+		"connection inbound inbound[0].actions[0] 00:00:00 198.51.100.10 conn=198.51.100.10:40000",
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("seen:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+	if errs := sink.errors(); len(errs) != 1 || !strings.Contains(errs[0], "inbound[0].actions[1]: rewritten URL must be a path") {
+		t.Fatalf("sink %q", errs)
+	}
+	// Regexp refuses a bad pattern with the field.
+	_, err := e.CompileJSON([]byte(`{"inbound":[{"actions":[{"type":"inspect","config":{"pattern":"("}}]}]}`), CompileOptions{})
+	wantViolations(t, err, []string{"inbound[0].actions[0].config.pattern: invalid regular expression"})
+}
+
+func TestStrings(t *testing.T) {
+	for got, want := range map[string]string{
+		TargetHTTP.String(): "http", TargetConnection.String(): "connection",
+		Inbound.String(): "inbound", Outbound.String(): "outbound",
+		Continue.String(): "continue", Respond.String(): "respond", Close.String(): "close",
+	} {
+		if got != want {
+			t.Errorf("%q != %q", got, want)
+		}
+	}
+	e := &EvalError{Location: "inbound[0]", Err: errors.New("x")}
+	if e.Error() != "inbound[0]: x" || !errors.Is(e, e.Err) {
+		t.Errorf("EvalError %q", e.Error())
+	}
 }

@@ -133,3 +133,51 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("sink errors %q", errs)
 	}
 }
+
+func TestApplyHTTPClose(t *testing.T) {
+	res := Result{Verdict: Close}
+	// A writer that cannot hijack gets a 403.
+	w := httptest.NewRecorder()
+	if !res.ApplyHTTP(w, httptest.NewRequest("GET", "/", nil)) || w.Code != 403 {
+		t.Fatalf("recorder: %d", w.Code)
+	}
+	// A real HTTP/1 connection is closed without a response.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res.ApplyHTTP(w, r)
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("got a response %d, want the connection closed", resp.StatusCode)
+	}
+}
+
+func TestHandlerOutboundClose(t *testing.T) {
+	var seen []string
+	e, _ := newTestEngine(t, Options{Actions: []ActionType{inspectType{&seen}}})
+	p := mustCompile(t, e, `{"outbound":[{"expressions":["res.status_code == 204"],"actions":[{"type":"inspect","config":{"close":true}}]}]}`, CompileOptions{})
+	h := p.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/none" {
+			w.WriteHeader(204)
+		}
+		_, _ = w.Write([]byte("body"))
+	}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/none", nil))
+	if w.Code != 403 || w.Body.Len() != 0 {
+		t.Fatalf("closed: %d %q", w.Code, w.Body.String())
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != 200 || w.Body.String() != "body" {
+		t.Fatalf("passed: %d %q", w.Code, w.Body.String())
+	}
+	// A handler that writes nothing still gets the outbound rules.
+	h2 := p.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	w = httptest.NewRecorder()
+	h2.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != 200 {
+		t.Fatalf("empty handler: %d", w.Code)
+	}
+}

@@ -594,11 +594,6 @@ func (n cidrsLit) evalB(st *evalState) tri {
 	return triFalse
 }
 
-// staticList is a literal list of strings used where a list is expected.
-type staticList struct{ v []string }
-
-func (n staticList) evalL(*evalState) ([]string, bool) { return n.v, true }
-
 // lowerer converts a checked AST into native nodes.
 type lowerer struct {
 	e *Engine
@@ -945,8 +940,7 @@ func lowerCidrs(args []any) any {
 		for _, s := range c.strs {
 			p, err := parseCIDR(s)
 			if err != nil {
-				// Fails at run time in CEL; keep the exact semantics.
-				return cidrsNode{ip, staticList{c.strs}}
+				return nil // refused at compile time anyway
 			}
 			ps = append(ps, p)
 		}
