@@ -206,22 +206,27 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 		return nil, routeNotFound(edgeID, id)
 	}
 	ran := false
+	var refused error // the callback's own error, which update would reword
 	v, err := update(ctx, s, p, httpsRouteKind, id, func(v *edges.HTTPSRoute, rec *Record) error {
 		ran = true
 		if rec.ParentID != edgeID {
-			return routeNotFound(edgeID, id)
+			refused = routeNotFound(edgeID, id)
+		} else {
+			refused = mutate(v)
 		}
-		if err := mutate(v); err != nil {
-			return err
+		if refused != nil {
+			return refused
 		}
 		rec.Keys = []string{routeMatchKey(v)}
 		rec.Refs = v.Refs()
 		return nil
 	})
-	if err != nil {
-		if !ran && errors.Is(err, apierr.ErrNotFound) {
-			return nil, routeNotFound(edgeID, id)
-		}
+	switch {
+	case refused != nil:
+		return nil, refused
+	case err != nil && !ran && errors.Is(err, apierr.ErrNotFound):
+		return nil, routeNotFound(edgeID, id)
+	case err != nil:
 		return nil, err
 	}
 	s.presentHTTPSRoute(v, Record{})

@@ -200,18 +200,21 @@ func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
 // edge's module rules, sets its Refs and reports the change of the module
 // name with verb.
 func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name, verb string, mutate func(*E) error) (*E, error) {
+	var refused error // the callback's own error, which update would reword
 	v, err := update(ctx, s, p, t.kind, id, func(v *E, rec *Record) error {
-		if err := mutate(v); err != nil {
-			return err
+		refused = mutate(v)
+		if refused == nil && t.check != nil {
+			refused = t.check(v)
 		}
-		if t.check != nil {
-			if err := t.check(v); err != nil {
-				return err
-			}
+		if refused != nil {
+			return refused
 		}
 		rec.Refs = PE(v).Refs()
 		return nil
 	})
+	if refused != nil {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, err
 	}

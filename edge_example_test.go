@@ -1,0 +1,99 @@
+package edgeplane_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/policy"
+)
+
+// An edge proxy loads everything it applies to a TLS edge in one call: the
+// IP restriction, the compiled traffic policy and the TLS termination.
+func ExampleService_TLSEdgeConfig() {
+	ctx := context.Background()
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
+	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
+
+	// Management calls: an IP policy, a TLS edge and three modules.
+	office, _ := svc.CreateIPPolicy(ctx, p, ipaccess.CreatePolicyParams{Description: "office"})
+	svc.CreateIPPolicyRule(ctx, p, ipaccess.CreateRuleParams{IPPolicyID: office.ID, CIDR: "203.0.113.0/24", Action: "allow"})
+	edge, _ := svc.CreateTLSEdge(ctx, p, edges.CreateEdgeParams{Description: "postgres"})
+	svc.ReplaceTLSEdgeIPRestriction(ctx, p, edge.ID, edges.IPRestrictionParams{IPPolicyIDs: []string{office.ID}})
+	tp, err := svc.ReplaceTLSEdgeTrafficPolicy(ctx, p, edge.ID, edges.TrafficPolicyParams{Value: `{
+	  "inbound": [{
+	    "name": "no lab machines",
+	    "expressions": ["inCidrRange(conn.client_ip, '203.0.113.128/25')"],
+	    "actions": [{"type": "deny"}]
+	  }]
+	}`})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("stored:", tp.Value)
+	svc.ReplaceTLSEdgeTLSTermination(ctx, p, edge.ID, edges.TLSTerminationParams{MinVersion: nil})
+
+	// The edge proxy's call: a host operation, by account.
+	cfg, err := svc.TLSEdgeConfig(ctx, acct.ID, edge.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("terminate at %s, minimum TLS version 0x%04x\n", cfg.TerminateAt, cfg.MinVersion)
+	for _, ip := range []string{"203.0.113.7", "203.0.113.200", "192.0.2.1"} {
+		addr := netip.MustParseAddr(ip)
+		if !cfg.IPRestriction.Allowed(addr) {
+			fmt.Println(ip, "refused by the IP restriction")
+			continue
+		}
+		res := cfg.TrafficPolicy.Connect(&policy.Conn{ClientAddr: netip.AddrPortFrom(addr, 51000)}, time.Now())
+		fmt.Println(ip, "traffic policy:", res.Verdict)
+	}
+	// Output:
+	// stored: {"inbound":[{"name":"no lab machines","expressions":["inCidrRange(conn.client_ip, '203.0.113.128/25')"],"actions":[{"type":"deny"}]}]}
+	// terminate at edge, minimum TLS version 0x0303
+	// 203.0.113.7 traffic policy: continue
+	// 203.0.113.200 traffic policy: close
+	// 192.0.2.1 refused by the IP restriction
+}
+
+// An HTTPS edge proxy loads every route of an edge with its modules and
+// picks the route of each request by path.
+func ExampleService_HTTPSEdgeConfig() {
+	ctx := context.Background()
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
+	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	user, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
+	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID}
+
+	edge, _ := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{})
+	site, _ := svc.CreateHTTPSEdgeRoute(ctx, p, edge.ID, edges.CreateRouteParams{MatchType: "path_prefix", Match: "/"})
+	admin, _ := svc.CreateHTTPSEdgeRoute(ctx, p, edge.ID, edges.CreateRouteParams{MatchType: "path_prefix", Match: "/admin/"})
+	svc.ReplaceHTTPSRouteCompression(ctx, p, edge.ID, site.ID, edges.CompressionParams{})
+	svc.ReplaceHTTPSRouteOIDC(ctx, p, edge.ID, admin.ID, edges.OIDCParams{
+		Issuer: "https://accounts.example.com", ClientID: "admin-ui", ClientSecret: "s3cret", Scopes: []string{"openid", "email"},
+	})
+	headers, _ := svc.ReplaceHTTPSRouteResponseHeaders(ctx, p, edge.ID, admin.ID, edges.ResponseHeadersParams{
+		Add: map[string]string{"X-Frame-Options": "DENY"}, Remove: []string{"Server"},
+	})
+	fmt.Println("stored header names:", headers.Add, headers.Remove)
+
+	cfg, _ := svc.HTTPSEdgeConfig(ctx, acct.ID, edge.ID)
+	for _, path := range []string{"/index.html", "/admin/users"} {
+		r := cfg.Route(path)
+		fmt.Printf("%s: route %s, compression %v, oidc %v\n", path, r.Match, r.Compression, r.OIDC != nil)
+	}
+	oidc := cfg.Route("/admin/").OIDC
+	fmt.Println("session cookie prefix:", oidc.CookiePrefix)
+	// Output:
+	// stored header names: map[x-frame-options:DENY] [server]
+	// /index.html: route /, compression true, oidc false
+	// /admin/users: route /admin/, compression false, oidc true
+	// session cookie prefix: service.
+}
