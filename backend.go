@@ -14,7 +14,7 @@ var backendKind = kindInfo{KindTunnelGroupBackend, backends.IDPrefix, "backends/
 
 // presentBackend fills the backend's URI and its tunnels: the Refs of the
 // online tunnels it selects, in the order given (newest first).
-func (s *Service) presentBackend(b *backends.TunnelGroupBackend, online []backends.Tunnel) {
+func (s *Service) presentBackend(b *backends.TunnelGroupBackend, online []onlineTunnel) {
 	b.URI = s.uri(backendKind.collection, b.ID)
 	if b.Labels == nil {
 		b.Labels = map[string]string{}

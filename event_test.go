@@ -962,3 +962,29 @@ func TestSourceScanIsBounded(t *testing.T) {
 		t.Error("the bound was not logged")
 	}
 }
+
+// The cost event delivery adds to a management operation: marshal and a
+// non-blocking enqueue (the sink runs elsewhere).
+func BenchmarkUpdateIPPolicy(b *testing.B) {
+	for _, sink := range []bool{false, true} {
+		b.Run(map[bool]string{false: "no sink", true: "with sink"}[sink], func(b *testing.B) {
+			opts := events.Options{}
+			if sink {
+				opts = events.Options{Sink: events.SinkFunc(func(context.Context, events.Event) error { return nil }), QueueSize: 1 << 16}
+			}
+			e, _ := newEventEnv(b, memstore.New(), opts)
+			e.subscribe(b, e.user, "ip_policy_updated.v0")
+			pol, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			params := ipaccess.UpdatePolicyParams{Description: ptr("d")}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.svc.UpdateIPPolicy(e.ctx, e.user, pol.ID, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -109,10 +109,17 @@ func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions
 	return list(ctx, s, p, tunnelKind, "", tunnelKind.collection, opts, s.presentTunnel)
 }
 
+// onlineTunnel is what computing a backend's tunnels needs of a tunnel
+// record: decoding only these fields costs a fraction of a full decode.
+type onlineTunnel struct {
+	ID     string            `json:"id"`
+	Labels map[string]string `json:"labels"`
+}
+
 // onlineTunnels returns up to MaxTunnelsScanned of the account's online
 // tunnels, newest first.
-func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]backends.Tunnel, error) {
-	var out []backends.Tunnel
+func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]onlineTunnel, error) {
+	var out []onlineTunnel
 	before := ""
 	for {
 		limit := min(tunnelScanPage, MaxTunnelsScanned-len(out))
@@ -121,7 +128,7 @@ func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]backen
 			return nil, s.storeErr(err, tunnelKind, "")
 		}
 		for _, rec := range recs {
-			t, err := decode[backends.Tunnel](rec)
+			t, err := decode[onlineTunnel](rec)
 			if err != nil {
 				return nil, err
 			}
