@@ -371,3 +371,68 @@ func TestHTTPSEdgeRoutes(t *testing.T) {
 		t.Errorf("the other edge's routes: %+v, %v", page, err)
 	}
 }
+
+// TestEdgeOperationsNeedAPrincipal: every edge, route and module operation
+// refuses a call without a valid principal, before looking at anything.
+func TestEdgeOperationsNeedAPrincipal(t *testing.T) {
+	e := newEnv(t)
+	f := newModuleFixture(t, e, e.user)
+	route := routeTarget(e, t, e.user)
+	tls := e.tlsEdge(t, e.user).ID
+	tcp := e.tcpEdge(t, e.user).ID
+	var p edgeplane.Principal // nobody
+	ops := map[string]func() error{
+		"CreateHTTPSEdge": func() error { _, err := e.svc.CreateHTTPSEdge(e.ctx, p, edges.CreateEdgeParams{}); return err },
+		"GetHTTPSEdge":    func() error { _, err := e.svc.GetHTTPSEdge(e.ctx, p, route.edgeID); return err },
+		"ListHTTPSEdges":  func() error { _, err := e.svc.ListHTTPSEdges(e.ctx, p, edgeplane.ListOptions{}); return err },
+		"UpdateHTTPSEdge": func() error {
+			_, err := e.svc.UpdateHTTPSEdge(e.ctx, p, route.edgeID, edges.UpdateEdgeParams{})
+			return err
+		},
+		"DeleteHTTPSEdge": func() error { return e.svc.DeleteHTTPSEdge(e.ctx, p, route.edgeID) },
+		"CreateHTTPSEdgeRoute": func() error {
+			_, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, p, route.edgeID, edges.CreateRouteParams{MatchType: "exact_path", Match: "/x"})
+			return err
+		},
+		"GetHTTPSEdgeRoute": func() error { _, err := e.svc.GetHTTPSEdgeRoute(e.ctx, p, route.edgeID, route.routeID); return err },
+		"ListHTTPSEdgeRoutes": func() error {
+			_, err := e.svc.ListHTTPSEdgeRoutes(e.ctx, p, route.edgeID, edgeplane.ListOptions{})
+			return err
+		},
+		"UpdateHTTPSEdgeRoute": func() error {
+			_, err := e.svc.UpdateHTTPSEdgeRoute(e.ctx, p, route.edgeID, route.routeID, edges.UpdateRouteParams{})
+			return err
+		},
+		"DeleteHTTPSEdgeRoute": func() error { return e.svc.DeleteHTTPSEdgeRoute(e.ctx, p, route.edgeID, route.routeID) },
+		"CreateTLSEdge":        func() error { _, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateEdgeParams{}); return err },
+		"UpdateTLSEdge":        func() error { _, err := e.svc.UpdateTLSEdge(e.ctx, p, tls, edges.UpdateEdgeParams{}); return err },
+		"ListTLSEdges":         func() error { _, err := e.svc.ListTLSEdges(e.ctx, p, edgeplane.ListOptions{}); return err },
+		"CreateTCPEdge":        func() error { _, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateEdgeParams{}); return err },
+		"UpdateTCPEdge":        func() error { _, err := e.svc.UpdateTCPEdge(e.ctx, p, tcp, edges.UpdateEdgeParams{}); return err },
+		"DeleteTCPEdge":        func() error { return e.svc.DeleteTCPEdge(e.ctx, p, tcp) },
+		"ReplaceTLSEdgeTrafficPolicy": func() error {
+			_, err := e.svc.ReplaceTLSEdgeTrafficPolicy(e.ctx, p, tls, edges.TrafficPolicyParams{Value: denyAll})
+			return err
+		},
+	}
+	for _, m := range allModules() {
+		tg := moduleTarget{tls, ""}
+		switch {
+		case strings.HasPrefix(m.event, "https"):
+			tg = route
+		case strings.HasPrefix(m.event, "tcp"):
+			tg = moduleTarget{tcp, ""}
+		}
+		ops["replace "+m.event] = func() error { _, err := m.replace(e, p, tg, m.valid(f)); return err }
+		ops["get "+m.event] = func() error { _, err := m.get(e, p, tg); return err }
+		ops["delete "+m.event] = func() error { return m.del(e, p, tg) }
+	}
+	for name, op := range ops {
+		if err := op(); apierr.CodeOf(err) != apierr.Unauthenticated {
+			t.Errorf("%s without a principal: %v, want unauthenticated", name, err)
+		}
+	}
+	if _, err := e.svc.GetHTTPSEdgeRoute(e.ctx, e.user, route.edgeID, route.routeID); err != nil {
+		t.Errorf("the calls changed something: %v", err)
+	}
+}

@@ -37,6 +37,15 @@ type moduleOps struct {
 	cases func(f moduleFixture) []moduleCase
 	// valid is one valid params value.
 	valid func(f moduleFixture) any
+	// bad are invalid params, each with the violation it must cause (the
+	// edges package tests every rule; these check the Service refuses
+	// before writing).
+	bad func(f moduleFixture) []moduleBad
+}
+
+type moduleBad struct {
+	params        any
+	field, reason string
 }
 
 type moduleCase struct {
@@ -170,6 +179,16 @@ func allModules() []moduleOps {
 			valid: func(moduleFixture) any {
 				return edges.OIDCParams{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s"}
 			},
+			bad: func(moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.OIDCParams{ClientID: "c", ClientSecret: "s"}, "issuer", "is required"},
+					{edges.OIDCParams{Issuer: "http://idp.example", ClientID: "c", ClientSecret: "s"}, "issuer", "https"},
+					{edges.OIDCParams{Issuer: "https://idp.example", ClientSecret: "s"}, "client_id", "is required"},
+					{edges.OIDCParams{Issuer: "https://idp.example", ClientID: "c"}, "client_secret", "is required"},
+					{edges.OIDCParams{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s", Scopes: []string{"a b"}}, "scopes[0]", "OAuth scope"},
+					{edges.OIDCParams{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s", CookiePrefix: "a;"}, "cookie_prefix", "cookie name"},
+				}
+			},
 			cases: func(moduleFixture) []moduleCase {
 				return []moduleCase{
 					{"fields not supplied are empty, zero and false", edges.OIDCParams{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s"},
@@ -195,7 +214,14 @@ func allModules() []moduleOps {
 			},
 			parent: routeParent(func(r *edges.HTTPSRoute) *edges.Backend { return r.Backend }),
 			valid:  func(f moduleFixture) any { return edges.BackendParams{BackendID: f.backend} },
-			cases:  backendCases,
+			bad: func(f moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.BackendParams{}, "backend_id", "is required"},
+					{edges.BackendParams{BackendID: f.pol1}, "backend_id", "tunnel group backend ID"},
+					{edges.BackendParams{BackendID: "bkdtg_000000000000000000000000000"}, "backend_id", "not found in this account"},
+				}
+			},
+			cases: backendCases,
 		},
 		{
 			name: "response_headers", event: "https_edge_route_response_headers_module", target: routeTarget,
@@ -210,6 +236,14 @@ func allModules() []moduleOps {
 			},
 			parent: routeParent(func(r *edges.HTTPSRoute) *edges.ResponseHeaders { return r.ResponseHeaders }),
 			valid:  func(moduleFixture) any { return edges.ResponseHeadersParams{Remove: []string{"Server"}} },
+			bad: func(moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.ResponseHeadersParams{Add: map[string]string{"X Bad": "v"}}, `add["X Bad"]`, "HTTP token"},
+					{edges.ResponseHeadersParams{Add: map[string]string{"X-A": "a\r\nb"}}, `add["X-A"]`, "CR, LF or NUL"},
+					{edges.ResponseHeadersParams{Add: map[string]string{"X-A": "1", "x-a": "2"}}, `add["x-a"]`, "duplicates"},
+					{edges.ResponseHeadersParams{Remove: []string{"ok", "not ok"}}, "remove[1]", "HTTP token"},
+				}
+			},
 			cases: func(moduleFixture) []moduleCase {
 				return []moduleCase{
 					{"nothing: add {} and remove []", edges.ResponseHeadersParams{},
@@ -234,6 +268,7 @@ func allModules() []moduleOps {
 			},
 			parent: routeParent(func(r *edges.HTTPSRoute) *edges.Compression { return r.Compression }),
 			valid:  func(moduleFixture) any { return edges.CompressionParams{} },
+			bad:    func(moduleFixture) []moduleBad { return nil }, // every CompressionParams is valid
 			cases: func(moduleFixture) []moduleCase {
 				return []moduleCase{
 					{"enabled by default", edges.CompressionParams{}, &edges.Compression{Enabled: true}, `{"enabled":true}`},
@@ -254,7 +289,14 @@ func allModules() []moduleOps {
 			},
 			parent: tlsParent(func(v *edges.TLSEdge) *edges.IPRestriction { return v.IPRestriction }),
 			valid:  func(f moduleFixture) any { return edges.IPRestrictionParams{IPPolicyIDs: []string{f.pol1}} },
-			cases:  ipRestrictionCases,
+			bad: func(f moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.IPRestrictionParams{}, "ip_policy_ids", "at least one"},
+					{edges.IPRestrictionParams{IPPolicyIDs: []string{f.pol1, f.backend}}, "ip_policy_ids[1]", "IP policy ID"},
+					{edges.IPRestrictionParams{IPPolicyIDs: []string{f.pol1, "ipp_000000000000000000000000000"}}, "ip_policy_ids[1]", "not found in this account"},
+				}
+			},
+			cases: ipRestrictionCases,
 		},
 		{
 			name: "traffic_policy", event: "tls_edge_traffic_policy_module", target: tlsTarget,
@@ -269,6 +311,13 @@ func allModules() []moduleOps {
 			},
 			parent: tlsParent(func(v *edges.TLSEdge) *edges.TrafficPolicy { return v.TrafficPolicy }),
 			valid:  func(moduleFixture) any { return edges.TrafficPolicyParams{Value: denyAll} },
+			bad: func(moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.TrafficPolicyParams{}, "value", "is required"},
+					{edges.TrafficPolicyParams{Value: "[]"}, "value", "JSON object"},
+					{edges.TrafficPolicyParams{Value: `{"inbound":[{"expressions":["nope("],"actions":[{"type":"deny"}]}]}`}, "value.inbound[0].expressions[0]", ""},
+				}
+			},
 			cases: func(f moduleFixture) []moduleCase {
 				return []moduleCase{
 					{"re-serialized compactly", edges.TrafficPolicyParams{Value: "{\n  \"inbound\": [\n    {\"name\": \"no\", \"actions\": [ {\"type\": \"deny\"} ]}\n  ]\n}\n"},
@@ -294,6 +343,13 @@ func allModules() []moduleOps {
 			},
 			parent: tlsParent(func(v *edges.TLSEdge) *edges.TLSTermination { return v.TLSTermination }),
 			valid:  func(moduleFixture) any { return edges.TLSTerminationParams{} },
+			bad: func(moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.TLSTerminationParams{TerminateAt: "agent"}, "terminate_at", "edge, upstream"},
+					{edges.TLSTerminationParams{MinVersion: ptr("1.4")}, "min_version", "1.0, 1.1, 1.2, 1.3"},
+					{edges.TLSTerminationParams{TerminateAt: "upstream", MinVersion: ptr("1.2")}, "min_version", "must be null"},
+				}
+			},
 			cases: func(moduleFixture) []moduleCase {
 				return []moduleCase{
 					{"defaults: edge, null min_version", edges.TLSTerminationParams{},
@@ -318,7 +374,14 @@ func allModules() []moduleOps {
 			},
 			parent: tcpParent(func(v *edges.TCPEdge) *edges.IPRestriction { return v.IPRestriction }),
 			valid:  func(f moduleFixture) any { return edges.IPRestrictionParams{IPPolicyIDs: []string{f.pol1}} },
-			cases:  ipRestrictionCases,
+			bad: func(f moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.IPRestrictionParams{}, "ip_policy_ids", "at least one"},
+					{edges.IPRestrictionParams{IPPolicyIDs: []string{f.pol1, f.backend}}, "ip_policy_ids[1]", "IP policy ID"},
+					{edges.IPRestrictionParams{IPPolicyIDs: []string{f.pol1, "ipp_000000000000000000000000000"}}, "ip_policy_ids[1]", "not found in this account"},
+				}
+			},
+			cases: ipRestrictionCases,
 		},
 		{
 			name: "backend", event: "tcp_edge_backend_module", target: tcpTarget,
@@ -333,7 +396,14 @@ func allModules() []moduleOps {
 			},
 			parent: tcpParent(func(v *edges.TCPEdge) *edges.Backend { return v.Backend }),
 			valid:  func(f moduleFixture) any { return edges.BackendParams{BackendID: f.backend} },
-			cases:  backendCases,
+			bad: func(f moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.BackendParams{}, "backend_id", "is required"},
+					{edges.BackendParams{BackendID: f.pol1}, "backend_id", "tunnel group backend ID"},
+					{edges.BackendParams{BackendID: "bkdtg_000000000000000000000000000"}, "backend_id", "not found in this account"},
+				}
+			},
+			cases: backendCases,
 		},
 	}
 }
@@ -393,6 +463,19 @@ func TestModuleRoundTrip(t *testing.T) {
 						t.Errorf("the edge or route shows (%v) (-want +got):\n%s", err, diff)
 					}
 				})
+			}
+
+			// Invalid input is refused and changes nothing.
+			before, err := m.get(e, e.user, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range m.bad(f) {
+				_, err := m.replace(e, e.user, tg, b.params)
+				wantViolation(t, err, b.field, b.reason)
+				if after, err := m.get(e, e.user, tg); err != nil || !cmp.Equal(before, after) {
+					t.Errorf("refused params %+v changed the module to %+v (%v)", b.params, after, err)
+				}
 			}
 
 			// Another account sees no module, and cannot change it.

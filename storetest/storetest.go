@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) edgeplane.Store) {
 		{"UniqueKeys", testUniqueKeys},
 		{"References", testReferences},
 		{"ParentCascade", testParentCascade},
+		{"ReferencesHeldByChildren", testReferencesHeldByChildren},
 		{"UpdateCallbackError", testUpdateCallbackError},
 		{"UpdateImmutableFields", testUpdateImmutableFields},
 		{"OrderingAndPaging", testOrderingAndPaging},
@@ -430,6 +431,53 @@ func testParentCascade(t *testing.T, s edgeplane.Store) {
 	if len(list) != 1 {
 		t.Errorf("List after cascade returned %v, want only the sibling", recordIDs(list))
 	}
+}
+
+// testReferencesHeldByChildren is how the Service stores edge modules: a
+// child record (a route under its edge) whose Refs change by Update. A
+// refused Update keeps the old references; deleting the parent releases
+// the references its descendants held, in the same step.
+func testReferencesHeldByChildren(t *testing.T, s edgeplane.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	target, other := f.record(kindA, acct), f.record(kindA, acct)
+	parent := f.record(kindA, acct)
+	create(t, s, target, other, parent)
+	child := f.record(kindB, acct)
+	child.ParentID = parent.ID
+	create(t, s, child)
+
+	setRefs := func(refs []string, fail error) error {
+		_, err := s.Update(ctx, kindB, acct, child.ID, func(rec *edgeplane.Record) error {
+			rec.Refs = refs
+			rec.Data = doc("modules", len(refs))
+			return fail
+		})
+		return err
+	}
+	must(t, setRefs([]string{target.ID, other.ID}, nil))
+	var inUse *edgeplane.InUseError
+	if err := s.Delete(ctx, kindA, acct, target.ID); !errors.As(err, &inUse) || !slices.Equal(inUse.Referrers, []string{child.ID}) {
+		t.Fatalf("Delete of a record a child references: got %v, want InUseError naming the child", err)
+	}
+	// A failed callback changes no reference.
+	boom := errors.New("boom")
+	if err := setRefs(nil, boom); !errors.Is(err, boom) {
+		t.Fatalf("Update with a failing callback: %v", err)
+	}
+	if err := s.Delete(ctx, kindA, acct, other.ID); !errors.As(err, &inUse) {
+		t.Errorf("a failed Update released a reference: Delete returned %v", err)
+	}
+	// Dropping one reference releases only it.
+	must(t, setRefs([]string{target.ID}, nil))
+	must(t, s.Delete(ctx, kindA, acct, other.ID))
+	if err := s.Delete(ctx, kindA, acct, target.ID); !errors.As(err, &inUse) {
+		t.Errorf("Delete of a still-referenced record: got %v, want InUseError", err)
+	}
+	// Deleting the parent deletes the child and releases what it held.
+	must(t, s.Delete(ctx, kindA, acct, parent.ID))
+	must(t, s.Delete(ctx, kindA, acct, target.ID))
 }
 
 func kindOf(id, parentID string) edgeplane.Kind {
