@@ -131,3 +131,164 @@ func BenchmarkCompile5Rules(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEvaluate5RulesCELOnly is benchPolicy with the native evaluators
+// removed: every condition runs on cel-go with the pooled, struct-backed
+// activation. It measures what the native path saves.
+func BenchmarkEvaluate5RulesCELOnly(b *testing.B) {
+	p := mustCompileB(b, benchPolicy)
+	for i := range p.in.rules {
+		for j := range p.in.rules[i].conds {
+			p.in.rules[i].conds[j].native = nil
+		}
+	}
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+func BenchmarkEvaluate5RulesParallel(b *testing.B) {
+	p := mustCompileB(b, benchPolicy)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := benchRequest()
+		for pb.Next() {
+			if res := p.Inbound(req); res.Verdict != Continue {
+				b.Error(res.Verdict)
+				return
+			}
+		}
+	})
+}
+
+// The same policy with a case-insensitive alternation on the User-Agent:
+// Go's regexp dominates both the policy and its hand-written twin.
+const benchPolicyUARegex = `{"inbound":[
+ {"expressions":["req.method == 'DELETE'"],"actions":[{"type":"deny"}]},
+ {"expressions":["req.url.path.startsWith('/admin')"],"actions":[{"type":"deny"}]},
+ {"expressions":["req.user_agent.matches('(?i)(bot|crawler|spider)')"],"actions":[{"type":"deny","config":{"status_code":429}}]},
+ {"expressions":["req.host in ['internal.example.com', 'admin.example.com', 'staff.example.com']"],"actions":[{"type":"deny"}]},
+ {"expressions":["inCidrRange(conn.client_ip, '10.0.0.0/8')"],"actions":[{"type":"deny"}]}
+]}`
+
+func BenchmarkEvaluate5RulesUARegex(b *testing.B) {
+	p := mustCompileB(b, benchPolicyUARegex)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+func BenchmarkEvaluate5RulesUARegexHandWritten(b *testing.B) {
+	bots := regexp.MustCompile("(?i)(bot|crawler|spider)")
+	hosts := []string{"internal.example.com", "admin.example.com", "staff.example.com"}
+	lan := netip.MustParsePrefix("10.0.0.0/8")
+	req := benchRequest()
+	eval := func(r *Request) Verdict {
+		ua := ""
+		if v := r.Header["User-Agent"]; len(v) > 0 {
+			ua = v[0]
+		}
+		if r.Method == "DELETE" || strings.HasPrefix(r.Path, "/admin") || bots.MatchString(ua) ||
+			slices.Contains(hosts, r.Host) || lan.Contains(r.Conn.ClientAddr.Addr().Unmap()) {
+			return Respond
+		}
+		return Continue
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := eval(req); v != Continue {
+			b.Fatal(v)
+		}
+	}
+}
+
+func BenchmarkEvaluate1RuleHandWritten(b *testing.B) {
+	req := benchRequest()
+	eval := func(r *Request) Verdict {
+		if r.Method == "DELETE" {
+			return Respond
+		}
+		return Continue
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := eval(req); v != Continue {
+			b.Fatal(v)
+		}
+	}
+}
+
+// BenchmarkEvaluateCELExpression is a condition that is not reduced to
+// native code (a comprehension over the headers).
+func BenchmarkEvaluateCELExpression(b *testing.B) {
+	p := mustCompileB(b, `{"inbound":[{"expressions":["req.headers.exists(k, k.startsWith('x-internal-'))"],"actions":[{"type":"deny"}]}]}`)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+func BenchmarkEvaluateRateLimit(b *testing.B) {
+	p := mustCompileB(b, `{"on_http_request":[{"actions":[{"type":"rate-limit","config":{"name":"per-ip","algorithm":"sliding_window",
+		"capacity":2000000000,"rate":"60s","bucket_key":["conn.client_ip","req.headers['user-agent']"]}}]}]}`)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+func BenchmarkEvaluateAddHeaders(b *testing.B) {
+	p := mustCompileB(b, `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{"x-client-ip":"${conn.client_ip}","x-route":"${req.method} ${req.url.path}"}}}]}]}`)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); len(res.HeaderEdits) != 2 {
+			b.Fatal(res)
+		}
+	}
+}
+
+func BenchmarkConnect(b *testing.B) {
+	e, err := NewEngine(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := e.CompileJSON([]byte(`{"on_tcp_connect":[
+		{"expressions":["inCidrRanges(conn.client_ip, ['10.0.0.0/8', '192.168.0.0/16'])"],"actions":[{"type":"deny"}]},
+		{"expressions":["!conn.tls.sni.endsWith('.example.com')"],"actions":[{"type":"deny"}]}]}`), CompileOptions{Target: TargetConnection})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := benchRequest().Conn
+	c.TLS = &TLSInfo{ServerName: "www.example.com"}
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Connect(&c, now); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse([]byte(benchPolicy)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -182,7 +182,7 @@ func safeCompile(t ActionType, cc *CompileContext, config []byte) (a Action, err
 
 // condition compiles one rule expression.
 func (c *compiler) condition(field, pre, src string) (condition, bool) {
-	a, msgs := c.checkExpr(src, func(t *cel.Type) string {
+	x, msgs := c.checkExpr(src, func(t *cel.Type) string {
 		if t.IsExactType(cel.BoolType) {
 			return ""
 		}
@@ -191,19 +191,22 @@ func (c *compiler) condition(field, pre, src string) (condition, bool) {
 	for _, m := range msgs {
 		c.vs.Add(field, "%s%s", pre, m)
 	}
-	if a == nil {
+	if x == nil {
 		return condition{}, false
 	}
-	prog, err := c.program(a)
+	prog, err := c.program(x)
 	if err != nil {
 		c.vs.Add(field, "%s%s", pre, err.Error())
 		return condition{}, false
 	}
-	return condition{loc: field, prog: prog, native: lowerer{c.e}.lowerBool(a.NativeRep())}, true
+	return condition{loc: field, prog: prog, native: lowerer{c.e}.lowerBool(x.ast.NativeRep())}, true
 }
 
-func (c *compiler) program(a *cel.Ast) (cel.Program, error) {
-	return c.e.env.Program(a, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxRuntimeCost))
+func (c *compiler) program(x *checkedExpr) (cel.Program, error) {
+	if x.cost > runtimeTrackingThreshold {
+		return c.e.env.Program(x.ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxRuntimeCost))
+	}
+	return c.e.env.Program(x.ast, cel.EvalOptions(cel.OptOptimize))
 }
 
 // checkExpr parses and checks src and applies the package's own checks:
@@ -211,7 +214,7 @@ func (c *compiler) program(a *cel.Ast) (cel.Program, error) {
 // variables and functions for the target and phase, literal CIDRs and IP
 // addresses, and the cost limit. It returns the checked AST, or nil and the
 // problems formatted "line:column: message".
-func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.Ast, []string) {
+func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*checkedExpr, []string) {
 	if strings.TrimSpace(src) == "" {
 		return nil, []string{"the expression is empty"}
 	}
@@ -250,8 +253,10 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.
 			probs = append(probs, locMsg{1, 0, m})
 		}
 	}
+	var est cost.Estimate
 	if len(probs) == 0 {
-		est, err := c.e.env.EstimateCost(a, costEstimator{c.e})
+		var err error
+		est, err = c.e.env.EstimateCost(a, costEstimator{c.e})
 		switch {
 		case err != nil:
 			probs = append(probs, locMsg{1, 0, "cannot estimate the cost: " + err.Error()})
@@ -277,8 +282,21 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*cel.
 		}
 		return nil, msgs
 	}
-	return a, nil
+	return &checkedExpr{ast: a, cost: est.Max}, nil
 }
+
+// checkedExpr is an expression that passed checkExpr.
+type checkedExpr struct {
+	ast  *cel.Ast
+	cost uint64 // estimated worst-case cost
+}
+
+// runtimeTrackingThreshold is the estimated cost above which an expression
+// evaluated by CEL also has its cost tracked at run time. Expressions whose
+// cost grows faster than their input (nested comprehensions, functions of
+// two request strings) are estimated far above it at the assumed input
+// sizes; tracking costs allocations, so the cheap linear ones go without.
+const runtimeTrackingThreshold = 10_000
 
 // hint extends CEL's "undeclared reference to 'req'" with the names of the
 // variables under that prefix that the policy may use.

@@ -265,8 +265,11 @@
 // from fields), and [MaxExpressionCost]: the worst-case cost CEL's cost
 // model estimates at compile time may not exceed 1,000,000, assuming
 // request strings of up to 8 KiB, up to 128 headers or query parameters
-// and up to 16 values each. Expressions evaluated by CEL are also stopped at
-// run time beyond [MaxRuntimeCost] (10,000,000). Templates:
+// and up to 16 values each. Expressions evaluated by CEL whose estimate
+// exceeds 10,000 (those whose cost grows faster than their input) are also
+// tracked at run time and stopped beyond [MaxRuntimeCost] (10,000,000);
+// expressions reduced to native code (section Performance) only use
+// operations linear in their input. Templates:
 // [MaxTemplateOutput] (64 KiB; a literal longer is refused, a longer
 // rendering is truncated and reported), [MaxTemplateExpressions] (32 per
 // string). Rate-limit bucket keys: [MaxBucketKeyBytes] (4096; a longer key

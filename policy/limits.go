@@ -40,17 +40,18 @@ const (
 	// MaxExpressionCost is the largest worst-case cost, as estimated by
 	// CEL's cost model at compile time, that one expression may have. The
 	// estimate assumes the input sizes documented in the package doc
-	// (section Limits). Expressions that are not reduced to native code are
-	// also stopped at run time once their actual cost exceeds
-	// MaxRuntimeCost; such a stop is a runtime error. CEL's model is
+	// (section Limits). Expressions estimated above 10,000, whose cost grows
+	// faster than their input (nested comprehensions, functions of two
+	// request strings), are also tracked at run time and stopped once their
+	// actual cost exceeds MaxRuntimeCost; such a stop is a runtime error. CEL's model is
 	// pessimistic for string functions (a contains() between two 8 KiB
 	// strings is estimated at about 670,000), so the limit mostly refuses
 	// nested comprehensions over large inputs and dynamic regexes.
 	MaxExpressionCost = 1_000_000
 
-	// MaxRuntimeCost is the runtime cost at which evaluation of one
-	// expression is cancelled (a runtime error), for inputs larger than the
-	// compile-time estimate assumed.
+	// MaxRuntimeCost is the runtime cost at which evaluation of a tracked
+	// expression (see MaxExpressionCost) is cancelled, a runtime error, for
+	// inputs larger than the compile-time estimate assumed.
 	MaxRuntimeCost = 10_000_000
 
 	// MaxTemplateOutput is the largest string, in bytes, a templated config

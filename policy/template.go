@@ -77,18 +77,18 @@ func (c *compiler) template(vs *apierr.Violations, field string, s string, group
 			return t
 		}
 		src := s[start+2 : end]
-		a, msgs := c.checkExpr(src, templateType)
+		x, msgs := c.checkExpr(src, templateType)
 		for _, m := range msgs {
 			vs.Add(field, "template ${%s} at byte %d: %s", truncate(src, 40), start, m)
 		}
-		if a != nil {
-			prog, err := c.program(a)
+		if x != nil {
+			prog, err := c.program(x)
 			if err != nil {
 				vs.Add(field, "template ${%s} at byte %d: %s", truncate(src, 40), start, err.Error())
 			} else {
 				var native snode
-				if a.OutputType().IsExactType(cel.StringType) {
-					native = lowerer{c.e}.lowerString(a.NativeRep())
+				if x.ast.OutputType().IsExactType(cel.StringType) {
+					native = lowerer{c.e}.lowerString(x.ast.NativeRep())
 				}
 				t.parts = append(t.parts, tmplPart{expr: &tmplExpr{offset: start, native: native, prog: prog}})
 			}

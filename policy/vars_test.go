@@ -3,7 +3,9 @@ package policy
 import (
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // exprCase is one expression evaluated against testRequest/testResponse.
@@ -315,5 +317,40 @@ func TestHeaderLookup(t *testing.T) {
 	}
 	if got := canonKey("x-api-key"); got != http.CanonicalHeaderKey("x-api-key") {
 		t.Errorf("canonKey = %q", got)
+	}
+}
+
+// TestRuntimeCostLimit checks that an expression whose cost grows faster
+// than its input is stopped at run time when the input is much larger
+// than the compile-time estimate assumed.
+func TestRuntimeCostLimit(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, `{"inbound":[{"name":"big","expressions":["req.url.lowerAscii().contains(req.url.path)"],"actions":[{"type":"deny"}]}]}`, CompileOptions{})
+	req := testRequest()
+	if res := p.Inbound(req); res.Verdict != Respond {
+		t.Fatalf("small input: %+v %q", res, sink.errors())
+	}
+	req.Path = "/" + strings.Repeat("a", 40_000)
+	if res := p.Inbound(req); res.Verdict != Continue {
+		t.Fatalf("large input: %+v", res)
+	}
+	if errs := sink.errors(); len(errs) != 1 || !strings.Contains(errs[0], "cost limit exceeded") {
+		t.Fatalf("sink %q", errs)
+	}
+}
+
+// TestTemplateOutputCap checks that a rendering longer than
+// MaxTemplateOutput is truncated and reported.
+func TestTemplateOutputCap(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"custom-response","config":{"body":"é${req.headers['x-big'][0]}${req.headers['x-big'][0]}tail"}}]}]}`, CompileOptions{})
+	req := testRequest()
+	req.Header["X-Big"] = []string{strings.Repeat("é", MaxTemplateOutput/3)}
+	res := p.Inbound(req)
+	if len(res.Body) > MaxTemplateOutput || len(res.Body) < MaxTemplateOutput-1 || !utf8.ValidString(res.Body) || strings.HasSuffix(res.Body, "tail") {
+		t.Fatalf("body of %d bytes (valid UTF-8: %v)", len(res.Body), utf8.ValidString(res.Body))
+	}
+	if errs := sink.errors(); len(errs) != 1 || !strings.Contains(errs[0], "inbound[0].actions[0].config.body: output exceeds 65536 bytes and was truncated") {
+		t.Fatalf("sink %q", errs)
 	}
 }
