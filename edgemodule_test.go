@@ -327,6 +327,8 @@ func allModules() []moduleOps {
 						"actions": [{"type": "log", "config": {"metadata": {"why": "watched"}}}, {"type": "restrict-ips", "config": {"ip_policies": ["` + f.pol1 + `"]}}]}]}`},
 						&edges.TrafficPolicy{Enabled: false, Value: `{"inbound":[{"expressions":["conn.client_ip == '10.0.0.1'"],"actions":[{"type":"log","config":{"metadata":{"why":"watched"}}},{"type":"restrict-ips","config":{"ip_policies":["` + f.pol1 + `"]}}]}]}`}, ""},
 					{"no rules", edges.TrafficPolicyParams{Value: `{}`}, &edges.TrafficPolicy{Enabled: true, Value: `{}`}, ""},
+					{"keys reordered, config keys kept", edges.TrafficPolicyParams{Value: `{"on_tcp_connect": [{"actions": [{"config": {"metadata": {"z": "1", "a": "2"}}, "type": "log"}], "name": "n"}]}`},
+						&edges.TrafficPolicy{Enabled: true, Value: `{"on_tcp_connect":[{"name":"n","actions":[{"type":"log","config":{"metadata":{"z":"1","a":"2"}}}]}]}`}, ""},
 				}
 			},
 		},

@@ -1,0 +1,121 @@
+// Package edges holds edgeplane's edges and their modules: HTTPS edges
+// ([HTTPSEdge]) with their routes ([HTTPSRoute]), TLS edges ([TLSEdge]) and
+// TCP edges ([TCPEdge]); the nine modules that hang off them, with the
+// parameters that replace each one and their validation; and the typed
+// runtime configuration an edge proxy applies ([HTTPSEdgeConfig],
+// [HTTPSRouteConfig], [TLSEdgeConfig], [TCPEdgeConfig]).
+//
+// The package is a leaf: it holds models and pure logic. Storage,
+// identifiers, URIs, the checks that referenced IP policies and backends
+// exist, and the compilation of traffic policies belong to the edgeplane
+// Service. URI fields, including those of Refs, are stored empty and filled
+// by the Service when it returns a resource.
+//
+// # Edges and routes
+//
+// Every edge and route has id, uri, created_at, description (at most 255
+// bytes) and metadata (at most 4096 bytes). A route also has edge_id,
+// match_type (exact_path or path_prefix) and match, a URL path starting
+// with "/" (see [CheckMatch]). Edges and routes are created and updated
+// with [CreateEdgeParams], [UpdateEdgeParams], [CreateRouteParams] and
+// [UpdateRouteParams]; in update parameters a nil field is absent and
+// leaves the value unchanged.
+//
+// An edge or route shows its modules as fields named after the module's
+// path (oidc, backend, response_headers, compression, ip_restriction,
+// traffic_policy, tls_termination), null when the module is not set. A
+// module is stored inside its edge or route, so replacing it is one
+// atomic write of that record, and the record's references ([TLSEdge.Refs]
+// and the like: the IP policies and backends its modules name) are checked
+// in the same step.
+//
+// # Modules
+//
+// Each module has its own type (the stored and returned shape) and a
+// params type (the request of a replace). Every params type has Validate,
+// which reports every broken rule at once as an InvalidArgument
+// [apierr.Error] whose violations name fields by JSON path (issuer,
+// scopes[2], add["X-Foo"], remove[1], ip_policy_ids[0], min_version), and
+// Module, which returns the module to store. Enabled defaults to true when
+// absent.
+//
+//   - OIDC ([OIDCParams]): issuer is an absolute https URL without user
+//     information, query or fragment; client_id and client_secret are
+//     required and returned. Fields not supplied are stored and returned as
+//     "", 0 and false; the cookie prefix in force is
+//     [OIDC.EffectiveCookiePrefix] ([DefaultCookiePrefix], "service.", when
+//     empty). Scopes are kept in order, never null.
+//   - Backend ([BackendParams]): the request names backend_id, which must be
+//     a tunnel group backend (bkdtg_) of the account; the response shows it
+//     as the backend Ref (under /backends/tunnel_group/).
+//   - Response headers ([ResponseHeadersParams]): add maps header names to
+//     values, remove lists names. Names are HTTP tokens ([IsToken]), stored
+//     and returned lower-cased; two names that differ only in case are
+//     refused; values may not hold CR, LF or NUL. add is {} and remove []
+//     when empty.
+//   - Compression ([CompressionParams]): enabled only.
+//   - IP restriction ([IPRestrictionParams]), on TLS and TCP edges: 1 to
+//     [MaxIPPolicies] distinct IP policies of the account; the response
+//     shows them as ip_policies Refs. At run time [IPRestrictionConfig]
+//     answers whether a source address may connect, from the policies'
+//     rules (deny wins; with any allow rule, unmatched addresses are
+//     refused).
+//   - Traffic policy ([TrafficPolicyParams]), on TLS edges: value is a
+//     traffic policy document as a JSON string. The Service parses,
+//     validates and compiles it with its policy engine for connection
+//     traffic; violations are located under value
+//     (value.inbound[0].expressions[1]). The value is stored and returned
+//     re-serialized compactly by the policy package: no insignificant
+//     whitespace, phases in the order inbound then outbound, the keys of a
+//     rule in the order name, expressions, actions, and action configs as
+//     written (compacted, their keys in document order).
+//   - TLS termination ([TLSTerminationParams]), on TLS edges: terminate_at
+//     is edge (the default) or upstream; min_version is 1.0, 1.1, 1.2, 1.3
+//     or null (the service default, [DefaultMinTLSVersion]: see
+//     [TLSTermination.EffectiveMinVersion]), and must be null with
+//     upstream. A TLS edge cannot hold both a traffic policy module and a
+//     TLS termination module that terminates upstream
+//     ([TLSEdge.CheckModules]): the policy needs the decrypted traffic.
+//
+// # Runtime configuration
+//
+// An edge proxy gets everything it applies to an edge, or to one HTTPS
+// route, from one Service call, as a config of this package: only the
+// modules that are set and enabled, typed (durations as time.Duration,
+// TLS versions as crypto/tls constants, the cookie prefix resolved), IP
+// restrictions ready to answer Allowed, the traffic policy compiled and
+// ready to run. [HTTPSEdgeConfig.Route] picks a request's route: exact_path
+// routes first, then path_prefix routes from the longest match, a plain
+// string prefix of the request path.
+//
+// # Decisions where the specification is silent
+//
+//   - Edges have no fields beyond id, uri, created_at, description,
+//     metadata and their modules; modules are set only through their own
+//     operations, never by creating or updating an edge or route.
+//   - Routes carry edge_id. Two routes of one edge may not have the same
+//     match_type and match (a conflict); a match is at most 1024 bytes,
+//     without spaces, control characters, "?" or "#".
+//   - Reading or deleting a module that is not set is not found (deleting
+//     is not silently idempotent), naming the edge or route and the module.
+//   - Limits: OIDC issuer 2048 bytes, client_id and client_secret 1024
+//     bytes without control characters, cookie_prefix 64 bytes of token
+//     characters, at most 100 scopes of 1 to 256 scope-token characters
+//     (printable ASCII but space, '"' and '\'), distinct; response headers
+//     at most 100 added and 100 removed, names 256 bytes, values 4096
+//     bytes; a header may not be both added and removed; a traffic policy
+//     value at most [MaxTrafficPolicyBytes].
+//   - The module combination rule counts modules that are set, enabled or
+//     not: a disabled upstream TLS termination module still refuses a
+//     traffic policy, so enabling a module never needs another check.
+//   - A disabled module still holds its references (an IP policy or
+//     backend it names cannot be deleted); the IP policies named by
+//     restrict-ips actions of a traffic policy are held too.
+//   - Without an enabled TLS termination module a TLS edge terminates TLS
+//     at the edge with TLS 1.2 as the minimum; with upstream termination
+//     [TLSTermination.EffectiveMinVersion] is "" and
+//     [TLSEdgeConfig.MinVersion] is 0.
+//   - A response headers module replaces the values the upstream sent for
+//     the headers it adds, after removing those it removes
+//     ([ResponseHeadersConfig.Apply]).
+package edges
