@@ -420,6 +420,83 @@ func TestReservedDomainCertificateDeleteRace(t *testing.T) {
 	}
 }
 
+// interferingStore runs before (when set) ahead of every Create and
+// Update of a reserved domain: another writer acting between the
+// Service's checks and its write.
+type interferingStore struct {
+	edgeplane.Store
+	before func(rec edgeplane.Record) error
+}
+
+func (s *interferingStore) Create(ctx context.Context, rec edgeplane.Record) error {
+	if s.before != nil && rec.Kind == edgeplane.KindReservedDomain {
+		if err := s.before(rec); err != nil {
+			return err
+		}
+	}
+	return s.Store.Create(ctx, rec)
+}
+
+func (s *interferingStore) Update(ctx context.Context, kind edgeplane.Kind, acct, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+	if s.before != nil && kind == edgeplane.KindReservedDomain {
+		if err := s.before(edgeplane.Record{Kind: kind, AccountID: acct, ID: id}); err != nil {
+			return edgeplane.Record{}, err
+		}
+	}
+	return s.Store.Update(ctx, kind, acct, id, fn)
+}
+
+func TestReservedDomainReferencesCheckedAtWrite(t *testing.T) {
+	store := &interferingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, store)
+	d := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "app.example.com"})
+	deleteFirst := func(del func() error) {
+		store.before = func(edgeplane.Record) error {
+			store.before = nil
+			if err := del(); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}
+	}
+	cert := e.tlsCert(t, e.user, "*.example.com")
+	deleteFirst(func() error { return e.svc.DeleteTLSCertificate(e.ctx, e.user, cert.ID) })
+	_, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "new.example.com", CertificateID: cert.ID})
+	wantViolation(t, err, "certificate_id", cert.ID+" not found in this account")
+
+	for _, tc := range []struct{ typ, field string }{{"http", "http_endpoint_configuration_id"}, {"https", "https_endpoint_configuration_id"}} {
+		ec := e.endpointConfig(t, e.user, tc.typ)
+		deleteFirst(func() error { return e.svc.DeleteEndpointConfiguration(e.ctx, e.user, ec.ID) })
+		params := domains.UpdateParams{HTTPEndpointConfigurationID: ptr(ec.ID)}
+		if tc.typ == "https" {
+			params = domains.UpdateParams{HTTPSEndpointConfigurationID: ptr(ec.ID)}
+		}
+		_, err := e.svc.UpdateReservedDomain(e.ctx, e.user, d.ID, params)
+		wantViolation(t, err, tc.field, ec.ID+" not found in this account")
+	}
+	if got, _ := e.svc.GetReservedDomain(e.ctx, e.user, d.ID); !cmp.Equal(d, got) {
+		t.Errorf("refused updates changed the domain: %+v", got)
+	}
+
+	// A CNAME target clash (another writer holding the key) draws a new
+	// target; a domain clash does not retry.
+	clashes := 0
+	store.before = func(rec edgeplane.Record) error {
+		if clashes++; clashes <= 2 {
+			return &edgeplane.DuplicateError{Key: rec.Keys[1]}
+		}
+		return nil
+	}
+	got, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "clash.example.com"})
+	if err != nil || clashes != 3 || got.CNAMETarget == nil {
+		t.Fatalf("after two CNAME clashes: %+v, %v (%d attempts)", got, err, clashes)
+	}
+	store.before = func(rec edgeplane.Record) error { return &edgeplane.DuplicateError{Key: rec.Keys[1]} }
+	_, err = e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "stuck.example.com"})
+	wantCode(t, err, apierr.Conflict)
+	store.before = nil
+}
+
 func TestReservedDomainEndpointConfigurations(t *testing.T) {
 	e := newEnv(t)
 	d := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "app.example.com"})

@@ -352,3 +352,19 @@ func TestRenewsAt(t *testing.T) {
 		}
 	}
 }
+
+func TestRefIDs(t *testing.T) {
+	var d domains.ReservedDomain
+	if ids := d.RefIDs(); len(ids) != 0 {
+		t.Errorf("no references: %v", ids)
+	}
+	other := "ec_00000000000000000000000000b"
+	domains.UpdateParams{CertificateID: ptr(certID), HTTPEndpointConfigurationID: ptr(ecID), HTTPSEndpointConfigurationID: ptr(other)}.Apply(&d, testNow)
+	if diff := cmp.Diff([]string{certID, ecID, other}, d.RefIDs()); diff != "" {
+		t.Errorf("RefIDs (-want +got):\n%s", diff)
+	}
+	domains.UpdateParams{HTTPEndpointConfigurationID: ptr("")}.Apply(&d, testNow)
+	if diff := cmp.Diff([]string{certID, other}, d.RefIDs()); diff != "" {
+		t.Errorf("RefIDs after detaching http (-want +got):\n%s", diff)
+	}
+}
