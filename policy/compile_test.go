@@ -140,6 +140,9 @@ func TestCompileValid(t *testing.T) {
 		{name: "redirect with from may be followed", doc: `{"inbound":[{"actions":[{"type":"redirect","config":{"from":"^http://","to":"https://"}},{"type":"log"}]}]}`},
 		{name: "connection policy", target: TargetConnection, doc: `{"on_tcp_connect":[{"expressions":["inCidrRange(conn.client_ip, '10.0.0.0/8')"],"actions":[{"type":"log","config":{"metadata":{"ip":"${conn.client_ip}"}}},{"type":"deny"}]}]}`},
 		{name: "nested comprehension within the cost limit", doc: `{"inbound":[` + rule("req.headers.exists(k, getReqHeader(k).exists(v, v == 'x'))") + `]}`},
+		{name: "rate-limit bounds", doc: `{"inbound":[{"actions":[{"type":"rate-limit","config":{"name":"` + strings.Repeat("é", 1023) + `","algorithm":"sliding_window","capacity":2000000000,"rate":"24h","bucket_key":["req.host","conn.client_ip","req.headers['x-a']","getReqHeader('X-B')","req.host","req.host","req.host","req.host","req.host","req.host"]}},
+			{"type":"rate-limit","config":{"name":"b","algorithm":"sliding_window","capacity":1,"rate":"60s","bucket_key":["req.host"],"enforce":false}},
+			{"type":"rate-limit","config":{"name":"c","algorithm":"sliding_window","capacity":1,"rate":"1h30m","bucket_key":["req.host"],"enforce":null}}]}]}`},
 		{name: "template with braces in strings", doc: `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{"a":"${'}' + \"{\" + '''}'''}","b":"${{'k': 'v'}['k']}"}}}]}]}`},
 	}
 	for _, tc := range docs {
