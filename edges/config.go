@@ -182,7 +182,12 @@ type HTTPSEdgeConfig struct {
 	EdgeID string
 	// Routes are tried in order: exact_path routes first, then path_prefix
 	// routes from the longest match to the shortest (ties by route ID).
+	// Treat it as read-only: [HTTPSEdgeConfig.Route] uses an index built
+	// from it by [NewHTTPSEdgeConfig].
 	Routes []*HTTPSRouteConfig
+
+	exact    map[string]*HTTPSRouteConfig // exact_path routes by match
+	prefixes []*HTTPSRouteConfig          // path_prefix routes, longest first
 }
 
 // NewHTTPSEdgeConfig returns the runtime form of an edge and its routes,
@@ -199,15 +204,38 @@ func NewHTTPSEdgeConfig(accountID, edgeID string, routes []*HTTPSRouteConfig) *H
 		}
 		return a.RouteID < b.RouteID
 	})
-	return &HTTPSEdgeConfig{AccountID: accountID, EdgeID: edgeID, Routes: rs}
+	c := &HTTPSEdgeConfig{AccountID: accountID, EdgeID: edgeID, Routes: rs, exact: map[string]*HTTPSRouteConfig{}}
+	for _, r := range rs {
+		if r.MatchType == MatchExactPath {
+			if _, dup := c.exact[r.Match]; !dup {
+				c.exact[r.Match] = r
+			}
+			continue
+		}
+		c.prefixes = append(c.prefixes, r)
+	}
+	return c
 }
 
 // Route returns the route that takes a request for path (the first that
 // [HTTPSRouteConfig.Matches] it, in [HTTPSEdgeConfig.Routes] order), or nil
 // when none does.
+// A lookup is one map probe and a scan of the prefix routes; it does not
+// allocate.
 func (c *HTTPSEdgeConfig) Route(path string) *HTTPSRouteConfig {
-	for _, r := range c.Routes {
-		if r.Matches(path) {
+	if c.exact == nil { // built by hand, not by NewHTTPSEdgeConfig
+		for _, r := range c.Routes {
+			if r.Matches(path) {
+				return r
+			}
+		}
+		return nil
+	}
+	if r, ok := c.exact[path]; ok {
+		return r
+	}
+	for _, r := range c.prefixes {
+		if strings.HasPrefix(path, r.Match) {
 			return r
 		}
 	}

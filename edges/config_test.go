@@ -115,6 +115,21 @@ func TestHTTPSEdgeConfigRouting(t *testing.T) {
 			t.Errorf("Route(%q) = %+v, want %s", path, got, want)
 		}
 	}
+	// A config built by hand (no index) answers the same.
+	byHand := &edges.HTTPSEdgeConfig{Routes: c.Routes}
+	for _, path := range []string{"/", "/index.html", "/api/health", "/api/v2/x", "/apis"} {
+		if got, want := byHand.Route(path), c.Route(path); got != want {
+			t.Errorf("hand-built Route(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if byHand := (&edges.HTTPSEdgeConfig{Routes: []*edges.HTTPSRouteConfig{route("r", "exact_path", "/a")}}); byHand.Route("/b") != nil {
+		t.Error("hand-built config matched an unknown path")
+	}
+	// Two exact routes with one match: the first in order wins.
+	dup := edges.NewHTTPSEdgeConfig("acct", "e", []*edges.HTTPSRouteConfig{route("r2", "exact_path", "/x"), route("r1", "exact_path", "/x")})
+	if got := dup.Route("/x"); got.RouteID != "r1" {
+		t.Errorf("duplicate exact routes: got %s, want r1", got.RouteID)
+	}
 	empty := edges.NewHTTPSEdgeConfig("acct", "edghts_e", nil)
 	if empty.Route("/") != nil {
 		t.Error("an edge without routes matched a path")
