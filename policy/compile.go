@@ -149,6 +149,12 @@ func (c *compiler) compileAction(path, rule string, ra *RuleAction) (ca compiled
 		c.vs.Add(path+".type", "%sunknown action type %s; one of: %s", pre, quoteTrunc(ra.Type), strings.Join(c.e.ActionTypes(), ", "))
 		return ca, false
 	}
+	if !isNull(ra.Config) {
+		if _, err := objectFields(ra.Config, true); err != nil {
+			c.vs.Add(path+".config", "%smust be a JSON object: %s", pre, jsonErrMsg(err))
+			return ca, false
+		}
+	}
 	cc := &CompileContext{c: c, action: ra.Type, path: path, rule: rule}
 	act, err := safeCompile(t, cc, ra.Config)
 	if err == nil && act == nil {

@@ -154,6 +154,20 @@ func TestCompileValid(t *testing.T) {
 	}
 }
 
+func TestCompileProgrammaticDocument(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	_, err := e.Compile(&Document{
+		Inbound:     []Rule{{Name: "r", Actions: []RuleAction{{Type: "log", Config: []byte(`[1]`)}, {Type: "deny", Config: []byte(`{`)}}}},
+		InboundKey:  "incoming",
+		OutboundKey: "later",
+	}, CompileOptions{})
+	wantViolations(t, err, []string{
+		"incoming: unknown inbound phase name",
+		"later: unknown outbound phase name",
+		`incoming[0].actions[0].config: rule "r": must be a JSON object: not a JSON object`,
+		`incoming[0].actions[1].config: rule "r": must be a JSON object: unexpected end of JSON`})
+}
+
 func TestCompileNilDocument(t *testing.T) {
 	e, _ := newTestEngine(t, Options{})
 	p, err := e.Compile(nil, CompileOptions{})

@@ -136,6 +136,7 @@ func (a *rateLimitAction) Run(r *RunContext) {
 	st := r.st
 	key := st.buf[:0]
 	var display strings.Builder
+	shown := ""
 	for i, el := range a.elems {
 		var part string
 		switch el.kind {
@@ -154,10 +155,17 @@ func (a *rateLimitAction) Run(r *RunContext) {
 			}
 		}
 		key = ratelimit.AppendKeyPart(key, part)
+		if len(a.elems) == 1 {
+			shown = part
+			break
+		}
 		if i > 0 {
 			display.WriteByte(',')
 		}
 		display.WriteString(part)
+	}
+	if len(a.elems) > 1 {
+		shown = display.String()
 	}
 	code, msg := "", ""
 	if len(key) > MaxBucketKeyBytes {
@@ -168,7 +176,6 @@ func (a *rateLimitAction) Run(r *RunContext) {
 	}
 	d := a.lim.AllowBytesAt(key, st.now)
 	st.buf = key[:0]
-	shown := display.String()
 	if len(shown) > MaxBucketKeyBytes {
 		shown = truncate(shown, MaxBucketKeyBytes)
 	}
