@@ -325,3 +325,26 @@ func TestStrings(t *testing.T) {
 		t.Errorf("EvalError %q", e.Error())
 	}
 }
+
+func TestNilInputs(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	p := mustCompile(t, e, `{"inbound":[{"expressions":["conn.client_ip == '' && req.method == ''"],"actions":[{"type":"deny"}]}],
+		"outbound":[{"expressions":["res.status_code == 0"],"actions":[{"type":"deny"}]}]}`, CompileOptions{})
+	if res := p.Inbound(nil); res.Verdict != Respond {
+		t.Fatalf("%+v", res)
+	}
+	if res := p.Outbound(nil, nil, nil); res.Verdict != Respond {
+		t.Fatalf("%+v", res)
+	}
+	pc := mustCompile(t, e, `{"inbound":[{"expressions":["conn.client_ip == ''"],"actions":[{"type":"deny"}]}]}`, CompileOptions{Target: TargetConnection})
+	if res := pc.Connect(nil, t0); res.Verdict != Close {
+		t.Fatalf("%+v", res)
+	}
+	// Wrong-target calls are no-ops.
+	if res := pc.Inbound(testRequest()); res.Verdict != Continue {
+		t.Fatalf("%+v", res)
+	}
+	if res := p.Connect(&testRequest().Conn, t0); res.Verdict != Continue {
+		t.Fatalf("%+v", res)
+	}
+}

@@ -176,9 +176,10 @@ func (p *Policy) MarshalJSON() ([]byte, error) {
 	return append([]byte(nil), p.doc...), nil
 }
 
-// Inbound evaluates the inbound rules of an HTTP policy on req. It never
-// panics; see the package doc for runtime errors. On a connection policy it
-// returns a Continue result (use [Policy.Connect]).
+// Inbound evaluates the inbound rules of an HTTP policy on req (nil means
+// an empty request). It never panics; see the package doc for runtime
+// errors. On a connection policy it returns a Continue result (use
+// [Policy.Connect]).
 func (p *Policy) Inbound(req *Request) Result {
 	if p.target != TargetHTTP || len(p.in.rules) == 0 {
 		return Result{}
@@ -208,15 +209,17 @@ func (p *Policy) Outbound(req *Request, res *Response, in *Result) Result {
 }
 
 // Connect evaluates the inbound rules of a connection policy on a new
-// connection. now is the evaluation time; zero means the Engine's clock. On
-// an HTTP policy it returns a Continue result.
+// connection (nil means an unknown one). now is the evaluation time; zero
+// means the Engine's clock. On an HTTP policy it returns a Continue result.
 func (p *Policy) Connect(c *Conn, now time.Time) Result {
 	if p.target != TargetConnection || len(p.in.rules) == 0 {
 		return Result{}
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Inbound, nil, nil, nil)
-	st.req.Conn = *c
+	if c != nil {
+		st.req.Conn = *c
+	}
 	if !now.IsZero() {
 		st.now = now
 	}

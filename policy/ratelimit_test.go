@@ -228,3 +228,21 @@ func TestLimiterPoolReleases(t *testing.T) {
 		t.Fatal(res)
 	}
 }
+
+// TestRateLimitLastExecution checks that the result variables hold the
+// last execution's values, not a concatenation.
+func TestRateLimitLastExecution(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, `{"on_http_request":[{"actions":[
+		{"type":"rate-limit","config":`+rlConfig(5, "60s", `"conn.client_ip"`)+`},
+		{"type":"log","config":{"metadata":{"first":"${actions.service.rate_limit.bucket_key}"}}},
+		{"type":"rate-limit","config":{"name":"per-host","algorithm":"sliding_window","capacity":5,"rate":"60s","bucket_key":["req.host"]}},
+		{"type":"log","config":{"metadata":{"second":"${actions.service.rate_limit.bucket_key}"}}}]}]}`, CompileOptions{})
+	res := p.Inbound(testRequest())
+	if v := resultVar(e, res, rlBucketKey); v.s != "api.example.com:8443" {
+		t.Fatalf("bucket_key %q", v.s)
+	}
+	if len(sink.logs) != 2 || sink.logs[0].Metadata["first"] != "198.51.100.10" || sink.logs[1].Metadata["second"] != "api.example.com:8443" {
+		t.Fatalf("logs %+v", sink.logs)
+	}
+}
