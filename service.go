@@ -355,7 +355,7 @@ func (s *Service) storeErr(err error, k kindInfo, id string) error {
 		return &apierr.Error{Code: apierr.Conflict, Err: err,
 			Msg: describeID(use.ID) + " is still referenced by " + describeIDs(use.Referrers) + "; remove those references first"}
 	case errors.As(err, &dup):
-		return &apierr.Error{Code: apierr.Conflict, Err: err, Msg: "a " + k.noun + " with that value already exists"}
+		return &apierr.Error{Code: apierr.Conflict, Err: err, Msg: "another " + k.noun + " already has that value"}
 	case errors.As(err, &miss):
 		return &apierr.Error{Code: apierr.InvalidArgument, Err: err, Msg: describeID(miss.ID) + " does not exist",
 			Violations: []apierr.Violation{{Reason: describeID(miss.ID) + " does not exist"}}}
