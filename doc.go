@@ -78,6 +78,31 @@
 // policy cannot be deleted while something references it: the error is a
 // conflict naming the referrers. Deleting an IP policy deletes its rules.
 //
+// # Other resources
+//
+// Reserved domains, TLS certificates and endpoint configurations (package
+// domains, configured by [Options.Domains]), tunnel group backends and
+// online tunnels (package backends), edges, routes and their modules
+// (package edges, with traffic policies compiled by [Options.Policy]) and
+// event subscriptions and sources (package events) follow the same rules:
+// methods per operation acting for a [Principal], account isolation, PATCH
+// semantics, references checked atomically. Each package's doc lists the
+// decisions taken where the specification is silent.
+//
+// Every successful write of an account's resource is reported as an event
+// (type "<resource>_<created|updated|deleted>.v0") to the subscriptions of
+// the account with a source of that type, through the host's
+// [Options.Events] sink, from a bounded queue that never blocks the
+// operation. [Service.Close] drains it.
+//
+// # Edge proxies and tunnel servers
+//
+// Host operations that take no principal serve the data plane:
+// [Service.AuthenticateTunnelToken] and [Service.RegisterTunnel] for tunnel
+// servers, [Service.HTTPSEdgeConfig], [Service.TLSEdgeConfig] and
+// [Service.TCPEdgeConfig] for edge proxies, [Service.CertificateOrders]
+// and the Report methods for a certificate manager.
+//
 // # Decisions where the specification is silent
 //
 //   - IP policies have the minimal shape id, uri, created_at, description,
