@@ -183,29 +183,12 @@ const maxRulesPerPolicy = 10_000
 // policyIDs as an [ipaccess.Set] that answers whether a source IP may
 // connect. An ID that is not one of the account's policies is not found.
 func (s *Service) IPPolicySet(ctx context.Context, p Principal, policyIDs []string) (*ipaccess.Set, error) {
-	var rules []ipaccess.Rule
 	for _, id := range policyIDs {
 		if _, _, err := get[ipaccess.Policy](ctx, s, p, ipPolicyKind, id); err != nil {
 			return nil, err
 		}
-		q := Query{Kind: KindIPPolicyRule, AccountID: p.AccountID, ParentID: id, Limit: maxRulesPerPolicy}
-		recs, err := s.store.List(ctx, q)
-		if err != nil {
-			return nil, s.storeErr(err, ipRuleKind, "")
-		}
-		for _, rec := range recs {
-			r, err := decode[ipaccess.Rule](rec)
-			if err != nil {
-				return nil, err
-			}
-			rules = append(rules, *r)
-		}
 	}
-	set, err := ipaccess.NewSet(rules)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
-	}
-	return set, nil
+	return s.ipSet(ctx, p.AccountID, policyIDs)
 }
 
 // CheckIP reports whether ip may connect under the account's IP policies
