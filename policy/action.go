@@ -243,8 +243,9 @@ func (r *RunContext) Location() string { return r.cur.loc }
 func (r *RunContext) Time() time.Time { return r.st.now }
 
 // Request returns the HTTP request being evaluated, or nil in a connection
-// policy. It must not be modified. Path and query reflect earlier
-// url-rewrite actions only through [RunContext.URI].
+// policy. It must not be modified. It is the request as the host passed
+// it: earlier header edits show through [RunContext.Header] and URL
+// rewrites through [RunContext.URI].
 func (r *RunContext) Request() *Request {
 	if r.st.pol.target == TargetConnection {
 		return nil
@@ -268,6 +269,13 @@ func (r *RunContext) Conn() *Conn { return &r.st.req.Conn }
 // X-Forwarded-For), unmapped and without zone. It is invalid when the host
 // did not provide one.
 func (r *RunContext) ClientIP() netip.Addr { return r.st.clientAddr() }
+
+// Header returns the current values of a header (case-insensitive name),
+// after earlier add-headers and remove-headers actions: of the request
+// inbound, of the response outbound. The slice must not be modified.
+func (r *RunContext) Header(name string) []string {
+	return r.st.headerValues(r.st.phase == Outbound, name)
+}
 
 // URI returns the request's current path and query in request-URI form,
 // after earlier url-rewrite actions.

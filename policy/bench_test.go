@@ -210,22 +210,6 @@ func BenchmarkEvaluate5RulesUARegexHandWritten(b *testing.B) {
 	}
 }
 
-func BenchmarkEvaluate1RuleHandWritten(b *testing.B) {
-	req := benchRequest()
-	eval := func(r *Request) Verdict {
-		if r.Method == "DELETE" {
-			return Respond
-		}
-		return Continue
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if v := eval(req); v != Continue {
-			b.Fatal(v)
-		}
-	}
-}
-
 // BenchmarkEvaluateCELExpression is a condition that is not reduced to
 // native code (a comprehension over the headers).
 func BenchmarkEvaluateCELExpression(b *testing.B) {

@@ -255,6 +255,9 @@ func (a *inspectAction) Run(r *RunContext) {
 	s := []string{r.Target().String(), r.Phase().String(), r.Location(), r.Time().Format("15:04:05"), r.ClientIP().String()}
 	if req := r.Request(); req != nil {
 		s = append(s, "req="+req.Method, "uri="+r.URI())
+		if v := r.Header("X-API-KEY"); len(v) > 0 {
+			s = append(s, "key="+v[0])
+		}
 	}
 	if res := r.Response(); res != nil {
 		s = append(s, "res="+http.StatusText(res.StatusCode))
@@ -277,7 +280,7 @@ func (a *inspectAction) Run(r *RunContext) {
 func TestRunContext(t *testing.T) {
 	var seen []string
 	e, sink := newTestEngine(t, Options{Actions: []ActionType{inspectType{&seen}}})
-	p := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"inspect","config":{"pattern":"^/v1/","rewrite":"/x?y=1"}},{"type":"inspect","config":{"rewrite":"http://evil/"}}]}],
+	p := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"inspect","config":{"pattern":"^/v1/","rewrite":"/x?y=1"}},{"type":"remove-headers","config":{"headers":["x-api-key"]}},{"type":"inspect","config":{"rewrite":"http://evil/"}}]}],
 		"outbound":[{"actions":[{"type":"inspect"}]}]}`, CompileOptions{Scope: "s1"})
 	req := testRequest()
 	in := p.Inbound(req)
@@ -291,10 +294,10 @@ func TestRunContext(t *testing.T) {
 	}
 	want := []string{
 		"compile http inbound inbound[0].actions[0] scope=s1",
-		"compile http inbound inbound[0].actions[1] scope=s1",
+		"compile http inbound inbound[0].actions[2] scope=s1",
 		"compile http outbound outbound[0].actions[0] scope=s1",
-		"http inbound inbound[0].actions[0] 00:00:05 198.51.100.10 req=POST uri=/v1/users/42?a=1&a=2&b=x%20y conn=198.51.100.10:40000 match=true ^/v1/",
-		"http inbound inbound[0].actions[1] 00:00:05 198.51.100.10 req=POST uri=/x?y=1 conn=198.51.100.10:40000",
+		"http inbound inbound[0].actions[0] 00:00:05 198.51.100.10 req=POST uri=/v1/users/42?a=1&a=2&b=x%20y key=k1 conn=198.51.100.10:40000 match=true ^/v1/",
+		"http inbound inbound[0].actions[2] 00:00:05 198.51.100.10 req=POST uri=/x?y=1 conn=198.51.100.10:40000",
 		"http outbound outbound[0].actions[0] 00:00:05 198.51.100.10 req=POST uri=/v1/users/42?a=1&a=2&b=x%20y res=Bad Gateway conn=198.51.100.10:40000",
 		"compile connection inbound inbound[0].actions[0] scope=",
 		"connection inbound inbound[0].actions[0] 00:00:00 198.51.100.10 conn=198.51.100.10:40000",
@@ -302,7 +305,7 @@ func TestRunContext(t *testing.T) {
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("seen:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
-	if errs := sink.errors(); len(errs) != 1 || !strings.Contains(errs[0], "inbound[0].actions[1]: rewritten URL must be a path") {
+	if errs := sink.errors(); len(errs) != 1 || !strings.Contains(errs[0], "inbound[0].actions[2]: rewritten URL must be a path") {
 		t.Fatalf("sink %q", errs)
 	}
 	// Regexp refuses a bad pattern with the field.

@@ -200,6 +200,17 @@ func exprEnd(s string, i int) (int, error) {
 	return 0, errors.New("unterminated ${: no closing }")
 }
 
+// truncateAt cuts s to at most n bytes at a UTF-8 boundary.
+func truncateAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -225,6 +236,14 @@ func (st *evalState) renderGroups(t *Template, a *compiledAction, subject string
 	}
 	if len(t.parts) == 1 && t.parts[0].expr == nil && t.parts[0].group == 0 {
 		return t.parts[0].lit
+	}
+	if len(t.parts) == 1 && t.parts[0].expr != nil {
+		s := st.evalTemplateExpr(t, t.parts[0].expr, a)
+		if len(s) > MaxTemplateOutput {
+			s = truncateAt(s, MaxTemplateOutput)
+			st.report(a.loc+"."+t.field, a.rule, errTruncated)
+		}
+		return s
 	}
 	var b strings.Builder
 	truncated := false
