@@ -71,7 +71,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "regex program too large", doc: `{"inbound":[` + rule("req.url.path.matches('[a-z]{600}[0-9]{600}')") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: regex program size`}},
 		{name: "recursion limit", doc: `{"inbound":[` + rule(deep) + `]}`,
-			want: []string{`inbound[0].expressions[0]: rule "r": `}},
+			want: []string{`inbound[0].expressions[0]: rule "r": expression recursion limit exceeded: 50`}},
 		{name: "expression too long", doc: `{"inbound":[` + rule("req.method == '"+strings.Repeat("a", MaxExpressionLength)+"'") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": expression code point size exceeds limit`}},
 		{name: "comprehension nesting", doc: `{"inbound":[` + rule("req.headers.all(a, req.headers.all(b, req.headers.all(c, a == b)))") + `]}`,
