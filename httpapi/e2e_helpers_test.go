@@ -374,3 +374,56 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// fixture is one resource of every kind in an account, with every module
+// set and one event source.
+type fixture struct {
+	edgeSet
+	cred, pol, rule, ipx, cert, ec, rd, bk, sub string
+	source                                      string // type of the subscription's source
+}
+
+// newFixture creates a fixture; name makes its reserved domain unique
+// ("<name>.example.com").
+func newFixture(t *testing.T, s *server, key, name string) fixture {
+	t.Helper()
+	f := fixture{edgeSet: newEdges(t, s, key), source: "ip_policy_created.v0"}
+	f.cred = create(t, s, key, "/credentials", `{"description":"agent"}`, "cr_")
+	f.pol = create(t, s, key, "/ip_policies", `{"description":"office"}`, "ipp_")
+	f.rule = create(t, s, key, "/ip_policy_rules", `{"cidr":"10.0.0.0/8","action":"allow","ip_policy_id":"`+f.pol+`"}`, "ipr_")
+	f.ipx = create(t, s, key, "/ip_restrictions", `{"type":"api","ip_policy_ids":["`+f.pol+`"]}`, "ipx_")
+	domain := name + ".example.com"
+	f.cert = uploadCert(t, s, key, domain)
+	f.ec = create(t, s, key, "/endpoint_configurations", `{"type":"https"}`, "ec_")
+	f.rd = create(t, s, key, "/reserved_domains", `{"domain":"`+domain+`","certificate_id":"`+f.cert+`"}`, "rd_")
+	if r := call(t, s, "PATCH", "/reserved_domains/"+f.rd, key, `{"https_endpoint_configuration_id":"`+f.ec+`"}`); r.status != 200 {
+		t.Fatalf("attach endpoint configuration: %d %s", r.status, r.body)
+	}
+	f.bk = create(t, s, key, "/backends/tunnel_group", `{"labels":{"app":"web"}}`, "bkdtg_")
+	f.sub = create(t, s, key, "/event_subscriptions", `{}`, "esb_")
+	if r := call(t, s, "POST", "/event_subscriptions/"+f.sub+"/sources", key, `{"type":"`+f.source+`"}`); r.status != 201 {
+		t.Fatalf("add source: %d %s", r.status, r.body)
+	}
+	for path, body := range f.moduleBodies() {
+		if r := call(t, s, "PUT", path, key, body); r.status != 200 {
+			t.Fatalf("PUT %s: %d %s", path, r.status, r.body)
+		}
+	}
+	return f
+}
+
+// moduleBodies returns a valid PUT body for each of the fixture's nine
+// module paths.
+func (f fixture) moduleBodies() map[string]string {
+	return map[string]string{
+		f.routePath("oidc"):             `{"issuer":"https://idp.example.com","client_id":"app","client_secret":"s"}`,
+		f.routePath("backend"):          `{"backend_id":"` + f.bk + `"}`,
+		f.routePath("response_headers"): `{"add":{"X-A":"1"}}`,
+		f.routePath("compression"):      `{}`,
+		f.tlsPath("ip_restriction"):     `{"ip_policy_ids":["` + f.pol + `"]}`,
+		f.tlsPath("traffic_policy"):     `{"value":"{\"inbound\":[{\"actions\":[{\"type\":\"log\"}]}]}"}`,
+		f.tlsPath("tls_termination"):    `{"terminate_at":"edge"}`,
+		f.tcpPath("ip_restriction"):     `{"ip_policy_ids":["` + f.pol + `"]}`,
+		f.tcpPath("backend"):            `{"backend_id":"` + f.bk + `"}`,
+	}
+}
