@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/domains"
 )
 
 // rd is the expected wire shape of a reserved domain (SPEC 2.4). Nil
@@ -355,4 +359,80 @@ func TestE2EReservedDomainDuplicate(t *testing.T) {
 
 	noContent(t, call(t, s, "DELETE", "/reserved_domains/"+id, s.keyA, ""))
 	create(t, s, s.keyB, "/reserved_domains", `{"domain":"dup.example.com"}`, "rd_")
+}
+
+// The certificate management status as the certificate manager's reports
+// change it (SPEC 2.4 and 7): a failing job with error_code, msg,
+// started_at and retries_at; an issued certificate as the certificate Ref
+// with renews_at and no job; detaching the policy keeps the certificate.
+func TestE2EReservedDomainCertificateStatus(t *testing.T) {
+	s := newE2E(t)
+	ctx := context.Background()
+	p, err := s.svc.Authenticate(ctx, s.keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// null counts as absent: certificate_id null is no conflict with a
+	// policy.
+	r := call(t, s, "POST", "/reserved_domains", s.keyA,
+		`{"domain":"managed.example.com","certificate_id":null,"certificate_management_policy":{"authority":"letsencrypt","private_key_type":"ecdsa"}}`)
+	id := wantID(t, r.json["id"], "rd_")
+	cname := cnameOf(t, r)
+	pol := map[string]any{"authority": "letsencrypt", "private_key_type": "ecdsa"}
+	d := rd{id: id, domain: "managed.example.com", cname: cname, policy: pol, status: pendingStatus(jobMsg(t, r, cname))}
+	exact(t, r, 201, d.String())
+
+	// A temporary failure: retried at retries_at.
+	retry := time.Date(2026, 11, 21, 13, 0, 0, 0, time.UTC)
+	if _, err := s.svc.ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{
+		ErrorCode: domains.ErrorCodeInternal, Msg: "the authority did not answer", RetriesAt: retry}); err != nil {
+		t.Fatal(err)
+	}
+	d.status = map[string]any{"renews_at": nil, "provisioning_job": map[string]any{
+		"error_code": "INTERNAL_ERROR", "msg": "the authority did not answer", "started_at": t0, "retries_at": "2026-11-21T13:00:00Z"}}
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+
+	// Issued: the certificate Ref, renews_at after two thirds of the
+	// lifetime, no job.
+	certPEM, keyPEM := genCert(t, "managed.example.com")
+	if _, err := s.svc.ReportCertificateIssued(ctx, p.AccountID, id, certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	certs := listIDs(t, s, s.keyA, "/tls_certificates", "tls_certificates")
+	if len(certs) != 1 {
+		t.Fatalf("managed certificates: %q", certs)
+	}
+	d.certificate = ref("tls_certificates", certs[0])
+	d.status = map[string]any{"renews_at": "2026-12-31T00:00:00Z", "provisioning_job": nil}
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+
+	// A permanent failure of the next renewal: DNS_ERROR, no retry.
+	if _, err := s.svc.ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{
+		ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME record for managed.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	d.status = map[string]any{"renews_at": "2026-12-31T00:00:00Z", "provisioning_job": map[string]any{
+		"error_code": "DNS_ERROR", "msg": "no CNAME record for managed.example.com", "started_at": t0, "retries_at": nil}}
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+
+	// Detaching the policy turns management off and keeps the certificate.
+	noContent(t, call(t, s, "DELETE", "/reserved_domains/"+id+"/certificate_management_policy", s.keyA, ""))
+	d.policy, d.status = nil, nil
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+	noContent(t, call(t, s, "DELETE", "/reserved_domains/"+id+"/certificate", s.keyA, ""))
+	d.certificate = nil
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+
+	// Detaching the certificate while a policy is attached starts a new
+	// job.
+	r = call(t, s, "PATCH", "/reserved_domains/"+id, s.keyA, `{"certificate_management_policy":{"authority":"letsencrypt","private_key_type":"ecdsa"},"certificate_id":null}`)
+	d.policy, d.status = pol, pendingStatus(jobMsg(t, r, cname))
+	exact(t, r, 200, d.String())
+	s.clock.Advance(time.Hour)
+	noContent(t, call(t, s, "DELETE", "/reserved_domains/"+id+"/certificate", s.keyA, ""))
+	r = call(t, s, "GET", "/reserved_domains/"+id, s.keyA, "")
+	st := pendingStatus(jobMsg(t, r, cname))
+	st["provisioning_job"].(map[string]any)["started_at"] = "2026-11-21T13:00:00Z"
+	d.status = st
+	exact(t, r, 200, d.String())
 }
