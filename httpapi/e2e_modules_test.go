@@ -427,3 +427,44 @@ func TestE2EModuleTLSTermination(t *testing.T) {
 		t.Errorf("traffic policy lost: %d %s", r.status, r.body)
 	}
 }
+
+// A module's references follow it: replacing a module releases what the
+// old one named, deleting it releases the rest.
+func TestE2EModuleReferencesFollowReplacement(t *testing.T) {
+	s := newE2E(t)
+	e := newEdges(t, s, s.keyA)
+	p1 := create(t, s, s.keyA, "/ip_policies", `{}`, "ipp_")
+	p2 := create(t, s, s.keyA, "/ip_policies", `{}`, "ipp_")
+	p3 := create(t, s, s.keyA, "/ip_policies", `{}`, "ipp_")
+	b1 := create(t, s, s.keyA, "/backends/tunnel_group", `{"labels":{"a":"b"}}`, "bkdtg_")
+	b2 := create(t, s, s.keyA, "/backends/tunnel_group", `{"labels":{"a":"b"}}`, "bkdtg_")
+	restrict := func(pol string) string {
+		return `{"value":"{\"inbound\":[{\"actions\":[{\"type\":\"restrict-ips\",\"config\":{\"ip_policies\":[\"` + pol + `\"]}}]}]}"}`
+	}
+	put := func(path, body string) {
+		t.Helper()
+		if r := call(t, s, "PUT", path, s.keyA, body); r.status != 200 {
+			t.Fatalf("PUT %s: %d %s", path, r.status, r.body)
+		}
+	}
+	put(e.tlsPath("traffic_policy"), restrict(p1))
+	put(e.tlsPath("traffic_policy"), restrict(p2))
+	put(e.tcpPath("ip_restriction"), `{"ip_policy_ids":["`+p3+`"]}`)
+	put(e.tcpPath("ip_restriction"), `{"ip_policy_ids":["`+p2+`"]}`)
+	put(e.routePath("backend"), `{"backend_id":"`+b1+`"}`)
+	put(e.routePath("backend"), `{"backend_id":"`+b2+`"}`)
+
+	noContent(t, call(t, s, "DELETE", "/ip_policies/"+p1, s.keyA, ""))
+	noContent(t, call(t, s, "DELETE", "/ip_policies/"+p3, s.keyA, ""))
+	noContent(t, call(t, s, "DELETE", "/backends/tunnel_group/"+b1, s.keyA, ""))
+	checkError(t, call(t, s, "DELETE", "/ip_policies/"+p2, s.keyA, ""),
+		apiError{status: 409, code: errConflict, msg: []string{"traffic_policy module", e.tls, "ip_restriction module", e.tcp}})
+	checkError(t, call(t, s, "DELETE", "/backends/tunnel_group/"+b2, s.keyA, ""),
+		apiError{status: 409, code: errConflict, msg: []string{"backend module", e.route}})
+
+	noContent(t, call(t, s, "DELETE", e.tlsPath("traffic_policy"), s.keyA, ""))
+	noContent(t, call(t, s, "DELETE", e.tcpPath("ip_restriction"), s.keyA, ""))
+	noContent(t, call(t, s, "DELETE", e.routePath("backend"), s.keyA, ""))
+	noContent(t, call(t, s, "DELETE", "/ip_policies/"+p2, s.keyA, ""))
+	noContent(t, call(t, s, "DELETE", "/backends/tunnel_group/"+b2, s.keyA, ""))
+}

@@ -129,6 +129,14 @@ func TestE2EListWalks(t *testing.T) {
 			if got := listIDs(t, s, s.keyA, l.path, l.field); !slices.Equal(got, want) {
 				t.Errorf("one page %q, want %q", got, want)
 			}
+			// A page holding the last item has no next page; one before
+			// it has.
+			if r := call(t, s, "GET", fmt.Sprintf("%s?limit=%d", l.path, n), s.keyA, ""); r.status != 200 || r.json["next_page_uri"] != nil {
+				t.Errorf("limit=%d: %d next_page_uri %v", n, r.status, r.json["next_page_uri"])
+			}
+			if r := call(t, s, "GET", fmt.Sprintf("%s?limit=%d", l.path, n-1), s.keyA, ""); r.status != 200 || r.json["next_page_uri"] == nil {
+				t.Errorf("limit=%d: %d next_page_uri %v", n-1, r.status, r.json["next_page_uri"])
+			}
 		})
 	}
 	// The walks of the collections the loop above did not fill.
