@@ -436,3 +436,50 @@ func TestE2EReservedDomainCertificateStatus(t *testing.T) {
 	d.status = st
 	exact(t, r, 200, d.String())
 }
+
+// Setting the same policy again changes nothing; setting it again after a
+// failure restarts provisioning; a due renewal shows as a running job
+// started at renews_at (decisions of the domains package).
+func TestE2EReservedDomainPolicyRestartAndRenewal(t *testing.T) {
+	s := newE2E(t)
+	ctx := context.Background()
+	p, err := s.svc.Authenticate(ctx, s.keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, s, "POST", "/reserved_domains", s.keyA, `{"domain":"renew.example.com","certificate_management_policy":{"authority":"letsencrypt","private_key_type":"ecdsa"}}`)
+	id := wantID(t, r.json["id"], "rd_")
+	cname := cnameOf(t, r)
+	msg := jobMsg(t, r, cname)
+	pol := map[string]any{"authority": "letsencrypt", "private_key_type": "ecdsa"}
+	d := rd{id: id, domain: "renew.example.com", cname: cname, policy: pol, status: pendingStatus(msg)}
+
+	s.clock.Advance(time.Hour) // 13:00
+	same := `{"certificate_management_policy":{"authority":"letsencrypt","private_key_type":"ecdsa"}}`
+	exact(t, call(t, s, "PATCH", "/reserved_domains/"+id, s.keyA, same), 200, d.String())
+
+	if _, err := s.svc.ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME"}); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(time.Hour) // 14:00
+	st := pendingStatus(msg)
+	st["provisioning_job"].(map[string]any)["started_at"] = "2026-11-21T14:00:00Z"
+	d.status = st
+	exact(t, call(t, s, "PATCH", "/reserved_domains/"+id, s.keyA, same), 200, d.String())
+
+	certPEM, keyPEM := genCert(t, "renew.example.com")
+	if _, err := s.svc.ReportCertificateIssued(ctx, p.AccountID, id, certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	cert := listIDs(t, s, s.keyA, "/tls_certificates", "tls_certificates")[0]
+	d.certificate = ref("tls_certificates", cert)
+	d.status = map[string]any{"renews_at": "2026-12-31T00:00:00Z", "provisioning_job": nil}
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+
+	s.clock.Advance(40 * 24 * time.Hour) // 2026-12-31T14:00:00Z: renewal due
+	d.status = map[string]any{"renews_at": "2026-12-31T00:00:00Z", "provisioning_job": map[string]any{
+		"error_code": nil, "msg": "certificate renewal has started", "started_at": "2026-12-31T00:00:00Z", "retries_at": nil}}
+	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
+	exact(t, call(t, s, "GET", "/reserved_domains", s.keyA, ""), 200,
+		`{"reserved_domains":[`+d.String()+`],"uri":"`+base+`/reserved_domains","next_page_uri":null}`)
+}
