@@ -356,7 +356,6 @@ func TestE2EModuleTrafficPolicy(t *testing.T) {
 // (SPEC 2.7): a rule's empty expressions list and empty name are part of
 // it.
 func TestE2EModuleTrafficPolicyKeepsEmptyFields(t *testing.T) {
-	t.Skip("BUG: PUT traffic_policy drops \"expressions\": [] and \"name\": \"\" from the returned value (policy.Rule has omitempty), so the document is not returned as sent but for whitespace and key order")
 	s := newE2E(t)
 	e := newEdges(t, s, s.keyA)
 	doc := `{"inbound":[{"name":"","expressions":[],"actions":[{"type":"log"}]}]}`

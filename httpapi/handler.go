@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,8 +292,12 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		}
 		return v, apierr.New(apierr.InvalidArgument, "the request body could not be read")
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
+	trimmed := strings.TrimSpace(string(data))
+	if trimmed == "" {
 		return v, nil
+	}
+	if trimmed == "null" {
+		return v, apierr.New(apierr.InvalidArgument, "the request body must be a JSON object")
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", ct)
@@ -305,7 +310,85 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 	if dec.More() {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must hold one JSON value; found more data after it")
 	}
-	return v, nil
+	// encoding/json matches keys to fields case-insensitively, even with
+	// DisallowUnknownFields; the API's field names are exact.
+	var vs apierr.Violations
+	exactKeys(&vs, data, reflect.TypeFor[T](), "")
+	return v, vs.Err()
+}
+
+// exactKeys records every object key in data that names no field of t
+// exactly (it may have matched one case-insensitively), recursing into
+// nested objects, lists and maps.
+func exactKeys(vs *apierr.Violations, data []byte, t reflect.Type, path string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return // not an object (null, or a type with its own encoding)
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			if !ok {
+				vs.Add(apierr.JoinPath(path, k), "is not a field of this request (field names are case-sensitive)")
+				continue
+			}
+			exactKeys(vs, obj[k], ft, apierr.JoinPath(path, k))
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return // []byte and json.RawMessage are opaque
+		}
+		var elems []json.RawMessage
+		if json.Unmarshal(data, &elems) != nil {
+			return
+		}
+		for i, el := range elems {
+			exactKeys(vs, el, t.Elem(), path+"["+strconv.Itoa(i)+"]")
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return
+		}
+		for k, el := range obj {
+			exactKeys(vs, el, t.Elem(), path+"["+strconv.Quote(k)+"]")
+		}
+	}
+}
+
+// jsonFields maps the JSON names of t's fields (including those of
+// embedded structs without a name of their own) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			for k, v := range jsonFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }
 
 func isJSON(ct string) bool {

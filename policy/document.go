@@ -50,6 +50,36 @@ type Rule struct {
 	Expressions []string `json:"expressions,omitempty"`
 	// Actions run in order when the rule applies. At least one is required.
 	Actions []RuleAction `json:"actions"`
+
+	// hasName records that a parsed rule had a name key, so that an empty
+	// name survives a round trip.
+	hasName bool
+}
+
+// MarshalJSON writes the rule compactly. name appears when it is set or
+// the parsed document had it; expressions appear when non-nil (a parsed
+// document's [] stays []), so a parsed document marshals back to what it
+// said, less whitespace.
+func (r Rule) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Name        *string      `json:"name,omitempty"`
+		Expressions *[]string    `json:"expressions,omitempty"`
+		Actions     []RuleAction `json:"actions"`
+	}
+	w := wire{Actions: r.Actions}
+	if r.Name != "" || r.hasName {
+		w.Name = &r.Name
+	}
+	if r.Expressions != nil {
+		w.Expressions = &r.Expressions
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // RuleAction is one action of a rule as written in the document.
@@ -137,6 +167,7 @@ func parseRule(vs *apierr.Violations, path string, raw json.RawMessage) Rule {
 			if isNull(f.val) {
 				continue
 			}
+			r.hasName = true
 			if err := json.Unmarshal(f.val, &r.Name); err != nil {
 				vs.Add(fp, "must be a string")
 			}
