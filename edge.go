@@ -115,6 +115,9 @@ func (s *Service) presentHTTPSRoute(v *edges.HTTPSRoute, _ Record) {
 			m.Remove = []string{}
 		}
 	}
+	if m := v.TrafficPolicy; m != nil {
+		m.IPPolicyIDs = nil
+	}
 }
 
 // routeNotFound is the error of a route that is missing, of another

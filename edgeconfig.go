@@ -73,7 +73,15 @@ func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *
 
 // HTTPSRouteConfig returns what an edge proxy applies to the requests of
 // one route of an HTTPS edge: its enabled modules, typed, with defaults
-// resolved. A host operation; a route of another edge is not found.
+// resolved, and its traffic policy compiled for HTTP and ready to run
+// ([policy.Policy.Inbound], [policy.Policy.Handler]). A host operation; a
+// route of another edge is not found.
+//
+// The policy is compiled by the Service's one engine with the route ID as
+// its scope, so a proxy that reloads the config keeps the route's rate
+// limiter counts, and two routes with the same rate-limit config count
+// separately. IP policies named by restrict-ips actions are read now:
+// reload when they change.
 func (s *Service) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
 	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
 		return nil, err
@@ -85,11 +93,12 @@ func (s *Service) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, route
 		}
 		return nil, err
 	}
-	return edges.NewHTTPSRouteConfig(accountID, r), nil
+	return s.routeConfig(ctx, accountID, r)
 }
 
 // HTTPSEdgeConfig returns what an edge proxy applies to an HTTPS edge:
-// every route with its enabled modules, in matching order (see
+// every route with its enabled modules and compiled traffic policy (as
+// [Service.HTTPSRouteConfig] gives them), in matching order (see
 // [edges.HTTPSEdgeConfig.Route]). A host operation.
 func (s *Service) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
 	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
@@ -107,7 +116,11 @@ func (s *Service) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string)
 			if err != nil {
 				return nil, err
 			}
-			routes = append(routes, edges.NewHTTPSRouteConfig(accountID, r))
+			c, err := s.routeConfig(ctx, accountID, r)
+			if err != nil {
+				return nil, err
+			}
+			routes = append(routes, c)
 		}
 		if len(recs) < q.Limit {
 			break
@@ -147,6 +160,51 @@ func newPolicyEngine(engine *policy.Engine, now func() time.Time, log *slog.Logg
 	return engine
 }
 
+// compileStored compiles the stored traffic policy module m of the edge or
+// route id (of kind noun) for target, with id as the policy's scope: a
+// recompilation of the same edge or route keeps its rate limiters' counts,
+// while two edges or routes with the same config count separately. It
+// returns nil when m is not set or disabled. IP policies named by
+// restrict-ips actions are read now.
+func (s *Service) compileStored(ctx context.Context, accountID string, m *edges.TrafficPolicy, target policy.Target, noun, id string) (*policy.Policy, error) {
+	if m == nil || !m.Enabled {
+		return nil, nil
+	}
+	var failure error
+	resolve := func(list []string) (policy.IPChecker, error) {
+		set, err := s.ipSet(ctx, accountID, list)
+		if err != nil {
+			failure = err
+			return nil, err
+		}
+		return ipSetChecker{set}, nil
+	}
+	pol, err := s.policy.CompileJSON([]byte(m.Value), policy.CompileOptions{Target: target, Scope: id, IPPolicies: resolve})
+	switch {
+	case failure != nil:
+		return nil, failure
+	case err != nil:
+		// Stored documents compiled when they were written; only a
+		// different engine (other custom actions) gets here.
+		s.log.Error("stored traffic policy does not compile", "id", id, "err", err)
+		return nil, apierr.Wrap(apierr.FailedPrecondition, err,
+			"the traffic policy of "+noun+" "+id+" does not compile with this service's policy engine; replace it")
+	}
+	return pol, nil
+}
+
+// routeConfig returns the runtime form of a stored route, its traffic
+// policy compiled for HTTP.
+func (s *Service) routeConfig(ctx context.Context, accountID string, r *edges.HTTPSRoute) (*edges.HTTPSRouteConfig, error) {
+	pol, err := s.compileStored(ctx, accountID, r.TrafficPolicy, policy.TargetHTTP, httpsRouteKind.noun, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	c := edges.NewHTTPSRouteConfig(accountID, r)
+	c.TrafficPolicy = pol
+	return c, nil
+}
+
 // ipSetChecker is an [ipaccess.Set] as the policy package's IP checker.
 type ipSetChecker struct{ set *ipaccess.Set }
 
@@ -172,28 +230,9 @@ func (s *Service) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (
 	if err != nil {
 		return nil, err
 	}
-	var pol *policy.Policy
-	if m := e.TrafficPolicy; m != nil && m.Enabled {
-		var failure error
-		resolve := func(list []string) (policy.IPChecker, error) {
-			set, err := s.ipSet(ctx, accountID, list)
-			if err != nil {
-				failure = err
-				return nil, err
-			}
-			return ipSetChecker{set}, nil
-		}
-		pol, err = s.policy.CompileJSON([]byte(m.Value), policy.CompileOptions{Target: policy.TargetConnection, Scope: edgeID, IPPolicies: resolve})
-		switch {
-		case failure != nil:
-			return nil, failure
-		case err != nil:
-			// Stored documents compiled when they were written; only a
-			// different engine (other custom actions) gets here.
-			s.log.Error("stored traffic policy does not compile", "edge", edgeID, "err", err)
-			return nil, apierr.Wrap(apierr.FailedPrecondition, err,
-				"the traffic policy of TLS edge "+edgeID+" does not compile with this service's policy engine; replace it")
-		}
+	pol, err := s.compileStored(ctx, accountID, e.TrafficPolicy, policy.TargetConnection, tlsEdgeKind.noun, edgeID)
+	if err != nil {
+		return nil, err
 	}
 	return edges.NewTLSEdgeConfig(accountID, e, ipr, pol), nil
 }

@@ -84,6 +84,7 @@ func routeOIDC(r *edges.HTTPSRoute) **edges.OIDC                       { return 
 func routeBackend(r *edges.HTTPSRoute) **edges.Backend                 { return &r.Backend }
 func routeResponseHeaders(r *edges.HTTPSRoute) **edges.ResponseHeaders { return &r.ResponseHeaders }
 func routeCompression(r *edges.HTTPSRoute) **edges.Compression         { return &r.Compression }
+func routeTrafficPolicy(r *edges.HTTPSRoute) **edges.TrafficPolicy     { return &r.TrafficPolicy }
 
 // ReplaceHTTPSRouteOIDC replaces the OIDC module of a route of an HTTPS
 // edge (PUT /edges/https/{edge_id}/routes/{id}/oidc). Fields not supplied
@@ -173,6 +174,46 @@ func (s *Service) GetHTTPSRouteCompression(ctx context.Context, p Principal, edg
 // not found when the module is not set.
 func (s *Service) DeleteHTTPSRouteCompression(ctx context.Context, p Principal, edgeID, id string) error {
 	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression)
+}
+
+// ReplaceHTTPSRouteTrafficPolicy replaces the traffic policy module of a
+// route of an HTTPS edge (PUT
+// /edges/https/{edge_id}/routes/{id}/traffic_policy). The document in
+// value is validated as for [Service.ReplaceTLSEdgeTrafficPolicy], but
+// compiled for HTTP traffic: phases inbound (on_http_request) and outbound
+// (on_http_response), HTTP variables, and HTTP actions such as rate-limit
+// (see [Service.HTTPSRouteConfig] for how it runs). It is stored
+// re-serialized compactly; enabled defaults to true. The IP policies its
+// restrict-ips actions name must be IP policies of the account, checked in
+// the same atomic step as the write; while the module stands, they cannot
+// be deleted.
+func (s *Service) ReplaceHTTPSRouteTrafficPolicy(ctx context.Context, p Principal, edgeID, id string, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	value, policyIDs, err := s.checkPolicy(ctx, p, policy.TargetHTTP, id, params.Value)
+	if err != nil {
+		return nil, err
+	}
+	m := edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}
+	out, err := replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleTrafficPolicy, routeTrafficPolicy, m)
+	return out, refViolation(err, "value", false, nil)
+}
+
+// GetHTTPSRouteTrafficPolicy returns the traffic policy module of a route;
+// not found when the module is not set.
+func (s *Service) GetHTTPSRouteTrafficPolicy(ctx context.Context, p Principal, edgeID, id string) (*edges.TrafficPolicy, error) {
+	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleTrafficPolicy, routeTrafficPolicy)
+}
+
+// DeleteHTTPSRouteTrafficPolicy removes the traffic policy module of a
+// route, releasing the IP policies it names; not found when the module is
+// not set.
+func (s *Service) DeleteHTTPSRouteTrafficPolicy(ctx context.Context, p Principal, edgeID, id string) error {
+	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleTrafficPolicy, routeTrafficPolicy)
 }
 
 // moduleHolder is a TLS or TCP edge: a record whose modules name Refs.
@@ -299,7 +340,7 @@ func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	value, policyIDs, err := s.checkTLSEdgePolicy(ctx, p, id, params.Value)
+	value, policyIDs, err := s.checkPolicy(ctx, p, policy.TargetConnection, id, params.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -390,14 +431,15 @@ func (s *Service) DeleteTCPEdgeBackend(ctx context.Context, p Principal, id stri
 	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend)
 }
 
-// checkTLSEdgePolicy validates a TLS edge's traffic policy document by
-// compiling it for connection traffic with the Service's engine, and
-// returns it re-serialized compactly with the IP policies its restrict-ips
-// actions name. Every problem is a violation under "value", located in the
-// document (value.inbound[0].expressions[1]). Named IP policies must be
-// IP policies of the account: checked here to locate the problem, and
-// again atomically through the edge record's Refs when it is written.
-func (s *Service) checkTLSEdgePolicy(ctx context.Context, p Principal, edgeID string, value string) (string, []string, error) {
+// checkPolicy validates a traffic policy document by compiling it for
+// target with the Service's engine (scope is the edge or route ID that
+// owns it), and returns it re-serialized compactly with the IP policies
+// its restrict-ips actions name. Every problem is a violation under
+// "value", located in the document (value.inbound[0].expressions[1]).
+// Named IP policies must be IP policies of the account: checked here to
+// locate the problem, and again atomically through the edge or route
+// record's Refs when it is written.
+func (s *Service) checkPolicy(ctx context.Context, p Principal, target policy.Target, scope, value string) (string, []string, error) {
 	var (
 		named   []string
 		failure error // a store failure while resolving: not the caller's fault
@@ -420,7 +462,7 @@ func (s *Service) checkTLSEdgePolicy(ctx context.Context, p Principal, edgeID st
 		}
 		return allowAll{}, nil
 	}
-	pol, err := s.policy.CompileJSON([]byte(value), policy.CompileOptions{Target: policy.TargetConnection, Scope: edgeID, IPPolicies: resolve})
+	pol, err := s.policy.CompileJSON([]byte(value), policy.CompileOptions{Target: target, Scope: scope, IPPolicies: resolve})
 	if failure != nil {
 		return "", nil, failure
 	}

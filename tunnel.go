@@ -120,28 +120,75 @@ type onlineTunnel struct {
 // tunnels, newest first.
 func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]onlineTunnel, error) {
 	var out []onlineTunnel
+	err := s.scanTunnels(ctx, accountID, func(rec Record) error {
+		t, err := decode[onlineTunnel](rec)
+		if err != nil {
+			return err
+		}
+		out = append(out, *t)
+		return nil
+	})
+	return out, err
+}
+
+// scanTunnels calls visit with up to MaxTunnelsScanned of the account's
+// online tunnel records, newest first, and stops at visit's first error.
+func (s *Service) scanTunnels(ctx context.Context, accountID string, visit func(Record) error) error {
+	seen := 0
 	before := ""
 	for {
-		limit := min(tunnelScanPage, MaxTunnelsScanned-len(out))
+		limit := min(tunnelScanPage, MaxTunnelsScanned-seen)
 		recs, err := s.store.List(ctx, Query{Kind: KindTunnel, AccountID: accountID, BeforeID: before, Limit: limit})
 		if err != nil {
-			return nil, s.storeErr(err, tunnelKind, "")
+			return s.storeErr(err, tunnelKind, "")
 		}
 		for _, rec := range recs {
-			t, err := decode[onlineTunnel](rec)
-			if err != nil {
-				return nil, err
+			if err := visit(rec); err != nil {
+				return err
 			}
-			out = append(out, *t)
 		}
+		seen += len(recs)
 		if len(recs) < limit {
-			return out, nil
+			return nil
 		}
-		if len(out) >= MaxTunnelsScanned {
+		if seen >= MaxTunnelsScanned {
 			s.log.Warn("the account has more online tunnels than are scanned for backends; older tunnels are not shown",
-				"account", accountID, "scanned", len(out))
-			return out, nil
+				"account", accountID, "scanned", seen)
+			return nil
 		}
 		before = recs[len(recs)-1].ID
 	}
+}
+
+// BackendTunnels returns the online tunnels of the account that the
+// tunnel group backend backendID selects, newest first: those that carry
+// all of the backend's labels, found among the newest MaxTunnelsScanned
+// online tunnels, as the backend's tunnels field shows them. It is a host
+// operation, for the data plane that routes a backend's traffic to one of
+// its tunnels (each tunnel says where its agent forwards, ForwardsTo). A
+// backend that is missing or of another account is not found; a backend
+// without tunnels gives an empty list, never nil.
+func (s *Service) BackendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
+	b, _, err := loadEdgeRecord[backends.TunnelGroupBackend](ctx, s, accountID, backendKind, backendID)
+	if err != nil {
+		return nil, err
+	}
+	out := []backends.Tunnel{}
+	err = s.scanTunnels(ctx, accountID, func(rec Record) error {
+		sel, err := decode[onlineTunnel](rec)
+		if err != nil || !backends.Selects(b.Labels, sel.Labels) {
+			return err
+		}
+		t, err := decode[backends.Tunnel](rec)
+		if err != nil {
+			return err
+		}
+		s.presentTunnel(t, rec)
+		out = append(out, *t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -130,6 +130,10 @@ type Tunnel struct {
 	// Credential is the credential whose authtoken registered the tunnel;
 	// its URI is filled by the Service.
 	Credential resource.Ref `json:"credential"`
+	// ForwardsTo is the upstream server the agent forwards the tunnel's
+	// traffic to, as the agent reported it (http://127.0.0.1:3000), or ""
+	// when it did not say.
+	ForwardsTo string `json:"forwards_to"`
 }
 
 // RegisterTunnelParams are what a tunnel server knows about a tunnel an
@@ -139,14 +143,26 @@ type RegisterTunnelParams struct {
 	// [ValidateLabels]). A tunnel without labels is online but no backend
 	// selects it.
 	Labels map[string]string `json:"labels"`
+	// ForwardsTo is optional: the upstream server the agent forwards to,
+	// an absolute http or https URL with a host and no path beyond "/"
+	// (see [CheckForwardsTo]).
+	ForwardsTo string `json:"forwards_to"`
 }
 
-// Validate reports every broken label rule at once. It returns nil or an
-// InvalidArgument [*apierr.Error].
-func (p RegisterTunnelParams) Validate() error { return ValidateLabels(p.Labels) }
+// Validate reports every broken rule at once: the label rules and
+// forwards_to. It returns nil or an InvalidArgument [*apierr.Error].
+func (p RegisterTunnelParams) Validate() error {
+	var vs apierr.Violations
+	checkLabels(&vs, "labels", p.Labels)
+	if reason := CheckForwardsTo(p.ForwardsTo); reason != "" {
+		vs.Add("forwards_to", "%s", reason)
+	}
+	return vs.Err()
+}
 
 // Tunnel returns the tunnel p describes, without the fields the Service
-// assigns. Its Labels are a copy of p.Labels, never nil.
+// assigns. Its Labels are a copy of p.Labels, never nil; ForwardsTo is
+// kept as given.
 func (p RegisterTunnelParams) Tunnel() Tunnel {
-	return Tunnel{Labels: cloneLabels(p.Labels)}
+	return Tunnel{Labels: cloneLabels(p.Labels), ForwardsTo: p.ForwardsTo}
 }

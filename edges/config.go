@@ -146,6 +146,13 @@ type HTTPSRouteConfig struct {
 	ResponseHeaders *ResponseHeadersConfig
 	// Compression is true when the compression module is set and enabled.
 	Compression bool
+	// TrafficPolicy is the route's traffic policy compiled for HTTP, nil
+	// unless the module is set and enabled. Run it on each request with
+	// [policy.Policy.Inbound] (and [policy.Policy.Outbound] on the
+	// upstream's response), or wrap a handler with [policy.Policy.Handler].
+	// [NewHTTPSRouteConfig] leaves it nil: compiling needs the Service's
+	// policy engine, and the Service's configs fill it.
+	TrafficPolicy *policy.Policy
 }
 
 // NewHTTPSRouteConfig returns the runtime form of a stored route.

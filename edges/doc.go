@@ -1,6 +1,6 @@
 // Package edges holds edgeplane's edges and their modules: HTTPS edges
 // ([HTTPSEdge]) with their routes ([HTTPSRoute]), TLS edges ([TLSEdge]) and
-// TCP edges ([TCPEdge]); the nine modules that hang off them, with the
+// TCP edges ([TCPEdge]); the ten modules that hang off them, with the
 // parameters that replace each one and their validation; and the typed
 // runtime configuration an edge proxy applies ([HTTPSEdgeConfig],
 // [HTTPSRouteConfig], [TLSEdgeConfig], [TCPEdgeConfig]).
@@ -22,8 +22,8 @@
 // leaves the value unchanged.
 //
 // An edge or route shows its modules as fields named after the module's
-// path (oidc, backend, response_headers, compression, ip_restriction,
-// traffic_policy, tls_termination), null when the module is not set. A
+// path (oidc, backend, response_headers, compression, traffic_policy,
+// ip_restriction, tls_termination), null when the module is not set. A
 // module is stored inside its edge or route, so replacing it is one
 // atomic write of that record, and the record's references ([TLSEdge.Refs]
 // and the like: the IP policies and backends its modules name) are checked
@@ -60,10 +60,13 @@
 //     answers whether a source address may connect, from the policies'
 //     rules (deny wins; with any allow rule, unmatched addresses are
 //     refused).
-//   - Traffic policy ([TrafficPolicyParams]), on TLS edges: value is a
-//     traffic policy document as a JSON string. The Service parses,
-//     validates and compiles it with its policy engine for connection
-//     traffic; violations are located under value
+//   - Traffic policy ([TrafficPolicyParams]), on TLS edges and on HTTPS
+//     routes: value is a traffic policy document as a JSON string. The
+//     Service parses, validates and compiles it with its policy engine, for
+//     connection traffic on a TLS edge and for HTTP on a route (so a
+//     route's policy may use HTTP variables, the outbound phase and HTTP
+//     actions such as rate-limit, and may not use on_tcp_connect);
+//     violations are located under value
 //     (value.inbound[0].expressions[1]). The value is stored and returned
 //     re-serialized compactly by the policy package: no insignificant
 //     whitespace, phases in the order inbound then outbound, the keys of a
@@ -84,7 +87,12 @@
 // modules that are set and enabled, typed (durations as time.Duration,
 // TLS versions as crypto/tls constants, the cookie prefix resolved), IP
 // restrictions ready to answer Allowed, the traffic policy compiled and
-// ready to run. [HTTPSEdgeConfig.Route] picks a request's route: exact_path
+// ready to run (a route's for HTTP: [HTTPSRouteConfig.TrafficPolicy]; a TLS
+// edge's for connections: [TLSEdgeConfig.TrafficPolicy]). A policy is
+// compiled with its edge or route ID as its scope, so reloading a config
+// keeps the rate-limit counts of that edge or route, while two routes with
+// the same rate-limit config count separately.
+// [HTTPSEdgeConfig.Route] picks a request's route: exact_path
 // routes first, then path_prefix routes from the longest match, a plain
 // string prefix of the request path.
 //

@@ -90,14 +90,22 @@ type HTTPSRoute struct {
 	ResponseHeaders *ResponseHeaders `json:"response_headers"`
 	// Compression is the compression module.
 	Compression *Compression `json:"compression"`
+	// TrafficPolicy is the traffic policy module, compiled for HTTP.
+	TrafficPolicy *TrafficPolicy `json:"traffic_policy"`
 }
 
 // Refs returns the identifiers of the records the route's modules
-// reference (its backend), without duplicates; never nil.
+// reference (its backend and the IP policies of its traffic policy),
+// without duplicates; never nil.
 func (r *HTTPSRoute) Refs() []string {
 	out := []string{}
 	if r.Backend != nil {
 		out = appendNew(out, r.Backend.Backend.ID)
+	}
+	if r.TrafficPolicy != nil {
+		for _, id := range r.TrafficPolicy.IPPolicyIDs {
+			out = appendNew(out, id)
+		}
 	}
 	return out
 }
@@ -188,10 +196,14 @@ func (e *TCPEdge) Refs() []string {
 }
 
 // ModuleReferencing returns the name of the route's module that
-// references id ("backend"), or "" when none does; for messages.
+// references id ("backend" or "traffic_policy"), or "" when none does; for
+// messages.
 func (r *HTTPSRoute) ModuleReferencing(id string) string {
-	if r.Backend != nil && r.Backend.Backend.ID == id {
+	switch {
+	case r.Backend != nil && r.Backend.Backend.ID == id:
 		return "backend"
+	case r.TrafficPolicy != nil && slices.Contains(r.TrafficPolicy.IPPolicyIDs, id):
+		return "traffic_policy"
 	}
 	return ""
 }

@@ -504,7 +504,8 @@ func (p IPRestrictionParams) Module() IPRestriction {
 
 const ipPolicyPrefix = ipaccess.PolicyPrefix
 
-// TrafficPolicy is the TLS edge traffic policy module.
+// TrafficPolicy is the traffic policy module of a TLS edge (compiled for
+// connection traffic) or of an HTTPS route (compiled for HTTP).
 type TrafficPolicy struct {
 	// Enabled is true when the module applies to traffic.
 	Enabled bool `json:"enabled"`
@@ -512,13 +513,14 @@ type TrafficPolicy struct {
 	// re-serialized compactly (see the package documentation).
 	Value string `json:"value"`
 	// IPPolicyIDs are the IP policies the document names (in restrict-ips
-	// actions), which the edge record references so that they cannot be
-	// deleted while the policy uses them. The Service keeps it in storage
-	// and clears it in every response; it is not part of the API.
+	// actions), which the edge or route record references so that they
+	// cannot be deleted while the policy uses them. The Service keeps it in
+	// storage and clears it in every response; it is not part of the API.
 	IPPolicyIDs []string `json:"ip_policy_ids,omitempty"`
 }
 
-// TrafficPolicyParams replace a TLS edge's traffic policy module.
+// TrafficPolicyParams replace the traffic policy module of a TLS edge or
+// of an HTTPS route.
 type TrafficPolicyParams struct {
 	// Enabled defaults to true when nil.
 	Enabled *bool `json:"enabled"`

@@ -27,7 +27,8 @@
 //
 // and the edge modules: https_edge_route_oidc_module,
 // https_edge_route_backend_module, https_edge_route_response_headers_module,
-// https_edge_route_compression_module, tls_edge_ip_restriction_module,
+// https_edge_route_compression_module,
+// https_edge_route_traffic_policy_module, tls_edge_ip_restriction_module,
 // tls_edge_traffic_policy_module, tls_edge_tls_termination_module,
 // tcp_edge_ip_restriction_module and tcp_edge_backend_module. So
 // ip_policy_created.v0, ip_policy_updated.v0, ip_policy_deleted.v0,

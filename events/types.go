@@ -51,6 +51,7 @@ func Names() []string {
 		"https_edge_route_backend_module",
 		"https_edge_route_response_headers_module",
 		"https_edge_route_compression_module",
+		"https_edge_route_traffic_policy_module",
 		"tls_edge_ip_restriction_module",
 		"tls_edge_traffic_policy_module",
 		"tls_edge_tls_termination_module",

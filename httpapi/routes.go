@@ -320,6 +320,7 @@ func (h *Handler) table() []route {
 	rs = append(rs, routeModule(base+"backend", "HTTPSRouteBackend", s.ReplaceHTTPSRouteBackend, s.GetHTTPSRouteBackend, s.DeleteHTTPSRouteBackend)...)
 	rs = append(rs, routeModule(base+"response_headers", "HTTPSRouteResponseHeaders", s.ReplaceHTTPSRouteResponseHeaders, s.GetHTTPSRouteResponseHeaders, s.DeleteHTTPSRouteResponseHeaders)...)
 	rs = append(rs, routeModule(base+"compression", "HTTPSRouteCompression", s.ReplaceHTTPSRouteCompression, s.GetHTTPSRouteCompression, s.DeleteHTTPSRouteCompression)...)
+	rs = append(rs, routeModule(base+"traffic_policy", "HTTPSRouteTrafficPolicy", s.ReplaceHTTPSRouteTrafficPolicy, s.GetHTTPSRouteTrafficPolicy, s.DeleteHTTPSRouteTrafficPolicy)...)
 	rs = append(rs, module("/edges/tls/{id}/ip_restriction", "TLSEdgeIPRestriction", s.ReplaceTLSEdgeIPRestriction, s.GetTLSEdgeIPRestriction, s.DeleteTLSEdgeIPRestriction)...)
 	rs = append(rs, module("/edges/tls/{id}/traffic_policy", "TLSEdgeTrafficPolicy", s.ReplaceTLSEdgeTrafficPolicy, s.GetTLSEdgeTrafficPolicy, s.DeleteTLSEdgeTrafficPolicy)...)
 	rs = append(rs, module("/edges/tls/{id}/tls_termination", "TLSEdgeTLSTermination", s.ReplaceTLSEdgeTLSTermination, s.GetTLSEdgeTLSTermination, s.DeleteTLSEdgeTLSTermination)...)
