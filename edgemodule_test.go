@@ -2,6 +2,7 @@ package edgeplane_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,7 @@ type moduleFixture struct {
 	pol1, pol2, backend string
 }
 
-// moduleOps drives one of the nine modules through the Service.
+// moduleOps drives one of the ten modules through the Service.
 type moduleOps struct {
 	name    string // edges.Module* name
 	event   string // the module's event name
@@ -143,6 +144,15 @@ func backendRef(id string) resource.Ref {
 }
 
 const denyAll = `{"inbound":[{"name":"no","actions":[{"type":"deny"}]}]}`
+
+// rateLimitDoc is a compact HTTP traffic policy whose inbound rule limits
+// each client address to capacity requests a minute, and whose outbound
+// rule marks responses.
+func rateLimitDoc(capacity int) string {
+	return `{"on_http_request":[{"name":"limit","expressions":["req.method != 'OPTIONS'"],"actions":[{"type":"rate-limit","config":` +
+		`{"name":"per client","algorithm":"sliding_window","capacity":` + strconv.Itoa(capacity) + `,"rate":"60s","bucket_key":["conn.client_ip"]}}]}],` +
+		`"on_http_response":[{"actions":[{"type":"add-headers","config":{"headers":{"x-limited":"${actions.service.rate_limit.limited}"}}}]}]}`
+}
 
 func allModules() []moduleOps {
 	ipRestrictionCases := func(f moduleFixture) []moduleCase {
@@ -273,6 +283,44 @@ func allModules() []moduleOps {
 				return []moduleCase{
 					{"enabled by default", edges.CompressionParams{}, &edges.Compression{Enabled: true}, `{"enabled":true}`},
 					{"disabled", edges.CompressionParams{Enabled: ptr(false)}, &edges.Compression{Enabled: false}, `{"enabled":false}`},
+				}
+			},
+		},
+		{
+			name: "traffic_policy", event: "https_edge_route_traffic_policy_module", target: routeTarget,
+			replace: wrapReplace(func(e *env, p edgeplane.Principal, tg moduleTarget, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
+				return e.svc.ReplaceHTTPSRouteTrafficPolicy(e.ctx, p, tg.edgeID, tg.routeID, params)
+			}),
+			get: wrapGet(func(e *env, p edgeplane.Principal, tg moduleTarget) (*edges.TrafficPolicy, error) {
+				return e.svc.GetHTTPSRouteTrafficPolicy(e.ctx, p, tg.edgeID, tg.routeID)
+			}),
+			del: func(e *env, p edgeplane.Principal, tg moduleTarget) error {
+				return e.svc.DeleteHTTPSRouteTrafficPolicy(e.ctx, p, tg.edgeID, tg.routeID)
+			},
+			parent: routeParent(func(r *edges.HTTPSRoute) *edges.TrafficPolicy { return r.TrafficPolicy }),
+			valid:  func(moduleFixture) any { return edges.TrafficPolicyParams{Value: denyAll} },
+			bad: func(f moduleFixture) []moduleBad {
+				return []moduleBad{
+					{edges.TrafficPolicyParams{}, "value", "is required"},
+					{edges.TrafficPolicyParams{Value: "[]"}, "value", "JSON object"},
+					{edges.TrafficPolicyParams{Value: `{"inbound":[{"expressions":["nope("],"actions":[{"type":"deny"}]}]}`}, "value.inbound[0].expressions[0]", ""},
+					{edges.TrafficPolicyParams{Value: `{"on_tcp_connect":[{"actions":[{"type":"deny"}]}]}`}, "value.on_tcp_connect", "an HTTP policy uses inbound or on_http_request"},
+					{edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"ip_policies":["` + f.backend + `"]}}]}]}`}, "value.inbound[0].actions[0].config.ip_policies", "is not an IP policy ID"},
+				}
+			},
+			cases: func(f moduleFixture) []moduleCase {
+				return []moduleCase{
+					{"re-serialized compactly, enabled by default", edges.TrafficPolicyParams{Value: "{\n  \"inbound\": [\n    {\"name\": \"no\", \"actions\": [ {\"type\": \"deny\"} ]}\n  ]\n}\n"},
+						&edges.TrafficPolicy{Enabled: true, Value: denyAll},
+						`{"enabled":true,"value":"{\"inbound\":[{\"name\":\"no\",\"actions\":[{\"type\":\"deny\"}]}]}"}`},
+					{"HTTP phases, variables and a rate limit, disabled", edges.TrafficPolicyParams{Enabled: ptr(false), Value: rateLimitDoc(2)},
+						&edges.TrafficPolicy{Enabled: false, Value: rateLimitDoc(2)},
+						`{"enabled":false,"value":` + strconv.Quote(rateLimitDoc(2)) + `}`},
+					{"keys reordered, config keys kept", edges.TrafficPolicyParams{Value: `{"on_http_response": [{"actions": [{"config": {"headers": {"z": "1", "a": "2"}}, "type": "add-headers"}], "name": "n"}], "on_http_request": []}`},
+						&edges.TrafficPolicy{Enabled: true, Value: `{"on_http_request":[],"on_http_response":[{"name":"n","actions":[{"type":"add-headers","config":{"headers":{"z":"1","a":"2"}}}]}]}`}, ""},
+					{"restrict-ips naming an IP policy", edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"ip_policies":["` + f.pol1 + `"]}}]}]}`},
+						&edges.TrafficPolicy{Enabled: true, Value: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"ip_policies":["` + f.pol1 + `"]}}]}]}`}, ""},
+					{"no rules", edges.TrafficPolicyParams{Value: `{}`}, &edges.TrafficPolicy{Enabled: true, Value: `{}`}, `{"enabled":true,"value":"{}"}`},
 				}
 			},
 		},

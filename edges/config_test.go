@@ -143,9 +143,15 @@ func TestHTTPSEdgeConfigRouting(t *testing.T) {
 		Backend:         &edges.Backend{Enabled: true, Backend: resource.Ref{ID: backend}},
 		ResponseHeaders: &edges.ResponseHeaders{Enabled: false},
 		Compression:     &edges.Compression{Enabled: true},
+		TrafficPolicy:   &edges.TrafficPolicy{Enabled: true, Value: `{}`},
 	})
 	if full.OIDC == nil || full.Backend == nil || full.ResponseHeaders != nil || !full.Compression || full.AccountID != "acct" {
 		t.Errorf("route config = %+v", full)
+	}
+	// Compiling a route's traffic policy needs the Service's engine: the
+	// leaf leaves it to the Service.
+	if full.TrafficPolicy != nil {
+		t.Errorf("NewHTTPSRouteConfig compiled a traffic policy: %v", full.TrafficPolicy)
 	}
 }
 

@@ -433,4 +433,19 @@ func TestRefsAndModuleRules(t *testing.T) {
 	if diff := cmp.Diff([]string{backend}, route.Refs()); diff != "" || route.ModuleReferencing(backend) != "backend" {
 		t.Errorf("route Refs (-want +got):\n%s", diff)
 	}
+	// A route's traffic policy holds the IP policies of its restrict-ips
+	// actions, each once.
+	route.TrafficPolicy = &edges.TrafficPolicy{IPPolicyIDs: []string{pol2, pol1, pol2}}
+	if diff := cmp.Diff([]string{backend, pol2, pol1}, route.Refs()); diff != "" {
+		t.Errorf("route Refs with a traffic policy (-want +got):\n%s", diff)
+	}
+	for id, want := range map[string]string{backend: "backend", pol1: "traffic_policy", pol2: "traffic_policy", "ipp_none": ""} {
+		if got := route.ModuleReferencing(id); got != want {
+			t.Errorf("route ModuleReferencing(%s) = %q, want %q", id, got, want)
+		}
+	}
+	route.Backend = nil
+	if diff := cmp.Diff([]string{pol2, pol1}, route.Refs()); diff != "" {
+		t.Errorf("route Refs with only a traffic policy (-want +got):\n%s", diff)
+	}
 }
