@@ -350,4 +350,12 @@ func TestBackendTunnelsScanIsBounded(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "more online tunnels than are scanned") {
 		t.Error("the bound was not logged")
 	}
+	// The data plane's lookup has the same bound.
+	tunnels, err := e.svc.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	if err != nil || len(tunnels) != edgeplane.MaxTunnelsScanned {
+		t.Fatalf("BackendTunnels gave %d tunnels (%v), want the bound %d", len(tunnels), err, edgeplane.MaxTunnelsScanned)
+	}
+	if tunnels[len(tunnels)-1].ID == first.ID || tunnels[0].ID != b.Tunnels[0].ID {
+		t.Error("BackendTunnels differs from the backend's tunnels at the bound")
+	}
 }

@@ -176,3 +176,189 @@ func TestDeletingACredentialTakesItsTunnelsOffline(t *testing.T) {
 	_, err = e.svc.RegisterTunnel(e.ctx, t1, backends.RegisterTunnelParams{})
 	wantCode(t, err, apierr.Unauthenticated)
 }
+
+func TestTunnelForwardsTo(t *testing.T) {
+	e := newEnv(t)
+	_, token := e.token(t, e.user)
+	for _, tc := range []struct {
+		name, forwardsTo, json string
+	}{
+		{"loopback origin", "http://127.0.0.1:3000", `"forwards_to":"http://127.0.0.1:3000"`},
+		{"https with a trailing slash, kept as given", "https://app.internal:8443/", `"forwards_to":"https://app.internal:8443/"`},
+		{"not given", "", `"forwards_to":""`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tn, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: tc.forwardsTo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tn.ForwardsTo != tc.forwardsTo {
+				t.Errorf("register: forwards_to %q", tn.ForwardsTo)
+			}
+			got, err := e.svc.GetTunnel(e.ctx, e.user, tn.ID)
+			if diff := cmp.Diff(tn, got); err != nil || diff != "" {
+				t.Errorf("get (%v) (-register +get):\n%s", err, diff)
+			}
+			page, err := e.svc.ListTunnels(e.ctx, e.user, edgeplane.ListOptions{Limit: 1})
+			if err != nil || len(page.Items) != 1 || page.Items[0].ForwardsTo != tc.forwardsTo {
+				t.Errorf("list: %+v, %v", page, err)
+			}
+			b, _ := json.Marshal(got)
+			if !strings.Contains(string(b), tc.json) {
+				t.Errorf("tunnel JSON %s lacks %s", b, tc.json)
+			}
+		})
+	}
+
+	before, _ := e.svc.ListTunnels(e.ctx, e.user, edgeplane.ListOptions{})
+	for _, tc := range []struct{ name, forwardsTo, reason string }{
+		{"a path", "http://127.0.0.1:3000/app", `no path beyond "/"`},
+		{"not http", "tcp://127.0.0.1:22", "absolute http or https URL"},
+		{"no scheme", "127.0.0.1:3000", "absolute http or https URL"},
+		{"a query", "http://h?x=1", "query or fragment"},
+		{"user information", "https://user:secret@h", "user information"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{ForwardsTo: tc.forwardsTo})
+			wantViolation(t, err, "forwards_to", tc.reason)
+		})
+	}
+	// With bad labels too, both are reported; a bad token wins over both.
+	_, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"k": "a b"}, ForwardsTo: "ftp://h"})
+	wantViolation(t, err, "forwards_to", "")
+	wantViolation(t, err, `labels["k"]`, "")
+	_, err = e.svc.RegisterTunnel(e.ctx, "not-a-token", backends.RegisterTunnelParams{ForwardsTo: "ftp://h"})
+	wantCode(t, err, apierr.Unauthenticated)
+	after, _ := e.svc.ListTunnels(e.ctx, e.user, edgeplane.ListOptions{})
+	if len(after.Items) != len(before.Items) {
+		t.Errorf("refused registrations stored tunnels: %d, then %d", len(before.Items), len(after.Items))
+	}
+}
+
+// TestBackendTunnelsLookup: the data plane's lookup of a backend's
+// tunnels gives the same selection as the backend's tunnels field, as
+// whole tunnels (with forwards_to), newest first.
+func TestBackendTunnelsLookup(t *testing.T) {
+	e := newEnv(t)
+	acct := e.user.AccountID
+	cred, token := e.token(t, e.user)
+	_, otherToken := e.token(t, e.other)
+	reg := func(token string, labels map[string]string, to string) *backends.Tunnel {
+		t.Helper()
+		tn, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tn
+	}
+	api1 := reg(token, map[string]string{"env": "prod", "app": "api"}, "http://127.0.0.1:3000")
+	reg(token, map[string]string{"env": "dev", "app": "api"}, "http://127.0.0.1:3001")
+	reg(token, nil, "")
+	api2 := reg(token, map[string]string{"env": "prod", "app": "api", "zone": "b"}, "")
+	web := reg(token, map[string]string{"env": "prod", "app": "web"}, "https://10.0.0.5")
+	reg(otherToken, map[string]string{"env": "prod", "app": "api"}, "http://127.0.0.1:3000") // another account's
+	api := e.backend(t, e.user, map[string]string{"env": "prod", "app": "api"})
+	prod := e.backend(t, e.user, map[string]string{"env": "prod"})
+	empty := e.backend(t, e.user, map[string]string{"env": "staging"})
+	foreign := e.backend(t, e.other, map[string]string{"env": "prod"})
+
+	for _, tc := range []struct {
+		name    string
+		backend string
+		want    []*backends.Tunnel
+	}{
+		{"two labels", api.ID, []*backends.Tunnel{api2, api1}},
+		{"one label", prod.ID, []*backends.Tunnel{web, api2, api1}},
+		{"none selected", empty.ID, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.svc.BackendTunnels(e.ctx, acct, tc.backend)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []backends.Tunnel{}
+			for _, tn := range tc.want {
+				want = append(want, *tn)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("BackendTunnels (-want +got):\n%s", diff)
+			}
+			if got == nil {
+				t.Error("BackendTunnels = nil, want an empty list")
+			}
+			// The same selection, in the same order, as the backend shows.
+			b, err := e.svc.GetTunnelGroupBackend(e.ctx, e.user, tc.backend)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b.Tunnels) != len(got) {
+				t.Fatalf("backend shows %d tunnels, lookup gives %d", len(b.Tunnels), len(got))
+			}
+			for i, r := range b.Tunnels {
+				if got[i].ID != r.ID || got[i].URI != r.URI {
+					t.Errorf("tunnel %d: lookup %s, backend shows %s", i, got[i].ID, r.ID)
+				}
+			}
+		})
+	}
+	if got, _ := e.svc.BackendTunnels(e.ctx, acct, api.ID); got[1].Credential.URI != "https://api.example.test/credentials/"+cred.ID ||
+		got[1].URI != "https://api.example.test/tunnels/"+api1.ID || got[1].ForwardsTo != "http://127.0.0.1:3000" {
+		t.Errorf("tunnel as presented: %+v", got[1])
+	}
+
+	// The other account sees only its own tunnels through its backend.
+	got, err := e.svc.BackendTunnels(e.ctx, e.other.AccountID, foreign.ID)
+	if err != nil || len(got) != 1 || got[0].AccountID != e.other.AccountID {
+		t.Errorf("other account's lookup: %+v, %v", got, err)
+	}
+
+	// Not found: a foreign backend reads like a missing one; malformed IDs.
+	missing := api.ID[:len(api.ID)-4] + "zzzz"
+	_, errForeign := e.svc.BackendTunnels(e.ctx, acct, foreign.ID)
+	wantNotFoundNaming(t, errForeign, foreign.ID)
+	_, errMissing := e.svc.BackendTunnels(e.ctx, acct, missing)
+	wantNotFoundNaming(t, errMissing, missing)
+	if a, b := strings.ReplaceAll(errForeign.Error(), foreign.ID, "ID"), strings.ReplaceAll(errMissing.Error(), missing, "ID"); a != b {
+		t.Errorf("foreign %q and missing %q read differently", a, b)
+	}
+	_, err = e.svc.BackendTunnels(e.ctx, e.other.AccountID, api.ID)
+	wantNotFoundNaming(t, err, api.ID)
+	_, err = e.svc.BackendTunnels(e.ctx, acct, "bkdtg_x")
+	wantNotFoundNaming(t, err, "bkdtg_x")
+	_, err = e.svc.BackendTunnels(e.ctx, acct, api1.ID)
+	wantNotFoundNaming(t, err, api1.ID)
+	_, err = e.svc.BackendTunnels(e.ctx, "acct_x", api.ID)
+	wantNotFoundNaming(t, err, "acct_x")
+	_, err = e.svc.BackendTunnels(e.ctx, "", api.ID)
+	wantCode(t, err, apierr.NotFound)
+
+	// Tunnels come and go; the lookup follows at once.
+	if err := e.svc.UnregisterTunnel(e.ctx, acct, api2.ID); err != nil {
+		t.Fatal(err)
+	}
+	late := reg(token, map[string]string{"env": "prod", "app": "api"}, "http://127.0.0.1:4000")
+	got, err = e.svc.BackendTunnels(e.ctx, acct, api.ID)
+	if err != nil || len(got) != 2 || got[0].ID != late.ID || got[1].ID != api1.ID {
+		t.Errorf("after changes: %+v, %v", got, err)
+	}
+	if err := e.svc.DeleteCredential(e.ctx, e.user, cred.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.svc.BackendTunnels(e.ctx, acct, api.ID); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("after the credential's deletion: %#v, %v", got, err)
+	}
+}
+
+// TestBackendTunnelsStoreFailure: a failing store is an internal error,
+// whether reading the backend or scanning the tunnels.
+func TestBackendTunnelsStoreFailure(t *testing.T) {
+	e := newEnv(t)
+	_, token := e.token(t, e.user)
+	e.tunnel(t, token, map[string]string{"env": "prod"})
+	b := e.backend(t, e.user, map[string]string{"env": "prod"})
+	broken := edgeplane.New(listFails{e.store, edgeplane.KindTunnel}, edgeplane.Options{})
+	_, err := broken.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	wantCode(t, err, apierr.Internal)
+	_, err = edgeplane.New(failingStore{}, edgeplane.Options{}).BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	wantCode(t, err, apierr.Internal)
+}

@@ -1,7 +1,8 @@
 // Package backends holds edgeplane's tunnel group backends and the online
 // tunnels they select: the [TunnelGroupBackend] and [Tunnel] models, their
-// parameters with validation, the label rules ([ValidateLabels]) and the
-// selection rule ([Selects]).
+// parameters with validation, the label rules ([ValidateLabels]), the
+// upstream address of a tunnel ([CheckForwardsTo]) and the selection rule
+// ([Selects]).
 //
 // The package is a leaf: it holds models and pure logic. Storage,
 // identifiers, URIs, timestamps, authtoken checks and the computation of a
@@ -46,4 +47,11 @@
 //     package gives them an account, a start time, labels and the Ref of the
 //     credential whose authtoken registered them; their URI is
 //     {base_url}/tunnels/<id>. A tunnel may have no labels.
+//   - A tunnel may also say where its agent forwards traffic: forwards_to,
+//     optional, an absolute http or https URL with a host (and optionally
+//     a port) and no path beyond "/", user information, query or fragment,
+//     at most [MaxForwardsToBytes] bytes ([CheckForwardsTo]); for example
+//     http://127.0.0.1:3000. It is stored as given and shown in tunnel
+//     responses, "" when the agent did not say. A data plane that routes a
+//     backend's traffic reads it from the tunnels the backend selects.
 package backends
