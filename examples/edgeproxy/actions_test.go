@@ -1,0 +1,246 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// absent marks a header that must not be in a response.
+const absent = "<absent>"
+
+// TestActions runs each built-in action in a standalone proxy and observes
+// it from a real HTTP client: status, headers, body, and what reached the
+// upstream.
+func TestActions(t *testing.T) {
+	type request struct {
+		from   string // client address; "" is 127.0.0.1
+		path   string
+		header []string
+	}
+	tests := []struct {
+		name       string
+		doc        string
+		req        request
+		status     int
+		header     map[string]string // first value, or absent
+		body       string            // substring of the body
+		reached    bool              // whether the upstream saw the request
+		upstream   func(t *testing.T, s seen)
+		denied     string // edgeproxy_denied_total afterwards
+		logContain string
+	}{
+		{
+			name:   "deny: 403 and no body by default",
+			doc:    `{"inbound":[{"actions":[{"type":"deny"}]}]}`,
+			req:    request{path: "/x"},
+			status: 403, denied: "1",
+		},
+		{
+			name: "deny: the status of the config when the expression holds",
+			doc: `{"inbound":[{"name":"no admin","expressions":["req.url.path.startsWith('/admin')"],
+				"actions":[{"type":"deny","config":{"status_code":451}}]}]}`,
+			req:    request{path: "/admin/users"},
+			status: 451, denied: "1",
+		},
+		{
+			name: "deny: a request the expression does not match passes",
+			doc: `{"inbound":[{"expressions":["req.url.path.startsWith('/admin')"],
+				"actions":[{"type":"deny","config":{"status_code":451}}]}]}`,
+			req:    request{path: "/public"},
+			status: 200, reached: true, body: "upstream a /public", denied: "0",
+		},
+		{
+			name: "custom-response: templated body and headers",
+			doc: `{"inbound":[{"actions":[{"type":"custom-response","config":{"status_code":418,
+				"body":"no coffee at ${req.url.path}","headers":{"content-type":"text/plain","x-why":"teapot for ${conn.client_ip}"}}}]}]}`,
+			req:    request{path: "/brew"},
+			status: 418, body: "no coffee at /brew",
+			header: map[string]string{"Content-Type": "text/plain", "X-Why": "teapot for 127.0.0.1"},
+			denied: "0",
+		},
+		{
+			name:   "redirect: every request, with the status of the config",
+			doc:    `{"inbound":[{"actions":[{"type":"redirect","config":{"to":"https://example.com${req.url.path}","status_code":301}}]}]}`,
+			req:    request{path: "/moved"},
+			status: 301, header: map[string]string{"Location": "https://example.com/moved"},
+		},
+		{
+			name:   "redirect: from with capture groups",
+			doc:    `{"inbound":[{"actions":[{"type":"redirect","config":{"from":"^https?://[^/]+/old/(.*)$","to":"/new/$1"}}]}]}`,
+			req:    request{path: "/old/page?x=1"},
+			status: 302, header: map[string]string{"Location": "/new/page?x=1"},
+		},
+		{
+			name:   "redirect: from that does not match lets the request through",
+			doc:    `{"inbound":[{"actions":[{"type":"redirect","config":{"from":"^https?://[^/]+/old/(.*)$","to":"/new/$1"}}]}]}`,
+			req:    request{path: "/current"},
+			status: 200, reached: true,
+		},
+		{
+			name:   "url-rewrite: the upstream sees the new path and query",
+			doc:    `{"inbound":[{"actions":[{"type":"url-rewrite","config":{"from":"/v1/([a-z]+)\\?id=(\\d+)","to":"/api/v2/$1/$2?src=v1"}}]}]}`,
+			req:    request{path: "/v1/users?id=7"},
+			status: 200, reached: true, body: "upstream a /api/v2/users/7",
+			upstream: func(t *testing.T, s seen) {
+				if s.Path != "/api/v2/users/7" || s.RawQuery != "src=v1" {
+					t.Errorf("upstream saw %s?%s", s.Path, s.RawQuery)
+				}
+			},
+		},
+		{
+			name:   "add-headers: the upstream sees them",
+			doc:    `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{"x-client-ip":"${conn.client_ip}","x-added":"yes"}}}]}]}`,
+			req:    request{path: "/h"},
+			status: 200, reached: true,
+			upstream: func(t *testing.T, s seen) {
+				if s.Header.Get("X-Client-Ip") != "127.0.0.1" || s.Header.Get("X-Added") != "yes" {
+					t.Errorf("upstream headers: %v", s.Header)
+				}
+			},
+		},
+		{
+			name:   "remove-headers: the upstream does not see them",
+			doc:    `{"inbound":[{"actions":[{"type":"remove-headers","config":{"headers":["x-internal"]}}]}]}`,
+			req:    request{path: "/h", header: []string{"X-Internal: secret", "X-Kept: 1"}},
+			status: 200, reached: true,
+			upstream: func(t *testing.T, s seen) {
+				if _, ok := s.Header["X-Internal"]; ok || s.Header.Get("X-Kept") != "1" {
+					t.Errorf("upstream headers: %v", s.Header)
+				}
+			},
+		},
+		{
+			name:   "restrict-ips: an allowed client passes",
+			doc:    `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["127.0.0.1/32"]}}]}]}`,
+			req:    request{path: "/ip"},
+			status: 200, reached: true, denied: "0",
+		},
+		{
+			name:   "restrict-ips: a client outside allow gets 403",
+			doc:    `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["127.0.0.1/32"]}}]}]}`,
+			req:    request{from: "127.0.0.2", path: "/ip"},
+			status: 403, denied: "1",
+		},
+		{
+			name:   "restrict-ips: a denied client gets 403",
+			doc:    `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"deny":["127.0.0.2"]}}]}]}`,
+			req:    request{from: "127.0.0.2", path: "/ip"},
+			status: 403, denied: "1",
+		},
+		{
+			name: "restrict-ips: X-Forwarded-For is not believed without trusted proxies",
+			doc:  `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["203.0.113.0/24"]}}]}]}`,
+			req:  request{path: "/ip", header: []string{"X-Forwarded-For: 203.0.113.9"}},
+			// The peer, 127.0.0.1, is the client: refused.
+			status: 403, denied: "1",
+		},
+		{
+			name:   "log: the entry reaches the logger and the request passes",
+			doc:    `{"inbound":[{"name":"audit","actions":[{"type":"log","config":{"metadata":{"seen_path":"${req.url.path}","who":"${conn.client_ip}"}}}]}]}`,
+			req:    request{path: "/logged"},
+			status: 200, reached: true, logContain: "seen_path=/logged",
+		},
+		{
+			name: "outbound add-headers: on the response, seeing res.*",
+			doc: `{"outbound":[{"expressions":["res.status_code == 200 && hasResHeader('x-upstream')"],
+				"actions":[{"type":"add-headers","config":{"headers":{"x-res":"${string(res.status_code)} from ${getResHeader('x-upstream')[0]}"}}}]}]}`,
+			req:    request{path: "/o"},
+			status: 200, reached: true, header: map[string]string{"X-Res": "200 from a"},
+		},
+		{
+			name:   "outbound remove-headers: the client does not see them",
+			doc:    `{"outbound":[{"actions":[{"type":"remove-headers","config":{"headers":["x-secret"]}}]}]}`,
+			req:    request{path: "/o"},
+			status: 200, reached: true, header: map[string]string{"X-Secret": absent, "X-Upstream": "a"},
+		},
+		{
+			name: "outbound custom-response: replaces the upstream's error",
+			doc: `{"outbound":[{"expressions":["res.status_code >= 500"],
+				"actions":[{"type":"custom-response","config":{"status_code":503,"body":"sorry, try later","headers":{"content-type":"text/plain"}}}]}]}`,
+			req:    request{path: "/status/500"},
+			status: 503, reached: true, body: "sorry, try later",
+			header: map[string]string{"X-Upstream": absent, "Content-Type": "text/plain", "Content-Length": "16"},
+		},
+		{
+			name: "outbound rules see the inbound result variables",
+			doc: `{"inbound":[{"actions":[{"type":"rate-limit","config":{"name":"count","algorithm":"sliding_window","capacity":10,"rate":"60s","bucket_key":["conn.client_ip"],"enforce":false}}]}],
+				"outbound":[{"actions":[{"type":"add-headers","config":{"headers":{"x-limited":"${string(actions.service.rate_limit.limited)}","x-key":"${actions.service.rate_limit.bucket_key}"}}}]}]}`,
+			req:    request{path: "/o"},
+			status: 200, reached: true, header: map[string]string{"X-Limited": "false", "X-Key": "127.0.0.1"},
+		},
+		{
+			name: "on_http_request and on_http_response phase names",
+			doc: `{"on_http_request":[{"actions":[{"type":"add-headers","config":{"headers":{"x-in":"1"}}}]}],
+				"on_http_response":[{"actions":[{"type":"add-headers","config":{"headers":{"x-out":"1"}}}]}]}`,
+			req:    request{path: "/o"},
+			status: 200, reached: true, header: map[string]string{"X-Out": "1"},
+			upstream: func(t *testing.T, s seen) {
+				if s.Header.Get("X-In") != "1" {
+					t.Errorf("upstream headers: %v", s.Header)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := standalone(t, tc.doc)
+			var c *http.Client
+			if tc.req.from != "" {
+				c = client(tc.req.from)
+			}
+			res := e.do(c, "GET", tc.req.path, tc.req.header...)
+			if res.status != tc.status {
+				t.Errorf("status %d, want %d (body %q)", res.status, tc.status, res.body)
+			}
+			if tc.status == 403 && res.body != "" {
+				t.Errorf("deny body %q, want none", res.body)
+			}
+			if !strings.Contains(res.body, tc.body) {
+				t.Errorf("body %q, want it to contain %q", res.body, tc.body)
+			}
+			for k, want := range tc.header {
+				got, ok := res.header[k]
+				switch {
+				case want == absent && ok:
+					t.Errorf("header %s: %q, want none", k, got)
+				case want != absent && (!ok || got[0] != want):
+					t.Errorf("header %s: %q, want %q", k, got, want)
+				}
+			}
+			reqs := e.up.requests()
+			if reached := len(reqs) > 0; reached != tc.reached {
+				t.Errorf("reached the upstream: %v, want %v", reached, tc.reached)
+			}
+			if tc.upstream != nil && len(reqs) > 0 {
+				tc.upstream(t, reqs[len(reqs)-1])
+			}
+			if tc.denied != "" {
+				if got := e.metric("edgeproxy_denied_total"); got != tc.denied {
+					t.Errorf("edgeproxy_denied_total %s, want %s", got, tc.denied)
+				}
+			}
+			if tc.logContain != "" && !strings.Contains(e.logs.String(), tc.logContain) {
+				t.Errorf("log lacks %q:\n%s", tc.logContain, e.logs)
+			}
+		})
+	}
+}
+
+// TestRequestLog checks the log line of a request the policy answered.
+func TestRequestLog(t *testing.T) {
+	e := standalone(t, `{"inbound":[{"expressions":["req.url.path == '/no'"],"actions":[{"type":"deny","config":{"status_code":404}}]}]}`)
+	e.get("/no")
+	e.get("/yes")
+	logs := e.logs.String()
+	for _, want := range []string{
+		`msg=request method=GET path=/no client_ip=127.0.0.1 status=404`,
+		`route=standalone policy_action=deny policy_location=inbound[0].actions[0]`,
+		`msg=request method=GET path=/yes client_ip=127.0.0.1 status=200 bytes=15`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
