@@ -99,8 +99,9 @@
 //
 // Host operations that take no principal serve the data plane:
 // [Service.AuthenticateTunnelToken] and [Service.RegisterTunnel] for tunnel
-// servers, [Service.HTTPSEdgeConfig], [Service.TLSEdgeConfig] and
-// [Service.TCPEdgeConfig] for edge proxies, [Service.CertificateOrders]
+// servers, [Service.HTTPSEdgeConfig], [Service.HTTPSRouteConfig],
+// [Service.TLSEdgeConfig], [Service.TCPEdgeConfig] and
+// [Service.BackendTunnels] for edge proxies, [Service.CertificateOrders]
 // and the Report methods for a certificate manager.
 //
 // # Decisions where the specification is silent

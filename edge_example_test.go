@@ -97,3 +97,45 @@ func ExampleService_HTTPSEdgeConfig() {
 	// /admin/users: route /admin/, compression false, oidc true
 	// session cookie prefix: service.
 }
+
+// A route's traffic policy runs on HTTP requests, so it can hold the
+// rate-limit action. The edge proxy gets it compiled, scoped to the route:
+// reloading the route's config keeps the counts.
+func ExampleService_HTTPSRouteConfig() {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{Clock: func() time.Time { return now }})
+	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	user, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
+	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID}
+
+	edge, _ := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{})
+	api, _ := svc.CreateHTTPSEdgeRoute(ctx, p, edge.ID, edges.CreateRouteParams{MatchType: "path_prefix", Match: "/api/"})
+	tp, err := svc.ReplaceHTTPSRouteTrafficPolicy(ctx, p, edge.ID, api.ID, edges.TrafficPolicyParams{Value: `{
+	  "on_http_request": [{
+	    "name": "two a minute",
+	    "actions": [{"type": "rate-limit", "config": {
+	      "name": "per client", "algorithm": "sliding_window",
+	      "capacity": 2, "rate": "60s", "bucket_key": ["conn.client_ip"]}}]
+	  }]
+	}`})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("stored:", tp.Value)
+
+	cfg, err := svc.HTTPSRouteConfig(ctx, acct.ID, edge.ID, api.ID)
+	if err != nil {
+		panic(err)
+	}
+	client := policy.Conn{ClientAddr: netip.MustParseAddrPort("192.0.2.1:51000")}
+	for i := range 3 {
+		res := cfg.TrafficPolicy.Inbound(&policy.Request{Method: "GET", Host: "app.example.com", Path: "/api/users", Conn: client, Time: now})
+		fmt.Printf("request %d: %s %d, retry-after given: %v\n", i+1, res.Verdict, res.StatusCode, res.Header.Get("Retry-After") != "")
+	}
+	// Output:
+	// stored: {"on_http_request":[{"name":"two a minute","actions":[{"type":"rate-limit","config":{"name":"per client","algorithm":"sliding_window","capacity":2,"rate":"60s","bucket_key":["conn.client_ip"]}}]}]}
+	// request 1: continue 0, retry-after given: false
+	// request 2: continue 0, retry-after given: false
+	// request 3: respond 429, retry-after given: true
+}
