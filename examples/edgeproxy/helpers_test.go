@@ -65,8 +65,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 // seen is a request as the upstream received it.
 type seen struct {
 	Method, Path, RawQuery, Host string
-	Header                      http.Header
-	RemoteAddr                  string
+	Header                       http.Header
+	RemoteAddr                   string
 }
 
 // upstream is an httptest server that records what reaches it. Paths:

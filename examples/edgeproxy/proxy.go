@@ -55,7 +55,7 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// Transport carries requests to the upstreams. Nil: a transport like
 	// http.DefaultTransport that keeps up to 256 idle connections per
-	// upstream.
+	// upstream and does not ask for compressed responses on its own.
 	Transport http.RoundTripper
 }
 
@@ -111,6 +111,7 @@ func New(ctx context.Context, o Options) (*Proxy, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = 1024
 		t.MaxIdleConnsPerHost = 256
+		t.DisableCompression = true // pass the client's Accept-Encoding on as is; never gunzip behind its back
 		transport = t
 	}
 	p.rp = &httputil.ReverseProxy{
