@@ -101,6 +101,21 @@
 //   - Edges have no fields beyond id, uri, created_at, description,
 //     metadata and their modules; modules are set only through their own
 //     operations, never by creating or updating an edge or route.
+//   - The specification lists nine modules; a tenth, the HTTPS route
+//     traffic policy module (/edges/https/{edge_id}/routes/{id}/traffic_policy),
+//     gives the rate-limit action a home. It has the TLS edge traffic
+//     policy module's shape ({enabled, value}) and rules, but its document
+//     is compiled for HTTP: on_tcp_connect is refused, outbound rules run
+//     on responses, and rate-limit is allowed in inbound rules (it is
+//     refused on a TLS edge, whose policy sees no HTTP request). A route
+//     shows it as traffic_policy. No other route module excludes it.
+//   - A compiled traffic policy's rate limiters are scoped to its edge or
+//     route ID: two routes with identical rate-limit configs count
+//     separately, and recompiling the same route's config (a reload, or a
+//     replace with the same rate-limit config) keeps the counts. The
+//     policy engine holds limiters only while some compiled policy uses
+//     them, so a proxy keeps its current config until the reloaded one is
+//     compiled (which swapping a pointer after the reload does).
 //   - Routes carry edge_id. Two routes of one edge may not have the same
 //     match_type and match (a conflict); a match is at most 1024 bytes,
 //     without spaces, control characters, "?" or "#".
