@@ -244,3 +244,14 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// TestConnVariables: conn.* describe the client's connection to the proxy.
+func TestConnVariables(t *testing.T) {
+	e := standalone(t, `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{
+		"x-conn":"${conn.client_ip} ${conn.server_ip}:${string(conn.server_port)} ${req.url.scheme} ${req.host}"}}}]}]}`)
+	e.get("/")
+	host := strings.TrimPrefix(e.url, "http://")
+	if got, want := e.up.last(t).Header.Get("X-Conn"), "127.0.0.1 "+host+" http "+host; got != want {
+		t.Errorf("X-Conn %q, want %q", got, want)
+	}
+}

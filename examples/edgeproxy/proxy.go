@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -120,6 +121,7 @@ func New(ctx context.Context, o Options) (*Proxy, error) {
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.upstreamError,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		BufferPool:     bufferPool{},
 	}
 	return p, nil
 }
@@ -188,11 +190,17 @@ type exchange struct {
 	route     *route
 	upstream  *url.URL
 	forwarded bool           // conn.client_ip came from a trusted X-Forwarded-For
-	in        policy.Result  // the inbound result
-	req       policy.Request // the request after the inbound rules, for outbound rules
-	w         *responseWriter
+	out       *outboundState // what outbound rules need; nil when the route has none
+	w         responseWriter
 	endedBy   string // the location of the policy action that answered, if any
 	closed    bool   // an outbound rule closed the connection
+}
+
+// outboundState is what the outbound rules of a request need from the
+// inbound phase.
+type outboundState struct {
+	in  policy.Result  // the inbound result (its action result variables)
+	req policy.Request // the request after the inbound rules
 }
 
 type exchangeKey struct{}
@@ -205,8 +213,8 @@ var errClose = errors.New("edgeproxy: the outbound traffic policy closes the con
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	p.metrics.requests.Add(1)
-	rw := &responseWriter{ResponseWriter: w}
-	ex := &exchange{w: rw}
+	ex := &exchange{w: responseWriter{ResponseWriter: w}} // one allocation for both
+	rw := &ex.w
 	client, forwarded := clientAddr(r, p.trusted)
 	ex.forwarded = forwarded
 	defer func() {
@@ -233,19 +241,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		now = p.clock()
 	}
 	if rt.policy != nil {
-		req := policy.RequestFromHTTP(r, now)
-		req.Conn.ClientAddr = client
-		ex.in = rt.policy.Inbound(&req)
-		if ex.in.Verdict != policy.Continue {
-			p.count(rt, ex.in.Location)
-			ex.endedBy = ex.in.Location
-			ex.in.ApplyHTTP(rw, r)
+		req := policyRequest(r, client, now)
+		in := rt.policy.Inbound(&req)
+		if in.Verdict != policy.Continue {
+			p.count(rt, in.Location)
+			ex.endedBy = in.Location
+			in.ApplyHTTP(rw, r)
 			return
 		}
-		ex.in.ApplyHTTP(rw, r) // header edits and URL rewrite
+		in.ApplyHTTP(rw, r) // header edits and URL rewrite
 		if rt.hasOutbound {
-			ex.req = policy.RequestFromHTTP(r, now) // as the upstream sees it
-			ex.req.Conn.ClientAddr = client
+			ex.out = &outboundState{in: in, req: policyRequest(r, client, now)} // as the upstream sees it
 		}
 	}
 	if rt.oidc {
@@ -271,6 +277,40 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
 }
 
+// policyRequest returns the policy's view of r, as policy.RequestFromHTTP
+// does but with the client address already worked out (it may come from a
+// trusted X-Forwarded-For) and without formatting and re-parsing the local
+// address.
+func policyRequest(r *http.Request, client netip.AddrPort, now time.Time) policy.Request {
+	req := policy.Request{
+		Method:        r.Method,
+		Scheme:        "http",
+		Host:          r.Host,
+		Path:          r.URL.Path,
+		RawPath:       r.URL.RawPath,
+		RawQuery:      r.URL.RawQuery,
+		Header:        r.Header,
+		ContentLength: r.ContentLength,
+		Proto:         r.Proto,
+		Time:          now,
+	}
+	req.Conn.ClientAddr = client
+	if r.TLS != nil {
+		req.Scheme = "https"
+		req.Conn.TLS = &policy.TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version}
+	}
+	switch la := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		ap := la.AddrPort()
+		req.Conn.ServerAddr = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	case net.Addr:
+		if ap, err := netip.ParseAddrPort(la.String()); err == nil {
+			req.Conn.ServerAddr = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		}
+	}
+	return req
+}
+
 // rewrite points the outgoing request at the upstream and sets the
 // X-Forwarded-* headers. X-Forwarded-For is the incoming chain plus the
 // peer when the peer is a trusted proxy, else just the peer.
@@ -288,8 +328,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	ex := resp.Request.Context().Value(exchangeKey{}).(*exchange)
 	rt := ex.route
-	if rt.hasOutbound {
-		out := rt.policy.Outbound(&ex.req, &policy.Response{StatusCode: resp.StatusCode, Header: resp.Header}, &ex.in)
+	if ex.out != nil {
+		out := rt.policy.Outbound(&ex.out.req, &policy.Response{StatusCode: resp.StatusCode, Header: resp.Header}, &ex.out.in)
 		switch out.Verdict {
 		case policy.Respond:
 			p.count(rt, out.Location)
@@ -399,6 +439,15 @@ func (p *Proxy) logRequest(r *http.Request, ex *exchange, client netip.AddrPort,
 	}
 	p.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
+
+// bufferPool recycles the buffers ReverseProxy copies response bodies
+// with (else it allocates 32 KiB per request).
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // metrics are the proxy's counters.
 type metrics struct {
