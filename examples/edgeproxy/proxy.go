@@ -193,7 +193,6 @@ type exchange struct {
 	out       *outboundState // what outbound rules need; nil when the route has none
 	w         responseWriter
 	endedBy   string // the location of the policy action that answered, if any
-	closed    bool   // an outbound rule closed the connection
 }
 
 // outboundState is what the outbound rules of a request need from the
@@ -373,7 +372,6 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	ex := r.Context().Value(exchangeKey{}).(*exchange)
 	ex.w.compress = false
 	if errors.Is(err, errClose) {
-		ex.closed = true
 		closeConn(w)
 		return
 	}
@@ -419,10 +417,7 @@ func (p *Proxy) logRequest(r *http.Request, ex *exchange, client netip.AddrPort,
 	if !p.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	status := ex.w.status
-	if ex.closed || (status == 0 && ex.endedBy != "") {
-		status = 0 // closed without a response
-	}
+	status := ex.w.status // 0: closed without a response
 	attrs := []slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
