@@ -35,7 +35,9 @@ type Options struct {
 	// Service's stored state may have changed (see [versionedStore]). The
 	// proxy reuses its snapshot of the edge while the number stays the
 	// same and rebuilds it on the first request after a change. Nil
-	// rebuilds the snapshot on every request.
+	// rebuilds the snapshot on every request, recompiling the routes'
+	// traffic policies each time: correct, but tens of microseconds a
+	// request.
 	Version func() uint64
 
 	// Upstream selects standalone mode: every request goes to this
@@ -161,7 +163,15 @@ func (p *Proxy) snapshot(ctx context.Context) (*snapshot, error) {
 		return p.cur.Load(), nil
 	}
 	if p.version == nil {
-		return p.load(ctx, 0)
+		// Keep the newest snapshot alive while the next one compiles: the
+		// policy engine keeps a rate limiter (and its counts) only while
+		// a compiled policy uses it.
+		s, err := p.load(context.WithoutCancel(ctx), 0)
+		if err != nil {
+			return nil, err
+		}
+		p.cur.Store(s)
+		return s, nil
 	}
 	v := p.version()
 	if s := p.cur.Load(); s != nil && s.version == v {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -138,5 +141,30 @@ func TestRateLimitRetryAfterWithinWindow(t *testing.T) {
 		if retry, err := strconv.Atoi(res.header.Get("Retry-After")); res.status != 429 || err != nil || retry < 1 || retry > 60 {
 			t.Errorf("offset %v in the slot: %d, retry-after %q; want 429 and 1 to 60", offset, res.status, res.header.Get("Retry-After"))
 		}
+	}
+}
+
+// TestRateLimitWithoutVersion: a Service-mode proxy without
+// Options.Version rebuilds its snapshot on every request; the limiter's
+// counts survive the recompilations.
+func TestRateLimitWithoutVersion(t *testing.T) {
+	s := service(t)
+	s.setPolicy(rateLimitPolicy)
+	p, err := New(context.Background(), Options{Service: s.svc, AccountID: s.b.accountID, EdgeID: s.b.edgeID, Clock: s.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	e := *s.env
+	e.url, e.proxy = srv.URL, p
+	for i := 1; i <= 5; i++ {
+		if res := e.get("/"); res.status != 200 {
+			t.Fatalf("request %d: %d", i, res.status)
+		}
+		runtime.GC() // a limiter no compiled policy holds would be collected
+	}
+	if res := e.get("/"); res.status != 429 {
+		t.Errorf("request 6: %d, want 429", res.status)
 	}
 }
