@@ -130,7 +130,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	var servers []*http.Server
 	var listeners []net.Listener
 	defer func() {
 		for _, ln := range listeners {
@@ -144,6 +143,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return ln, err
 	}
+	type served struct {
+		ln net.Listener
+		h  http.Handler
+	}
+	var serve []served
 	proxyLn, err := listen(*addr)
 	if err != nil {
 		return err
@@ -152,7 +156,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	ready2 := addrs{Proxy: proxyLn.Addr().String(), Admin: adminLn.Addr().String()}
+	listening := addrs{Proxy: proxyLn.Addr().String(), Admin: adminLn.Addr().String()}
 
 	var proxy *Proxy
 	var reloadPolicy func() error
@@ -196,7 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		ready2.API = apiLn.Addr().String()
+		listening.API = apiLn.Addr().String()
 		if *baseURL == "" {
 			*baseURL = "http://" + apiLn.Addr().String()
 		}
@@ -222,23 +226,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		servers = append(servers, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+		serve = append(serve, served{apiLn, h})
 		fmt.Fprintf(stdout, "management API on http://%s\n", apiLn.Addr())
 	}
 
 	admin := http.NewServeMux()
 	admin.Handle("GET /metrics", proxy.MetricsHandler())
-	servers = append([]*http.Server{
-		{Handler: proxy, ReadHeaderTimeout: 10 * time.Second},
-		{Handler: admin, ReadHeaderTimeout: 10 * time.Second},
-	}, servers...)
-	errc := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { errc <- srv.Serve(listeners[i]) }()
+	serve = append(serve, served{proxyLn, proxy}, served{adminLn, admin})
+	servers := make([]*http.Server, len(serve))
+	errc := make(chan error, len(serve))
+	for i, s := range serve {
+		servers[i] = &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- servers[i].Serve(s.ln) }()
 	}
 	fmt.Fprintf(stdout, "proxy on http://%s, metrics on http://%s/metrics\n", proxyLn.Addr(), adminLn.Addr())
 	if ready != nil {
-		ready <- ready2
+		ready <- listening
 	}
 
 	var serveErr error
