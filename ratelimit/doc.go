@@ -21,7 +21,12 @@
 //     admitted requests in (t-W, t] number at most C. This holds by
 //     construction: a request is admitted only if the admissions counted in
 //     every slot that overlaps (t-W, t], the oldest partly overlapping one
-//     included in full, are fewer than C.
+//     included in full, are fewer than C, or if the bucket's latest
+//     admission is at or before t-W, when none is in (t-W, t].
+//   - Exact when empty: each bucket keeps the exact time (to the
+//     nanosecond) of its latest admission, so a request a window or more
+//     after it finds the bucket empty and is admitted, and the counters
+//     restart from it.
 //   - Bounded harshness: time is cut into slots of width g = W/10 aligned
 //     on the Unix epoch (N = 10 slots per window; 6s for a 60s rate, 144m for
 //     24h; in general g = W/k for the largest k <= 10 dividing W in
@@ -30,21 +35,31 @@
 //     in (t-W-g, t]. Since W/10 <= max(10s, W/10), this is at least as
 //     tight as a slot width of max(10s, W/N) would give.
 //   - Retry-after: with no other traffic on the bucket, a retry at
-//     t + RetryAfter (or at t + RetryAfterSeconds seconds) is admitted; it
-//     is the moment the oldest counted slots leave the window, so it is
-//     never more than the exact sliding-window value + g, and
-//     RetryAfterSeconds adds less than 1s of rounding (at least 1).
+//     t + RetryAfter (or at t + RetryAfterSeconds seconds) is admitted, and
+//     one earlier than t + RetryAfter is not. RetryAfter is the earlier of
+//     the moment the oldest counted slots leave the window and the moment
+//     the latest admission does. So it is never more than the window (for
+//     a request stamped behind the bucket's newest time, never more than
+//     the window plus the difference) and never more than the exact
+//     sliding-window value + g; RetryAfterSeconds adds less than 1s of
+//     rounding (at least 1), so it is at most W in seconds for a rate of
+//     whole seconds, and at most the exact value + g + 1s. After C
+//     admissions at one instant t, a request rejected at t' gets exactly
+//     the sliding-window value t + W - t': with 5 per 60s, a 6th request
+//     at the same instant gets 60s.
 //   - A clock that goes backwards never increases admissions: a bucket's
 //     time never moves back, so a request stamped before the bucket's
-//     newest slot is decided as if it came in that slot. A new key's time is
-//     likewise raised to at most one window and one slot behind the newest
-//     time its shard has seen (so a reclaimed bucket cannot be revived in
-//     the past; see below).
+//     newest slot is decided as if it came at the start of that slot. A new
+//     key's time is likewise raised to at most one window and one slot
+//     behind the newest time its shard has seen (so a reclaimed bucket
+//     cannot be revived in the past; see below).
 //
 // An exact limiter with constant memory is impossible for arbitrary
 // arrival times (deciding exactly when each of up to 2e9 admissions leaves
 // the window needs their times), so the design trades a bounded slot of
-// harshness for 44 bytes of counters per key.
+// harshness for 44 bytes of counters per key, plus the latest admission's
+// time, which makes it exact whenever all of a bucket's admissions leave
+// the window.
 //
 // # Time
 //
@@ -78,9 +93,10 @@
 //
 // # Memory and the key cap
 //
-// Each tracked key is one 64-byte entry (hash, newest slot, total and a
-// ring of 11 uint32 counters: a window's 10 slots plus the oldest partly
-// overlapping one) stored inline in pages of a sharded table, plus about
+// Each tracked key is one 64-byte entry (hash; newest slot and latest
+// admission time, packed in 12 bytes; a ring of 11 uint32 counters: a
+// window's 10 slots plus the oldest partly overlapping one) stored inline
+// in pages of a sharded table, plus about
 // 4 to 10 bytes of index: about 71 bytes of live heap per key, the same for
 // a 60s and a 24h rate, with no pointers for the garbage collector to scan.
 //

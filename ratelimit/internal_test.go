@@ -48,9 +48,11 @@ func TestNewClock(t *testing.T) {
 
 // check verifies a shard's internal invariants: every live entry is found
 // through the index at its own position, the index holds exactly n
-// entries, and each ring's counters sum to its total with no counts outside
-// the window.
-func (sh *shard) check(t *testing.T, tab *table, g *geometry) {
+// entries, every ring counts at least one admission and at most capacity,
+// none outside its window, and the latest admission is neither after the
+// end of the newest slot (ago >= 1) nor before the start of the newest
+// slot with a count.
+func (sh *shard) check(t *testing.T, tab *table, g *geometry, capacity uint32) {
 	t.Helper()
 	used := 0
 	for _, v := range sh.index {
@@ -66,19 +68,29 @@ func (sh *shard) check(t *testing.T, tab *table, g *geometry) {
 		if j, _ := sh.find(tab, e.hash); j != i {
 			t.Fatalf("entry %d found at %d", i, j)
 		}
+		base, ago := e.base(g), e.ago(g)
+		if base > sh.maxSlot || ago < 1 || ago > g.agoMax {
+			t.Fatalf("entry %d: base %d (shard's newest %d), ago %d (max %d)", i, base, sh.maxSlot, ago, g.agoMax)
+		}
 		var sum uint32
-		for j, c := range e.counts {
-			sum += c
-			inWindow := false
-			for s := e.base - g.k; s <= e.base; s++ {
-				inWindow = inWindow || s%ringSize == uint64(j)
-			}
-			if c != 0 && !inWindow {
-				t.Fatalf("entry %d: count %d in ring slot %d outside the window ending at %d", i, c, j, e.base)
+		newest := uint64(0) // newest slot with a count, plus one
+		for s := base - g.k; s <= base; s++ {
+			if c := e.counts[s%ringSize]; c != 0 {
+				sum += c
+				newest = s + 1
 			}
 		}
-		if sum != e.total {
-			t.Fatalf("entry %d: counts sum to %d, total %d", i, sum, e.total)
+		if sum != e.sum() {
+			t.Fatalf("entry %d: counts outside the window ending at %d: %v", i, base, e.counts)
+		}
+		if sum > capacity {
+			t.Fatalf("entry %d: %d admissions counted, capacity %d", i, sum, capacity)
+		}
+		if newest == 0 {
+			t.Fatalf("entry %d: no admission counted", i) // every call that keeps an entry admits or finds it full
+		}
+		if e.last(g) < g.slotStart(newest-1) {
+			t.Fatalf("entry %d: latest admission at %d, before slot %d (start %d) which counts one", i, e.last(g), newest-1, g.slotStart(newest-1))
 		}
 	}
 	if need := (sh.n + pageSize - 1) >> pageBits; len(sh.pages) > need+1 {
@@ -107,13 +119,37 @@ func TestTableChurn(t *testing.T) {
 					l.AllowAt(strconv.Itoa(round%3)+"/"+strconv.Itoa(rng.IntN(keys)), now)
 				}
 				for i := range l.tab.shards {
-					l.tab.shards[i].check(t, &l.tab, &l.geo)
+					l.tab.shards[i].check(t, &l.tab, &l.geo, l.capacity)
 				}
 			}
 			if n := l.Len(); n > maxKeys {
 				t.Fatalf("tracking %d keys, cap %d", n, maxKeys)
 			}
 		})
+	}
+}
+
+// TestEntryPacking checks that an entry is 64 bytes and that its slot
+// number and latest admission round-trip at their extremes, for windows
+// from 1ms to a year, including ones cut into fewer than 10 slots.
+func TestEntryPacking(t *testing.T) {
+	if size := unsafe.Sizeof(entry{}); size != 64 {
+		t.Fatalf("entry is %d bytes, want 64", size)
+	}
+	for _, w := range []time.Duration{MinWindow, MinWindow + 1, time.Minute, 70 * time.Second, 24 * time.Hour, MaxWindow - 1, MaxWindow} {
+		g := newGeometry(w)
+		if g.window != w.Nanoseconds() || g.k*uint64(g.width) != uint64(g.window) {
+			t.Fatalf("window %v: %d slots of %d ns", w, g.k, g.width)
+		}
+		for _, base := range []uint64{slotOffset, (slotOffset+g.slotOf(maxNanos))/2 + 1, g.slotOf(maxNanos)} {
+			for _, ago := range []uint64{1, 1<<32 - 1, 1 << 32, uint64(g.width), g.agoMax - 1, g.agoMax} {
+				e := entry{hash: ^uint64(0), counts: [ringSize]uint32{1, 2, 3}}
+				e.set(&g, base, ago)
+				if e.base(&g) != base || e.ago(&g) != ago || e.hash != ^uint64(0) || e.counts[2] != 3 {
+					t.Fatalf("window %v (%d slots): set(%d, %d) reads back base %d, ago %d", w, g.k, base, ago, e.base(&g), e.ago(&g))
+				}
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"hash/maphash"
+	"math"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -34,7 +35,8 @@ type Decision struct {
 	Allowed bool
 	// RetryAfter is, for a rejected request, how long to wait before a
 	// retry is admitted if the bucket sees no other traffic; 0 when
-	// allowed.
+	// allowed. It is never more than the window, unless the request's
+	// time is behind the bucket's newest (then by at most the difference).
 	RetryAfter time.Duration
 }
 
@@ -147,36 +149,74 @@ func (l *Limiter) allow(h uint64, ns int64) Decision {
 	var e *entry
 	if i, _ := sh.find(t, h); i >= 0 {
 		e = sh.at(i)
-		if s < e.base {
-			s = e.base
-		} else {
-			e.advance(s, g.k)
+		if b := e.base(g); s < b {
+			s = b
+		} else if s > b {
+			e.advance(b, s, g)
 		}
 	} else {
-		// A new key: its time is never more than one window plus a slot
-		// behind the shard's newest, so that it cannot miss admissions of
-		// a reclaimed entry of the same key (see sweepOne).
-		s = max(s, sh.maxSlot-(g.k+1))
-		for range sweepOnInsert {
-			sh.sweepOne(t, g)
+		var d Decision
+		if e, s, d = l.newEntry(sh, h, s, ns); e == nil {
+			sh.mu.Unlock()
+			return d
 		}
-		if sh.n >= sh.limit {
-			if d, ok := sh.evictOne(t, g, l.capacity, ns); !ok {
-				sh.mu.Unlock()
-				return d
-			}
-		}
-		e = sh.at(sh.insert(t, h, s))
 	}
-	if e.total < l.capacity {
+	// The request counts as arriving a before end, the end of slot s: at
+	// its own time, or at the start of s if its slot was raised (its time
+	// is behind the bucket's newest slot, or a new key's behind its
+	// shard's).
+	end, a := sh.curStart+g.width, g.width
+	if s == sh.curSlot {
+		a = end - ns
+	} else {
+		end = g.slotStart(s + 1)
+	}
+	ago := e.ago(g)
+	if ago >= uint64(g.window+a) {
+		// The latest admission is a window or more before the request:
+		// none is in its window.
+		e.counts = [ringSize]uint32{}
+	}
+	total := e.sum()
+	if total < l.capacity {
 		e.counts[s%ringSize]++
-		e.total++
+		// The latest admission becomes this one unless it is later. (A
+		// branch rather than min, so that the stored value does not
+		// depend on the loaded one.)
+		if uint64(a) < ago {
+			e.set(g, s, uint64(a))
+		}
 		sh.mu.Unlock()
 		return Decision{Allowed: true}
 	}
-	free := e.freeSlot(s, g.k, l.capacity)
+	// Retry when the oldest counted slots leave the window or when the
+	// latest admission does (as freeAt, from the values at hand). Both
+	// are after ns: the slot free > s, and the latest admission is less
+	// than a window before the request.
+	free := e.freeSlot(s, total, g, l.capacity)
 	sh.mu.Unlock()
-	return Decision{RetryAfter: time.Duration(g.slotStart(free) - ns)}
+	wait := end - ns + min(int64(free-s-1)*g.width, g.window-int64(ago))
+	return Decision{RetryAfter: time.Duration(wait)}
+}
+
+// newEntry adds an entry for a key the shard does not track, making room
+// if the shard is full, and returns it with the request's slot, or nil
+// and the rejection if every entry it may evict is at capacity. The new
+// key's slot is never more than one window plus a slot behind the shard's
+// newest, so that it cannot miss admissions of a reclaimed entry of the
+// same key (see sweepOne).
+func (l *Limiter) newEntry(sh *shard, h, s uint64, ns int64) (*entry, uint64, Decision) {
+	t, g := &l.tab, &l.geo
+	s = max(s, sh.maxSlot-(g.k+1))
+	for range sweepOnInsert {
+		sh.sweepOne(t, g)
+	}
+	if sh.n >= sh.limit {
+		if d, ok := sh.evictOne(t, g, l.capacity, ns); !ok {
+			return nil, s, d
+		}
+	}
+	return sh.at(sh.insert(t, h, s, g)), s, Decision{}
 }
 
 // sweepOne examines the entry at the reclamation cursor and removes it if
@@ -192,7 +232,7 @@ func (sh *shard) sweepOne(t *table, g *geometry) {
 	if sh.sweep >= sh.n {
 		sh.sweep = 0
 	}
-	if sh.at(sh.sweep).base+2*(g.k+1) <= sh.maxSlot {
+	if sh.at(sh.sweep).base(g)+2*(g.k+1) <= sh.maxSlot {
 		sh.remove(t, sh.sweep) // the last entry moves in: examine it next
 		return
 	}
@@ -202,28 +242,33 @@ func (sh *shard) sweepOne(t *table, g *geometry) {
 // evictOne makes room in a full shard by evicting one of evictSample
 // entries from the eviction cursor: an idle one (no admissions in the
 // window) if any, else the one with the fewest admissions in the window,
-// but never one that is at or over capacity. If every examined entry is at
-// capacity it evicts nothing and returns a rejection whose RetryAfter is
-// the time until the first of them drops below capacity; the cursor stays,
-// so a retry then finds it.
+// but never one that is at or over capacity. The window is the one ending
+// at the shard's newest time: the request's, or the start of the newest
+// slot if later. If every examined entry is at capacity it evicts nothing
+// and returns a rejection whose RetryAfter is the time until the first of
+// them drops below capacity; the cursor stays, so a retry then finds it.
 func (sh *shard) evictOne(t *table, g *geometry, capacity uint32, ns int64) (Decision, bool) {
+	now := max(ns, g.slotStart(sh.maxSlot))
 	best, bestTotal := -1, capacity
-	free := uint64(1<<64 - 1)
+	free := int64(math.MaxInt64)
 	for j := range min(evictSample, sh.n) {
 		i := (sh.evict + j) % sh.n
 		e := sh.at(i)
-		tot := e.totalAt(sh.maxSlot, g.k)
+		var tot uint32
+		if now-e.last(g) < g.window { // else every admission left the window
+			tot = e.countAt(sh.maxSlot, g)
+		}
 		if tot < bestTotal {
 			best, bestTotal = i, tot
 			if tot == 0 {
 				break
 			}
 		} else if best < 0 {
-			free = min(free, e.freeSlot(sh.maxSlot, g.k, capacity))
+			free = min(free, e.freeAt(sh.maxSlot, tot, ns, g, capacity))
 		}
 	}
 	if best < 0 {
-		return Decision{RetryAfter: time.Duration(g.slotStart(free) - ns)}, false
+		return Decision{RetryAfter: time.Duration(free - ns)}, false
 	}
 	sh.remove(t, best)
 	sh.evict = best

@@ -134,20 +134,29 @@ func TestAllowSequence(t *testing.T) {
 		window   time.Duration
 		steps    []step
 	}{
-		{"capacity then reject until the slot leaves", 3, time.Minute, []step{
+		{"capacity, then reject until the last admission leaves", 3, time.Minute, []step{
 			{0, true, 0}, {time.Second, true, 0}, {2 * time.Second, true, 0},
-			{3 * time.Second, false, 63 * time.Second}, // t0 is a slot edge: the slot [0,6s) leaves at 66s
-			{65 * time.Second, false, time.Second},
-			{66 * time.Second, true, 0}, // all three left with the slot [0,6s)
+			{3 * time.Second, false, 59 * time.Second}, // all three leave at 62s; the slot [0,6s) only at 66s
+			{61 * time.Second, false, time.Second},
+			{62 * time.Second, true, 0}, // the bucket is empty: the counters restart
+			{62 * time.Second, true, 0},
+			{63 * time.Second, true, 0},
+			{64 * time.Second, false, 59 * time.Second}, // the last admission leaves at 123s, the slot [60s,66s) at 126s
+		}},
+		{"the oldest slot leaves before the last admission", 3, time.Minute, []step{
+			{0, true, 0}, {time.Second, true, 0},
+			{7 * time.Second, true, 0},
+			{8 * time.Second, false, 58 * time.Second}, // the slot [0,6s) leaves at 66s, the last admission at 67s
 			{66 * time.Second, true, 0},
-			{70 * time.Second, true, 0},
-			{71 * time.Second, false, 61 * time.Second}, // slot [66s,72s) leaves at 132s
+			{66 * time.Second, true, 0},
+			{66 * time.Second, false, 6 * time.Second}, // the slot [6s,12s) leaves at 72s, the last admission at 126s
+			{72 * time.Second, true, 0},
 		}},
 		{"a rejected request consumes nothing", 1, time.Minute, []step{
 			{0, true, 0},
-			{30 * time.Second, false, 36 * time.Second},
-			{59 * time.Second, false, 7 * time.Second},
-			{66 * time.Second, true, 0},
+			{30 * time.Second, false, 30 * time.Second},
+			{59 * time.Second, false, time.Second},
+			{60 * time.Second, true, 0},
 		}},
 		{"only the slots that left free capacity", 2, 10 * time.Minute, []step{
 			{0, true, 0},
@@ -158,14 +167,15 @@ func TestAllowSequence(t *testing.T) {
 		}},
 		{"long idle gap resets", 1, 24 * time.Hour, []step{
 			{0, true, 0},
-			{time.Hour, false, 24*time.Hour + 144*time.Minute - time.Hour},
+			{time.Hour, false, 23 * time.Hour},
 			{72 * time.Hour, true, 0},
 		}},
 		{"clock going backwards does not free capacity", 1, time.Minute, []step{
 			{10 * time.Minute, true, 0},
-			{0, false, 10*time.Minute + 66*time.Second},
-			{-time.Hour, false, time.Hour + 10*time.Minute + 66*time.Second},
-			{10*time.Minute + 66*time.Second, true, 0},
+			{0, false, 11 * time.Minute},
+			{-time.Hour, false, time.Hour + 11*time.Minute},
+			{10*time.Minute + 59*time.Second, false, time.Second},
+			{11 * time.Minute, true, 0},
 		}},
 	}
 	for _, tt := range tests {
@@ -177,6 +187,66 @@ func TestAllowSequence(t *testing.T) {
 				if d != want {
 					t.Fatalf("step %d at +%v: got %+v, want %+v", i, s.at, d, want)
 				}
+			}
+		})
+	}
+}
+
+// TestRetryAfterWithinWindow is issue 8's requirement: with capacity 5 per
+// 60s, exactly 5 requests of a client pass and the 6th gets 429 with a
+// retry-after of 1 to 60 seconds, wherever in a slot the requests fall. In
+// every case RetryAfter is the earliest moment a retry is admitted: a
+// retry then passes and one a nanosecond earlier does not. When the fifth
+// admission is the one that must leave the window, that is the exact
+// sliding-window value (exact); otherwise it may exceed it by less than a
+// slot, never the window.
+func TestRetryAfterWithinWindow(t *testing.T) {
+	const slot = 6 * time.Second // the slot width of a 60s rate
+	tests := []struct {
+		name     string
+		admitted []time.Duration // the five admissions, after a slot start
+		reject   time.Duration   // the sixth request
+		want     time.Duration   // its RetryAfter
+		exact    bool            // want is the exact sliding-window value
+	}{
+		{"burst at a slot start", []time.Duration{0, 0, 0, 0, 0}, 0, 60 * time.Second, true},
+		{"burst a nanosecond into a slot", []time.Duration{1, 1, 1, 1, 1}, 1, 60 * time.Second, true},
+		{"burst mid-slot", []time.Duration{3 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second}, 3 * time.Second, 60 * time.Second, true},
+		{"burst at a slot end", []time.Duration{slot - 1, slot - 1, slot - 1, slot - 1, slot - 1}, slot - 1, 60 * time.Second, true},
+		{"quick burst across a slot edge", []time.Duration{slot - 2, slot - 1, slot - 1, slot, slot}, slot + 1, 60*time.Second - 1, false},
+		{"sixth later in the slot", []time.Duration{0, 0, 0, 0, 0}, 5 * time.Second, 55 * time.Second, true},
+		{"sixth in a later slot", []time.Duration{0, 0, 0, 0, 0}, 30 * time.Second, 30 * time.Second, true},
+		{"sixth at the end of the window", []time.Duration{0, 0, 0, 0, 0}, 60*time.Second - 1, 1, true},
+		{"spread over two slots", []time.Duration{0, 0, 0, 10 * time.Second, 10 * time.Second}, 12 * time.Second, 54 * time.Second, false},                                // exact 48s: the slot [0,6s) leaves at 66s
+		{"spread over the window", []time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second}, 50 * time.Second, 16 * time.Second, false}, // exact 10s
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mustNew(t, ratelimit.Options{Capacity: 5, Window: 60 * time.Second})
+			if l.SlotWidth() != slot || t0.UnixNano()%int64(slot) != 0 {
+				t.Fatalf("t0 is not at the start of a %v slot", slot)
+			}
+			for i, at := range tt.admitted {
+				if !l.AllowAt("203.0.113.9", t0.Add(at)).Allowed {
+					t.Fatalf("request %d at +%v rejected", i+1, at)
+				}
+			}
+			now := t0.Add(tt.reject)
+			d := l.AllowAt("203.0.113.9", now)
+			if d.Allowed || d.RetryAfter != tt.want {
+				t.Fatalf("6th request at +%v: %+v, want a rejection with RetryAfter %v", tt.reject, d, tt.want)
+			}
+			if s := d.RetryAfterSeconds(); s < 1 || s > 60 {
+				t.Fatalf("retry-after %d seconds, want 1 to 60", s)
+			}
+			if exact := tt.admitted[0] + 60*time.Second - tt.reject; tt.exact != (d.RetryAfter == exact) || d.RetryAfter < exact {
+				t.Fatalf("RetryAfter %v, exact sliding-window value %v (want them equal: %v)", d.RetryAfter, exact, tt.exact)
+			}
+			if d := l.AllowAt("203.0.113.9", now.Add(d.RetryAfter-1)); d.Allowed {
+				t.Fatal("retry a nanosecond before retry-after admitted")
+			}
+			if d := l.AllowAt("203.0.113.9", now.Add(d.RetryAfter)); !d.Allowed {
+				t.Fatalf("retry at retry-after rejected: %+v", d)
 			}
 		})
 	}
@@ -409,9 +479,45 @@ func TestFullOfLimitedKeys(t *testing.T) {
 			t.Fatalf("limited key %d was reset", i)
 		}
 	}
-	retry := t0.Add(10 * time.Second).Add(time.Duration(d.RetryAfterSeconds()) * time.Second)
+	// Key 0's only admission, at t0, leaves the window at t0+60s (its slot
+	// [0s,6s) only at 66s).
+	if d.RetryAfter != 50*time.Second {
+		t.Fatalf("newcomer's RetryAfter %v, want 50s", d.RetryAfter)
+	}
+	retry := t0.Add(10 * time.Second).Add(d.RetryAfter)
+	if l.AllowAt("newcomer", retry.Add(-1)).Allowed {
+		t.Fatal("newcomer admitted a nanosecond before its retry-after")
+	}
 	if !l.AllowAt("newcomer", retry).Allowed {
 		t.Fatalf("newcomer rejected at its retry-after (%v)", d.RetryAfter)
+	}
+	if l.AllowAt("1", retry).Allowed {
+		t.Fatal("limited key 1 was evicted instead of idle key 0")
+	}
+}
+
+// TestNewKeyBehindShard checks that a new key whose time is far behind its
+// shard's newest is decided as if it came a window and a slot behind that
+// newest time, its admission included: going backwards in time gains it
+// nothing, and its retry-after still lets it in.
+func TestNewKeyBehindShard(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute, MaxKeys: 10}) // one shard
+	l.AllowAt("ahead", t0.Add(time.Hour))
+	if !l.AllowAt("behind", t0).Allowed {
+		t.Fatal("new key rejected")
+	}
+	// The admission counts at t0+1h-66s, the start of the slot one window
+	// and one slot behind t0+1h: it leaves the window at t0+1h-6s.
+	d := l.AllowAt("behind", t0.Add(time.Minute))
+	if want := time.Hour - 66*time.Second; d.Allowed || d.RetryAfter != want {
+		t.Fatalf("a window later by its own clock: %+v, want a rejection with RetryAfter %v", d, want)
+	}
+	retry := t0.Add(time.Minute + d.RetryAfter)
+	if l.AllowAt("behind", retry.Add(-1)).Allowed {
+		t.Fatal("admitted a nanosecond before retry-after")
+	}
+	if !l.AllowAt("behind", retry).Allowed {
+		t.Fatal("rejected at retry-after")
 	}
 }
 

@@ -26,6 +26,14 @@ func (o *oracle) effective(t time.Time) time.Time {
 	return t
 }
 
+// last returns the time of the latest admission, or the zero time.
+func (o *oracle) last() time.Time {
+	if len(o.admitted) == 0 {
+		return time.Time{}
+	}
+	return o.admitted[len(o.admitted)-1]
+}
+
 // count returns the admissions in (from, to].
 func (o *oracle) count(from, to time.Time) int {
 	n := 0
@@ -54,11 +62,13 @@ func (o *oracle) exactRetry(e time.Time, rate time.Duration, capacity int) time.
 }
 
 // TestOracle drives limiters with random keys, capacities, rates and arrival
-// times (bursts, slot edges, backward steps, long gaps) and checks every
-// decision against an exact log: never over-admit, reject only when the
-// window widened by one slot holds capacity admissions, retry-after within
-// the exact value plus a slot plus a second, and a retry at retry-after
-// admitted.
+// times (bursts, bursts at a slot's start or end, slot edges, backward
+// steps, long gaps) and checks every decision against an exact log: never
+// over-admit; an empty window admits; reject only when the window widened
+// by one slot holds capacity admissions; retry-after within the exact value
+// plus a slot plus a second, and no later than the moment the latest
+// admission leaves the window (so never more than the window for a request
+// whose time is not behind); a retry at retry-after admitted.
 func TestOracle(t *testing.T) {
 	rates := []time.Duration{60 * time.Second, 70 * time.Second, 90 * time.Second, 10 * time.Minute, time.Hour, 90 * time.Minute, 24 * time.Hour}
 	capacities := []int{1, 2, 3, 5, 8, 20, 100}
@@ -88,6 +98,13 @@ func FuzzOracle(f *testing.F) {
 	})
 }
 
+// slotStart returns the start of t's slot of width g; slots are aligned on
+// the Unix epoch (time.Truncate aligns on year 1, which differs for widths
+// such as 7s).
+func slotStart(t time.Time, g time.Duration) time.Time {
+	return time.Unix(0, t.UnixNano()-t.UnixNano()%int64(g)).UTC()
+}
+
 func runOracle(t *testing.T, rng *rand.Rand, rate time.Duration, capacity, steps int) {
 	l, err := ratelimit.New(ratelimit.Options{Capacity: uint64(capacity), Window: rate, MaxKeys: 1000})
 	if err != nil {
@@ -104,15 +121,21 @@ func runOracle(t *testing.T, rng *rand.Rand, rate time.Duration, capacity, steps
 	}
 	now := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(24 * time.Hour))))
 	if rng.IntN(2) == 0 {
-		now = now.Truncate(g)
+		now = slotStart(now, g)
 	}
+	burst := 0 // requests left in a burst at one instant
 	for step := range steps {
 		switch r := rng.IntN(100); {
+		case burst > 0: // burst at a slot's start or end: same instant
+			burst--
 		case r < 30: // burst: same instant
-		case r < 60:
+		case r < 55:
 			now = now.Add(time.Duration(rng.Int64N(int64(g))))
-		case r < 70: // exactly on, just before or just after a slot edge
-			now = now.Truncate(g).Add(g).Add(time.Duration(rng.IntN(3)-1) * time.Nanosecond)
+		case r < 65: // exactly on, just before or just after a slot edge
+			now = slotStart(now, g).Add(g).Add(time.Duration(rng.IntN(3)-1) * time.Nanosecond)
+		case r < 70: // a burst of capacity or more at a slot's start or at its last nanosecond
+			now = slotStart(now, g).Add(g).Add(-time.Duration(rng.IntN(2)) * time.Nanosecond)
+			burst = capacity + rng.IntN(3)
 		case r < 80: // near a window edge
 			now = now.Add(rate - g + time.Duration(rng.Int64N(int64(2*g))))
 		case r < 85: // a long gap
@@ -129,6 +152,9 @@ func runOracle(t *testing.T, rng *rand.Rand, rate time.Duration, capacity, steps
 		d := l.AllowAt(keys[k], at)
 		e := o.effective(at)
 		where := fmt.Sprintf("step %d key %d at %v (effective %v)", step, k, at.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
+		if !d.Allowed && at.Equal(e) && o.count(e.Add(-rate), e) == 0 {
+			t.Fatalf("%s: rejected with no admission in (t-rate, t] (latest %v)", where, o.last().Format(time.RFC3339Nano))
+		}
 		if d.Allowed {
 			if d.RetryAfter != 0 || d.RetryAfterSeconds() != 0 {
 				t.Fatalf("%s: allowed with retry-after %v", where, d.RetryAfter)
@@ -144,6 +170,11 @@ func runOracle(t *testing.T, rng *rand.Rand, rate time.Duration, capacity, steps
 		}
 		if d.RetryAfter <= 0 || d.RetryAfterSeconds() < 1 {
 			t.Fatalf("%s: rejected with retry-after %v (%ds)", where, d.RetryAfter, d.RetryAfterSeconds())
+		}
+		// Every admission leaves the window by last+rate: for a request
+		// not behind the key's newest time, within the window.
+		if leave := o.last().Add(rate).Sub(at); d.RetryAfter > leave || (at.Equal(e) && d.RetryAfter > rate) {
+			t.Fatalf("%s: retry-after %v, but the latest admission (%v) leaves the window in %v (rate %v)", where, d.RetryAfter, o.last().Format(time.RFC3339Nano), leave, rate)
 		}
 		exact := e.Sub(at) + o.exactRetry(e, rate, capacity)
 		if got := time.Duration(d.RetryAfterSeconds()) * time.Second; got > exact+g+time.Second {

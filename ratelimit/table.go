@@ -141,9 +141,9 @@ func (sh *shard) slotOfPos(t *table, h uint64, i int) uint32 {
 	return p
 }
 
-// insert adds a fresh entry for h at slot s. The shard must have room
-// (sh.n < sh.limit). It returns the entry's position.
-func (sh *shard) insert(t *table, h uint64, s uint64) int {
+// insert adds a fresh entry for h at slot s, with no admissions. The shard
+// must have room (sh.n < sh.limit). It returns the entry's position.
+func (sh *shard) insert(t *table, h uint64, s uint64, g *geometry) int {
 	if sh.index == nil || (sh.n+1)*16 > len(sh.index)*13 {
 		sh.rehash(t, max(minIndex, 2*len(sh.index)))
 	}
@@ -165,7 +165,9 @@ func (sh *shard) insert(t *table, h uint64, s uint64) int {
 		sh.pages[pg] = grown
 	}
 	sh.n++
-	*sh.at(i) = entry{hash: h, base: s}
+	e := sh.at(i)
+	*e = entry{hash: h}
+	e.set(g, s, g.agoMax)
 	_, p := sh.find(t, h)
 	sh.index[p] = t.tag(h) | uint32(i+1)
 	return i
