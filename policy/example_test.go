@@ -68,8 +68,7 @@ func Example_rateLimitByClientIP() {
 		res := p.Inbound(request("203.0.113.5"))
 		fmt.Println(i, res.Verdict, res.StatusCode)
 		if ra := res.Header.Get("Retry-After"); ra != "" {
-			// Whole seconds, rounded up; the limiter may overstate by up
-			// to a tenth of the rate (its slot width).
+			// Whole seconds, rounded up, never more than the rate.
 			fmt.Println("retry-after", ra)
 		}
 	}
@@ -80,7 +79,7 @@ func Example_rateLimitByClientIP() {
 	// 1 continue 0
 	// 2 continue 0
 	// 3 respond 429
-	// retry-after 66
+	// retry-after 60
 	// other continue
 }
 
