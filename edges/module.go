@@ -516,7 +516,7 @@ type TrafficPolicy struct {
 	// actions), which the edge or route record references so that they
 	// cannot be deleted while the policy uses them. The Service keeps it in
 	// storage and clears it in every response; it is not part of the API.
-	IPPolicyIDs []string `json:"ip_policy_ids,omitempty"`
+	IPPolicyIDs []string `json:"ip_policy_ids,omitempty" openapi:"-"`
 }
 
 // TrafficPolicyParams replace the traffic policy module of a TLS edge or

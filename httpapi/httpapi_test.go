@@ -510,3 +510,21 @@ func BenchmarkCreateGetRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// Stored-only fields (tagged openapi:"-") are not in the document.
+func TestOpenAPIOmitsStoredOnlyFields(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	r := s.do("GET", "/openapi.json", "", "", "Service-Version", "")
+	schemas := r.json["components"].(map[string]any)["schemas"].(map[string]any)
+	tp, ok := schemas["edges.TrafficPolicy"].(map[string]any)
+	if !ok {
+		t.Fatalf("no edges.TrafficPolicy schema; have %d schemas", len(schemas))
+	}
+	props := tp["properties"].(map[string]any)
+	if _, leaked := props["ip_policy_ids"]; leaked {
+		t.Error("edges.TrafficPolicy schema lists the stored-only ip_policy_ids")
+	}
+	if _, ok := props["value"]; !ok {
+		t.Error("edges.TrafficPolicy schema lacks value")
+	}
+}

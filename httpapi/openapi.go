@@ -159,8 +159,8 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
+		if name == "-" || f.Tag.Get("openapi") == "-" {
+			continue // not part of the wire shape (openapi:"-" marks stored-only fields)
 		}
 		if name == "" {
 			name = f.Name
