@@ -30,7 +30,7 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	if doc == nil {
 		doc = &Document{}
 	}
-	c := &compiler{e: e, o: o}
+	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results))}
 	p := &Policy{e: e, target: o.Target}
 	if o.Target != TargetHTTP && o.Target != TargetConnection {
 		c.vs.Add("", "unknown target %d", o.Target)
@@ -65,6 +65,8 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 		return nil, err
 	}
 	p.doc = compactJSON(doc)
+	p.reads = c.reads
+	p.carry = c.outReads
 	return p, nil
 }
 
@@ -74,6 +76,12 @@ type compiler struct {
 	o     CompileOptions
 	vs    apierr.Violations
 	phase Phase
+
+	// reads[slot] is set when an expression or template of the document
+	// refers to that action result variable; outReads when one in an
+	// outbound rule refers to any.
+	reads    []bool
+	outReads bool
 }
 
 func rulePrefix(rule string) string {
@@ -242,8 +250,13 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 	want := availFor(c.o.Target, c.phase)
 	for id, ref := range native.ReferenceMap() {
 		if ref.Name != "" {
-			if v, ok := c.e.vars[ref.Name]; ok && v.avail&want == 0 {
+			v, ok := c.e.vars[ref.Name]
+			if ok && v.avail&want == 0 {
 				at(id, unavailableReason(v.name, v.avail, c.o.Target, c.phase))
+			}
+			if ok && v.id >= resultBase {
+				c.reads[v.id-resultBase] = true
+				c.outReads = c.outReads || c.phase == Outbound
 			}
 		}
 		for _, ov := range ref.OverloadIDs {

@@ -141,6 +141,21 @@ type Policy struct {
 	doc    []byte
 	in     phaseProg
 	out    phaseProg
+
+	// Action result variables are materialised lazily: reads[slot] says
+	// whether an expression or template of the policy can read the
+	// variable of that engine slot, and carry whether the outbound rules
+	// read any, so that Inbound must hand them over in its Result. Setting
+	// a variable no one reads does nothing, and built-in actions skip
+	// computing its value.
+	reads []bool
+	carry bool
+}
+
+// readsResult reports whether an expression or template of p can read the
+// action result variable of slot.
+func (p *Policy) readsResult(slot int) bool {
+	return slot >= 0 && slot < len(p.reads) && p.reads[slot]
 }
 
 type phaseProg struct {
@@ -180,30 +195,33 @@ func (p *Policy) MarshalJSON() ([]byte, error) {
 // an empty request). It never panics; see the package doc for runtime
 // errors. On a connection policy it returns a Continue result (use
 // [Policy.Connect]).
-func (p *Policy) Inbound(req *Request) Result {
+func (p *Policy) Inbound(req *Request) (out Result) {
 	if p.target != TargetHTTP || len(p.in.rules) == 0 {
 		return Result{}
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Inbound, req, nil, nil)
 	p.run(st, &p.in)
-	out := st.finish()
+	st.finish(&out)
 	p.e.states.Put(st)
 	return out
 }
 
 // Outbound evaluates the outbound rules of an HTTP policy on the upstream's
-// response res to req. in is the inbound result for the same request, whose
-// action result variables (such as actions.service.rate_limit.limited) the
-// outbound rules can read; it may be nil.
-func (p *Policy) Outbound(req *Request, res *Response, in *Result) Result {
+// response res to req. in is the result of p.Inbound for the same request,
+// whose action result variables (such as
+// actions.service.rate_limit.limited) the outbound rules can read; it may
+// be nil. (A Result carries the variables only when the outbound rules of
+// the Policy that produced it read some, so the result of another Policy's
+// Inbound may carry none.)
+func (p *Policy) Outbound(req *Request, res *Response, in *Result) (out Result) {
 	if p.target != TargetHTTP || len(p.out.rules) == 0 {
 		return Result{}
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Outbound, req, res, in)
 	p.run(st, &p.out)
-	out := st.finish()
+	st.finish(&out)
 	p.e.states.Put(st)
 	return out
 }
@@ -211,7 +229,7 @@ func (p *Policy) Outbound(req *Request, res *Response, in *Result) Result {
 // Connect evaluates the inbound rules of a connection policy on a new
 // connection (nil means an unknown one). now is the evaluation time; zero
 // means the Engine's clock. On an HTTP policy it returns a Continue result.
-func (p *Policy) Connect(c *Conn, now time.Time) Result {
+func (p *Policy) Connect(c *Conn, now time.Time) (out Result) {
 	if p.target != TargetConnection || len(p.in.rules) == 0 {
 		return Result{}
 	}
@@ -224,7 +242,7 @@ func (p *Policy) Connect(c *Conn, now time.Time) Result {
 		st.now = now
 	}
 	p.run(st, &p.in)
-	out := st.finish()
+	st.finish(&out)
 	p.e.states.Put(st)
 	return out
 }

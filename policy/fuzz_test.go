@@ -65,10 +65,10 @@ func compareConditions(t *testing.T, p *Policy, ph *phaseProg, phase Phase, req 
 			st := p.e.states.Get().(*evalState)
 			st.begin(p, phase, req, res, nil)
 			native := c.native.evalB(st)
-			st.finish()
+			st.finish(new(Result))
 			st.begin(p, phase, req, res, nil)
 			v, _, err := c.prog.Eval(st)
-			st.finish()
+			st.finish(new(Result))
 			p.e.states.Put(st)
 			want := triErr
 			if err == nil {

@@ -104,7 +104,16 @@ const (
 // lookupHeader returns the values of the header whose lower-cased name is
 // lower. canon is lower's canonical spelling, or "" to compute it.
 func lookupHeader(h http.Header, lower, canon string, scan *scanState) ([]string, bool) {
-	if h == nil || hasUpperASCII(lower) {
+	if hasUpperASCII(lower) {
+		return nil, false
+	}
+	return lookupHeaderLower(h, lower, canon, scan)
+}
+
+// lookupHeaderLower is lookupHeader for a name known to be lower-case, as
+// the names a policy fixes at compile time are.
+func lookupHeaderLower(h http.Header, lower, canon string, scan *scanState) ([]string, bool) {
+	if h == nil {
 		return nil, false
 	}
 	if canon != "" {

@@ -131,7 +131,7 @@ func evalCond(t *testing.T, p *Policy, ph Phase, req *Request, res *Response, pr
 	st := p.e.states.Get().(*evalState)
 	defer p.e.states.Put(st)
 	st.begin(p, ph, req, res, prev)
-	defer st.finish()
+	defer st.finish(new(Result))
 	if c.native != nil {
 		lowered = true
 		native = c.native.evalB(st)
@@ -140,7 +140,7 @@ func evalCond(t *testing.T, p *Policy, ph Phase, req *Request, res *Response, pr
 	st2 := p.e.states.Get().(*evalState)
 	defer p.e.states.Put(st2)
 	st2.begin(p, ph, req, res, prev)
-	defer st2.finish()
+	defer st2.finish(new(Result))
 	v, _, err := c.prog.Eval(st2)
 	switch {
 	case err != nil:

@@ -452,9 +452,9 @@ func newLitHeader(n snode) *litHeader {
 
 func (st *evalState) litHeaderLookup(res bool, l *litHeader) ([]string, bool) {
 	if res {
-		return lookupHeader(st.resHeader, l.lower, l.canon, &st.resScan)
+		return lookupHeaderLower(st.resHeader, l.lower, l.canon, &st.resScan)
 	}
-	return lookupHeader(st.reqHeader, l.lower, l.canon, &st.reqScan)
+	return lookupHeaderLower(st.reqHeader, l.lower, l.canon, &st.reqScan)
 }
 
 func (n headerList) evalL(st *evalState) ([]string, bool) {

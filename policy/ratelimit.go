@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"encoding/binary"
 	"errors"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"strings"
@@ -130,63 +132,149 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 	return a, nil
 }
 
+// errBucketKeyTooLong is reported when a bucket key is truncated; its
+// message is also the value of actions.service.rate_limit.error.message.
+var errBucketKeyTooLong = errors.New("the bucket key is longer than " + strconv.Itoa(MaxBucketKeyBytes) + " bytes and was truncated")
+
 // Run counts the request in its bucket and, when the bucket is full and
 // enforce is on, ends evaluation with 429 and retry-after.
+//
+// The bucket key is built in the state's scratch buffer without
+// allocating: the client IP is appended in its textual form rather than
+// formatted as a string, and several header values are appended joined by
+// ",". The result variables are set only when the policy reads them; the
+// bucket_key display string, the one that costs allocations, is only built
+// then.
 func (a *rateLimitAction) Run(r *RunContext) {
 	st := r.st
 	key := st.buf[:0]
-	var display strings.Builder
-	shown := ""
-	for i, el := range a.elems {
-		var part string
+	for _, el := range a.elems {
 		switch el.kind {
 		case ratelimit.KeyHost:
-			part = st.req.Host
+			key = ratelimit.AppendKeyPart(key, st.req.Host)
 		case ratelimit.KeyClientIP:
-			part = st.clientIP()
+			key = appendAddrKeyPart(key, st.clientAddr())
 		case ratelimit.KeyHeader:
-			v, _ := lookupHeader(st.reqHeader, el.lower, el.canon, &st.reqScan)
-			switch len(v) {
-			case 0:
-			case 1:
-				part = v[0]
-			default:
-				part = strings.Join(v, ",")
-			}
+			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
+			key = appendJoinedKeyPart(key, v)
+		default:
+			key = ratelimit.AppendKeyPart(key, "")
 		}
-		key = ratelimit.AppendKeyPart(key, part)
-		if len(a.elems) == 1 {
-			shown = part
-			break
-		}
-		if i > 0 {
-			display.WriteByte(',')
-		}
-		display.WriteString(part)
 	}
-	if len(a.elems) > 1 {
-		shown = display.String()
-	}
-	code, msg := "", ""
-	if len(key) > MaxBucketKeyBytes {
+	tooLong := len(key) > MaxBucketKeyBytes
+	if tooLong {
 		key = key[:MaxBucketKeyBytes]
-		code = ErrCodeBucketKeyTooLong
-		msg = "the bucket key is longer than " + strconv.Itoa(MaxBucketKeyBytes) + " bytes and was truncated"
-		r.ReportError(errors.New(msg))
+		r.ReportError(errBucketKeyTooLong)
 	}
 	d := a.lim.AllowBytesAt(key, st.now)
 	st.buf = key[:0]
-	if len(shown) > MaxBucketKeyBytes {
-		shown = truncate(shown, MaxBucketKeyBytes)
+	if st.pol.readsResult(a.key.slot) {
+		r.SetString(a.key, a.shown(st))
 	}
-	r.SetString(a.key, shown)
 	r.SetBool(a.limited, !d.Allowed)
-	r.SetString(a.code, code)
-	r.SetString(a.msg, msg)
+	if tooLong {
+		r.SetString(a.code, ErrCodeBucketKeyTooLong)
+		r.SetString(a.msg, errBucketKeyTooLong.Error())
+	} else {
+		r.SetString(a.code, "")
+		r.SetString(a.msg, "")
+	}
 	if !d.Allowed && a.enforce {
 		r.Respond(http.StatusTooManyRequests,
 			http.Header{"Retry-After": {strconv.FormatInt(d.RetryAfterSeconds(), 10)}}, "")
 	}
+}
+
+// shown returns the value of actions.service.rate_limit.bucket_key: the
+// key elements' values joined by ",", truncated to MaxBucketKeyBytes. One
+// element's value is returned as it is; several are joined in the state's
+// scratch buffer, so that only the result is allocated.
+func (a *rateLimitAction) shown(st *evalState) string {
+	var shown string
+	if len(a.elems) == 1 {
+		el := a.elems[0]
+		switch el.kind {
+		case ratelimit.KeyHost:
+			shown = st.req.Host
+		case ratelimit.KeyClientIP:
+			shown = st.clientIP()
+		case ratelimit.KeyHeader:
+			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
+			shown = strings.Join(v, ",")
+		}
+	} else {
+		b := st.buf[:0]
+		for i, el := range a.elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			switch el.kind {
+			case ratelimit.KeyHost:
+				b = append(b, st.req.Host...)
+			case ratelimit.KeyClientIP:
+				if ip := st.clientAddr(); ip.IsValid() {
+					b = ip.AppendTo(b)
+				}
+			case ratelimit.KeyHeader:
+				v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
+				for j, s := range v {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, s...)
+				}
+			}
+		}
+		shown = string(b)
+		st.buf = b[:0]
+	}
+	if len(shown) > MaxBucketKeyBytes {
+		shown = truncate(shown, MaxBucketKeyBytes)
+	}
+	return shown
+}
+
+// appendAddrKeyPart appends ratelimit.AppendKeyPart(dst, addrString(ip))
+// without formatting the address as a string: its text is appended in
+// place after a one-byte length, which is the uvarint of every length
+// below 128 (an address without zone has at most 39 characters).
+func appendAddrKeyPart(dst []byte, ip netip.Addr) []byte {
+	if !ip.IsValid() {
+		return ratelimit.AppendKeyPart(dst, "")
+	}
+	n := len(dst)
+	dst = ip.AppendTo(append(dst, 0))
+	l := len(dst) - n - 1
+	if l >= 0x80 { // cannot happen; keep the encoding exact regardless
+		text := string(dst[n+1:])
+		return ratelimit.AppendKeyPart(dst[:n], text)
+	}
+	dst[n] = byte(l)
+	return dst
+}
+
+// appendJoinedKeyPart appends ratelimit.AppendKeyPart(dst,
+// strings.Join(vals, ",")) without building the joined string: the part's
+// length as a uvarint, then the values separated by commas.
+func appendJoinedKeyPart(dst []byte, vals []string) []byte {
+	switch len(vals) {
+	case 0:
+		return ratelimit.AppendKeyPart(dst, "")
+	case 1:
+		return ratelimit.AppendKeyPart(dst, vals[0])
+	}
+	n := len(vals) - 1
+	for _, v := range vals {
+		n += len(v)
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for i, v := range vals {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, v...)
+	}
+	return dst
 }
 
 // limiterKey identifies a limiter in the Engine's pool: everything that

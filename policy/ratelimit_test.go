@@ -22,15 +22,29 @@ func rlDoc(capacity int, rate, keys, extra string) string {
 		cfg = cfg[:len(cfg)-1] + "," + extra + "}"
 	}
 	return `{"on_http_request":[{"name":"limit","actions":[{"type":"rate-limit","config":` + cfg + `}]},
-	  {"expressions":["actions.service.rate_limit.limited"],"actions":[{"type":"log","config":{"metadata":{"key":"${actions.service.rate_limit.bucket_key}"}}}]}]}`
+	  {"expressions":["actions.service.rate_limit.limited"],"actions":[{"type":"log","config":{"metadata":{"key":"${actions.service.rate_limit.bucket_key}"}}}]}],` +
+		rlReadAll + `}`
 }
 
-func resultVar(e *Engine, r Result, field string) resultValue {
+// rlReadAll is an outbound phase that reads every rate_limit result
+// variable, so that inbound results carry them all (see resultVar).
+const rlReadAll = `"on_http_response":[{"expressions":["actions.service.rate_limit.limited || actions.service.rate_limit.bucket_key == '-'",
+	  "actions.service.rate_limit.error.code == '-' || actions.service.rate_limit.error.message == '-'"],"actions":[{"type":"log"}]}]`
+
+// resultVar returns a rate_limit result variable as an inbound result
+// carries it to the outbound phase; the policy's outbound rules must read
+// it (rlReadAll).
+func resultVar(t *testing.T, e *Engine, r Result, field string) resultValue {
+	t.Helper()
+	if r.vars == nil {
+		t.Fatal("the result carries no action result variables")
+	}
 	for _, d := range e.results {
-		if d.action == ActionRateLimit && d.field == field && r.vars != nil {
+		if d.action == ActionRateLimit && d.field == field {
 			return r.vars[d.slot]
 		}
 	}
+	t.Fatalf("no rate_limit result field %s", field)
 	return resultValue{}
 }
 
@@ -43,10 +57,10 @@ func TestRateLimit(t *testing.T) {
 		if res.Verdict != Continue {
 			t.Fatalf("request %d: %+v", i, res)
 		}
-		if v := resultVar(e, res, rlLimited); v.b {
+		if v := resultVar(t, e, res, rlLimited); v.b {
 			t.Fatalf("request %d limited", i)
 		}
-		if v := resultVar(e, res, rlBucketKey); v.s != "198.51.100.10" {
+		if v := resultVar(t, e, res, rlBucketKey); v.s != "198.51.100.10" {
 			t.Fatalf("bucket key %q", v.s)
 		}
 	}
@@ -67,7 +81,7 @@ func TestRateLimit(t *testing.T) {
 	if got, want := res.Header.Get("Retry-After"), strconv.FormatInt(d.RetryAfterSeconds(), 10); got != want || d.Allowed {
 		t.Fatalf("retry-after %q, want %q", got, want)
 	}
-	if v := resultVar(e, res, rlLimited); !v.b {
+	if v := resultVar(t, e, res, rlLimited); !v.b {
 		t.Fatal("limited not set")
 	}
 	// Another client has its own bucket.
@@ -127,7 +141,7 @@ func TestRateLimitNotEnforced(t *testing.T) {
 	if res.Verdict != Continue {
 		t.Fatalf("enforce false rejected: %+v", res)
 	}
-	if v := resultVar(e, res, rlLimited); !v.b {
+	if v := resultVar(t, e, res, rlLimited); !v.b {
 		t.Fatal("limited not set")
 	}
 	if len(sink.logs) != 1 || sink.logs[0].Metadata["key"] != "k1,a,b,api.example.com:8443" {
@@ -160,10 +174,10 @@ func TestRateLimitLongKey(t *testing.T) {
 	req := testRequest()
 	req.Header["X-Long"] = []string{string(make([]byte, 2*MaxBucketKeyBytes))}
 	res := p.Inbound(req)
-	if v := resultVar(e, res, rlErrorCode); v.s != ErrCodeBucketKeyTooLong {
+	if v := resultVar(t, e, res, rlErrorCode); v.s != ErrCodeBucketKeyTooLong {
 		t.Fatalf("error.code %q", v.s)
 	}
-	if v := resultVar(e, res, rlErrorMessage); v.s == "" {
+	if v := resultVar(t, e, res, rlErrorMessage); v.s == "" {
 		t.Fatal("error.message empty")
 	}
 	if len(sink.errs) != 1 {
@@ -171,7 +185,7 @@ func TestRateLimitLongKey(t *testing.T) {
 	}
 	// The next, normal request clears the error variables.
 	res = p.Inbound(testRequest())
-	if v := resultVar(e, res, rlErrorCode); v.s != "" {
+	if v := resultVar(t, e, res, rlErrorCode); v.s != "" {
 		t.Fatalf("error.code %q after a normal request", v.s)
 	}
 }
@@ -237,9 +251,9 @@ func TestRateLimitLastExecution(t *testing.T) {
 		{"type":"rate-limit","config":`+rlConfig(5, "60s", `"conn.client_ip"`)+`},
 		{"type":"log","config":{"metadata":{"first":"${actions.service.rate_limit.bucket_key}"}}},
 		{"type":"rate-limit","config":{"name":"per-host","algorithm":"sliding_window","capacity":5,"rate":"60s","bucket_key":["req.host"]}},
-		{"type":"log","config":{"metadata":{"second":"${actions.service.rate_limit.bucket_key}"}}}]}]}`, CompileOptions{})
+		{"type":"log","config":{"metadata":{"second":"${actions.service.rate_limit.bucket_key}"}}}]}],`+rlReadAll+`}`, CompileOptions{})
 	res := p.Inbound(testRequest())
-	if v := resultVar(e, res, rlBucketKey); v.s != "api.example.com:8443" {
+	if v := resultVar(t, e, res, rlBucketKey); v.s != "api.example.com:8443" {
 		t.Fatalf("bucket_key %q", v.s)
 	}
 	if len(sink.logs) != 2 || sink.logs[0].Metadata["first"] != "198.51.100.10" || sink.logs[1].Metadata["second"] != "api.example.com:8443" {

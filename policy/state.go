@@ -111,15 +111,21 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 }
 
 // finish moves the result out and clears references so the pooled state
-// keeps nothing alive.
-func (st *evalState) finish() Result {
-	out := st.out
+// keeps nothing alive. An inbound result carries the action result
+// variables only when the policy's outbound rules read some: nothing else
+// can.
+func (st *evalState) finish(out *Result) {
+	if !st.out.isZero() { // most evaluations change nothing: skip the copies
+		*out = st.out
+		st.out = Result{}
+	}
 	if st.resultsSet {
-		out.vars = append([]resultValue(nil), st.results...)
+		if st.phase == Inbound && st.pol != nil && st.pol.carry {
+			out.vars = append([]resultValue(nil), st.results...)
+		}
 		clear(st.results)
 		st.resultsSet = false
 	}
-	st.out = Result{}
 	st.req = Request{}
 	st.res = Response{}
 	st.pol = nil
@@ -129,14 +135,24 @@ func (st *evalState) finish() Result {
 	st.query = nil
 	st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
 	st.rc.cur = nil
-	return out
+}
+
+// isZero reports whether r is the zero Result.
+func (r *Result) isZero() bool {
+	return r.Verdict == Continue && r.StatusCode == 0 && r.Header == nil && r.Body == "" &&
+		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil
 }
 
 func (st *evalState) report(loc, rule string, err error) {
 	st.e.sink.Error(&EvalError{Time: st.now, Location: loc, Rule: rule, Err: err})
 }
 
+// setResult sets an action result variable, unless no expression or
+// template of the policy can read it.
 func (st *evalState) setResult(slot int, v resultValue) {
+	if !st.pol.readsResult(slot) {
+		return
+	}
 	st.results[slot] = v
 	st.resultsSet = true
 }
@@ -221,18 +237,11 @@ func (st *evalState) queryValues() url.Values {
 }
 
 func (st *evalState) userAgent() string {
-	v, _ := lookupHeader(st.reqHeader, "user-agent", "User-Agent", &st.reqScan)
+	v, _ := lookupHeaderLower(st.reqHeader, "user-agent", "User-Agent", &st.reqScan)
 	if len(v) == 0 {
 		return ""
 	}
 	return v[0]
-}
-
-var tlsVersions = map[uint16]string{
-	tls.VersionTLS10: "1.0",
-	tls.VersionTLS11: "1.1",
-	tls.VersionTLS12: "1.2",
-	tls.VersionTLS13: "1.3",
 }
 
 func (st *evalState) tlsVersion() string {
@@ -240,8 +249,15 @@ func (st *evalState) tlsVersion() string {
 	if t == nil || t.Version == 0 {
 		return ""
 	}
-	if s, ok := tlsVersions[t.Version]; ok {
-		return s
+	switch t.Version {
+	case tls.VersionTLS10:
+		return "1.0"
+	case tls.VersionTLS11:
+		return "1.1"
+	case tls.VersionTLS12:
+		return "1.2"
+	case tls.VersionTLS13:
+		return "1.3"
 	}
 	return "0x" + strconv.FormatUint(uint64(t.Version), 16)
 }
