@@ -78,6 +78,13 @@ func remove(pattern, op, summary string, call func(context.Context, edgeplane.Pr
 // listOf builds a GET route of a collection: {<field>: [...], uri,
 // next_page_uri}, with the limit and before_id query parameters.
 func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T]) route {
+	return pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
+		return call(r.Context(), p, opts)
+	})
+}
+
+// pageRoute builds a GET route answering one page from call.
+func pageRoute[T any](pattern, op, summary, field string, call func(*http.Request, edgeplane.Principal, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
 		resp: typeOf[T](), list: field,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
@@ -85,7 +92,7 @@ func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T
 			if err != nil {
 				return nil, err
 			}
-			page, err := call(r.Context(), p, opts)
+			page, err := call(r, p, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -112,9 +119,9 @@ func createIn[Req, Resp any](pattern, op, summary, parent string, call func(cont
 
 // listIn builds a GET route of a child collection under parent.
 func listIn[T any](pattern, op, summary, field, parent string, call func(context.Context, edgeplane.Principal, string, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
-	return listOf(pattern, op, summary, field, func(ctx context.Context, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
-		return call(ctx, p, pathValue(ctx), opts)
-	}).withParent(parent)
+	return pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
+		return call(r.Context(), p, r.PathValue(parent), opts)
+	})
 }
 
 // read2 builds a GET route of a resource addressed by two path values.
@@ -180,23 +187,6 @@ func routeModule[Req, Resp any](pattern, name string,
 		read2(pattern, "get"+name, "Get the "+name+" module", routeIDs, get),
 		remove2(pattern, "delete"+name, "Delete the "+name+" module", routeIDs, del),
 	}
-}
-
-type parentKey struct{}
-
-// withParent makes a list route pass the path value parent to its call
-// through the context.
-func (rt route) withParent(parent string) route {
-	inner := rt.handle
-	rt.handle = func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-		return inner(h, r.WithContext(context.WithValue(r.Context(), parentKey{}, r.PathValue(parent))), p)
-	}
-	return rt
-}
-
-func pathValue(ctx context.Context) string {
-	v, _ := ctx.Value(parentKey{}).(string)
-	return v
 }
 
 // listOptions reads limit and before_id from the query.
