@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -292,17 +293,17 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		}
 		return v, apierr.New(apierr.InvalidArgument, "the request body could not be read")
 	}
-	trimmed := strings.TrimSpace(string(data))
-	if trimmed == "" {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		return v, nil
 	}
-	if trimmed == "null" {
+	if string(trimmed) == "null" {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must be a JSON object")
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", ct)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
 		return v, jsonError(err)
