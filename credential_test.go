@@ -1,17 +1,20 @@
 package edgeplane_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -461,4 +464,41 @@ func flipLast(s string) string {
 		last = "B"
 	}
 	return s[:len(s)-1] + last
+}
+
+// interleavingStore runs an interloper write just before the first Update
+// reaches the store: a Service that decided its new record from an earlier
+// read (instead of inside the store's atomic update) would lose that write.
+type interleavingStore struct {
+	edgeplane.Store
+	done      atomic.Bool
+	interlope func()
+}
+
+func (s *interleavingStore) Update(ctx context.Context, kind edgeplane.Kind, account, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+	if s.interlope != nil && !s.done.Swap(true) {
+		s.interlope() // its own Update passes straight through
+	}
+	return s.Store.Update(ctx, kind, account, id, fn)
+}
+
+func TestUpdateIsReadModifyWriteInsideTheStore(t *testing.T) {
+	store := &interleavingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, store)
+	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{Description: "d0", Metadata: "m0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.interlope = func() {
+		if _, err := e.svc.UpdateCredential(e.ctx, e.admin, c.ID, credentials.UpdateParams{Metadata: ptr("from the interloper")}); err != nil {
+			t.Errorf("interloper: %v", err)
+		}
+	}
+	got, err := e.svc.UpdateCredential(e.ctx, e.admin, c.ID, credentials.UpdateParams{Description: ptr("d1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Description != "d1" || got.Metadata != "from the interloper" {
+		t.Errorf("after interleaved updates: description %q metadata %q; the interloper's write was lost", got.Description, got.Metadata)
+	}
 }
