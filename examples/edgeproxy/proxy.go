@@ -47,8 +47,9 @@ type Options struct {
 	Policy   *policy.Policy
 
 	// Clock, when set, gives the evaluation time of the traffic policy
-	// (time.now, rate-limit windows). Nil leaves it to the policy engine's
-	// clock.
+	// (time.now, rate-limit windows). Nil: the time the request arrived,
+	// the same reading the log line's duration starts from (so the policy
+	// engine's own clock is not consulted by the proxy).
 	Clock func() time.Time
 	// Logger receives one line per request and the proxy's warnings. Nil
 	// discards them.
@@ -245,7 +246,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.route = rt
 
 	// 1. Inbound traffic policy rules.
-	var now time.Time
+	now := start
 	if p.clock != nil {
 		now = p.clock()
 	}
