@@ -90,11 +90,18 @@ func newEvalState(e *Engine) *evalState {
 func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, prev *Result) {
 	st.pol = p
 	st.phase = ph
+	// The request and response of the previous evaluation are still here
+	// (finish leaves them): overwrite them, or clear them when the host
+	// passed none.
 	if req != nil {
 		st.req = *req
+	} else {
+		st.req = Request{}
 	}
 	if res != nil {
 		st.res = *res
+	} else if st.res.Header != nil || st.res.StatusCode != 0 {
+		st.res = Response{}
 	}
 	st.now = st.req.Time
 	if st.now.IsZero() {
@@ -110,10 +117,16 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 	}
 }
 
-// finish moves the result out and clears references so the pooled state
-// keeps nothing alive. An inbound result carries the action result
-// variables only when the policy's outbound rules read some: nothing else
-// can.
+// finish moves the result out and drops the references that could keep
+// something large alive: the policy (so that a replaced policy and its
+// rate limiters can be collected) and the lazily computed values. It
+// leaves the copies of the request and response in place for the next
+// begin to overwrite: clearing them would cost a garbage-collector write
+// barrier per pointer on every evaluation while a collection runs, and a
+// pooled state then keeps at most one request's strings and header map
+// alive until it is reused or the pool is emptied by a collection. An
+// inbound result carries the action result variables only when the
+// policy's outbound rules read some: nothing else can.
 func (st *evalState) finish(out *Result) {
 	if !st.out.isZero() { // most evaluations change nothing: skip the copies
 		*out = st.out
@@ -126,15 +139,13 @@ func (st *evalState) finish(out *Result) {
 		clear(st.results)
 		st.resultsSet = false
 	}
-	st.req = Request{}
-	st.res = Response{}
 	st.pol = nil
-	st.reqHeader, st.resHeader = nil, nil
-	st.path, st.rawPath, st.rawQuery = "", "", ""
-	st.clientIPStr, st.serverIPStr, st.urlStr = "", "", ""
-	st.query = nil
-	st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
 	st.rc.cur = nil
+	if st.lazy != 0 { // values are computed only when a rule reads them
+		st.clientIPStr, st.serverIPStr, st.urlStr = "", "", ""
+		st.query = nil
+		st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
+	}
 }
 
 // isZero reports whether r is the zero Result.
