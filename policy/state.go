@@ -141,9 +141,16 @@ func (st *evalState) finish(out *Result) {
 	}
 	st.pol = nil
 	st.rc.cur = nil
-	if st.lazy != 0 { // values are computed only when a rule reads them
+	// Lazily computed values exist only when a rule read them (a header
+	// edit or URL rewrite clears their lazy bit but not the value): test
+	// before clearing, as a store costs a write barrier and a test does not.
+	if st.clientIPStr != "" || st.serverIPStr != "" || st.urlStr != "" {
 		st.clientIPStr, st.serverIPStr, st.urlStr = "", "", ""
+	}
+	if st.query != nil {
 		st.query = nil
+	}
+	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil {
 		st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
 	}
 }
