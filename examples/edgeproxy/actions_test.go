@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/policy"
 )
 
 // absent marks a header that must not be in a response.
@@ -253,5 +259,55 @@ func TestConnVariables(t *testing.T) {
 	host := strings.TrimPrefix(e.url, "http://")
 	if got, want := e.up.last(t).Header.Get("X-Conn"), "127.0.0.1 "+host+" http "+host; got != want {
 		t.Errorf("X-Conn %q, want %q", got, want)
+	}
+}
+
+// TestPolicyTime checks where the policy's time.now comes from: the
+// proxy's Clock when set, else the request's arrival, never the engine's
+// own clock (here stuck in 2000, so a policy reading it would tell).
+func TestPolicyTime(t *testing.T) {
+	engine, err := policy.NewEngine(policy.Options{Clock: func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := engine.CompileJSON([]byte(`{"inbound":[{"actions":[{"type":"custom-response",
+		"config":{"status_code":200,"body":"${string(time.now)}"}}]}]}`), policy.CompileOptions{Target: policy.TargetHTTP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, _ := url.Parse("http://upstream.invalid")
+	fixed := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		clock func() time.Time
+		check func(t *testing.T, now time.Time)
+	}{
+		{"Options.Clock", func() time.Time { return fixed }, func(t *testing.T, now time.Time) {
+			if !now.Equal(fixed) {
+				t.Errorf("time.now = %v, want the proxy's clock %v", now, fixed)
+			}
+		}},
+		{"arrival", nil, func(t *testing.T, now time.Time) {
+			if d := time.Since(now); d < 0 || d > time.Minute {
+				t.Errorf("time.now = %v, want the request's arrival (about now)", now)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(context.Background(), Options{Upstream: up, Policy: pol, Clock: tc.clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			p.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+			if w.Code != 200 {
+				t.Fatalf("status %d, body %q", w.Code, w.Body)
+			}
+			now, err := time.Parse(time.RFC3339Nano, w.Body.String())
+			if err != nil {
+				t.Fatalf("body %q is not a timestamp: %v", w.Body, err)
+			}
+			tc.check(t, now)
+		})
 	}
 }
