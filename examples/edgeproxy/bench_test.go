@@ -267,7 +267,7 @@ const latencySamples = 1 << 14
 // because every switch costs the side switched to some re-warming that a
 // proxy always running one configuration does not pay: on the 2-core
 // development machine the in-memory overhead-% read 12-15 with blocks of
-// 1,024 requests against 8-12 with the ~15,000 of a 1s run.
+// 1,024 requests against 3-12 (mostly 8-12) with the ~15,000 of a 1s run.
 const (
 	latencyBlocks   = 16
 	minLatencyBlock = 1024
