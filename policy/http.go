@@ -14,6 +14,18 @@ import (
 // [http.LocalAddrContextKey]. now is the evaluation time; zero means the
 // Engine's clock. Conn.Start stays zero: net/http does not expose it.
 func RequestFromHTTP(r *http.Request, now time.Time) Request {
+	var client netip.AddrPort
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		client = ap
+	}
+	return RequestFromHTTPWithClient(r, client, now)
+}
+
+// RequestFromHTTPWithClient is [RequestFromHTTP] with the client address
+// given rather than parsed from r.RemoteAddr: for a host that works it out
+// itself, such as a proxy that believes X-Forwarded-For from trusted peers,
+// or that has parsed r.RemoteAddr already.
+func RequestFromHTTPWithClient(r *http.Request, client netip.AddrPort, now time.Time) Request {
 	req := Request{
 		Method:        r.Method,
 		Host:          r.Host,
@@ -26,14 +38,18 @@ func RequestFromHTTP(r *http.Request, now time.Time) Request {
 		Time:          now,
 		Scheme:        "http",
 	}
+	req.Conn.ClientAddr = client
 	if r.TLS != nil {
 		req.Scheme = "https"
 		req.Conn.TLS = &TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version}
 	}
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		req.Conn.ClientAddr = ap
-	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+	switch la := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		// What net/http's server stores: read it without formatting and
+		// re-parsing, unmapped as its text would parse.
+		ap := la.AddrPort()
+		req.Conn.ServerAddr = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	case net.Addr:
 		if ap, err := netip.ParseAddrPort(la.String()); err == nil {
 			req.Conn.ServerAddr = ap
 		}

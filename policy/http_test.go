@@ -181,3 +181,27 @@ func TestHandlerOutboundClose(t *testing.T) {
 		t.Fatalf("empty handler: %d", w.Code)
 	}
 }
+
+// TestRequestFromHTTPWithClient checks that the given client address is
+// used as is, and that the server address read from a *net.TCPAddr is the
+// one its text would parse to, for every form net/http may store.
+func TestRequestFromHTTPWithClient(t *testing.T) {
+	client := netip.MustParseAddrPort("198.51.100.7:40000")
+	for _, la := range []*net.TCPAddr{
+		{IP: net.IPv4(192, 0, 2, 1), Port: 80},                 // 16-byte form of an IPv4 address
+		{IP: net.IP{192, 0, 2, 1}, Port: 80},                   // 4-byte form
+		{IP: net.ParseIP("2001:db8::1"), Port: 443},            // IPv6
+		{IP: net.ParseIP("fe80::1"), Port: 8080, Zone: "eth0"}, // zoned
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "203.0.113.9:5555"
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, la))
+		req := RequestFromHTTPWithClient(r, client, t1)
+		if req.Conn.ClientAddr != client {
+			t.Errorf("%v: client %v, want the given %v, not RemoteAddr", la, req.Conn.ClientAddr, client)
+		}
+		if want := netip.MustParseAddrPort(la.String()); req.Conn.ServerAddr != want {
+			t.Errorf("%v: server %v, want %v as its text parses", la, req.Conn.ServerAddr, want)
+		}
+	}
+}

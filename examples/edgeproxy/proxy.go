@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -251,7 +250,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		now = p.clock()
 	}
 	if rt.policy != nil {
-		req := policyRequest(r, client, now)
+		req := policy.RequestFromHTTPWithClient(r, client, now)
 		in := rt.policy.Inbound(&req)
 		if in.Verdict != policy.Continue {
 			p.count(rt, in.Location)
@@ -261,7 +260,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		in.ApplyHTTP(rw, r) // header edits and URL rewrite
 		if rt.hasOutbound {
-			ex.out = &outboundState{in: in, req: policyRequest(r, client, now)} // as the upstream sees it
+			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
 		}
 	}
 	if rt.oidc {
@@ -285,40 +284,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Accept-Encoding") // the proxy compresses; the upstream sends identity
 	}
 	p.rp.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
-}
-
-// policyRequest returns the policy's view of r, as policy.RequestFromHTTP
-// does but with the client address already worked out (it may come from a
-// trusted X-Forwarded-For) and without formatting and re-parsing the local
-// address.
-func policyRequest(r *http.Request, client netip.AddrPort, now time.Time) policy.Request {
-	req := policy.Request{
-		Method:        r.Method,
-		Scheme:        "http",
-		Host:          r.Host,
-		Path:          r.URL.Path,
-		RawPath:       r.URL.RawPath,
-		RawQuery:      r.URL.RawQuery,
-		Header:        r.Header,
-		ContentLength: r.ContentLength,
-		Proto:         r.Proto,
-		Time:          now,
-	}
-	req.Conn.ClientAddr = client
-	if r.TLS != nil {
-		req.Scheme = "https"
-		req.Conn.TLS = &policy.TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version}
-	}
-	switch la := r.Context().Value(http.LocalAddrContextKey).(type) {
-	case *net.TCPAddr:
-		ap := la.AddrPort()
-		req.Conn.ServerAddr = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	case net.Addr:
-		if ap, err := netip.ParseAddrPort(la.String()); err == nil {
-			req.Conn.ServerAddr = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		}
-	}
-	return req
 }
 
 // rewrite points the outgoing request at the upstream and sets the
