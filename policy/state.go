@@ -514,31 +514,27 @@ func (st *evalState) celHasQuery(args []ref.Val) ref.Val {
 // Effects of non-terminating actions.
 
 func (st *evalState) addHeader(name, value string) {
-	if st.phase == Outbound {
-		if !st.resHeaderOwned {
-			st.resHeader = cloneHeader(st.resHeader)
-			st.resHeaderOwned = true
-		}
-		st.resHeader.Add(name, value)
-		st.resScan = scanUnknown
-		st.lazy &^= lzResHeadersVal
-	} else {
-		if !st.reqHeaderOwned {
-			st.reqHeader = cloneHeader(st.reqHeader)
-			st.reqHeaderOwned = true
-		}
-		st.reqHeader.Add(name, value)
-		st.reqScan = scanUnknown
-		st.lazy &^= lzReqHeadersVal
-	}
+	st.ownHeader().Add(name, value)
 	st.out.HeaderEdits = append(st.out.HeaderEdits, HeaderEdit{Name: name, Value: value})
 }
 
 func (st *evalState) removeHeader(name string) {
-	h := &st.reqHeader
-	owned := &st.reqHeaderOwned
-	scan := &st.reqScan
-	bit := lzReqHeadersVal
+	h := st.ownHeader()
+	lower := asciiLower(name)
+	for k := range h {
+		if asciiLowerEq(k, lower) {
+			delete(h, k)
+		}
+	}
+	st.out.HeaderEdits = append(st.out.HeaderEdits, HeaderEdit{Remove: true, Name: name})
+}
+
+// ownHeader returns the headers of the phase (the request's inbound, the
+// response's outbound) for an action to edit: cloned on the first edit so
+// that the host's map is never changed, and with what was derived from
+// them (the lookup scan, the CEL map) invalidated.
+func (st *evalState) ownHeader() http.Header {
+	h, owned, scan, bit := &st.reqHeader, &st.reqHeaderOwned, &st.reqScan, lzReqHeadersVal
 	if st.phase == Outbound {
 		h, owned, scan, bit = &st.resHeader, &st.resHeaderOwned, &st.resScan, lzResHeadersVal
 	}
@@ -546,15 +542,9 @@ func (st *evalState) removeHeader(name string) {
 		*h = cloneHeader(*h)
 		*owned = true
 	}
-	lower := asciiLower(name)
-	for k := range *h {
-		if asciiLowerEq(k, lower) {
-			delete(*h, k)
-		}
-	}
 	*scan = scanUnknown
 	st.lazy &^= bit
-	st.out.HeaderEdits = append(st.out.HeaderEdits, HeaderEdit{Remove: true, Name: name})
+	return *h
 }
 
 func cloneHeader(h http.Header) http.Header {
