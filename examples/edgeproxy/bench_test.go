@@ -205,18 +205,16 @@ func BenchmarkProxy(b *testing.B) {
 		// so the garbage collector paces both alike. (Built one after the
 		// other, the side measured with the smaller heap collects more
 		// often and looks slower than it is.)
-		proxies := []struct {
+		type named struct {
 			name string
 			p    *Proxy
-		}{
+		}
+		proxies := []named{
 			{"no-policy", newBenchProxy(b, up, false)},
 			{"rate-limit-policy", newBenchProxy(b, up, true)},
 		}
 		if up.name == "in-memory" {
-			proxies = append(proxies, struct {
-				name string
-				p    *Proxy
-			}{"service-mode-rate-limit-policy", newBenchServiceProxy(b, up)})
+			proxies = append(proxies, named{"service-mode-rate-limit-policy", newBenchServiceProxy(b, up)})
 		}
 		for _, px := range proxies {
 			warm(b, px.p)
