@@ -70,6 +70,25 @@ const (
 	MaxBucketKeyBytes = 4096
 )
 
+// Request size bounds. Servers built with this library (the examples, the
+// edge proxy) refuse requests beyond them before any policy runs, and the
+// compile-time cost estimate assumes them, so that what a server accepts
+// and what the cost model assumes agree. Embedders that run their own
+// servers should set the same bounds (http.Server.MaxHeaderBytes =
+// MaxRequestHeaderBytes; 414 for a request target over MaxURLBytes).
+const (
+	// MaxURLBytes is the longest request target (path and query), in
+	// bytes, a server built by this library accepts; a longer one is
+	// answered 414 URI Too Long.
+	MaxURLBytes = 8 << 10
+
+	// MaxRequestHeaderBytes is the value servers built by this library
+	// give http.Server.MaxHeaderBytes: it bounds the request line and all
+	// header lines together (net/http allows 4096 bytes of slack on top),
+	// so it also bounds any one header value.
+	MaxRequestHeaderBytes = 32 << 10
+)
+
 // Input sizes the compile-time cost estimate assumes. They are not enforced
 // on requests; MaxRuntimeCost catches inputs that exceed them.
 const (
