@@ -111,6 +111,14 @@
 //     the ip_policy Ref. A set of policies denies an address a deny rule
 //     matches; when any allow rule exists, it denies an address no rule
 //     matches.
+//   - One IP policy holds at most [ipaccess.MaxRulesPerPolicy] (1,000)
+//     rules. Creating one more is refused (400, naming ip_policy_id and the
+//     cap); the cap holds under concurrent creates because each rule takes
+//     one of its policy's numbered slots as a unique store key. A set is
+//     evaluated over every rule of its policies or not at all: a policy
+//     found with more rules than the cap makes [Service.CheckIP] and the
+//     edge configs that use it fail (failed precondition), never allow from
+//     part of its rules.
 //   - An IP restriction needs at least one IP policy; enforced defaults to
 //     false.
 //   - The default base URL is [DefaultBaseURL].

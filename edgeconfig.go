@@ -35,13 +35,22 @@ func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k 
 	return v, rec, err
 }
 
-// ipSet returns the combined rules of the account's IP policies.
+// ipSet returns the combined rules of the account's IP policies. It reads
+// every rule of each policy or fails: a policy with more than
+// ipaccess.MaxRulesPerPolicy rules (which CreateIPPolicyRule never makes)
+// is an error, never a set built from part of its rules.
 func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []string) (*ipaccess.Set, error) {
 	var rules []ipaccess.Rule
 	for _, id := range policyIDs {
-		recs, err := s.store.List(ctx, Query{Kind: KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: maxRulesPerPolicy})
+		recs, err := s.store.List(ctx, Query{Kind: KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: ipaccess.MaxRulesPerPolicy + 1})
 		if err != nil {
 			return nil, s.storeErr(err, ipRuleKind, "")
+		}
+		if len(recs) > ipaccess.MaxRulesPerPolicy {
+			s.log.Error("IP policy over its rule cap; refusing to evaluate it", "ip_policy", id, "cap", ipaccess.MaxRulesPerPolicy)
+			return nil, apierr.New(apierr.FailedPrecondition,
+				"IP policy %s has more than %d rules and cannot be evaluated; delete rules until it has at most %d",
+				id, ipaccess.MaxRulesPerPolicy, ipaccess.MaxRulesPerPolicy)
 		}
 		for _, rec := range recs {
 			r, err := decode[ipaccess.Rule](rec)

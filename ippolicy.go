@@ -129,8 +129,8 @@ func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ip
 	rule := params.Rule() // Validate has checked and Rule normalises the CIDR
 	v := &rule
 	v.ID, v.CreatedAt = s.ids.New(ipaccess.RulePrefix), s.timestamp()
-	if err := s.create(ctx, p, ipRuleKind, v.ID, params.IPPolicyID, v, nil); err != nil {
-		return nil, refViolation(err, "ip_policy_id", false, nil)
+	if err := s.createRuleInSlot(ctx, p, v); err != nil {
+		return nil, err
 	}
 	s.presentIPRule(v, Record{})
 	s.changed(ctx, p, "ip_policy_rule", "created", v)
@@ -175,9 +175,59 @@ func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string
 	return s.remove(ctx, p, ipRuleKind, id, "ip_policy_rule")
 }
 
-// maxRulesPerPolicy bounds how many rules [Service.IPPolicySet] reads for
-// one policy.
-const maxRulesPerPolicy = 10_000
+// A rule holds one of its policy's ipaccess.MaxRulesPerPolicy slots as a
+// unique store key, so the cap holds atomically under concurrent creates
+// on every backend: two creates that pick the same free slot clash on the
+// key, and the loser looks again. Deleting a rule frees its slot with it.
+// Store keys are unique across accounts, so the key names the account too:
+// naming another account's policy must fail as a missing reference, never
+// clash with that account's slots.
+const ruleSlotKeyPrefix = "ip_policy_rule_slot/"
+
+func ruleSlotKey(accountID, policyID string, slot int) string {
+	return ruleSlotKeyPrefix + accountID + "/" + policyID + "/" + strconv.Itoa(slot)
+}
+
+// maxSlotAttempts bounds how often a create looks for a free slot again
+// after losing one to a concurrent create.
+const maxSlotAttempts = 8
+
+// createRuleInSlot stores v as a rule of its policy in the lowest free
+// slot, or refuses it when the policy already has
+// ipaccess.MaxRulesPerPolicy rules.
+func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess.Rule) error {
+	policyID := v.IPPolicy.ID
+	for range maxSlotAttempts {
+		recs, err := s.store.List(ctx, Query{Kind: KindIPPolicyRule, AccountID: p.AccountID, ParentID: policyID, Limit: ipaccess.MaxRulesPerPolicy})
+		if err != nil {
+			return s.storeErr(err, ipRuleKind, "")
+		}
+		used := make(map[string]bool, len(recs))
+		for _, rec := range recs {
+			for _, k := range rec.Keys {
+				used[k] = true
+			}
+		}
+		key := ""
+		for slot := range ipaccess.MaxRulesPerPolicy {
+			if k := ruleSlotKey(p.AccountID, policyID, slot); !used[k] {
+				key = k
+				break
+			}
+		}
+		if key == "" {
+			return apierr.Invalidf("ip_policy_id", "IP policy %s already has %d rules, the most one policy may have; delete a rule first",
+				policyID, ipaccess.MaxRulesPerPolicy)
+		}
+		err = s.create(ctx, p, ipRuleKind, v.ID, policyID, v, nil, key)
+		var dup *DuplicateError
+		if errors.As(err, &dup) && dup.Key == key {
+			continue // a concurrent create took the slot: look again
+		}
+		return refViolation(err, "ip_policy_id", false, nil)
+	}
+	return apierr.New(apierr.Conflict, "IP policy %s is changing too fast to add a rule; try again", policyID)
+}
 
 // IPPolicySet returns the combined rules of the account's IP policies
 // policyIDs as an [ipaccess.Set] that answers whether a source IP may

@@ -280,3 +280,106 @@ func TestIPRestrictionReferencesAreAtomic(t *testing.T) {
 		}
 	}
 }
+
+// countRules returns how many rules policy id has, read from the store.
+func (e *env) countRules(t *testing.T, accountID, id string) int {
+	t.Helper()
+	recs, err := e.store.List(e.ctx, edgeplane.Query{Kind: edgeplane.KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: 10 * ipaccess.MaxRulesPerPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
+}
+
+// TestIPPolicyRuleCap is the fail-open case of issue 12: an oldest deny
+// rule, then allow rules, then allow 0.0.0.0/0. Every rule of a full
+// policy is evaluated, and a rule beyond the cap is refused, naming the
+// field and the cap, without storing anything.
+func TestIPPolicyRuleCap(t *testing.T) {
+	e := newEnv(t)
+	rules := [][2]string{{"1.2.3.4/32", "deny"}}
+	for i := range ipaccess.MaxRulesPerPolicy - 2 {
+		rules = append(rules, [2]string{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24).String(), "allow"})
+	}
+	rules = append(rules, [2]string{"0.0.0.0/0", "allow"})
+	pol := e.policy(t, e.admin, rules...)
+
+	ok, err := e.svc.CheckIP(e.ctx, e.admin, []string{pol.ID}, netip.MustParseAddr("1.2.3.4"))
+	if err != nil || ok {
+		t.Fatalf("CheckIP(1.2.3.4) = %v, %v; want denied by the oldest rule", ok, err)
+	}
+	_, err = e.svc.CreateIPPolicyRule(e.ctx, e.admin, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "5.6.7.8/32", Action: "allow"})
+	wantViolation(t, err, "ip_policy_id", "already has 1000 rules")
+	if n := e.countRules(t, e.admin.AccountID, pol.ID); n != ipaccess.MaxRulesPerPolicy {
+		t.Fatalf("the policy has %d rules after a refused create, want %d", n, ipaccess.MaxRulesPerPolicy)
+	}
+
+	// Deleting a rule frees its slot for the next create.
+	page, err := e.svc.ListIPPolicyRules(e.ctx, e.admin, edgeplane.ListOptions{Limit: 1})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("list = %+v, %v", page, err)
+	}
+	if err := e.svc.DeleteIPPolicyRule(e.ctx, e.admin, page.Items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateIPPolicyRule(e.ctx, e.admin, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "5.6.7.8/32", Action: "allow"}); err != nil {
+		t.Fatalf("create after a delete: %v", err)
+	}
+}
+
+// TestIPPolicyRuleCapConcurrent shows the cap holds when creates race for
+// the last free slots.
+func TestIPPolicyRuleCapConcurrent(t *testing.T) {
+	e := newEnv(t)
+	const free = 5
+	rules := make([][2]string, ipaccess.MaxRulesPerPolicy-free)
+	for i := range rules {
+		rules[i] = [2]string{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24).String(), "allow"}
+	}
+	pol := e.policy(t, e.admin, rules...)
+	const workers = 16
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			_, errs[w] = e.svc.CreateIPPolicyRule(e.ctx, e.admin, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "192.0.2.0/24", Action: "deny"})
+		})
+	}
+	wg.Wait()
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case apierr.CodeOf(err) == apierr.InvalidArgument, apierr.CodeOf(err) == apierr.Conflict:
+		default:
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if created != free {
+		t.Errorf("%d creates succeeded, want %d", created, free)
+	}
+	if n := e.countRules(t, e.admin.AccountID, pol.ID); n != ipaccess.MaxRulesPerPolicy {
+		t.Errorf("the policy has %d rules, want %d", n, ipaccess.MaxRulesPerPolicy)
+	}
+}
+
+// TestIPPolicySetOverCapFailsClosed shows a policy found with more rules
+// than the cap (written to the store by other code) is never evaluated
+// from part of its rules: every check that uses it fails.
+func TestIPPolicySetOverCapFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	pol := e.policy(t, e.admin, [2]string{"1.2.3.4/32", "deny"})
+	// The oldest rule denies; the newest MaxRulesPerPolicy allow all.
+	for i := range ipaccess.MaxRulesPerPolicy {
+		data := []byte(`{"id":"x","cidr":"0.0.0.0/0","action":"allow","ip_policy":{"id":"` + pol.ID + `"}}`)
+		id := "ipr_" + strings.Repeat("z", 23) + string(rune('A'+i/1000%26)) + string(rune('A'+i/100%10)) + string(rune('A'+i/10%10)) + string(rune('A'+i%10))
+		if err := e.store.Create(e.ctx, edgeplane.Record{Kind: edgeplane.KindIPPolicyRule, AccountID: e.admin.AccountID, ID: id, ParentID: pol.ID, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, err := e.svc.CheckIP(e.ctx, e.admin, []string{pol.ID}, netip.MustParseAddr("1.2.3.4"))
+	if ok || apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "more than 1000 rules") {
+		t.Fatalf("CheckIP over the cap = %v, %v; want false and a failed-precondition error naming the cap", ok, err)
+	}
+}

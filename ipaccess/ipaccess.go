@@ -41,6 +41,14 @@ const (
 // reference.
 const MaxIPPolicies = 100
 
+// MaxRulesPerPolicy is the largest number of rules one IP policy may hold.
+// Creating a rule in a full policy is refused, and a policy found with more
+// rules (a store written by other code) makes every check that uses it
+// fail with an error rather than evaluate part of it: a set is evaluated
+// over all its rules or not at all. With [MaxIPPolicies] policies per
+// restriction, one set holds at most 100,000 rules.
+const MaxRulesPerPolicy = 1000
+
 // Policy is an IP policy: a named group of [Rule]s.
 type Policy struct {
 	// ID is the policy's identifier, PolicyPrefix followed by an opaque string.
