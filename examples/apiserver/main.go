@@ -8,7 +8,8 @@
 // with epk_ followed by at least 32 characters), else generated and
 // printed once. It prints "listening on http://<addr>" when ready, logs
 // each request with log/slog, and shuts down gracefully on SIGINT or
-// SIGTERM. State lives in memory and is gone when it stops.
+// SIGTERM. State lives in memory and is gone when it stops. The server
+// has the timeouts and request bounds of package httpserver's defaults.
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/memstore"
 )
 
@@ -75,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserver.New(h, httpserver.Options{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/policy"
 )
 
 type syncBuffer struct {
@@ -57,6 +59,30 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 201 || !strings.Contains(string(body), `"uri":"http://`+addr+`/credentials/cr_`) {
 		t.Errorf("create over HTTP: %d %s", resp.StatusCode, body)
+	}
+
+	// The server's bounds agree with the policy cost model's (package
+	// httpserver): a long request target gets 414 and large headers 431,
+	// before authentication.
+	for _, tc := range []struct {
+		name   string
+		path   string
+		header string
+		want   int
+	}{
+		{"long URL", "/credentials/" + strings.Repeat("i", policy.MaxURLBytes), "", http.StatusRequestURITooLong},
+		{"large headers", "/credentials", strings.Repeat("h", policy.MaxRequestHeaderBytes+4096), http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+tc.path, nil)
+		req.Header.Set("X-Big", tc.header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
 	}
 
 	cancel()

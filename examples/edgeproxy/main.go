@@ -32,7 +32,8 @@
 // redirect, restrict-ips, rate-limit with 429 and retry-after; or edit the
 // request: add-headers, remove-headers, url-rewrite; or log), the backend
 // (one of the online tunnels of the route's backend, round-robin; 503 when
-// there is none, 502 when it fails), and on the way back the outbound
+// there is none, 502 when it fails, 504 when it sends no response headers
+// within -upstream-timeout), and on the way back the outbound
 // rules, the response headers module and the compression module (gzip
 // when the client accepts it and the content type is textual). A route
 // with an enabled OIDC module is refused with 501: this proxy does not
@@ -41,6 +42,11 @@
 //
 // conn.client_ip is the connection's peer address. X-Forwarded-For is
 // believed only from peers that -trusted-proxies names.
+//
+// Every server (proxy, API, metrics) has the timeouts and request bounds of
+// package httpserver: 431 beyond 32 KiB of headers, 414 beyond an 8 KiB
+// request target, the bounds the policy cost model assumes. The proxy's
+// read and write timeouts are -read-timeout and -write-timeout.
 //
 // Each request is logged with log/slog on stderr. Counters of requests,
 // denied requests, rate-limited requests and upstream errors are served in
@@ -69,6 +75,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/policy"
 )
@@ -108,6 +115,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	upstreamFlag := fs.String("upstream", "", "the upstream server, such as http://127.0.0.1:3000 (required)")
 	policyFile := fs.String("policy", "", "traffic policy document (JSON): run standalone, without a Service")
 	trustedFlag := fs.String("trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed")
+	readTimeout := fs.Duration("read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
+	writeTimeout := fs.Duration("write-timeout", 5*time.Minute, "longest time from a proxied request's headers to the end of its response")
+	upstreamTimeout := fs.Duration("upstream-timeout", DefaultUpstreamTimeout, "longest wait for an upstream's response headers (then 504)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -180,7 +190,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		proxy, err = New(ctx, Options{Upstream: upstream, Policy: pol, Logger: logger, TrustedProxies: trusted})
+		proxy, err = New(ctx, Options{Upstream: upstream, Policy: pol, Logger: logger, TrustedProxies: trusted, UpstreamTimeout: *upstreamTimeout})
 		if err != nil {
 			return err
 		}
@@ -218,7 +228,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stdout, "EDGE=%s\nROUTE=%s\nBACKEND=%s\nTUNNEL=%s\n", b.edgeID, b.routeID, b.backendID, b.tunnelID)
 		proxy, err = New(ctx, Options{Service: svc, AccountID: b.accountID, EdgeID: b.edgeID, Version: store.Version,
-			Logger: logger, TrustedProxies: trusted})
+			Logger: logger, TrustedProxies: trusted, UpstreamTimeout: *upstreamTimeout})
 		if err != nil {
 			return err
 		}
@@ -236,7 +246,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	servers := make([]*http.Server, len(serve))
 	errc := make(chan error, len(serve))
 	for i, s := range serve {
-		servers[i] = &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
+		o := httpserver.Options{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		if s.ln == proxyLn {
+			o.ReadTimeout, o.WriteTimeout = *readTimeout, *writeTimeout
+		}
+		servers[i] = httpserver.New(s.h, o)
 		go func() { errc <- servers[i].Serve(s.ln) }()
 	}
 	fmt.Fprintf(stdout, "proxy on http://%s, metrics on http://%s/metrics\n", proxyLn.Addr(), adminLn.Addr())

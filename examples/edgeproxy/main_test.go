@@ -4,12 +4,15 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/policy"
 )
 
 // started is a run in progress.
@@ -247,5 +250,56 @@ func TestRunGeneratedKey(t *testing.T) {
 	s := start(t, []string{"-upstream", "http://127.0.0.1:1"}, nil)
 	if !regexp.MustCompile(`admin API key \(shown once\): epk_\S{32,}`).MatchString(s.stdout.String()) {
 		t.Errorf("stdout: %q", s.stdout)
+	}
+}
+
+// TestRunBounds: the proxy's server refuses requests beyond the bounds the
+// policy cost model assumes, and a hung upstream gets 504 after
+// -upstream-timeout instead of holding the client forever.
+func TestRunBounds(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(func() { close(release); hung.Close() })
+	file := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(file, []byte(`{"inbound":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"-upstream", hung.URL, "-policy", file, "-upstream-timeout", "200ms"}, nil)
+	proxy := "http://" + s.addrs.Proxy
+
+	client := &http.Client{Timeout: 20 * time.Second} // a bound on a hung test, not a timing assertion
+	get := func(path string, header http.Header) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", proxy+path, nil)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %.40s: %v", path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/fine", nil); code != 200 {
+		t.Errorf("/fine: %d", code)
+	}
+	if code := get("/hang", nil); code != http.StatusGatewayTimeout {
+		t.Errorf("hung upstream: %d, want 504", code)
+	}
+	if code := get("/"+strings.Repeat("u", policy.MaxURLBytes), nil); code != http.StatusRequestURITooLong {
+		t.Errorf("long URL: %d, want 414", code)
+	}
+	if code := get("/", http.Header{"X-Big": {strings.Repeat("h", policy.MaxRequestHeaderBytes+4096)}}); code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("large header: %d, want 431", code)
+	}
+	if m := s.stderr.String(); !strings.Contains(m, "upstream error") {
+		t.Errorf("the timeout is not logged:\n%s", m)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -58,9 +59,17 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// Transport carries requests to the upstreams. Nil: a transport like
 	// http.DefaultTransport that keeps up to 256 idle connections per
-	// upstream and does not ask for compressed responses on its own.
+	// upstream, does not ask for compressed responses on its own and waits
+	// at most UpstreamTimeout for an upstream's response headers.
 	Transport http.RoundTripper
+	// UpstreamTimeout bounds the wait for an upstream's response headers
+	// when Transport is nil; past it the client gets 504. Zero means
+	// [DefaultUpstreamTimeout].
+	UpstreamTimeout time.Duration
 }
+
+// DefaultUpstreamTimeout is the default of Options.UpstreamTimeout.
+const DefaultUpstreamTimeout = 30 * time.Second
 
 // Proxy is the edge proxy: an http.Handler that matches each request to a
 // route and runs the route's pipeline (inbound traffic policy rules, the
@@ -115,6 +124,10 @@ func New(ctx context.Context, o Options) (*Proxy, error) {
 		t.MaxIdleConns = 1024
 		t.MaxIdleConnsPerHost = 256
 		t.DisableCompression = true // pass the client's Accept-Encoding on as is; never gunzip behind its back
+		t.ResponseHeaderTimeout = o.UpstreamTimeout
+		if t.ResponseHeaderTimeout <= 0 {
+			t.ResponseHeaderTimeout = DefaultUpstreamTimeout
+		}
 		transport = t
 	}
 	p.rp = &httputil.ReverseProxy{
@@ -342,8 +355,9 @@ func applyEdits(h http.Header, edits []policy.HeaderEdit) {
 	}
 }
 
-// upstreamError answers a request whose upstream failed: 502, counted and
-// logged. It also carries out an outbound close verdict.
+// upstreamError answers a request whose upstream failed: 504 when it
+// timed out (no response headers within UpstreamTimeout), else 502;
+// counted and logged. It also carries out an outbound close verdict.
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := r.Context().Value(exchangeKey{}).(*exchange)
 	ex.w.compress = false
@@ -359,6 +373,11 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	p.metrics.upstreamErrors.Add(1)
 	p.log.Warn("upstream error", "route", ex.route.id, "upstream", ex.upstream.Redacted(), "err", err)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		http.Error(w, "gateway timeout: the upstream did not answer in time", http.StatusGatewayTimeout)
+		return
+	}
 	http.Error(w, "bad gateway: the upstream did not answer", http.StatusBadGateway)
 }
 
