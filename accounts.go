@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func (s *Service) CreateAccount(ctx context.Context, params AccountParams) (*Acc
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.Create(ctx, Record{Kind: KindAccount, AccountID: a.ID, ID: a.ID, Data: data}); err != nil {
+	if err := s.store.Create(ctx, store.Record{Kind: KindAccount, AccountID: a.ID, ID: a.ID, Data: data}); err != nil {
 		return nil, s.storeErr(err, accountKind, a.ID)
 	}
 	return a, nil
@@ -134,8 +135,8 @@ func (s *Service) createSubject(ctx context.Context, accountID string, k kindInf
 	if err != nil {
 		return nil, err
 	}
-	err = s.store.Create(ctx, Record{Kind: k.kind, AccountID: accountID, ID: sub.ID, ParentID: accountID, Data: data})
-	var miss *MissingRefError
+	err = s.store.Create(ctx, store.Record{Kind: k.kind, AccountID: accountID, ID: sub.ID, ParentID: accountID, Data: data})
+	var miss *store.MissingRefError
 	if errors.As(err, &miss) {
 		return nil, accountKind.notFound(accountID)
 	}
@@ -195,7 +196,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, accountID string, params API
 	if err != nil {
 		return nil, err
 	}
-	rec := Record{Kind: KindAPIKey, AccountID: accountID, ID: k.ID, ParentID: params.OwnerID, Data: data,
+	rec := store.Record{Kind: KindAPIKey, AccountID: accountID, ID: k.ID, ParentID: params.OwnerID, Data: data,
 		Keys: []string{apiKeyLookup(secret)}}
 	if err := s.store.Create(ctx, rec); err != nil {
 		return nil, s.storeErr(err, apiKeyKind, k.ID)

@@ -2,13 +2,14 @@ package edgeplane
 
 import (
 	"context"
+	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/resource"
 )
 
 // KindTunnelGroupBackend is the kind of tunnel group backend records.
-const KindTunnelGroupBackend Kind = "tunnel_group_backend"
+const KindTunnelGroupBackend store.Kind = "tunnel_group_backend"
 
 var backendKind = kindInfo{KindTunnelGroupBackend, backends.IDPrefix, "backends/tunnel_group", "tunnel group backend"}
 
@@ -83,7 +84,7 @@ func (s *Service) ListTunnelGroupBackends(ctx context.Context, p Principal, opts
 	if err != nil {
 		return nil, err
 	}
-	return list(ctx, s, p, backendKind, "", backendKind.collection, opts, func(b *backends.TunnelGroupBackend, _ Record) {
+	return list(ctx, s, p, backendKind, "", backendKind.collection, opts, func(b *backends.TunnelGroupBackend, _ store.Record) {
 		s.presentBackend(b, online)
 	})
 }
@@ -95,7 +96,7 @@ func (s *Service) UpdateTunnelGroupBackend(ctx context.Context, p Principal, id 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, backendKind, id, func(v *backends.TunnelGroupBackend, _ *Record) error {
+	v, err := update(ctx, s, p, backendKind, id, func(v *backends.TunnelGroupBackend, _ *store.Record) error {
 		params.Apply(v)
 		v.Tunnels = nil // computed at read time, never stored
 		return nil

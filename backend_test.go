@@ -3,6 +3,7 @@ package edgeplane_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/edgeplane/edgeplane/store"
 	"strings"
 	"testing"
 	"time"
@@ -333,7 +334,7 @@ func TestBackendTunnelsScanIsBounded(t *testing.T) {
 		tn := backends.Tunnel{ID: gen.New(backends.TunnelPrefix), AccountID: e.user.AccountID,
 			Labels: map[string]string{"env": "prod"}, Credential: resource.Ref{ID: cred.ID}}
 		data, _ := json.Marshal(tn)
-		rec := edgeplane.Record{Kind: edgeplane.KindTunnel, AccountID: e.user.AccountID, ID: tn.ID, ParentID: cred.ID, Data: data}
+		rec := store.Record{Kind: edgeplane.KindTunnel, AccountID: e.user.AccountID, ID: tn.ID, ParentID: cred.ID, Data: data}
 		if err := e.store.Create(e.ctx, rec); err != nil {
 			t.Fatal(err)
 		}

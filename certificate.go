@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -18,7 +19,7 @@ type storedCertificate struct {
 	PrivateKeyPEM string `json:"private_key_pem"`
 }
 
-func (s *Service) presentCertificate(c *domains.Certificate, _ Record) {
+func (s *Service) presentCertificate(c *domains.Certificate, _ store.Record) {
 	c.URI = s.uri(certificateKind.collection, c.ID)
 	if c.SubjectAlternativeNames.DNSNames == nil {
 		c.SubjectAlternativeNames.DNSNames = []string{}
@@ -57,10 +58,10 @@ func (s *Service) storeCertificate(ctx context.Context, accountID string, c *dom
 	if err != nil {
 		return err
 	}
-	if err := s.store.Create(ctx, Record{Kind: KindTLSCertificate, AccountID: accountID, ID: c.ID, Data: data}); err != nil {
+	if err := s.store.Create(ctx, store.Record{Kind: KindTLSCertificate, AccountID: accountID, ID: c.ID, Data: data}); err != nil {
 		return s.storeErr(err, certificateKind, c.ID)
 	}
-	s.presentCertificate(c, Record{})
+	s.presentCertificate(c, store.Record{})
 	return nil
 }
 
@@ -86,7 +87,7 @@ func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id stri
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, certificateKind, id, func(v *storedCertificate, _ *Record) error {
+	v, err := update(ctx, s, p, certificateKind, id, func(v *storedCertificate, _ *store.Record) error {
 		params.Apply(&v.Certificate)
 		return nil
 	})
@@ -94,7 +95,7 @@ func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id stri
 		return nil, err
 	}
 	c := &v.Certificate
-	s.presentCertificate(c, Record{})
+	s.presentCertificate(c, store.Record{})
 	s.changed(ctx, p, "tls_certificate", "updated", c)
 	return c, nil
 }
@@ -111,7 +112,7 @@ func (s *Service) DeleteTLSCertificate(ctx context.Context, p Principal, id stri
 // used by reserved domain rd_… (app.example.com)". Other errors pass
 // through.
 func (s *Service) inUseByDomains(ctx context.Context, p Principal, err error) error {
-	var use *InUseError
+	var use *store.InUseError
 	if !errors.As(err, &use) {
 		return err
 	}
@@ -198,7 +199,7 @@ func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]Certifica
 	}
 	now := s.now()
 	out := []CertificateOrder{}
-	q := Query{Kind: KindReservedDomain, Limit: MaxPageSize}
+	q := store.Query{Kind: KindReservedDomain, Limit: MaxPageSize}
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {
@@ -337,7 +338,7 @@ func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn
 		return nil, reservedDomainKind.notFound(id)
 	}
 	var out *domains.ReservedDomain
-	_, err := s.store.Update(ctx, KindReservedDomain, accountID, id, func(rec *Record) error {
+	_, err := s.store.Update(ctx, KindReservedDomain, accountID, id, func(rec *store.Record) error {
 		d, err := decode[domains.ReservedDomain](*rec)
 		if err != nil {
 			return err
@@ -355,6 +356,6 @@ func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn
 	if err != nil {
 		return nil, s.storeErr(err, reservedDomainKind, id)
 	}
-	s.presentReservedDomain(out, Record{})
+	s.presentReservedDomain(out, store.Record{})
 	return out, nil
 }

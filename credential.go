@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
@@ -14,7 +15,7 @@ var credentialKind = kindInfo{KindCredential, credentials.IDPrefix, "credentials
 // tokenLookup is the store lookup key of a tunnel token.
 func tokenLookup(token string) string { return "credential_token:" + credentials.HashToken(token) }
 
-func (s *Service) presentCredential(c *credentials.Credential, _ Record) {
+func (s *Service) presentCredential(c *credentials.Credential, _ store.Record) {
 	c.URI = s.uri(credentialKind.collection, c.ID)
 	c.Token = nil
 	if c.ACL == nil {
@@ -57,7 +58,7 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 	if err != nil {
 		return nil, err
 	}
-	rec := Record{Kind: KindCredential, AccountID: p.AccountID, ID: c.ID, Data: data, Keys: []string{tokenLookup(token)}}
+	rec := store.Record{Kind: KindCredential, AccountID: p.AccountID, ID: c.ID, Data: data, Keys: []string{tokenLookup(token)}}
 	if err := s.store.Create(ctx, rec); err != nil {
 		return nil, s.storeErr(err, credentialKind, c.ID)
 	}
@@ -90,14 +91,14 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := update(ctx, s, p, credentialKind, id, func(c *credentials.Credential, _ *Record) error {
+	c, err := update(ctx, s, p, credentialKind, id, func(c *credentials.Credential, _ *store.Record) error {
 		params.Apply(c)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentCredential(c, Record{})
+	s.presentCredential(c, store.Record{})
 	s.changed(ctx, p, "credential", "updated", c)
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgeplane/edgeplane/store"
 	"slices"
 	"strings"
 	"sync"
@@ -78,7 +79,7 @@ func TestCreateCredential(t *testing.T) {
 	}
 
 	// The stored record holds no token, only its hash as a lookup key.
-	recs, err := e.store.List(e.ctx, edgeplane.Query{Kind: edgeplane.KindCredential, AccountID: e.user.AccountID, Limit: 10})
+	recs, err := e.store.List(e.ctx, store.Query{Kind: edgeplane.KindCredential, AccountID: e.user.AccountID, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,12 +471,12 @@ func flipLast(s string) string {
 // reaches the store: a Service that decided its new record from an earlier
 // read (instead of inside the store's atomic update) would lose that write.
 type interleavingStore struct {
-	edgeplane.Store
+	store.Store
 	done      atomic.Bool
 	interlope func()
 }
 
-func (s *interleavingStore) Update(ctx context.Context, kind edgeplane.Kind, account, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+func (s *interleavingStore) Update(ctx context.Context, kind store.Kind, account, id string, fn func(*store.Record) error) (store.Record, error) {
 	if s.interlope != nil && !s.done.Swap(true) {
 		s.interlope() // its own Update passes straight through
 	}
@@ -483,13 +484,13 @@ func (s *interleavingStore) Update(ctx context.Context, kind edgeplane.Kind, acc
 }
 
 func TestUpdateIsReadModifyWriteInsideTheStore(t *testing.T) {
-	store := &interleavingStore{Store: memstore.New()}
-	e := newEnvWithStore(t, store)
+	st := &interleavingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
 	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{Description: "d0", Metadata: "m0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.interlope = func() {
+	st.interlope = func() {
 		if _, err := e.svc.UpdateCredential(e.ctx, e.admin, c.ID, credentials.UpdateParams{Metadata: ptr("from the interloper")}); err != nil {
 			t.Errorf("interloper: %v", err)
 		}

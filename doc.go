@@ -1,7 +1,7 @@
 // Package edgeplane is the control plane of a tunnel-and-edge service as a
 // Go library: the management API as methods of a [Service] (tunnel
 // credentials, IP policies and restrictions, and more), over a pluggable
-// [Store].
+// [store.Store].
 //
 // # Using it
 //

@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -13,9 +14,9 @@ import (
 // The kinds of record of reserved domains and the resources they
 // reference.
 const (
-	KindReservedDomain        Kind = "reserved_domain"
-	KindTLSCertificate        Kind = "tls_certificate"
-	KindEndpointConfiguration Kind = "endpoint_configuration"
+	KindReservedDomain        store.Kind = "reserved_domain"
+	KindTLSCertificate        store.Kind = "tls_certificate"
+	KindEndpointConfiguration store.Kind = "endpoint_configuration"
 )
 
 var (
@@ -39,7 +40,7 @@ func domainKeys(d *domains.ReservedDomain) []string {
 
 // presentReservedDomain fills URIs at read time and shows a due renewal
 // as a running job.
-func (s *Service) presentReservedDomain(d *domains.ReservedDomain, _ Record) {
+func (s *Service) presentReservedDomain(d *domains.ReservedDomain, _ store.Record) {
 	d.URI = s.uri(reservedDomainKind.collection, d.ID)
 	for _, r := range []struct {
 		ref        *resource.Ref
@@ -84,9 +85,9 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 		if err != nil {
 			return nil, err
 		}
-		rec := Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Data: data, Keys: domainKeys(&d), Refs: d.RefIDs()}
+		rec := store.Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Data: data, Keys: domainKeys(&d), Refs: d.RefIDs()}
 		err = s.store.Create(ctx, rec)
-		var dup *DuplicateError
+		var dup *store.DuplicateError
 		if errors.As(err, &dup) && dup.Key != domainKey(d.Domain) && attempt < 3 {
 			continue // a CNAME target clash (128 random bits): draw another
 		}
@@ -95,7 +96,7 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 		}
 		break
 	}
-	s.presentReservedDomain(&d, Record{})
+	s.presentReservedDomain(&d, store.Record{})
 	s.changed(ctx, p, "reserved_domain", "created", &d)
 	return &d, nil
 }
@@ -105,8 +106,8 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 // a missing reference is a violation of the field that named it.
 func (s *Service) domainErr(err error, d *domains.ReservedDomain) error {
 	var (
-		dup  *DuplicateError
-		miss *MissingRefError
+		dup  *store.DuplicateError
+		miss *store.MissingRefError
 	)
 	switch {
 	case errors.As(err, &dup) && dup.Key == domainKey(d.Domain):
@@ -215,7 +216,7 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 	}
 	now := s.timestamp()
 	var updated *domains.ReservedDomain
-	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *Record) error {
+	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *store.Record) error {
 		params.Apply(d, now)
 		rec.Refs = d.RefIDs()
 		updated = d
@@ -227,7 +228,7 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 		}
 		return nil, err
 	}
-	s.presentReservedDomain(d, Record{})
+	s.presentReservedDomain(d, store.Record{})
 	s.changed(ctx, p, "reserved_domain", "updated", d)
 	return d, nil
 }
@@ -258,7 +259,7 @@ func (s *Service) DetachReservedDomainCertificateManagementPolicy(ctx context.Co
 
 func (s *Service) detach(ctx context.Context, p Principal, id string, change func(*domains.ReservedDomain, time.Time)) error {
 	now := s.timestamp()
-	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *Record) error {
+	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *store.Record) error {
 		change(d, now)
 		rec.Refs = d.RefIDs()
 		return nil
@@ -266,7 +267,7 @@ func (s *Service) detach(ctx context.Context, p Principal, id string, change fun
 	if err != nil {
 		return err
 	}
-	s.presentReservedDomain(d, Record{})
+	s.presentReservedDomain(d, store.Record{})
 	s.changed(ctx, p, "reserved_domain", "updated", d)
 	return nil
 }

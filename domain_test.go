@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgeplane/edgeplane/store"
 	"strings"
 	"sync"
 	"testing"
@@ -424,11 +425,11 @@ func TestReservedDomainCertificateDeleteRace(t *testing.T) {
 // Update of a reserved domain: another writer acting between the
 // Service's checks and its write.
 type interferingStore struct {
-	edgeplane.Store
-	before func(rec edgeplane.Record) error
+	store.Store
+	before func(rec store.Record) error
 }
 
-func (s *interferingStore) Create(ctx context.Context, rec edgeplane.Record) error {
+func (s *interferingStore) Create(ctx context.Context, rec store.Record) error {
 	if s.before != nil && rec.Kind == edgeplane.KindReservedDomain {
 		if err := s.before(rec); err != nil {
 			return err
@@ -437,22 +438,22 @@ func (s *interferingStore) Create(ctx context.Context, rec edgeplane.Record) err
 	return s.Store.Create(ctx, rec)
 }
 
-func (s *interferingStore) Update(ctx context.Context, kind edgeplane.Kind, acct, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+func (s *interferingStore) Update(ctx context.Context, kind store.Kind, acct, id string, fn func(*store.Record) error) (store.Record, error) {
 	if s.before != nil && kind == edgeplane.KindReservedDomain {
-		if err := s.before(edgeplane.Record{Kind: kind, AccountID: acct, ID: id}); err != nil {
-			return edgeplane.Record{}, err
+		if err := s.before(store.Record{Kind: kind, AccountID: acct, ID: id}); err != nil {
+			return store.Record{}, err
 		}
 	}
 	return s.Store.Update(ctx, kind, acct, id, fn)
 }
 
 func TestReservedDomainReferencesCheckedAtWrite(t *testing.T) {
-	store := &interferingStore{Store: memstore.New()}
-	e := newEnvWithStore(t, store)
+	st := &interferingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
 	d := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "app.example.com"})
 	deleteFirst := func(del func() error) {
-		store.before = func(edgeplane.Record) error {
-			store.before = nil
+		st.before = func(store.Record) error {
+			st.before = nil
 			if err := del(); err != nil {
 				t.Fatal(err)
 			}
@@ -481,9 +482,9 @@ func TestReservedDomainReferencesCheckedAtWrite(t *testing.T) {
 	// A CNAME target clash (another writer holding the key) draws a new
 	// target; a domain clash does not retry.
 	clashes := 0
-	store.before = func(rec edgeplane.Record) error {
+	st.before = func(rec store.Record) error {
 		if clashes++; clashes <= 2 {
-			return &edgeplane.DuplicateError{Key: rec.Keys[1]}
+			return &store.DuplicateError{Key: rec.Keys[1]}
 		}
 		return nil
 	}
@@ -491,10 +492,10 @@ func TestReservedDomainReferencesCheckedAtWrite(t *testing.T) {
 	if err != nil || clashes != 3 || got.CNAMETarget == nil {
 		t.Fatalf("after two CNAME clashes: %+v, %v (%d attempts)", got, err, clashes)
 	}
-	store.before = func(rec edgeplane.Record) error { return &edgeplane.DuplicateError{Key: rec.Keys[1]} }
+	st.before = func(rec store.Record) error { return &store.DuplicateError{Key: rec.Keys[1]} }
 	_, err = e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "stuck.example.com"})
 	wantCode(t, err, apierr.Conflict)
-	store.before = nil
+	st.before = nil
 }
 
 func TestReservedDomainEndpointConfigurations(t *testing.T) {

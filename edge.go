@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -13,10 +14,10 @@ import (
 // The kinds of edge record. Routes are children (ParentID) of their HTTPS
 // edge; modules live inside their edge or route record.
 const (
-	KindHTTPSEdge      Kind = "https_edge"
-	KindHTTPSEdgeRoute Kind = "https_edge_route"
-	KindTLSEdge        Kind = "tls_edge"
-	KindTCPEdge        Kind = "tcp_edge"
+	KindHTTPSEdge      store.Kind = "https_edge"
+	KindHTTPSEdgeRoute store.Kind = "https_edge_route"
+	KindTLSEdge        store.Kind = "tls_edge"
+	KindTCPEdge        store.Kind = "tcp_edge"
 )
 
 var (
@@ -35,7 +36,7 @@ func routeMatchKey(r *edges.HTTPSRoute) string {
 	return "https_edge_route_match:" + r.EdgeID + ":" + r.MatchType + ":" + r.Match
 }
 
-func (s *Service) presentHTTPSEdge(v *edges.HTTPSEdge, _ Record) {
+func (s *Service) presentHTTPSEdge(v *edges.HTTPSEdge, _ store.Record) {
 	v.URI = s.uri(httpsEdgeKind.collection, v.ID)
 }
 
@@ -53,7 +54,7 @@ func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges
 	if err := s.create(ctx, p, httpsEdgeKind, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
-	s.presentHTTPSEdge(v, Record{})
+	s.presentHTTPSEdge(v, store.Record{})
 	s.changed(ctx, p, "https_edge", "created", v)
 	return v, nil
 }
@@ -79,14 +80,14 @@ func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, p
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, httpsEdgeKind, id, func(v *edges.HTTPSEdge, _ *Record) error {
+	v, err := update(ctx, s, p, httpsEdgeKind, id, func(v *edges.HTTPSEdge, _ *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentHTTPSEdge(v, Record{})
+	s.presentHTTPSEdge(v, store.Record{})
 	s.changed(ctx, p, "https_edge", "updated", v)
 	return v, nil
 }
@@ -99,7 +100,7 @@ func (s *Service) DeleteHTTPSEdge(ctx context.Context, p Principal, id string) e
 
 // presentHTTPSRoute fills the URIs of a route and of its modules' Refs and
 // gives its modules' lists their empty forms.
-func (s *Service) presentHTTPSRoute(v *edges.HTTPSRoute, _ Record) {
+func (s *Service) presentHTTPSRoute(v *edges.HTTPSRoute, _ store.Record) {
 	v.URI = s.uri(routesPath(v.EdgeID), v.ID)
 	if m := v.OIDC; m != nil && m.Scopes == nil {
 		m.Scopes = []string{}
@@ -149,21 +150,21 @@ func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID 
 	v := params.Route()
 	v.ID, v.EdgeID, v.CreatedAt = s.ids.New(edges.HTTPSRoutePrefix), edgeID, s.timestamp()
 	err := s.create(ctx, p, httpsRouteKind, v.ID, edgeID, &v, nil, routeMatchKey(&v))
-	var miss *MissingRefError
+	var miss *store.MissingRefError
 	switch {
 	case errors.As(err, &miss):
 		return nil, httpsEdgeKind.notFound(edgeID)
 	case err != nil:
 		return nil, routeErr(err, &v)
 	}
-	s.presentHTTPSRoute(&v, Record{})
+	s.presentHTTPSRoute(&v, store.Record{})
 	s.changed(ctx, p, "https_edge_route", "created", &v)
 	return &v, nil
 }
 
 // routeErr names the clashing route in a duplicate-match error.
 func routeErr(err error, v *edges.HTTPSRoute) error {
-	var dup *DuplicateError
+	var dup *store.DuplicateError
 	if errors.As(err, &dup) {
 		return &apierr.Error{Code: apierr.Conflict, Err: err,
 			Msg: "HTTPS edge " + v.EdgeID + " already has a route with match_type " + v.MatchType + " and match " + v.Match}
@@ -210,7 +211,7 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 	}
 	ran := false
 	var refused error // the callback's own error, which update would reword
-	v, err := update(ctx, s, p, httpsRouteKind, id, func(v *edges.HTTPSRoute, rec *Record) error {
+	v, err := update(ctx, s, p, httpsRouteKind, id, func(v *edges.HTTPSRoute, rec *store.Record) error {
 		ran = true
 		if rec.ParentID != edgeID {
 			refused = routeNotFound(edgeID, id)
@@ -232,7 +233,7 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 	case err != nil:
 		return nil, err
 	}
-	s.presentHTTPSRoute(v, Record{})
+	s.presentHTTPSRoute(v, store.Record{})
 	return v, nil
 }
 
@@ -276,7 +277,7 @@ func (s *Service) DeleteHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID,
 
 // presentTLSEdge fills the URIs of an edge and of its modules' Refs and
 // clears what is stored but not shown.
-func (s *Service) presentTLSEdge(v *edges.TLSEdge, _ Record) {
+func (s *Service) presentTLSEdge(v *edges.TLSEdge, _ store.Record) {
 	v.URI = s.uri(tlsEdgeKind.collection, v.ID)
 	s.presentIPRestrictionModule(v.IPRestriction)
 	if m := v.TrafficPolicy; m != nil {
@@ -305,7 +306,7 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 	if err := s.create(ctx, p, tlsEdgeKind, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
-	s.presentTLSEdge(v, Record{})
+	s.presentTLSEdge(v, store.Record{})
 	s.changed(ctx, p, "tls_edge", "created", v)
 	return v, nil
 }
@@ -330,14 +331,14 @@ func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, par
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, tlsEdgeKind, id, func(v *edges.TLSEdge, _ *Record) error {
+	v, err := update(ctx, s, p, tlsEdgeKind, id, func(v *edges.TLSEdge, _ *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentTLSEdge(v, Record{})
+	s.presentTLSEdge(v, store.Record{})
 	s.changed(ctx, p, "tls_edge", "updated", v)
 	return v, nil
 }
@@ -348,7 +349,7 @@ func (s *Service) DeleteTLSEdge(ctx context.Context, p Principal, id string) err
 }
 
 // presentTCPEdge fills the URIs of an edge and of its modules' Refs.
-func (s *Service) presentTCPEdge(v *edges.TCPEdge, _ Record) {
+func (s *Service) presentTCPEdge(v *edges.TCPEdge, _ store.Record) {
 	v.URI = s.uri(tcpEdgeKind.collection, v.ID)
 	s.presentIPRestrictionModule(v.IPRestriction)
 	if m := v.Backend; m != nil {
@@ -370,7 +371,7 @@ func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.C
 	if err := s.create(ctx, p, tcpEdgeKind, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
-	s.presentTCPEdge(v, Record{})
+	s.presentTCPEdge(v, store.Record{})
 	s.changed(ctx, p, "tcp_edge", "created", v)
 	return v, nil
 }
@@ -395,14 +396,14 @@ func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, par
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, tcpEdgeKind, id, func(v *edges.TCPEdge, _ *Record) error {
+	v, err := update(ctx, s, p, tcpEdgeKind, id, func(v *edges.TCPEdge, _ *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentTCPEdge(v, Record{})
+	s.presentTCPEdge(v, store.Record{})
 	s.changed(ctx, p, "tcp_edge", "updated", v)
 	return v, nil
 }
@@ -419,7 +420,7 @@ func (s *Service) DeleteTCPEdge(ctx context.Context, p Principal, id string) err
 // only to word the message; the refusal itself was the store's atomic
 // decision.
 func (s *Service) explainInUse(ctx context.Context, accountID string, err error) error {
-	var use *InUseError
+	var use *store.InUseError
 	if !errors.As(err, &use) {
 		return nil
 	}

@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"github.com/edgeplane/edgeplane/store"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -20,16 +21,16 @@ import (
 // the IP policies and rules its modules name change (their change events).
 
 // loadEdgeRecord reads and decodes the record id of kind k in accountID.
-func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k kindInfo, id string) (*T, Record, error) {
+func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k kindInfo, id string) (*T, store.Record, error) {
 	if !ids.Valid(accountID, AccountPrefix) {
-		return nil, Record{}, accountKind.notFound(accountID)
+		return nil, store.Record{}, accountKind.notFound(accountID)
 	}
 	if !ids.Valid(id, k.prefix) {
-		return nil, Record{}, k.notFound(id)
+		return nil, store.Record{}, k.notFound(id)
 	}
 	rec, err := s.store.Get(ctx, k.kind, accountID, id)
 	if err != nil {
-		return nil, Record{}, s.storeErr(err, k, id)
+		return nil, store.Record{}, s.storeErr(err, k, id)
 	}
 	v, err := decode[T](rec)
 	return v, rec, err
@@ -42,7 +43,7 @@ func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k 
 func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []string) (*ipaccess.Set, error) {
 	var rules []ipaccess.Rule
 	for _, id := range policyIDs {
-		recs, err := s.store.List(ctx, Query{Kind: KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: ipaccess.MaxRulesPerPolicy + 1})
+		recs, err := s.store.List(ctx, store.Query{Kind: KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: ipaccess.MaxRulesPerPolicy + 1})
 		if err != nil {
 			return nil, s.storeErr(err, ipRuleKind, "")
 		}
@@ -114,7 +115,7 @@ func (s *Service) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string)
 		return nil, err
 	}
 	var routes []*edges.HTTPSRouteConfig
-	q := Query{Kind: KindHTTPSEdgeRoute, AccountID: accountID, ParentID: edgeID, Limit: MaxPageSize}
+	q := store.Query{Kind: KindHTTPSEdgeRoute, AccountID: accountID, ParentID: edgeID, Limit: MaxPageSize}
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {

@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"net/netip"
 	"slices"
 
@@ -26,7 +27,9 @@ import (
 
 // moduleEvent returns the event name of a module of an edge or route kind:
 // "tls_edge_ip_restriction_module".
-func moduleEvent(kind Kind, module string) string { return string(kind) + "_" + module + "_module" }
+func moduleEvent(kind store.Kind, module string) string {
+	return string(kind) + "_" + module + "_module"
+}
 
 // moduleNotSet is the error of reading or deleting a module that is not
 // set.
@@ -225,7 +228,7 @@ type moduleHolder[E any] interface {
 // edgeType is how the module operations handle one kind of edge.
 type edgeType[E any] struct {
 	kind    kindInfo
-	present func(*E, Record)
+	present func(*E, store.Record)
 	check   func(*E) error // module combination rules; nil for none
 }
 
@@ -242,7 +245,7 @@ func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
 // name with verb.
 func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name, verb string, mutate func(*E) error) (*E, error) {
 	var refused error // the callback's own error, which update would reword
-	v, err := update(ctx, s, p, t.kind, id, func(v *E, rec *Record) error {
+	v, err := update(ctx, s, p, t.kind, id, func(v *E, rec *store.Record) error {
 		refused = mutate(v)
 		if refused == nil && t.check != nil {
 			refused = t.check(v)
@@ -259,7 +262,7 @@ func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service
 	if err != nil {
 		return nil, err
 	}
-	t.present(v, Record{})
+	t.present(v, store.Record{})
 	s.changed(ctx, p, moduleEvent(t.kind.kind, name), verb, v)
 	return v, nil
 }

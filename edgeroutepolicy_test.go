@@ -3,6 +3,7 @@ package edgeplane_test
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"net/http"
 	"runtime"
 	"strings"
@@ -439,11 +440,11 @@ var errStoreDown = errors.New("store down")
 
 // listFails is a Store whose List of one kind fails.
 type listFails struct {
-	edgeplane.Store
-	kind edgeplane.Kind
+	store.Store
+	kind store.Kind
 }
 
-func (s listFails) List(ctx context.Context, q edgeplane.Query) ([]edgeplane.Record, error) {
+func (s listFails) List(ctx context.Context, q store.Query) ([]store.Record, error) {
 	if q.Kind == s.kind {
 		return nil, errStoreDown
 	}

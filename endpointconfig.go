@@ -2,11 +2,12 @@ package edgeplane
 
 import (
 	"context"
+	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/domains"
 )
 
-func (s *Service) presentEndpointConfiguration(c *domains.EndpointConfiguration, _ Record) {
+func (s *Service) presentEndpointConfiguration(c *domains.EndpointConfiguration, _ store.Record) {
 	c.URI = s.uri(endpointConfigKind.collection, c.ID)
 }
 
@@ -25,7 +26,7 @@ func (s *Service) CreateEndpointConfiguration(ctx context.Context, p Principal, 
 	if err := s.create(ctx, p, endpointConfigKind, c.ID, "", &c, nil); err != nil {
 		return nil, err
 	}
-	s.presentEndpointConfiguration(&c, Record{})
+	s.presentEndpointConfiguration(&c, store.Record{})
 	s.changed(ctx, p, "endpoint_configuration", "created", &c)
 	return &c, nil
 }
@@ -53,14 +54,14 @@ func (s *Service) UpdateEndpointConfiguration(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := update(ctx, s, p, endpointConfigKind, id, func(c *domains.EndpointConfiguration, _ *Record) error {
+	c, err := update(ctx, s, p, endpointConfigKind, id, func(c *domains.EndpointConfiguration, _ *store.Record) error {
 		params.Apply(c)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentEndpointConfiguration(c, Record{})
+	s.presentEndpointConfiguration(c, store.Record{})
 	s.changed(ctx, p, "endpoint_configuration", "updated", c)
 	return c, nil
 }

@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"strconv"
 	"strings"
 
@@ -13,11 +14,11 @@ import (
 
 // Kinds of the event records.
 const (
-	KindEventSubscription Kind = "event_subscription"
+	KindEventSubscription store.Kind = "event_subscription"
 	// KindEventSource records are children of their subscription (deleted
 	// with it), with an internal ID (evs_) and the unique lookup key
 	// "event_source:<subscription id>:<type>".
-	KindEventSource Kind = "event_source"
+	KindEventSource store.Kind = "event_source"
 )
 
 var (
@@ -79,7 +80,7 @@ func (s *Service) expandChange(ctx context.Context, c events.Change) ([]events.E
 	before := ""
 	for scanned := 0; ; {
 		limit := min(sourceScanPage, MaxSourcesScanned-scanned)
-		recs, err := s.store.List(ctx, Query{Kind: KindEventSource, AccountID: c.AccountID, BeforeID: before, Limit: limit})
+		recs, err := s.store.List(ctx, store.Query{Kind: KindEventSource, AccountID: c.AccountID, BeforeID: before, Limit: limit})
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +110,7 @@ func sourceLookup(subscriptionID, typ string) string {
 
 // parseSourceKey returns the subscription and type of a source record from
 // its lookup key.
-func parseSourceKey(rec Record) (subscriptionID, typ string, ok bool) {
+func parseSourceKey(rec store.Record) (subscriptionID, typ string, ok bool) {
 	if len(rec.Keys) != 1 {
 		return "", "", false
 	}
@@ -120,7 +121,7 @@ func parseSourceKey(rec Record) (subscriptionID, typ string, ok bool) {
 	return strings.Cut(rest, ":")
 }
 
-func (s *Service) presentSubscription(v *events.Subscription, _ Record) {
+func (s *Service) presentSubscription(v *events.Subscription, _ store.Record) {
 	v.URI = s.uri(eventSubscriptionKind.collection, v.ID)
 }
 
@@ -139,7 +140,7 @@ func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, para
 	if err := s.create(ctx, p, eventSubscriptionKind, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
-	s.presentSubscription(v, Record{})
+	s.presentSubscription(v, store.Record{})
 	s.changed(ctx, p, "event_subscription", "created", v)
 	return v, nil
 }
@@ -165,14 +166,14 @@ func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id s
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, eventSubscriptionKind, id, func(v *events.Subscription, _ *Record) error {
+	v, err := update(ctx, s, p, eventSubscriptionKind, id, func(v *events.Subscription, _ *store.Record) error {
 		params.Apply(v)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentSubscription(v, Record{})
+	s.presentSubscription(v, store.Record{})
 	s.changed(ctx, p, "event_subscription", "updated", v)
 	return v, nil
 }
@@ -229,12 +230,12 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 	if err != nil {
 		return nil, err
 	}
-	rec := Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
+	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
 		Data: data, Keys: []string{sourceLookup(subscriptionID, params.Type)}}
 	if err := s.store.Create(ctx, rec); err != nil {
 		var (
-			miss *MissingRefError
-			dup  *DuplicateError
+			miss *store.MissingRefError
+			dup  *store.DuplicateError
 		)
 		switch {
 		case errors.As(err, &miss):
@@ -252,19 +253,19 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 
 // getSource returns the source record of typ in a subscription of p's
 // account.
-func (s *Service) getSource(ctx context.Context, p Principal, subscriptionID, typ string) (Record, error) {
+func (s *Service) getSource(ctx context.Context, p Principal, subscriptionID, typ string) (store.Record, error) {
 	if err := s.checkSubscription(ctx, p, subscriptionID); err != nil {
-		return Record{}, err
+		return store.Record{}, err
 	}
 	if len(typ) > events.MaxTypeBytes {
-		return Record{}, sourceNotFound(subscriptionID, typ)
+		return store.Record{}, sourceNotFound(subscriptionID, typ)
 	}
 	rec, err := s.store.Lookup(ctx, KindEventSource, sourceLookup(subscriptionID, typ))
 	if errors.Is(err, apierr.ErrNotFound) || (err == nil && (rec.AccountID != p.AccountID || rec.ParentID != subscriptionID)) {
-		return Record{}, sourceNotFound(subscriptionID, typ)
+		return store.Record{}, sourceNotFound(subscriptionID, typ)
 	}
 	if err != nil {
-		return Record{}, s.storeErr(err, eventSourceKind, "")
+		return store.Record{}, s.storeErr(err, eventSourceKind, "")
 	}
 	return rec, nil
 }
@@ -292,7 +293,7 @@ func (s *Service) ListEventSources(ctx context.Context, p Principal, subscriptio
 	if err := s.checkSubscription(ctx, p, subscriptionID); err != nil {
 		return nil, err
 	}
-	recs, err := s.store.List(ctx, Query{Kind: KindEventSource, AccountID: p.AccountID, ParentID: subscriptionID, Limit: events.MaxSources})
+	recs, err := s.store.List(ctx, store.Query{Kind: KindEventSource, AccountID: p.AccountID, ParentID: subscriptionID, Limit: events.MaxSources})
 	if err != nil {
 		return nil, s.storeErr(err, eventSourceKind, "")
 	}
@@ -321,7 +322,7 @@ func (s *Service) UpdateEventSource(ctx context.Context, p Principal, subscripti
 		return nil, err
 	}
 	// An atomic no-op write: it fails if the source was removed meanwhile.
-	rec, err = s.store.Update(ctx, KindEventSource, p.AccountID, rec.ID, func(*Record) error { return nil })
+	rec, err = s.store.Update(ctx, KindEventSource, p.AccountID, rec.ID, func(*store.Record) error { return nil })
 	if errors.Is(err, apierr.ErrNotFound) {
 		return nil, sourceNotFound(subscriptionID, typ)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/edgeplane/edgeplane/store"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -72,16 +73,16 @@ func (r *eventRecorder) events() []events.Event {
 
 // newEventEnv is newEnv with event delivery configured by opts; the
 // Service is closed when the test ends. Logs go to the returned buffer.
-func newEventEnv(t testing.TB, store edgeplane.Store, opts events.Options) (*env, *syncBuffer) {
+func newEventEnv(t testing.TB, st store.Store, opts events.Options) (*env, *syncBuffer) {
 	t.Helper()
 	logs := new(syncBuffer)
 	e := &env{
-		store: store,
+		store: st,
 		clock: &fakeClock{now: time.Date(2026, 11, 21, 10, 30, 15, 123456789, time.FixedZone("X", 3600))},
 		ctx:   context.Background(),
 		logs:  new(bytes.Buffer),
 	}
-	e.svc = edgeplane.New(store, edgeplane.Options{
+	e.svc = edgeplane.New(st, edgeplane.Options{
 		BaseURL: "https://api.example.test",
 		Clock:   e.clock.Now,
 		Logger:  slog.New(slog.NewTextHandler(logs, nil)),
@@ -377,7 +378,7 @@ func TestEventSourcesNeedASubscriptionOfTheAccount(t *testing.T) {
 	if err := e.svc.DeleteEventSubscription(e.ctx, e.user, sub.ID); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := e.store.List(e.ctx, edgeplane.Query{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, Limit: 10})
+	recs, err := e.store.List(e.ctx, store.Query{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, Limit: 10})
 	if err != nil || len(recs) != 0 {
 		t.Errorf("sources left after deleting their subscription: %d, %v", len(recs), err)
 	}
@@ -503,11 +504,11 @@ func TestFailingSinkNeverFailsOperations(t *testing.T) {
 
 // sourceFailStore fails listing event sources while fail is set.
 type sourceFailStore struct {
-	edgeplane.Store
+	store.Store
 	fail atomic.Bool
 }
 
-func (s *sourceFailStore) List(ctx context.Context, q edgeplane.Query) ([]edgeplane.Record, error) {
+func (s *sourceFailStore) List(ctx context.Context, q store.Query) ([]store.Record, error) {
 	if q.Kind == edgeplane.KindEventSource && q.ParentID == "" && s.fail.Load() {
 		return nil, errDisk
 	}
@@ -515,11 +516,11 @@ func (s *sourceFailStore) List(ctx context.Context, q edgeplane.Query) ([]edgepl
 }
 
 func TestEventLookupErrorsAreCountedAndLogged(t *testing.T) {
-	store := &sourceFailStore{Store: memstore.New()}
+	st := &sourceFailStore{Store: memstore.New()}
 	rec := &eventRecorder{}
-	e, logs := newEventEnv(t, store, events.Options{Sink: rec})
+	e, logs := newEventEnv(t, st, events.Options{Sink: rec})
 	e.subscribe(t, e.user, "ip_policy_created.v0")
-	store.fail.Store(true)
+	st.fail.Store(true)
 	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil {
 		t.Fatalf("a store failure in delivery failed the operation: %v", err)
 	}
@@ -943,7 +944,7 @@ func TestSourceScanIsBounded(t *testing.T) {
 	gen := ids.NewGenerator(time.Now)
 	for i := range edgeplane.MaxSourcesScanned {
 		typ := "filler_" + strconv.Itoa(i) + ".v0"
-		r := edgeplane.Record{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, ID: gen.New(events.SourcePrefix),
+		r := store.Record{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, ID: gen.New(events.SourcePrefix),
 			ParentID: sub.ID, Data: []byte(`{"type":"` + typ + `","uri":""}`), Keys: []string{"event_source:" + sub.ID + ":" + typ}}
 		if err := e.store.Create(e.ctx, r); err != nil {
 			t.Fatal(err)

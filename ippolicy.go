@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -22,7 +23,7 @@ var (
 // of the request field that named the ID: field[i] when the field is a
 // list, field otherwise. Other errors are returned unchanged.
 func refViolation(err error, field string, list bool, named []string) error {
-	var miss *MissingRefError
+	var miss *store.MissingRefError
 	if !errors.As(err, &miss) {
 		return err
 	}
@@ -33,7 +34,7 @@ func refViolation(err error, field string, list bool, named []string) error {
 	return apierr.Invalidf(path, "%s not found in this account", describeID(miss.ID))
 }
 
-func (s *Service) presentIPPolicy(v *ipaccess.Policy, _ Record) {
+func (s *Service) presentIPPolicy(v *ipaccess.Policy, _ store.Record) {
 	v.URI = s.uri(ipPolicyKind.collection, v.ID)
 }
 
@@ -51,7 +52,7 @@ func (s *Service) CreateIPPolicy(ctx context.Context, p Principal, params ipacce
 	if err := s.create(ctx, p, ipPolicyKind, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
-	s.presentIPPolicy(v, Record{})
+	s.presentIPPolicy(v, store.Record{})
 	s.changed(ctx, p, "ip_policy", "created", v)
 	return v, nil
 }
@@ -62,9 +63,9 @@ func (s *Service) create(ctx context.Context, p Principal, k kindInfo, id, paren
 	if err != nil {
 		return err
 	}
-	rec := Record{Kind: k.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Data: data, Refs: refs, Keys: keys}
+	rec := store.Record{Kind: k.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Data: data, Refs: refs, Keys: keys}
 	if err := s.store.Create(ctx, rec); err != nil {
-		var miss *MissingRefError
+		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return err // the caller names the field
 		}
@@ -93,14 +94,14 @@ func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, pa
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, ipPolicyKind, id, func(v *ipaccess.Policy, _ *Record) error {
+	v, err := update(ctx, s, p, ipPolicyKind, id, func(v *ipaccess.Policy, _ *store.Record) error {
 		params.Apply(v)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentIPPolicy(v, Record{})
+	s.presentIPPolicy(v, store.Record{})
 	s.changed(ctx, p, "ip_policy", "updated", v)
 	return v, nil
 }
@@ -112,7 +113,7 @@ func (s *Service) DeleteIPPolicy(ctx context.Context, p Principal, id string) er
 	return s.remove(ctx, p, ipPolicyKind, id, "ip_policy")
 }
 
-func (s *Service) presentIPRule(v *ipaccess.Rule, rec Record) {
+func (s *Service) presentIPRule(v *ipaccess.Rule, rec store.Record) {
 	v.URI = s.uri(ipRuleKind.collection, v.ID)
 	v.IPPolicy = s.ref(ipPolicyKind.collection, v.IPPolicy.ID)
 }
@@ -132,7 +133,7 @@ func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ip
 	if err := s.createRuleInSlot(ctx, p, v); err != nil {
 		return nil, err
 	}
-	s.presentIPRule(v, Record{})
+	s.presentIPRule(v, store.Record{})
 	s.changed(ctx, p, "ip_policy_rule", "created", v)
 	return v, nil
 }
@@ -158,14 +159,14 @@ func (s *Service) UpdateIPPolicyRule(ctx context.Context, p Principal, id string
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, ipRuleKind, id, func(v *ipaccess.Rule, _ *Record) error {
+	v, err := update(ctx, s, p, ipRuleKind, id, func(v *ipaccess.Rule, _ *store.Record) error {
 		params.Apply(v)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.presentIPRule(v, Record{})
+	s.presentIPRule(v, store.Record{})
 	s.changed(ctx, p, "ip_policy_rule", "updated", v)
 	return v, nil
 }
@@ -198,7 +199,7 @@ const maxSlotAttempts = 8
 func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess.Rule) error {
 	policyID := v.IPPolicy.ID
 	for range maxSlotAttempts {
-		recs, err := s.store.List(ctx, Query{Kind: KindIPPolicyRule, AccountID: p.AccountID, ParentID: policyID, Limit: ipaccess.MaxRulesPerPolicy})
+		recs, err := s.store.List(ctx, store.Query{Kind: KindIPPolicyRule, AccountID: p.AccountID, ParentID: policyID, Limit: ipaccess.MaxRulesPerPolicy})
 		if err != nil {
 			return s.storeErr(err, ipRuleKind, "")
 		}
@@ -220,7 +221,7 @@ func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess
 				policyID, ipaccess.MaxRulesPerPolicy)
 		}
 		err = s.create(ctx, p, ipRuleKind, v.ID, policyID, v, nil, key)
-		var dup *DuplicateError
+		var dup *store.DuplicateError
 		if errors.As(err, &dup) && dup.Key == key {
 			continue // a concurrent create took the slot: look again
 		}
@@ -252,7 +253,7 @@ func (s *Service) CheckIP(ctx context.Context, p Principal, policyIDs []string, 
 	return set.Allowed(ip), nil
 }
 
-func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ Record) {
+func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ store.Record) {
 	v.URI = s.uri(ipRestrictionKind.collection, v.ID)
 	for i := range v.IPPolicies {
 		v.IPPolicies[i] = s.ref(ipPolicyKind.collection, v.IPPolicies[i].ID)
@@ -278,7 +279,7 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 	if err := s.create(ctx, p, ipRestrictionKind, v.ID, "", v, params.IPPolicyIDs); err != nil {
 		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 	}
-	s.presentIPRestriction(v, Record{})
+	s.presentIPRestriction(v, store.Record{})
 	s.changed(ctx, p, "ip_restriction", "created", v)
 	return v, nil
 }
@@ -305,7 +306,7 @@ func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id strin
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, ipRestrictionKind, id, func(v *ipaccess.Restriction, rec *Record) error {
+	v, err := update(ctx, s, p, ipRestrictionKind, id, func(v *ipaccess.Restriction, rec *store.Record) error {
 		params.Apply(v)
 		rec.Refs = make([]string, len(v.IPPolicies))
 		for i, r := range v.IPPolicies {
@@ -320,7 +321,7 @@ func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id strin
 		}
 		return nil, refViolation(err, "ip_policy_ids", true, named)
 	}
-	s.presentIPRestriction(v, Record{})
+	s.presentIPRestriction(v, store.Record{})
 	s.changed(ctx, p, "ip_restriction", "updated", v)
 	return v, nil
 }

@@ -2,6 +2,7 @@ package edgeplane_test
 
 import (
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"net/netip"
 	"strings"
 	"sync"
@@ -237,9 +238,9 @@ func TestIPRestrictions(t *testing.T) {
 	if !strings.Contains(err.Error(), r.ID) || !strings.Contains(err.Error(), "IP restriction") {
 		t.Errorf("conflict message %q does not name the referrer", err)
 	}
-	var inUse *edgeplane.InUseError
+	var inUse *store.InUseError
 	if !errors.As(err, &inUse) {
-		t.Error("conflict does not unwrap to InUseError")
+		t.Error("conflict does not unwrap to store.InUseError")
 	}
 	if err := e.svc.DeleteIPRestriction(e.ctx, e.admin, r.ID); err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestIPRestrictionReferencesAreAtomic(t *testing.T) {
 // countRules returns how many rules policy id has, read from the store.
 func (e *env) countRules(t *testing.T, accountID, id string) int {
 	t.Helper()
-	recs, err := e.store.List(e.ctx, edgeplane.Query{Kind: edgeplane.KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: 10 * ipaccess.MaxRulesPerPolicy})
+	recs, err := e.store.List(e.ctx, store.Query{Kind: edgeplane.KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: 10 * ipaccess.MaxRulesPerPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestIPPolicySetOverCapFailsClosed(t *testing.T) {
 	for i := range ipaccess.MaxRulesPerPolicy {
 		data := []byte(`{"id":"x","cidr":"0.0.0.0/0","action":"allow","ip_policy":{"id":"` + pol.ID + `"}}`)
 		id := "ipr_" + strings.Repeat("z", 23) + string(rune('A'+i/1000%26)) + string(rune('A'+i/100%10)) + string(rune('A'+i/10%10)) + string(rune('A'+i%10))
-		if err := e.store.Create(e.ctx, edgeplane.Record{Kind: edgeplane.KindIPPolicyRule, AccountID: e.admin.AccountID, ID: id, ParentID: pol.ID, Data: data}); err != nil {
+		if err := e.store.Create(e.ctx, store.Record{Kind: edgeplane.KindIPPolicyRule, AccountID: e.admin.AccountID, ID: id, ParentID: pol.ID, Data: data}); err != nil {
 			t.Fatal(err)
 		}
 	}

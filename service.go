@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"io"
 	"iter"
 	"log/slog"
@@ -55,9 +56,9 @@ type Options struct {
 
 // Service is the management API as Go methods: one method per operation of
 // the specification, each acting for a [Principal]. It is safe for
-// concurrent use; all state lives in its [Store].
+// concurrent use; all state lives in its [store.Store].
 type Service struct {
-	store   Store
+	store   store.Store
 	baseURL string
 	now     func() time.Time
 	log     *slog.Logger
@@ -72,9 +73,9 @@ type Service struct {
 
 // New returns a Service over store. A nil store panics: it is a
 // programming error, not a runtime condition.
-func New(store Store, opts Options) *Service {
+func New(store store.Store, opts Options) *Service {
 	if store == nil {
-		panic("edgeplane.New: nil Store")
+		panic("edgeplane.New: nil store.Store")
 	}
 	s := &Service{
 		store:   store,
@@ -202,7 +203,7 @@ func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T,
 
 // kindInfo describes how a kind of record appears in the API.
 type kindInfo struct {
-	kind       Kind
+	kind       store.Kind
 	prefix     string
 	collection string // path below base URL, e.g. "credentials"
 	noun       string // for messages, e.g. "credential"
@@ -214,22 +215,22 @@ func (k kindInfo) notFound(id string) error {
 
 // get loads and decodes the record id of kind k in p's account. A
 // malformed ID is simply not found.
-func get[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string) (*T, Record, error) {
+func get[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string) (*T, store.Record, error) {
 	if err := p.check(); err != nil {
-		return nil, Record{}, err
+		return nil, store.Record{}, err
 	}
 	if !ids.Valid(id, k.prefix) {
-		return nil, Record{}, k.notFound(id)
+		return nil, store.Record{}, k.notFound(id)
 	}
 	rec, err := s.store.Get(ctx, k.kind, p.AccountID, id)
 	if err != nil {
-		return nil, Record{}, s.storeErr(err, k, id)
+		return nil, store.Record{}, s.storeErr(err, k, id)
 	}
 	v, err := decode[T](rec)
 	return v, rec, err
 }
 
-func decode[T any](rec Record) (*T, error) {
+func decode[T any](rec store.Record) (*T, error) {
 	v := new(T)
 	if err := json.Unmarshal(rec.Data, v); err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
@@ -248,7 +249,7 @@ func encode(v any) ([]byte, error) {
 // update runs mutate on the decoded record inside the store's atomic
 // update and returns the stored result. mutate may also set the record's
 // Keys and Refs.
-func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string, mutate func(v *T, rec *Record) error) (*T, error) {
+func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string, mutate func(v *T, rec *store.Record) error) (*T, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -256,7 +257,7 @@ func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id 
 		return nil, k.notFound(id)
 	}
 	var out *T
-	_, err := s.store.Update(ctx, k.kind, p.AccountID, id, func(rec *Record) error {
+	_, err := s.store.Update(ctx, k.kind, p.AccountID, id, func(rec *store.Record) error {
 		v, err := decode[T](*rec)
 		if err != nil {
 			return err
@@ -297,7 +298,7 @@ func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id, event
 
 // list returns one page of records of kind k (children of parent when
 // set), decoded and presented.
-func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, parent, collectionPath string, opts ListOptions, present func(*T, Record)) (*Page[T], error) {
+func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, parent, collectionPath string, opts ListOptions, present func(*T, store.Record)) (*Page[T], error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -315,7 +316,7 @@ func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, paren
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}
-	recs, err := s.store.List(ctx, Query{Kind: k.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
+	recs, err := s.store.List(ctx, store.Query{Kind: k.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
 	if err != nil {
 		return nil, s.storeErr(err, k, "")
 	}
@@ -346,9 +347,9 @@ func (s *Service) storeErr(err error, k kindInfo, id string) error {
 	}
 	var (
 		ae   *apierr.Error
-		dup  *DuplicateError
-		miss *MissingRefError
-		use  *InUseError
+		dup  *store.DuplicateError
+		miss *store.MissingRefError
+		use  *store.InUseError
 	)
 	switch {
 	case errors.As(err, &use):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"log/slog"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // env is a Service with two accounts: A (admin, user, bot) and B (admin).
 type env struct {
 	svc   *edgeplane.Service
-	store edgeplane.Store
+	store store.Store
 	clock *fakeClock
 	ctx   context.Context
 
@@ -51,7 +52,7 @@ func newEnv(t testing.TB) *env {
 	return newEnvWithStore(t, memstore.New())
 }
 
-func newEnvWithStore(t testing.TB, store edgeplane.Store) *env {
+func newEnvWithStore(t testing.TB, store store.Store) *env {
 	t.Helper()
 	e := &env{
 		store: store,
@@ -240,16 +241,16 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 }
 
 // failingStore fails every call with an internal-looking error.
-type failingStore struct{ edgeplane.Store }
+type failingStore struct{ store.Store }
 
 var errDisk = errors.New("disk on fire at /var/lib/secret")
 
-func (failingStore) List(context.Context, edgeplane.Query) ([]edgeplane.Record, error) {
+func (failingStore) List(context.Context, store.Query) ([]store.Record, error) {
 	return nil, errDisk
 }
 
-func (failingStore) Get(context.Context, edgeplane.Kind, string, string) (edgeplane.Record, error) {
-	return edgeplane.Record{}, errDisk
+func (failingStore) Get(context.Context, store.Kind, string, string) (store.Record, error) {
+	return store.Record{}, errDisk
 }
 
 func TestInternalErrorsAreNotLeaked(t *testing.T) {

@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"slices"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 // KindTunnel is the kind of online tunnel records. A tunnel is a child of
 // the credential whose authtoken registered it: deleting the credential
 // takes its tunnels offline in the same atomic step.
-const KindTunnel Kind = "tunnel"
+const KindTunnel store.Kind = "tunnel"
 
 var tunnelKind = kindInfo{KindTunnel, backends.TunnelPrefix, "tunnels", "tunnel"}
 
@@ -28,7 +29,7 @@ const MaxTunnelsScanned = 10_000
 // tunnelScanPage is the page size of that scan.
 const tunnelScanPage = 1000
 
-func (s *Service) presentTunnel(t *backends.Tunnel, _ Record) {
+func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	t.URI = s.uri(tunnelKind.collection, t.ID)
 	t.Credential = s.ref(credentialKind.collection, t.Credential.ID)
 	if t.Labels == nil {
@@ -67,13 +68,13 @@ func (s *Service) RegisterTunnel(ctx context.Context, token string, params backe
 	t.Credential = resource.Ref{ID: auth.Credential.ID}
 	p := Principal{AccountID: auth.AccountID}
 	if err := s.create(ctx, p, tunnelKind, t.ID, auth.Credential.ID, &t, nil); err != nil {
-		var miss *MissingRefError
+		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return nil, errBadToken // the credential was deleted meanwhile
 		}
 		return nil, err
 	}
-	s.presentTunnel(&t, Record{})
+	s.presentTunnel(&t, store.Record{})
 	s.changed(ctx, p, "tunnel", "created", &t)
 	return &t, nil
 }
@@ -120,7 +121,7 @@ type onlineTunnel struct {
 // tunnels, newest first.
 func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]onlineTunnel, error) {
 	var out []onlineTunnel
-	err := s.scanTunnels(ctx, accountID, func(rec Record) error {
+	err := s.scanTunnels(ctx, accountID, func(rec store.Record) error {
 		t, err := decode[onlineTunnel](rec)
 		if err != nil {
 			return err
@@ -133,12 +134,12 @@ func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]online
 
 // scanTunnels calls visit with up to MaxTunnelsScanned of the account's
 // online tunnel records, newest first, and stops at visit's first error.
-func (s *Service) scanTunnels(ctx context.Context, accountID string, visit func(Record) error) error {
+func (s *Service) scanTunnels(ctx context.Context, accountID string, visit func(store.Record) error) error {
 	seen := 0
 	before := ""
 	for {
 		limit := min(tunnelScanPage, MaxTunnelsScanned-seen)
-		recs, err := s.store.List(ctx, Query{Kind: KindTunnel, AccountID: accountID, BeforeID: before, Limit: limit})
+		recs, err := s.store.List(ctx, store.Query{Kind: KindTunnel, AccountID: accountID, BeforeID: before, Limit: limit})
 		if err != nil {
 			return s.storeErr(err, tunnelKind, "")
 		}
@@ -174,7 +175,7 @@ func (s *Service) BackendTunnels(ctx context.Context, accountID, backendID strin
 		return nil, err
 	}
 	out := []backends.Tunnel{}
-	err = s.scanTunnels(ctx, accountID, func(rec Record) error {
+	err = s.scanTunnels(ctx, accountID, func(rec store.Record) error {
 		sel, err := decode[onlineTunnel](rec)
 		if err != nil || !backends.Selects(b.Labels, sel.Labels) {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/edgeplane/edgeplane/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,7 +39,7 @@ type server struct {
 	t      testing.TB
 	srv    *httptest.Server
 	svc    *edgeplane.Service
-	store  edgeplane.Store
+	store  store.Store
 	clock  *clock
 	keyA   string // admin of account A
 	keyB   string // admin of account B
@@ -407,9 +408,9 @@ func TestCORSPreflight(t *testing.T) {
 }
 
 // failingStore fails reads with an error whose text must not reach clients.
-type failingStore struct{ edgeplane.Store }
+type failingStore struct{ store.Store }
 
-func (failingStore) List(context.Context, edgeplane.Query) ([]edgeplane.Record, error) {
+func (failingStore) List(context.Context, store.Query) ([]store.Record, error) {
 	return nil, io.ErrClosedPipe
 }
 

@@ -1,4 +1,4 @@
-// Package memstore is the in-memory [edgeplane.Store]: for tests, examples
+// Package memstore is the in-memory [store.Store]: for tests, examples
 // and single-process hosts that need no persistence.
 //
 // # Model
@@ -24,21 +24,21 @@ package memstore
 
 import (
 	"context"
+	"github.com/edgeplane/edgeplane/store"
 	"slices"
 	"sort"
 	"sync"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 )
 
-var _ edgeplane.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
-// Store is an in-memory [edgeplane.Store]. The zero value is not usable;
+// Store is an in-memory [store.Store]. The zero value is not usable;
 // call [New]. It is safe for concurrent use.
 type Store struct {
 	mu       sync.RWMutex
-	recs     map[string]*edgeplane.Record   // by ID
+	recs     map[string]*store.Record       // by ID
 	keys     map[string]string              // lookup key -> ID
 	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
 	children map[string]map[string]struct{} // parent ID -> child IDs
@@ -46,7 +46,7 @@ type Store struct {
 }
 
 type indexKey struct {
-	kind    edgeplane.Kind
+	kind    store.Kind
 	account string
 	parent  string
 }
@@ -54,7 +54,7 @@ type indexKey struct {
 // New returns an empty Store.
 func New() *Store {
 	return &Store{
-		recs:     make(map[string]*edgeplane.Record),
+		recs:     make(map[string]*store.Record),
 		keys:     make(map[string]string),
 		refBy:    make(map[string]map[string]struct{}),
 		children: make(map[string]map[string]struct{}),
@@ -63,7 +63,7 @@ func New() *Store {
 }
 
 // indexKeys lists the indexes a record belongs to.
-func indexKeys(r *edgeplane.Record) []indexKey {
+func indexKeys(r *store.Record) []indexKey {
 	ks := []indexKey{{r.Kind, r.AccountID, ""}, {r.Kind, "", ""}}
 	if r.ParentID != "" {
 		ks = append(ks, indexKey{r.Kind, r.AccountID, r.ParentID}, indexKey{r.Kind, "", r.ParentID})
@@ -71,12 +71,12 @@ func indexKeys(r *edgeplane.Record) []indexKey {
 	return ks
 }
 
-func notFound(kind edgeplane.Kind, id string) error {
+func notFound(kind store.Kind, id string) error {
 	return apierr.NotFoundf("%s %s not found", kind, id)
 }
 
-// Create implements [edgeplane.Store].
-func (s *Store) Create(ctx context.Context, rec edgeplane.Record) error {
+// Create implements [store.Store].
+func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -85,13 +85,13 @@ func (s *Store) Create(ctx context.Context, rec edgeplane.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.recs[r.ID]; ok {
-		return &edgeplane.DuplicateError{Key: r.ID}
+		return &store.DuplicateError{Key: r.ID}
 	}
 	if err := s.checkKeys(&r, ""); err != nil {
 		return err
 	}
 	if r.ParentID != "" && !s.existsIn(r.ParentID, r.AccountID) {
-		return &edgeplane.MissingRefError{ID: r.ParentID}
+		return &store.MissingRefError{ID: r.ParentID}
 	}
 	if err := s.checkRefs(&r); err != nil {
 		return err
@@ -118,24 +118,24 @@ func (s *Store) existsIn(id, account string) bool {
 }
 
 // checkKeys fails if one of r's keys is held by a record other than self.
-func (s *Store) checkKeys(r *edgeplane.Record, self string) error {
+func (s *Store) checkKeys(r *store.Record, self string) error {
 	seen := make(map[string]bool, len(r.Keys))
 	for _, k := range r.Keys {
 		if owner, ok := s.keys[k]; (ok && owner != self) || seen[k] {
-			return &edgeplane.DuplicateError{Key: k}
+			return &store.DuplicateError{Key: k}
 		}
 		seen[k] = true
 	}
 	return nil
 }
 
-func (s *Store) checkRefs(r *edgeplane.Record) error {
+func (s *Store) checkRefs(r *store.Record) error {
 	for _, ref := range r.Refs {
 		if ref == r.ID {
 			continue
 		}
 		if !s.existsIn(ref, r.AccountID) {
-			return &edgeplane.MissingRefError{ID: ref}
+			return &store.MissingRefError{ID: ref}
 		}
 	}
 	return nil
@@ -188,63 +188,63 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-// Get implements [edgeplane.Store].
-func (s *Store) Get(ctx context.Context, kind edgeplane.Kind, accountID, id string) (edgeplane.Record, error) {
+// Get implements [store.Store].
+func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return edgeplane.Record{}, err
+		return store.Record{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.recs[id]
 	if !ok || r.Kind != kind || r.AccountID != accountID {
-		return edgeplane.Record{}, notFound(kind, id)
+		return store.Record{}, notFound(kind, id)
 	}
 	return r.Clone(), nil
 }
 
-// Lookup implements [edgeplane.Store].
-func (s *Store) Lookup(ctx context.Context, kind edgeplane.Kind, key string) (edgeplane.Record, error) {
+// Lookup implements [store.Store].
+func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return edgeplane.Record{}, err
+		return store.Record{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	id, ok := s.keys[key]
 	if !ok {
-		return edgeplane.Record{}, apierr.NotFoundf("no %s with that key", kind)
+		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
 	r := s.recs[id]
 	if r.Kind != kind {
-		return edgeplane.Record{}, apierr.NotFoundf("no %s with that key", kind)
+		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
 	return r.Clone(), nil
 }
 
-// Update implements [edgeplane.Store].
-func (s *Store) Update(ctx context.Context, kind edgeplane.Kind, accountID, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+// Update implements [store.Store].
+func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return edgeplane.Record{}, err
+		return store.Record{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[id]
 	if !ok || old.Kind != kind || old.AccountID != accountID {
-		return edgeplane.Record{}, notFound(kind, id)
+		return store.Record{}, notFound(kind, id)
 	}
 	work := old.Clone()
 	if err := fn(&work); err != nil {
-		return edgeplane.Record{}, err
+		return store.Record{}, err
 	}
 	r := work.Clone() // fn may keep the record or the slices it set
 	r.Refs = dedupe(r.Refs)
 	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
-		return edgeplane.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
+		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
 	if err := s.checkKeys(&r, id); err != nil {
-		return edgeplane.Record{}, err
+		return store.Record{}, err
 	}
 	if err := s.checkRefs(&r); err != nil {
-		return edgeplane.Record{}, err
+		return store.Record{}, err
 	}
 	for _, k := range old.Keys {
 		delete(s.keys, k)
@@ -258,8 +258,8 @@ func (s *Store) Update(ctx context.Context, kind edgeplane.Kind, accountID, id s
 	return r.Clone(), nil
 }
 
-// Delete implements [edgeplane.Store].
-func (s *Store) Delete(ctx context.Context, kind edgeplane.Kind, accountID, id string) error {
+// Delete implements [store.Store].
+func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (s *Store) Delete(ctx context.Context, kind edgeplane.Kind, accountID, id s
 		}
 		if len(refs) > 0 {
 			sort.Strings(refs)
-			return &edgeplane.InUseError{ID: d, Referrers: refs}
+			return &store.InUseError{ID: d, Referrers: refs}
 		}
 	}
 	for d := range doomed {
@@ -300,7 +300,7 @@ func (s *Store) Delete(ctx context.Context, kind edgeplane.Kind, accountID, id s
 	return nil
 }
 
-func (s *Store) remove(r *edgeplane.Record) {
+func (s *Store) remove(r *store.Record) {
 	for _, k := range r.Keys {
 		delete(s.keys, k)
 	}
@@ -324,8 +324,8 @@ func (s *Store) remove(r *edgeplane.Record) {
 	delete(s.recs, r.ID)
 }
 
-// List implements [edgeplane.Store].
-func (s *Store) List(ctx context.Context, q edgeplane.Query) ([]edgeplane.Record, error) {
+// List implements [store.Store].
+func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func (s *Store) List(ctx context.Context, q edgeplane.Query) ([]edgeplane.Record
 		end, _ = slices.BinarySearch(ids, q.BeforeID)
 	}
 	n := min(q.Limit, end)
-	out := make([]edgeplane.Record, 0, n)
+	out := make([]store.Record, 0, n)
 	for i := end - 1; i >= end-n; i-- {
 		out = append(out, s.recs[ids[i]].Clone())
 	}

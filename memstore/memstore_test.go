@@ -1,13 +1,13 @@
 package memstore_test
 
 import (
+	"github.com/edgeplane/edgeplane/store"
 	"testing"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) edgeplane.Store { return memstore.New() })
+	storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 }

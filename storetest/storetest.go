@@ -1,8 +1,8 @@
-// Package storetest is the conformance suite of [edgeplane.Store]. Every
+// Package storetest is the conformance suite of [store.Store]. Every
 // backend proves itself by running it in a one-line test:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) edgeplane.Store { return memstore.New() })
+//		storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 //	}
 //
 // The suite checks CRUD, not-found, account isolation, unique keys,
@@ -15,12 +15,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/edgeplane/edgeplane/store"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/google/go-cmp/cmp"
@@ -29,11 +29,11 @@ import (
 
 // Run runs the conformance suite. newStore must return a new, empty store
 // for each call.
-func Run(t *testing.T, newStore func(t *testing.T) edgeplane.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s edgeplane.Store)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"CRUD", testCRUD},
 		{"NotFound", testNotFound},
@@ -60,8 +60,8 @@ func Run(t *testing.T, newStore func(t *testing.T) edgeplane.Store) {
 }
 
 const (
-	kindA edgeplane.Kind = "storetest_a"
-	kindB edgeplane.Kind = "storetest_b"
+	kindA store.Kind = "storetest_a"
+	kindB store.Kind = "storetest_b"
 )
 
 // fixture makes time-ordered IDs and records.
@@ -75,9 +75,9 @@ func newFixture() *fixture {
 
 func (f *fixture) account() string { return f.gen.New("acct_") }
 
-func (f *fixture) record(kind edgeplane.Kind, account string) edgeplane.Record {
+func (f *fixture) record(kind store.Kind, account string) store.Record {
 	id := f.gen.New("st_")
-	return edgeplane.Record{Kind: kind, AccountID: account, ID: id, Data: doc(id, 0)}
+	return store.Record{Kind: kind, AccountID: account, ID: id, Data: doc(id, 0)}
 }
 
 type document struct {
@@ -97,7 +97,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func create(t *testing.T, s edgeplane.Store, recs ...edgeplane.Record) {
+func create(t *testing.T, s store.Store, recs ...store.Record) {
 	t.Helper()
 	for _, r := range recs {
 		must(t, s.Create(context.Background(), r))
@@ -113,7 +113,7 @@ func wantNotFound(t *testing.T, what string, err error) {
 	}
 }
 
-func testCRUD(t *testing.T, s edgeplane.Store) {
+func testCRUD(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	acct := f.account()
@@ -132,7 +132,7 @@ func testCRUD(t *testing.T, s edgeplane.Store) {
 		t.Errorf("Lookup returned %s, want %s", got.ID, r.ID)
 	}
 
-	updated, err := s.Update(ctx, kindA, acct, r.ID, func(rec *edgeplane.Record) error {
+	updated, err := s.Update(ctx, kindA, acct, r.ID, func(rec *store.Record) error {
 		rec.Data = doc("renamed", 7)
 		return nil
 	})
@@ -154,14 +154,14 @@ func testCRUD(t *testing.T, s edgeplane.Store) {
 	wantNotFound(t, "Get after Delete", err)
 	_, err = s.Lookup(ctx, kindA, "k:"+r.ID)
 	wantNotFound(t, "Lookup after Delete", err)
-	list, err := s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: acct, Limit: 10})
+	list, err := s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 10})
 	must(t, err)
 	if len(list) != 0 {
 		t.Errorf("List after Delete returned %d records", len(list))
 	}
 }
 
-func testNotFound(t *testing.T, s edgeplane.Store) {
+func testNotFound(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	acct := f.account()
@@ -173,9 +173,9 @@ func testNotFound(t *testing.T, s edgeplane.Store) {
 	wantNotFound(t, "Get missing", err)
 	_, err = s.Get(ctx, kindB, acct, r.ID)
 	wantNotFound(t, "Get with another kind", err)
-	_, err = s.Update(ctx, kindA, acct, missing, func(*edgeplane.Record) error { return nil })
+	_, err = s.Update(ctx, kindA, acct, missing, func(*store.Record) error { return nil })
 	wantNotFound(t, "Update missing", err)
-	_, err = s.Update(ctx, kindB, acct, r.ID, func(*edgeplane.Record) error { return nil })
+	_, err = s.Update(ctx, kindB, acct, r.ID, func(*store.Record) error { return nil })
 	wantNotFound(t, "Update with another kind", err)
 	wantNotFound(t, "Delete missing", s.Delete(ctx, kindA, acct, missing))
 	wantNotFound(t, "Delete with another kind", s.Delete(ctx, kindB, acct, r.ID))
@@ -186,7 +186,7 @@ func testNotFound(t *testing.T, s edgeplane.Store) {
 	}
 }
 
-func testAccountIsolation(t *testing.T, s edgeplane.Store) {
+func testAccountIsolation(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	a, b := f.account(), f.account()
@@ -197,13 +197,13 @@ func testAccountIsolation(t *testing.T, s edgeplane.Store) {
 	_, err := s.Get(ctx, kindA, b, ra.ID)
 	wantNotFound(t, "Get from another account", err)
 	called := false
-	_, err = s.Update(ctx, kindA, b, ra.ID, func(*edgeplane.Record) error { called = true; return nil })
+	_, err = s.Update(ctx, kindA, b, ra.ID, func(*store.Record) error { called = true; return nil })
 	wantNotFound(t, "Update from another account", err)
 	if called {
 		t.Error("Update ran its callback on another account's record")
 	}
 	wantNotFound(t, "Delete from another account", s.Delete(ctx, kindA, b, ra.ID))
-	list, err := s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: b, Limit: 100})
+	list, err := s.List(ctx, store.Query{Kind: kindA, AccountID: b, Limit: 100})
 	must(t, err)
 	for _, r := range list {
 		if r.AccountID != b {
@@ -216,7 +216,7 @@ func testAccountIsolation(t *testing.T, s edgeplane.Store) {
 	// A reference to another account's record is a missing reference.
 	rb := f.record(kindA, b)
 	rb.Refs = []string{ra.ID}
-	var miss *edgeplane.MissingRefError
+	var miss *store.MissingRefError
 	if err := s.Create(ctx, rb); !errors.As(err, &miss) || miss.ID != ra.ID {
 		t.Errorf("Create referencing another account's record: got %v, want MissingRefError for %s", err, ra.ID)
 	}
@@ -227,7 +227,7 @@ func testAccountIsolation(t *testing.T, s edgeplane.Store) {
 		t.Errorf("Create under another account's parent: got %v, want MissingRefError", err)
 	}
 	// Every-account listing sees both.
-	all, err := s.List(ctx, edgeplane.Query{Kind: kindA, Limit: 100})
+	all, err := s.List(ctx, store.Query{Kind: kindA, Limit: 100})
 	must(t, err)
 	if len(all) != 2 {
 		t.Errorf("List across accounts returned %d records, want 2", len(all))
@@ -237,13 +237,13 @@ func testAccountIsolation(t *testing.T, s edgeplane.Store) {
 	}
 }
 
-func testDuplicateID(t *testing.T, s edgeplane.Store) {
+func testDuplicateID(t *testing.T, s store.Store) {
 	f := newFixture()
 	r := f.record(kindA, f.account())
 	create(t, s, r)
 	dup := r
 	dup.Data = doc("other", 1)
-	var de *edgeplane.DuplicateError
+	var de *store.DuplicateError
 	if err := s.Create(context.Background(), dup); !errors.As(err, &de) || !errors.Is(err, apierr.ErrConflict) {
 		t.Errorf("Create with a taken ID: got %v, want DuplicateError/conflict", err)
 	}
@@ -254,7 +254,7 @@ func testDuplicateID(t *testing.T, s edgeplane.Store) {
 	}
 }
 
-func testUniqueKeys(t *testing.T, s edgeplane.Store) {
+func testUniqueKeys(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	a, b := f.account(), f.account()
@@ -265,7 +265,7 @@ func testUniqueKeys(t *testing.T, s edgeplane.Store) {
 	// Keys are unique across accounts and kinds.
 	r2 := f.record(kindB, b)
 	r2.Keys = []string{"domain:example.com"}
-	var de *edgeplane.DuplicateError
+	var de *store.DuplicateError
 	if err := s.Create(ctx, r2); !errors.As(err, &de) || de.Key != "domain:example.com" {
 		t.Fatalf("Create with a taken key: got %v, want DuplicateError", err)
 	}
@@ -280,7 +280,7 @@ func testUniqueKeys(t *testing.T, s edgeplane.Store) {
 	r3 := f.record(kindA, a)
 	r3.Keys = []string{"domain:other.example"}
 	create(t, s, r3)
-	_, err = s.Update(ctx, kindA, a, r3.ID, func(rec *edgeplane.Record) error {
+	_, err = s.Update(ctx, kindA, a, r3.ID, func(rec *store.Record) error {
 		rec.Keys = []string{"domain:example.com"}
 		rec.Data = doc("changed", 1)
 		return nil
@@ -295,7 +295,7 @@ func testUniqueKeys(t *testing.T, s edgeplane.Store) {
 	}
 
 	// Moving a key frees the old one.
-	_, err = s.Update(ctx, kindA, a, r1.ID, func(rec *edgeplane.Record) error {
+	_, err = s.Update(ctx, kindA, a, r1.ID, func(rec *store.Record) error {
 		rec.Keys = []string{"domain:moved.example"}
 		return nil
 	})
@@ -305,7 +305,7 @@ func testUniqueKeys(t *testing.T, s edgeplane.Store) {
 	r2.Keys = []string{"domain:example.com"}
 	must(t, s.Create(ctx, r2))
 	// A record may keep its own key across updates.
-	_, err = s.Update(ctx, kindB, b, r2.ID, func(rec *edgeplane.Record) error { return nil })
+	_, err = s.Update(ctx, kindB, b, r2.ID, func(rec *store.Record) error { return nil })
 	must(t, err)
 	// Duplicate keys within one record are refused.
 	r4 := f.record(kindA, a)
@@ -315,7 +315,7 @@ func testUniqueKeys(t *testing.T, s edgeplane.Store) {
 	}
 }
 
-func testReferences(t *testing.T, s edgeplane.Store) {
+func testReferences(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	acct := f.account()
@@ -326,14 +326,14 @@ func testReferences(t *testing.T, s edgeplane.Store) {
 	missing := f.gen.New("st_")
 	ref := f.record(kindB, acct)
 	ref.Refs = []string{target.ID, missing}
-	var miss *edgeplane.MissingRefError
+	var miss *store.MissingRefError
 	if err := s.Create(ctx, ref); !errors.As(err, &miss) || miss.ID != missing {
 		t.Fatalf("Create with a missing reference: got %v, want MissingRefError for %s", err, missing)
 	}
 	ref.Refs = []string{target.ID}
 	create(t, s, ref)
 
-	var inUse *edgeplane.InUseError
+	var inUse *store.InUseError
 	err := s.Delete(ctx, kindA, acct, target.ID)
 	if !errors.As(err, &inUse) || !errors.Is(err, apierr.ErrConflict) {
 		t.Fatalf("Delete of a referenced record: got %v, want InUseError", err)
@@ -346,7 +346,7 @@ func testReferences(t *testing.T, s edgeplane.Store) {
 	}
 
 	// Moving the reference releases the old target atomically.
-	_, err = s.Update(ctx, kindB, acct, ref.ID, func(rec *edgeplane.Record) error {
+	_, err = s.Update(ctx, kindB, acct, ref.ID, func(rec *store.Record) error {
 		rec.Refs = []string{other.ID}
 		return nil
 	})
@@ -356,7 +356,7 @@ func testReferences(t *testing.T, s edgeplane.Store) {
 		t.Errorf("Delete of the new target: got %v, want InUseError", err)
 	}
 	// An update to a missing reference fails and keeps the old one.
-	_, err = s.Update(ctx, kindB, acct, ref.ID, func(rec *edgeplane.Record) error {
+	_, err = s.Update(ctx, kindB, acct, ref.ID, func(rec *store.Record) error {
 		rec.Refs = []string{missing}
 		return nil
 	})
@@ -373,7 +373,7 @@ func testReferences(t *testing.T, s edgeplane.Store) {
 	must(t, s.Delete(ctx, kindA, acct, other.ID))
 }
 
-func testParentCascade(t *testing.T, s edgeplane.Store) {
+func testParentCascade(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	acct := f.account()
@@ -382,7 +382,7 @@ func testParentCascade(t *testing.T, s edgeplane.Store) {
 
 	orphan := f.record(kindB, acct)
 	orphan.ParentID = f.gen.New("st_")
-	var miss *edgeplane.MissingRefError
+	var miss *store.MissingRefError
 	if err := s.Create(ctx, orphan); !errors.As(err, &miss) {
 		t.Errorf("Create under a missing parent: got %v, want MissingRefError", err)
 	}
@@ -395,7 +395,7 @@ func testParentCascade(t *testing.T, s edgeplane.Store) {
 	sibling := f.record(kindB, acct) // no parent
 	create(t, s, child, grandchild, sibling)
 
-	kids, err := s.List(ctx, edgeplane.Query{Kind: kindB, AccountID: acct, ParentID: parent.ID, Limit: 10})
+	kids, err := s.List(ctx, store.Query{Kind: kindB, AccountID: acct, ParentID: parent.ID, Limit: 10})
 	must(t, err)
 	if len(kids) != 1 || kids[0].ID != child.ID {
 		t.Errorf("List by parent returned %v, want [%s]", recordIDs(kids), child.ID)
@@ -405,7 +405,7 @@ func testParentCascade(t *testing.T, s edgeplane.Store) {
 	outside := f.record(kindA, acct)
 	outside.Refs = []string{grandchild.ID}
 	create(t, s, outside)
-	var inUse *edgeplane.InUseError
+	var inUse *store.InUseError
 	if err := s.Delete(ctx, kindA, acct, parent.ID); !errors.As(err, &inUse) || inUse.ID != grandchild.ID {
 		t.Fatalf("Delete of a parent whose descendant is referenced: got %v, want InUseError for %s", err, grandchild.ID)
 	}
@@ -426,7 +426,7 @@ func testParentCascade(t *testing.T, s edgeplane.Store) {
 	if _, err := s.Get(ctx, kindB, acct, sibling.ID); err != nil {
 		t.Errorf("cascade removed an unrelated record: %v", err)
 	}
-	list, err := s.List(ctx, edgeplane.Query{Kind: kindB, AccountID: acct, Limit: 10})
+	list, err := s.List(ctx, store.Query{Kind: kindB, AccountID: acct, Limit: 10})
 	must(t, err)
 	if len(list) != 1 {
 		t.Errorf("List after cascade returned %v, want only the sibling", recordIDs(list))
@@ -437,7 +437,7 @@ func testParentCascade(t *testing.T, s edgeplane.Store) {
 // child record (a route under its edge) whose Refs change by Update. A
 // refused Update keeps the old references; deleting the parent releases
 // the references its descendants held, in the same step.
-func testReferencesHeldByChildren(t *testing.T, s edgeplane.Store) {
+func testReferencesHeldByChildren(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	acct := f.account()
@@ -449,7 +449,7 @@ func testReferencesHeldByChildren(t *testing.T, s edgeplane.Store) {
 	create(t, s, child)
 
 	setRefs := func(refs []string, fail error) error {
-		_, err := s.Update(ctx, kindB, acct, child.ID, func(rec *edgeplane.Record) error {
+		_, err := s.Update(ctx, kindB, acct, child.ID, func(rec *store.Record) error {
 			rec.Refs = refs
 			rec.Data = doc("modules", len(refs))
 			return fail
@@ -457,7 +457,7 @@ func testReferencesHeldByChildren(t *testing.T, s edgeplane.Store) {
 		return err
 	}
 	must(t, setRefs([]string{target.ID, other.ID}, nil))
-	var inUse *edgeplane.InUseError
+	var inUse *store.InUseError
 	if err := s.Delete(ctx, kindA, acct, target.ID); !errors.As(err, &inUse) || !slices.Equal(inUse.Referrers, []string{child.ID}) {
 		t.Fatalf("Delete of a record a child references: got %v, want InUseError naming the child", err)
 	}
@@ -480,20 +480,20 @@ func testReferencesHeldByChildren(t *testing.T, s edgeplane.Store) {
 	must(t, s.Delete(ctx, kindA, acct, target.ID))
 }
 
-func kindOf(id, parentID string) edgeplane.Kind {
+func kindOf(id, parentID string) store.Kind {
 	if id == parentID {
 		return kindA
 	}
 	return kindB
 }
 
-func testUpdateCallbackError(t *testing.T, s edgeplane.Store) {
+func testUpdateCallbackError(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	r := f.record(kindA, f.account())
 	create(t, s, r)
 	boom := errors.New("boom")
-	_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *edgeplane.Record) error {
+	_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *store.Record) error {
 		rec.Data = doc("changed", 99)
 		rec.Keys = []string{"new-key"}
 		return boom
@@ -510,19 +510,19 @@ func testUpdateCallbackError(t *testing.T, s edgeplane.Store) {
 	wantNotFound(t, "key from a failed update", err)
 }
 
-func testUpdateImmutableFields(t *testing.T, s edgeplane.Store) {
+func testUpdateImmutableFields(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	r := f.record(kindA, f.account())
 	create(t, s, r)
-	mutations := map[string]func(*edgeplane.Record){
-		"kind":    func(rec *edgeplane.Record) { rec.Kind = kindB },
-		"account": func(rec *edgeplane.Record) { rec.AccountID = "acct_other" },
-		"id":      func(rec *edgeplane.Record) { rec.ID = "st_other" },
-		"parent":  func(rec *edgeplane.Record) { rec.ParentID = "st_parent" },
+	mutations := map[string]func(*store.Record){
+		"kind":    func(rec *store.Record) { rec.Kind = kindB },
+		"account": func(rec *store.Record) { rec.AccountID = "acct_other" },
+		"id":      func(rec *store.Record) { rec.ID = "st_other" },
+		"parent":  func(rec *store.Record) { rec.ParentID = "st_parent" },
 	}
 	for name, mutate := range mutations {
-		_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *edgeplane.Record) error {
+		_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *store.Record) error {
 			mutate(rec)
 			return nil
 		})
@@ -537,7 +537,7 @@ func testUpdateImmutableFields(t *testing.T, s edgeplane.Store) {
 	}
 }
 
-func recordIDs(recs []edgeplane.Record) []string {
+func recordIDs(recs []store.Record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = r.ID
@@ -546,7 +546,7 @@ func recordIDs(recs []edgeplane.Record) []string {
 }
 
 // walk pages through q with the given page size and returns every ID.
-func walk(t *testing.T, s edgeplane.Store, q edgeplane.Query, pageSize int) []string {
+func walk(t *testing.T, s store.Store, q store.Query, pageSize int) []string {
 	t.Helper()
 	var out []string
 	q.Limit = pageSize
@@ -564,7 +564,7 @@ func walk(t *testing.T, s edgeplane.Store, q edgeplane.Query, pageSize int) []st
 	}
 }
 
-func testOrderingAndPaging(t *testing.T, s edgeplane.Store) {
+func testOrderingAndPaging(t *testing.T, s store.Store) {
 	f := newFixture()
 	acct := f.account()
 	var want []string
@@ -576,21 +576,21 @@ func testOrderingAndPaging(t *testing.T, s edgeplane.Store) {
 	}
 	slices.Reverse(want)
 	for _, size := range []int{1, 7, 57, 100} {
-		got := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, size)
+		got := walk(t, s, store.Query{Kind: kindA, AccountID: acct}, size)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("paging with limit %d (-want +got):\n%s", size, diff)
 		}
 	}
 	// A cursor that is not a stored ID still pages correctly.
 	mid := want[20]
-	page, err := s.List(context.Background(), edgeplane.Query{Kind: kindA, AccountID: acct, BeforeID: mid + "0", Limit: 3})
+	page, err := s.List(context.Background(), store.Query{Kind: kindA, AccountID: acct, BeforeID: mid + "0", Limit: 3})
 	must(t, err)
 	if diff := cmp.Diff(want[20:23], recordIDs(page)); diff != "" {
 		t.Errorf("list before a non-stored cursor (-want +got):\n%s", diff)
 	}
 }
 
-func testPagingUnderConcurrentInserts(t *testing.T, s edgeplane.Store) {
+func testPagingUnderConcurrentInserts(t *testing.T, s store.Store) {
 	f := newFixture()
 	acct := f.account()
 	var before []string
@@ -620,7 +620,7 @@ func testPagingUnderConcurrentInserts(t *testing.T, s edgeplane.Store) {
 			}
 		}()
 	}
-	got := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, 9)
+	got := walk(t, s, store.Query{Kind: kindA, AccountID: acct}, 9)
 	close(stop)
 	wg.Wait()
 
@@ -653,7 +653,7 @@ func compare(a, b string) int {
 	return 0
 }
 
-func testDeleteWhileListing(t *testing.T, s edgeplane.Store) {
+func testDeleteWhileListing(t *testing.T, s store.Store) {
 	f := newFixture()
 	acct := f.account()
 	var all []string
@@ -677,7 +677,7 @@ func testDeleteWhileListing(t *testing.T, s edgeplane.Store) {
 			}
 		}
 	}()
-	got := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, 11)
+	got := walk(t, s, store.Query{Kind: kindA, AccountID: acct}, 11)
 	wg.Wait()
 
 	seen := make(map[string]int)
@@ -692,13 +692,13 @@ func testDeleteWhileListing(t *testing.T, s edgeplane.Store) {
 			t.Errorf("record %s seen %d times", id, seen[id])
 		}
 	}
-	final := walk(t, s, edgeplane.Query{Kind: kindA, AccountID: acct}, 100)
+	final := walk(t, s, store.Query{Kind: kindA, AccountID: acct}, 100)
 	if len(final) != len(all)-len(doomed) {
 		t.Errorf("after deletes, list has %d records, want %d", len(final), len(all)-len(doomed))
 	}
 }
 
-func testAtomicConcurrentUpdates(t *testing.T, s edgeplane.Store) {
+func testAtomicConcurrentUpdates(t *testing.T, s store.Store) {
 	f := newFixture()
 	r := f.record(kindA, f.account())
 	create(t, s, r)
@@ -709,7 +709,7 @@ func testAtomicConcurrentUpdates(t *testing.T, s edgeplane.Store) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				_, err := s.Update(context.Background(), kindA, r.AccountID, r.ID, func(rec *edgeplane.Record) error {
+				_, err := s.Update(context.Background(), kindA, r.AccountID, r.ID, func(rec *store.Record) error {
 					var d document
 					if err := json.Unmarshal(rec.Data, &d); err != nil {
 						return err
@@ -735,7 +735,7 @@ func testAtomicConcurrentUpdates(t *testing.T, s edgeplane.Store) {
 	}
 }
 
-func testCopies(t *testing.T, s edgeplane.Store) {
+func testCopies(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
 	acct := f.account()
@@ -770,14 +770,14 @@ func testCopies(t *testing.T, s edgeplane.Store) {
 	must(t, err)
 	got.Data[0], got.Keys[0] = 'Z', "z"
 	assertStored("mutating a Lookup result")
-	list, err := s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: acct, Limit: 1})
+	list, err := s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 1})
 	must(t, err)
 	list[0].Data[0] = 'W'
 	assertStored("mutating a List result")
 
 	// Slices kept by an Update callback or returned by Update are copies.
-	var kept *edgeplane.Record
-	res, err := s.Update(ctx, kindA, acct, original.ID, func(rec *edgeplane.Record) error {
+	var kept *store.Record
+	res, err := s.Update(ctx, kindA, acct, original.ID, func(rec *store.Record) error {
 		kept = rec
 		return nil
 	})
@@ -786,7 +786,7 @@ func testCopies(t *testing.T, s edgeplane.Store) {
 	assertStored("mutating what Update handed out")
 }
 
-func testContextCancellation(t *testing.T, s edgeplane.Store) {
+func testContextCancellation(t *testing.T, s store.Store) {
 	f := newFixture()
 	acct := f.account()
 	existing := f.record(kindA, acct)
@@ -801,9 +801,9 @@ func testContextCancellation(t *testing.T, s edgeplane.Store) {
 	}
 	_, checks["Get"] = s.Get(ctx, kindA, acct, existing.ID)
 	_, checks["Lookup"] = s.Lookup(ctx, kindA, "any")
-	_, checks["List"] = s.List(ctx, edgeplane.Query{Kind: kindA, AccountID: acct, Limit: 1})
+	_, checks["List"] = s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 1})
 	called := false
-	_, checks["Update"] = s.Update(ctx, kindA, acct, existing.ID, func(*edgeplane.Record) error {
+	_, checks["Update"] = s.Update(ctx, kindA, acct, existing.ID, func(*store.Record) error {
 		called = true
 		return nil
 	})

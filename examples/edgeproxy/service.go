@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/edgeplane/edgeplane/store"
 	"log/slog"
 	"net/url"
 	"sync/atomic"
@@ -71,29 +72,29 @@ func serviceLoader(svc *edgeplane.Service, accountID, edgeID string, log *slog.L
 // It counts every write, of any record: a change to something the edge
 // does not depend on costs one needless rebuild, never a stale answer.
 type versionedStore struct {
-	edgeplane.Store
+	store.Store
 	version atomic.Uint64
 }
 
-var _ edgeplane.Store = (*versionedStore)(nil)
+var _ store.Store = (*versionedStore)(nil)
 
 // Version returns the number of writes so far.
 func (s *versionedStore) Version() uint64 { return s.version.Load() }
 
 // Create creates a record, then counts the write.
-func (s *versionedStore) Create(ctx context.Context, rec edgeplane.Record) error {
+func (s *versionedStore) Create(ctx context.Context, rec store.Record) error {
 	defer s.version.Add(1)
 	return s.Store.Create(ctx, rec)
 }
 
 // Update updates a record, then counts the write.
-func (s *versionedStore) Update(ctx context.Context, kind edgeplane.Kind, accountID, id string, fn func(*edgeplane.Record) error) (edgeplane.Record, error) {
+func (s *versionedStore) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
 	defer s.version.Add(1)
 	return s.Store.Update(ctx, kind, accountID, id, fn)
 }
 
 // Delete deletes a record and its descendants, then counts the write.
-func (s *versionedStore) Delete(ctx context.Context, kind edgeplane.Kind, accountID, id string) error {
+func (s *versionedStore) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
 	defer s.version.Add(1)
 	return s.Store.Delete(ctx, kind, accountID, id)
 }

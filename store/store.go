@@ -1,4 +1,12 @@
-package edgeplane
+// Package store is the storage contract of edgeplane: the [Store]
+// interface every backend implements, the [Record] it keeps, the [Query]
+// that selects records, and the typed errors of key and reference clashes.
+// It is a leaf: it imports only package apierr and the standard library, so
+// a backend depends on nothing else of edgeplane (no Service, no CEL, no
+// validator). Users pick a backend (memstore or their own) and hand it to
+// edgeplane.New; a backend proves itself by running storetest.Run in a
+// one-line test.
+package store
 
 import (
 	"context"
@@ -8,19 +16,9 @@ import (
 )
 
 // Kind names a type of record in a [Store]: "credential", "ip_policy", ...
+// The kinds are the host's (edgeplane's root package defines its own); a
+// Store treats them as opaque names.
 type Kind string
-
-// The kinds of record the Service stores.
-const (
-	KindAccount       Kind = "account"
-	KindUser          Kind = "user"
-	KindBot           Kind = "bot"
-	KindAPIKey        Kind = "api_key"
-	KindCredential    Kind = "credential"
-	KindIPPolicy      Kind = "ip_policy"
-	KindIPPolicyRule  Kind = "ip_policy_rule"
-	KindIPRestriction Kind = "ip_restriction"
-)
 
 // Record is the unit a [Store] keeps: one resource of one account, stored as
 // an opaque document plus the few facts a backend must index.
@@ -81,9 +79,9 @@ type Query struct {
 	Limit int
 }
 
-// Store is the storage interface every backend implements. The Service is
-// its only caller; users pick a backend ([memstore] or their own) and hand it
-// to [New].
+// Store is the storage interface every backend implements. The edgeplane
+// Service is its only caller; users pick a backend ([memstore] or their
+// own) and hand it to edgeplane.New.
 //
 // Every method honours ctx: a cancelled context makes it return ctx.Err()
 // (possibly wrapped) without effect. Every write is atomic: it happens
