@@ -43,6 +43,7 @@ type Store struct {
 	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
 	children map[string]map[string]struct{} // parent ID -> child IDs
 	index    map[indexKey][]string          // sorted IDs
+	rev      int64                          // the revision of the last committed change
 }
 
 type indexKey struct {
@@ -96,6 +97,8 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	if err := s.checkRefs(&r); err != nil {
 		return err
 	}
+	s.rev++
+	r.Version = s.rev
 	s.recs[r.ID] = &r
 	for _, k := range r.Keys {
 		s.keys[k] = r.ID
@@ -235,12 +238,35 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	if err := fn(&work); err != nil {
 		return store.Record{}, err
 	}
-	r := work.Clone() // fn may keep the record or the slices it set
+	return s.put(old, work)
+}
+
+// Replace implements [store.Store].
+func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.recs[rec.ID]
+	if !ok || old.Kind != rec.Kind || old.AccountID != rec.AccountID {
+		return store.Record{}, notFound(rec.Kind, rec.ID)
+	}
+	if old.Version != rec.Version {
+		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.Version}
+	}
+	return s.put(old, rec)
+}
+
+// put writes rec in place of old, under the write lock, and returns a copy
+// of what it stored.
+func (s *Store) put(old *store.Record, rec store.Record) (store.Record, error) {
+	r := rec.Clone() // the caller may keep the record or the slices it set
 	r.Refs = dedupe(r.Refs)
 	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
 		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
-	if err := s.checkKeys(&r, id); err != nil {
+	if err := s.checkKeys(&r, r.ID); err != nil {
 		return store.Record{}, err
 	}
 	if err := s.checkRefs(&r); err != nil {
@@ -250,11 +276,13 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 		delete(s.keys, k)
 	}
 	for _, k := range r.Keys {
-		s.keys[k] = id
+		s.keys[k] = r.ID
 	}
-	s.dropRefs(id, old.Refs)
-	s.addRefs(id, r.Refs)
-	s.recs[id] = &r
+	s.dropRefs(r.ID, old.Refs)
+	s.addRefs(r.ID, r.Refs)
+	s.rev++
+	r.Version = s.rev
+	s.recs[r.ID] = &r
 	return r.Clone(), nil
 }
 
@@ -296,6 +324,7 @@ func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	for d := range doomed {
 		s.remove(s.recs[d])
+		s.rev++ // one revision per removed record
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -52,6 +54,13 @@ type Record struct {
 	// referenced record cannot be deleted while the reference stands (a
 	// [*InUseError]).
 	Refs []string
+	// Version is the store's revision at the record's last write (create,
+	// update or replace): set by the store, ignored on the way in except by
+	// [Store.Replace], which writes only when it still equals the stored
+	// one. Revisions come from one counter per store, so a later write of
+	// any record has a greater version, and a record's version changes on
+	// every write.
+	Version int64
 }
 
 // Clone returns a deep copy of r.
@@ -86,7 +95,7 @@ type Query struct {
 // Every method honours ctx: a cancelled context makes it return ctx.Err()
 // (possibly wrapped) without effect. Every write is atomic: it happens
 // whole or not at all, and concurrent writes to one record never lose an
-// update. Errors carry an [apierr] code: [apierr.ErrNotFound] for a record
+// update. Reads see only committed writes. Errors carry an [apierr] code: [apierr.ErrNotFound] for a record
 // that does not exist in the named account with the named kind, and the
 // typed errors of this file for key and reference clashes.
 //
@@ -107,8 +116,21 @@ type Store interface {
 	// sees and the write. fn may change Data, Keys and Refs; if it returns
 	// an error, nothing changes and Update returns that error. Key and
 	// reference rules are those of Create. Update returns the stored
-	// result.
+	// result, with its new Version.
+	//
+	// fn may run more than once (a backend may implement Update as read,
+	// fn, conditional write, and retry when another write came between;
+	// see [UpdateByReplace]), so it must be pure: it may change only the
+	// record it is given, and must decide from that record alone.
 	Update(ctx context.Context, kind Kind, accountID, id string, fn func(*Record) error) (Record, error)
+	// Replace stores rec in place of the record of its kind, account and
+	// ID, if that record's Version still equals rec.Version: a
+	// compare-and-swap. When another write came first it fails with a
+	// [*VersionError] and changes nothing. Data, Keys and Refs are
+	// replaced; ParentID must be unchanged. Key and reference rules are
+	// those of Create. Replace returns the stored record with its new
+	// Version.
+	Replace(ctx context.Context, rec Record) (Record, error)
 	// Delete removes the record and, in the same atomic step, its
 	// descendants (records whose ParentID chain leads to it). It fails with
 	// an [*InUseError] when a record outside that set references one inside
@@ -119,6 +141,54 @@ type Store interface {
 	// concurrent writes: no record appears twice, and every record that
 	// exists throughout the paging appears exactly once.
 	List(ctx context.Context, q Query) ([]Record, error)
+}
+
+// VersionError reports that a conditional write ([Store.Replace]) found
+// the record at another version than the caller read. It unwraps to
+// [apierr.ErrConflict].
+type VersionError struct {
+	// ID is the record's identifier.
+	ID string
+	// Want is the version the caller expected; Have the stored one.
+	Want, Have int64
+}
+
+func (e *VersionError) Error() string {
+	return "record " + e.ID + " changed: version " + strconv.FormatInt(e.Have, 10) + ", not " + strconv.FormatInt(e.Want, 10)
+}
+
+// Unwrap returns [apierr.ErrConflict].
+func (e *VersionError) Unwrap() error { return apierr.ErrConflict }
+
+// UpdateByReplace implements [Store.Update] on [Store.Get] and
+// [Store.Replace], for backends that do not hold a lock across the
+// callback: it reads the record, runs fn on it and writes the result
+// conditionally, and starts again, at most attempts times in all, when
+// another write came between. It then fails with the last
+// [*VersionError].
+func UpdateByReplace(ctx context.Context, s Store, kind Kind, accountID, id string, attempts int, fn func(*Record) error) (Record, error) {
+	var err error
+	for range max(attempts, 1) {
+		var rec Record
+		if rec, err = s.Get(ctx, kind, accountID, id); err != nil {
+			return Record{}, err
+		}
+		version := rec.Version
+		if err = fn(&rec); err != nil {
+			return Record{}, err
+		}
+		if rec.Kind != kind || rec.AccountID != accountID || rec.ID != id {
+			return Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
+		}
+		rec.Version = version
+		var out Record
+		out, err = s.Replace(ctx, rec)
+		var ve *VersionError
+		if !errors.As(err, &ve) {
+			return out, err
+		}
+	}
+	return Record{}, err
 }
 
 // DuplicateError reports that a record's ID or one of its lookup keys is

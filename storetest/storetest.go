@@ -18,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +50,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PagingUnderConcurrentInserts", testPagingUnderConcurrentInserts},
 		{"DeleteWhileListing", testDeleteWhileListing},
 		{"AtomicConcurrentUpdates", testAtomicConcurrentUpdates},
+		{"Versions", testVersions},
+		{"Replace", testReplace},
+		{"ConcurrentUpdateByReplace", testConcurrentUpdateByReplace},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"ContextCancellation", testContextCancellation},
 	}
@@ -104,7 +108,9 @@ func create(t *testing.T, s store.Store, recs ...store.Record) {
 	}
 }
 
-var cmpRecord = cmpopts.EquateEmpty()
+// cmpRecord compares records as written: empty and nil slices alike, and
+// the Version the store assigns left out (testVersions checks it).
+var cmpRecord = cmp.Options{cmpopts.EquateEmpty(), cmpopts.IgnoreFields(store.Record{}, "Version")}
 
 func wantNotFound(t *testing.T, what string, err error) {
 	t.Helper()
@@ -802,6 +808,7 @@ func testContextCancellation(t *testing.T, s store.Store) {
 	_, checks["Get"] = s.Get(ctx, kindA, acct, existing.ID)
 	_, checks["Lookup"] = s.Lookup(ctx, kindA, "any")
 	_, checks["List"] = s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 1})
+	_, checks["Replace"] = s.Replace(ctx, existing)
 	called := false
 	_, checks["Update"] = s.Update(ctx, kindA, acct, existing.ID, func(*store.Record) error {
 		called = true
@@ -821,5 +828,196 @@ func testContextCancellation(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Get(bg, kindA, acct, existing.ID); err != nil {
 		t.Errorf("Delete with a cancelled context removed the record: %v", err)
+	}
+}
+
+// testVersions: every write gives the record a new, greater version, from
+// one store-wide sequence; reads report the version of the last write.
+func testVersions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	a, b := f.record(kindA, acct), f.record(kindB, acct)
+	create(t, s, a)
+	ga, err := s.Get(ctx, kindA, acct, a.ID)
+	must(t, err)
+	if ga.Version <= 0 {
+		t.Fatalf("a created record has version %d, want > 0", ga.Version)
+	}
+	create(t, s, b)
+	gb, err := s.Get(ctx, kindB, acct, b.ID)
+	must(t, err)
+	if gb.Version <= ga.Version {
+		t.Errorf("a later create of another record has version %d, not above %d", gb.Version, ga.Version)
+	}
+	upd, err := s.Update(ctx, kindA, acct, a.ID, func(r *store.Record) error { r.Data = doc("v2", 2); return nil })
+	must(t, err)
+	if upd.Version <= gb.Version {
+		t.Errorf("an update returned version %d, not above the store's last write %d", upd.Version, gb.Version)
+	}
+	// An update that changes nothing is still a write.
+	same, err := s.Update(ctx, kindA, acct, a.ID, func(*store.Record) error { return nil })
+	must(t, err)
+	if same.Version <= upd.Version {
+		t.Errorf("an update that changed nothing kept version %d (previous %d)", same.Version, upd.Version)
+	}
+	for what, read := range map[string]func() (store.Record, error){
+		"Get": func() (store.Record, error) { return s.Get(ctx, kindA, acct, a.ID) },
+		"List": func() (store.Record, error) {
+			l, err := s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 1})
+			return l[0], err
+		},
+	} {
+		got, err := read()
+		must(t, err)
+		if got.Version != same.Version {
+			t.Errorf("%s reports version %d, want %d (the last write's)", what, got.Version, same.Version)
+		}
+	}
+	// A failed update is not a write.
+	_, err = s.Update(ctx, kindA, acct, a.ID, func(*store.Record) error { return errors.New("no") })
+	if err == nil {
+		t.Fatal("a failing callback did not fail the update")
+	}
+	got, err := s.Get(ctx, kindA, acct, a.ID)
+	must(t, err)
+	if got.Version != same.Version {
+		t.Errorf("a failed update changed the version to %d", got.Version)
+	}
+	// The version given to Create is ignored.
+	c := f.record(kindA, acct)
+	c.Version = 1 << 40
+	create(t, s, c)
+	gc, err := s.Get(ctx, kindA, acct, c.ID)
+	must(t, err)
+	if gc.Version == c.Version || gc.Version <= got.Version {
+		t.Errorf("create kept the caller's version or went backwards: %d", gc.Version)
+	}
+}
+
+// testReplace: a conditional write succeeds only at the version read, and
+// a stale one changes nothing.
+func testReplace(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	target := f.record(kindB, acct)
+	other := f.record(kindA, acct)
+	other.Keys = []string{"taken:" + other.ID}
+	r := f.record(kindA, acct)
+	create(t, s, target, other, r)
+	read, err := s.Get(ctx, kindA, acct, r.ID)
+	must(t, err)
+
+	next := read.Clone()
+	next.Data, next.Keys, next.Refs = doc("replaced", 1), []string{"k:" + r.ID}, []string{target.ID}
+	out, err := s.Replace(ctx, next)
+	must(t, err)
+	if out.Version <= read.Version || string(out.Data) != string(doc("replaced", 1)) {
+		t.Errorf("Replace returned version %d data %s", out.Version, out.Data)
+	}
+	if got, err := s.Lookup(ctx, kindA, "k:"+r.ID); err != nil || got.ID != r.ID {
+		t.Errorf("the replaced keys are not looked up: %v, %v", got.ID, err)
+	}
+	if err := s.Delete(ctx, kindB, acct, target.ID); !errors.Is(err, apierr.ErrConflict) {
+		t.Errorf("the replaced refs do not hold: deleting the target gave %v", err)
+	}
+
+	// The version first read is stale now.
+	stale := read.Clone()
+	stale.Data = doc("stale", 9)
+	_, err = s.Replace(ctx, stale)
+	var ve *store.VersionError
+	if !errors.As(err, &ve) || !errors.Is(err, apierr.ErrConflict) || ve.ID != r.ID || ve.Want != read.Version || ve.Have != out.Version {
+		t.Fatalf("Replace at a stale version: %v, want a VersionError (want %d, have %d) that is a conflict", err, read.Version, out.Version)
+	}
+	got, err := s.Get(ctx, kindA, acct, r.ID)
+	must(t, err)
+	if diff := cmp.Diff(out, got); diff != "" {
+		t.Errorf("a failed Replace changed the record (-want +got):\n%s", diff)
+	}
+
+	// Key, reference and identity rules are Create's.
+	for name, tc := range map[string]struct {
+		edit func(*store.Record)
+		want error
+	}{
+		"taken key":    {func(r *store.Record) { r.Keys = []string{"taken:" + other.ID} }, apierr.ErrConflict},
+		"missing ref":  {func(r *store.Record) { r.Refs = []string{f.gen.New("st_")} }, apierr.ErrNotFound},
+		"other parent": {func(r *store.Record) { r.ParentID = target.ID }, nil},
+	} {
+		rec := got.Clone()
+		tc.edit(&rec)
+		_, err := s.Replace(ctx, rec)
+		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: Replace gave %v, want %v", name, err, tc.want)
+		}
+		after, err := s.Get(ctx, kindA, acct, r.ID)
+		must(t, err)
+		if after.Version != got.Version {
+			t.Errorf("%s: a refused Replace changed the version", name)
+		}
+	}
+	// Another account's or kind's record does not exist for Replace.
+	for name, rec := range map[string]store.Record{
+		"other account": {Kind: kindA, AccountID: f.account(), ID: r.ID, Version: got.Version},
+		"other kind":    {Kind: kindB, AccountID: acct, ID: r.ID, Version: got.Version},
+		"missing":       {Kind: kindA, AccountID: acct, ID: f.gen.New("st_"), Version: 1},
+	} {
+		_, err := s.Replace(ctx, rec)
+		wantNotFound(t, "Replace of "+name, err)
+	}
+}
+
+// testConcurrentUpdateByReplace: Update built on Replace loses no update
+// under contention, and retries only as often as it is allowed.
+func testConcurrentUpdateByReplace(t *testing.T, s store.Store) {
+	f := newFixture()
+	r := f.record(kindA, f.account())
+	create(t, s, r)
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				_, err := store.UpdateByReplace(context.Background(), s, kindA, r.AccountID, r.ID, 1000, func(rec *store.Record) error {
+					var d document
+					if err := json.Unmarshal(rec.Data, &d); err != nil {
+						return err
+					}
+					d.Count++
+					rec.Data, _ = json.Marshal(d)
+					return nil
+				})
+				if err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Errorf("%d updates failed", failed.Load())
+	}
+	got, err := s.Get(context.Background(), kindA, r.AccountID, r.ID)
+	must(t, err)
+	var d document
+	must(t, json.Unmarshal(got.Data, &d))
+	if d.Count != workers*each {
+		t.Errorf("after %d concurrent increments the count is %d: updates were lost", workers*each, d.Count)
+	}
+
+	// One attempt against a write that always comes between fails with
+	// the VersionError.
+	calls := 0
+	_, err = store.UpdateByReplace(context.Background(), s, kindA, r.AccountID, r.ID, 1, func(rec *store.Record) error {
+		calls++
+		_, err := s.Update(context.Background(), kindA, r.AccountID, r.ID, func(*store.Record) error { return nil })
+		return err
+	})
+	var ve *store.VersionError
+	if !errors.As(err, &ve) || calls != 1 {
+		t.Errorf("UpdateByReplace with one attempt against a racing write: %v after %d calls, want a VersionError after 1", err, calls)
 	}
 }
