@@ -19,15 +19,25 @@
 // # Update callbacks
 //
 // [Store.Update] runs its callback while holding the write lock, so the
-// callback must not call back into the Store.
+// callback must not call back into the Store. It runs it once.
+//
+// # Change feed
+//
+// Every committed change is appended to an in-memory log under the same
+// lock as the write, so the feed's order is the commit order. The log
+// keeps the newest [Options].FeedRetention changes (default
+// [DefaultFeedRetention]); a reader behind them gets a
+// [store.CompactedError]. [Store.Wait] wakes on the next commit through a
+// channel closed at each commit.
 package memstore
 
 import (
 	"context"
-	"github.com/edgeplane/edgeplane/store"
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/apierr"
 )
@@ -44,6 +54,22 @@ type Store struct {
 	children map[string]map[string]struct{} // parent ID -> child IDs
 	index    map[indexKey][]string          // sorted IDs
 	rev      int64                          // the revision of the last committed change
+	floor    int64                          // changes up to this revision are compacted away
+	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
+	keep     int                            // how many changes log keeps
+	commits  chan struct{}                  // closed and replaced at each commit
+}
+
+// DefaultFeedRetention is the default of Options.FeedRetention.
+const DefaultFeedRetention = 10_000
+
+// Options configures a Store. The zero value gives the defaults.
+type Options struct {
+	// FeedRetention is how many of the newest changes the change feed
+	// keeps (default DefaultFeedRetention). Each holds its record's
+	// document, so the feed's memory is about FeedRetention times the
+	// average document size.
+	FeedRetention int
 }
 
 type indexKey struct {
@@ -52,9 +78,18 @@ type indexKey struct {
 	parent  string
 }
 
-// New returns an empty Store.
-func New() *Store {
+// New returns an empty Store with the default [Options].
+func New() *Store { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns an empty Store configured by o.
+func NewWithOptions(o Options) *Store {
+	keep := o.FeedRetention
+	if keep <= 0 {
+		keep = DefaultFeedRetention
+	}
 	return &Store{
+		keep:     keep,
+		commits:  make(chan struct{}),
 		recs:     make(map[string]*store.Record),
 		keys:     make(map[string]string),
 		refBy:    make(map[string]map[string]struct{}),
@@ -97,8 +132,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	if err := s.checkRefs(&r); err != nil {
 		return err
 	}
-	s.rev++
-	r.Version = s.rev
+	r.Version = s.commit(ctx, store.OpCreate, &r)
 	s.recs[r.ID] = &r
 	for _, k := range r.Keys {
 		s.keys[k] = r.ID
@@ -238,7 +272,7 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	if err := fn(&work); err != nil {
 		return store.Record{}, err
 	}
-	return s.put(old, work)
+	return s.put(ctx, old, work)
 }
 
 // Replace implements [store.Store].
@@ -255,12 +289,12 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 	if old.Version != rec.Version {
 		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.Version}
 	}
-	return s.put(old, rec)
+	return s.put(ctx, old, rec)
 }
 
 // put writes rec in place of old, under the write lock, and returns a copy
 // of what it stored.
-func (s *Store) put(old *store.Record, rec store.Record) (store.Record, error) {
+func (s *Store) put(ctx context.Context, old *store.Record, rec store.Record) (store.Record, error) {
 	r := rec.Clone() // the caller may keep the record or the slices it set
 	r.Refs = dedupe(r.Refs)
 	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
@@ -280,8 +314,7 @@ func (s *Store) put(old *store.Record, rec store.Record) (store.Record, error) {
 	}
 	s.dropRefs(r.ID, old.Refs)
 	s.addRefs(r.ID, r.Refs)
-	s.rev++
-	r.Version = s.rev
+	r.Version = s.commit(ctx, store.OpUpdate, &r)
 	s.recs[r.ID] = &r
 	return r.Clone(), nil
 }
@@ -322,11 +355,108 @@ func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id strin
 			return &store.InUseError{ID: d, Referrers: refs}
 		}
 	}
+	// Children first, in ID order, the named record last: one change each.
+	delete(doomed, id)
+	cascade := make([]string, 0, len(doomed))
 	for d := range doomed {
+		cascade = append(cascade, d)
+	}
+	slices.Sort(cascade)
+	for _, d := range cascade {
+		s.commit(context.Background(), store.OpDelete, s.recs[d]) // cascaded changes carry no note
 		s.remove(s.recs[d])
-		s.rev++ // one revision per removed record
+	}
+	s.commit(ctx, store.OpDelete, r)
+	s.remove(r)
+	return nil
+}
+
+// commit appends the change op of r to the feed and wakes its waiters,
+// under the write lock, and returns its revision.
+func (s *Store) commit(ctx context.Context, op store.Op, r *store.Record) int64 {
+	s.rev++
+	c := store.Change{Revision: s.rev, Op: op, Kind: r.Kind, AccountID: r.AccountID, ID: r.ID, ParentID: r.ParentID, Note: store.NoteFrom(ctx)}
+	if op != store.OpDelete {
+		c.Data = r.Data // stored records are never mutated in place, so sharing is safe
+	}
+	if len(s.log) >= 2*s.keep {
+		s.log = append(make([]store.Change, 0, 2*s.keep), s.log[len(s.log)-s.keep+1:]...)
+	}
+	s.log = append(s.log, c)
+	close(s.commits)
+	s.commits = make(chan struct{})
+	return s.rev
+}
+
+// Revision implements [store.Feed].
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rev, nil
+}
+
+// Changes implements [store.Feed]. A revision above the store's is also
+// a [store.CompactedError]: this store never held it.
+func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, apierr.Invalidf("limit", "must be positive")
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	oldest := s.rev - int64(len(s.log)) + 1 // revision of s.log[0], or rev+1 when empty
+	kept := max(oldest, s.rev-int64(s.keep)+1, s.floor+1)
+	if after+1 < kept || after > s.rev {
+		return nil, &store.CompactedError{After: after, Oldest: kept}
+	}
+	i := int(after + 1 - oldest)
+	n := min(limit, len(s.log)-i)
+	out := make([]store.Change, n)
+	for j := range n {
+		out[j] = s.log[i+j].Clone()
+	}
+	return out, nil
+}
+
+// Compact implements [store.Feed].
+func (s *Store) Compact(ctx context.Context, through int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	through = min(through, s.rev)
+	if through <= s.floor {
+		return nil
+	}
+	s.floor = through
+	oldest := s.rev - int64(len(s.log)) + 1
+	if drop := int(through - oldest + 1); drop > 0 {
+		s.log = append([]store.Change(nil), s.log[drop:]...)
 	}
 	return nil
+}
+
+// Wait implements [store.Feed].
+func (s *Store) Wait(ctx context.Context, after int64) error {
+	for {
+		s.mu.RLock()
+		rev, ch := s.rev, s.commits
+		s.mu.RUnlock()
+		if rev > after {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (s *Store) remove(r *store.Record) {

@@ -141,6 +141,9 @@ type Store interface {
 	// concurrent writes: no record appears twice, and every record that
 	// exists throughout the paging appears exactly once.
 	List(ctx context.Context, q Query) ([]Record, error)
+
+	// Feed: every committed write, in order.
+	Feed
 }
 
 // VersionError reports that a conditional write ([Store.Replace]) found

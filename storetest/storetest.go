@@ -8,7 +8,11 @@
 // The suite checks CRUD, not-found, account isolation, unique keys,
 // references and cascading deletes, newest-first ordering and complete
 // paging under concurrent inserts and deletes, atomic concurrent updates,
-// copy semantics and context cancellation.
+// copy semantics and context cancellation; record versions, conditional
+// writes (Replace) and Update built on them; and the change feed: order,
+// content and notes, cascades, no change for a failed write, completeness
+// under concurrent writers, a waiting reader woken by a commit, and the
+// resync error behind a compaction.
 package storetest
 
 import (
@@ -53,6 +57,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Versions", testVersions},
 		{"Replace", testReplace},
 		{"ConcurrentUpdateByReplace", testConcurrentUpdateByReplace},
+		{"FeedOrderAndContent", testFeedOrderAndContent},
+		{"FeedFailedWrites", testFeedFailedWrites},
+		{"FeedConcurrentWriters", testFeedConcurrentWriters},
+		{"FeedWait", testFeedWait},
+		{"FeedCompaction", testFeedCompaction},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"ContextCancellation", testContextCancellation},
 	}
