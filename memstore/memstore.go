@@ -16,6 +16,14 @@
 // followed by a walk of at most Limit entries: O(log n + page), never
 // O(all).
 //
+// # Secondary indexes
+//
+// Each (kind, account, index name), and each (kind, index name) across
+// accounts, has a slice of (value, record ID) pairs kept sorted. A query
+// for one value is a binary search and a walk of at most the page; a query
+// for values below a bound, and one for the referrers of a record, collect
+// their matches and sort them by ID.
+//
 // # Update callbacks
 //
 // [Store.Update] runs its callback while holding the write lock, so the
@@ -35,6 +43,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/edgeplane/edgeplane/store"
@@ -53,6 +62,7 @@ type Store struct {
 	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
 	children map[string]map[string]struct{} // parent ID -> child IDs
 	index    map[indexKey][]string          // sorted IDs
+	values   map[valueKey][]valueEntry      // secondary indexes, sorted by (value, id)
 	rev      int64                          // the revision of the last committed change
 	floor    int64                          // changes up to this revision are compacted away
 	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
@@ -78,6 +88,66 @@ type indexKey struct {
 	parent  string
 }
 
+// valueKey names one secondary index of one kind, in one account or (with
+// account "") in all.
+type valueKey struct {
+	kind    store.Kind
+	account string
+	name    string
+}
+
+type valueEntry struct{ value, id string }
+
+func compareEntries(a, b valueEntry) int {
+	if c := strings.Compare(a.value, b.value); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// addValues and dropValues keep r's secondary index entries.
+func (s *Store) addValues(r *store.Record) {
+	for _, e := range dedupeEntries(r.Indexes) {
+		for _, acct := range []string{r.AccountID, ""} {
+			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
+			list := s.values[k]
+			i, _ := slices.BinarySearchFunc(list, v, compareEntries)
+			s.values[k] = slices.Insert(list, i, v)
+		}
+	}
+}
+
+func (s *Store) dropValues(r *store.Record) {
+	for _, e := range dedupeEntries(r.Indexes) {
+		for _, acct := range []string{r.AccountID, ""} {
+			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
+			list := s.values[k]
+			if i, ok := slices.BinarySearchFunc(list, v, compareEntries); ok {
+				list = slices.Delete(list, i, i+1)
+			}
+			if len(list) == 0 {
+				delete(s.values, k)
+			} else {
+				s.values[k] = list
+			}
+		}
+	}
+}
+
+func dedupeEntries(es []store.IndexEntry) []store.IndexEntry {
+	if len(es) < 2 {
+		return es
+	}
+	out := slices.Clone(es)
+	slices.SortFunc(out, func(a, b store.IndexEntry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+	return slices.Compact(out)
+}
+
 // New returns an empty Store with the default [Options].
 func New() *Store { return NewWithOptions(Options{}) }
 
@@ -95,6 +165,7 @@ func NewWithOptions(o Options) *Store {
 		refBy:    make(map[string]map[string]struct{}),
 		children: make(map[string]map[string]struct{}),
 		index:    make(map[indexKey][]string),
+		values:   make(map[valueKey][]valueEntry),
 	}
 }
 
@@ -146,6 +217,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		i, _ := slices.BinarySearch(ids, r.ID)
 		s.index[k] = slices.Insert(ids, i, r.ID)
 	}
+	s.addValues(&r)
 	return nil
 }
 
@@ -314,6 +386,8 @@ func (s *Store) put(ctx context.Context, old *store.Record, rec store.Record) (s
 	}
 	s.dropRefs(r.ID, old.Refs)
 	s.addRefs(r.ID, r.Refs)
+	s.dropValues(old)
+	s.addValues(&r)
 	r.Version = s.commit(ctx, store.OpUpdate, &r)
 	s.recs[r.ID] = &r
 	return r.Clone(), nil
@@ -460,6 +534,7 @@ func (s *Store) Wait(ctx context.Context, after int64) error {
 }
 
 func (s *Store) remove(r *store.Record) {
+	s.dropValues(r)
 	for _, k := range r.Keys {
 		delete(s.keys, k)
 	}
@@ -491,8 +566,14 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if q.Limit <= 0 {
 		return nil, apierr.Invalidf("limit", "must be positive")
 	}
+	if q.Index != "" && q.RefersTo != "" {
+		return nil, apierr.Invalidf("index", "cannot be combined with refers_to")
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if q.Index != "" || q.RefersTo != "" {
+		return s.listSelected(q), nil
+	}
 	ids := s.index[indexKey{q.Kind, q.AccountID, q.ParentID}]
 	end := len(ids)
 	if q.BeforeID != "" {
@@ -504,4 +585,58 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 		out = append(out, s.recs[ids[i]].Clone())
 	}
 	return out, nil
+}
+
+// listSelected answers a List by secondary index or by reference, under
+// the read lock. An equality match is a binary search and a walk of at
+// most the page; a Below match and a RefersTo match collect their matches
+// and sort them: O(m log m) for m matching records.
+func (s *Store) listSelected(q store.Query) []store.Record {
+	keep := func(id string) bool {
+		r := s.recs[id]
+		return r.Kind == q.Kind && (q.AccountID == "" || r.AccountID == q.AccountID) &&
+			(q.ParentID == "" || r.ParentID == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
+	}
+	var ids []string // matching IDs, ascending, possibly more than a page
+	switch {
+	case q.RefersTo != "":
+		for id := range s.refBy[q.RefersTo] {
+			if keep(id) {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+	case q.Below:
+		list := s.values[valueKey{q.Kind, q.AccountID, q.Index}]
+		end, _ := slices.BinarySearchFunc(list, valueEntry{q.Value, ""}, compareEntries)
+		for _, e := range list[:end] {
+			if keep(e.id) {
+				ids = append(ids, e.id)
+			}
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids) // several values of one record below the bound
+	default:
+		list := s.values[valueKey{q.Kind, q.AccountID, q.Index}]
+		lo, _ := slices.BinarySearchFunc(list, valueEntry{q.Value, ""}, compareEntries)
+		// Entries of value v sort before (v+"\x00", ""), and those before
+		// the cursor before (v, cursor).
+		hi, _ := slices.BinarySearchFunc(list, valueEntry{q.Value + "\x00", ""}, compareEntries)
+		if q.BeforeID != "" {
+			hi, _ = slices.BinarySearchFunc(list, valueEntry{q.Value, q.BeforeID}, compareEntries)
+		}
+		out := make([]store.Record, 0, min(q.Limit, hi-lo))
+		for i := hi - 1; i >= lo && len(out) < q.Limit; i-- {
+			if id := list[i].id; keep(id) {
+				out = append(out, s.recs[id].Clone())
+			}
+		}
+		return out
+	}
+	n := min(q.Limit, len(ids))
+	out := make([]store.Record, 0, n)
+	for i := len(ids) - 1; i >= len(ids)-n; i-- {
+		out = append(out, s.recs[ids[i]].Clone())
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 )
@@ -54,6 +55,11 @@ type Record struct {
 	// referenced record cannot be deleted while the reference stands (a
 	// [*InUseError]).
 	Refs []string
+	// Indexes are the record's entries in non-unique secondary indexes, by
+	// which a [Query] selects records: a tunnel's labels, a source's event
+	// type, a domain's renewal time. A record may have several values in
+	// one index; an entry that appears twice counts once.
+	Indexes []IndexEntry
 	// Version is the store's revision at the record's last write (create,
 	// update or replace): set by the store, ignored on the way in except by
 	// [Store.Replace], which writes only when it still equals the stored
@@ -63,11 +69,22 @@ type Record struct {
 	Version int64
 }
 
+// IndexEntry is one value of a record in a named secondary index. Values
+// compare bytewise; times are written so that they sort (fixed-width UTC
+// RFC 3339, as [IndexTime] does).
+type IndexEntry struct {
+	Name, Value string
+}
+
+// IndexTime formats t as an index value that sorts in time order.
+func IndexTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+
 // Clone returns a deep copy of r.
 func (r Record) Clone() Record {
 	r.Data = append([]byte(nil), r.Data...)
 	r.Keys = append([]string(nil), r.Keys...)
 	r.Refs = append([]string(nil), r.Refs...)
+	r.Indexes = append([]IndexEntry(nil), r.Indexes...)
 	return r
 }
 
@@ -86,6 +103,16 @@ type Query struct {
 	BeforeID string
 	// Limit is the most records to return; it must be positive.
 	Limit int
+
+	// Index, when set, selects only records with an entry in that
+	// secondary index whose value equals Value, or, when Below is set,
+	// sorts before Value. Results are still ordered and paged by ID.
+	Index string
+	Value string
+	Below bool
+	// RefersTo, when set, selects only records whose Refs include that ID
+	// (the referrers of a record). It cannot be combined with Index.
+	RefersTo string
 }
 
 // Store is the storage interface every backend implements. The edgeplane

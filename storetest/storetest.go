@@ -9,7 +9,9 @@
 // references and cascading deletes, newest-first ordering and complete
 // paging under concurrent inserts and deletes, atomic concurrent updates,
 // copy semantics and context cancellation; record versions, conditional
-// writes (Replace) and Update built on them; and the change feed: order,
+// writes (Replace) and Update built on them; secondary index queries
+// (equality, below a bound, referrers) through updates and deletes; and
+// the change feed: order,
 // content and notes, cascades, no change for a failed write, completeness
 // under concurrent writers, a waiting reader woken by a commit, and the
 // resync error behind a compaction.
@@ -57,6 +59,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Versions", testVersions},
 		{"Replace", testReplace},
 		{"ConcurrentUpdateByReplace", testConcurrentUpdateByReplace},
+		{"IndexEquality", testIndexEquality},
+		{"IndexBelow", testIndexBelow},
+		{"RefersTo", testRefersTo},
 		{"FeedOrderAndContent", testFeedOrderAndContent},
 		{"FeedFailedWrites", testFeedFailedWrites},
 		{"FeedConcurrentWriters", testFeedConcurrentWriters},
