@@ -8,13 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"strings"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/validate"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // Identifier prefixes of the records the host manages.

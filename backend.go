@@ -2,10 +2,10 @@ package edgeplane
 
 import (
 	"context"
-	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // KindTunnelGroupBackend is the kind of tunnel group backend records.
@@ -13,29 +13,23 @@ const KindTunnelGroupBackend store.Kind = "tunnel_group_backend"
 
 var backendKind = kindInfo{KindTunnelGroupBackend, backends.IDPrefix, "backends/tunnel_group", "tunnel group backend"}
 
-// presentBackend fills the backend's URI and its tunnels: the Refs of the
-// online tunnels it selects, in the order given (newest first).
-func (s *Service) presentBackend(b *backends.TunnelGroupBackend, online []onlineTunnel) {
+// presentBackend fills the backend's URI and label map.
+func (s *Service) presentBackend(b *backends.TunnelGroupBackend) {
 	b.URI = s.uri(backendKind.collection, b.ID)
 	if b.Labels == nil {
 		b.Labels = map[string]string{}
 	}
-	b.Tunnels = []resource.Ref{}
-	for _, t := range online {
-		if backends.Selects(b.Labels, t.Labels) {
-			b.Tunnels = append(b.Tunnels, s.ref(tunnelKind.collection, t.ID))
-		}
-	}
 }
 
-// withTunnels presents b with the account's online tunnels.
+// withTunnels presents b with the Refs of the online tunnels it selects,
+// newest first (see [Service.selectTunnels]).
 func (s *Service) withTunnels(ctx context.Context, p Principal, b *backends.TunnelGroupBackend) error {
-	online, err := s.onlineTunnels(ctx, p.AccountID)
-	if err != nil {
-		return err
-	}
-	s.presentBackend(b, online)
-	return nil
+	s.presentBackend(b)
+	b.Tunnels = []resource.Ref{}
+	return s.selectTunnels(ctx, p.AccountID, b.Labels, func(rec store.Record) error {
+		b.Tunnels = append(b.Tunnels, s.ref(tunnelKind.collection, rec.ID))
+		return nil
+	})
 }
 
 // CreateTunnelGroupBackend creates a tunnel group backend (POST
@@ -80,13 +74,16 @@ func (s *Service) ListTunnelGroupBackends(ctx context.Context, p Principal, opts
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	online, err := s.onlineTunnels(ctx, p.AccountID)
+	page, err := list(ctx, s, p, backendKind, "", backendKind.collection, opts, func(*backends.TunnelGroupBackend, store.Record) {})
 	if err != nil {
 		return nil, err
 	}
-	return list(ctx, s, p, backendKind, "", backendKind.collection, opts, func(b *backends.TunnelGroupBackend, _ store.Record) {
-		s.presentBackend(b, online)
-	})
+	for i := range page.Items {
+		if err := s.withTunnels(ctx, p, &page.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
 }
 
 // UpdateTunnelGroupBackend changes the fields present in params (PATCH

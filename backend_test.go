@@ -3,7 +3,7 @@ package edgeplane_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/edgeplane/edgeplane/store"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
-	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/google/go-cmp/cmp"
 )
@@ -324,39 +324,49 @@ func BenchmarkGetTunnelGroupBackend1000Tunnels(b *testing.B) {
 	}
 }
 
-func TestBackendTunnelsScanIsBounded(t *testing.T) {
-	e := newEnv(t)
-	cred, token := e.token(t, e.user)
-	first := e.tunnel(t, token, map[string]string{"env": "prod"}) // the oldest: beyond the bound
-	// Write the rest straight to the store: the bound concerns reads.
-	gen := ids.NewGenerator(time.Now)
-	for range edgeplane.MaxTunnelsScanned {
-		tn := backends.Tunnel{ID: gen.New(backends.TunnelPrefix), AccountID: e.user.AccountID,
-			Labels: map[string]string{"env": "prod"}, Credential: resource.Ref{ID: cred.ID}}
-		data, _ := json.Marshal(tn)
-		rec := store.Record{Kind: edgeplane.KindTunnel, AccountID: e.user.AccountID, ID: tn.ID, ParentID: cred.ID, Data: data}
-		if err := e.store.Create(e.ctx, rec); err != nil {
-			t.Fatal(err)
-		}
+// TestBackendTunnelsByIndex: a backend's tunnels are found through the
+// label index (tunnels without the backend's labels are never read), and
+// at most MaxBackendTunnels, the newest, are shown.
+func TestBackendTunnelsByIndex(t *testing.T) {
+	st := &countingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
+	_, token := e.token(t, e.user)
+	first := e.tunnel(t, token, map[string]string{"env": "prod", "app": "api"}) // the oldest: beyond the bound
+	for i := range edgeplane.MaxBackendTunnels {
+		e.tunnel(t, token, map[string]string{"env": "prod", "app": "api", "n": strconv.Itoa(i)})
 	}
-	b := e.backend(t, e.user, map[string]string{"env": "prod"})
-	if len(b.Tunnels) != edgeplane.MaxTunnelsScanned {
-		t.Fatalf("%d tunnels shown, want the bound %d", len(b.Tunnels), edgeplane.MaxTunnelsScanned)
+	for range 300 {
+		e.tunnel(t, token, map[string]string{"env": "dev", "app": "api"}) // app=api, but not env=prod
+		e.tunnel(t, token, map[string]string{"zone": "eu"})               // no label of the backend
 	}
-	for _, r := range b.Tunnels {
+	b := e.backend(t, e.user, map[string]string{"env": "prod", "app": "api"})
+	st.listed.Store(0)
+	got, err := e.svc.GetTunnelGroupBackend(e.ctx, e.user, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tunnels) != edgeplane.MaxBackendTunnels {
+		t.Fatalf("%d tunnels shown, want the bound %d", len(got.Tunnels), edgeplane.MaxBackendTunnels)
+	}
+	for _, r := range got.Tunnels {
 		if r.ID == first.ID {
 			t.Fatal("the oldest tunnel, beyond the bound, is shown")
 		}
 	}
-	if !strings.Contains(e.logs.String(), "more online tunnels than are scanned") {
+	// The index of the first label key (app=api) holds the 1,001 selected
+	// tunnels and the 300 dev ones; the reads stop once past the bound.
+	if n := st.listed.Load(); n > int64(edgeplane.MaxBackendTunnels+300+1) {
+		t.Errorf("showing the backend read %d tunnel records; the zone=eu ones must never be read", n)
+	}
+	if !strings.Contains(e.logs.String(), "more online tunnels than are shown") {
 		t.Error("the bound was not logged")
 	}
-	// The data plane's lookup has the same bound.
+	// The data plane's lookup has the same bound and order.
 	tunnels, err := e.svc.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
-	if err != nil || len(tunnels) != edgeplane.MaxTunnelsScanned {
-		t.Fatalf("BackendTunnels gave %d tunnels (%v), want the bound %d", len(tunnels), err, edgeplane.MaxTunnelsScanned)
+	if err != nil || len(tunnels) != edgeplane.MaxBackendTunnels {
+		t.Fatalf("BackendTunnels gave %d tunnels (%v), want the bound %d", len(tunnels), err, edgeplane.MaxBackendTunnels)
 	}
-	if tunnels[len(tunnels)-1].ID == first.ID || tunnels[0].ID != b.Tunnels[0].ID {
+	if tunnels[0].ID != got.Tunnels[0].ID || tunnels[len(tunnels)-1].ID != got.Tunnels[len(got.Tunnels)-1].ID {
 		t.Error("BackendTunnels differs from the backend's tunnels at the bound")
 	}
 }

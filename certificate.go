@@ -3,13 +3,14 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"strings"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // storedCertificate is a TLS certificate as stored: the API shape and,
@@ -187,9 +188,8 @@ const DefaultCertificateOrders = 100
 // at a time: for each order it obtains a certificate and reports the
 // outcome with [Service.ReportCertificateIssued] or
 // [Service.ReportCertificateFailed]. An order not reported stays due and
-// is returned again. The call reads every reserved domain (a backend with
-// many would want an index of due domains; the Store interface has none),
-// and changes nothing.
+// is returned again. The call reads only due domains, through the store's
+// index of domains by due time, and changes nothing.
 func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
 	switch {
 	case limit == 0:
@@ -199,7 +199,8 @@ func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]Certifica
 	}
 	now := s.now()
 	out := []CertificateOrder{}
-	q := store.Query{Kind: KindReservedDomain, Limit: MaxPageSize}
+	q := store.Query{Kind: KindReservedDomain, Index: indexCertificateDue, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true,
+		Limit: min(limit, MaxPageSize)}
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {
@@ -210,7 +211,7 @@ func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]Certifica
 			if err != nil {
 				return nil, err
 			}
-			if !d.CertificateDue(now) {
+			if !d.CertificateDue(now) { // the index said so; the document decides
 				continue
 			}
 			o := CertificateOrder{AccountID: rec.AccountID, ReservedDomainID: d.ID, Domain: d.Domain,
@@ -349,7 +350,7 @@ func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn
 		if rec.Data, err = encode(d); err != nil {
 			return err
 		}
-		rec.Refs = d.RefIDs()
+		setDomainFacts(rec, d)
 		out = d
 		return nil
 	})

@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 var credentialKind = kindInfo{KindCredential, credentials.IDPrefix, "credentials", "credential"}

@@ -3,12 +3,12 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // The kinds of record of reserved domains and the resources they
@@ -36,6 +36,22 @@ func domainKeys(d *domains.ReservedDomain) []string {
 		keys = append(keys, cnameKey(*d.CNAMETarget))
 	}
 	return keys
+}
+
+// indexCertificateDue is the secondary index of reserved domains by the
+// time their managed certificate becomes due
+// ([domains.ReservedDomain.CertificateDueAt]), read by
+// [Service.CertificateOrders].
+const indexCertificateDue = "certificate_due"
+
+// setDomainFacts sets what the store indexes of a reserved domain: its
+// references and its due time. Every write of a domain calls it.
+func setDomainFacts(rec *store.Record, d *domains.ReservedDomain) {
+	rec.Refs = d.RefIDs()
+	rec.Indexes = nil
+	if at, ok := d.CertificateDueAt(); ok {
+		rec.Indexes = []store.IndexEntry{{Name: indexCertificateDue, Value: store.IndexTime(at)}}
+	}
 }
 
 // presentReservedDomain fills URIs at read time and shows a due renewal
@@ -85,7 +101,8 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 		if err != nil {
 			return nil, err
 		}
-		rec := store.Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Data: data, Keys: domainKeys(&d), Refs: d.RefIDs()}
+		rec := store.Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Data: data, Keys: domainKeys(&d)}
+		setDomainFacts(&rec, &d)
 		err = s.store.Create(ctx, rec)
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) && dup.Key != domainKey(d.Domain) && attempt < 3 {
@@ -218,7 +235,7 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 	var updated *domains.ReservedDomain
 	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *store.Record) error {
 		params.Apply(d, now)
-		rec.Refs = d.RefIDs()
+		setDomainFacts(rec, d)
 		updated = d
 		return nil
 	})
@@ -261,7 +278,7 @@ func (s *Service) detach(ctx context.Context, p Principal, id string, change fun
 	now := s.timestamp()
 	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *store.Record) error {
 		change(d, now)
-		rec.Refs = d.RefIDs()
+		setDomainFacts(rec, d)
 		return nil
 	})
 	if err != nil {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/edgeplane/edgeplane/store"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -849,4 +850,44 @@ func ExampleService_CreateReservedDomain() {
 	// order: app.example.com rsa
 	// DNS_ERROR: app.example.com has no CNAME record
 	// the domain app.example.com is already reserved
+}
+
+// countingStore counts the records List hands out.
+type countingStore struct {
+	store.Store
+	listed atomic.Int64
+}
+
+func (s *countingStore) List(ctx context.Context, q store.Query) ([]store.Record, error) {
+	recs, err := s.Store.List(ctx, q)
+	s.listed.Add(int64(len(recs)))
+	return recs, err
+}
+
+// TestCertificateOrdersReadOnlyDue: the certificate manager's pass reads
+// the due domains through the store's index, not every domain, and sees a
+// domain leave and join the index as its state changes.
+func TestCertificateOrdersReadOnlyDue(t *testing.T) {
+	st := &countingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
+	for i := range 300 {
+		e.reservedDomain(t, e.user, domains.CreateParams{Domain: fmt.Sprintf("plain%d.example.com", i)})
+	}
+	managed := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "managed.example.com", CertificateManagementPolicy: letsEncrypt})
+	st.listed.Store(0)
+	orders, err := e.svc.CertificateOrders(e.ctx, 0)
+	if err != nil || len(orders) != 1 || orders[0].ReservedDomainID != managed.ID {
+		t.Fatalf("orders = %+v, %v; want the one managed domain", orders, err)
+	}
+	if n := st.listed.Load(); n != 1 {
+		t.Errorf("the pass read %d records, want only the 1 due domain", n)
+	}
+	// A DNS failure takes the domain out of the index; detaching the policy too.
+	if _, err := e.svc.ReportCertificateFailed(e.ctx, e.user.AccountID, managed.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME"}); err != nil {
+		t.Fatal(err)
+	}
+	st.listed.Store(0)
+	if orders, err := e.svc.CertificateOrders(e.ctx, 0); err != nil || len(orders) != 0 || st.listed.Load() != 0 {
+		t.Errorf("after a DNS failure: %d orders, %d records read, %v", len(orders), st.listed.Load(), err)
+	}
 }

@@ -2,7 +2,6 @@ package edgeplane
 
 import (
 	"context"
-	"github.com/edgeplane/edgeplane/store"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // The edge proxy calls: one call returns everything a proxy applies to an

@@ -3,7 +3,6 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"net/netip"
 	"slices"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // Edge modules live inside their edge or route record, so replacing or

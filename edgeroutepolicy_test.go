@@ -3,7 +3,6 @@ package edgeplane_test
 import (
 	"context"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"net/http"
 	"runtime"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // rateLimitOnly is an HTTP policy whose only rule limits each client

@@ -2,9 +2,9 @@ package edgeplane
 
 import (
 	"context"
-	"github.com/edgeplane/edgeplane/store"
 
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 func (s *Service) presentEndpointConfiguration(c *domains.EndpointConfiguration, _ store.Record) {

@@ -3,13 +3,12 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"strconv"
-	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // Kinds of the event records.
@@ -26,14 +25,8 @@ var (
 	eventSourceKind       = kindInfo{KindEventSource, events.SourcePrefix, "event_subscriptions", "event source"}
 )
 
-// MaxSourcesScanned bounds the work of finding the subscriptions of one
-// change: the delivery worker reads at most this many of the account's
-// event sources (newest first). Sources beyond it do not trigger, and a
-// warning is logged.
-const MaxSourcesScanned = 10_000
-
-// sourceScanPage is the page size of that scan.
-const sourceScanPage = 500
+// indexEventType is the secondary index of event sources by type.
+const indexEventType = "event_type"
 
 // startEvents sets up the event type registry and, when a sink is
 // configured, the delivery queue and its goroutine.
@@ -74,51 +67,30 @@ func (s *Service) EventTypes() *events.Registry { return s.eventTypes }
 
 // expandChange finds the subscriptions of c's account that have a source
 // of c's type and makes one event for each. It runs on the delivery
-// worker, never on a caller's goroutine.
+// worker, never on a caller's goroutine, and reads only the sources of
+// c's type, through the store's index of sources by type.
 func (s *Service) expandChange(ctx context.Context, c events.Change) ([]events.Event, error) {
 	var out []events.Event
-	before := ""
-	for scanned := 0; ; {
-		limit := min(sourceScanPage, MaxSourcesScanned-scanned)
-		recs, err := s.store.List(ctx, store.Query{Kind: KindEventSource, AccountID: c.AccountID, BeforeID: before, Limit: limit})
+	q := store.Query{Kind: KindEventSource, AccountID: c.AccountID, Index: indexEventType, Value: c.Type, Limit: MaxPageSize}
+	for {
+		recs, err := s.store.List(ctx, q)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range recs {
-			if _, typ, ok := parseSourceKey(rec); ok && typ == c.Type {
-				out = append(out, events.Event{ID: s.ids.New(events.EventPrefix), Type: c.Type, CreatedAt: c.CreatedAt,
-					AccountID: c.AccountID, SubscriptionID: rec.ParentID, Object: c.Object})
-			}
+			out = append(out, events.Event{ID: s.ids.New(events.EventPrefix), Type: c.Type, CreatedAt: c.CreatedAt,
+				AccountID: c.AccountID, SubscriptionID: rec.ParentID, Object: c.Object})
 		}
-		scanned += len(recs)
-		if len(recs) < limit {
+		if len(recs) < q.Limit {
 			return out, nil
 		}
-		if scanned >= MaxSourcesScanned {
-			s.log.Warn("event delivery: the account has more event sources than are scanned per change; older sources do not trigger",
-				"account", c.AccountID, "scanned", scanned)
-			return out, nil
-		}
-		before = recs[len(recs)-1].ID
+		q.BeforeID = recs[len(recs)-1].ID
 	}
 }
 
 // sourceLookup is the store lookup key of a subscription's source.
 func sourceLookup(subscriptionID, typ string) string {
 	return "event_source:" + subscriptionID + ":" + typ
-}
-
-// parseSourceKey returns the subscription and type of a source record from
-// its lookup key.
-func parseSourceKey(rec store.Record) (subscriptionID, typ string, ok bool) {
-	if len(rec.Keys) != 1 {
-		return "", "", false
-	}
-	rest, ok := strings.CutPrefix(rec.Keys[0], "event_source:")
-	if !ok {
-		return "", "", false
-	}
-	return strings.Cut(rest, ":")
 }
 
 func (s *Service) presentSubscription(v *events.Subscription, _ store.Record) {
@@ -231,7 +203,8 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 		return nil, err
 	}
 	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
-		Data: data, Keys: []string{sourceLookup(subscriptionID, params.Type)}}
+		Data: data, Keys: []string{sourceLookup(subscriptionID, params.Type)},
+		Indexes: []store.IndexEntry{{Name: indexEventType, Value: params.Type}}}
 	if err := s.store.Create(ctx, rec); err != nil {
 		var (
 			miss *store.MissingRefError

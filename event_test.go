@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/edgeplane/edgeplane/store"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -27,9 +26,9 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
-	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -935,32 +934,34 @@ func TestUnregisteredTypesAreNotQueued(t *testing.T) {
 	wantViolation(t, err, "type", `did you mean "ip_policy_created.v0"?`)
 }
 
-func TestSourceScanIsBounded(t *testing.T) {
+// TestSourcesByTypeIndex: finding the subscriptions of a change reads only
+// the sources of its type, through the store's index, however many
+// sources of other types the account has.
+func TestSourcesByTypeIndex(t *testing.T) {
 	rec := &eventRecorder{}
-	e, logs := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
-	old := e.subscribe(t, e.user, "ip_policy_created.v0") // the oldest source: beyond the bound
-	// Write the rest straight to the store, in the documented record shape.
-	sub := e.subscribe(t, e.user)
-	gen := ids.NewGenerator(time.Now)
-	for i := range edgeplane.MaxSourcesScanned {
-		typ := "filler_" + strconv.Itoa(i) + ".v0"
-		r := store.Record{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, ID: gen.New(events.SourcePrefix),
-			ParentID: sub.ID, Data: []byte(`{"type":"` + typ + `","uri":""}`), Keys: []string{"event_source:" + sub.ID + ":" + typ}}
-		if err := e.store.Create(e.ctx, r); err != nil {
-			t.Fatal(err)
-		}
+	st := &countingStore{Store: memstore.New()}
+	e, _ := newEventEnv(t, st, events.Options{Sink: rec})
+	want := []string{e.subscribe(t, e.user, "ip_policy_created.v0").ID}
+	for range 100 {
+		e.subscribe(t, e.user, "ip_policy_updated.v0", "ip_policy_deleted.v0", "credential_created.v0")
 	}
+	want = append(want, e.subscribe(t, e.user, "credential_created.v0", "ip_policy_created.v0").ID)
+	st.listed.Store(0)
 	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil {
 		t.Fatal(err)
 	}
 	e.closeEvents(t)
+	var got []string
 	for _, ev := range rec.events() {
-		if ev.SubscriptionID == old.ID {
-			t.Fatal("a source beyond the scan bound triggered")
-		}
+		got = append(got, ev.SubscriptionID)
 	}
-	if !strings.Contains(logs.String(), "more event sources than are scanned") {
-		t.Error("the bound was not logged")
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("delivered to %v, want %v", got, want)
+	}
+	if n := st.listed.Load(); n != 2 {
+		t.Errorf("delivery read %d source records, want the 2 of the type", n)
 	}
 }
 

@@ -2,7 +2,6 @@ package edgeplane_test
 
 import (
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"net/netip"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 

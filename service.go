@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
 	"io"
 	"iter"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // DefaultBaseURL is the base URL of uri fields when [Options.BaseURL] is

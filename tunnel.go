@@ -3,7 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"github.com/edgeplane/edgeplane/store"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // KindTunnel is the kind of online tunnel records. A tunnel is a child of
@@ -20,14 +21,24 @@ const KindTunnel store.Kind = "tunnel"
 
 var tunnelKind = kindInfo{KindTunnel, backends.TunnelPrefix, "tunnels", "tunnel"}
 
-// MaxTunnelsScanned bounds the work of computing a backend's tunnels: the
-// Service reads at most this many of the account's online tunnels, newest
-// first, once per get, list page, create or update of a backend. Older
-// tunnels beyond it are not shown, and a warning is logged.
-const MaxTunnelsScanned = 10_000
+// MaxBackendTunnels bounds the tunnels one backend selects: its tunnels
+// field and [Service.BackendTunnels] show at most this many, the newest.
+// Beyond it older tunnels are left out, and a warning is logged. Finding
+// them reads, through the store's label index, only tunnels that carry
+// one of the backend's labels.
+const MaxBackendTunnels = 1000
 
-// tunnelScanPage is the page size of that scan.
-const tunnelScanPage = 1000
+// indexLabel is the secondary index of tunnels by label ("key=value").
+const indexLabel = "label"
+
+// tunnelIndexes returns a tunnel record's label index entries.
+func tunnelIndexes(labels map[string]string) []store.IndexEntry {
+	out := make([]store.IndexEntry, 0, len(labels))
+	for k, v := range labels {
+		out = append(out, store.IndexEntry{Name: indexLabel, Value: k + "=" + v})
+	}
+	return out
+}
 
 func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	t.URI = s.uri(tunnelKind.collection, t.ID)
@@ -67,7 +78,12 @@ func (s *Service) RegisterTunnel(ctx context.Context, token string, params backe
 	t.ID, t.AccountID, t.StartedAt = s.ids.New(backends.TunnelPrefix), auth.AccountID, s.timestamp()
 	t.Credential = resource.Ref{ID: auth.Credential.ID}
 	p := Principal{AccountID: auth.AccountID}
-	if err := s.create(ctx, p, tunnelKind, t.ID, auth.Credential.ID, &t, nil); err != nil {
+	data, err := encode(&t)
+	if err != nil {
+		return nil, err
+	}
+	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Data: data, Indexes: tunnelIndexes(t.Labels)}
+	if err := s.store.Create(ctx, rec); err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return nil, errBadToken // the credential was deleted meanwhile
@@ -110,61 +126,58 @@ func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions
 	return list(ctx, s, p, tunnelKind, "", tunnelKind.collection, opts, s.presentTunnel)
 }
 
-// onlineTunnel is what computing a backend's tunnels needs of a tunnel
+// onlineTunnel is what selecting a backend's tunnels needs of a tunnel
 // record: decoding only these fields costs a fraction of a full decode.
 type onlineTunnel struct {
-	ID     string            `json:"id"`
 	Labels map[string]string `json:"labels"`
 }
 
-// onlineTunnels returns up to MaxTunnelsScanned of the account's online
-// tunnels, newest first.
-func (s *Service) onlineTunnels(ctx context.Context, accountID string) ([]onlineTunnel, error) {
-	var out []onlineTunnel
-	err := s.scanTunnels(ctx, accountID, func(rec store.Record) error {
-		t, err := decode[onlineTunnel](rec)
-		if err != nil {
-			return err
-		}
-		out = append(out, *t)
+// selectTunnels calls visit with the account's online tunnel records that
+// carry all of labels, newest first, at most [MaxBackendTunnels] of them,
+// and stops at visit's first error. It reads the tunnels that carry one
+// of the labels (the first key in order) through the label index; a
+// backend without labels (which the API never stores) selects none.
+func (s *Service) selectTunnels(ctx context.Context, accountID string, labels map[string]string, visit func(store.Record) error) error {
+	if len(labels) == 0 {
 		return nil
-	})
-	return out, err
-}
-
-// scanTunnels calls visit with up to MaxTunnelsScanned of the account's
-// online tunnel records, newest first, and stops at visit's first error.
-func (s *Service) scanTunnels(ctx context.Context, accountID string, visit func(store.Record) error) error {
-	seen := 0
-	before := ""
+	}
+	key := slices.Min(slices.Collect(maps.Keys(labels)))
+	q := store.Query{Kind: KindTunnel, AccountID: accountID, Index: indexLabel, Value: key + "=" + labels[key], Limit: MaxPageSize}
+	selected := 0
 	for {
-		limit := min(tunnelScanPage, MaxTunnelsScanned-seen)
-		recs, err := s.store.List(ctx, store.Query{Kind: KindTunnel, AccountID: accountID, BeforeID: before, Limit: limit})
+		recs, err := s.store.List(ctx, q)
 		if err != nil {
 			return s.storeErr(err, tunnelKind, "")
 		}
 		for _, rec := range recs {
+			t, err := decode[onlineTunnel](rec)
+			if err != nil {
+				return err
+			}
+			if !backends.Selects(labels, t.Labels) {
+				continue
+			}
+			if selected == MaxBackendTunnels {
+				s.log.Warn("a backend selects more online tunnels than are shown; older tunnels are left out",
+					"account", accountID, "shown", MaxBackendTunnels)
+				return nil
+			}
+			selected++
 			if err := visit(rec); err != nil {
 				return err
 			}
 		}
-		seen += len(recs)
-		if len(recs) < limit {
+		if len(recs) < q.Limit {
 			return nil
 		}
-		if seen >= MaxTunnelsScanned {
-			s.log.Warn("the account has more online tunnels than are scanned for backends; older tunnels are not shown",
-				"account", accountID, "scanned", seen)
-			return nil
-		}
-		before = recs[len(recs)-1].ID
+		q.BeforeID = recs[len(recs)-1].ID
 	}
 }
 
 // BackendTunnels returns the online tunnels of the account that the
 // tunnel group backend backendID selects, newest first: those that carry
-// all of the backend's labels, found among the newest MaxTunnelsScanned
-// online tunnels, as the backend's tunnels field shows them. It is a host
+// all of the backend's labels (at most [MaxBackendTunnels], the newest),
+// as the backend's tunnels field shows them. It is a host
 // operation, for the data plane that routes a backend's traffic to one of
 // its tunnels (each tunnel says where its agent forwards, ForwardsTo). A
 // backend that is missing or of another account is not found; a backend
@@ -175,11 +188,7 @@ func (s *Service) BackendTunnels(ctx context.Context, accountID, backendID strin
 		return nil, err
 	}
 	out := []backends.Tunnel{}
-	err = s.scanTunnels(ctx, accountID, func(rec store.Record) error {
-		sel, err := decode[onlineTunnel](rec)
-		if err != nil || !backends.Selects(b.Labels, sel.Labels) {
-			return err
-		}
+	err = s.selectTunnels(ctx, accountID, b.Labels, func(rec store.Record) error {
 		t, err := decode[backends.Tunnel](rec)
 		if err != nil {
 			return err

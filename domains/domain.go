@@ -396,20 +396,34 @@ func (d *ReservedDomain) ShowRenewal(now time.Time) {
 // has come, or no job runs and the renewal time has come. A job failed
 // with [ErrorCodeDNS] waits for the user.
 func (d *ReservedDomain) CertificateDue(now time.Time) bool {
+	at, ok := d.CertificateDueAt()
+	return ok && !now.Before(at)
+}
+
+// CertificateDueAt returns when d's managed certificate becomes due (see
+// [ReservedDomain.CertificateDue]): the zero time when it is due now
+// whatever the time, and false when no time makes it due (no policy, a
+// job failed with [ErrorCodeDNS], or one failed with [ErrorCodeInternal]
+// without a retry time). Stores index domains by it, so that the due ones
+// are found without reading the others.
+func (d *ReservedDomain) CertificateDueAt() (time.Time, bool) {
 	st := d.CertificateManagementStatus
 	if d.CertificateManagementPolicy == nil || st == nil {
-		return false
+		return time.Time{}, false
 	}
 	if job := st.ProvisioningJob; job != nil {
 		switch {
 		case job.ErrorCode == nil:
-			return true
-		case *job.ErrorCode == ErrorCodeInternal:
-			return job.RetriesAt != nil && !now.Before(*job.RetriesAt)
+			return time.Time{}, true
+		case *job.ErrorCode == ErrorCodeInternal && job.RetriesAt != nil:
+			return *job.RetriesAt, true
 		}
-		return false
+		return time.Time{}, false
 	}
-	return st.RenewsAt == nil || !now.Before(*st.RenewsAt)
+	if st.RenewsAt == nil {
+		return time.Time{}, true
+	}
+	return *st.RenewsAt, true
 }
 
 // RenewsAt returns when a certificate valid from notBefore to notAfter is

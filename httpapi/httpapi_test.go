@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/edgeplane/edgeplane/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/edgeplane/edgeplane/store"
 	"log/slog"
 	"net/url"
 	"sync/atomic"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // serviceLoader returns the loader of Service mode: the HTTPS edge's
