@@ -98,8 +98,10 @@
 // # Edge proxies and tunnel servers
 //
 // Host operations that take no principal serve the data plane:
-// [Service.AuthenticateTunnelToken] and [Service.RegisterTunnel] for tunnel
-// servers, [Service.HTTPSEdgeConfig], [Service.HTTPSRouteConfig],
+// [Service.AuthenticateTunnelToken], [Service.RegisterTunnel] and
+// [Service.RenewTunnel] for tunnel servers (a tunnel is online under a
+// lease of [Options.TunnelLease]; [Service.ReapTunnels] removes expired
+// ones), [Service.HTTPSEdgeConfig], [Service.HTTPSRouteConfig],
 // [Service.TLSEdgeConfig], [Service.TCPEdgeConfig] and
 // [Service.BackendTunnels] for edge proxies, [Service.CertificateOrders]
 // and the Report methods for a certificate manager.

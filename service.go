@@ -52,7 +52,16 @@ type Options struct {
 	// keeps rate limiter state across recompilations. Nil: New builds one
 	// with the built-in actions, Clock and a sink on Logger.
 	Policy *policy.Engine
+	// TunnelLease is how long a registered tunnel stays online without
+	// its tunnel server renewing it ([Service.RenewTunnel]). Default
+	// [DefaultTunnelLease].
+	TunnelLease time.Duration
 }
+
+// DefaultTunnelLease is the default of [Options.TunnelLease]. A tunnel
+// server renews each tunnel well within it (every 20 seconds, say), so
+// that a server that dies takes its tunnels offline within a minute.
+const DefaultTunnelLease = 60 * time.Second
 
 // Service is the management API as Go methods: one method per operation of
 // the specification, each acting for a [Principal]. It is safe for
@@ -69,22 +78,27 @@ type Service struct {
 	queue      *events.Queue    // nil when delivery is off
 
 	policy *policy.Engine // Options.Policy or a default engine; never nil
+	lease  time.Duration  // Options.TunnelLease or its default
 }
 
 // New returns a Service over store. A nil store panics: it is a
 // programming error, not a runtime condition.
-func New(store store.Store, opts Options) *Service {
-	if store == nil {
+func New(st store.Store, opts Options) *Service {
+	if st == nil {
 		panic("edgeplane.New: nil store.Store")
 	}
 	s := &Service{
-		store:   store,
+		store:   st,
+		lease:   opts.TunnelLease,
 		baseURL: strings.TrimRight(opts.BaseURL, "/"),
 		now:     opts.Clock,
 		log:     opts.Logger,
 	}
 	if s.baseURL == "" {
 		s.baseURL = DefaultBaseURL
+	}
+	if s.lease <= 0 {
+		s.lease = DefaultTunnelLease
 	}
 	if s.now == nil {
 		s.now = time.Now

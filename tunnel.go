@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
@@ -31,13 +32,18 @@ const MaxBackendTunnels = 1000
 // indexLabel is the secondary index of tunnels by label ("key=value").
 const indexLabel = "label"
 
-// tunnelIndexes returns a tunnel record's label index entries.
-func tunnelIndexes(labels map[string]string) []store.IndexEntry {
-	out := make([]store.IndexEntry, 0, len(labels))
-	for k, v := range labels {
+// indexLeaseEnd is the secondary index of tunnels by the end of their
+// lease, read by [Service.ReapTunnels].
+const indexLeaseEnd = "lease_end"
+
+// tunnelIndexes returns a tunnel record's index entries: its labels and
+// the end of its lease.
+func tunnelIndexes(t *backends.Tunnel) []store.IndexEntry {
+	out := make([]store.IndexEntry, 0, len(t.Labels)+1)
+	for k, v := range t.Labels {
 		out = append(out, store.IndexEntry{Name: indexLabel, Value: k + "=" + v})
 	}
-	return out
+	return append(out, store.IndexEntry{Name: indexLeaseEnd, Value: store.IndexTime(t.ExpiresAt)})
 }
 
 func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
@@ -76,13 +82,14 @@ func (s *Service) RegisterTunnel(ctx context.Context, token string, params backe
 	}
 	t := params.Tunnel()
 	t.ID, t.AccountID, t.StartedAt = s.ids.New(backends.TunnelPrefix), auth.AccountID, s.timestamp()
+	t.ExpiresAt = t.StartedAt.Add(s.lease)
 	t.Credential = resource.Ref{ID: auth.Credential.ID}
 	p := Principal{AccountID: auth.AccountID}
 	data, err := encode(&t)
 	if err != nil {
 		return nil, err
 	}
-	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Data: data, Indexes: tunnelIndexes(t.Labels)}
+	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Data: data, Indexes: tunnelIndexes(&t)}
 	if err := s.store.Create(ctx, rec); err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
@@ -129,12 +136,13 @@ func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions
 // onlineTunnel is what selecting a backend's tunnels needs of a tunnel
 // record: decoding only these fields costs a fraction of a full decode.
 type onlineTunnel struct {
-	Labels map[string]string `json:"labels"`
+	Labels    map[string]string `json:"labels"`
+	ExpiresAt time.Time         `json:"expires_at"`
 }
 
 // selectTunnels calls visit with the account's online tunnel records that
-// carry all of labels, newest first, at most [MaxBackendTunnels] of them,
-// and stops at visit's first error. It reads the tunnels that carry one
+// carry all of labels and whose lease has not ended, newest first, at
+// most [MaxBackendTunnels] of them, and stops at visit's first error. It reads the tunnels that carry one
 // of the labels (the first key in order) through the label index; a
 // backend without labels (which the API never stores) selects none.
 func (s *Service) selectTunnels(ctx context.Context, accountID string, labels map[string]string, visit func(store.Record) error) error {
@@ -144,6 +152,7 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 	key := slices.Min(slices.Collect(maps.Keys(labels)))
 	q := store.Query{Kind: KindTunnel, AccountID: accountID, Index: indexLabel, Value: key + "=" + labels[key], Limit: MaxPageSize}
 	selected := 0
+	now := s.now()
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {
@@ -154,7 +163,7 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 			if err != nil {
 				return err
 			}
-			if !backends.Selects(labels, t.Labels) {
+			if !backends.Selects(labels, t.Labels) || !now.Before(t.ExpiresAt) {
 				continue
 			}
 			if selected == MaxBackendTunnels {
@@ -201,4 +210,69 @@ func (s *Service) BackendTunnels(ctx context.Context, accountID, backendID strin
 		return nil, err
 	}
 	return out, nil
+}
+
+// RenewTunnel extends the lease of an online tunnel of the account to
+// [Options.TunnelLease] from now, as its tunnel server does while the
+// tunnel is open, and returns the tunnel. It is a host operation. A
+// tunnel whose lease has already ended cannot be renewed (failed
+// precondition: register it again); one that is gone is not found.
+func (s *Service) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
+	if !ids.Valid(id, backends.TunnelPrefix) || !ids.Valid(accountID, AccountPrefix) {
+		return nil, tunnelKind.notFound(id)
+	}
+	var out *backends.Tunnel
+	now := s.now()
+	rec, err := s.store.Update(ctx, KindTunnel, accountID, id, func(rec *store.Record) error {
+		t, err := decode[backends.Tunnel](*rec)
+		if err != nil {
+			return err
+		}
+		if t.Expired(now) {
+			return apierr.New(apierr.FailedPrecondition, "the lease of tunnel %s ended at %s; register the tunnel again", id, t.ExpiresAt.Format(time.RFC3339))
+		}
+		t.ExpiresAt = now.UTC().Truncate(time.Second).Add(s.lease)
+		if rec.Data, err = encode(t); err != nil {
+			return err
+		}
+		rec.Indexes = tunnelIndexes(t)
+		out = t
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeErr(err, tunnelKind, id)
+	}
+	s.presentTunnel(out, rec)
+	return out, nil
+}
+
+// ReapTunnels removes up to limit tunnels, across all accounts, whose
+// lease ended before now, and returns how many it removed. It is a host
+// operation, for a periodic job (every few seconds, say). It reads only
+// expired tunnels, through the store's index of leases; a tunnel renewed
+// between the read and the removal is kept. Each removal is reported as a
+// tunnel_deleted event, as [Service.UnregisterTunnel] does.
+func (s *Service) ReapTunnels(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, apierr.Invalidf("limit", "must be positive, got %d", limit)
+	}
+	now := s.now()
+	recs, err := s.store.List(ctx, store.Query{Kind: KindTunnel, Index: indexLeaseEnd, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true, Limit: limit})
+	if err != nil {
+		return 0, s.storeErr(err, tunnelKind, "")
+	}
+	reaped := 0
+	for _, rec := range recs {
+		err := s.store.DeleteIf(ctx, KindTunnel, rec.AccountID, rec.ID, rec.Version)
+		var ve *store.VersionError
+		switch {
+		case errors.As(err, &ve), errors.Is(err, apierr.ErrNotFound):
+			continue // renewed, unregistered or reaped meanwhile
+		case err != nil:
+			return reaped, s.storeErr(err, tunnelKind, rec.ID)
+		}
+		reaped++
+		s.changed(ctx, Principal{AccountID: rec.AccountID}, "tunnel", "deleted", s.ref(tunnelKind.collection, rec.ID))
+	}
+	return reaped, nil
 }

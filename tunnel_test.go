@@ -1,6 +1,8 @@
 package edgeplane_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,7 +12,10 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -45,6 +50,7 @@ func TestRegisterTunnel(t *testing.T) {
 		StartedAt:  time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC),
 		Labels:     map[string]string{"env": "prod", "app": "api"},
 		Credential: resource.Ref{ID: cred.ID, URI: "https://api.example.test/credentials/" + cred.ID},
+		ExpiresAt:  time.Date(2026, 11, 21, 9, 31, 15, 0, time.UTC), // DefaultTunnelLease later
 	}
 	if diff := cmp.Diff(want, tn); diff != "" {
 		t.Errorf("RegisterTunnel (-want +got):\n%s", diff)
@@ -361,4 +367,104 @@ func TestBackendTunnelsStoreFailure(t *testing.T) {
 	wantCode(t, err, apierr.Internal)
 	_, err = edgeplane.New(failingStore{}, edgeplane.Options{}).BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
+}
+
+// TestTunnelLeases: a tunnel is online while its lease runs; renewal
+// extends it; once it ends no backend selects the tunnel, it cannot be
+// renewed, and the reaper removes it with an event.
+func TestTunnelLeases(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, "tunnel_deleted.v0")
+	_, token := e.token(t, e.user)
+	tn := e.tunnel(t, token, map[string]string{"env": "prod"})
+	b := e.backend(t, e.user, map[string]string{"env": "prod"})
+	selected := func() int {
+		t.Helper()
+		got, err := e.svc.GetTunnelGroupBackend(e.ctx, e.user, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, err := e.svc.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+		if err != nil || len(served) != len(got.Tunnels) {
+			t.Fatalf("BackendTunnels: %d, %v; the backend shows %d", len(served), err, len(got.Tunnels))
+		}
+		return len(got.Tunnels)
+	}
+	if n := selected(); n != 1 {
+		t.Fatalf("a fresh tunnel: %d selected", n)
+	}
+
+	e.clock.Advance(edgeplane.DefaultTunnelLease - 10*time.Second)
+	renewed, err := e.svc.RenewTunnel(e.ctx, e.user.AccountID, tn.ID)
+	if err != nil || !renewed.ExpiresAt.Equal(e.clock.Now().UTC().Truncate(time.Second).Add(edgeplane.DefaultTunnelLease)) {
+		t.Fatalf("RenewTunnel = %v, %v", renewed, err)
+	}
+	e.clock.Advance(30 * time.Second) // past the first lease, within the renewed one
+	if n := selected(); n != 1 {
+		t.Fatalf("a renewed tunnel: %d selected", n)
+	}
+	if n, err := e.svc.ReapTunnels(e.ctx, 10); n != 0 || err != nil {
+		t.Fatalf("reaped %d live tunnels, %v", n, err)
+	}
+
+	e.clock.Advance(edgeplane.DefaultTunnelLease)
+	if n := selected(); n != 0 {
+		t.Fatalf("an expired tunnel is still selected (%d)", n)
+	}
+	_, err = e.svc.RenewTunnel(e.ctx, e.user.AccountID, tn.ID)
+	wantCode(t, err, apierr.FailedPrecondition)
+	if n, err := e.svc.ReapTunnels(e.ctx, 10); n != 1 || err != nil {
+		t.Fatalf("ReapTunnels = %d, %v; want 1", n, err)
+	}
+	_, err = e.svc.GetTunnel(e.ctx, e.user, tn.ID)
+	wantCode(t, err, apierr.NotFound)
+	e.closeEvents(t)
+	if evs := rec.events(); len(evs) != 1 || evs[0].Type != "tunnel_deleted.v0" {
+		t.Errorf("events: %+v", evs)
+	}
+	_, err = e.svc.ReapTunnels(e.ctx, 0)
+	wantViolation(t, err, "limit", "positive")
+}
+
+// renewingStore renews (rewrites) a tunnel just before the reaper's
+// conditional delete reaches the store.
+type renewingStore struct {
+	store.Store
+}
+
+func (s *renewingStore) DeleteIf(ctx context.Context, kind store.Kind, acct, id string, version int64) error {
+	if _, err := s.Store.Update(ctx, kind, acct, id, func(*store.Record) error { return nil }); err != nil {
+		return err
+	}
+	return s.Store.DeleteIf(ctx, kind, acct, id, version)
+}
+
+// TestReapKeepsARenewedTunnel: a tunnel renewed between the reaper's read
+// and its delete is kept (the delete is conditional on the version read).
+func TestReapKeepsARenewedTunnel(t *testing.T) {
+	e := newEnvWithStore(t, &renewingStore{Store: memstore.New()})
+	_, token := e.token(t, e.user)
+	tn := e.tunnel(t, token, nil)
+	e.clock.Advance(2 * edgeplane.DefaultTunnelLease)
+	if n, err := e.svc.ReapTunnels(e.ctx, 10); n != 0 || err != nil {
+		t.Fatalf("ReapTunnels = %d, %v; want the renewed tunnel kept", n, err)
+	}
+	if _, err := e.svc.GetTunnel(e.ctx, e.user, tn.ID); err != nil {
+		t.Errorf("the tunnel renewed during the reap is gone: %v", err)
+	}
+}
+
+func TestTunnelLeaseOption(t *testing.T) {
+	st := memstore.New()
+	clock := &fakeClock{now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	svc := edgeplane.New(st, edgeplane.Options{Clock: clock.Now, TunnelLease: 5 * time.Minute})
+	e := &env{svc: svc, store: st, clock: clock, ctx: context.Background(), logs: new(bytes.Buffer)}
+	a := e.account(t, "a")
+	e.user = e.subject(t, a, false, false)
+	_, token := e.token(t, e.user)
+	tn := e.tunnel(t, token, nil)
+	if want := clock.Now().Add(5 * time.Minute); !tn.ExpiresAt.Equal(want) {
+		t.Errorf("expires_at %v, want %v", tn.ExpiresAt, want)
+	}
 }

@@ -134,7 +134,14 @@ type Tunnel struct {
 	// traffic to, as the agent reported it (http://127.0.0.1:3000), or ""
 	// when it did not say.
 	ForwardsTo string `json:"forwards_to"`
+	// ExpiresAt is when the tunnel's lease ends: unless its tunnel server
+	// renews the lease before then, the tunnel is offline from that
+	// moment (no backend selects it) and is removed.
+	ExpiresAt time.Time `json:"expires_at"`
 }
+
+// Expired reports whether t's lease has ended at time now.
+func (t *Tunnel) Expired(now time.Time) bool { return !now.Before(t.ExpiresAt) }
 
 // RegisterTunnelParams are what a tunnel server knows about a tunnel an
 // agent opens.

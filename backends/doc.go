@@ -54,4 +54,7 @@
 //     http://127.0.0.1:3000. It is stored as given and shown in tunnel
 //     responses, "" when the agent did not say. A data plane that routes a
 //     backend's traffic reads it from the tunnels the backend selects.
+//   - A tunnel is online under a lease: expires_at is when it ends unless
+//     the tunnel server renews it. An expired tunnel is offline at once
+//     ([Tunnel.Expired]): no backend selects it, and it is removed.
 package backends

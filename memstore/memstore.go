@@ -395,6 +395,17 @@ func (s *Store) put(ctx context.Context, old *store.Record, rec store.Record) (s
 
 // Delete implements [store.Store].
 func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
+	return s.delete(ctx, kind, accountID, id, -1)
+}
+
+// DeleteIf implements [store.Store].
+func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+	return s.delete(ctx, kind, accountID, id, version)
+}
+
+// delete deletes the record and its descendants; when version is not
+// negative, only if the record is at that version.
+func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -403,6 +414,9 @@ func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id strin
 	r, ok := s.recs[id]
 	if !ok || r.Kind != kind || r.AccountID != accountID {
 		return notFound(kind, id)
+	}
+	if version >= 0 && r.Version != version {
+		return &store.VersionError{ID: id, Want: version, Have: r.Version}
 	}
 	// Collect the record and its descendants.
 	doomed := map[string]bool{id: true}

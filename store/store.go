@@ -163,6 +163,10 @@ type Store interface {
 	// an [*InUseError] when a record outside that set references one inside
 	// it.
 	Delete(ctx context.Context, kind Kind, accountID, id string) error
+	// DeleteIf is Delete conditional on the record's Version: when another
+	// write came after the caller read version, it fails with a
+	// [*VersionError] and deletes nothing.
+	DeleteIf(ctx context.Context, kind Kind, accountID, id string, version int64) error
 	// List returns the records that q selects, newest (greatest ID) first,
 	// at most q.Limit of them. Paging by BeforeID is stable under
 	// concurrent writes: no record appears twice, and every record that

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Versions", testVersions},
 		{"Replace", testReplace},
 		{"ConcurrentUpdateByReplace", testConcurrentUpdateByReplace},
+		{"DeleteIf", testDeleteIf},
 		{"IndexEquality", testIndexEquality},
 		{"IndexBelow", testIndexBelow},
 		{"RefersTo", testRefersTo},
@@ -823,6 +824,7 @@ func testContextCancellation(t *testing.T, s store.Store) {
 	_, checks["Lookup"] = s.Lookup(ctx, kindA, "any")
 	_, checks["List"] = s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 1})
 	_, checks["Replace"] = s.Replace(ctx, existing)
+	checks["DeleteIf"] = s.DeleteIf(ctx, kindA, acct, existing.ID, 1)
 	called := false
 	_, checks["Update"] = s.Update(ctx, kindA, acct, existing.ID, func(*store.Record) error {
 		called = true
@@ -1034,4 +1036,36 @@ func testConcurrentUpdateByReplace(t *testing.T, s store.Store) {
 	if !errors.As(err, &ve) || calls != 1 {
 		t.Errorf("UpdateByReplace with one attempt against a racing write: %v after %d calls, want a VersionError after 1", err, calls)
 	}
+}
+
+// testDeleteIf: a conditional delete removes the record (and its
+// children) only at the version read.
+func testDeleteIf(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	r := f.record(kindA, acct)
+	child := f.record(kindB, acct)
+	child.ParentID = r.ID
+	create(t, s, r, child)
+	read, err := s.Get(ctx, kindA, acct, r.ID)
+	must(t, err)
+	_, err = s.Update(ctx, kindA, acct, r.ID, func(rec *store.Record) error { rec.Data = doc("moved on", 1); return nil })
+	must(t, err)
+	err = s.DeleteIf(ctx, kindA, acct, r.ID, read.Version)
+	var ve *store.VersionError
+	if !errors.As(err, &ve) || !errors.Is(err, apierr.ErrConflict) {
+		t.Fatalf("DeleteIf at a stale version: %v, want a VersionError", err)
+	}
+	if _, err := s.Get(ctx, kindB, acct, child.ID); err != nil {
+		t.Fatalf("a refused DeleteIf removed a child: %v", err)
+	}
+	now, err := s.Get(ctx, kindA, acct, r.ID)
+	must(t, err)
+	must(t, s.DeleteIf(ctx, kindA, acct, r.ID, now.Version))
+	_, err = s.Get(ctx, kindA, acct, r.ID)
+	wantNotFound(t, "Get after DeleteIf", err)
+	_, err = s.Get(ctx, kindB, acct, child.ID)
+	wantNotFound(t, "the child after DeleteIf", err)
+	wantNotFound(t, "DeleteIf of a missing record", s.DeleteIf(ctx, kindA, acct, r.ID, now.Version))
 }

@@ -131,8 +131,8 @@ func newBenchProxy(b *testing.B, up benchUpstream, limited bool) *Proxy {
 // once and then reused, at the cost of one version check per request.
 func newBenchServiceProxy(b *testing.B, up benchUpstream) *Proxy {
 	ctx := context.Background()
-	store := &versionedStore{Store: memstore.New()}
-	svc := edgeplane.New(store, edgeplane.Options{})
+	store := memstore.New()
+	svc := edgeplane.New(store, edgeplane.Options{TunnelLease: 24 * time.Hour}) // longer than any run; nothing renews
 	bs, err := bootstrap(ctx, svc, "", up.url.String())
 	if err != nil {
 		b.Fatal(err)
@@ -144,7 +144,7 @@ func newBenchServiceProxy(b *testing.B, up benchUpstream) *Proxy {
 	if _, err := svc.ReplaceHTTPSRouteTrafficPolicy(ctx, pr, bs.edgeID, bs.routeID, edges.TrafficPolicyParams{Value: benchPolicy}); err != nil {
 		b.Fatal(err)
 	}
-	p, err := New(ctx, Options{Service: svc, AccountID: bs.accountID, EdgeID: bs.edgeID, Version: store.Version, Transport: up.transport})
+	p, err := New(ctx, Options{Service: svc, AccountID: bs.accountID, EdgeID: bs.edgeID, Version: storeRevision(store), Transport: up.transport})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync/atomic"
+	"time"
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/policy"
@@ -17,6 +18,10 @@ import (
 type snapshot struct {
 	// version is the Options.Version reading the snapshot was built at.
 	version uint64
+	// expires is when the first tunnel lease the snapshot routes to ends
+	// (zero when it routes to none): from then on it is rebuilt, so an
+	// expired tunnel never receives traffic even when nothing was written.
+	expires time.Time
 	// edge matches a request path to a route (exact_path beats
 	// path_prefix, the longest prefix wins).
 	edge *edges.HTTPSEdgeConfig

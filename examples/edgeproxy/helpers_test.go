@@ -190,7 +190,7 @@ func standalone(t testing.TB, doc string, trusted ...string) *env {
 type serviceEnv struct {
 	*env
 	svc   *edgeplane.Service
-	store *versionedStore
+	store *memstore.Store
 	p     edgeplane.Principal
 	b     *bootstrapped
 	api   string
@@ -201,8 +201,11 @@ func service(t testing.TB) *serviceEnv {
 	ctx := context.Background()
 	e := &env{t: t, up: newUpstream(t, "a"), clock: newFakeClock()}
 	e.log, e.logs = newLogger()
-	s := &serviceEnv{env: e, store: &versionedStore{Store: memstore.New()}}
-	s.svc = edgeplane.New(s.store, edgeplane.Options{Logger: e.log})
+	s := &serviceEnv{env: e, store: memstore.New()}
+	// The Service and the proxy share the fake clock; the tests advance it
+	// by rate-limit windows, so the tunnel's lease is long
+	// (TestExpiredTunnelGetsNoTraffic tests leases).
+	s.svc = edgeplane.New(s.store, edgeplane.Options{Logger: e.log, Clock: e.clock.Now, TunnelLease: 24 * time.Hour})
 	b, err := bootstrap(ctx, s.svc, "", e.up.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +216,7 @@ func service(t testing.TB) *serviceEnv {
 		t.Fatal(err)
 	}
 	s.p = pr
-	e.proxy, err = New(ctx, Options{Service: s.svc, AccountID: b.accountID, EdgeID: b.edgeID, Version: s.store.Version,
+	e.proxy, err = New(ctx, Options{Service: s.svc, AccountID: b.accountID, EdgeID: b.edgeID, Version: storeRevision(s.store),
 		Clock: e.clock.Now, Logger: e.log})
 	if err != nil {
 		t.Fatal(err)

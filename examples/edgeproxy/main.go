@@ -14,7 +14,8 @@
 // once. It creates an HTTPS edge with one path_prefix "/" route whose
 // backend module names a tunnel group backend, registers an online tunnel
 // of that backend (with a credential's authtoken) that forwards to
-// -upstream, and prints the IDs. The proxy on -addr serves that edge:
+// -upstream, renews the tunnel's lease as a tunnel server would, and
+// prints the IDs. The proxy on -addr serves that edge:
 // modules and traffic policies changed through the API apply from the next
 // request on.
 //
@@ -214,8 +215,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if *baseURL == "" {
 			*baseURL = "http://" + apiLn.Addr().String()
 		}
-		store := &versionedStore{Store: memstore.New()}
-		svc := edgeplane.New(store, edgeplane.Options{BaseURL: *baseURL, Logger: logger})
+		st := memstore.New()
+		svc := edgeplane.New(st, edgeplane.Options{BaseURL: *baseURL, Logger: logger})
 		env := getenv("EDGEPLANE_API_KEY")
 		b, err := bootstrap(ctx, svc, env, upstream.String())
 		if err != nil {
@@ -227,7 +228,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
 		}
 		fmt.Fprintf(stdout, "EDGE=%s\nROUTE=%s\nBACKEND=%s\nTUNNEL=%s\n", b.edgeID, b.routeID, b.backendID, b.tunnelID)
-		proxy, err = New(ctx, Options{Service: svc, AccountID: b.accountID, EdgeID: b.edgeID, Version: store.Version,
+		go renewTunnel(ctx, svc, b, logger)
+		proxy, err = New(ctx, Options{Service: svc, AccountID: b.accountID, EdgeID: b.edgeID, Version: storeRevision(st),
 			Logger: logger, TrustedProxies: trusted, UpstreamTimeout: *upstreamTimeout})
 		if err != nil {
 			return err
@@ -359,4 +361,21 @@ func bootstrap(ctx context.Context, svc *edgeplane.Service, secret, upstream str
 		return nil, err
 	}
 	return &bootstrapped{key: *key.Token, accountID: acct.ID, edgeID: edge.ID, routeID: rt.ID, backendID: backend.ID, tunnelID: tunnel.ID}, nil
+}
+
+// renewTunnel renews the lease of the bootstrapped tunnel every third of
+// the lease, as a tunnel server does for its open tunnels, until ctx ends.
+func renewTunnel(ctx context.Context, svc *edgeplane.Service, b *bootstrapped, log *slog.Logger) {
+	t := time.NewTicker(edgeplane.DefaultTunnelLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := svc.RenewTunnel(ctx, b.accountID, b.tunnelID); err != nil && ctx.Err() == nil {
+				log.Error("renewing the tunnel's lease", "tunnel", b.tunnelID, "err", err)
+			}
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/policy"
 )
 
@@ -301,5 +303,44 @@ func TestRunBounds(t *testing.T) {
 	}
 	if m := s.stderr.String(); !strings.Contains(m, "upstream error") {
 		t.Errorf("the timeout is not logged:\n%s", m)
+	}
+}
+
+// TestExpiredTunnelGetsNoTraffic: when a tunnel's lease ends, the proxy
+// stops routing to it at once, though nothing was written to the store;
+// renewing keeps it routed.
+func TestExpiredTunnelGetsNoTraffic(t *testing.T) {
+	ctx := context.Background()
+	up := newUpstream(t, "a")
+	clock := newFakeClock()
+	st := memstore.New()
+	svc := edgeplane.New(st, edgeplane.Options{Clock: clock.Now})
+	b, err := bootstrap(ctx, svc, "", up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, Options{Service: svc, AccountID: b.accountID, EdgeID: b.edgeID, Version: storeRevision(st), Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	if code, _, _ := httpGet(t, srv.URL+"/"); code != 200 {
+		t.Fatalf("a live tunnel: %d", code)
+	}
+	clock.Advance(edgeplane.DefaultTunnelLease - time.Second)
+	if _, err := svc.RenewTunnel(ctx, b.accountID, b.tunnelID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second) // past the first lease, within the renewed one
+	if code, _, _ := httpGet(t, srv.URL+"/"); code != 200 {
+		t.Fatalf("a renewed tunnel: %d", code)
+	}
+	clock.Advance(edgeplane.DefaultTunnelLease)
+	if code, _, body := httpGet(t, srv.URL+"/"); code != http.StatusServiceUnavailable {
+		t.Fatalf("an expired tunnel: %d %q, want 503", code, body)
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("the upstream got %d requests, want 2 (none after the lease ended)", n)
 	}
 }

@@ -32,7 +32,7 @@ type Options struct {
 	AccountID string
 	EdgeID    string
 	// Version, in Service mode, returns a number that changes whenever the
-	// Service's stored state may have changed (see [versionedStore]). The
+	// Service's stored state may have changed (see [storeRevision]). The
 	// proxy reuses its snapshot of the edge while the number stays the
 	// same and rebuilds it on the first request after a change. Nil
 	// rebuilds the snapshot on every request, recompiling the routes'
@@ -112,7 +112,7 @@ func New(ctx context.Context, o Options) (*Proxy, error) {
 			return nil, errors.New("edgeproxy: Policy is for standalone mode; in Service mode each route has its own")
 		}
 		p.load = serviceLoader(o.Service, o.AccountID, o.EdgeID, p.log)
-		if _, err := p.snapshot(ctx); err != nil {
+		if _, err := p.snapshot(ctx, time.Now()); err != nil {
 			return nil, err
 		}
 	default:
@@ -171,7 +171,7 @@ func (p *Proxy) SetPolicy(pol *policy.Policy) error {
 }
 
 // snapshot returns the configuration to apply to a request.
-func (p *Proxy) snapshot(ctx context.Context) (*snapshot, error) {
+func (p *Proxy) snapshot(ctx context.Context, now time.Time) (*snapshot, error) {
 	if p.load == nil {
 		return p.cur.Load(), nil
 	}
@@ -186,14 +186,17 @@ func (p *Proxy) snapshot(ctx context.Context) (*snapshot, error) {
 		p.cur.Store(s)
 		return s, nil
 	}
+	fresh := func(s *snapshot, v uint64) bool {
+		return s != nil && s.version == v && (s.expires.IsZero() || now.Before(s.expires))
+	}
 	v := p.version()
-	if s := p.cur.Load(); s != nil && s.version == v {
+	if s := p.cur.Load(); fresh(s, v) {
 		return s, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v = p.version()
-	if s := p.cur.Load(); s != nil && s.version == v {
+	if s := p.cur.Load(); fresh(s, v) {
 		return s, nil // another request rebuilt it meanwhile
 	}
 	// A write that lands while we read bumps the version past v, so the
@@ -244,7 +247,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.logRequest(r, ex, client, start)
 	}()
 
-	snap, err := p.snapshot(r.Context())
+	now := start
+	if p.clock != nil {
+		now = p.clock()
+	}
+	snap, err := p.snapshot(r.Context(), now)
 	if err != nil {
 		p.log.Error("loading the edge configuration", "err", err)
 		http.Error(rw, "edge configuration unavailable", http.StatusServiceUnavailable)
@@ -258,10 +265,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.route = rt
 
 	// 1. Inbound traffic policy rules.
-	now := start
-	if p.clock != nil {
-		now = p.clock()
-	}
 	if rt.policy != nil {
 		req := policy.RequestFromHTTPWithClient(r, client, now)
 		in := rt.policy.Inbound(&req)

@@ -41,6 +41,9 @@ func serviceLoader(svc *edgeplane.Service, accountID, edgeID string, log *slog.L
 					}
 					ups = []*url.URL{}
 					for _, t := range ts {
+						if s.expires.IsZero() || t.ExpiresAt.Before(s.expires) {
+							s.expires = t.ExpiresAt
+						}
 						if t.ForwardsTo == "" {
 							continue // the tunnel does not say where it forwards
 						}
@@ -62,39 +65,20 @@ func serviceLoader(svc *edgeplane.Service, accountID, edgeID string, log *slog.L
 	}
 }
 
-// versionedStore is a Store that counts its writes: its version changes
-// after every write returns, before the Service that made it answers. A
-// proxy in the same process (Options.Version) compares versions to know
-// whether its snapshot of an edge may be stale, so that a module replaced
-// through the API applies from the next request on, without reading and
-// recompiling the edge on every request. Reads pass through untouched.
-//
-// It counts every write, of any record: a change to something the edge
-// does not depend on costs one needless rebuild, never a stale answer.
-type versionedStore struct {
-	store.Store
-	version atomic.Uint64
-}
-
-var _ store.Store = (*versionedStore)(nil)
-
-// Version returns the number of writes so far.
-func (s *versionedStore) Version() uint64 { return s.version.Load() }
-
-// Create creates a record, then counts the write.
-func (s *versionedStore) Create(ctx context.Context, rec store.Record) error {
-	defer s.version.Add(1)
-	return s.Store.Create(ctx, rec)
-}
-
-// Update updates a record, then counts the write.
-func (s *versionedStore) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
-	defer s.version.Add(1)
-	return s.Store.Update(ctx, kind, accountID, id, fn)
-}
-
-// Delete deletes a record and its descendants, then counts the write.
-func (s *versionedStore) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
-	defer s.version.Add(1)
-	return s.Store.Delete(ctx, kind, accountID, id)
+// storeRevision returns, as the proxy's Options.Version, the revision of
+// the store's change feed: every committed write, of any record, moves it
+// before the Service that made it answers, so a proxy in the same process
+// that compares revisions sees a module replaced through the API from the
+// next request on, without reading and recompiling the edge on every
+// request. A change to something the edge does not depend on costs one
+// needless rebuild, never a stale answer. When the store cannot answer,
+// the last revision read is kept, and with it the snapshot in use.
+func storeRevision(f store.Feed) func() uint64 {
+	var last atomic.Uint64
+	return func() uint64 {
+		if rev, err := f.Revision(context.Background()); err == nil {
+			last.Store(uint64(rev))
+		}
+		return last.Load()
+	}
 }
