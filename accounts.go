@@ -89,13 +89,6 @@ type APIKeyParams struct {
 	Secret string `json:"-"`
 }
 
-var (
-	accountKind = kindInfo{KindAccount, AccountPrefix, "accounts", "account"}
-	userKind    = kindInfo{KindUser, UserPrefix, "users", "user"}
-	botKind     = kindInfo{KindBot, BotPrefix, "bots", "bot"}
-	apiKeyKind  = kindInfo{KindAPIKey, APIKeyPrefix, "api_keys", "API key"}
-)
-
 // CreateAccount creates an account. It is a host operation: no principal
 // is involved.
 func (s *Service) CreateAccount(ctx context.Context, params AccountParams) (*Account, error) {

@@ -8,11 +8,6 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// KindTunnelGroupBackend is the kind of tunnel group backend records.
-const KindTunnelGroupBackend store.Kind = "tunnel_group_backend"
-
-var backendKind = kindInfo{KindTunnelGroupBackend, backends.IDPrefix, "backends/tunnel_group", "tunnel group backend"}
-
 // presentBackend fills the backend's URI and label map.
 func (s *Service) presentBackend(b *backends.TunnelGroupBackend) {
 	b.URI = s.uri(backendKind.collection, b.ID)
@@ -50,7 +45,6 @@ func (s *Service) CreateTunnelGroupBackend(ctx context.Context, p Principal, par
 	if err := s.withTunnels(ctx, p, &v); err != nil {
 		return nil, err
 	}
-	s.changed(ctx, p, "tunnel_group_backend", "created", &v)
 	return &v, nil
 }
 
@@ -104,7 +98,6 @@ func (s *Service) UpdateTunnelGroupBackend(ctx context.Context, p Principal, id 
 	if err := s.withTunnels(ctx, p, v); err != nil {
 		return nil, err
 	}
-	s.changed(ctx, p, "tunnel_group_backend", "updated", v)
 	return v, nil
 }
 
@@ -112,5 +105,5 @@ func (s *Service) UpdateTunnelGroupBackend(ctx context.Context, p Principal, id 
 // /backends/tunnel_group/{id}). It fails with a conflict naming the
 // referrers while an edge module references the backend.
 func (s *Service) DeleteTunnelGroupBackend(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, backendKind, id, "tunnel_group_backend")
+	return s.remove(ctx, p, backendKind, id)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
@@ -47,7 +48,6 @@ func (s *Service) CreateTLSCertificate(ctx context.Context, p Principal, params 
 	if err := s.storeCertificate(ctx, p.AccountID, &c, params.PrivateKeyPEM); err != nil {
 		return nil, err
 	}
-	s.changed(ctx, p, "tls_certificate", "created", &c)
 	return &c, nil
 }
 
@@ -59,7 +59,7 @@ func (s *Service) storeCertificate(ctx context.Context, accountID string, c *dom
 	if err != nil {
 		return err
 	}
-	if err := s.store.Create(ctx, store.Record{Kind: KindTLSCertificate, AccountID: accountID, ID: c.ID, Data: data}); err != nil {
+	if err := s.store.Create(s.reporting(ctx, certificateKind.event, events.Created), store.Record{Kind: KindTLSCertificate, AccountID: accountID, ID: c.ID, Data: data}); err != nil {
 		return s.storeErr(err, certificateKind, c.ID)
 	}
 	s.presentCertificate(c, store.Record{})
@@ -97,7 +97,6 @@ func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id stri
 	}
 	c := &v.Certificate
 	s.presentCertificate(c, store.Record{})
-	s.changed(ctx, p, "tls_certificate", "updated", c)
 	return c, nil
 }
 
@@ -105,7 +104,7 @@ func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id stri
 // /tls_certificates/{id}). While a reserved domain uses it, it cannot be
 // deleted: the error is a conflict naming the domain.
 func (s *Service) DeleteTLSCertificate(ctx context.Context, p Principal, id string) error {
-	return s.inUseByDomains(ctx, p, s.remove(ctx, p, certificateKind, id, "tls_certificate"))
+	return s.inUseByDomains(ctx, p, s.remove(ctx, p, certificateKind, id))
 }
 
 // inUseByDomains rewrites an in-use error so that reserved domains among
@@ -276,9 +275,6 @@ func (s *Service) ReportCertificateIssued(ctx context.Context, accountID, domain
 		}
 		return nil, err
 	}
-	p := Principal{AccountID: accountID} // the service itself
-	s.changed(ctx, p, "tls_certificate", "created", &c)
-	s.changed(ctx, p, "reserved_domain", "updated", d)
 	return d, nil
 }
 
@@ -316,7 +312,6 @@ func (s *Service) ReportCertificateFailed(ctx context.Context, accountID, domain
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, Principal{AccountID: accountID}, "reserved_domain", "updated", d)
 	return d, nil
 }
 
@@ -339,7 +334,7 @@ func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn
 		return nil, reservedDomainKind.notFound(id)
 	}
 	var out *domains.ReservedDomain
-	_, err := s.store.Update(ctx, KindReservedDomain, accountID, id, func(rec *store.Record) error {
+	_, err := s.store.Update(s.reporting(ctx, reservedDomainKind.event, events.Updated), KindReservedDomain, accountID, id, func(rec *store.Record) error {
 		d, err := decode[domains.ReservedDomain](*rec)
 		if err != nil {
 			return err

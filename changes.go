@@ -3,56 +3,269 @@ package edgeplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
-// changed is called after every successful create, update or delete of a
-// resource the account's callers manage, with the resource's event name
-// (for example "credential", "ip_policy"), the verb ("created", "updated",
-// "deleted") and the object as the API shows it (for deletes: its Ref).
-// It feeds event delivery (event type "<name>_<verb>.v0") and must never
-// block or fail the operation.
-//
-// Without a sink it does nothing. Otherwise, for a type the registry
-// knows, it marshals obj at once (so that later changes the caller makes
-// to obj, such as setting a credential's token, are never seen) and offers
-// the change to the bounded queue without blocking; the queue's worker
-// finds the subscriptions and calls the sink. A type the registry does not
-// know cannot have sources, so its changes are skipped. Every name passed
-// here must be one of [events.Names] (a test checks the source tree).
-func (s *Service) changed(_ context.Context, p Principal, name, verb string, obj any) {
-	if s.queue == nil {
-		return
+// Events are read from the store's change feed, so a change is reported
+// if and only if its write committed, in commit order, even across a
+// crash between the write and the report. Each write that reports a change
+// carries, as its store note, the event type and the time of the change
+// (reporting); the follower goroutine reads the feed, makes the object
+// each event shows from the change's data, and hands it to the delivery
+// queue, waiting while the queue is full. Unlabelled writes report
+// nothing, except deletes: a record removed with its parent (a route with
+// its edge, tunnels with their credential, sources with their
+// subscription) is reported as "<kind>_deleted.v0" like a deleted one.
+
+// noteSep separates the event type from the time in a write's note.
+const noteSep = "@"
+
+// reporting returns ctx labelled so that the write made with it is
+// reported as the change verb of ev, at the current time. A context
+// already labelled (a module change reported under the module's name) and
+// a kind that reports nothing (zero ev) are returned unchanged.
+func (s *Service) reporting(ctx context.Context, ev eventName, verb string) context.Context {
+	if ev == (eventName{}) || store.NoteFrom(ctx) != "" {
+		return ctx
 	}
-	typ := events.TypeOf(name, verb)
-	if !s.eventTypes.Known(typ) {
-		return
+	return store.WithNote(ctx, ev.typ(verb)+noteSep+s.now().UTC().Format(time.RFC3339Nano))
+}
+
+// parseNote splits a note written by reporting.
+func parseNote(note string) (typ string, at time.Time, ok bool) {
+	typ, stamp, ok := strings.Cut(note, noteSep)
+	if !ok {
+		return "", time.Time{}, false
 	}
-	if err := s.enqueue(p.AccountID, typ, obj); err != nil {
-		s.log.Error("event delivery: cannot encode a changed object; the change is not delivered", "type", typ, "err", err)
+	at, err := time.Parse(time.RFC3339Nano, stamp)
+	return typ, at, err == nil
+}
+
+// follower reads the change feed and reports the changes.
+type follower struct {
+	stopAt atomic.Int64       // the last revision to report once stopping
+	stop   context.CancelFunc // ends waiting for new changes
+	once   sync.Once
+	done   chan struct{} // closed when the follower has returned
+}
+
+// followPage is how many changes the follower reads at a time, and
+// followRetry how long it waits after a store error.
+const (
+	followPage  = 256
+	followRetry = time.Second
+)
+
+// startFollowing starts reporting the changes committed after now.
+func (s *Service) startFollowing() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	rev, err := s.store.Revision(ctx)
+	cancel()
+	if err != nil {
+		s.log.Error("event delivery: cannot read the store's revision; changes before the store answers are not reported", "err", err)
+		rev = -1
+	}
+	waitCtx, stop := context.WithCancel(context.Background())
+	f := &follower{stop: stop, done: make(chan struct{})}
+	f.stopAt.Store(-1)
+	s.follow = f
+	go s.followChanges(waitCtx, f, rev)
+}
+
+// followChanges is the follower goroutine: it reports every change after
+// rev until it is stopped and has reported the changes up to stopAt.
+func (s *Service) followChanges(waitCtx context.Context, f *follower, rev int64) {
+	defer close(f.done)
+	ctx := context.Background()
+	for {
+		if rev < 0 { // the starting revision is not known yet
+			r, err := s.store.Revision(ctx)
+			if err != nil {
+				if !s.pause(waitCtx) {
+					return
+				}
+				continue
+			}
+			rev = r
+		}
+		stopping := waitCtx.Err() != nil
+		if stopping && rev >= f.stopAt.Load() {
+			return
+		}
+		changes, err := s.store.Changes(ctx, rev, followPage)
+		var compacted *store.CompactedError
+		switch {
+		case errors.As(err, &compacted):
+			s.log.Error("event delivery: the change feed moved past the changes not yet reported; they are lost",
+				"after", rev, "oldest", compacted.Oldest)
+			rev = -1
+			continue
+		case err != nil:
+			s.log.Error("event delivery: cannot read the change feed; retrying", "err", err)
+			if !s.pause(waitCtx) && rev >= f.stopAt.Load() {
+				return
+			}
+			continue
+		}
+		for _, c := range changes {
+			if stopping && c.Revision > f.stopAt.Load() {
+				return
+			}
+			s.report(c)
+			rev = c.Revision
+		}
+		if len(changes) == 0 && !stopping {
+			_ = s.store.Wait(waitCtx, rev) // returns at a commit or when stopped
+		}
 	}
 }
 
-// enqueue marshals obj and offers the change to the queue.
-func (s *Service) enqueue(accountID, typ string, obj any) error {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return err
+// pause waits followRetry or until ctx ends, and reports whether it
+// waited the whole time.
+func (s *Service) pause(ctx context.Context) bool {
+	t := time.NewTimer(followRetry)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	s.queue.Enqueue(events.Change{AccountID: accountID, Type: typ, CreatedAt: s.timestamp(), Object: data})
-	return nil
+}
+
+// report hands the event of one committed change to the delivery queue.
+func (s *Service) report(c store.Change) {
+	k, known := kindOf(c.Kind)
+	typ, at, labelled := parseNote(c.Note)
+	if !labelled {
+		if c.Op != store.OpDelete || !known || k.event == (eventName{}) {
+			return // a write that reports nothing
+		}
+		typ, at = k.event.typ(events.Deleted), s.now()
+	}
+	if !known || !s.eventTypes.Known(typ) {
+		return
+	}
+	obj, err := s.changeObject(c, k)
+	if err != nil {
+		s.log.Error("event delivery: cannot show a changed record; the change is not reported", "type", typ, "id", c.ID, "err", err)
+		return
+	}
+	s.queue.Put(context.Background(), events.Change{AccountID: c.AccountID, Type: typ, CreatedAt: resource.Timestamp(at), Object: obj})
+}
+
+// changeObject returns what an event shows of a change, as JSON: the
+// record as the API shows it after a create or update; for a delete, its
+// Ref (a source, which has no ID of its own: its type and URI).
+func (s *Service) changeObject(c store.Change, k *kindInfo) ([]byte, error) {
+	rec := store.Record{Kind: c.Kind, AccountID: c.AccountID, ID: c.ID, ParentID: c.ParentID, Data: c.Data, Version: c.Revision}
+	var obj any
+	var err error
+	switch {
+	case c.Kind == KindEventSource:
+		obj, err = presented(rec, func(v *events.Source, rec store.Record) { s.presentSource(v, rec.ParentID) })
+	case c.Op == store.OpDelete:
+		obj = s.ref(k.path(c.ParentID), c.ID)
+	default:
+		obj, err = s.presentStored(rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
+}
+
+// presentStored decodes a record of a kind that reports changes and
+// presents it as the API shows it.
+func (s *Service) presentStored(rec store.Record) (any, error) {
+	switch rec.Kind {
+	case KindCredential:
+		return presented(rec, s.presentCredential)
+	case KindIPPolicy:
+		return presented(rec, s.presentIPPolicy)
+	case KindIPPolicyRule:
+		return presented(rec, s.presentIPRule)
+	case KindIPRestriction:
+		return presented(rec, s.presentIPRestriction)
+	case KindReservedDomain:
+		return presented(rec, s.presentReservedDomain)
+	case KindTLSCertificate:
+		return presented(rec, s.presentCertificate)
+	case KindEndpointConfiguration:
+		return presented(rec, s.presentEndpointConfiguration)
+	case KindTunnelGroupBackend:
+		b, err := decode[backends.TunnelGroupBackend](rec)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return b, s.withTunnels(ctx, Principal{AccountID: rec.AccountID}, b)
+	case KindTunnel:
+		return presented(rec, s.presentTunnel)
+	case KindEventSubscription:
+		return presented(rec, s.presentSubscription)
+	case KindHTTPSEdge:
+		return presented(rec, s.presentHTTPSEdge)
+	case KindHTTPSEdgeRoute:
+		return presented(rec, s.presentHTTPSRoute)
+	case KindTLSEdge:
+		return presented(rec, s.presentTLSEdge)
+	case KindTCPEdge:
+		return presented(rec, s.presentTCPEdge)
+	}
+	return nil, apierr.New(apierr.Internal, "no presentation of kind %s", rec.Kind)
+}
+
+// presented decodes rec as a T and presents it.
+func presented[T any](rec store.Record, present func(*T, store.Record)) (*T, error) {
+	v, err := decode[T](rec)
+	if err != nil {
+		return nil, err
+	}
+	present(v, rec)
+	return v, nil
+}
+
+// stopFollowing makes the follower report the changes committed up to
+// now and return, and waits for it or for ctx.
+func (s *Service) stopFollowing(ctx context.Context) error {
+	f := s.follow
+	f.once.Do(func() {
+		rev, err := s.store.Revision(ctx)
+		if err != nil {
+			rev = 0 // report nothing more
+		}
+		f.stopAt.Store(rev)
+		f.stop()
+	})
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Publish delivers an event of the host's own making, as if a resource of
 // the account had changed: every subscription of the account with a source
 // of typ receives obj (marshalled now, as JSON). typ must be in the
 // registry ([Options.Events], [Service.EventTypes]); a host extends the
-// registry with its own types to use this. Like the Service's own changes,
-// Publish never blocks: the change is queued, or dropped and counted when
-// the queue is full. Without a sink it does nothing and returns nil.
+// registry with its own types to use this. Unlike the Service's own
+// changes, a published event is not in the store's change feed: it is
+// queued at once, or dropped and counted when the queue is full, and
+// Publish never blocks. Without a sink it does nothing and returns nil.
 func (s *Service) Publish(ctx context.Context, accountID, typ string, obj any) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -66,8 +279,10 @@ func (s *Service) Publish(ctx context.Context, accountID, typ string, obj any) e
 	if s.queue == nil {
 		return nil
 	}
-	if err := s.enqueue(accountID, typ, obj); err != nil {
+	data, err := json.Marshal(obj)
+	if err != nil {
 		return apierr.Invalidf("object", "cannot be encoded as JSON")
 	}
+	s.queue.Enqueue(events.Change{AccountID: accountID, Type: typ, CreatedAt: s.timestamp(), Object: data})
 	return nil
 }

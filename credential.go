@@ -7,10 +7,9 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/store"
 )
-
-var credentialKind = kindInfo{KindCredential, credentials.IDPrefix, "credentials", "credential"}
 
 // tokenLookup is the store lookup key of a tunnel token.
 func tokenLookup(token string) string { return "credential_token:" + credentials.HashToken(token) }
@@ -59,11 +58,10 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 		return nil, err
 	}
 	rec := store.Record{Kind: KindCredential, AccountID: p.AccountID, ID: c.ID, Data: data, Keys: []string{tokenLookup(token)}}
-	if err := s.store.Create(ctx, rec); err != nil {
+	if err := s.store.Create(s.reporting(ctx, credentialKind.event, events.Created), rec); err != nil {
 		return nil, s.storeErr(err, credentialKind, c.ID)
 	}
 	s.presentCredential(c, rec)
-	s.changed(ctx, p, "credential", "created", c)
 	c.Token = &token
 	return c, nil
 }
@@ -99,14 +97,13 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 		return nil, err
 	}
 	s.presentCredential(c, store.Record{})
-	s.changed(ctx, p, "credential", "updated", c)
 	return c, nil
 }
 
 // DeleteCredential deletes a credential (DELETE /credentials/{id}); its
 // token stops working at once.
 func (s *Service) DeleteCredential(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, credentialKind, id, "credential")
+	return s.remove(ctx, p, credentialKind, id)
 }
 
 // TunnelAuth is what a tunnel server learns from a valid authtoken.

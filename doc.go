@@ -89,11 +89,18 @@
 // semantics, references checked atomically. Each package's doc lists the
 // decisions taken where the specification is silent.
 //
-// Every successful write of an account's resource is reported as an event
-// (type "<resource>_<created|updated|deleted>.v0") to the subscriptions of
-// the account with a source of that type, through the host's
-// [Options.Events] sink, from a bounded queue that never blocks the
-// operation. [Service.Close] drains it.
+// Every committed write of an account's resource is reported as an event
+// (type "<resource>_<created|updated|deleted>.v0", see
+// [DefaultEventTypes]) to the subscriptions of the account with a source
+// of that type, through the host's [Options.Events] sink. Events are read
+// from the store's change feed (package store): a change is reported if
+// and only if its write committed, in commit order, and records deleted
+// with their parent (the routes of an edge, the tunnels of a credential)
+// are reported as deleted too. Delivery never blocks an operation: a slow
+// sink leaves changes waiting in the feed, not in memory. [Service.Close]
+// delivers what was committed before it. With several Services over one
+// shared store, set a sink on one of them only: each Service with a sink
+// reports every change of the store.
 //
 // # Edge proxies and tunnel servers
 //

@@ -7,22 +7,9 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
-)
-
-// The kinds of record of reserved domains and the resources they
-// reference.
-const (
-	KindReservedDomain        store.Kind = "reserved_domain"
-	KindTLSCertificate        store.Kind = "tls_certificate"
-	KindEndpointConfiguration store.Kind = "endpoint_configuration"
-)
-
-var (
-	reservedDomainKind = kindInfo{KindReservedDomain, domains.ReservedDomainPrefix, "reserved_domains", "reserved domain"}
-	certificateKind    = kindInfo{KindTLSCertificate, domains.CertificatePrefix, "tls_certificates", "TLS certificate"}
-	endpointConfigKind = kindInfo{KindEndpointConfiguration, domains.EndpointConfigurationPrefix, "endpoint_configurations", "endpoint configuration"}
 )
 
 // Store lookup keys of reserved domains. Keys are unique across the whole
@@ -103,7 +90,7 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 		}
 		rec := store.Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Data: data, Keys: domainKeys(&d)}
 		setDomainFacts(&rec, &d)
-		err = s.store.Create(ctx, rec)
+		err = s.store.Create(s.reporting(ctx, reservedDomainKind.event, events.Created), rec)
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) && dup.Key != domainKey(d.Domain) && attempt < 3 {
 			continue // a CNAME target clash (128 random bits): draw another
@@ -114,7 +101,6 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 		break
 	}
 	s.presentReservedDomain(&d, store.Record{})
-	s.changed(ctx, p, "reserved_domain", "created", &d)
 	return &d, nil
 }
 
@@ -246,7 +232,6 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 		return nil, err
 	}
 	s.presentReservedDomain(d, store.Record{})
-	s.changed(ctx, p, "reserved_domain", "updated", d)
 	return d, nil
 }
 
@@ -254,7 +239,7 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 // /reserved_domains/{id}); the name can then be reserved again, by any
 // account. Its certificate and endpoint configurations are not deleted.
 func (s *Service) DeleteReservedDomain(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, reservedDomainKind, id, "reserved_domain")
+	return s.remove(ctx, p, reservedDomainKind, id)
 }
 
 // DetachReservedDomainCertificate removes a reserved domain's certificate
@@ -285,6 +270,5 @@ func (s *Service) detach(ctx context.Context, p Principal, id string, change fun
 		return err
 	}
 	s.presentReservedDomain(d, store.Record{})
-	s.changed(ctx, p, "reserved_domain", "updated", d)
 	return nil
 }

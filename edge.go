@@ -7,28 +7,13 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// The kinds of edge record. Routes are children (ParentID) of their HTTPS
-// edge; modules live inside their edge or route record.
-const (
-	KindHTTPSEdge      store.Kind = "https_edge"
-	KindHTTPSEdgeRoute store.Kind = "https_edge_route"
-	KindTLSEdge        store.Kind = "tls_edge"
-	KindTCPEdge        store.Kind = "tcp_edge"
-)
-
-var (
-	httpsEdgeKind  = kindInfo{KindHTTPSEdge, edges.HTTPSEdgePrefix, "edges/https", "HTTPS edge"}
-	httpsRouteKind = kindInfo{KindHTTPSEdgeRoute, edges.HTTPSRoutePrefix, "", "HTTPS edge route"}
-	tlsEdgeKind    = kindInfo{KindTLSEdge, edges.TLSEdgePrefix, "edges/tls", "TLS edge"}
-	tcpEdgeKind    = kindInfo{KindTCPEdge, edges.TCPEdgePrefix, "edges/tcp", "TCP edge"}
-)
-
 // routesPath returns the collection path of an HTTPS edge's routes.
-func routesPath(edgeID string) string { return httpsEdgeKind.collection + "/" + edgeID + "/routes" }
+func routesPath(edgeID string) string { return httpsRouteKind.path(edgeID) }
 
 // routeMatchKey is the lookup key that keeps two routes of one edge from
 // matching the same thing.
@@ -55,7 +40,6 @@ func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges
 		return nil, err
 	}
 	s.presentHTTPSEdge(v, store.Record{})
-	s.changed(ctx, p, "https_edge", "created", v)
 	return v, nil
 }
 
@@ -88,14 +72,13 @@ func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, p
 		return nil, err
 	}
 	s.presentHTTPSEdge(v, store.Record{})
-	s.changed(ctx, p, "https_edge", "updated", v)
 	return v, nil
 }
 
 // DeleteHTTPSEdge deletes an HTTPS edge with its routes and their modules,
 // in one atomic step. Only the edge's deletion is reported as a change.
 func (s *Service) DeleteHTTPSEdge(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, httpsEdgeKind, id, "https_edge")
+	return s.remove(ctx, p, httpsEdgeKind, id)
 }
 
 // presentHTTPSRoute fills the URIs of a route and of its modules' Refs and
@@ -158,7 +141,6 @@ func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID 
 		return nil, routeErr(err, &v)
 	}
 	s.presentHTTPSRoute(&v, store.Record{})
-	s.changed(ctx, p, "https_edge_route", "created", &v)
 	return &v, nil
 }
 
@@ -255,7 +237,6 @@ func (s *Service) UpdateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID,
 	if err != nil {
 		return nil, routeErr(err, &want)
 	}
-	s.changed(ctx, p, "https_edge_route", "updated", v)
 	return v, nil
 }
 
@@ -265,13 +246,12 @@ func (s *Service) DeleteHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID,
 		return err
 	}
 	// A route never changes edges, so the check above still holds.
-	if err := s.store.Delete(ctx, KindHTTPSEdgeRoute, p.AccountID, id); err != nil {
+	if err := s.store.Delete(s.reporting(ctx, httpsRouteKind.event, events.Deleted), KindHTTPSEdgeRoute, p.AccountID, id); err != nil {
 		if errors.Is(err, apierr.ErrNotFound) {
 			return routeNotFound(edgeID, id)
 		}
 		return s.storeErr(err, httpsRouteKind, id)
 	}
-	s.changed(ctx, p, "https_edge_route", "deleted", s.ref(routesPath(edgeID), id))
 	return nil
 }
 
@@ -307,7 +287,6 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 		return nil, err
 	}
 	s.presentTLSEdge(v, store.Record{})
-	s.changed(ctx, p, "tls_edge", "created", v)
 	return v, nil
 }
 
@@ -339,13 +318,12 @@ func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, par
 		return nil, err
 	}
 	s.presentTLSEdge(v, store.Record{})
-	s.changed(ctx, p, "tls_edge", "updated", v)
 	return v, nil
 }
 
 // DeleteTLSEdge deletes a TLS edge with its modules.
 func (s *Service) DeleteTLSEdge(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, tlsEdgeKind, id, "tls_edge")
+	return s.remove(ctx, p, tlsEdgeKind, id)
 }
 
 // presentTCPEdge fills the URIs of an edge and of its modules' Refs.
@@ -372,7 +350,6 @@ func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.C
 		return nil, err
 	}
 	s.presentTCPEdge(v, store.Record{})
-	s.changed(ctx, p, "tcp_edge", "created", v)
 	return v, nil
 }
 
@@ -404,13 +381,12 @@ func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, par
 		return nil, err
 	}
 	s.presentTCPEdge(v, store.Record{})
-	s.changed(ctx, p, "tcp_edge", "updated", v)
 	return v, nil
 }
 
 // DeleteTCPEdge deletes a TCP edge with its modules.
 func (s *Service) DeleteTCPEdge(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, tcpEdgeKind, id, "tcp_edge")
+	return s.remove(ctx, p, tcpEdgeKind, id)
 }
 
 // explainInUse turns a store's in-use error whose referrers include edges

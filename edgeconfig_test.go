@@ -264,17 +264,19 @@ func (s *edgeEventSink) Deliver(_ context.Context, ev events.Event) error {
 }
 
 // TestEdgeModuleEvents checks every module's event names (registered in
-// events.Names) and that the object of a module event is its edge or
-// route as the API shows it.
+// the default registry) and that the object of a module event is its edge
+// or route as the API shows it.
 func TestEdgeModuleEvents(t *testing.T) {
 	registered := map[string]bool{}
-	for _, n := range events.Names() {
-		registered[n] = true
+	for _, typ := range edgeplane.DefaultEventTypes() {
+		registered[typ] = true
 	}
 	for _, m := range allModules() {
 		t.Run(m.event, func(t *testing.T) {
-			if !registered[m.event] {
-				t.Fatalf("%s is not in events.Names", m.event)
+			for _, verb := range events.Verbs() {
+				if !registered[events.TypeOf(m.event, verb)] {
+					t.Fatalf("%s is not in the default registry", events.TypeOf(m.event, verb))
+				}
 			}
 			sink := &edgeEventSink{}
 			store := memstore.New()

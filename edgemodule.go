@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
@@ -20,16 +21,10 @@ import (
 // same step.
 //
 // A module change is reported once, under the module's event name
-// ("<edge kind>_<module>_module", see moduleEvent) with the verb "updated"
+// ("<edge kind>_<module>_module", see moduleTable) with the verb "updated"
 // for a replace and "deleted" for a delete. A module has no identifier of
 // its own, so the object is the edge or route as the API shows it after the
 // change: it says which edge or route changed and carries every module.
-
-// moduleEvent returns the event name of a module of an edge or route kind:
-// "tls_edge_ip_restriction_module".
-func moduleEvent(kind store.Kind, module string) string {
-	return string(kind) + "_" + module + "_module"
-}
 
 // moduleNotSet is the error of reading or deleting a module that is not
 // set.
@@ -39,39 +34,38 @@ func moduleNotSet(noun, id, module string) error {
 
 // replaceRouteModule sets a module of a route in one atomic update and
 // returns the presented module.
-func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id, name string, field func(*edges.HTTPSRoute) **M, m M) (*M, error) {
+func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, mod moduleInfo, field func(*edges.HTTPSRoute) **M, m M) (*M, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	r, err := s.updateRoute(ctx, p, edgeID, id, func(r *edges.HTTPSRoute) error {
+	r, err := s.updateRoute(s.reporting(ctx, mod.event, events.Updated), p, edgeID, id, func(r *edges.HTTPSRoute) error {
 		*field(r) = &m
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, p, moduleEvent(KindHTTPSEdgeRoute, name), "updated", r)
 	return *field(r), nil
 }
 
-func getRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id, name string, field func(*edges.HTTPSRoute) **M) (*M, error) {
+func getRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, mod moduleInfo, field func(*edges.HTTPSRoute) **M) (*M, error) {
 	r, err := s.GetHTTPSEdgeRoute(ctx, p, edgeID, id)
 	if err != nil {
 		return nil, err
 	}
 	if *field(r) == nil {
-		return nil, moduleNotSet(httpsRouteKind.noun, id, name)
+		return nil, moduleNotSet(httpsRouteKind.noun, id, mod.name)
 	}
 	return *field(r), nil
 }
 
-func deleteRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id, name string, field func(*edges.HTTPSRoute) **M) error {
+func deleteRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, mod moduleInfo, field func(*edges.HTTPSRoute) **M) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	r, err := s.updateRoute(ctx, p, edgeID, id, func(r *edges.HTTPSRoute) error {
+	_, err := s.updateRoute(s.reporting(ctx, mod.event, events.Deleted), p, edgeID, id, func(r *edges.HTTPSRoute) error {
 		if *field(r) == nil {
-			return moduleNotSet(httpsRouteKind.noun, id, name)
+			return moduleNotSet(httpsRouteKind.noun, id, mod.name)
 		}
 		*field(r) = nil
 		return nil
@@ -79,7 +73,6 @@ func deleteRouteModule[M any](ctx context.Context, s *Service, p Principal, edge
 	if err != nil {
 		return err
 	}
-	s.changed(ctx, p, moduleEvent(KindHTTPSEdgeRoute, name), "deleted", r)
 	return nil
 }
 
@@ -96,19 +89,19 @@ func (s *Service) ReplaceHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleOIDC, routeOIDC, params.Module())
+	return replaceRouteModule(ctx, s, p, edgeID, id, routeOIDCModule, routeOIDC, params.Module())
 }
 
 // GetHTTPSRouteOIDC returns the OIDC module of a route; not found when the
 // module is not set.
 func (s *Service) GetHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID, id string) (*edges.OIDC, error) {
-	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleOIDC, routeOIDC)
+	return getRouteModule(ctx, s, p, edgeID, id, routeOIDCModule, routeOIDC)
 }
 
 // DeleteHTTPSRouteOIDC removes the OIDC module of a route; not found when
 // the module is not set.
 func (s *Service) DeleteHTTPSRouteOIDC(ctx context.Context, p Principal, edgeID, id string) error {
-	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleOIDC, routeOIDC)
+	return deleteRouteModule(ctx, s, p, edgeID, id, routeOIDCModule, routeOIDC)
 }
 
 // ReplaceHTTPSRouteBackend replaces the backend module of a route of an
@@ -120,20 +113,20 @@ func (s *Service) ReplaceHTTPSRouteBackend(ctx context.Context, p Principal, edg
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleBackend, routeBackend, params.Module())
+	m, err := replaceRouteModule(ctx, s, p, edgeID, id, routeBackendModule, routeBackend, params.Module())
 	return m, refViolation(err, "backend_id", false, nil)
 }
 
 // GetHTTPSRouteBackend returns the backend module of a route; not found
 // when the module is not set.
 func (s *Service) GetHTTPSRouteBackend(ctx context.Context, p Principal, edgeID, id string) (*edges.Backend, error) {
-	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleBackend, routeBackend)
+	return getRouteModule(ctx, s, p, edgeID, id, routeBackendModule, routeBackend)
 }
 
 // DeleteHTTPSRouteBackend removes the backend module of a route, releasing
 // its backend; not found when the module is not set.
 func (s *Service) DeleteHTTPSRouteBackend(ctx context.Context, p Principal, edgeID, id string) error {
-	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleBackend, routeBackend)
+	return deleteRouteModule(ctx, s, p, edgeID, id, routeBackendModule, routeBackend)
 }
 
 // ReplaceHTTPSRouteResponseHeaders replaces the response headers module of
@@ -143,19 +136,19 @@ func (s *Service) ReplaceHTTPSRouteResponseHeaders(ctx context.Context, p Princi
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleResponseHeaders, routeResponseHeaders, params.Module())
+	return replaceRouteModule(ctx, s, p, edgeID, id, routeResponseHeadersModule, routeResponseHeaders, params.Module())
 }
 
 // GetHTTPSRouteResponseHeaders returns the response headers module of a
 // route; not found when the module is not set.
 func (s *Service) GetHTTPSRouteResponseHeaders(ctx context.Context, p Principal, edgeID, id string) (*edges.ResponseHeaders, error) {
-	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleResponseHeaders, routeResponseHeaders)
+	return getRouteModule(ctx, s, p, edgeID, id, routeResponseHeadersModule, routeResponseHeaders)
 }
 
 // DeleteHTTPSRouteResponseHeaders removes the response headers module of
 // a route; not found when the module is not set.
 func (s *Service) DeleteHTTPSRouteResponseHeaders(ctx context.Context, p Principal, edgeID, id string) error {
-	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleResponseHeaders, routeResponseHeaders)
+	return deleteRouteModule(ctx, s, p, edgeID, id, routeResponseHeadersModule, routeResponseHeaders)
 }
 
 // ReplaceHTTPSRouteCompression replaces the compression module of a route
@@ -164,19 +157,19 @@ func (s *Service) ReplaceHTTPSRouteCompression(ctx context.Context, p Principal,
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression, params.Module())
+	return replaceRouteModule(ctx, s, p, edgeID, id, routeCompressionModule, routeCompression, params.Module())
 }
 
 // GetHTTPSRouteCompression returns the compression module of a route; not
 // found when the module is not set.
 func (s *Service) GetHTTPSRouteCompression(ctx context.Context, p Principal, edgeID, id string) (*edges.Compression, error) {
-	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression)
+	return getRouteModule(ctx, s, p, edgeID, id, routeCompressionModule, routeCompression)
 }
 
 // DeleteHTTPSRouteCompression removes the compression module of a route;
 // not found when the module is not set.
 func (s *Service) DeleteHTTPSRouteCompression(ctx context.Context, p Principal, edgeID, id string) error {
-	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleCompression, routeCompression)
+	return deleteRouteModule(ctx, s, p, edgeID, id, routeCompressionModule, routeCompression)
 }
 
 // ReplaceHTTPSRouteTrafficPolicy replaces the traffic policy module of a
@@ -202,21 +195,21 @@ func (s *Service) ReplaceHTTPSRouteTrafficPolicy(ctx context.Context, p Principa
 		return nil, err
 	}
 	m := edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}
-	out, err := replaceRouteModule(ctx, s, p, edgeID, id, edges.ModuleTrafficPolicy, routeTrafficPolicy, m)
+	out, err := replaceRouteModule(ctx, s, p, edgeID, id, routeTrafficPolicyModule, routeTrafficPolicy, m)
 	return out, refViolation(err, "value", false, nil)
 }
 
 // GetHTTPSRouteTrafficPolicy returns the traffic policy module of a route;
 // not found when the module is not set.
 func (s *Service) GetHTTPSRouteTrafficPolicy(ctx context.Context, p Principal, edgeID, id string) (*edges.TrafficPolicy, error) {
-	return getRouteModule(ctx, s, p, edgeID, id, edges.ModuleTrafficPolicy, routeTrafficPolicy)
+	return getRouteModule(ctx, s, p, edgeID, id, routeTrafficPolicyModule, routeTrafficPolicy)
 }
 
 // DeleteHTTPSRouteTrafficPolicy removes the traffic policy module of a
 // route, releasing the IP policies it names; not found when the module is
 // not set.
 func (s *Service) DeleteHTTPSRouteTrafficPolicy(ctx context.Context, p Principal, edgeID, id string) error {
-	return deleteRouteModule(ctx, s, p, edgeID, id, edges.ModuleTrafficPolicy, routeTrafficPolicy)
+	return deleteRouteModule(ctx, s, p, edgeID, id, routeTrafficPolicyModule, routeTrafficPolicy)
 }
 
 // moduleHolder is a TLS or TCP edge: a record whose modules name Refs.
@@ -243,9 +236,9 @@ func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
 // updateEdgeModule runs mutate on an edge in one atomic update, checks the
 // edge's module rules, sets its Refs and reports the change of the module
 // name with verb.
-func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name, verb string, mutate func(*E) error) (*E, error) {
+func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, verb string, mutate func(*E) error) (*E, error) {
 	var refused error // the callback's own error, which update would reword
-	v, err := update(ctx, s, p, t.kind, id, func(v *E, rec *store.Record) error {
+	v, err := update(s.reporting(ctx, mod.event, verb), s, p, t.kind, id, func(v *E, rec *store.Record) error {
 		refused = mutate(v)
 		if refused == nil && t.check != nil {
 			refused = t.check(v)
@@ -263,12 +256,11 @@ func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service
 		return nil, err
 	}
 	t.present(v, store.Record{})
-	s.changed(ctx, p, moduleEvent(t.kind.kind, name), verb, v)
 	return v, nil
 }
 
-func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M, m M) (*M, error) {
-	v, err := updateEdgeModule[E, PE](ctx, s, p, t, id, name, "updated", func(v *E) error {
+func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M, m M) (*M, error) {
+	v, err := updateEdgeModule[E, PE](ctx, s, p, t, id, mod, events.Updated, func(v *E) error {
 		*field(v) = &m
 		return nil
 	})
@@ -278,22 +270,22 @@ func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s 
 	return *field(v), nil
 }
 
-func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M) (*M, error) {
+func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M) (*M, error) {
 	v, rec, err := get[E](ctx, s, p, t.kind, id)
 	if err != nil {
 		return nil, err
 	}
 	if *field(v) == nil {
-		return nil, moduleNotSet(t.kind.noun, id, name)
+		return nil, moduleNotSet(t.kind.noun, id, mod.name)
 	}
 	t.present(v, rec)
 	return *field(v), nil
 }
 
-func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id, name string, field func(*E) **M) error {
-	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, name, "deleted", func(v *E) error {
+func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M) error {
+	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, mod, events.Deleted, func(v *E) error {
 		if *field(v) == nil {
-			return moduleNotSet(t.kind.noun, id, name)
+			return moduleNotSet(t.kind.noun, id, mod.name)
 		}
 		*field(v) = nil
 		return nil
@@ -315,20 +307,20 @@ func (s *Service) ReplaceTLSEdgeIPRestriction(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleIPRestriction, tlsIPRestriction, params.Module())
+	m, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsIPRestrictionModule, tlsIPRestriction, params.Module())
 	return m, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 }
 
 // GetTLSEdgeIPRestriction returns the IP restriction module of a TLS edge;
 // not found when the module is not set.
 func (s *Service) GetTLSEdgeIPRestriction(ctx context.Context, p Principal, id string) (*edges.IPRestriction, error) {
-	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleIPRestriction, tlsIPRestriction)
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsIPRestrictionModule, tlsIPRestriction)
 }
 
 // DeleteTLSEdgeIPRestriction removes the IP restriction module of a TLS
 // edge, releasing its IP policies; not found when the module is not set.
 func (s *Service) DeleteTLSEdgeIPRestriction(ctx context.Context, p Principal, id string) error {
-	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleIPRestriction, tlsIPRestriction)
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsIPRestrictionModule, tlsIPRestriction)
 }
 
 // ReplaceTLSEdgeTrafficPolicy replaces the traffic policy module of a TLS
@@ -348,20 +340,20 @@ func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, 
 		return nil, err
 	}
 	m := edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}
-	out, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTrafficPolicy, tlsTrafficPolicy, m)
+	out, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTrafficPolicyModule, tlsTrafficPolicy, m)
 	return out, refViolation(err, "value", false, nil)
 }
 
 // GetTLSEdgeTrafficPolicy returns the traffic policy module of a TLS edge;
 // not found when the module is not set.
 func (s *Service) GetTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string) (*edges.TrafficPolicy, error) {
-	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTrafficPolicy, tlsTrafficPolicy)
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTrafficPolicyModule, tlsTrafficPolicy)
 }
 
 // DeleteTLSEdgeTrafficPolicy removes the traffic policy module of a TLS
 // edge; not found when the module is not set.
 func (s *Service) DeleteTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string) error {
-	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTrafficPolicy, tlsTrafficPolicy)
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTrafficPolicyModule, tlsTrafficPolicy)
 }
 
 // ReplaceTLSEdgeTLSTermination replaces the TLS termination module of a
@@ -372,20 +364,20 @@ func (s *Service) ReplaceTLSEdgeTLSTermination(ctx context.Context, p Principal,
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	return replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTLSTermination, tlsTLSTermination, params.Module())
+	return replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTerminationModule, tlsTLSTermination, params.Module())
 }
 
 // GetTLSEdgeTLSTermination returns the TLS termination module of a TLS
 // edge; not found when the module is not set.
 func (s *Service) GetTLSEdgeTLSTermination(ctx context.Context, p Principal, id string) (*edges.TLSTermination, error) {
-	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTLSTermination, tlsTLSTermination)
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTerminationModule, tlsTLSTermination)
 }
 
 // DeleteTLSEdgeTLSTermination removes the TLS termination module of a TLS
 // edge (which then terminates TLS at the edge with the default minimum
 // version); not found when the module is not set.
 func (s *Service) DeleteTLSEdgeTLSTermination(ctx context.Context, p Principal, id string) error {
-	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, edges.ModuleTLSTermination, tlsTLSTermination)
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTerminationModule, tlsTLSTermination)
 }
 
 // ReplaceTCPEdgeIPRestriction replaces the IP restriction module of a TCP
@@ -395,20 +387,20 @@ func (s *Service) ReplaceTCPEdgeIPRestriction(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleIPRestriction, tcpIPRestriction, params.Module())
+	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpIPRestrictionModule, tcpIPRestriction, params.Module())
 	return m, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 }
 
 // GetTCPEdgeIPRestriction returns the IP restriction module of a TCP edge;
 // not found when the module is not set.
 func (s *Service) GetTCPEdgeIPRestriction(ctx context.Context, p Principal, id string) (*edges.IPRestriction, error) {
-	return getEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleIPRestriction, tcpIPRestriction)
+	return getEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpIPRestrictionModule, tcpIPRestriction)
 }
 
 // DeleteTCPEdgeIPRestriction removes the IP restriction module of a TCP
 // edge; not found when the module is not set.
 func (s *Service) DeleteTCPEdgeIPRestriction(ctx context.Context, p Principal, id string) error {
-	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleIPRestriction, tcpIPRestriction)
+	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpIPRestrictionModule, tcpIPRestriction)
 }
 
 // ReplaceTCPEdgeBackend replaces the backend module of a TCP edge (PUT
@@ -418,20 +410,20 @@ func (s *Service) ReplaceTCPEdgeBackend(ctx context.Context, p Principal, id str
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend, params.Module())
+	m, err := replaceEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpBackendModule, tcpBackend, params.Module())
 	return m, refViolation(err, "backend_id", false, nil)
 }
 
 // GetTCPEdgeBackend returns the backend module of a TCP edge; not found
 // when the module is not set.
 func (s *Service) GetTCPEdgeBackend(ctx context.Context, p Principal, id string) (*edges.Backend, error) {
-	return getEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend)
+	return getEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpBackendModule, tcpBackend)
 }
 
 // DeleteTCPEdgeBackend removes the backend module of a TCP edge; not found
 // when the module is not set.
 func (s *Service) DeleteTCPEdgeBackend(ctx context.Context, p Principal, id string) error {
-	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, edges.ModuleBackend, tcpBackend)
+	return deleteEdgeModule(ctx, s, p, s.tcpEdgeType(), id, tcpBackendModule, tcpBackend)
 }
 
 // checkPolicy validates a traffic policy document by compiling it for

@@ -27,7 +27,6 @@ func (s *Service) CreateEndpointConfiguration(ctx context.Context, p Principal, 
 		return nil, err
 	}
 	s.presentEndpointConfiguration(&c, store.Record{})
-	s.changed(ctx, p, "endpoint_configuration", "created", &c)
 	return &c, nil
 }
 
@@ -62,7 +61,6 @@ func (s *Service) UpdateEndpointConfiguration(ctx context.Context, p Principal, 
 		return nil, err
 	}
 	s.presentEndpointConfiguration(c, store.Record{})
-	s.changed(ctx, p, "endpoint_configuration", "updated", c)
 	return c, nil
 }
 
@@ -70,5 +68,5 @@ func (s *Service) UpdateEndpointConfiguration(ctx context.Context, p Principal, 
 // /endpoint_configurations/{id}). While a reserved domain uses it, it
 // cannot be deleted: the error is a conflict naming the domain.
 func (s *Service) DeleteEndpointConfiguration(ctx context.Context, p Principal, id string) error {
-	return s.inUseByDomains(ctx, p, s.remove(ctx, p, endpointConfigKind, id, "endpoint_configuration"))
+	return s.inUseByDomains(ctx, p, s.remove(ctx, p, endpointConfigKind, id))
 }

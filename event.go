@@ -11,44 +11,40 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// Kinds of the event records.
-const (
-	KindEventSubscription store.Kind = "event_subscription"
-	// KindEventSource records are children of their subscription (deleted
-	// with it), with an internal ID (evs_) and the unique lookup key
-	// "event_source:<subscription id>:<type>".
-	KindEventSource store.Kind = "event_source"
-)
-
-var (
-	eventSubscriptionKind = kindInfo{KindEventSubscription, events.SubscriptionPrefix, "event_subscriptions", "event subscription"}
-	eventSourceKind       = kindInfo{KindEventSource, events.SourcePrefix, "event_subscriptions", "event source"}
-)
-
 // indexEventType is the secondary index of event sources by type.
 const indexEventType = "event_type"
 
 // startEvents sets up the event type registry and, when a sink is
-// configured, the delivery queue and its goroutine.
+// configured, the delivery queue and the goroutine that follows the
+// store's change feed into it.
 func (s *Service) startEvents(opts events.Options) {
 	s.eventTypes = opts.Registry
 	if s.eventTypes == nil {
-		s.eventTypes = events.DefaultRegistry()
+		reg, err := events.NewRegistry(DefaultEventTypes()...)
+		if err != nil {
+			panic(err) // only on a programming error in the kinds table
+		}
+		s.eventTypes = reg
 	}
 	if opts.Sink != nil {
 		s.queue = events.NewQueue(opts, s.expandChange, s.log)
+		s.startFollowing()
 	}
 }
 
-// Close shuts event delivery down: changes after it are no longer
-// delivered, and it waits until every change already accepted is delivered
-// or ctx ends (then the delivery in progress is cancelled, the rest is
-// dropped and counted, and ctx.Err() is returned). Management operations
-// keep working after Close; only delivery stops. Without a sink, Close
-// does nothing. It may be called more than once.
+// Close shuts event delivery down: changes committed after it are no
+// longer reported, and it waits until every change committed before it is
+// delivered or ctx ends (then the delivery in progress is cancelled, the
+// rest is dropped and counted, and ctx.Err() is returned). Management
+// operations keep working after Close; only delivery stops. Without a
+// sink, Close does nothing. It may be called more than once.
 func (s *Service) Close(ctx context.Context) error {
 	if s.queue == nil {
 		return nil
+	}
+	if err := s.stopFollowing(ctx); err != nil {
+		_ = s.queue.Close(ctx) // ctx has ended: drops what waits, stops the worker
+		return err
 	}
 	return s.queue.Close(ctx)
 }
@@ -113,7 +109,6 @@ func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, para
 		return nil, err
 	}
 	s.presentSubscription(v, store.Record{})
-	s.changed(ctx, p, "event_subscription", "created", v)
 	return v, nil
 }
 
@@ -146,7 +141,6 @@ func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id s
 		return nil, err
 	}
 	s.presentSubscription(v, store.Record{})
-	s.changed(ctx, p, "event_subscription", "updated", v)
 	return v, nil
 }
 
@@ -154,13 +148,11 @@ func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id s
 // atomic step, its sources. Only the subscription's deletion is reported
 // as an event.
 func (s *Service) DeleteEventSubscription(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, eventSubscriptionKind, id, "event_subscription")
+	return s.remove(ctx, p, eventSubscriptionKind, id)
 }
 
 // sourcesPath returns event_subscriptions/<id>/sources.
-func sourcesPath(subscriptionID string) string {
-	return eventSubscriptionKind.collection + "/" + subscriptionID + "/sources"
-}
+func sourcesPath(subscriptionID string) string { return eventSourceKind.path(subscriptionID) }
 
 func (s *Service) presentSource(v *events.Source, subscriptionID string) {
 	v.URI = s.baseURL + "/" + sourcesPath(subscriptionID) + "/" + v.Type
@@ -205,7 +197,7 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
 		Data: data, Keys: []string{sourceLookup(subscriptionID, params.Type)},
 		Indexes: []store.IndexEntry{{Name: indexEventType, Value: params.Type}}}
-	if err := s.store.Create(ctx, rec); err != nil {
+	if err := s.store.Create(s.reporting(ctx, eventSourceKind.event, events.Created), rec); err != nil {
 		var (
 			miss *store.MissingRefError
 			dup  *store.DuplicateError
@@ -220,7 +212,6 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 		return nil, s.storeErr(err, eventSourceKind, "")
 	}
 	s.presentSource(v, subscriptionID)
-	s.changed(ctx, p, "event_source", "created", v)
 	return v, nil
 }
 
@@ -295,7 +286,7 @@ func (s *Service) UpdateEventSource(ctx context.Context, p Principal, subscripti
 		return nil, err
 	}
 	// An atomic no-op write: it fails if the source was removed meanwhile.
-	rec, err = s.store.Update(ctx, KindEventSource, p.AccountID, rec.ID, func(*store.Record) error { return nil })
+	rec, err = s.store.Update(s.reporting(ctx, eventSourceKind.event, events.Updated), KindEventSource, p.AccountID, rec.ID, func(*store.Record) error { return nil })
 	if errors.Is(err, apierr.ErrNotFound) {
 		return nil, sourceNotFound(subscriptionID, typ)
 	}
@@ -307,7 +298,6 @@ func (s *Service) UpdateEventSource(ctx context.Context, p Principal, subscripti
 		return nil, err
 	}
 	s.presentSource(v, subscriptionID)
-	s.changed(ctx, p, "event_source", "updated", v)
 	return v, nil
 }
 
@@ -320,7 +310,7 @@ func (s *Service) DeleteEventSource(ctx context.Context, p Principal, subscripti
 	if err != nil {
 		return err
 	}
-	err = s.store.Delete(ctx, KindEventSource, p.AccountID, rec.ID)
+	err = s.store.Delete(s.reporting(ctx, eventSourceKind.event, events.Deleted), KindEventSource, p.AccountID, rec.ID)
 	if errors.Is(err, apierr.ErrNotFound) {
 		return sourceNotFound(subscriptionID, typ)
 	}
@@ -329,6 +319,5 @@ func (s *Service) DeleteEventSource(ctx context.Context, p Principal, subscripti
 	}
 	v := &events.Source{Type: typ}
 	s.presentSource(v, subscriptionID)
-	s.changed(ctx, p, "event_source", "deleted", v)
 	return nil
 }

@@ -8,15 +8,10 @@ import (
 	"strconv"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
-)
-
-var (
-	ipPolicyKind      = kindInfo{KindIPPolicy, ipaccess.PolicyPrefix, "ip_policies", "IP policy"}
-	ipRuleKind        = kindInfo{KindIPPolicyRule, ipaccess.RulePrefix, "ip_policy_rules", "IP policy rule"}
-	ipRestrictionKind = kindInfo{KindIPRestriction, ipaccess.RestrictionPrefix, "ip_restrictions", "IP restriction"}
 )
 
 // refViolation turns a store's missing-reference error into a violation
@@ -53,7 +48,6 @@ func (s *Service) CreateIPPolicy(ctx context.Context, p Principal, params ipacce
 		return nil, err
 	}
 	s.presentIPPolicy(v, store.Record{})
-	s.changed(ctx, p, "ip_policy", "created", v)
 	return v, nil
 }
 
@@ -64,7 +58,7 @@ func (s *Service) create(ctx context.Context, p Principal, k kindInfo, id, paren
 		return err
 	}
 	rec := store.Record{Kind: k.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Data: data, Refs: refs, Keys: keys}
-	if err := s.store.Create(ctx, rec); err != nil {
+	if err := s.store.Create(s.reporting(ctx, k.event, events.Created), rec); err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return err // the caller names the field
@@ -102,7 +96,6 @@ func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, pa
 		return nil, err
 	}
 	s.presentIPPolicy(v, store.Record{})
-	s.changed(ctx, p, "ip_policy", "updated", v)
 	return v, nil
 }
 
@@ -110,7 +103,7 @@ func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, pa
 // conflict naming the referrers while an IP restriction or an edge module
 // references the policy.
 func (s *Service) DeleteIPPolicy(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, ipPolicyKind, id, "ip_policy")
+	return s.remove(ctx, p, ipPolicyKind, id)
 }
 
 func (s *Service) presentIPRule(v *ipaccess.Rule, rec store.Record) {
@@ -134,7 +127,6 @@ func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ip
 		return nil, err
 	}
 	s.presentIPRule(v, store.Record{})
-	s.changed(ctx, p, "ip_policy_rule", "created", v)
 	return v, nil
 }
 
@@ -167,13 +159,12 @@ func (s *Service) UpdateIPPolicyRule(ctx context.Context, p Principal, id string
 		return nil, err
 	}
 	s.presentIPRule(v, store.Record{})
-	s.changed(ctx, p, "ip_policy_rule", "updated", v)
 	return v, nil
 }
 
 // DeleteIPPolicyRule deletes an IP policy rule.
 func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, ipRuleKind, id, "ip_policy_rule")
+	return s.remove(ctx, p, ipRuleKind, id)
 }
 
 // A rule holds one of its policy's ipaccess.MaxRulesPerPolicy slots as a
@@ -280,7 +271,6 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 	}
 	s.presentIPRestriction(v, store.Record{})
-	s.changed(ctx, p, "ip_restriction", "created", v)
 	return v, nil
 }
 
@@ -322,12 +312,11 @@ func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id strin
 		return nil, refViolation(err, "ip_policy_ids", true, named)
 	}
 	s.presentIPRestriction(v, store.Record{})
-	s.changed(ctx, p, "ip_restriction", "updated", v)
 	return v, nil
 }
 
 // DeleteIPRestriction deletes an IP restriction (DELETE
 // /ip_restrictions/{id}).
 func (s *Service) DeleteIPRestriction(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, ipRestrictionKind, id, "ip_restriction")
+	return s.remove(ctx, p, ipRestrictionKind, id)
 }

@@ -76,6 +76,7 @@ type Service struct {
 
 	eventTypes *events.Registry // known event types; never nil
 	queue      *events.Queue    // nil when delivery is off
+	follow     *follower        // reads the change feed into queue; nil when delivery is off
 
 	policy *policy.Engine // Options.Policy or a default engine; never nil
 	lease  time.Duration  // Options.TunnelLease or its default
@@ -215,14 +216,6 @@ func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T,
 	}
 }
 
-// kindInfo describes how a kind of record appears in the API.
-type kindInfo struct {
-	kind       store.Kind
-	prefix     string
-	collection string // path below base URL, e.g. "credentials"
-	noun       string // for messages, e.g. "credential"
-}
-
 func (k kindInfo) notFound(id string) error {
 	return apierr.NotFoundf("%s %s not found", k.noun, id)
 }
@@ -271,7 +264,7 @@ func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id 
 		return nil, k.notFound(id)
 	}
 	var out *T
-	_, err := s.store.Update(ctx, k.kind, p.AccountID, id, func(rec *store.Record) error {
+	_, err := s.store.Update(s.reporting(ctx, k.event, events.Updated), k.kind, p.AccountID, id, func(rec *store.Record) error {
 		v, err := decode[T](*rec)
 		if err != nil {
 			return err
@@ -291,22 +284,21 @@ func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id 
 	return out, nil
 }
 
-// remove deletes the record id of kind k in p's account and reports the
-// change under the event name.
-func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id, event string) error {
+// remove deletes the record id of kind k in p's account, reported as the
+// kind's deleted event.
+func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id string) error {
 	if err := p.check(); err != nil {
 		return err
 	}
 	if !ids.Valid(id, k.prefix) {
 		return k.notFound(id)
 	}
-	if err := s.store.Delete(ctx, k.kind, p.AccountID, id); err != nil {
+	if err := s.store.Delete(s.reporting(ctx, k.event, events.Deleted), k.kind, p.AccountID, id); err != nil {
 		if inUse := s.explainInUse(ctx, p.AccountID, err); inUse != nil {
 			return inUse // names the edge modules that hold the reference
 		}
 		return s.storeErr(err, k, id)
 	}
-	s.changed(ctx, p, event, "deleted", s.ref(k.collection, id))
 	return nil
 }
 
@@ -383,25 +375,6 @@ func (s *Service) storeErr(err error, k kindInfo, id string) error {
 	}
 	s.log.Error("store failure", "kind", string(k.kind), "id", id, "err", err)
 	return apierr.Wrap(apierr.Internal, err, "internal error")
-}
-
-// prefixNouns names resources by their ID prefix, for messages.
-var prefixNouns = []struct{ prefix, noun string }{
-	{"cr_", "credential"}, {"ipp_", "IP policy"}, {"ipr_", "IP policy rule"}, {"ipx_", "IP restriction"},
-	{"usr_", "user"}, {"bot_", "bot"}, {"ak_", "API key"}, {"acct_", "account"},
-	{"rd_", "reserved domain"}, {"cert_", "TLS certificate"}, {"bkdtg_", "tunnel group backend"},
-	{"ec_", "endpoint configuration"}, {"esb_", "event subscription"}, {"edghtsrt_", "HTTPS edge route"},
-	{"edghts_", "HTTPS edge"}, {"edgtls_", "TLS edge"}, {"edgtcp_", "TCP edge"}, {"tn_", "tunnel"},
-}
-
-// describeID returns "IP policy ipp_…" for an ID with a known prefix.
-func describeID(id string) string {
-	for _, pn := range prefixNouns {
-		if strings.HasPrefix(id, pn.prefix) {
-			return pn.noun + " " + id
-		}
-	}
-	return id
 }
 
 func describeIDs(list []string) string {

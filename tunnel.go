@@ -10,17 +10,11 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
-
-// KindTunnel is the kind of online tunnel records. A tunnel is a child of
-// the credential whose authtoken registered it: deleting the credential
-// takes its tunnels offline in the same atomic step.
-const KindTunnel store.Kind = "tunnel"
-
-var tunnelKind = kindInfo{KindTunnel, backends.TunnelPrefix, "tunnels", "tunnel"}
 
 // MaxBackendTunnels bounds the tunnels one backend selects: its tunnels
 // field and [Service.BackendTunnels] show at most this many, the newest.
@@ -90,7 +84,7 @@ func (s *Service) RegisterTunnel(ctx context.Context, token string, params backe
 		return nil, err
 	}
 	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Data: data, Indexes: tunnelIndexes(&t)}
-	if err := s.store.Create(ctx, rec); err != nil {
+	if err := s.store.Create(s.reporting(ctx, tunnelKind.event, events.Created), rec); err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return nil, errBadToken // the credential was deleted meanwhile
@@ -98,7 +92,6 @@ func (s *Service) RegisterTunnel(ctx context.Context, token string, params backe
 		return nil, err
 	}
 	s.presentTunnel(&t, store.Record{})
-	s.changed(ctx, p, "tunnel", "created", &t)
 	return &t, nil
 }
 
@@ -110,10 +103,9 @@ func (s *Service) UnregisterTunnel(ctx context.Context, accountID, id string) er
 	if !ids.Valid(id, backends.TunnelPrefix) {
 		return tunnelKind.notFound(id)
 	}
-	if err := s.store.Delete(ctx, KindTunnel, accountID, id); err != nil {
+	if err := s.store.Delete(s.reporting(ctx, tunnelKind.event, events.Deleted), KindTunnel, accountID, id); err != nil {
 		return s.storeErr(err, tunnelKind, id)
 	}
-	s.changed(ctx, Principal{AccountID: accountID}, "tunnel", "deleted", s.ref(tunnelKind.collection, id))
 	return nil
 }
 
@@ -263,7 +255,7 @@ func (s *Service) ReapTunnels(ctx context.Context, limit int) (int, error) {
 	}
 	reaped := 0
 	for _, rec := range recs {
-		err := s.store.DeleteIf(ctx, KindTunnel, rec.AccountID, rec.ID, rec.Version)
+		err := s.store.DeleteIf(s.reporting(ctx, tunnelKind.event, events.Deleted), KindTunnel, rec.AccountID, rec.ID, rec.Version)
 		var ve *store.VersionError
 		switch {
 		case errors.As(err, &ve), errors.Is(err, apierr.ErrNotFound):
@@ -272,7 +264,6 @@ func (s *Service) ReapTunnels(ctx context.Context, limit int) (int, error) {
 			return reaped, s.storeErr(err, tunnelKind, rec.ID)
 		}
 		reaped++
-		s.changed(ctx, Principal{AccountID: rec.AccountID}, "tunnel", "deleted", s.ref(tunnelKind.collection, rec.ID))
 	}
 	return reaped, nil
 }

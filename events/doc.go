@@ -12,47 +12,35 @@
 // An event type has the shape <event_name>.v<N> ([ParseType]): the name is
 // lowercase letters, digits and single inner underscores, starting with a
 // letter; N is a decimal number without leading zeros; at most
-// [MaxTypeBytes] bytes in all. The Service emits, after every successful
-// write, the type "<name>_<verb>.v0" ([TypeOf]) with the verb created,
-// updated or deleted and these names ([Names]):
-//
-//	credential                    tunnel_group_backend
-//	ip_policy                     tunnel
-//	ip_policy_rule                event_subscription
-//	ip_restriction                event_source
-//	reserved_domain               https_edge
-//	tls_certificate               https_edge_route
-//	endpoint_configuration        tls_edge
-//	                              tcp_edge
-//
-// and the edge modules: https_edge_route_oidc_module,
-// https_edge_route_backend_module, https_edge_route_response_headers_module,
-// https_edge_route_compression_module,
-// https_edge_route_traffic_policy_module, tls_edge_ip_restriction_module,
-// tls_edge_traffic_policy_module, tls_edge_tls_termination_module,
-// tcp_edge_ip_restriction_module and tcp_edge_backend_module. So
-// ip_policy_created.v0, ip_policy_updated.v0, ip_policy_deleted.v0,
-// credential_created.v0 and so on: [DefaultTypes] lists them all.
+// [MaxTypeBytes] bytes in all. The Service reports each committed write
+// of a resource as the type "<name>_<verb>.v0" ([TypeOf]) with the verb
+// created, updated or deleted; the names are the Service's (one per
+// resource kind and edge module; edgeplane.DefaultEventTypes lists every
+// type), so ip_policy_created.v0, credential_deleted.v0,
+// https_edge_route_oidc_module_updated.v0 and so on.
 //
 // # Registry
 //
-// A [Registry] is the set of types a source may name. [DefaultRegistry]
-// holds [DefaultTypes]; a host that emits events of its own (through the
-// Service's Publish) builds a registry from DefaultTypes plus its types
-// ([NewRegistry]) and hands it to the Service in Options. A registry is immutable: there is no global
-// registry to change. [Registry.Check] refuses a malformed type (saying
+// A [Registry] is the set of types a source may name, built with
+// [NewRegistry]. The Service's default holds edgeplane.DefaultEventTypes; a
+// host that emits events of its own (through the Service's Publish) builds
+// a registry from those plus its types and hands it to the Service in
+// Options. A registry is immutable: there is no global registry to change. [Registry.Check] refuses a malformed type (saying
 // which shape is allowed) and an unknown one (naming it and suggesting the
 // closest known type by edit distance).
 //
 // # Delivery
 //
-// After a successful write the Service makes a [Change] (account, type,
-// time, the object as the API shows it, marshalled at once) and offers it
-// to the [Queue] with [Queue.Enqueue], which never blocks: when the queue
-// is full the change is dropped. One worker goroutine takes changes in
-// order, finds the subscriptions of the change's account that have a source
-// of its type (the [Expander], run by the Service against its store), and
-// calls [Sink.Deliver] once per subscription with an [Event] of its own ID
+// The Service reads its store's change feed (package store) and makes a
+// [Change] (account, type, time, the object as the API shows it) of each
+// committed write, in commit order, and hands it to the [Queue] with
+// [Queue.Put], which waits while the queue is full (the feed keeps what is
+// not yet read). Changes of the host's own making go in with
+// [Queue.Enqueue], which never blocks: when the queue is full the change
+// is dropped. One worker goroutine takes changes in order, finds the
+// subscriptions of the change's account that have a source of its type
+// (the [Expander], run by the Service against its store), and calls
+// [Sink.Deliver] once per subscription with an [Event] of its own ID
 // (ev_). Each call gets a context that ends at the delivery timeout or on a
 // forced shutdown; an error or a panic counts the event as failed, logs it
 // and moves on: nothing is retried. [Queue.Close] stops intake and drains

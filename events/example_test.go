@@ -9,7 +9,10 @@ import (
 
 // An unknown type is refused with the closest known one.
 func ExampleRegistry_Check() {
-	reg := events.DefaultRegistry()
+	reg, err := events.NewRegistry("ip_policy_created.v0", "ip_policy_updated.v0", "credential_created.v0")
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(reg.Check("ip_policy_created.v0"))
 	fmt.Println(reg.Check("ip_polcy_created.v0"))
 	fmt.Println(reg.Check("ip_policy_created"))
@@ -19,9 +22,11 @@ func ExampleRegistry_Check() {
 	// invalid request: type: must have the shape <event_name>.v<N>, such as ip_policy_created.v0 (the version suffix .v<N> is missing)
 }
 
-// A host extends the default registry with types of its own.
+// A host extends the Service's default registry with types of its own
+// (the Service's are edgeplane.DefaultEventTypes()).
 func ExampleNewRegistry() {
-	reg, err := events.NewRegistry(append(events.DefaultTypes(), "agent_connected.v0")...)
+	serviceTypes := []string{"credential_created.v0", "credential_updated.v0", "credential_deleted.v0"}
+	reg, err := events.NewRegistry(append(serviceTypes, "agent_connected.v0")...)
 	if err != nil {
 		panic(err)
 	}

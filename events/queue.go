@@ -35,8 +35,9 @@ type Options struct {
 	// the subscriptions a change goes to. Zero (or negative) means
 	// [DefaultDeliveryTimeout].
 	DeliveryTimeout time.Duration
-	// Registry is the set of event types sources may name. Nil means
-	// [DefaultRegistry]. It is used whether or not Sink is set.
+	// Registry is the set of event types sources may name. Nil means the
+	// Service's default (edgeplane.DefaultEventTypes). It is used whether
+	// or not Sink is set.
 	Registry *Registry
 }
 
@@ -157,6 +158,26 @@ func (q *Queue) Enqueue(c Change) bool {
 	default:
 		q.mu.RUnlock()
 		q.drop(c, reasonFull)
+		return false
+	}
+}
+
+// Put hands c to the worker, waiting while the queue is full, and reports
+// whether it was accepted: false when the queue is closed (c is dropped,
+// counted and logged) or ctx ends first (c is not counted: the caller
+// still holds it).
+func (q *Queue) Put(ctx context.Context, c Change) bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		q.drop(c, reasonClosed)
+		return false
+	}
+	select {
+	case q.ch <- c:
+		q.accepted.Add(1)
+		return true
+	case <-ctx.Done():
 		return false
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +298,46 @@ func BenchmarkEnqueue(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		q.Enqueue(c)
+	}
+}
+
+// TestQueuePut: Put waits while the queue is full, gives up when its
+// context ends (not counting the change), and drops (counting) once the
+// queue is closed.
+func TestQueuePut(t *testing.T) {
+	release := make(chan struct{})
+	sink := events.SinkFunc(func(context.Context, events.Event) error { <-release; return nil })
+	expand := func(_ context.Context, c events.Change) ([]events.Event, error) {
+		return []events.Event{{Type: c.Type}}, nil
+	}
+	q := events.NewQueue(events.Options{Sink: sink, QueueSize: 1}, expand, nil)
+	c := events.Change{Type: "x_created.v0"}
+	if !q.Put(context.Background(), c) || !q.Put(context.Background(), c) { // one in the worker, one waiting
+		t.Fatal("Put refused with room")
+	}
+	full, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The worker may not have taken the first change yet; either way the
+	// queue has no room for a third.
+	for q.Stats().Pending < 1 {
+		runtime.Gosched()
+	}
+	if q.Put(full, c) {
+		t.Error("Put into a full queue with an ended context succeeded")
+	}
+	done := make(chan bool)
+	go func() { done <- q.Put(context.Background(), c) }()
+	close(release) // the sink moves: room appears
+	if !<-done {
+		t.Error("a waiting Put was not accepted when room appeared")
+	}
+	if err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if q.Put(context.Background(), c) {
+		t.Error("Put after Close succeeded")
+	}
+	if st := q.Stats(); st.Accepted != 3 || st.Delivered != 3 || st.Dropped != 1 {
+		t.Errorf("stats %+v; want 3 accepted and delivered, 1 dropped (after Close)", st)
 	}
 }

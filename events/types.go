@@ -26,55 +26,9 @@ const (
 // Verbs lists [Created], [Updated] and [Deleted].
 func Verbs() []string { return []string{Created, Updated, Deleted} }
 
-// Names returns the event names of the resources this library manages, in
-// a fixed order. The default registry holds, for each name, the types
-// "<name>_created.v0", "<name>_updated.v0" and "<name>_deleted.v0". A new
-// slice is returned on each call.
-func Names() []string {
-	return []string{
-		"credential",
-		"ip_policy",
-		"ip_policy_rule",
-		"ip_restriction",
-		"reserved_domain",
-		"tls_certificate",
-		"endpoint_configuration",
-		"tunnel_group_backend",
-		"tunnel",
-		"event_subscription",
-		"event_source",
-		"https_edge",
-		"https_edge_route",
-		"tls_edge",
-		"tcp_edge",
-		"https_edge_route_oidc_module",
-		"https_edge_route_backend_module",
-		"https_edge_route_response_headers_module",
-		"https_edge_route_compression_module",
-		"https_edge_route_traffic_policy_module",
-		"tls_edge_ip_restriction_module",
-		"tls_edge_traffic_policy_module",
-		"tls_edge_tls_termination_module",
-		"tcp_edge_ip_restriction_module",
-		"tcp_edge_backend_module",
-	}
-}
-
 // TypeOf returns the version-0 event type of a change: TypeOf("ip_policy",
 // Created) is "ip_policy_created.v0".
 func TypeOf(name, verb string) string { return name + "_" + verb + ".v0" }
-
-// DefaultTypes returns the types of the default registry: [TypeOf] of
-// every name of [Names] with every verb of [Verbs].
-func DefaultTypes() []string {
-	var out []string
-	for _, n := range Names() {
-		for _, v := range Verbs() {
-			out = append(out, TypeOf(n, v))
-		}
-	}
-	return out
-}
 
 // ParseType splits an event type of the shape <event_name>.v<N> into its
 // name and version. The name is 1 or more lowercase ASCII letters, digits
@@ -133,9 +87,9 @@ func typeProblem(t string) string {
 }
 
 // Registry is the set of known event types: the types a subscription may
-// have a source for. Build one with [NewRegistry] or [DefaultRegistry]. A
-// Registry is immutable and safe for concurrent use; a host extends the
-// default by building a new one from [DefaultTypes] plus its own types.
+// have a source for. Build one with [NewRegistry]. A Registry is immutable
+// and safe for concurrent use; a host extends the Service's default by
+// building a new one from edgeplane.DefaultEventTypes plus its own types.
 type Registry struct {
 	known  map[string]struct{}
 	sorted []string
@@ -165,15 +119,6 @@ func NewRegistry(types ...string) (*Registry, error) {
 	}
 	slices.Sort(r.sorted)
 	return r, nil
-}
-
-// DefaultRegistry returns a new registry of [DefaultTypes].
-func DefaultRegistry() *Registry {
-	r, err := NewRegistry(DefaultTypes()...)
-	if err != nil {
-		panic(err) // only on a programming error in Names
-	}
-	return r
 }
 
 // Known reports whether t is in the registry. A nil registry knows nothing.

@@ -89,37 +89,37 @@ func itoa(n int) string {
 	return string(b)
 }
 
-func TestDefaultTypes(t *testing.T) {
-	types := events.DefaultTypes()
-	if len(types) != 3*len(events.Names()) {
-		t.Fatalf("%d default types for %d names", len(types), len(events.Names()))
+// testTypes are the types of the registry the tests use, a few of the
+// Service's.
+var testTypes = []string{"ip_policy_created.v0", "ip_policy_updated.v0", "ip_policy_deleted.v0", "credential_created.v0", "credential_deleted.v0",
+	"tunnel_group_backend_updated.v0", "event_source_created.v0", "https_edge_route_oidc_module_updated.v0"}
+
+func testRegistry(t testing.TB) *events.Registry {
+	t.Helper()
+	reg, err := events.NewRegistry(testTypes...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"ip_policy_created.v0", "ip_policy_updated.v0", "ip_policy_deleted.v0", "credential_created.v0",
-		"tunnel_group_backend_deleted.v0", "event_source_created.v0", "https_edge_route_oidc_module_updated.v0"} {
-		if !slices.Contains(types, want) {
-			t.Errorf("default types lack %s", want)
-		}
+	return reg
+}
+
+func TestRegistryTypes(t *testing.T) {
+	reg := testRegistry(t)
+	if reg.Len() != len(testTypes) {
+		t.Errorf("registry has %d types, want %d", reg.Len(), len(testTypes))
 	}
-	reg := events.DefaultRegistry()
-	if reg.Len() != len(types) {
-		t.Errorf("default registry has %d types, want %d (no duplicates)", reg.Len(), len(types))
-	}
-	for _, typ := range types {
-		if _, _, err := events.ParseType(typ); err != nil {
-			t.Errorf("default type %q: %v", typ, err)
-		}
+	for _, typ := range testTypes {
 		if !reg.Known(typ) {
-			t.Errorf("default registry does not know %q", typ)
+			t.Errorf("registry does not know %q", typ)
 		}
 	}
 	if !slices.IsSorted(reg.Types()) {
 		t.Error("Types() is not sorted")
 	}
 	// Callers get copies.
-	events.Names()[0] = "changed"
 	reg.Types()[0] = "changed"
-	if events.Names()[0] != "credential" || reg.Types()[0] == "changed" {
-		t.Error("Names or Types returned shared state")
+	if reg.Types()[0] == "changed" {
+		t.Error("Types returned shared state")
 	}
 	if events.TypeOf("credential", events.Deleted) != "credential_deleted.v0" {
 		t.Error("TypeOf")
@@ -159,7 +159,7 @@ func TestNewRegistry(t *testing.T) {
 }
 
 func TestRegistryCheck(t *testing.T) {
-	reg := events.DefaultRegistry()
+	reg := testRegistry(t)
 	tests := []struct {
 		typ    string
 		reason string // "" means known
@@ -226,13 +226,13 @@ func TestSubscriptionParams(t *testing.T) {
 	if err := (events.UpdateSourceParams{}).Validate(); err != nil {
 		t.Errorf("UpdateSourceParams.Validate = %v", err)
 	}
-	if err := (events.CreateSourceParams{Type: "nope.v0"}).Validate(events.DefaultRegistry()); apierr.CodeOf(err) != apierr.InvalidArgument {
+	if err := (events.CreateSourceParams{Type: "nope.v0"}).Validate(testRegistry(t)); apierr.CodeOf(err) != apierr.InvalidArgument {
 		t.Errorf("CreateSourceParams.Validate(unknown) = %v", err)
 	}
 }
 
 func BenchmarkRegistryCheckUnknown(b *testing.B) {
-	reg := events.DefaultRegistry()
+	reg := testRegistry(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if reg.Check("tunnel_group_backend_update.v0") == nil {

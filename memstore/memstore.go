@@ -463,10 +463,8 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 // under the write lock, and returns its revision.
 func (s *Store) commit(ctx context.Context, op store.Op, r *store.Record) int64 {
 	s.rev++
-	c := store.Change{Revision: s.rev, Op: op, Kind: r.Kind, AccountID: r.AccountID, ID: r.ID, ParentID: r.ParentID, Note: store.NoteFrom(ctx)}
-	if op != store.OpDelete {
-		c.Data = r.Data // stored records are never mutated in place, so sharing is safe
-	}
+	// Stored records are never mutated in place, so sharing Data is safe.
+	c := store.Change{Revision: s.rev, Op: op, Kind: r.Kind, AccountID: r.AccountID, ID: r.ID, ParentID: r.ParentID, Data: r.Data, Note: store.NoteFrom(ctx)}
 	if len(s.log) >= 2*s.keep {
 		s.log = append(make([]store.Change, 0, 2*s.keep), s.log[len(s.log)-s.keep+1:]...)
 	}

@@ -46,8 +46,9 @@ type Change struct {
 	AccountID string
 	ID        string
 	ParentID  string
-	// Data is the record's document as written by a create or update; nil
-	// for a delete.
+	// Data is the record's document as a create or update wrote it, or as
+	// it was when a delete removed it: enough for a reader to report the
+	// change without reading the record again.
 	Data []byte
 	// Note is the label the writer gave the write through [WithNote] (the
 	// Service: the event type the write reports). Changes of records a

@@ -74,8 +74,8 @@ func testFeedOrderAndContent(t *testing.T, s store.Store) {
 		{store.OpCreate, kindB, child.ID, a.ID, "", string(child.Data)},
 		{store.OpUpdate, kindA, a.ID, "", "a updated", string(doc("a2", 2))},
 		{store.OpUpdate, kindA, a.ID, "", "", string(doc("a3", 3))},
-		{store.OpDelete, kindB, child.ID, a.ID, "", ""},
-		{store.OpDelete, kindA, a.ID, "", "a deleted", ""},
+		{store.OpDelete, kindB, child.ID, a.ID, "", string(child.Data)},
+		{store.OpDelete, kindA, a.ID, "", "a deleted", string(doc("a3", 3))},
 	}
 	if diff := cmp.Diff(want, briefs(got)); diff != "" {
 		t.Fatalf("the feed (-want +got):\n%s", diff)
