@@ -15,11 +15,16 @@ import (
 )
 
 // storedCertificate is a TLS certificate as stored: the API shape and,
-// beside it, the private key, which no API response shows.
+// beside it, the private key sealed under the Service's sealing key
+// ([Options.SealingKey]), which no API response shows.
 type storedCertificate struct {
 	domains.Certificate
-	PrivateKeyPEM string `json:"private_key_pem"`
+	SealedPrivateKey []byte `json:"sealed_private_key"`
 }
+
+// keyAAD binds a sealed private key to its certificate record: a sealed
+// key copied to another record or account does not open.
+func keyAAD(accountID, certID string) []byte { return []byte(accountID + "/" + certID) }
 
 func (s *Service) presentCertificate(c *domains.Certificate, _ store.Record) {
 	c.URI = s.uri(certificateKind.collection, c.ID)
@@ -55,7 +60,8 @@ func (s *Service) CreateTLSCertificate(ctx context.Context, p Principal, params 
 // key in the account and presents it.
 func (s *Service) storeCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM string) error {
 	c.ID, c.CreatedAt = s.ids.New(domains.CertificatePrefix), s.timestamp()
-	data, err := encode(storedCertificate{Certificate: *c, PrivateKeyPEM: keyPEM})
+	sealed := s.sealer.Seal([]byte(keyPEM), keyAAD(accountID, c.ID))
+	data, err := encode(storedCertificate{Certificate: *c, SealedPrivateKey: sealed})
 	if err != nil {
 		return err
 	}
@@ -132,7 +138,9 @@ func (s *Service) inUseByDomains(ctx context.Context, p Principal, err error) er
 
 // TLSCertificateKeyPair returns the PEM chain and private key of a TLS
 // certificate of the account, for the host's edge servers that terminate
-// TLS. It is a host operation: no API response ever carries the key.
+// TLS. It is a host operation: no API response ever carries the key. The
+// key is stored sealed; a key sealed under another sealing key than the
+// Service's is an internal error (logged), never returned.
 func (s *Service) TLSCertificateKeyPair(ctx context.Context, accountID, id string) (certPEM, keyPEM string, err error) {
 	if !ids.Valid(id, domains.CertificatePrefix) {
 		return "", "", certificateKind.notFound(id)
@@ -145,7 +153,12 @@ func (s *Service) TLSCertificateKeyPair(ctx context.Context, accountID, id strin
 	if err != nil {
 		return "", "", err
 	}
-	return c.CertificatePEM, c.PrivateKeyPEM, nil
+	key, err := s.sealer.Open(c.SealedPrivateKey, keyAAD(accountID, id))
+	if err != nil {
+		s.log.Error("cannot open the private key of a TLS certificate", "id", id, "err", err)
+		return "", "", apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return c.CertificatePEM, string(key), nil
 }
 
 // CertificateOrder is a reserved domain whose managed certificate needs

@@ -1,6 +1,7 @@
 package edgeplane_test
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"log/slog"
 	"math/big"
 	"strings"
 	"sync"
@@ -19,6 +21,8 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -234,4 +238,74 @@ func TestEndpointConfigurations(t *testing.T) {
 	}
 	_, err = e.svc.GetEndpointConfiguration(e.ctx, e.user, c.ID)
 	wantCode(t, err, apierr.NotFound)
+}
+
+// TestPrivateKeysSealedAtRest: the store never holds a private key in the
+// clear; the Service with the sealing key reads it back; a Service with
+// another key, or a sealed key moved to another record, gets an error,
+// never the key.
+func TestPrivateKeysSealedAtRest(t *testing.T) {
+	st := memstore.New()
+	key := bytes.Repeat([]byte{0x42}, edgeplane.SealingKeySize)
+	e := newEnvWithStore(t, st)
+	e.svc = edgeplane.New(st, edgeplane.Options{SealingKey: key, Clock: e.clock.Now})
+	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
+	c, err := e.svc.CreateTLSCertificate(e.ctx, e.user, domains.CreateCertificateParams{CertificatePEM: certPEM, PrivateKeyPEM: keyPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := e.svc.CreateTLSCertificate(e.ctx, e.user, domains.CreateCertificateParams{CertificatePEM: certPEM, PrivateKeyPEM: keyPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.Get(e.ctx, edgeplane.KindTLSCertificate, e.user.AccountID, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(rec.Data, []byte("PRIVATE KEY")) || bytes.Contains(rec.Data, []byte(strings.Split(keyPEM, "\n")[1])) {
+		t.Fatalf("the stored record holds the private key in the clear: %s", rec.Data)
+	}
+	changes, err := st.Changes(e.ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range changes {
+		if bytes.Contains(ch.Data, []byte("PRIVATE KEY")) {
+			t.Fatal("the change feed holds the private key in the clear")
+		}
+	}
+
+	// Another Service with the same key (a restart, a replica) reads it.
+	same := edgeplane.New(st, edgeplane.Options{SealingKey: bytes.Clone(key)})
+	if _, gotKey, err := same.TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID); err != nil || gotKey != keyPEM {
+		t.Fatalf("same key: %v", err)
+	}
+	// Another key: an internal error, never the key.
+	logs := new(bytes.Buffer)
+	wrong := edgeplane.New(st, edgeplane.Options{SealingKey: bytes.Repeat([]byte{7}, edgeplane.SealingKeySize), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	_, gotKey, err := wrong.TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID)
+	if apierr.CodeOf(err) != apierr.Internal || gotKey != "" || strings.Contains(err.Error(), "another key") {
+		t.Errorf("another key: %q, %v; want a generic internal error", gotKey, err)
+	}
+	if !strings.Contains(logs.String(), "sealed under another key") {
+		t.Errorf("the cause is not logged: %s", logs)
+	}
+	// A sealed key copied into another certificate record does not open there.
+	_, err = st.Update(e.ctx, edgeplane.KindTLSCertificate, e.user.AccountID, other.ID, func(r *store.Record) error {
+		r.Data = bytes.Replace(rec.Data, []byte(c.ID), []byte(other.ID), 1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, k, err := e.svc.TLSCertificateKeyPair(e.ctx, e.user.AccountID, other.ID); err == nil || k != "" {
+		t.Errorf("a sealed key moved to another record opened: %v", err)
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("New accepted a 16-byte sealing key")
+		}
+	}()
+	edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, 16)})
 }

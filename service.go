@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"iter"
 	"log/slog"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
@@ -52,11 +52,22 @@ type Options struct {
 	// keeps rate limiter state across recompilations. Nil: New builds one
 	// with the built-in actions, Clock and a sink on Logger.
 	Policy *policy.Engine
+	// SealingKey is the AES-256 key ([SealingKeySize] bytes) under which
+	// secrets that must be read back (the private keys of TLS
+	// certificates) are sealed at rest. Nil: New generates a random key and
+	// logs a warning; what it seals cannot be opened by another Service or
+	// after a restart, so a host with a durable or shared store must
+	// supply the same key to every Service. New panics on a key of another
+	// size.
+	SealingKey []byte
 	// TunnelLease is how long a registered tunnel stays online without
 	// its tunnel server renewing it ([Service.RenewTunnel]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 }
+
+// SealingKeySize is the size of [Options.SealingKey] in bytes.
+const SealingKeySize = seal.KeySize
 
 // DefaultTunnelLease is the default of [Options.TunnelLease]. A tunnel
 // server renews each tunnel well within it (every 20 seconds, say), so
@@ -80,6 +91,7 @@ type Service struct {
 
 	policy *policy.Engine // Options.Policy or a default engine; never nil
 	lease  time.Duration  // Options.TunnelLease or its default
+	sealer *seal.Sealer   // under Options.SealingKey or an ephemeral key
 }
 
 // New returns a Service over store. A nil store panics: it is a
@@ -105,8 +117,19 @@ func New(st store.Store, opts Options) *Service {
 		s.now = time.Now
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		s.log = slog.New(slog.DiscardHandler)
 	}
+	key := opts.SealingKey
+	if key == nil {
+		key = seal.NewKey()
+		s.log.Warn("no Options.SealingKey: certificate private keys are sealed under a key of this process only; " +
+			"they cannot be read after a restart or by another process")
+	}
+	sealer, err := seal.New(key)
+	if err != nil {
+		panic("edgeplane.New: Options.SealingKey: " + err.Error())
+	}
+	s.sealer = sealer
 	s.ids = ids.NewGenerator(s.now)
 	if err := opts.Domains.Validate(); err != nil {
 		panic("edgeplane.New: invalid Options.Domains: " + err.Error())

@@ -6,7 +6,11 @@
 // It creates one account with an admin user. The admin's API key is taken
 // from the environment variable EDGEPLANE_API_KEY when set (it must start
 // with epk_ followed by at least 32 characters), else generated and
-// printed once. It prints "listening on http://<addr>" when ready, logs
+// printed once. The sealing key of certificate private keys
+// (edgeplane.Options.SealingKey) comes from EDGEPLANE_SEALING_KEY (32
+// bytes, base64) or is generated and printed once, with a warning that
+// keys sealed under it are unreadable once it is lost. It prints
+// "listening on http://<addr>" when ready, logs
 // each request with log/slog, and shuts down gracefully on SIGINT or
 // SIGTERM. State lives in memory and is gone when it stops. The server
 // has the timeouts and request bounds of package httpserver's defaults.
@@ -14,6 +18,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -62,7 +68,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger})
+	sealingKey, err := sealingKey(getenv("EDGEPLANE_SEALING_KEY"), stdout)
+	if err != nil {
+		return err
+	}
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger, SealingKey: sealingKey})
 	key, err := bootstrap(ctx, svc, getenv("EDGEPLANE_API_KEY"))
 	if err != nil {
 		return err
@@ -118,4 +128,23 @@ func bootstrap(ctx context.Context, svc *edgeplane.Service, secret string) (stri
 		return "", fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
 	}
 	return *key.Token, nil
+}
+
+// sealingKey decodes EDGEPLANE_SEALING_KEY (standard base64 of
+// edgeplane.SealingKeySize bytes), or generates a key and prints it once
+// when env is empty.
+func sealingKey(env string, stdout io.Writer) ([]byte, error) {
+	if env == "" {
+		key := make([]byte, edgeplane.SealingKeySize)
+		rand.Read(key)
+		fmt.Fprintf(stdout, "sealing key (shown once; set EDGEPLANE_SEALING_KEY to it, or certificate private keys are unreadable after a restart): %s\n",
+			base64.StdEncoding.EncodeToString(key))
+		return key, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(env)
+	if err != nil || len(key) != edgeplane.SealingKeySize {
+		return nil, fmt.Errorf("EDGEPLANE_SEALING_KEY: want the standard base64 of %d bytes", edgeplane.SealingKeySize)
+	}
+	fmt.Fprintln(stdout, "sealing key: from EDGEPLANE_SEALING_KEY")
+	return key, nil
 }

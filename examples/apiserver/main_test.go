@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"strings"
@@ -118,8 +119,29 @@ func TestGeneratedKeyAndBadEnvKey(t *testing.T) {
 	if !strings.Contains(stdout.String(), "admin API key (shown once): epk_") {
 		t.Errorf("no generated key printed: %q", stdout.String())
 	}
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(string) string { return "weak" }, io.Discard, io.Discard, nil)
+	if !strings.Contains(stdout.String(), "sealing key (shown once; set EDGEPLANE_SEALING_KEY") {
+		t.Errorf("no generated sealing key printed: %q", stdout.String())
+	}
+	only := func(name, value string) func(string) string {
+		return func(k string) string {
+			if k == name {
+				return value
+			}
+			return ""
+		}
+	}
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, only("EDGEPLANE_API_KEY", "weak"), io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "EDGEPLANE_API_KEY") {
 		t.Errorf("weak EDGEPLANE_API_KEY: %v", err)
+	}
+	for _, bad := range []string{"not base64!", base64.StdEncoding.EncodeToString(make([]byte, 16))} {
+		err = run(context.Background(), []string{"-addr", "127.0.0.1:0"}, only("EDGEPLANE_SEALING_KEY", bad), io.Discard, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), "EDGEPLANE_SEALING_KEY: want the standard base64 of 32 bytes") {
+			t.Errorf("EDGEPLANE_SEALING_KEY=%q: %v", bad, err)
+		}
+	}
+	key, err := sealingKey(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), io.Discard)
+	if err != nil || !bytes.Equal(key, bytes.Repeat([]byte{1}, 32)) {
+		t.Errorf("a good EDGEPLANE_SEALING_KEY: %x, %v", key, err)
 	}
 }
