@@ -69,7 +69,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "invalid regex", doc: `{"inbound":[` + rule("req.url.path.matches('[a-')") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: matches: invalid regular expression: missing closing ]`}},
 		{name: "regex program too large", doc: `{"inbound":[` + rule("req.url.path.matches('[a-z]{600}[0-9]{600}')") + `]}`,
-			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: regex program size`}},
+			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: matches: regular expression program size 1202 exceeds the limit of 1000`}},
 		{name: "recursion limit", doc: `{"inbound":[` + rule(deep) + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": expression recursion limit exceeded: 50`}},
 		{name: "expression too long", doc: `{"inbound":[` + rule("req.method == '"+strings.Repeat("a", MaxExpressionLength)+"'") + `]}`,

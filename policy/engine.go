@@ -243,7 +243,6 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 		cel.ParserRecursionLimit(MaxRecursionDepth),
 		cel.ParserExpressionSizeLimit(MaxExpressionLength),
 		cel.ExpressionNodeLimit(MaxExpressionNodes),
-		cel.RegexProgramSizeLimit(MaxRegexProgramSize),
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
