@@ -329,3 +329,66 @@ func BenchmarkEvaluateRateLimitReadsResults(b *testing.B) {
 		}
 	}
 }
+
+// worstDocuments are the costliest documents to compile within the
+// per-document limits, one per limit that binds: the most expressions
+// (MaxDocumentNodes with ExpressionOverheadNodes), the largest
+// expressions, and the most regex program (MaxDocumentRegexProgramSize)
+// with the node budget's remainder in small expressions.
+func worstDocuments() map[string]string {
+	exprs := func(n int, expr func(i int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = expr(i)
+		}
+		return out
+	}
+	doc := func(list []string) string {
+		var rules []string
+		for i := 0; i < len(list); i += MaxExpressionsPerRule {
+			var q []string
+			for _, x := range list[i:min(i+MaxExpressionsPerRule, len(list))] {
+				q = append(q, strconv.Quote(x))
+			}
+			rules = append(rules, `{"expressions":[`+strings.Join(q, ",")+`],"actions":[{"type":"deny"}]}`)
+		}
+		return `{"inbound":[` + strings.Join(rules, ",") + `]}`
+	}
+	small := MaxDocumentNodes/(ExpressionOverheadNodes+3) - 1
+	big := "1 in [" + strings.Repeat("1,", 1890) + "1]"
+	letters := "abcdefghij"
+	regexes := exprs(10, func(i int) string {
+		return "'a'.matches('(" + letters[i:i+1] + "{30}){30}" + strings.Repeat("x", 30) + "')"
+	})
+	rest := (MaxDocumentNodes - 10*(ExpressionOverheadNodes+4)) / (ExpressionOverheadNodes + 3)
+	return map[string]string{
+		"expressions": doc(exprs(small, func(i int) string { return "req.method == '" + strconv.Itoa(i) + "'" })),
+		"nodes":       doc(exprs(MaxDocumentNodes/(ExpressionOverheadNodes+1893), func(int) string { return big })),
+		"regexes":     doc(append(regexes, exprs(rest, func(i int) string { return "req.method == '" + strconv.Itoa(i) + "'" })...)),
+	}
+}
+
+// BenchmarkCompileWorstDocument compiles the worst documents the
+// per-document limits accept (issue 12 item 3 targets under 50 ms and
+// 20 MB).
+func BenchmarkCompileWorstDocument(b *testing.B) {
+	docs := worstDocuments()
+	for _, name := range []string{"expressions", "nodes", "regexes"} {
+		b.Run(name, func(b *testing.B) {
+			e, err := NewEngine(Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			data := []byte(docs[name])
+			if _, err := e.CompileJSON(data, CompileOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.CompileJSON(data, CompileOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -314,7 +314,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 		return nil, msgs
 	}
 	native := a.NativeRep()
-	if c.nodes += countNodes(native.Expr()); c.nodes > MaxDocumentNodes {
+	if c.nodes += ExpressionOverheadNodes + countNodes(native.Expr()); c.nodes > MaxDocumentNodes {
 		c.overBudget()
 		return nil, []string{fmt.Sprintf("the document's expressions total more than %d AST nodes (MaxDocumentNodes); rules after this one were not checked", MaxDocumentNodes)}
 	}

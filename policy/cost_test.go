@@ -94,7 +94,7 @@ func TestCostLimitFailsClosed(t *testing.T) {
 			req:  func(r *Request) { r.Path = long },
 			want: Result{Verdict: Respond, StatusCode: http.StatusForbidden, Location: "inbound[0].actions[0]"}, loc: `inbound[0].actions[0].config.headers["x"]`},
 		{name: "native template", doc: `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{"x":"${req.headers['x-a'][0]}"}}}]}]}`,
-			req: func(r *Request) { r.Header["X-A"] = []string{"a"} },
+			req:  func(r *Request) { r.Header["X-A"] = []string{"a"} },
 			want: Result{HeaderEdits: []HeaderEdit{{Name: "x", Value: "a"}}}},
 		{name: "from regex", doc: `{"inbound":[{"actions":[{"type":"redirect","config":{"from":"(a{30}){30}b","to":"https://x/"}}]},
 			{"actions":[{"type":"custom-response","config":{"body":"next"}}]}]}`,
@@ -223,7 +223,10 @@ func TestDocumentBudget(t *testing.T) {
 		{"distinct regexes", manyExpressions(40, func(i int) string { return "'a'.matches('(" + letters[i%26:i%26+1] + "{30}){30}')" }),
 			"inbound[0].expressions[10]: 1:13: the document's regular expressions would total 10582 RE2 instructions, over the limit of 10000 (MaxDocumentRegexProgramSize)"},
 		{"nodes", manyExpressions(40, func(int) string { return "1 in [" + strings.Repeat("1,", 1900) + "1]" }),
-			"inbound[0].expressions[10]: the document's expressions total more than 20000 AST nodes (MaxDocumentNodes)"},
+			fmt.Sprintf("inbound[0].expressions[%d]: the document's expressions total more than %d AST nodes (MaxDocumentNodes)", MaxDocumentNodes/(ExpressionOverheadNodes+1903), MaxDocumentNodes)},
+		{"expressions", manyExpressions(600, func(int) string { return "true" }),
+			fmt.Sprintf("inbound[%d].expressions[%d]: the document's expressions total more than %d AST nodes (MaxDocumentNodes)",
+				MaxDocumentNodes/(ExpressionOverheadNodes+1)/MaxExpressionsPerRule, MaxDocumentNodes/(ExpressionOverheadNodes+1)%MaxExpressionsPerRule, MaxDocumentNodes)},
 	}
 	e, _ := newTestEngine(t, Options{})
 	for _, tc := range tests {

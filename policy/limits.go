@@ -56,8 +56,15 @@ const (
 
 	// MaxDocumentNodes is the largest total number of AST nodes (after
 	// macro expansion) of all the expressions and ${...} template
-	// expressions of a document.
-	MaxDocumentNodes = 20_000
+	// expressions of a document, each expression counting
+	// ExpressionOverheadNodes more than it has: so it also bounds the
+	// number of expressions (to 500), whose fixed cost dominates compiling
+	// small ones.
+	MaxDocumentNodes = 5_000
+
+	// ExpressionOverheadNodes is what each expression adds to a
+	// document's node count besides its own nodes (see MaxDocumentNodes).
+	ExpressionOverheadNodes = 10
 
 	// MaxDocumentRegexProgramSize is the largest total compiled size (RE2
 	// instructions) of the distinct regular expressions of a document:
