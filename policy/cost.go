@@ -36,7 +36,7 @@ var ErrCostLimit = errors.New("the evaluation cost budget of " + strconv.Itoa(Ma
 // budget exhausted, when the total would exceed MaxEvaluationCost; the
 // caller must then not do the work it charged for.
 func (st *evalState) charge(c uint64) bool {
-	if t := cost.SafeAdd(st.cost, c); t <= MaxEvaluationCost {
+	if t := st.cost + c; t >= c && t <= MaxEvaluationCost {
 		st.cost = t
 		return true
 	}
@@ -78,7 +78,10 @@ func containsCost(s, sub string) uint64 {
 // pattern such as (a{30}){30} escapes; Go's regexp does work in proportion
 // to the program.)
 func regexCost(n uint64, prog int) uint64 {
-	return callCost(ceilDiv(cost.SafeMultiply(cost.SafeAdd(n, 1), uint64(prog)), 10))
+	if n >= 1<<32 || prog < 0 {
+		return ^uint64(0) // beyond any budget; the product could overflow
+	}
+	return callCost(((n+1)*uint64(prog) + 9) / 10)
 }
 
 func ceilDiv(a, b uint64) uint64 {

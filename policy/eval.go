@@ -300,6 +300,8 @@ func (p *Policy) run(st *evalState, ph *phaseProg) {
 // failClosed ends an evaluation whose cost budget ran out: the request is
 // refused (403), the upstream's response replaced (502), the connection
 // closed, whatever the rules would have decided.
+//
+//go:noinline
 func (p *Policy) failClosed(st *evalState) {
 	st.out = Result{Verdict: Respond, StatusCode: http.StatusForbidden, Location: st.exhaustedAt}
 	switch {
@@ -318,38 +320,50 @@ func (r *compiledRule) applies(st *evalState) bool {
 		if c.native != nil {
 			start := st.cost
 			st.nerr = false
-			res := c.native.evalB(st)
-			if st.cost > MaxEvaluationCost {
-				st.exhausted = true
-			}
-			if !st.nerr {
-				if st.exhausted {
-					st.exhaustedAt = c.loc
-					st.report(c.loc, r.name, ErrCostLimit)
+			switch res := c.native.evalB(st); {
+			case st.nerr || st.exhausted || st.cost > MaxEvaluationCost:
+				if r.nativeOutOfBudget(st, c, start) {
 					return false
 				}
-				switch res {
-				case triTrue:
-					continue
-				case triFalse:
-					return false
-				}
+			case res == triTrue:
+				continue
+			case res == triFalse:
+				return false
 			}
 			// An error: CEL gives the authoritative result, message and
 			// cost.
-			st.cost, st.exhausted = start, false
 		}
-		v, err := st.evalCEL(c.prog)
-		if err != nil {
-			if st.exhausted {
-				st.exhaustedAt = c.loc
-			}
-			st.report(c.loc, r.name, err)
-			return false
-		}
-		if b, ok := v.(types.Bool); !ok || !bool(b) {
+		if !r.celHolds(st, c) {
 			return false
 		}
 	}
 	return true
+}
+
+// nativeOutOfBudget handles a native evaluation that met an error or ran
+// out of budget. Out of budget without an error, it reports and returns
+// true; else it forgets the native evaluation's cost for CEL to run.
+func (r *compiledRule) nativeOutOfBudget(st *evalState, c *condition, start uint64) bool {
+	if !st.nerr && (st.exhausted || st.cost > MaxEvaluationCost) {
+		st.exhausted, st.exhaustedAt = true, c.loc
+		st.report(c.loc, r.name, ErrCostLimit)
+		return true
+	}
+	st.cost, st.exhausted = start, false
+	return false
+}
+
+// celHolds evaluates a condition with its cel-go program, reporting an
+// error.
+func (r *compiledRule) celHolds(st *evalState, c *condition) bool {
+	v, err := st.evalCEL(c.prog)
+	if err != nil {
+		if st.exhausted {
+			st.exhaustedAt = c.loc
+		}
+		st.report(c.loc, r.name, err)
+		return false
+	}
+	b, ok := v.(types.Bool)
+	return ok && bool(b)
 }

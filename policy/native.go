@@ -224,18 +224,32 @@ func (n scmp) evalB(st *evalState) tri {
 
 // svarEq is the common "variable == literal" shape: the variable costs 1,
 // the comparison the traversal of the shorter string, at most the
-// literal's traversal cost (known at compile time, so that a long variable
-// is not counted).
+// literal's traversal cost (so that a long variable is not counted). For a
+// literal of at most 10 code points that is always 1 (the least a call
+// costs), known at compile time: cost is then 2, else 0.
 type svarEq struct {
-	id  varID
-	c   string
-	n   uint64 // size(c)
-	neg bool
+	id   varID
+	c    string
+	n    uint64 // size(c)
+	cost uint64
+	neg  bool
 }
 
-func (n svarEq) evalB(st *evalState) tri {
+func newSvarEq(id varID, c string, neg bool) *svarEq {
+	n := &svarEq{id: id, c: c, n: size(c), neg: neg}
+	if n.n <= 10 {
+		n.cost = 2
+	}
+	return n
+}
+
+func (n *svarEq) evalB(st *evalState) tri {
 	v := st.strVar(n.id)
-	st.cost += 1 + callCost(traversalCost(sizeUpTo(v, n.n)))
+	if n.cost != 0 {
+		st.cost += n.cost
+	} else {
+		st.cost += 1 + callCost(traversalCost(sizeUpTo(v, n.n)))
+	}
 	return triOf((v == n.c) != n.neg)
 }
 
@@ -355,7 +369,7 @@ type svarPred struct {
 	cost uint64
 }
 
-func (n svarPred) evalB(st *evalState) tri {
+func (n *svarPred) evalB(st *evalState) tri {
 	s := st.strVar(n.id)
 	c := n.cost
 	if n.f == fnContains {
@@ -390,7 +404,7 @@ type svarMatch struct {
 	prog int
 }
 
-func (n svarMatch) evalB(st *evalState) tri {
+func (n *svarMatch) evalB(st *evalState) tri {
 	s := st.strVar(n.id)
 	if !st.charge(1 + regexCost(size(s), n.prog)) {
 		return triErr
@@ -430,7 +444,7 @@ type inStrSet struct {
 	m   map[string]struct{} // for long lists
 }
 
-func (n inStrSet) evalB(st *evalState) tri {
+func (n *inStrSet) evalB(st *evalState) tri {
 	s, ok := n.a.evalS(st)
 	if !ok {
 		return st.failed()
@@ -692,7 +706,7 @@ type cidrConn struct {
 	p      []netip.Prefix
 }
 
-func (n cidrConn) evalB(st *evalState) tri {
+func (n *cidrConn) evalB(st *evalState) tri {
 	a := st.clientAddr()
 	if n.server {
 		a = st.serverAddr()
@@ -926,7 +940,7 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 			return nil
 		}
 		if v, ok := s.(svar); ok {
-			return svarMatch{v.id, r.re, r.prog}
+			return &svarMatch{v.id, r.re, r.prog}
 		}
 		return matchNode{s, r.re, r.prog}
 	case overloads.SizeString, overloads.SizeStringInst:
@@ -1039,7 +1053,7 @@ func lowerCompare(ov string, op cmpOp, args []any) any {
 				c, isConst = a.(sconst)
 			}
 			if isVar && isConst {
-				return svarEq{id: v.id, c: c.v, n: size(c.v), neg: op == opNe}
+				return newSvarEq(v.id, c.v, op == opNe)
 			}
 		}
 		return scmp{a, b, op}
@@ -1067,7 +1081,7 @@ func lowerStrPred(ov string, args []any, member bool) any {
 	f := map[string]strFn{overloads.StartsWithString: fnStartsWith, overloads.EndsWithString: fnEndsWith, overloads.ContainsString: fnContains}[ov]
 	if v, isVar := a.(svar); isVar {
 		if c, isConst := b.(sconst); isConst {
-			return svarPred{id: v.id, c: c.v, f: f, cost: strFnCost(f, "", c.v)}
+			return &svarPred{id: v.id, c: c.v, f: f, cost: strFnCost(f, "", c.v)}
 		}
 	}
 	return strPred{a, b, f}
@@ -1090,7 +1104,7 @@ func lowerIn(ov string, args []any) any {
 			if c.ints != nil {
 				return nil
 			}
-			n := inStrSet{a: a, set: c.strs}
+			n := &inStrSet{a: a, set: c.strs}
 			if len(c.strs) > 8 {
 				n.m = make(map[string]struct{}, len(c.strs))
 				for _, s := range c.strs {
@@ -1128,7 +1142,7 @@ func lowerCidr(args []any) any {
 	if v, isVar := ip.(svar); isVar && (v.id == vConnClientIP || v.id == vConnServerIP) {
 		if lit, isLit := c.(sconst); isLit {
 			if p, err := parseCIDR(lit.v); err == nil {
-				return cidrConn{server: v.id == vConnServerIP, p: []netip.Prefix{p}}
+				return &cidrConn{server: v.id == vConnServerIP, p: []netip.Prefix{p}}
 			}
 		}
 	}
@@ -1157,7 +1171,7 @@ func lowerCidrs(args []any) any {
 			ps = append(ps, p)
 		}
 		if v, isVar := ip.(svar); isVar && (v.id == vConnClientIP || v.id == vConnServerIP) {
-			return cidrConn{server: v.id == vConnServerIP, p: ps}
+			return &cidrConn{server: v.id == vConnServerIP, p: ps}
 		}
 		return cidrsLit{ip, ps}
 	case lnode:

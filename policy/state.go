@@ -159,7 +159,10 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 	st.reqHeader, st.reqHeaderOwned, st.reqScan = st.req.Header, false, scanUnknown
 	st.resHeader, st.resHeaderOwned, st.resScan = st.res.Header, false, scanUnknown
 	st.lazy = 0
-	st.cost, st.exhausted, st.exhaustedAt = 0, false, ""
+	st.cost, st.exhausted = 0, false
+	if st.exhaustedAt != "" { // a test costs no write barrier, a store may
+		st.exhaustedAt = ""
+	}
 	if prev != nil && prev.vars != nil {
 		copy(st.results, prev.vars)
 		st.resultsSet = true
