@@ -498,14 +498,15 @@ func (c *compiler) checkLiterals(a *ast.AST, at func(int64, string)) {
 			}
 			return
 		}
-		if call.IsMemberFunction() || len(args) != 2 {
+		ids := a.GetOverloadIDs(e.ID())
+		if call.IsMemberFunction() || len(args) != 2 || len(ids) != 1 {
 			return
 		}
-		switch call.FunctionName() {
-		case fnInCidrRange:
+		switch ids[0] {
+		case ovInCidrRange:
 			checkIP(args[0], fnInCidrRange)
 			checkCIDR(args[1], fnInCidrRange)
-		case fnInCidrRanges:
+		case ovInCidrRanges:
 			checkIP(args[0], fnInCidrRanges)
 			if args[1].Kind() == ast.ListKind {
 				for _, el := range args[1].AsList().Elements() {

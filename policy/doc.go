@@ -297,7 +297,10 @@
 // req.url.query and query parameters of up to 8 KiB, req.url of up to
 // 8 KiB and a host name, every other request string, header name and
 // value (and response header value) of up to 32 KiB, up to 128 headers or
-// query parameters and up to 16 values each. A matches() call costs one
+// query parameters and up to 16 values each. [Policy.Handler] refuses a
+// request beyond MaxURLBytes (414) or MaxRequestHeaderBytes (431) before
+// evaluating it; a host calling Inbound itself should do the same (or
+// configure its server so). A matches() call costs one
 // unit per ten input characters per instruction of the pattern's RE2
 // program, rather than CEL's per character of the pattern, since that is
 // the work Go's regexp does.
