@@ -392,3 +392,75 @@ func BenchmarkCompileWorstDocument(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEvaluateWorstDocument evaluates documents that use up
+// MaxDocumentCost with one kind of operation each, on a request at the
+// bounds the cost model assumes that no rule matches: every expression
+// runs at its worst. It measures what MaxEvaluationCost allows an
+// evaluation to cost in time.
+func BenchmarkEvaluateWorstDocument(b *testing.B) {
+	fill := func(expr string) string {
+		e, err := NewEngine(Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var exprs []string
+		for {
+			next := append(exprs, expr)
+			var rules []string
+			for i := 0; i < len(next); i += MaxExpressionsPerRule {
+				// || so that every expression of the rule is evaluated.
+				rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(next[i:min(i+MaxExpressionsPerRule, len(next))], " || "))+`],"actions":[{"type":"deny"}]}`)
+			}
+			doc := `{"inbound":[` + strings.Join(rules, ",") + `]}`
+			if _, err := e.CompileJSON([]byte(doc), CompileOptions{}); err != nil {
+				if len(exprs) == 0 {
+					b.Fatal(err)
+				}
+				break
+			}
+			exprs = next
+		}
+		var rules []string
+		for i := 0; i < len(exprs); i += MaxExpressionsPerRule {
+			rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(exprs[i:min(i+MaxExpressionsPerRule, len(exprs))], " || "))+`],"actions":[{"type":"deny"}]}`)
+		}
+		return `{"inbound":[` + strings.Join(rules, ",") + `]}`
+	}
+	req := benchRequest()
+	req.Path = "/" + strings.Repeat("a", MaxURLBytes-1)
+	req.Header = http.Header{"User-Agent": {strings.Repeat("a", MaxRequestHeaderBytes-100)}}
+	many := benchRequest()
+	many.Header = http.Header{}
+	for i := range estMapEntries {
+		many.Header.Set("X-H"+strconv.Itoa(i), strings.Repeat("a", MaxRequestHeaderBytes/estMapEntries-20))
+	}
+	for _, tc := range []struct {
+		name, expr string
+		req        *Request
+	}{
+		{"regex-path", "req.url.path.matches('(?i)(bot|crawler|spider)')", req},
+		{"regex-user-agent", "req.user_agent.matches('(?i)(bot|crawler|spider)')", req},
+		{"contains-cel", "req.url.path.lowerAscii().contains('zz')", req},
+		{"headers-exists-cel", "req.headers.exists(k, k.contains('zz') || getReqHeader(k)[0].contains('zz'))", many},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			doc := fill(tc.expr)
+			p := mustCompileB(b, doc)
+			if res := p.Inbound(tc.req); res.Verdict != Continue {
+				b.Fatalf("%+v", res)
+			}
+			st := p.e.states.Get().(*evalState)
+			st.begin(p, Inbound, tc.req, nil, nil)
+			p.run(st, &p.in)
+			spent := st.cost
+			st.finish(new(Result))
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Inbound(tc.req)
+			}
+			b.ReportMetric(float64(spent), "cost")
+			b.ReportMetric(float64(strings.Count(doc, tc.expr)), "exprs")
+		})
+	}
+}

@@ -100,13 +100,10 @@ func newEvalState(e *Engine) *evalState {
 	st.fnHasResHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHasHeader(true, args) }
 	st.fnGetQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celQueryList(args) }
 	st.fnHasQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celHasQuery(args) }
-	t, err := cost.NewTracker(st, cost.TrackerLimit(0))
-	if err != nil {
-		panic(err) // no option can fail
-	}
-	st.trackerProto = *t
+	st.trackerProto = e.tracker
+	st.trackerProto.Estimator = st
 	st.trackerProto.Limit = &st.celLimit
-	st.tracker = t
+	st.tracker = new(cost.Tracker)
 	return st
 }
 
