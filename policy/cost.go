@@ -8,10 +8,14 @@ package policy
 // program runs in an execution frame carrying it), and the native
 // evaluators charge the same amounts for the operations they perform, by
 // the same formulas (the tests compare both on every expression): so the
-// two paths agree on whether an expression fits in what is left. Costs
-// that grow with the input (string comparisons, contains, regexes) are
-// charged before the work is done, so that exceeding the budget never
-// costs more than the budget.
+// two paths agree on whether an expression fits in what is left. The
+// tracker is configured with the CEL environment's cost models (see
+// envTracker), so the string extensions are charged as estimated. The
+// native evaluators charge costs that grow with the input (string
+// comparisons, contains, regexes) before doing the work, and so does
+// matches() on cel-go (see celregex.go); cel-go charges its other calls
+// when they return, so the work done beyond the budget is at most one
+// call's, on its input.
 
 import (
 	"errors"
@@ -128,7 +132,8 @@ func dynamicRegexProg(n uint64) int {
 	return MaxRegexProgramSize
 }
 
-// errCELCostLimit is how cel-go reports that a tracker's limit was reached.
+// isCELCostLimit reports whether err is how cel-go reports that a
+// tracker's limit was reached.
 func isCELCostLimit(err error) bool {
 	var ec interpreter.EvalCancelledError
 	return errors.As(err, &ec) && ec.Cause == interpreter.CostLimitExceeded

@@ -956,7 +956,7 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 		case lnode:
 			return listSize{a}
 		case listLit:
-			return l.sizeOfLiteral(a)
+			return sizeOfLiteral{int64(len(a.strs) + len(a.ints))}
 		}
 		return nil
 	case overloads.InList, overloads.InMap:
@@ -1021,10 +1021,6 @@ type sizeOfLiteral struct{ n int64 }
 func (n sizeOfLiteral) evalI(st *evalState) (int64, bool) {
 	st.cost++
 	return n.n, true
-}
-
-func (l lowerer) sizeOfLiteral(a listLit) any {
-	return sizeOfLiteral{int64(len(a.strs) + len(a.ints))}
 }
 
 func oneString(args []any) (snode, bool) {
