@@ -123,7 +123,7 @@ func (c *CompileContext) Template(field, s string) (*Template, error) {
 // Regexp compiles a regular expression of a config field, refusing one
 // whose program exceeds [MaxRegexProgramSize].
 func (c *CompileContext) Regexp(field, pattern string) (*Regexp, error) {
-	re, err := compileRegexp(pattern)
+	re, err := c.c.compileRegexp(pattern)
 	if err != nil {
 		return nil, apierr.Invalidf(field, "%s", err.Error())
 	}

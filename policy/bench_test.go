@@ -329,3 +329,138 @@ func BenchmarkEvaluateRateLimitReadsResults(b *testing.B) {
 		}
 	}
 }
+
+// worstDocuments are the costliest documents to compile within the
+// per-document limits, one per limit that binds: the most expressions
+// (MaxDocumentNodes with ExpressionOverheadNodes), the largest
+// expressions, and the most regex program (MaxDocumentRegexProgramSize)
+// with the node budget's remainder in small expressions.
+func worstDocuments() map[string]string {
+	exprs := func(n int, expr func(i int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = expr(i)
+		}
+		return out
+	}
+	doc := func(list []string) string {
+		var rules []string
+		for i := 0; i < len(list); i += MaxExpressionsPerRule {
+			var q []string
+			for _, x := range list[i:min(i+MaxExpressionsPerRule, len(list))] {
+				q = append(q, strconv.Quote(x))
+			}
+			rules = append(rules, `{"expressions":[`+strings.Join(q, ",")+`],"actions":[{"type":"deny"}]}`)
+		}
+		return `{"inbound":[` + strings.Join(rules, ",") + `]}`
+	}
+	small := MaxDocumentNodes/(ExpressionOverheadNodes+3) - 1
+	big := "1 in [" + strings.Repeat("1,", 1890) + "1]"
+	letters := "abcdefghij"
+	regexes := exprs(10, func(i int) string {
+		return "'a'.matches('(" + letters[i:i+1] + "{30}){30}" + strings.Repeat("x", 30) + "')"
+	})
+	rest := (MaxDocumentNodes - 10*(ExpressionOverheadNodes+4)) / (ExpressionOverheadNodes + 3)
+	return map[string]string{
+		"expressions": doc(exprs(small, func(i int) string { return "req.method == '" + strconv.Itoa(i) + "'" })),
+		"nodes":       doc(exprs(MaxDocumentNodes/(ExpressionOverheadNodes+1893), func(int) string { return big })),
+		"regexes":     doc(append(regexes, exprs(rest, func(i int) string { return "req.method == '" + strconv.Itoa(i) + "'" })...)),
+	}
+}
+
+// BenchmarkCompileWorstDocument compiles the worst documents the
+// per-document limits accept (issue 12 item 3 targets under 50 ms and
+// 20 MB).
+func BenchmarkCompileWorstDocument(b *testing.B) {
+	docs := worstDocuments()
+	for _, name := range []string{"expressions", "nodes", "regexes"} {
+		b.Run(name, func(b *testing.B) {
+			e, err := NewEngine(Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			data := []byte(docs[name])
+			if _, err := e.CompileJSON(data, CompileOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.CompileJSON(data, CompileOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEvaluateWorstDocument evaluates documents that use up
+// MaxDocumentCost with one kind of operation each, on a request at the
+// bounds the cost model assumes that no rule matches: every expression
+// runs at its worst. It measures what MaxEvaluationCost allows an
+// evaluation to cost in time.
+func BenchmarkEvaluateWorstDocument(b *testing.B) {
+	fill := func(expr string) string {
+		e, err := NewEngine(Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var exprs []string
+		for {
+			next := append(exprs, expr)
+			var rules []string
+			for i := 0; i < len(next); i += MaxExpressionsPerRule {
+				// || so that every expression of the rule is evaluated.
+				rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(next[i:min(i+MaxExpressionsPerRule, len(next))], " || "))+`],"actions":[{"type":"deny"}]}`)
+			}
+			doc := `{"inbound":[` + strings.Join(rules, ",") + `]}`
+			if _, err := e.CompileJSON([]byte(doc), CompileOptions{}); err != nil {
+				if len(exprs) == 0 {
+					b.Fatal(err)
+				}
+				break
+			}
+			exprs = next
+		}
+		var rules []string
+		for i := 0; i < len(exprs); i += MaxExpressionsPerRule {
+			rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(exprs[i:min(i+MaxExpressionsPerRule, len(exprs))], " || "))+`],"actions":[{"type":"deny"}]}`)
+		}
+		return `{"inbound":[` + strings.Join(rules, ",") + `]}`
+	}
+	req := benchRequest()
+	req.Path = "/" + strings.Repeat("a", MaxURLBytes-1)
+	req.Header = http.Header{"User-Agent": {strings.Repeat("a", MaxRequestHeaderBytes-100)}}
+	many := benchRequest()
+	many.Header = http.Header{}
+	for i := range estMapEntries {
+		many.Header.Set("X-H"+strconv.Itoa(i), strings.Repeat("a", MaxRequestHeaderBytes/estMapEntries-20))
+	}
+	for _, tc := range []struct {
+		name, expr string
+		req        *Request
+	}{
+		{"regex-path", "req.url.path.matches('(?i)(bot|crawler|spider)')", req},
+		{"regex-user-agent", "req.user_agent.matches('(?i)(bot|crawler|spider)')", req},
+		{"contains-cel", "req.url.path.lowerAscii().contains('zz')", req},
+		{"headers-exists-cel", "req.headers.exists(k, k.contains('zz') || getReqHeader(k)[0].contains('zz'))", many},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			doc := fill(tc.expr)
+			p := mustCompileB(b, doc)
+			if res := p.Inbound(tc.req); res.Verdict != Continue {
+				b.Fatalf("%+v", res)
+			}
+			st := p.e.states.Get().(*evalState)
+			st.begin(p, Inbound, tc.req, nil, nil)
+			p.run(st, &p.in)
+			spent := st.cost
+			st.finish(new(Result))
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Inbound(tc.req)
+			}
+			b.ReportMetric(float64(spent), "cost")
+			b.ReportMetric(float64(strings.Count(doc, tc.expr)), "exprs")
+		})
+	}
+}

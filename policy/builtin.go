@@ -326,12 +326,18 @@ func compileURLReplace(c *CompileContext, vs *apierr.Violations, from, to *strin
 	groups := 0
 	switch {
 	case from != nil:
-		re, err := compileRegexp(*from)
-		if err != nil {
+		re, err := c.c.compileRegexp(*from)
+		switch {
+		case err == errDocumentBudget:
+		case err != nil:
 			vs.Add("config.from", "%s", err.Error())
-		} else {
+		default:
 			u.from = re
 			groups = re.NumSubexp()
+			// It runs on req.url: its cost counts in the document's.
+			if m := c.c.addCost(regexCost(estURLMax, re.prog)); m != "" {
+				vs.Add("config.from", "%s", m)
+			}
 		}
 	case fromRequired:
 		vs.Add("config.from", "is required: a regular expression matched against the request URL")
@@ -351,6 +357,10 @@ func (u *urlReplace) apply(r *RunContext, subject string) (string, bool) {
 	st := r.st
 	if u.from == nil {
 		return st.renderGroups(u.to, r.cur, "", nil), true
+	}
+	if !st.charge(regexCost(size(subject), u.from.prog)) {
+		r.ReportError(ErrCostLimit)
+		return "", false
 	}
 	m := u.from.FindStringSubmatchIndex(subject)
 	if m == nil {

@@ -12,6 +12,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/overloads"
 	celtypes "cel.dev/cel-go/common/types"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -30,7 +31,7 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	if doc == nil {
 		doc = &Document{}
 	}
-	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results))}
+	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results)), regexes: map[string]*regexEntry{}}
 	p := &Policy{e: e, target: o.Target}
 	if o.Target != TargetHTTP && o.Target != TargetConnection {
 		c.vs.Add("", "unknown target %d", o.Target)
@@ -67,6 +68,12 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	p.doc = compactJSON(doc)
 	p.reads = c.reads
 	p.carry = c.outReads
+	p.regexProg = make(map[string]int, len(c.regexes))
+	for pat, r := range c.regexes {
+		if r.err == nil {
+			p.regexProg[pat] = r.prog
+		}
+	}
 	return p, nil
 }
 
@@ -82,7 +89,69 @@ type compiler struct {
 	// outbound rule refers to any.
 	reads    []bool
 	outReads bool
+
+	// The document's budget (MaxDocumentNodes, MaxDocumentCost,
+	// MaxDocumentRegexProgramSize): what the document has used so far, and
+	// whether it went over, in which case nothing more is parsed or
+	// compiled.
+	nodes    int
+	cost     uint64
+	progSize int
+	over     bool
+
+	// regexes holds every regular expression of the document, compiled
+	// once per distinct pattern.
+	regexes map[string]*regexEntry
 }
+
+// regexEntry is a compiled pattern, or the reason it was refused.
+type regexEntry struct {
+	re   *regexp.Regexp
+	prog int // RE2 instructions
+	err  error
+}
+
+// regex compiles pattern once per document: it computes the RE2 program
+// size, refuses a program over MaxRegexProgramSize or one that would take
+// the document over MaxDocumentRegexProgramSize (before compiling it), and
+// compiles the regexp. The same pattern again gets the same entry.
+func (c *compiler) regex(pattern string) *regexEntry {
+	if r, ok := c.regexes[pattern]; ok {
+		return r
+	}
+	r := &regexEntry{}
+	c.regexes[pattern] = r
+	size, err := celtypes.RegexProgramSize(pattern)
+	switch {
+	case err != nil:
+		r.err = errors.New("invalid regular expression: " + strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	case size > MaxRegexProgramSize:
+		r.err = fmt.Errorf("regular expression program size %d exceeds the limit of %d", size, MaxRegexProgramSize)
+	case c.over:
+		r.err = errDocumentBudget
+	case c.progSize+size > MaxDocumentRegexProgramSize:
+		r.err = fmt.Errorf("the document's regular expressions would total %d RE2 instructions, over the limit of %d (MaxDocumentRegexProgramSize); rules after this one were not checked",
+			c.progSize+size, MaxDocumentRegexProgramSize)
+		c.overBudget()
+	default:
+		c.progSize += size
+		r.prog = size
+		r.re, r.err = regexp.Compile(pattern)
+		if r.err != nil {
+			r.err = errors.New("invalid regular expression: " + strings.TrimPrefix(r.err.Error(), "error parsing regexp: "))
+		}
+	}
+	return r
+}
+
+// errDocumentBudget is the error of a regex met after the document went
+// over its budget; it is not reported (the violation that exceeded the
+// budget was).
+var errDocumentBudget = errors.New("the document exceeds its budget")
+
+// overBudget records that the document went over one of its budgets:
+// nothing more is parsed, compiled or reported.
+func (c *compiler) overBudget() { c.over = true }
 
 func rulePrefix(rule string) string {
 	if rule == "" {
@@ -213,14 +282,15 @@ func (c *compiler) condition(field, pre, src string) (condition, bool) {
 		c.vs.Add(field, "%s%s", pre, err.Error())
 		return condition{}, false
 	}
-	return condition{loc: field, prog: prog, native: lowerer{c.e}.lowerBool(x.ast.NativeRep())}, true
+	return condition{loc: field, prog: prog, native: lowerer{c, x.ast.NativeRep()}.lowerBool()}, true
 }
 
+// program plans the cel-go program of a checked expression. It charges
+// the evaluation's cost tracker, which the evaluation state passes in the
+// execution frame (see evalState.evalCEL), and plans matches() with the
+// document's compiled patterns.
 func (c *compiler) program(x *checkedExpr) (cel.Program, error) {
-	if x.cost > runtimeTrackingThreshold {
-		return c.e.env.Program(x.ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxRuntimeCost))
-	}
-	return c.e.env.Program(x.ast, cel.EvalOptions(cel.OptOptimize))
+	return c.e.env.Program(x.ast, cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(c.regexDecorator()))
 }
 
 // checkExpr parses and checks src and applies the package's own checks:
@@ -232,6 +302,9 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 	if strings.TrimSpace(src) == "" {
 		return nil, []string{"the expression is empty"}
 	}
+	if c.over {
+		return nil, nil
+	}
 	a, iss := c.e.env.Compile(src)
 	if iss.Err() != nil {
 		var msgs []string
@@ -241,6 +314,10 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 		return nil, msgs
 	}
 	native := a.NativeRep()
+	if c.nodes += ExpressionOverheadNodes + countNodes(native.Expr()); c.nodes > MaxDocumentNodes {
+		c.overBudget()
+		return nil, []string{fmt.Sprintf("the document's expressions total more than %d AST nodes (MaxDocumentNodes); rules after this one were not checked", MaxDocumentNodes)}
+	}
 	info := native.SourceInfo()
 	var probs []locMsg
 	at := func(id int64, msg string) {
@@ -266,7 +343,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 			}
 		}
 	}
-	checkLiterals(native, at)
+	c.checkLiterals(native, at)
 	if len(probs) == 0 {
 		if m := wantType(a.OutputType()); m != "" {
 			probs = append(probs, locMsg{1, 0, m})
@@ -275,7 +352,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 	var est cost.Estimate
 	if len(probs) == 0 {
 		var err error
-		est, err = c.e.env.EstimateCost(a, costEstimator{c.e})
+		est, err = c.e.env.EstimateCost(a, costEstimator{c})
 		switch {
 		case err != nil:
 			probs = append(probs, locMsg{1, 0, "cannot estimate the cost: " + err.Error()})
@@ -285,6 +362,12 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 				fmtCost(est.Max), MaxExpressionCost)})
 		}
 	}
+	if len(probs) == 0 {
+		if m := c.addCost(est.Max); m != "" {
+			return nil, []string{m}
+		}
+	}
+
 	if len(probs) > 0 {
 		sort.Slice(probs, func(i, j int) bool {
 			if probs[i].line != probs[j].line {
@@ -304,18 +387,29 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 	return &checkedExpr{ast: a, cost: est.Max}, nil
 }
 
+// addCost adds an estimated cost to the document's total, returning the
+// problem when it goes over MaxDocumentCost.
+func (c *compiler) addCost(est uint64) string {
+	c.cost = cost.SafeAdd(c.cost, est)
+	if c.cost <= MaxDocumentCost {
+		return ""
+	}
+	c.overBudget()
+	return fmt.Sprintf("the estimated worst-case costs of the document's expressions, templates and from regexes total more than %d (MaxDocumentCost); rules after this one were not checked", MaxDocumentCost)
+}
+
+// countNodes returns the number of nodes of an expression.
+func countNodes(e ast.Expr) int {
+	n := 0
+	ast.PostOrderVisit(e, ast.NewExprVisitor(func(ast.Expr) { n++ }))
+	return n
+}
+
 // checkedExpr is an expression that passed checkExpr.
 type checkedExpr struct {
 	ast  *cel.Ast
 	cost uint64 // estimated worst-case cost
 }
-
-// runtimeTrackingThreshold is the estimated cost above which an expression
-// evaluated by CEL also has its cost tracked at run time. Expressions whose
-// cost grows faster than their input (nested comprehensions, functions of
-// two request strings) are estimated far above it at the assumed input
-// sizes; tracking costs allocations, so the cheap linear ones go without.
-const runtimeTrackingThreshold = 10_000
 
 // hint extends CEL's "undeclared reference to 'req'" with the names of the
 // variables under that prefix that the policy may use.
@@ -360,9 +454,10 @@ func formatLoc(line, col int, msg string) string {
 	return strconv.Itoa(line) + ":" + strconv.Itoa(col+1) + ": " + msg
 }
 
-// checkLiterals validates literal arguments of inCidrRange and
-// inCidrRanges, which CEL would only reject at run time.
-func checkLiterals(a *ast.AST, at func(int64, string)) {
+// checkLiterals validates literal arguments of inCidrRange, inCidrRanges
+// and matches (compiling the pattern for the document), which CEL would
+// only reject at run time.
+func (c *compiler) checkLiterals(a *ast.AST, at func(int64, string)) {
 	lit := func(e ast.Expr) (string, bool) {
 		if e.Kind() != ast.LiteralKind {
 			return "", false
@@ -390,23 +485,28 @@ func checkLiterals(a *ast.AST, at func(int64, string)) {
 		}
 		call := e.AsCall()
 		args := call.Args()
-		if call.FunctionName() == "matches" && len(args) > 0 {
+		if ids := a.GetOverloadIDs(e.ID()); len(ids) == 1 && (ids[0] == overloads.Matches || ids[0] == overloads.MatchesString) && len(args) > 0 {
 			pat := args[len(args)-1]
 			if s, ok := lit(pat); ok {
-				if _, err := regexp.Compile(s); err != nil {
-					at(pat.ID(), "matches: invalid regular expression: "+strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+				switch r := c.regex(s); {
+				case r.err == errDocumentBudget:
+				case r.err != nil && c.over:
+					at(pat.ID(), r.err.Error()) // the violation naming the budget
+				case r.err != nil:
+					at(pat.ID(), "matches: "+r.err.Error())
 				}
 			}
 			return
 		}
-		if call.IsMemberFunction() || len(args) != 2 {
+		ids := a.GetOverloadIDs(e.ID())
+		if call.IsMemberFunction() || len(args) != 2 || len(ids) != 1 {
 			return
 		}
-		switch call.FunctionName() {
-		case fnInCidrRange:
+		switch ids[0] {
+		case ovInCidrRange:
 			checkIP(args[0], fnInCidrRange)
 			checkCIDR(args[1], fnInCidrRange)
-		case fnInCidrRanges:
+		case ovInCidrRanges:
 			checkIP(args[0], fnInCidrRanges)
 			if args[1].Kind() == ast.ListKind {
 				for _, el := range args[1].AsList().Elements() {
@@ -418,47 +518,91 @@ func checkLiterals(a *ast.AST, at func(int64, string)) {
 }
 
 // costEstimator gives CEL's cost model the sizes the package assumes (see
-// the estXxx constants) and the costs of its functions.
-type costEstimator struct{ e *Engine }
+// the estXxx constants), the costs of its functions and the cost of
+// matches() (regexCost, with the program size of a literal pattern).
+type costEstimator struct{ c *compiler }
 
 func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	path := n.Path()
 	if len(path) == 0 {
 		return nil
 	}
-	v, ok := ce.e.vars[path[0]]
+	v, ok := ce.c.e.vars[path[0]]
 	if !ok {
 		return nil
 	}
-	str := cost.SizeEstimate{Min: 0, Max: estStringMax}
 	switch v.kind {
 	case kString:
 		if len(path) == 1 {
-			return &str
+			return &cost.SizeEstimate{Min: 0, Max: stringVarMax(v.id)}
 		}
 	case kStringListMap:
+		str := uint64(estStringMax)
+		if v.id == vReqURLQueryParams {
+			str = estURLPartMax
+		}
 		switch {
 		case len(path) == 1:
 			return &cost.SizeEstimate{Min: 0, Max: estMapEntries}
 		case len(path) == 2 && path[1] == "@keys":
-			return &cost.SizeEstimate{Min: 0, Max: 256}
+			return &cost.SizeEstimate{Min: 0, Max: str}
 		case len(path) == 2:
 			return &cost.SizeEstimate{Min: 0, Max: estListEntries}
 		default:
-			return &str
+			return &cost.SizeEstimate{Min: 0, Max: str}
 		}
 	}
 	return nil
 }
 
+// stringVarMax is the assumed largest size of a string variable.
+func stringVarMax(id varID) uint64 {
+	switch id {
+	case vReqURL:
+		return estURLMax
+	case vReqURLPath, vReqURLQuery:
+		return estURLPartMax
+	case vReqURLScheme:
+		return len64("https")
+	case vConnClientIP, vConnServerIP:
+		return estIPMax
+	case vConnTLSVersion:
+		return len64("0xffff")
+	}
+	if id >= resultBase {
+		return MaxTemplateOutput // set by actions; the built-in ones stay within MaxBucketKeyBytes
+	}
+	return estStringMax
+}
+
+func len64(s string) uint64 { return uint64(len(s)) }
+
 func (ce costEstimator) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
 	list := &cost.SizeEstimate{Min: 0, Max: estListEntries, Elem: &cost.SizeEstimate{Min: 0, Max: estStringMax}}
-	switch function {
-	case fnGetReqHeader, fnGetResHeader, fnGetQueryParam:
+	switch overloadID {
+	case overloads.Matches, overloads.MatchesString:
+		operands := args
+		if target != nil {
+			operands = append([]cost.AstNode{*target}, args...)
+		}
+		if len(operands) != 2 {
+			return nil
+		}
+		s := cost.EstimateSize(ce, operands[0])
+		prog := dynamicRegexProg(cost.EstimateSize(ce, operands[1]).Max)
+		if e := operands[1].Expr(); e != nil && e.Kind() == ast.LiteralKind {
+			if p, ok := e.AsLiteral().(celtypes.String); ok {
+				if r := ce.c.regex(string(p)); r.err == nil {
+					prog = r.prog
+				}
+			}
+		}
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: regexCost(s.Min, prog), Max: regexCost(s.Max, prog)}}
+	case ovGetReqHeader, ovGetResHeader, ovGetQueryParam:
 		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}, ResultSize: list}
-	case fnHasReqHeader, fnHasResHeader, fnHasQueryParam, fnInCidrRange:
+	case ovHasReqHeader, ovHasResHeader, ovHasQueryParam, ovInCidrRange:
 		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}}
-	case fnInCidrRanges:
+	case ovInCidrRanges:
 		n := uint64(estListEntries)
 		if len(args) == 2 {
 			if s := args[1].ComputedSize(); s != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"cel.dev/cel-go/common/ast"
 )
 
 func rule(expr string) string {
@@ -69,7 +71,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "invalid regex", doc: `{"inbound":[` + rule("req.url.path.matches('[a-')") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: matches: invalid regular expression: missing closing ]`}},
 		{name: "regex program too large", doc: `{"inbound":[` + rule("req.url.path.matches('[a-z]{600}[0-9]{600}')") + `]}`,
-			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: regex program size`}},
+			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: matches: regular expression program size 1202 exceeds the limit of 1000`}},
 		{name: "recursion limit", doc: `{"inbound":[` + rule(deep) + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": expression recursion limit exceeded: 50`}},
 		{name: "expression too long", doc: `{"inbound":[` + rule("req.method == '"+strings.Repeat("a", MaxExpressionLength)+"'") + `]}`,
@@ -179,5 +181,53 @@ func TestCompileNilDocument(t *testing.T) {
 	}
 	if _, err := e.Compile(nil, CompileOptions{Target: 7}); err == nil {
 		t.Fatal("unknown target accepted")
+	}
+}
+
+// TestLowerByOverloadID checks that what is reduced to native code is
+// chosen by the overload the type checker resolved, not by the function's
+// name: the same call resolved to another overload (as one an extension
+// library might add), or to several, stays with CEL.
+func TestLowerByOverloadID(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	for _, tc := range []struct{ expr, overload string }{
+		{"req.url.path.contains('a')", "contains_string"},
+		{"req.url.path.startsWith('/a')", "starts_with_string"},
+		{"req.url.path.matches('^/a')", "matches_string"},
+		{"matches(req.url.path, '^/a')", "matches"},
+		{"size(req.url.path) == 2", "size_string"},
+		{"req.method == 'GET'", "equals"},
+		{"req.method in ['GET']", "in_list"},
+		{"hasReqHeader('x')", "hasReqHeader_string"},
+		{"inCidrRange(conn.client_ip, '10.0.0.0/8')", "inCidrRange_string_string"},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			a, iss := e.env.Compile(tc.expr)
+			if iss.Err() != nil {
+				t.Fatal(iss.Err())
+			}
+			native := a.NativeRep()
+			c := &compiler{e: e, regexes: map[string]*regexEntry{}}
+			if (lowerer{c, native}).lowerBool() == nil {
+				t.Fatal("not lowered as checked")
+			}
+			var ref *ast.ReferenceInfo
+			for _, r := range native.ReferenceMap() {
+				for _, ov := range r.OverloadIDs {
+					if ov == tc.overload {
+						ref = r
+					}
+				}
+			}
+			if ref == nil {
+				t.Fatalf("no reference to %s", tc.overload)
+			}
+			for _, ids := range [][]string{{"ext_" + tc.overload}, {tc.overload, "ext_" + tc.overload}} {
+				ref.OverloadIDs = ids
+				if (lowerer{c, native}).lowerBool() != nil {
+					t.Errorf("lowered with overloads %q", ids)
+				}
+			}
+		})
 	}
 }

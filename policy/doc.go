@@ -246,11 +246,23 @@
 //
 // An expression can fail at run time: a missing map key
 // (req.headers['x-missing']), an index out of range, an invalid IP given
-// to inCidrRange, a failed conversion, a cost limit reached. Then the rule
-// does not apply (as if the expression were false), an [EvalError] with
-// the expression's location (for example "inbound[2].expressions[0]") and
-// the rule's name goes to the Sink, and evaluation goes on with the next
-// rule. CEL's && and || absorb an error when the other side decides the
+// to inCidrRange, a failed conversion. Then the rule does not apply (as if
+// the expression were false), an [EvalError] with the expression's
+// location (for example "inbound[2].expressions[0]") and the rule's name
+// goes to the Sink, and evaluation goes on with the next rule. Such errors
+// fail open for the rule concerned: write deny conditions so that they
+// cannot fail ('x' in req.headers && ..., hasReqHeader, getReqHeader).
+//
+// Running out of the evaluation's cost budget ([MaxEvaluationCost]) is
+// different: it fails closed. The expression, template or from regex that
+// would exceed the budget is not evaluated; an EvalError whose cause is
+// [ErrCostLimit] goes to the Sink, located at it; its rule does not apply
+// and evaluation ends there, with 403 Forbidden on an inbound HTTP
+// evaluation, 502 Bad Gateway (replacing the upstream's response) on an
+// outbound one, and Close on a connection, Result.Location naming where
+// the budget ran out. Going on would let a client who can make one
+// expression expensive (with a long URL or header) skip every later rule,
+// deny rules included, since none of them could be evaluated either. CEL's && and || absorb an error when the other side decides the
 // result (false && error is false). A ${...} template part that fails
 // renders as "" and is reported the same way; an action that cannot do its
 // work (url-rewrite producing another host) reports and does nothing.
@@ -260,19 +272,51 @@
 // # Limits
 //
 // Documents: [MaxDocumentBytes] (1 MiB), [MaxRulesPerPhase] (100 rules per
-// phase), [MaxExpressionsPerRule] and [MaxActionsPerRule] (32 each).
+// phase), [MaxExpressionsPerRule] and [MaxActionsPerRule] (32 each), and a
+// budget for the whole document, so that compiling one costs at most tens
+// of milliseconds and megabytes (about 40 ms and 15 MB allocated for the
+// costliest, see BenchmarkCompileWorstDocument): [MaxDocumentNodes] (5000 AST nodes over
+// all expressions and templates, each counting [ExpressionOverheadNodes]
+// (10) more), [MaxDocumentRegexProgramSize] (10,000 RE2 instructions over
+// the distinct patterns) and [MaxDocumentCost] (the sum of the worst-case
+// costs estimated for every expression, template expression and from
+// regex: 1,000,000). A document over one of them is refused with one
+// violation naming the limit, at the expression that went over; nothing
+// after it is checked. Each distinct regular expression is compiled once
+// per document, shared by the cel-go programs, the native evaluators and
+// the actions.
+//
 // Expressions: [MaxExpressionLength] (4096 code points),
 // [MaxExpressionNodes] (2000 AST nodes), [MaxRecursionDepth] (50, the CEL
 // parser's recursion limit), [MaxComprehensionNesting] (2),
 // [MaxRegexProgramSize] (1000 RE2 instructions, for matches() and for
 // from fields), and [MaxExpressionCost]: the worst-case cost CEL's cost
-// model estimates at compile time may not exceed 1,000,000, assuming
-// request strings of up to 8 KiB, up to 128 headers or query parameters
-// and up to 16 values each. Expressions evaluated by CEL whose estimate
-// exceeds 10,000 (those whose cost grows faster than their input) are also
-// tracked at run time and stopped beyond [MaxRuntimeCost] (10,000,000);
-// expressions reduced to native code (section Performance) only use
-// operations linear in their input. Templates:
+// model estimates at compile time may not exceed 1,000,000. The estimate
+// assumes the request bounds servers built by this library set
+// ([MaxURLBytes] for the request target, answered 414 beyond;
+// [MaxRequestHeaderBytes] for the request line and headers): req.url.path,
+// req.url.query and query parameters of up to 8 KiB, req.url of up to
+// 8 KiB and a host name, every other request string, header name and
+// value (and response header value) of up to 32 KiB, up to 128 headers or
+// query parameters and up to 16 values each. [Policy.Handler] refuses a
+// request beyond MaxURLBytes (414) or MaxRequestHeaderBytes (431) before
+// evaluating it; a host calling Inbound itself should do the same (or
+// configure its server so). A matches() call costs one
+// unit per ten input characters per instruction of the pattern's RE2
+// program, rather than CEL's per character of the pattern, since that is
+// the work Go's regexp does.
+//
+// Evaluation: every call of Inbound, Outbound or Connect has a cost budget
+// of [MaxEvaluationCost] (1,000,000) in CEL's cost units, shared by all
+// the expressions, ${...} templates and from regexes it evaluates, on the
+// native path and on cel-go alike (both charge the same for the same
+// expression); regexes and the native string operations are charged
+// before they run, cel-go's other functions when they return. As
+// MaxDocumentCost equals it, an accepted document never runs out
+// on requests within the assumed sizes; beyond them (a host with larger
+// server limits, thousands of headers, a rewritten URL) the evaluation
+// fails closed (section Runtime errors). Host actions' own work is not
+// counted. Templates:
 // [MaxTemplateOutput] (64 KiB; a literal longer is refused, a longer
 // rendering is truncated and reported), [MaxTemplateExpressions] (32 per
 // string). Rate-limit bucket keys: [MaxBucketKeyBytes] (4096; a longer key
@@ -286,12 +330,17 @@
 // literal CIDRs, &&, || and !) are reduced at compile time to native Go
 // evaluators that read the request without boxing values, with exactly
 // CEL's semantics (the package's tests compare both on every expression).
-// Everything else runs on cel-go with a pooled activation whose variables
-// are resolved by a switch. A typical five-rule inbound policy evaluates in
+// What is reduced is chosen by the overload IDs the type checker resolved,
+// never by function names. Everything else runs on cel-go with a pooled
+// activation whose variables are resolved by a switch. A typical five-rule inbound policy evaluates in
 // about 0.1 µs without allocating, and so does a rate-limit action whose
 // result variables nothing reads (its bucket key is built in a reused
 // buffer, the client IP appended as text without formatting a string);
-// see the package's benchmarks.
+// see the package's benchmarks. At the other end, the costliest documents
+// MaxDocumentCost accepts (dozens of regexes over the path or a header)
+// take about 20 ms to evaluate on a request at the size bounds
+// (BenchmarkEvaluateWorstDocument): that is what MaxEvaluationCost
+// allows.
 //
 // # Extending
 //

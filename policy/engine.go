@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
 )
 
 // Target is the kind of traffic a policy is compiled for.
@@ -112,6 +115,11 @@ type Engine struct {
 	maxKeys  int
 	limiters limiterPool
 	states   sync.Pool
+
+	// tracker is a cost tracker configured with the environment's cost
+	// models (the string extensions' among them), which every evaluation
+	// state copies (see costTracker).
+	tracker cost.Tracker
 }
 
 // resultDecl is one action result variable.
@@ -198,6 +206,9 @@ func NewEngine(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("policy: building the CEL environment: %w", err)
 	}
 	e.env = env
+	if e.tracker, err = envTracker(env); err != nil {
+		return nil, fmt.Errorf("policy: building the cost tracker: %w", err)
+	}
 	e.states.New = func() any { return newEvalState(e) }
 	return e, nil
 }
@@ -243,7 +254,6 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 		cel.ParserRecursionLimit(MaxRecursionDepth),
 		cel.ParserExpressionSizeLimit(MaxExpressionLength),
 		cel.ExpressionNodeLimit(MaxExpressionNodes),
-		cel.RegexProgramSizeLimit(MaxRegexProgramSize),
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
@@ -268,6 +278,34 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 		opts = append(opts, cel.Variable(d.name, celTypeOf(d.kind)))
 	}
 	return cel.NewEnv(opts...)
+}
+
+// envTracker returns a cost tracker configured as cel-go configures the
+// tracker of a program of env with cost tracking: with env's cost models,
+// which cel-go keeps to itself. It is the tracker of one evaluation of a
+// constant, which costs nothing.
+func envTracker(env *cel.Env) (cost.Tracker, error) {
+	a, iss := env.Compile("true")
+	if iss.Err() != nil {
+		return cost.Tracker{}, iss.Err()
+	}
+	p, err := env.Program(a, cel.CostTracking(nil))
+	if err != nil {
+		return cost.Tracker{}, err
+	}
+	frame, err := interpreter.NewExecutionFrame(interpreter.EmptyActivation())
+	if err != nil {
+		return cost.Tracker{}, err
+	}
+	defer frame.Close()
+	if _, _, err := p.Eval(frame); err != nil {
+		return cost.Tracker{}, err
+	}
+	t := frame.CostTracker()
+	if t == nil || t.ActualCost() != 0 {
+		return cost.Tracker{}, errors.New("cel-go did not provide a cost tracker")
+	}
+	return *t, nil
 }
 
 // CompileJSON parses data with [Parse] and compiles it with [Engine.Compile].

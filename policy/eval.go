@@ -150,6 +150,10 @@ type Policy struct {
 	// computing its value.
 	reads []bool
 	carry bool
+
+	// regexProg maps every pattern of the document to its RE2 program
+	// size, for the cost of matches() in the cel-go programs.
+	regexProg map[string]int
 }
 
 // readsResult reports whether an expression or template of p can read the
@@ -265,13 +269,25 @@ func (p *Policy) run(st *evalState, ph *phaseProg) {
 	}()
 	for ri := range ph.rules {
 		r := &ph.rules[ri]
-		if !r.applies(st) {
+		applies := r.applies(st)
+		if st.exhausted {
+			p.failClosed(st)
+			return
+		}
+		if !applies {
 			continue
 		}
 		for ai := range r.actions {
 			a := &r.actions[ai]
 			st.rc.cur = a
 			a.action.Run(&st.rc)
+			if st.exhausted {
+				if st.exhaustedAt == "" {
+					st.exhaustedAt = a.loc
+				}
+				p.failClosed(st)
+				return
+			}
 			if st.out.Verdict != Continue {
 				st.out.Location = a.loc
 				return
@@ -281,28 +297,73 @@ func (p *Policy) run(st *evalState, ph *phaseProg) {
 	}
 }
 
+// failClosed ends an evaluation whose cost budget ran out: the request is
+// refused (403), the upstream's response replaced (502), the connection
+// closed, whatever the rules would have decided.
+//
+//go:noinline
+func (p *Policy) failClosed(st *evalState) {
+	st.out = Result{Verdict: Respond, StatusCode: http.StatusForbidden, Location: st.exhaustedAt}
+	switch {
+	case p.target == TargetConnection:
+		st.out.Verdict, st.out.StatusCode = Close, 0
+	case st.phase == Outbound:
+		st.out.StatusCode = http.StatusBadGateway
+	}
+}
+
 // applies reports whether every condition of the rule holds. A condition
 // whose evaluation fails makes the rule not apply and is reported.
 func (r *compiledRule) applies(st *evalState) bool {
 	for i := range r.conds {
 		c := &r.conds[i]
 		if c.native != nil {
-			switch c.native.evalB(st) {
-			case triTrue:
+			start := st.cost
+			st.nerr = false
+			switch res := c.native.evalB(st); {
+			case st.nerr || st.exhausted || st.cost > MaxEvaluationCost:
+				if r.nativeOutOfBudget(st, c, start) {
+					return false
+				}
+			case res == triTrue:
 				continue
-			case triFalse:
+			case res == triFalse:
 				return false
 			}
-			// An error: CEL gives the authoritative result and message.
+			// An error: CEL gives the authoritative result, message and
+			// cost.
 		}
-		v, _, err := c.prog.Eval(st)
-		if err != nil {
-			st.report(c.loc, r.name, err)
-			return false
-		}
-		if b, ok := v.(types.Bool); !ok || !bool(b) {
+		if !r.celHolds(st, c) {
 			return false
 		}
 	}
 	return true
+}
+
+// nativeOutOfBudget handles a native evaluation that met an error or ran
+// out of budget. Out of budget without an error, it reports and returns
+// true; else it forgets the native evaluation's cost for CEL to run.
+func (r *compiledRule) nativeOutOfBudget(st *evalState, c *condition, start uint64) bool {
+	if !st.nerr && (st.exhausted || st.cost > MaxEvaluationCost) {
+		st.exhausted, st.exhaustedAt = true, c.loc
+		st.report(c.loc, r.name, ErrCostLimit)
+		return true
+	}
+	st.cost, st.exhausted = start, false
+	return false
+}
+
+// celHolds evaluates a condition with its cel-go program, reporting an
+// error.
+func (r *compiledRule) celHolds(st *evalState, c *condition) bool {
+	v, err := st.evalCEL(c.prog)
+	if err != nil {
+		if st.exhausted {
+			st.exhaustedAt = c.loc
+		}
+		st.report(c.loc, r.name, err)
+		return false
+	}
+	b, ok := v.(types.Bool)
+	return ok && bool(b)
 }

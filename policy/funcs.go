@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -108,7 +107,8 @@ func celInCidrRanges(ip, list ref.Val) ref.Val {
 // Regexp is a compiled regular expression of an action config (RE2 syntax,
 // as Go's regexp package).
 type Regexp struct {
-	re *regexp.Regexp
+	re   *regexp.Regexp
+	prog int // RE2 instructions
 }
 
 // MatchString reports whether s contains a match.
@@ -124,19 +124,14 @@ func (r *Regexp) NumSubexp() int { return r.re.NumSubexp() }
 // String returns the source text.
 func (r *Regexp) String() string { return r.re.String() }
 
-func compileRegexp(pattern string) (*Regexp, error) {
-	size, err := types.RegexProgramSize(pattern)
-	if err != nil {
-		return nil, errors.New("invalid regular expression: " + err.Error())
+// compileRegexp compiles a config's pattern with the document's regexes
+// (once per distinct pattern, within the document's budget).
+func (c *compiler) compileRegexp(pattern string) (*Regexp, error) {
+	r := c.regex(pattern)
+	if r.err != nil {
+		return nil, r.err
 	}
-	if size > MaxRegexProgramSize {
-		return nil, fmt.Errorf("regular expression program size %d exceeds the limit of %d", size, MaxRegexProgramSize)
-	}
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, errors.New("invalid regular expression: " + err.Error())
-	}
-	return &Regexp{re}, nil
+	return &Regexp{r.re, r.prog}, nil
 }
 
 // quoteTrunc quotes s for an error message, cutting it to 64 bytes.

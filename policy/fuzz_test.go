@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -53,7 +54,10 @@ func fuzzRequest(method, host, path, query, hname, hval, ip string, port uint16)
 }
 
 // compareConditions evaluates every condition of the policy natively and
-// with CEL and fails on a difference.
+// with CEL and fails on a difference of result or, when the native
+// evaluation met no error, of cost; then again with the budget spent but
+// for one unit less than the expression costs, where both paths must run
+// out of budget.
 func compareConditions(t *testing.T, p *Policy, ph *phaseProg, phase Phase, req *Request, res *Response) {
 	t.Helper()
 	for ri := range ph.rules {
@@ -62,23 +66,51 @@ func compareConditions(t *testing.T, p *Policy, ph *phaseProg, phase Phase, req 
 			if c.native == nil {
 				continue
 			}
-			st := p.e.states.Get().(*evalState)
-			st.begin(p, phase, req, res, nil)
-			native := c.native.evalB(st)
-			st.finish(new(Result))
-			st.begin(p, phase, req, res, nil)
-			v, _, err := c.prog.Eval(st)
-			st.finish(new(Result))
-			p.e.states.Put(st)
-			want := triErr
-			if err == nil {
-				want = triOf(v.Value() == true)
+			native, cc, celRes, err := evalBoth(p, c, phase, req, res, 0)
+			if cc.nativeErr || native == triErr {
+				if native != celRes {
+					t.Fatalf("%s: native %v, CEL %v (%v)", c.loc, native, celRes, err)
+				}
+				continue
 			}
-			if native != want {
-				t.Fatalf("%s: native %v, CEL %v (%v)", c.loc, native, want, err)
+			if native != celRes || cc.native != cc.cel {
+				t.Fatalf("%s: native %v costing %d, CEL %v (%v) costing %d", c.loc, native, cc.native, celRes, err, cc.cel)
+			}
+			if cc.cel == 0 {
+				continue
+			}
+			native, cc, celRes, err = evalBoth(p, c, phase, req, res, MaxEvaluationCost-cc.cel+1)
+			if !cc.nativeOut || celRes != triErr || !errors.Is(err, ErrCostLimit) {
+				t.Fatalf("%s near the budget: native %v (out of budget %v), CEL %v (%v)", c.loc, native, cc.nativeOut, celRes, err)
 			}
 		}
 	}
+}
+
+// evalBoth evaluates a condition natively and with CEL, each on a fresh
+// evaluation that has spent some of its budget.
+func evalBoth(p *Policy, c *condition, phase Phase, req *Request, res *Response, spent uint64) (tri, condCost, tri, error) {
+	var cc condCost
+	st := p.e.states.Get().(*evalState)
+	defer p.e.states.Put(st)
+	st.begin(p, phase, req, res, nil)
+	st.cost, st.nerr = spent, false
+	native := c.native.evalB(st)
+	if st.cost > MaxEvaluationCost {
+		st.exhausted = true
+	}
+	cc.native, cc.nativeErr, cc.nativeOut = st.cost-spent, st.nerr, st.exhausted
+	st.finish(new(Result))
+	st.begin(p, phase, req, res, nil)
+	st.cost = spent
+	v, err := st.evalCEL(c.prog)
+	cc.cel = st.cost - spent
+	st.finish(new(Result))
+	celRes := triErr
+	if err == nil {
+		celRes = triOf(v.Value() == true)
+	}
+	return native, cc, celRes, err
 }
 
 var fuzzEngine = sync.OnceValues(func() (*Engine, *fuzzSink) {

@@ -123,6 +123,21 @@ func phaseDoc(key, expr string) string {
 // both natively (when it was lowered) and with CEL.
 func evalCond(t *testing.T, p *Policy, ph Phase, req *Request, res *Response, prev *Result) (native tri, lowered bool, celRes tri, celErr error) {
 	t.Helper()
+	native, lowered, celRes, celErr, _ = evalCondCost(t, p, ph, req, res, prev, 0)
+	return native, lowered, celRes, celErr
+}
+
+// condCost is what evalCondCost saw of the costs of both paths.
+type condCost struct {
+	native, cel uint64
+	nativeErr   bool // the native evaluation met an error (and would fall back to CEL)
+	nativeOut   bool // the native evaluation ran out of budget
+}
+
+// evalCondCost is evalCond on evaluations that start with spent of the
+// budget already used; it also returns what each path cost.
+func evalCondCost(t *testing.T, p *Policy, ph Phase, req *Request, res *Response, prev *Result, spent uint64) (native tri, lowered bool, celRes tri, celErr error, cc condCost) {
+	t.Helper()
 	prog := &p.in
 	if ph == Outbound {
 		prog = &p.out
@@ -134,14 +149,22 @@ func evalCond(t *testing.T, p *Policy, ph Phase, req *Request, res *Response, pr
 	defer st.finish(new(Result))
 	if c.native != nil {
 		lowered = true
+		st.cost = spent
+		st.nerr = false
 		native = c.native.evalB(st)
+		if st.cost > MaxEvaluationCost {
+			st.exhausted = true
+		}
+		cc.native, cc.nativeErr, cc.nativeOut = st.cost-spent, st.nerr, st.exhausted
 	}
 	// A fresh state for CEL so that caches filled natively do not help.
 	st2 := p.e.states.Get().(*evalState)
 	defer p.e.states.Put(st2)
 	st2.begin(p, ph, req, res, prev)
 	defer st2.finish(new(Result))
-	v, _, err := c.prog.Eval(st2)
+	st2.cost = spent
+	v, err := st2.evalCEL(c.prog)
+	cc.cel = st2.cost - spent
 	switch {
 	case err != nil:
 		celRes, celErr = triErr, err
@@ -152,7 +175,7 @@ func evalCond(t *testing.T, p *Policy, ph Phase, req *Request, res *Response, pr
 	default:
 		t.Fatalf("non-boolean result %v", v)
 	}
-	return native, lowered, celRes, celErr
+	return native, lowered, celRes, celErr, cc
 }
 
 func (x tri) String() string {

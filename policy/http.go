@@ -119,8 +119,18 @@ func applyEdits(h http.Header, edits []HeaderEdit) {
 // rules before next (answering directly when they decide so), and the
 // outbound rules when next writes its response header (replacing the
 // response, or editing its headers). It uses the Engine's clock.
+//
+// A request beyond the bounds the cost model assumes is refused before any
+// rule runs, whatever the server's own limits: 414 URI Too Long when its
+// request target is longer than MaxURLBytes, 431 Request Header Fields Too
+// Large when its request line and header lines (as sent on HTTP/1.1) are
+// longer than MaxRequestHeaderBytes.
 func (p *Policy) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code := requestBounds(r); code != 0 {
+			http.Error(w, http.StatusText(code), code)
+			return
+		}
 		req := RequestFromHTTP(r, time.Time{})
 		in := p.Inbound(&req)
 		if in.ApplyHTTP(w, r) {
@@ -137,6 +147,29 @@ func (p *Policy) Handler(next http.Handler) http.Handler {
 			pw.WriteHeader(http.StatusOK)
 		}
 	})
+}
+
+// requestBounds returns 414 when r's request target is longer than
+// MaxURLBytes, 431 when its request line and header lines are longer than
+// MaxRequestHeaderBytes, and 0 otherwise.
+func requestBounds(r *http.Request) int {
+	target := len(r.RequestURI)
+	if target == 0 { // not a server request: its target as it would be sent
+		target = len(r.URL.EscapedPath()) + len(r.URL.RawQuery) + 1
+	}
+	if target > MaxURLBytes {
+		return http.StatusRequestURITooLong
+	}
+	n := len(r.Method) + 1 + target + 1 + len(r.Proto) + len("\r\nHost: \r\n") + len(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(": \r\n") + len(v)
+		}
+	}
+	if n > MaxRequestHeaderBytes {
+		return http.StatusRequestHeaderFieldsTooLarge
+	}
+	return 0
 }
 
 // outboundWriter evaluates the outbound rules when the handler writes its

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -203,5 +204,41 @@ func TestRequestFromHTTPWithClient(t *testing.T) {
 		if want := netip.MustParseAddrPort(la.String()); req.Conn.ServerAddr != want {
 			t.Errorf("%v: server %v, want %v as its text parses", la, req.Conn.ServerAddr, want)
 		}
+	}
+}
+
+// TestHandlerRequestBounds checks that Handler refuses a request beyond
+// the bounds the cost model assumes before evaluating anything, and
+// passes one at the bounds.
+func TestHandlerRequestBounds(t *testing.T) {
+	e, sink := newTestEngine(t, Options{})
+	p := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"log"}]}]}`, CompileOptions{})
+	h := p.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	// The request line "GET <target> HTTP/1.1\r\nHost: example.com\r\n" and
+	// one header line "X-Big: <value>\r\n".
+	fixed := len("GET  HTTP/1.1\r\nHost: example.com\r\n") + len("X-Big: \r\n")
+	tests := []struct {
+		name        string
+		target, big int
+		want        int
+	}{
+		{"at both bounds", MaxURLBytes, MaxRequestHeaderBytes - fixed - MaxURLBytes, http.StatusOK},
+		{"target too long", MaxURLBytes + 1, 0, http.StatusRequestURITooLong},
+		{"headers too long", MaxURLBytes, MaxRequestHeaderBytes - fixed - MaxURLBytes + 1, http.StatusRequestHeaderFieldsTooLarge},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sink.reset()
+			r := httptest.NewRequest("GET", "/"+strings.Repeat("a", tc.target-1), nil)
+			r.Header.Set("X-Big", strings.Repeat("b", tc.big))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Fatalf("status %d, want %d", w.Code, tc.want)
+			}
+			if evaluated := len(sink.logs) == 1; evaluated != (tc.want == http.StatusOK) {
+				t.Fatalf("policy evaluated: %v", evaluated)
+			}
+		})
 	}
 }

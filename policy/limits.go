@@ -40,19 +40,48 @@ const (
 	// MaxExpressionCost is the largest worst-case cost, as estimated by
 	// CEL's cost model at compile time, that one expression may have. The
 	// estimate assumes the input sizes documented in the package doc
-	// (section Limits). Expressions estimated above 10,000, whose cost grows
-	// faster than their input (nested comprehensions, functions of two
-	// request strings), are also tracked at run time and stopped once their
-	// actual cost exceeds MaxRuntimeCost; such a stop is a runtime error. CEL's model is
-	// pessimistic for string functions (a contains() between two 8 KiB
-	// strings is estimated at about 670,000), so the limit mostly refuses
-	// nested comprehensions over large inputs and dynamic regexes.
+	// (section Limits), which follow from MaxURLBytes and
+	// MaxRequestHeaderBytes. CEL's model is pessimistic for string
+	// functions (a contains() between two 8 KiB strings is estimated at
+	// about 670,000), so the limit mostly refuses nested comprehensions over
+	// large inputs and regexes built from request data.
 	MaxExpressionCost = 1_000_000
 
-	// MaxRuntimeCost is the runtime cost at which evaluation of a tracked
-	// expression (see MaxExpressionCost) is cancelled, a runtime error, for
-	// inputs larger than the compile-time estimate assumed.
-	MaxRuntimeCost = 10_000_000
+	// MaxDocumentCost is the largest sum of the worst-case costs estimated
+	// for a document: every expression, every ${...} template expression
+	// and every from regex of every rule of both phases. It equals
+	// MaxEvaluationCost, so that no evaluation of an accepted document on a
+	// request within the assumed sizes reaches the evaluation budget.
+	MaxDocumentCost = MaxEvaluationCost
+
+	// MaxDocumentNodes is the largest total number of AST nodes (after
+	// macro expansion) of all the expressions and ${...} template
+	// expressions of a document, each expression counting
+	// ExpressionOverheadNodes more than it has: so it also bounds the
+	// number of expressions (to 500), whose fixed cost dominates compiling
+	// small ones.
+	MaxDocumentNodes = 5_000
+
+	// ExpressionOverheadNodes is what each expression adds to a
+	// document's node count besides its own nodes (see MaxDocumentNodes).
+	ExpressionOverheadNodes = 10
+
+	// MaxDocumentRegexProgramSize is the largest total compiled size (RE2
+	// instructions) of the distinct regular expressions of a document:
+	// matches() patterns, from fields and those host actions compile with
+	// CompileContext.Regexp. A pattern used several times is compiled once
+	// and counted once.
+	MaxDocumentRegexProgramSize = 10_000
+
+	// MaxEvaluationCost is the cost budget of one evaluation: of all the
+	// expressions, ${...} templates and from regexes one call of Inbound,
+	// Outbound or Connect evaluates, on both the native and the cel-go
+	// path, in CEL's cost units (a regular expression costs one unit per
+	// ten input characters per RE2 instruction). An evaluation that would
+	// exceed it stops before doing the work: the expression or template is
+	// a runtime error ([ErrCostLimit]) and evaluation ends fail closed (see
+	// the package doc, section Runtime errors).
+	MaxEvaluationCost = 1_000_000
 
 	// MaxTemplateOutput is the largest string, in bytes, a templated config
 	// value renders to. A literal config string longer than this is refused
@@ -89,10 +118,25 @@ const (
 	MaxRequestHeaderBytes = 32 << 10
 )
 
-// Input sizes the compile-time cost estimate assumes. They are not enforced
-// on requests; MaxRuntimeCost catches inputs that exceed them.
+// Input sizes the compile-time cost estimate assumes, in CEL's size unit
+// (code points, never more than bytes). Strings follow from the request
+// bounds above: the path and query of the request target are at most
+// MaxURLBytes, and req.url adds the scheme and a host name with its port;
+// every other request string (method, host, user agent, version, header
+// names and values, SNI) and, by assumption, response header values are at
+// most MaxRequestHeaderBytes. Counts are assumed maxima rather than bounds
+// (a 32 KiB header block can hold thousands of tiny headers): CEL's model
+// multiplies them by the largest element, so 128 headers or parameters of
+// 16 values each, every one as long as the whole block, over-estimate any
+// request within the bounds except for the per-element constant of a
+// comprehension. Inputs beyond these sizes (a longer Host header, a path
+// escaped again in req.url, thousands of headers) are caught by
+// MaxEvaluationCost.
 const (
-	estStringMax   = 8 << 10 // any request string
-	estMapEntries  = 128     // headers, query parameters
-	estListEntries = 16      // values of one header or parameter
+	estURLPartMax  = MaxURLBytes       // req.url.path, req.url.query, query parameter names and values
+	estURLMax      = MaxURLBytes + 512 // req.url: also "https://" and a host name (at most 253 characters) with its port
+	estStringMax   = MaxRequestHeaderBytes
+	estIPMax       = 45 // conn.client_ip, conn.server_ip: an IPv4-mapped IPv6 address in full
+	estMapEntries  = 128
+	estListEntries = 16
 )

@@ -13,11 +13,23 @@ package policy
 //
 // Errors follow CEL: strict operations propagate an error; && and || absorb
 // one when the other side decides the result (false && error is false,
-// true || error is true). When a native evaluation ends in an error, the
-// CEL program is run instead and its result and message are used, so the
-// native path only ever has to be exact for non-error results. Tests
-// compare both paths on every expression of the test tables and in the fuzz
-// test.
+// true || error is true). When an error happens anywhere in a native
+// evaluation (even one absorbed), its cost is forgotten and the CEL program
+// is run instead, whose result, message and cost are used: so the native
+// path only ever has to be exact for evaluations without errors.
+//
+// Every node charges the evaluation's cost budget what cel-go's interpreter
+// charges for the same operation (1 per variable, index or ordinary call,
+// the traversal formulas of CEL's standard model for string comparisons and
+// contains, regexCost for matches), before doing work that grows with its
+// input: a node that would exceed the budget returns an error without
+// doing it (st.exhausted tells the caller). Tests compare the result and
+// the cost of both paths on every expression of the test tables and in the
+// fuzz test.
+//
+// Lowering is decided by the overload IDs the type checker chose (the
+// checked AST's reference map), never by function names, so an overload or
+// extension library added to the environment is never lowered by mistake.
 
 import (
 	"net/netip"
@@ -26,7 +38,6 @@ import (
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/ast"
-	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
 )
@@ -61,7 +72,16 @@ type lnode interface {
 // operand of an index or of "in".
 type mref struct{ id varID }
 
-// Leaves.
+// failed records an error met by a native evaluation, unless it is the
+// budget's: the evaluation then falls back to CEL.
+func (st *evalState) failed() tri {
+	if !st.exhausted {
+		st.nerr = true
+	}
+	return triErr
+}
+
+// Leaves. A constant costs nothing; a variable, as an attribute, 1.
 
 type bconst struct{ v bool }
 
@@ -77,17 +97,26 @@ func (n iconst) evalI(*evalState) (int64, bool) { return n.v, true }
 
 type svar struct{ id varID }
 
-func (n svar) evalS(st *evalState) (string, bool) { return st.strVar(n.id), true }
+func (n svar) evalS(st *evalState) (string, bool) {
+	st.cost++
+	return st.strVar(n.id), true
+}
 
 type ivar struct{ id varID }
 
-func (n ivar) evalI(st *evalState) (int64, bool) { return st.intVar(n.id), true }
+func (n ivar) evalI(st *evalState) (int64, bool) {
+	st.cost++
+	return st.intVar(n.id), true
+}
 
 type bvar struct{ id varID }
 
-func (n bvar) evalB(st *evalState) tri { return triOf(st.boolVar(n.id)) }
+func (n bvar) evalB(st *evalState) tri {
+	st.cost++
+	return triOf(st.boolVar(n.id))
+}
 
-// Logic.
+// Logic: && and || cost nothing themselves, ! costs 1.
 
 type andNode struct{ a, b bnode }
 
@@ -96,12 +125,15 @@ func (n andNode) evalB(st *evalState) tri {
 	if l == triFalse {
 		return triFalse
 	}
+	if st.exhausted {
+		return triErr
+	}
 	r := n.b.evalB(st)
 	if r == triFalse {
 		return triFalse
 	}
 	if l == triErr || r == triErr {
-		return triErr
+		return st.failed()
 	}
 	return triTrue
 }
@@ -113,12 +145,15 @@ func (n orNode) evalB(st *evalState) tri {
 	if l == triTrue {
 		return triTrue
 	}
+	if st.exhausted {
+		return triErr
+	}
 	r := n.b.evalB(st)
 	if r == triTrue {
 		return triTrue
 	}
 	if l == triErr || r == triErr {
-		return triErr
+		return st.failed()
 	}
 	return triFalse
 }
@@ -128,8 +163,10 @@ type notNode struct{ a bnode }
 func (n notNode) evalB(st *evalState) tri {
 	switch n.a.evalB(st) {
 	case triTrue:
+		st.cost++
 		return triFalse
 	case triFalse:
+		st.cost++
 		return triTrue
 	}
 	return triErr
@@ -173,23 +210,63 @@ type scmp struct {
 func (n scmp) evalB(st *evalState) tri {
 	l, ok := n.a.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	r, ok := n.b.evalS(st)
 	if !ok {
+		return st.failed()
+	}
+	if !st.charge(eqCost(l, r)) {
 		return triErr
 	}
 	return triOf(cmpResult(n.op, strings.Compare(l, r)))
 }
 
-// svarEq is the common "variable == literal" shape.
+// svarEq is the common "variable == literal" shape: the variable costs 1,
+// the comparison the traversal of the shorter string, at most the
+// literal's traversal cost (so that a long variable is not counted). For a
+// literal of at most 10 code points that is always 1 (the least a call
+// costs), known at compile time: cost is then 2, else 0.
 type svarEq struct {
-	id  varID
-	c   string
-	neg bool
+	id   varID
+	c    string
+	n    uint64 // size(c)
+	cost uint64
+	neg  bool
 }
 
-func (n svarEq) evalB(st *evalState) tri { return triOf((st.strVar(n.id) == n.c) != n.neg) }
+func newSvarEq(id varID, c string, neg bool) *svarEq {
+	n := &svarEq{id: id, c: c, n: size(c), neg: neg}
+	if n.n <= 10 {
+		n.cost = 2
+	}
+	return n
+}
+
+func (n *svarEq) evalB(st *evalState) tri {
+	v := st.strVar(n.id)
+	if n.cost != 0 {
+		st.cost += n.cost
+	} else {
+		st.cost += 1 + callCost(traversalCost(sizeUpTo(v, n.n)))
+	}
+	return triOf((v == n.c) != n.neg)
+}
+
+// sizeUpTo returns min(size(s), limit) without counting past limit.
+func sizeUpTo(s string, limit uint64) uint64 {
+	if uint64(len(s)) <= limit {
+		return size(s)
+	}
+	var n uint64
+	for range s {
+		if n == limit {
+			break
+		}
+		n++
+	}
+	return n
+}
 
 type icmp struct {
 	a, b inode
@@ -199,12 +276,13 @@ type icmp struct {
 func (n icmp) evalB(st *evalState) tri {
 	l, ok := n.a.evalI(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	r, ok := n.b.evalI(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	c := 0
 	if l < r {
 		c = -1
@@ -222,12 +300,13 @@ type beq struct {
 func (n beq) evalB(st *evalState) tri {
 	l := n.a.evalB(st)
 	if l == triErr {
-		return triErr
+		return st.failed()
 	}
 	r := n.b.evalB(st)
 	if r == triErr {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	return triOf((l == r) != n.neg)
 }
 
@@ -252,6 +331,15 @@ func applyStrFn(f strFn, s, arg string) bool {
 	}
 }
 
+// strFnCost is CEL's cost of s.startsWith(arg) and s.endsWith(arg) (the
+// traversal of arg) and of s.contains(arg) (the product of both sizes).
+func strFnCost(f strFn, s, arg string) uint64 {
+	if f == fnContains {
+		return containsCost(s, arg)
+	}
+	return callCost(traversalCost(size(arg)))
+}
+
 type strPred struct {
 	a, b snode
 	f    strFn
@@ -260,43 +348,69 @@ type strPred struct {
 func (n strPred) evalB(st *evalState) tri {
 	s, ok := n.a.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	arg, ok := n.b.evalS(st)
 	if !ok {
+		return st.failed()
+	}
+	if !st.charge(strFnCost(n.f, s, arg)) {
 		return triErr
 	}
 	return triOf(applyStrFn(n.f, s, arg))
 }
 
-// svarPred is "variable.startsWith(literal)" and friends.
+// svarPred is "variable.startsWith(literal)" and friends; cost is the cost
+// of startsWith and endsWith, fixed by the literal.
 type svarPred struct {
-	id varID
-	c  string
-	f  strFn
+	id   varID
+	c    string
+	f    strFn
+	cost uint64
 }
 
-func (n svarPred) evalB(st *evalState) tri { return triOf(applyStrFn(n.f, st.strVar(n.id), n.c)) }
+func (n *svarPred) evalB(st *evalState) tri {
+	s := st.strVar(n.id)
+	c := n.cost
+	if n.f == fnContains {
+		c = containsCost(s, n.c)
+	}
+	if !st.charge(1 + c) {
+		return triErr
+	}
+	return triOf(applyStrFn(n.f, s, n.c))
+}
 
 type matchNode struct {
-	a  snode
-	re *regexp.Regexp
+	a    snode
+	re   *regexp.Regexp
+	prog int
 }
 
 func (n matchNode) evalB(st *evalState) tri {
 	s, ok := n.a.evalS(st)
 	if !ok {
+		return st.failed()
+	}
+	if !st.charge(regexCost(size(s), n.prog)) {
 		return triErr
 	}
 	return triOf(n.re.MatchString(s))
 }
 
 type svarMatch struct {
-	id varID
-	re *regexp.Regexp
+	id   varID
+	re   *regexp.Regexp
+	prog int
 }
 
-func (n svarMatch) evalB(st *evalState) tri { return triOf(n.re.MatchString(st.strVar(n.id))) }
+func (n *svarMatch) evalB(st *evalState) tri {
+	s := st.strVar(n.id)
+	if !st.charge(1 + regexCost(size(s), n.prog)) {
+		return triErr
+	}
+	return triOf(n.re.MatchString(s))
+}
 
 type strSize struct{ a snode }
 
@@ -305,6 +419,7 @@ func (n strSize) evalI(st *evalState) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	st.cost++
 	return int64(utf8.RuneCountInString(s)), true
 }
 
@@ -315,10 +430,13 @@ func (n listSize) evalI(st *evalState) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	st.cost++
 	return int64(len(l)), true
 }
 
-// Membership.
+// Membership. "in" a literal list is a set lookup in cel-go's optimized
+// program and costs nothing itself; "in" a list costs the list's length,
+// "in" a map 1.
 
 type inStrSet struct {
 	a   snode
@@ -326,10 +444,10 @@ type inStrSet struct {
 	m   map[string]struct{} // for long lists
 }
 
-func (n inStrSet) evalB(st *evalState) tri {
+func (n *inStrSet) evalB(st *evalState) tri {
 	s, ok := n.a.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	if n.m != nil {
 		_, ok := n.m[s]
@@ -351,7 +469,7 @@ type inIntSet struct {
 func (n inIntSet) evalB(st *evalState) tri {
 	x, ok := n.a.evalI(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	for _, v := range n.set {
 		if v == x {
@@ -369,10 +487,13 @@ type inList struct {
 func (n inList) evalB(st *evalState) tri {
 	s, ok := n.a.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	l, ok := n.l.evalL(st)
 	if !ok {
+		return st.failed()
+	}
+	if !st.charge(callCost(uint64(len(l)))) {
 		return triErr
 	}
 	for _, v := range l {
@@ -391,17 +512,21 @@ type inMap struct {
 func (n inMap) evalB(st *evalState) tri {
 	s, ok := n.a.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
+	st.cost += 2 // the map variable and the call
 	_, found := st.mapLookup(n.id, s, "")
 	return triOf(found)
 }
 
-// Indexing.
+// Indexing: cel-go plans an index of a variable as an attribute with
+// qualifiers (1 for the attribute, 1 per qualifier), and an index of
+// another value as an attribute of that value.
 
 type listIndex struct {
-	l lnode
-	i inode
+	l    lnode
+	i    inode
+	attr bool // l is not an attribute itself: the index starts one
 }
 
 func (n listIndex) evalS(st *evalState) (string, bool) {
@@ -413,6 +538,10 @@ func (n listIndex) evalS(st *evalState) (string, bool) {
 	if !ok || i < 0 || i >= int64(len(l)) {
 		return "", false
 	}
+	st.cost++
+	if n.attr {
+		st.cost++
+	}
 	return l[i], true
 }
 
@@ -420,6 +549,7 @@ type mapIndex struct {
 	id    varID
 	key   snode
 	canon string // canonical header spelling of a literal key
+	qual  bool   // the index of another index: the attribute is not charged
 }
 
 func (n mapIndex) evalL(st *evalState) ([]string, bool) {
@@ -427,10 +557,45 @@ func (n mapIndex) evalL(st *evalState) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
+	st.cost += 2
+	if n.qual {
+		st.cost--
+	}
 	return st.mapLookup(n.id, k, n.canon)
 }
 
-// The package's functions.
+// qsvar and qivar are variables used as an index: cel-go evaluates them as
+// qualifiers of the indexed attribute, which are not charged as attributes.
+type qsvar struct{ id varID }
+
+func (n qsvar) evalS(st *evalState) (string, bool) { return st.strVar(n.id), true }
+
+type qivar struct{ id varID }
+
+func (n qivar) evalI(st *evalState) (int64, bool) { return st.intVar(n.id), true }
+
+// asQualifier returns the form of an index operand that cel-go evaluates
+// as a qualifier: a variable or an index chain without its attribute's
+// cost.
+func asQualifier(n any) any {
+	switch v := n.(type) {
+	case svar:
+		return qsvar(v)
+	case ivar:
+		return qivar(v)
+	case listIndex:
+		if m, ok := v.l.(mapIndex); ok && !v.attr {
+			m.qual = true
+			v.l = m
+		} else {
+			v.attr = false
+		}
+		return v
+	}
+	return n
+}
+
+// The package's functions cost 1 per call.
 
 type headerList struct {
 	res  bool
@@ -459,6 +624,7 @@ func (st *evalState) litHeaderLookup(res bool, l *litHeader) ([]string, bool) {
 
 func (n headerList) evalL(st *evalState) ([]string, bool) {
 	if n.lit != nil {
+		st.cost++
 		v, _ := st.litHeaderLookup(n.res, n.lit)
 		return v, true
 	}
@@ -466,6 +632,7 @@ func (n headerList) evalL(st *evalState) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
+	st.cost++
 	return st.headerValues(n.res, s), true
 }
 
@@ -477,13 +644,15 @@ type hasHeader struct {
 
 func (n hasHeader) evalB(st *evalState) tri {
 	if n.lit != nil {
+		st.cost++
 		_, found := st.litHeaderLookup(n.res, n.lit)
 		return triOf(found)
 	}
 	s, ok := n.name.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	return triOf(st.hasHeader(n.res, s))
 }
 
@@ -494,6 +663,7 @@ func (n queryList) evalL(st *evalState) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
+	st.cost++
 	return st.queryValues()[s], true
 }
 
@@ -502,8 +672,9 @@ type hasQuery struct{ name snode }
 func (n hasQuery) evalB(st *evalState) tri {
 	s, ok := n.name.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	_, has := st.queryValues()[s]
 	return triOf(has)
 }
@@ -513,34 +684,37 @@ type cidrNode struct{ ip, cidr snode }
 func (n cidrNode) evalB(st *evalState) tri {
 	ip, ok := n.ip.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	c, ok := n.cidr.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	in, err := inCidrRange(ip, c)
 	if err != nil {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	return triOf(in)
 }
 
-// cidrConn is inCidrRange(conn.client_ip or conn.server_ip, literal): it
-// reads the address without formatting it.
+// cidrConn is inCidrRange(conn.client_ip or conn.server_ip, literal) and
+// inCidrRanges of a literal list: it reads the address without formatting
+// it. It costs the variable and the call.
 type cidrConn struct {
 	server bool
 	p      []netip.Prefix
 }
 
-func (n cidrConn) evalB(st *evalState) tri {
+func (n *cidrConn) evalB(st *evalState) tri {
 	a := st.clientAddr()
 	if n.server {
 		a = st.serverAddr()
 	}
 	if !a.IsValid() {
-		return triErr // the CEL function fails on conn.client_ip == ""
+		return st.failed() // the CEL function fails on conn.client_ip == ""
 	}
+	st.cost += 2
 	for _, p := range n.p {
 		if p.Contains(a) {
 			return triTrue
@@ -557,16 +731,17 @@ type cidrsNode struct {
 func (n cidrsNode) evalB(st *evalState) tri {
 	ip, ok := n.ip.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	l, ok := n.l.evalL(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	in, err := inCidrRanges(ip, l)
 	if err != nil {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	return triOf(in)
 }
 
@@ -580,12 +755,13 @@ type cidrsLit struct {
 func (n cidrsLit) evalB(st *evalState) tri {
 	ip, ok := n.ip.evalS(st)
 	if !ok {
-		return triErr
+		return st.failed()
 	}
 	a, err := parseIP(ip)
 	if err != nil {
-		return triErr
+		return st.failed()
 	}
+	st.cost++
 	for _, p := range n.p {
 		if p.Contains(a) {
 			return triTrue
@@ -596,18 +772,19 @@ func (n cidrsLit) evalB(st *evalState) tri {
 
 // lowerer converts a checked AST into native nodes.
 type lowerer struct {
-	e *Engine
+	c *compiler
+	a *ast.AST
 }
 
 // lowerBool returns the native form of a boolean expression, or nil.
-func (l lowerer) lowerBool(a *ast.AST) bnode {
-	b, _ := l.lower(a.Expr()).(bnode)
+func (l lowerer) lowerBool() bnode {
+	b, _ := l.lower(l.a.Expr()).(bnode)
 	return b
 }
 
 // lowerString returns the native form of a string expression, or nil.
-func (l lowerer) lowerString(a *ast.AST) snode {
-	s, _ := l.lower(a.Expr()).(snode)
+func (l lowerer) lowerString() snode {
+	s, _ := l.lower(l.a.Expr()).(snode)
 	return s
 }
 
@@ -624,7 +801,7 @@ func (l lowerer) lower(e ast.Expr) any {
 		}
 		return nil
 	case ast.IdentKind:
-		v, ok := l.e.vars[e.AsIdent()]
+		v, ok := l.c.e.vars[e.AsIdent()]
 		if !ok {
 			return nil
 		}
@@ -684,9 +861,35 @@ func (l lowerer) lowerListLiteral(e ast.Expr) any {
 	return out
 }
 
+// The overload IDs of the package's functions, as declared in newEnv.
+const (
+	ovGetReqHeader  = "getReqHeader_string"
+	ovGetResHeader  = "getResHeader_string"
+	ovHasReqHeader  = "hasReqHeader_string"
+	ovHasResHeader  = "hasResHeader_string"
+	ovGetQueryParam = "getQueryParam_string"
+	ovHasQueryParam = "hasQueryParam_string"
+	ovInCidrRange   = "inCidrRange_string_string"
+	ovInCidrRanges  = "inCidrRanges_string_list"
+)
+
+// cmpOverloads maps the comparison overloads that are lowered to their
+// operator; equality of strings, ints and bools share CEL's "equals".
+var cmpOverloads = map[string]cmpOp{
+	overloads.Equals: opEq, overloads.NotEquals: opNe,
+	overloads.LessString: opLt, overloads.LessEqualsString: opLe,
+	overloads.GreaterString: opGt, overloads.GreaterEqualsString: opGe,
+	overloads.LessInt64: opLt, overloads.LessEqualsInt64: opLe,
+	overloads.GreaterInt64: opGt, overloads.GreaterEqualsInt64: opGe,
+}
+
 func (l lowerer) lowerCall(e ast.Expr) any {
 	call := e.AsCall()
-	fn := call.FunctionName()
+	ids := l.a.GetOverloadIDs(e.ID())
+	if len(ids) != 1 {
+		return nil // unresolved or ambiguous: only CEL decides at run time
+	}
+	ov := ids[0]
 	var args []any
 	if call.IsMemberFunction() {
 		t := l.lower(call.Target())
@@ -702,8 +905,8 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 		}
 		args = append(args, n)
 	}
-	switch fn {
-	case operators.LogicalAnd, operators.LogicalOr:
+	switch ov {
+	case overloads.LogicalAnd, overloads.LogicalOr:
 		if len(args) != 2 {
 			return nil
 		}
@@ -712,22 +915,19 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 		if !ok1 || !ok2 {
 			return nil
 		}
-		if fn == operators.LogicalAnd {
+		if ov == overloads.LogicalAnd {
 			return andNode{a, b}
 		}
 		return orNode{a, b}
-	case operators.LogicalNot:
+	case overloads.LogicalNot:
 		if a, ok := args[0].(bnode); ok && len(args) == 1 {
 			return notNode{a}
 		}
 		return nil
-	case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals,
-		operators.Greater, operators.GreaterEquals:
-		return lowerCompare(fn, args)
-	case overloads.StartsWith, overloads.EndsWith, overloads.Contains:
-		return lowerStrPred(fn, args, call.IsMemberFunction())
-	case overloads.Matches:
-		if len(args) != 2 {
+	case overloads.StartsWithString, overloads.EndsWithString, overloads.ContainsString:
+		return lowerStrPred(ov, args, call.IsMemberFunction())
+	case overloads.Matches, overloads.MatchesString:
+		if len(args) != 2 || (ov == overloads.MatchesString) != call.IsMemberFunction() {
 			return nil
 		}
 		s, ok := args[0].(snode)
@@ -735,72 +935,92 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 		if !ok || !isLit {
 			return nil
 		}
-		re, err := regexp.Compile(pat.v) // as cel-go does
-		if err != nil {
+		r := l.c.regex(pat.v)
+		if r.err != nil || r.re == nil {
 			return nil
 		}
 		if v, ok := s.(svar); ok {
-			return svarMatch{v.id, re}
+			return &svarMatch{v.id, r.re, r.prog}
 		}
-		return matchNode{s, re}
-	case overloads.Size:
+		return matchNode{s, r.re, r.prog}
+	case overloads.SizeString, overloads.SizeStringInst:
+		if s, ok := oneString(args); ok {
+			return strSize{s}
+		}
+		return nil
+	case overloads.SizeList, overloads.SizeListInst:
 		if len(args) != 1 {
 			return nil
 		}
 		switch a := args[0].(type) {
-		case snode:
-			return strSize{a}
 		case lnode:
 			return listSize{a}
 		case listLit:
-			return iconst{int64(len(a.strs) + len(a.ints))}
+			return sizeOfLiteral{int64(len(a.strs) + len(a.ints))}
 		}
 		return nil
-	case operators.In:
-		return lowerIn(args)
-	case operators.Index:
+	case overloads.InList, overloads.InMap:
+		return lowerIn(ov, args)
+	case overloads.IndexList:
 		if len(args) != 2 {
 			return nil
 		}
-		switch c := args[0].(type) {
-		case lnode:
-			if i, ok := args[1].(inode); ok {
-				return listIndex{c, i}
-			}
-		case mref:
-			k, ok := args[1].(snode)
-			if !ok {
-				return nil
-			}
-			n := mapIndex{id: c.id, key: k}
-			if lit, isLit := k.(sconst); isLit && c.id != vReqURLQueryParams {
-				n.canon = canonKey(lit.v)
-			}
-			return n
+		c, ok1 := args[0].(lnode)
+		i, ok2 := asQualifier(args[1]).(inode)
+		if !ok1 || !ok2 {
+			return nil
 		}
-		return nil
-	case fnGetReqHeader, fnGetResHeader:
+		_, chained := c.(mapIndex)
+		return listIndex{l: c, i: i, attr: !chained}
+	case overloads.IndexMap:
+		if len(args) != 2 {
+			return nil
+		}
+		c, ok1 := args[0].(mref)
+		k, ok2 := asQualifier(args[1]).(snode)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		n := mapIndex{id: c.id, key: k}
+		if lit, isLit := k.(sconst); isLit && c.id != vReqURLQueryParams {
+			n.canon = canonKey(lit.v)
+		}
+		return n
+	case ovGetReqHeader, ovGetResHeader:
 		if s, ok := oneString(args); ok {
-			return headerList{res: fn == fnGetResHeader, name: s, lit: newLitHeader(s)}
+			return headerList{res: ov == ovGetResHeader, name: s, lit: newLitHeader(s)}
 		}
-	case fnHasReqHeader, fnHasResHeader:
+	case ovHasReqHeader, ovHasResHeader:
 		if s, ok := oneString(args); ok {
-			return hasHeader{res: fn == fnHasResHeader, name: s, lit: newLitHeader(s)}
+			return hasHeader{res: ov == ovHasResHeader, name: s, lit: newLitHeader(s)}
 		}
-	case fnGetQueryParam:
+	case ovGetQueryParam:
 		if s, ok := oneString(args); ok {
 			return queryList{s}
 		}
-	case fnHasQueryParam:
+	case ovHasQueryParam:
 		if s, ok := oneString(args); ok {
 			return hasQuery{s}
 		}
-	case fnInCidrRange:
+	case ovInCidrRange:
 		return lowerCidr(args)
-	case fnInCidrRanges:
+	case ovInCidrRanges:
 		return lowerCidrs(args)
+	default:
+		if op, ok := cmpOverloads[ov]; ok {
+			return lowerCompare(ov, op, args)
+		}
 	}
 	return nil
+}
+
+// sizeOfLiteral is size() of a literal list: a constant, plus the call's
+// cost.
+type sizeOfLiteral struct{ n int64 }
+
+func (n sizeOfLiteral) evalI(st *evalState) (int64, bool) {
+	st.cost++
+	return n.n, true
 }
 
 func oneString(args []any) (snode, bool) {
@@ -811,14 +1031,10 @@ func oneString(args []any) (snode, bool) {
 	return s, ok
 }
 
-func lowerCompare(fn string, args []any) any {
+func lowerCompare(ov string, op cmpOp, args []any) any {
 	if len(args) != 2 {
 		return nil
 	}
-	op := map[string]cmpOp{
-		operators.Equals: opEq, operators.NotEquals: opNe, operators.Less: opLt,
-		operators.LessEquals: opLe, operators.Greater: opGt, operators.GreaterEquals: opGe,
-	}[fn]
 	switch a := args[0].(type) {
 	case snode:
 		b, ok := args[1].(snode)
@@ -833,7 +1049,7 @@ func lowerCompare(fn string, args []any) any {
 				c, isConst = a.(sconst)
 			}
 			if isVar && isConst {
-				return svarEq{id: v.id, c: c.v, neg: op == opNe}
+				return newSvarEq(v.id, c.v, op == opNe)
 			}
 		}
 		return scmp{a, b, op}
@@ -842,14 +1058,14 @@ func lowerCompare(fn string, args []any) any {
 			return icmp{a, b, op}
 		}
 	case bnode:
-		if b, ok := args[1].(bnode); ok && (op == opEq || op == opNe) {
+		if b, ok := args[1].(bnode); ok && (ov == overloads.Equals || ov == overloads.NotEquals) {
 			return beq{a, b, op == opNe}
 		}
 	}
 	return nil
 }
 
-func lowerStrPred(fn string, args []any, member bool) any {
+func lowerStrPred(ov string, args []any, member bool) any {
 	if len(args) != 2 || !member {
 		return nil
 	}
@@ -858,27 +1074,33 @@ func lowerStrPred(fn string, args []any, member bool) any {
 	if !ok1 || !ok2 {
 		return nil
 	}
-	f := map[string]strFn{overloads.StartsWith: fnStartsWith, overloads.EndsWith: fnEndsWith, overloads.Contains: fnContains}[fn]
+	f := map[string]strFn{overloads.StartsWithString: fnStartsWith, overloads.EndsWithString: fnEndsWith, overloads.ContainsString: fnContains}[ov]
 	if v, isVar := a.(svar); isVar {
 		if c, isConst := b.(sconst); isConst {
-			return svarPred{v.id, c.v, f}
+			return &svarPred{id: v.id, c: c.v, f: f, cost: strFnCost(f, "", c.v)}
 		}
 	}
 	return strPred{a, b, f}
 }
 
-func lowerIn(args []any) any {
+func lowerIn(ov string, args []any) any {
 	if len(args) != 2 {
 		return nil
 	}
 	switch c := args[1].(type) {
 	case listLit:
+		if ov != overloads.InList {
+			return nil
+		}
+		if len(c.strs)+len(c.ints) == 0 {
+			return bconst{false} // cel-go's optimizer folds it, operand unevaluated
+		}
 		switch a := args[0].(type) {
 		case snode:
 			if c.ints != nil {
 				return nil
 			}
-			n := inStrSet{a: a, set: c.strs}
+			n := &inStrSet{a: a, set: c.strs}
 			if len(c.strs) > 8 {
 				n.m = make(map[string]struct{}, len(c.strs))
 				for _, s := range c.strs {
@@ -893,11 +1115,11 @@ func lowerIn(args []any) any {
 			return inIntSet{a: a, set: c.ints}
 		}
 	case lnode:
-		if a, ok := args[0].(snode); ok {
+		if a, ok := args[0].(snode); ok && ov == overloads.InList {
 			return inList{a, c}
 		}
 	case mref:
-		if a, ok := args[0].(snode); ok {
+		if a, ok := args[0].(snode); ok && ov == overloads.InMap {
 			return inMap{a, c.id}
 		}
 	}
@@ -916,7 +1138,7 @@ func lowerCidr(args []any) any {
 	if v, isVar := ip.(svar); isVar && (v.id == vConnClientIP || v.id == vConnServerIP) {
 		if lit, isLit := c.(sconst); isLit {
 			if p, err := parseCIDR(lit.v); err == nil {
-				return cidrConn{server: v.id == vConnServerIP, p: []netip.Prefix{p}}
+				return &cidrConn{server: v.id == vConnServerIP, p: []netip.Prefix{p}}
 			}
 		}
 	}
@@ -945,7 +1167,7 @@ func lowerCidrs(args []any) any {
 			ps = append(ps, p)
 		}
 		if v, isVar := ip.(svar); isVar && (v.id == vConnClientIP || v.id == vConnServerIP) {
-			return cidrConn{server: v.id == vConnServerIP, p: ps}
+			return &cidrConn{server: v.id == vConnServerIP, p: ps}
 		}
 		return cidrsLit{ip, ps}
 	case lnode:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/functions"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -72,6 +74,21 @@ type evalState struct {
 	fnHasResHeader, fnGetQueryParam, fnHasQueryParam functions.LateBoundOp
 
 	buf []byte // scratch for rate-limit keys
+
+	// The evaluation's cost (see cost.go): what it has spent, whether it
+	// ran out (and where), and whether a native evaluation met an error
+	// (it then falls back to CEL).
+	cost        uint64
+	exhausted   bool
+	exhaustedAt string
+	nerr        bool
+
+	// tracker is the cost tracker every cel-go program of the evaluation
+	// charges, reset from trackerProto before each; its limit is celLimit,
+	// what is left of the budget.
+	tracker      *cost.Tracker
+	trackerProto cost.Tracker
+	celLimit     uint64
 }
 
 func newEvalState(e *Engine) *evalState {
@@ -83,7 +100,35 @@ func newEvalState(e *Engine) *evalState {
 	st.fnHasResHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHasHeader(true, args) }
 	st.fnGetQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celQueryList(args) }
 	st.fnHasQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celHasQuery(args) }
+	st.trackerProto = e.tracker
+	st.trackerProto.Estimator = st
+	st.trackerProto.Limit = &st.celLimit
+	st.tracker = new(cost.Tracker)
 	return st
+}
+
+// evalCEL runs a cel-go program with the evaluation's cost tracker, its
+// limit what is left of the budget, and adds what it cost. Running out is
+// ErrCostLimit.
+func (st *evalState) evalCEL(p cel.Program) (ref.Val, error) {
+	if st.exhausted {
+		return nil, ErrCostLimit
+	}
+	*st.tracker = st.trackerProto
+	st.celLimit = MaxEvaluationCost - st.cost
+	frame, err := interpreter.NewExecutionFrame(st)
+	if err != nil {
+		return nil, err
+	}
+	frame.SetCostTracker(st.tracker)
+	v, _, err := p.Eval(frame)
+	frame.Close()
+	st.cost = cost.SafeAdd(st.cost, st.tracker.ActualCost())
+	if err != nil && isCELCostLimit(err) || st.cost > MaxEvaluationCost {
+		st.exhausted = true
+		return nil, ErrCostLimit
+	}
+	return v, err
 }
 
 // begin prepares the state for one evaluation.
@@ -111,6 +156,10 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 	st.reqHeader, st.reqHeaderOwned, st.reqScan = st.req.Header, false, scanUnknown
 	st.resHeader, st.resHeaderOwned, st.resScan = st.res.Header, false, scanUnknown
 	st.lazy = 0
+	st.cost, st.exhausted = 0, false
+	if st.exhaustedAt != "" { // a test costs no write barrier, a store may
+		st.exhaustedAt = ""
+	}
 	if prev != nil && prev.vars != nil {
 		copy(st.results, prev.vars)
 		st.resultsSet = true

@@ -88,7 +88,7 @@ func (c *compiler) template(vs *apierr.Violations, field string, s string, group
 			} else {
 				var native snode
 				if x.ast.OutputType().IsExactType(cel.StringType) {
-					native = lowerer{c.e}.lowerString(x.ast.NativeRep())
+					native = lowerer{c, x.ast.NativeRep()}.lowerString()
 				}
 				t.parts = append(t.parts, tmplPart{expr: &tmplExpr{offset: start, native: native, prog: prog}})
 			}
@@ -283,11 +283,22 @@ func (st *evalState) renderGroups(t *Template, a *compiledAction, subject string
 
 func (st *evalState) evalTemplateExpr(t *Template, x *tmplExpr, a *compiledAction) string {
 	if x.native != nil {
-		if s, ok := x.native.evalS(st); ok {
+		start := st.cost
+		st.nerr = false
+		s, ok := x.native.evalS(st)
+		if st.cost > MaxEvaluationCost {
+			st.exhausted = true
+		}
+		switch {
+		case st.exhausted && !st.nerr:
+			st.report(a.loc+"."+t.field, a.rule, fmt.Errorf("template expression at byte %d: %w", x.offset, ErrCostLimit))
+			return ""
+		case ok && !st.nerr:
 			return s
 		}
+		st.cost, st.exhausted = start, false
 	}
-	v, _, err := x.prog.Eval(st)
+	v, err := st.evalCEL(x.prog)
 	if err == nil {
 		var s string
 		s, err = valString(v)
