@@ -113,6 +113,30 @@
 // [Service.BackendTunnels] for edge proxies, [Service.CertificateOrders]
 // and the Report methods for a certificate manager.
 //
+// # Storage
+//
+// The Service keeps every resource in a store.Store (package store: the
+// contract; memstore: the in-memory backend; storetest: the conformance
+// suite every backend runs). Each write gets a revision from the store's
+// change feed, which event delivery and edge proxies follow; lookups that
+// are not by ID go through the store's unique keys and secondary indexes
+// (a domain's certificate due time, a source's event type, a tunnel's
+// labels and lease end), never a scan of all records.
+//
+// # Adding a resource
+//
+// A new kind of resource touches:
+//   - a leaf package (or a file of one) with its model, params and
+//     validation, as package credentials does;
+//   - one row of the kinds table in kinds.go (store kind, ID prefix,
+//     collection, noun, event name) and its entry in kindTable, from which
+//     IDs, URIs, messages and the default event registry are derived;
+//   - a short root file whose methods call the generic helpers create,
+//     get, list, update and remove, which check the principal and IDs,
+//     label writes with their events and map store errors;
+//   - a case of presentStored in changes.go, if the kind reports changes;
+//   - its routes in httpapi/routes.go.
+//
 // # Decisions where the specification is silent
 //
 //   - IP policies have the minimal shape id, uri, created_at, description,
