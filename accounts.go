@@ -71,7 +71,7 @@ type APIKey struct {
 	OwnerID     string    `json:"owner_id"`
 	CreatedAt   time.Time `json:"created_at"`
 	Description string    `json:"description"`
-	// Token is the secret: set only in the result of [Service.CreateAPIKey].
+	// Token is the secret: set only in the result of [Host.CreateAPIKey].
 	Token *string `json:"token"`
 }
 
@@ -89,9 +89,8 @@ type APIKeyParams struct {
 	Secret string `json:"-"`
 }
 
-// CreateAccount creates an account. It is a host operation: no principal
-// is involved.
-func (s *Service) CreateAccount(ctx context.Context, params AccountParams) (*Account, error) {
+// createAccount is [Host.CreateAccount].
+func (s *Service) createAccount(ctx context.Context, params AccountParams) (*Account, error) {
 	if err := validate.Struct(params); err != nil {
 		return nil, err
 	}
@@ -106,13 +105,13 @@ func (s *Service) CreateAccount(ctx context.Context, params AccountParams) (*Acc
 	return a, nil
 }
 
-// CreateUser creates a user of the account; a host operation.
-func (s *Service) CreateUser(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+// createUser is [Host.CreateUser].
+func (s *Service) createUser(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
 	return s.createSubject(ctx, accountID, userKind, params)
 }
 
-// CreateBot creates a bot of the account; a host operation.
-func (s *Service) CreateBot(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+// createBot is [Host.CreateBot].
+func (s *Service) createBot(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
 	return s.createSubject(ctx, accountID, botKind, params)
 }
 
@@ -150,8 +149,8 @@ func subjectKind(id string) (kindInfo, bool) {
 	return kindInfo{}, false
 }
 
-// GetSubject returns a user or bot of the account; a host operation.
-func (s *Service) GetSubject(ctx context.Context, accountID, id string) (*Subject, error) {
+// getSubject is [Host.GetSubject].
+func (s *Service) getSubject(ctx context.Context, accountID, id string) (*Subject, error) {
 	k, ok := subjectKind(id)
 	if !ok {
 		return nil, apierr.NotFoundf("user or bot %s not found", id)
@@ -163,15 +162,12 @@ func (s *Service) GetSubject(ctx context.Context, accountID, id string) (*Subjec
 	return decode[Subject](rec)
 }
 
-// CreateAPIKey creates an API key for a user or bot of the account; a host
-// operation. The result's Token is the secret, shown this once: only its
-// SHA-256 hash is stored. Secrets carry 256 random bits, so a fast hash is
-// the right one (there is nothing to brute-force).
-func (s *Service) CreateAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*APIKey, error) {
+// createAPIKey is [Host.CreateAPIKey].
+func (s *Service) createAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*APIKey, error) {
 	if err := validate.Struct(params); err != nil {
 		return nil, err
 	}
-	if _, err := s.GetSubject(ctx, accountID, params.OwnerID); err != nil {
+	if _, err := s.getSubject(ctx, accountID, params.OwnerID); err != nil {
 		if errors.Is(err, apierr.ErrNotFound) {
 			return nil, apierr.Invalidf("owner_id", "must name a user or bot of the account; %s not found", params.OwnerID)
 		}
@@ -198,8 +194,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, accountID string, params API
 	return k, nil
 }
 
-// DeleteAPIKey revokes an API key of the account; a host operation.
-func (s *Service) DeleteAPIKey(ctx context.Context, accountID, id string) error {
+// deleteAPIKey is [Host.DeleteAPIKey].
+func (s *Service) deleteAPIKey(ctx context.Context, accountID, id string) error {
 	if !ids.Valid(id, APIKeyPrefix) {
 		return apiKeyKind.notFound(id)
 	}
@@ -232,7 +228,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if err != nil {
 		return Principal{}, err
 	}
-	sub, err := s.GetSubject(ctx, k.AccountID, k.OwnerID)
+	sub, err := s.getSubject(ctx, k.AccountID, k.OwnerID)
 	if err != nil {
 		if errors.Is(err, apierr.ErrNotFound) {
 			return Principal{}, errBadKey

@@ -211,7 +211,7 @@ func TestBackendTunnels(t *testing.T) {
 
 	// Read time: a tunnel registered later shows up; an unregistered one goes.
 	late := e.tunnel(t, token, map[string]string{"env": "prod", "app": "api", "v": "2"})
-	if err := e.svc.UnregisterTunnel(e.ctx, e.user.AccountID, prodAPI.ID); err != nil {
+	if err := e.svc.Host().UnregisterTunnel(e.ctx, e.user.AccountID, prodAPI.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.svc.GetTunnelGroupBackend(e.ctx, e.user, api.ID)
@@ -307,7 +307,7 @@ func BenchmarkGetTunnelGroupBackend1000Tunnels(b *testing.B) {
 	_, token := e.token(b, e.user)
 	for i := range 1000 {
 		labels := map[string]string{"env": "prod", "n": strings.Repeat("x", i%7+1)}
-		if _, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels}); err != nil {
+		if _, err := e.svc.Host().RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -362,7 +362,7 @@ func TestBackendTunnelsByIndex(t *testing.T) {
 		t.Error("the bound was not logged")
 	}
 	// The data plane's lookup has the same bound and order.
-	tunnels, err := e.svc.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	tunnels, err := e.svc.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	if err != nil || len(tunnels) != edgeplane.MaxBackendTunnels {
 		t.Fatalf("BackendTunnels gave %d tunnels (%v), want the bound %d", len(tunnels), err, edgeplane.MaxBackendTunnels)
 	}

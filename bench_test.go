@@ -12,7 +12,7 @@ import (
 
 func BenchmarkAuthenticate(b *testing.B) {
 	e := newEnv(b)
-	key, err := e.svc.CreateAPIKey(e.ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID})
+	key, err := e.svc.Host().CreateAPIKey(e.ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func BenchmarkAuthenticateTunnelToken(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.svc.AuthenticateTunnelToken(e.ctx, *c.Token); err != nil {
+		if _, err := e.svc.Host().AuthenticateTunnelToken(e.ctx, *c.Token); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -136,12 +136,8 @@ func (s *Service) inUseByDomains(ctx context.Context, p Principal, err error) er
 		Msg: describeID(use.ID) + " is used by " + strings.Join(names, ", ") + "; detach it first"}
 }
 
-// TLSCertificateKeyPair returns the PEM chain and private key of a TLS
-// certificate of the account, for the host's edge servers that terminate
-// TLS. It is a host operation: no API response ever carries the key. The
-// key is stored sealed; a key sealed under another sealing key than the
-// Service's is an internal error (logged), never returned.
-func (s *Service) TLSCertificateKeyPair(ctx context.Context, accountID, id string) (certPEM, keyPEM string, err error) {
+// tlsCertificateKeyPair is [Host.TLSCertificateKeyPair].
+func (s *Service) tlsCertificateKeyPair(ctx context.Context, accountID, id string) (certPEM, keyPEM string, err error) {
 	if !ids.Valid(id, domains.CertificatePrefix) {
 		return "", "", certificateKind.notFound(id)
 	}
@@ -187,22 +183,12 @@ type CertificateOrder struct {
 	ACMEChallengeCNAMETarget string
 }
 
-// DefaultCertificateOrders is how many orders [Service.CertificateOrders]
+// DefaultCertificateOrders is how many orders [Host.CertificateOrders]
 // returns at most when asked for 0.
 const DefaultCertificateOrders = 100
 
-// CertificateOrders returns up to limit (0 means
-// [DefaultCertificateOrders]) reserved domains, across all accounts,
-// whose managed certificate needs issuing or renewing now (see
-// [domains.ReservedDomain.CertificateDue]), newest domain first.
-//
-// It is a host operation for the certificate manager, which runs one pass
-// at a time: for each order it obtains a certificate and reports the
-// outcome with [Service.ReportCertificateIssued] or
-// [Service.ReportCertificateFailed]. An order not reported stays due and
-// is returned again. The call reads only due domains, through the store's
-// index of domains by due time, and changes nothing.
-func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
+// certificateOrders is [Host.CertificateOrders].
+func (s *Service) certificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
 	switch {
 	case limit == 0:
 		limit = DefaultCertificateOrders
@@ -243,20 +229,8 @@ func (s *Service) CertificateOrders(ctx context.Context, limit int) ([]Certifica
 	}
 }
 
-// ReportCertificateIssued records that the certificate manager obtained a
-// certificate for a reserved domain: certPEM is the chain (leaf first) and
-// keyPEM its private key. The certificate must cover the domain and have
-// the key type of the domain's policy. The Service creates a TLS
-// certificate in the domain's account (it belongs to the account like any
-// other, described "managed certificate for <domain>"), makes it the
-// domain's certificate, ends the provisioning job and sets renews_at (see
-// [domains.RenewsAt]). A certificate it replaces is kept.
-//
-// It fails with not-found for an unknown domain, invalid-argument for a
-// bad chain or key, and failed-precondition when the domain no longer has
-// a policy, or its policy now asks for another key type; then nothing is
-// stored.
-func (s *Service) ReportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
+// reportCertificateIssued is [Host.ReportCertificateIssued].
+func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
 	d, err := s.hostDomain(ctx, accountID, domainID)
 	if err != nil {
 		return nil, err
@@ -304,13 +278,8 @@ func managedKeyMatches(d *domains.ReservedDomain, keyType string) error {
 	return nil
 }
 
-// ReportCertificateFailed records that the certificate manager could not
-// obtain a certificate for a reserved domain: with
-// [domains.ErrorCodeInternal] the job is retried at f.RetriesAt; with
-// [domains.ErrorCodeDNS] it waits until the user sets the policy again.
-// It fails with failed-precondition when the domain no longer has a
-// policy.
-func (s *Service) ReportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
+// reportCertificateFailed is [Host.ReportCertificateFailed].
+func (s *Service) reportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
 	now := s.timestamp()
 	if err := f.Validate(now); err != nil {
 		return nil, err

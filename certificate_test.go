@@ -138,13 +138,13 @@ func TestTLSCertificates(t *testing.T) {
 	wantViolation(t, err, "metadata", "4096 bytes")
 
 	// The host reads the key pair; the update kept the key.
-	gotCert, gotKey, err := e.svc.TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID)
+	gotCert, gotKey, err := e.svc.Host().TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID)
 	if err != nil || gotCert != certPEM || gotKey != keyPEM {
 		t.Errorf("TLSCertificateKeyPair = %v; want the uploaded pair", err)
 	}
-	_, _, err = e.svc.TLSCertificateKeyPair(e.ctx, e.other.AccountID, c.ID)
+	_, _, err = e.svc.Host().TLSCertificateKeyPair(e.ctx, e.other.AccountID, c.ID)
 	wantCode(t, err, apierr.NotFound)
-	_, _, err = e.svc.TLSCertificateKeyPair(e.ctx, e.user.AccountID, "cert_nope")
+	_, _, err = e.svc.Host().TLSCertificateKeyPair(e.ctx, e.user.AccountID, "cert_nope")
 	wantCode(t, err, apierr.NotFound)
 
 	page, err := e.svc.ListTLSCertificates(e.ctx, e.user, edgeplane.ListOptions{})
@@ -277,13 +277,13 @@ func TestPrivateKeysSealedAtRest(t *testing.T) {
 
 	// Another Service with the same key (a restart, a replica) reads it.
 	same := edgeplane.New(st, edgeplane.Options{SealingKey: bytes.Clone(key)})
-	if _, gotKey, err := same.TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID); err != nil || gotKey != keyPEM {
+	if _, gotKey, err := same.Host().TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID); err != nil || gotKey != keyPEM {
 		t.Fatalf("same key: %v", err)
 	}
 	// Another key: an internal error, never the key.
 	logs := new(bytes.Buffer)
 	wrong := edgeplane.New(st, edgeplane.Options{SealingKey: bytes.Repeat([]byte{7}, edgeplane.SealingKeySize), Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	_, gotKey, err := wrong.TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID)
+	_, gotKey, err := wrong.Host().TLSCertificateKeyPair(e.ctx, e.user.AccountID, c.ID)
 	if apierr.CodeOf(err) != apierr.Internal || gotKey != "" || strings.Contains(err.Error(), "another key") {
 		t.Errorf("another key: %q, %v; want a generic internal error", gotKey, err)
 	}
@@ -298,7 +298,7 @@ func TestPrivateKeysSealedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, k, err := e.svc.TLSCertificateKeyPair(e.ctx, e.user.AccountID, other.ID); err == nil || k != "" {
+	if _, k, err := e.svc.Host().TLSCertificateKeyPair(e.ctx, e.user.AccountID, other.ID); err == nil || k != "" {
 		t.Errorf("a sealed key moved to another record opened: %v", err)
 	}
 

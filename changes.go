@@ -258,15 +258,8 @@ func (s *Service) stopFollowing(ctx context.Context) error {
 	}
 }
 
-// Publish delivers an event of the host's own making, as if a resource of
-// the account had changed: every subscription of the account with a source
-// of typ receives obj (marshalled now, as JSON). typ must be in the
-// registry ([Options.Events], [Service.EventTypes]); a host extends the
-// registry with its own types to use this. Unlike the Service's own
-// changes, a published event is not in the store's change feed: it is
-// queued at once, or dropped and counted when the queue is full, and
-// Publish never blocks. Without a sink it does nothing and returns nil.
-func (s *Service) Publish(ctx context.Context, accountID, typ string, obj any) error {
+// publish is [Host.Publish].
+func (s *Service) publish(ctx context.Context, accountID, typ string, obj any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

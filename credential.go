@@ -38,7 +38,7 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 		if !p.Admin {
 			return nil, apierr.New(apierr.PermissionDenied, "only an admin may set owner_id to another user or bot")
 		}
-		if _, err := s.GetSubject(ctx, p.AccountID, params.OwnerID); err != nil {
+		if _, err := s.getSubject(ctx, p.AccountID, params.OwnerID); err != nil {
 			if errors.Is(err, apierr.ErrNotFound) {
 				return nil, apierr.Invalidf("owner_id", "must name a user or bot of the account; %s not found", params.OwnerID)
 			}
@@ -119,11 +119,8 @@ type TunnelAuth struct {
 
 var errBadToken = apierr.New(apierr.Unauthenticated, "the authtoken is missing, malformed or unknown")
 
-// AuthenticateTunnelToken resolves a tunnel authtoken, as presented by an
-// agent opening a tunnel, to its credential. The token is hashed and the
-// stored hash compared in constant time. Any failure is
-// [apierr.Unauthenticated] with one message.
-func (s *Service) AuthenticateTunnelToken(ctx context.Context, token string) (*TunnelAuth, error) {
+// authenticateTunnelToken is [Host.AuthenticateTunnelToken].
+func (s *Service) authenticateTunnelToken(ctx context.Context, token string) (*TunnelAuth, error) {
 	if token == "" || len(token) > 256 {
 		return nil, errBadToken
 	}

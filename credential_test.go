@@ -310,7 +310,7 @@ func TestDeleteCredentialAndTunnelAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := e.svc.AuthenticateTunnelToken(e.ctx, *c.Token)
+	auth, err := e.svc.Host().AuthenticateTunnelToken(e.ctx, *c.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestDeleteCredentialAndTunnelAuth(t *testing.T) {
 	for name, tok := range map[string]string{
 		"empty": "", "truncated": (*c.Token)[:20], "changed": flipLast(*c.Token), "huge": strings.Repeat("x", 1000),
 	} {
-		_, err := e.svc.AuthenticateTunnelToken(e.ctx, tok)
+		_, err := e.svc.Host().AuthenticateTunnelToken(e.ctx, tok)
 		if apierr.CodeOf(err) != apierr.Unauthenticated {
 			t.Errorf("%s token: %v", name, err)
 		}
@@ -331,7 +331,7 @@ func TestDeleteCredentialAndTunnelAuth(t *testing.T) {
 	if err := e.svc.DeleteCredential(e.ctx, e.admin, c.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.svc.AuthenticateTunnelToken(e.ctx, *c.Token)
+	_, err = e.svc.Host().AuthenticateTunnelToken(e.ctx, *c.Token)
 	wantCode(t, err, apierr.Unauthenticated)
 	_, err = e.svc.GetCredential(e.ctx, e.admin, c.ID)
 	wantCode(t, err, apierr.NotFound)

@@ -8,14 +8,15 @@
 // A host builds a Service over a store and acts for callers:
 //
 //	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-//	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-//	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
-//	key, _ := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
+//	host := svc.Host() // the privileged side, for the host alone
+//	acct, _ := host.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+//	admin, _ := host.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+//	key, _ := host.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
 //	p, _ := svc.Authenticate(ctx, *key.Token) // what a transport does per request
 //	cred, _ := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:*.example.com"}})
 //
 // Transports (the httpapi package) turn requests into these calls; tunnel
-// servers call [Service.AuthenticateTunnelToken] when an agent connects.
+// servers call [Host.AuthenticateTunnelToken] when an agent connects.
 //
 // # Accounts and principals
 //
@@ -27,8 +28,8 @@
 // may use every operation on the account's resources (the specification
 // does not show API key permissions); only admins may create a credential
 // owned by another subject. Accounts, users, bots and API keys are created
-// by the host ([Service.CreateAccount], [Service.CreateUser],
-// [Service.CreateBot], [Service.CreateAPIKey]).
+// by the host ([Host.CreateAccount], [Host.CreateUser],
+// [Host.CreateBot], [Host.CreateAPIKey]).
 //
 // # Secrets
 //
@@ -104,13 +105,15 @@
 //
 // # Edge proxies and tunnel servers
 //
-// Host operations that take no principal serve the data plane:
-// [Service.AuthenticateTunnelToken], [Service.RegisterTunnel] and
-// [Service.RenewTunnel] for tunnel servers (a tunnel is online under a
-// lease of [Options.TunnelLease]; [Service.ReapTunnels] removes expired
-// ones), [Service.HTTPSEdgeConfig], [Service.HTTPSRouteConfig],
-// [Service.TLSEdgeConfig], [Service.TCPEdgeConfig] and
-// [Service.BackendTunnels] for edge proxies, [Service.CertificateOrders]
+// Host operations take no principal: they are methods of [Host], which a
+// host obtains with [Service.Host] and transports for callers never hold.
+// They serve the data plane:
+// [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
+// [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
+// lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
+// ones), [Host.HTTPSEdgeConfig], [Host.HTTPSRouteConfig],
+// [Host.TLSEdgeConfig], [Host.TCPEdgeConfig] and
+// [Host.BackendTunnels] for edge proxies, [Host.CertificateOrders]
 // and the Report methods for a certificate manager.
 //
 // # Storage

@@ -15,11 +15,11 @@ import (
 
 // An edge proxy loads everything it applies to a TLS edge in one call: the
 // IP restriction, the compiled traffic policy and the TLS termination.
-func ExampleService_TLSEdgeConfig() {
+func ExampleHost_TLSEdgeConfig() {
 	ctx := context.Background()
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	admin, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
 
 	// Management calls: an IP policy, a TLS edge and three modules.
@@ -41,7 +41,7 @@ func ExampleService_TLSEdgeConfig() {
 	svc.ReplaceTLSEdgeTLSTermination(ctx, p, edge.ID, edges.TLSTerminationParams{MinVersion: nil})
 
 	// The edge proxy's call: a host operation, by account.
-	cfg, err := svc.TLSEdgeConfig(ctx, acct.ID, edge.ID)
+	cfg, err := svc.Host().TLSEdgeConfig(ctx, acct.ID, edge.ID)
 	if err != nil {
 		panic(err)
 	}
@@ -65,11 +65,11 @@ func ExampleService_TLSEdgeConfig() {
 
 // An HTTPS edge proxy loads every route of an edge with its modules and
 // picks the route of each request by path.
-func ExampleService_HTTPSEdgeConfig() {
+func ExampleHost_HTTPSEdgeConfig() {
 	ctx := context.Background()
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
-	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	user, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
+	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	user, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID}
 
 	edge, _ := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{})
@@ -84,7 +84,7 @@ func ExampleService_HTTPSEdgeConfig() {
 	})
 	fmt.Println("stored header names:", headers.Add, headers.Remove)
 
-	cfg, _ := svc.HTTPSEdgeConfig(ctx, acct.ID, edge.ID)
+	cfg, _ := svc.Host().HTTPSEdgeConfig(ctx, acct.ID, edge.ID)
 	for _, path := range []string{"/index.html", "/admin/users"} {
 		r := cfg.Route(path)
 		fmt.Printf("%s: route %s, compression %v, oidc %v\n", path, r.Match, r.Compression, r.OIDC != nil)
@@ -101,12 +101,12 @@ func ExampleService_HTTPSEdgeConfig() {
 // A route's traffic policy runs on HTTP requests, so it can hold the
 // rate-limit action. The edge proxy gets it compiled, scoped to the route:
 // reloading the route's config keeps the counts.
-func ExampleService_HTTPSRouteConfig() {
+func ExampleHost_HTTPSRouteConfig() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{Clock: func() time.Time { return now }})
-	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	user, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
+	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	user, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID}
 
 	edge, _ := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{})
@@ -124,7 +124,7 @@ func ExampleService_HTTPSRouteConfig() {
 	}
 	fmt.Println("stored:", tp.Value)
 
-	cfg, err := svc.HTTPSRouteConfig(ctx, acct.ID, edge.ID, api.ID)
+	cfg, err := svc.Host().HTTPSRouteConfig(ctx, acct.ID, edge.ID, api.ID)
 	if err != nil {
 		panic(err)
 	}

@@ -81,18 +81,8 @@ func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *
 	return edges.NewIPRestrictionConfig(m.PolicyIDs(), set), nil
 }
 
-// HTTPSRouteConfig returns what an edge proxy applies to the requests of
-// one route of an HTTPS edge: its enabled modules, typed, with defaults
-// resolved, and its traffic policy compiled for HTTP and ready to run
-// ([policy.Policy.Inbound], [policy.Policy.Handler]). A host operation; a
-// route of another edge is not found.
-//
-// The policy is compiled by the Service's one engine with the route ID as
-// its scope, so a proxy that reloads the config keeps the route's rate
-// limiter counts, and two routes with the same rate-limit config count
-// separately. IP policies named by restrict-ips actions are read now:
-// reload when they change.
-func (s *Service) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
+// httpsRouteConfig is [Host.HTTPSRouteConfig].
+func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
 	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
 		return nil, err
 	}
@@ -106,11 +96,8 @@ func (s *Service) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, route
 	return s.routeConfig(ctx, accountID, r)
 }
 
-// HTTPSEdgeConfig returns what an edge proxy applies to an HTTPS edge:
-// every route with its enabled modules and compiled traffic policy (as
-// [Service.HTTPSRouteConfig] gives them), in matching order (see
-// [edges.HTTPSEdgeConfig.Route]). A host operation.
-func (s *Service) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
+// httpsEdgeConfig is [Host.HTTPSEdgeConfig].
+func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
 	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
 		return nil, err
 	}
@@ -140,11 +127,8 @@ func (s *Service) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string)
 	return edges.NewHTTPSEdgeConfig(accountID, edgeID, routes), nil
 }
 
-// TCPEdgeConfig returns what an edge proxy applies to a TCP edge: its IP
-// restriction (the IP policies' current rules, ready to answer
-// Allowed(ip)) and its backend, each nil unless set and enabled. A host
-// operation.
-func (s *Service) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
+// tcpEdgeConfig is [Host.TCPEdgeConfig].
+func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
 	e, _, err := loadEdgeRecord[edges.TCPEdge](ctx, s, accountID, tcpEdgeKind, edgeID)
 	if err != nil {
 		return nil, err
@@ -220,18 +204,8 @@ type ipSetChecker struct{ set *ipaccess.Set }
 
 func (c ipSetChecker) AllowedIP(ip netip.Addr) bool { return c.set.Allowed(ip) }
 
-// TLSEdgeConfig returns what an edge proxy applies to a TLS edge: its IP
-// restriction (ready to answer Allowed(ip)), its traffic policy compiled
-// for connection traffic and ready to run ([policy.Policy.Connect]), and
-// where TLS terminates with the effective minimum version. Modules not set
-// or disabled are nil; without an enabled TLS termination module the edge
-// terminates TLS itself with TLS 1.2 as the minimum. A host operation.
-//
-// The policy is compiled by the Service's one engine with the edge ID as
-// its scope, so a proxy that reloads the config keeps any rate limiter
-// state. IP policies named by restrict-ips actions are read now: reload
-// when they change.
-func (s *Service) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
+// tlsEdgeConfig is [Host.TLSEdgeConfig].
+func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
 	e, _, err := loadEdgeRecord[edges.TLSEdge](ctx, s, accountID, tlsEdgeKind, edgeID)
 	if err != nil {
 		return nil, err

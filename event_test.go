@@ -635,7 +635,7 @@ func TestEventsOffWithoutSink(t *testing.T) {
 	if e.svc.EventTypes().Len() != len(edgeplane.DefaultEventTypes()) {
 		t.Error("the default registry is not used")
 	}
-	if err := e.svc.Publish(e.ctx, e.user.AccountID, "credential_created.v0", 1); err != nil {
+	if err := e.svc.Host().Publish(e.ctx, e.user.AccountID, "credential_created.v0", 1); err != nil {
 		t.Errorf("Publish without a sink = %v", err)
 	}
 }
@@ -648,18 +648,18 @@ func TestPublishWithAHostRegistry(t *testing.T) {
 	rec := &eventRecorder{}
 	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec, Registry: reg})
 	sub := e.subscribe(t, e.user, "agent_connected.v0")
-	if err := e.svc.Publish(e.ctx, e.user.AccountID, "agent_connected.v0", map[string]string{"agent": "a1"}); err != nil {
+	if err := e.svc.Host().Publish(e.ctx, e.user.AccountID, "agent_connected.v0", map[string]string{"agent": "a1"}); err != nil {
 		t.Fatal(err)
 	}
-	err = e.svc.Publish(e.ctx, e.user.AccountID, "agent_conected.v0", nil)
+	err = e.svc.Host().Publish(e.ctx, e.user.AccountID, "agent_conected.v0", nil)
 	wantViolation(t, err, "type", `did you mean "agent_connected.v0"?`)
-	err = e.svc.Publish(e.ctx, "acct_nope", "agent_connected.v0", nil)
+	err = e.svc.Host().Publish(e.ctx, "acct_nope", "agent_connected.v0", nil)
 	wantViolation(t, err, "account_id", "must be an account ID")
-	err = e.svc.Publish(e.ctx, e.user.AccountID, "agent_connected.v0", func() {})
+	err = e.svc.Host().Publish(e.ctx, e.user.AccountID, "agent_connected.v0", func() {})
 	wantViolation(t, err, "object", "cannot be encoded")
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	if err := e.svc.Publish(ctx, e.user.AccountID, "agent_connected.v0", nil); !errors.Is(err, context.Canceled) {
+	if err := e.svc.Host().Publish(ctx, e.user.AccountID, "agent_connected.v0", nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("Publish with a cancelled context = %v", err)
 	}
 	e.closeEvents(t)
@@ -739,8 +739,8 @@ func ExampleService_CreateEventSource() {
 		Events:  events.Options{Sink: sink},
 	})
 	defer svc.Close(ctx)
-	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	admin, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
 
 	sub, _ := svc.CreateEventSubscription(ctx, p, events.CreateSubscriptionParams{Description: "audit"})

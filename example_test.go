@@ -13,9 +13,9 @@ import (
 func setup() (*edgeplane.Service, edgeplane.Principal) {
 	ctx := context.Background()
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-	acct, _ := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	admin, _ := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
-	key, _ := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
+	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	admin, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	key, _ := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
 	p, _ := svc.Authenticate(ctx, *key.Token) // what a transport does per request
 	return svc, p
 }
@@ -37,7 +37,7 @@ func ExampleService_CreateCredential() {
 	fmt.Println("owner is the caller:", c.OwnerID == p.SubjectID)
 
 	// The tunnel server authenticates the agent with the token.
-	auth, _ := svc.AuthenticateTunnelToken(ctx, *c.Token)
+	auth, _ := svc.Host().AuthenticateTunnelToken(ctx, *c.Token)
 	fmt.Println("may bind build.ci.example.com:", auth.ACL.AllowsDomain("build.ci.example.com"))
 	fmt.Println("may bind example.com:", auth.ACL.AllowsDomain("example.com"))
 	// Output:

@@ -143,7 +143,7 @@ func kindOf(k store.Kind) (*kindInfo, bool) {
 // reports, the default registry of [Options].Events: for each resource
 // kind that reports changes and each edge module, "<name>_created.v0",
 // "<name>_updated.v0" and "<name>_deleted.v0". A host that publishes its
-// own types ([Service.Publish]) adds them to these:
+// own types ([Host.Publish]) adds them to these:
 //
 //	reg, err := events.NewRegistry(append(edgeplane.DefaultEventTypes(), "agent_connected.v0")...)
 //

@@ -61,7 +61,7 @@ type Options struct {
 	// size.
 	SealingKey []byte
 	// TunnelLease is how long a registered tunnel stays online without
-	// its tunnel server renewing it ([Service.RenewTunnel]). Default
+	// its tunnel server renewing it ([Host.RenewTunnel]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 }

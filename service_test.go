@@ -75,7 +75,7 @@ func newEnvWithStore(t testing.TB, store store.Store) *env {
 
 func (e *env) account(t testing.TB, name string) string {
 	t.Helper()
-	acct, err := e.svc.CreateAccount(e.ctx, edgeplane.AccountParams{Name: name})
+	acct, err := e.svc.Host().CreateAccount(e.ctx, edgeplane.AccountParams{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +84,9 @@ func (e *env) account(t testing.TB, name string) string {
 
 func (e *env) subject(t testing.TB, account string, admin, bot bool) edgeplane.Principal {
 	t.Helper()
-	create := e.svc.CreateUser
+	create := e.svc.Host().CreateUser
 	if bot {
-		create = e.svc.CreateBot
+		create = e.svc.Host().CreateBot
 	}
 	sub, err := create(e.ctx, account, edgeplane.SubjectParams{Name: "someone", Admin: admin})
 	if err != nil {
@@ -124,7 +124,7 @@ func TestNewDefaults(t *testing.T) {
 		t.Errorf("BaseURL() = %q, want %q", svc.BaseURL(), edgeplane.DefaultBaseURL)
 	}
 	ctx := context.Background()
-	acct, err := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "x"})
+	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestPrincipalRequired(t *testing.T) {
 func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	e := newEnv(t)
 	ctx := e.ctx
-	key, err := e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID, Description: "ci"})
+	key, err := e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID, Description: "ci"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	if p != e.admin {
 		t.Errorf("Authenticate = %+v, want %+v", p, e.admin)
 	}
-	botKey, err := e.svc.CreateAPIKey(ctx, e.bot.AccountID, edgeplane.APIKeyParams{OwnerID: e.bot.SubjectID})
+	botKey, err := e.svc.Host().CreateAPIKey(ctx, e.bot.AccountID, edgeplane.APIKeyParams{OwnerID: e.bot.SubjectID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,48 +195,48 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 		}
 	}
 
-	if err := e.svc.DeleteAPIKey(ctx, e.admin.AccountID, key.ID); err != nil {
+	if err := e.svc.Host().DeleteAPIKey(ctx, e.admin.AccountID, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.svc.Authenticate(ctx, *key.Token)
 	wantCode(t, err, apierr.Unauthenticated)
-	wantCode(t, e.svc.DeleteAPIKey(ctx, e.admin.AccountID, "ak_bad"), apierr.NotFound)
-	wantCode(t, e.svc.DeleteAPIKey(ctx, e.other.AccountID, botKey.ID), apierr.NotFound)
+	wantCode(t, e.svc.Host().DeleteAPIKey(ctx, e.admin.AccountID, "ak_bad"), apierr.NotFound)
+	wantCode(t, e.svc.Host().DeleteAPIKey(ctx, e.other.AccountID, botKey.ID), apierr.NotFound)
 
 	// A host may provision a known secret; it must look like a key.
 	known := edgeplane.APIKeySecretPrefix + strings.Repeat("k", 40)
-	if _, err := e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known}); err != nil {
+	if _, err := e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := e.svc.Authenticate(ctx, known); err != nil || p != e.user {
 		t.Errorf("Authenticate(provisioned key) = %+v, %v", p, err)
 	}
-	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known})
+	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known})
 	wantCode(t, err, apierr.Conflict)
 	for _, bad := range []string{"short", edgeplane.APIKeySecretPrefix + "tooshort", strings.Repeat("x", 40)} {
-		_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: bad})
+		_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: bad})
 		wantViolation(t, err, "secret", "must start with")
 	}
 
 	// Keys need an owner of the same account.
-	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.other.SubjectID})
+	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.other.SubjectID})
 	wantViolation(t, err, "owner_id", "not found")
-	_, err = e.svc.CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{})
+	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{})
 	wantViolation(t, err, "owner_id", "is required")
 
 	// Subjects need an existing account and a name.
-	_, err = e.svc.CreateUser(ctx, "acct_missing", edgeplane.SubjectParams{Name: "x"})
+	_, err = e.svc.Host().CreateUser(ctx, "acct_missing", edgeplane.SubjectParams{Name: "x"})
 	wantCode(t, err, apierr.NotFound)
 	missing := strings.Replace(e.admin.AccountID, e.admin.AccountID[len(e.admin.AccountID)-3:], "zzz", 1)
-	_, err = e.svc.CreateUser(ctx, missing, edgeplane.SubjectParams{Name: "x"})
+	_, err = e.svc.Host().CreateUser(ctx, missing, edgeplane.SubjectParams{Name: "x"})
 	wantCode(t, err, apierr.NotFound)
-	_, err = e.svc.CreateBot(ctx, e.admin.AccountID, edgeplane.SubjectParams{})
+	_, err = e.svc.Host().CreateBot(ctx, e.admin.AccountID, edgeplane.SubjectParams{})
 	wantViolation(t, err, "name", "is required")
-	_, err = e.svc.CreateAccount(ctx, edgeplane.AccountParams{Name: strings.Repeat("é", 128)})
+	_, err = e.svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: strings.Repeat("é", 128)})
 	wantViolation(t, err, "name", "at most 255 bytes")
-	_, err = e.svc.GetSubject(ctx, e.admin.AccountID, "nobody")
+	_, err = e.svc.Host().GetSubject(ctx, e.admin.AccountID, "nobody")
 	wantCode(t, err, apierr.NotFound)
-	_, err = e.svc.GetSubject(ctx, e.other.AccountID, e.admin.SubjectID)
+	_, err = e.svc.Host().GetSubject(ctx, e.other.AccountID, e.admin.SubjectID)
 	wantCode(t, err, apierr.NotFound)
 }
 

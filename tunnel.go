@@ -17,7 +17,7 @@ import (
 )
 
 // MaxBackendTunnels bounds the tunnels one backend selects: its tunnels
-// field and [Service.BackendTunnels] show at most this many, the newest.
+// field and [Host.BackendTunnels] show at most this many, the newest.
 // Beyond it older tunnels are left out, and a warning is logged. Finding
 // them reads, through the store's label index, only tunnels that carry
 // one of the backend's labels.
@@ -27,7 +27,7 @@ const MaxBackendTunnels = 1000
 const indexLabel = "label"
 
 // indexLeaseEnd is the secondary index of tunnels by the end of their
-// lease, read by [Service.ReapTunnels].
+// lease, read by [Host.ReapTunnels].
 const indexLeaseEnd = "lease_end"
 
 // tunnelIndexes returns a tunnel record's index entries: its labels and
@@ -48,15 +48,9 @@ func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	}
 }
 
-// RegisterTunnel records an online tunnel, as a tunnel server does when an
-// agent opens one. token is the agent's authtoken
-// ([Service.AuthenticateTunnelToken]); the tunnel belongs to the
-// credential's account, and every one of its labels must be permitted by
-// the credential's ACL (else permission denied naming the labels that are
-// not). Authentication comes first: a bad token is unauthenticated whatever
-// the params.
-func (s *Service) RegisterTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
-	auth, err := s.AuthenticateTunnelToken(ctx, token)
+// registerTunnel is [Host.RegisterTunnel].
+func (s *Service) registerTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
+	auth, err := s.authenticateTunnelToken(ctx, token)
 	if err != nil {
 		return nil, err
 	}
@@ -95,11 +89,8 @@ func (s *Service) RegisterTunnel(ctx context.Context, token string, params backe
 	return &t, nil
 }
 
-// UnregisterTunnel removes an online tunnel of the account, as a tunnel
-// server does when the tunnel closes. It is a host operation. A tunnel
-// that is already gone (for example because its credential was deleted) is
-// not found.
-func (s *Service) UnregisterTunnel(ctx context.Context, accountID, id string) error {
+// unregisterTunnel is [Host.UnregisterTunnel].
+func (s *Service) unregisterTunnel(ctx context.Context, accountID, id string) error {
 	if !ids.Valid(id, backends.TunnelPrefix) {
 		return tunnelKind.notFound(id)
 	}
@@ -175,15 +166,8 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 	}
 }
 
-// BackendTunnels returns the online tunnels of the account that the
-// tunnel group backend backendID selects, newest first: those that carry
-// all of the backend's labels (at most [MaxBackendTunnels], the newest),
-// as the backend's tunnels field shows them. It is a host
-// operation, for the data plane that routes a backend's traffic to one of
-// its tunnels (each tunnel says where its agent forwards, ForwardsTo). A
-// backend that is missing or of another account is not found; a backend
-// without tunnels gives an empty list, never nil.
-func (s *Service) BackendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
+// backendTunnels is [Host.BackendTunnels].
+func (s *Service) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
 	b, _, err := loadEdgeRecord[backends.TunnelGroupBackend](ctx, s, accountID, backendKind, backendID)
 	if err != nil {
 		return nil, err
@@ -204,12 +188,8 @@ func (s *Service) BackendTunnels(ctx context.Context, accountID, backendID strin
 	return out, nil
 }
 
-// RenewTunnel extends the lease of an online tunnel of the account to
-// [Options.TunnelLease] from now, as its tunnel server does while the
-// tunnel is open, and returns the tunnel. It is a host operation. A
-// tunnel whose lease has already ended cannot be renewed (failed
-// precondition: register it again); one that is gone is not found.
-func (s *Service) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
+// renewTunnel is [Host.RenewTunnel].
+func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
 	if !ids.Valid(id, backends.TunnelPrefix) || !ids.Valid(accountID, AccountPrefix) {
 		return nil, tunnelKind.notFound(id)
 	}
@@ -238,13 +218,8 @@ func (s *Service) RenewTunnel(ctx context.Context, accountID, id string) (*backe
 	return out, nil
 }
 
-// ReapTunnels removes up to limit tunnels, across all accounts, whose
-// lease ended before now, and returns how many it removed. It is a host
-// operation, for a periodic job (every few seconds, say). It reads only
-// expired tunnels, through the store's index of leases; a tunnel renewed
-// between the read and the removal is kept. Each removal is reported as a
-// tunnel_deleted event, as [Service.UnregisterTunnel] does.
-func (s *Service) ReapTunnels(ctx context.Context, limit int) (int, error) {
+// reapTunnels is [Host.ReapTunnels].
+func (s *Service) reapTunnels(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, apierr.Invalidf("limit", "must be positive, got %d", limit)
 	}

@@ -32,7 +32,7 @@ func (e *env) token(t testing.TB, p edgeplane.Principal, acl ...string) (*creden
 // tunnel registers a tunnel with labels under token.
 func (e *env) tunnel(t testing.TB, token string, labels map[string]string) *backends.Tunnel {
 	t.Helper()
-	tn, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels})
+	tn, err := e.svc.Host().RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRegisterTunnelRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.RegisterTunnel(e.ctx, tc.token, backends.RegisterTunnelParams{Labels: tc.labels})
+			_, err := e.svc.Host().RegisterTunnel(e.ctx, tc.token, backends.RegisterTunnelParams{Labels: tc.labels})
 			if tc.field != "" {
 				wantViolation(t, err, tc.field, "")
 				return
@@ -148,14 +148,14 @@ func TestUnregisterTunnel(t *testing.T) {
 	_, token := e.token(t, e.user)
 	tn := e.tunnel(t, token, map[string]string{"env": "prod"})
 
-	wantCode(t, e.svc.UnregisterTunnel(e.ctx, e.other.AccountID, tn.ID), apierr.NotFound)
-	wantCode(t, e.svc.UnregisterTunnel(e.ctx, e.user.AccountID, "tn_bad"), apierr.NotFound)
-	if err := e.svc.UnregisterTunnel(e.ctx, e.user.AccountID, tn.ID); err != nil {
+	wantCode(t, e.svc.Host().UnregisterTunnel(e.ctx, e.other.AccountID, tn.ID), apierr.NotFound)
+	wantCode(t, e.svc.Host().UnregisterTunnel(e.ctx, e.user.AccountID, "tn_bad"), apierr.NotFound)
+	if err := e.svc.Host().UnregisterTunnel(e.ctx, e.user.AccountID, tn.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.svc.GetTunnel(e.ctx, e.user, tn.ID)
 	wantCode(t, err, apierr.NotFound)
-	err = e.svc.UnregisterTunnel(e.ctx, e.user.AccountID, tn.ID)
+	err = e.svc.Host().UnregisterTunnel(e.ctx, e.user.AccountID, tn.ID)
 	wantCode(t, err, apierr.NotFound)
 	if !strings.Contains(err.Error(), "tunnel "+tn.ID+" not found") {
 		t.Errorf("message %q", err)
@@ -179,7 +179,7 @@ func TestDeletingACredentialTakesItsTunnelsOffline(t *testing.T) {
 	if len(page.Items) != 1 || page.Items[0].ID != keep.ID {
 		t.Errorf("tunnels after deleting the credential: %+v", page.Items)
 	}
-	_, err = e.svc.RegisterTunnel(e.ctx, t1, backends.RegisterTunnelParams{})
+	_, err = e.svc.Host().RegisterTunnel(e.ctx, t1, backends.RegisterTunnelParams{})
 	wantCode(t, err, apierr.Unauthenticated)
 }
 
@@ -194,7 +194,7 @@ func TestTunnelForwardsTo(t *testing.T) {
 		{"not given", "", `"forwards_to":""`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tn, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: tc.forwardsTo})
+			tn, err := e.svc.Host().RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: tc.forwardsTo})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,15 +225,15 @@ func TestTunnelForwardsTo(t *testing.T) {
 		{"user information", "https://user:secret@h", "user information"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{ForwardsTo: tc.forwardsTo})
+			_, err := e.svc.Host().RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{ForwardsTo: tc.forwardsTo})
 			wantViolation(t, err, "forwards_to", tc.reason)
 		})
 	}
 	// With bad labels too, both are reported; a bad token wins over both.
-	_, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"k": "a b"}, ForwardsTo: "ftp://h"})
+	_, err := e.svc.Host().RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"k": "a b"}, ForwardsTo: "ftp://h"})
 	wantViolation(t, err, "forwards_to", "")
 	wantViolation(t, err, `labels["k"]`, "")
-	_, err = e.svc.RegisterTunnel(e.ctx, "not-a-token", backends.RegisterTunnelParams{ForwardsTo: "ftp://h"})
+	_, err = e.svc.Host().RegisterTunnel(e.ctx, "not-a-token", backends.RegisterTunnelParams{ForwardsTo: "ftp://h"})
 	wantCode(t, err, apierr.Unauthenticated)
 	after, _ := e.svc.ListTunnels(e.ctx, e.user, edgeplane.ListOptions{})
 	if len(after.Items) != len(before.Items) {
@@ -251,7 +251,7 @@ func TestBackendTunnelsLookup(t *testing.T) {
 	_, otherToken := e.token(t, e.other)
 	reg := func(token string, labels map[string]string, to string) *backends.Tunnel {
 		t.Helper()
-		tn, err := e.svc.RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: to})
+		tn, err := e.svc.Host().RegisterTunnel(e.ctx, token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: to})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +278,7 @@ func TestBackendTunnelsLookup(t *testing.T) {
 		{"none selected", empty.ID, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.svc.BackendTunnels(e.ctx, acct, tc.backend)
+			got, err := e.svc.Host().BackendTunnels(e.ctx, acct, tc.backend)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,50 +307,50 @@ func TestBackendTunnelsLookup(t *testing.T) {
 			}
 		})
 	}
-	if got, _ := e.svc.BackendTunnels(e.ctx, acct, api.ID); got[1].Credential.URI != "https://api.example.test/credentials/"+cred.ID ||
+	if got, _ := e.svc.Host().BackendTunnels(e.ctx, acct, api.ID); got[1].Credential.URI != "https://api.example.test/credentials/"+cred.ID ||
 		got[1].URI != "https://api.example.test/tunnels/"+api1.ID || got[1].ForwardsTo != "http://127.0.0.1:3000" {
 		t.Errorf("tunnel as presented: %+v", got[1])
 	}
 
 	// The other account sees only its own tunnels through its backend.
-	got, err := e.svc.BackendTunnels(e.ctx, e.other.AccountID, foreign.ID)
+	got, err := e.svc.Host().BackendTunnels(e.ctx, e.other.AccountID, foreign.ID)
 	if err != nil || len(got) != 1 || got[0].AccountID != e.other.AccountID {
 		t.Errorf("other account's lookup: %+v, %v", got, err)
 	}
 
 	// Not found: a foreign backend reads like a missing one; malformed IDs.
 	missing := api.ID[:len(api.ID)-4] + "zzzz"
-	_, errForeign := e.svc.BackendTunnels(e.ctx, acct, foreign.ID)
+	_, errForeign := e.svc.Host().BackendTunnels(e.ctx, acct, foreign.ID)
 	wantNotFoundNaming(t, errForeign, foreign.ID)
-	_, errMissing := e.svc.BackendTunnels(e.ctx, acct, missing)
+	_, errMissing := e.svc.Host().BackendTunnels(e.ctx, acct, missing)
 	wantNotFoundNaming(t, errMissing, missing)
 	if a, b := strings.ReplaceAll(errForeign.Error(), foreign.ID, "ID"), strings.ReplaceAll(errMissing.Error(), missing, "ID"); a != b {
 		t.Errorf("foreign %q and missing %q read differently", a, b)
 	}
-	_, err = e.svc.BackendTunnels(e.ctx, e.other.AccountID, api.ID)
+	_, err = e.svc.Host().BackendTunnels(e.ctx, e.other.AccountID, api.ID)
 	wantNotFoundNaming(t, err, api.ID)
-	_, err = e.svc.BackendTunnels(e.ctx, acct, "bkdtg_x")
+	_, err = e.svc.Host().BackendTunnels(e.ctx, acct, "bkdtg_x")
 	wantNotFoundNaming(t, err, "bkdtg_x")
-	_, err = e.svc.BackendTunnels(e.ctx, acct, api1.ID)
+	_, err = e.svc.Host().BackendTunnels(e.ctx, acct, api1.ID)
 	wantNotFoundNaming(t, err, api1.ID)
-	_, err = e.svc.BackendTunnels(e.ctx, "acct_x", api.ID)
+	_, err = e.svc.Host().BackendTunnels(e.ctx, "acct_x", api.ID)
 	wantNotFoundNaming(t, err, "acct_x")
-	_, err = e.svc.BackendTunnels(e.ctx, "", api.ID)
+	_, err = e.svc.Host().BackendTunnels(e.ctx, "", api.ID)
 	wantCode(t, err, apierr.NotFound)
 
 	// Tunnels come and go; the lookup follows at once.
-	if err := e.svc.UnregisterTunnel(e.ctx, acct, api2.ID); err != nil {
+	if err := e.svc.Host().UnregisterTunnel(e.ctx, acct, api2.ID); err != nil {
 		t.Fatal(err)
 	}
 	late := reg(token, map[string]string{"env": "prod", "app": "api"}, "http://127.0.0.1:4000")
-	got, err = e.svc.BackendTunnels(e.ctx, acct, api.ID)
+	got, err = e.svc.Host().BackendTunnels(e.ctx, acct, api.ID)
 	if err != nil || len(got) != 2 || got[0].ID != late.ID || got[1].ID != api1.ID {
 		t.Errorf("after changes: %+v, %v", got, err)
 	}
 	if err := e.svc.DeleteCredential(e.ctx, e.user, cred.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.svc.BackendTunnels(e.ctx, acct, api.ID); err != nil || got == nil || len(got) != 0 {
+	if got, err := e.svc.Host().BackendTunnels(e.ctx, acct, api.ID); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("after the credential's deletion: %#v, %v", got, err)
 	}
 }
@@ -363,9 +363,9 @@ func TestBackendTunnelsStoreFailure(t *testing.T) {
 	e.tunnel(t, token, map[string]string{"env": "prod"})
 	b := e.backend(t, e.user, map[string]string{"env": "prod"})
 	broken := edgeplane.New(listFails{e.store, edgeplane.KindTunnel}, edgeplane.Options{})
-	_, err := broken.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	_, err := broken.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
-	_, err = edgeplane.New(failingStore{}, edgeplane.Options{}).BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	_, err = edgeplane.New(failingStore{}, edgeplane.Options{}).Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
 }
 
@@ -385,7 +385,7 @@ func TestTunnelLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		served, err := e.svc.BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+		served, err := e.svc.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 		if err != nil || len(served) != len(got.Tunnels) {
 			t.Fatalf("BackendTunnels: %d, %v; the backend shows %d", len(served), err, len(got.Tunnels))
 		}
@@ -396,7 +396,7 @@ func TestTunnelLeases(t *testing.T) {
 	}
 
 	e.clock.Advance(edgeplane.DefaultTunnelLease - 10*time.Second)
-	renewed, err := e.svc.RenewTunnel(e.ctx, e.user.AccountID, tn.ID)
+	renewed, err := e.svc.Host().RenewTunnel(e.ctx, e.user.AccountID, tn.ID)
 	if err != nil || !renewed.ExpiresAt.Equal(e.clock.Now().UTC().Truncate(time.Second).Add(edgeplane.DefaultTunnelLease)) {
 		t.Fatalf("RenewTunnel = %v, %v", renewed, err)
 	}
@@ -404,7 +404,7 @@ func TestTunnelLeases(t *testing.T) {
 	if n := selected(); n != 1 {
 		t.Fatalf("a renewed tunnel: %d selected", n)
 	}
-	if n, err := e.svc.ReapTunnels(e.ctx, 10); n != 0 || err != nil {
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 0 || err != nil {
 		t.Fatalf("reaped %d live tunnels, %v", n, err)
 	}
 
@@ -412,9 +412,9 @@ func TestTunnelLeases(t *testing.T) {
 	if n := selected(); n != 0 {
 		t.Fatalf("an expired tunnel is still selected (%d)", n)
 	}
-	_, err = e.svc.RenewTunnel(e.ctx, e.user.AccountID, tn.ID)
+	_, err = e.svc.Host().RenewTunnel(e.ctx, e.user.AccountID, tn.ID)
 	wantCode(t, err, apierr.FailedPrecondition)
-	if n, err := e.svc.ReapTunnels(e.ctx, 10); n != 1 || err != nil {
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 1 || err != nil {
 		t.Fatalf("ReapTunnels = %d, %v; want 1", n, err)
 	}
 	_, err = e.svc.GetTunnel(e.ctx, e.user, tn.ID)
@@ -423,7 +423,7 @@ func TestTunnelLeases(t *testing.T) {
 	if evs := rec.events(); len(evs) != 1 || evs[0].Type != "tunnel_deleted.v0" {
 		t.Errorf("events: %+v", evs)
 	}
-	_, err = e.svc.ReapTunnels(e.ctx, 0)
+	_, err = e.svc.Host().ReapTunnels(e.ctx, 0)
 	wantViolation(t, err, "limit", "positive")
 }
 
@@ -447,7 +447,7 @@ func TestReapKeepsARenewedTunnel(t *testing.T) {
 	_, token := e.token(t, e.user)
 	tn := e.tunnel(t, token, nil)
 	e.clock.Advance(2 * edgeplane.DefaultTunnelLease)
-	if n, err := e.svc.ReapTunnels(e.ctx, 10); n != 0 || err != nil {
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 0 || err != nil {
 		t.Fatalf("ReapTunnels = %d, %v; want the renewed tunnel kept", n, err)
 	}
 	if _, err := e.svc.GetTunnel(e.ctx, e.user, tn.ID); err != nil {

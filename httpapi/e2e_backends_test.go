@@ -41,7 +41,7 @@ func TestE2ETunnelGroupBackends(t *testing.T) {
 	// a Ref under /tunnels/.
 	cr := call(t, s, "POST", "/credentials", s.keyA, `{"acl":["bind:app=web","bind:zone=*"]}`)
 	token, _ := cr.json["token"].(string)
-	tn, err := s.svc.RegisterTunnel(context.Background(), token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web", "zone": "a"}})
+	tn, err := s.svc.Host().RegisterTunnel(context.Background(), token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web", "zone": "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestE2ETunnelGroupBackends(t *testing.T) {
 		"tunnels", `[{"id": "`+tn.ID+`", "uri": "`+base+`/tunnels/`+tn.ID+`"}]`)
 	exact(t, call(t, s, "GET", "/backends/tunnel_group/"+id, s.keyA, ""), 200, withTunnel)
 	exact(t, call(t, s, "GET", "/backends/tunnel_group/"+dev, s.keyA, ""), 200, devOne) // env=dev selects nothing
-	if err := s.svc.UnregisterTunnel(context.Background(), tn.AccountID, tn.ID); err != nil {
+	if err := s.svc.Host().UnregisterTunnel(context.Background(), tn.AccountID, tn.ID); err != nil {
 		t.Fatal(err)
 	}
 	exact(t, call(t, s, "GET", "/backends/tunnel_group/"+id, s.keyA, ""), 200, one)

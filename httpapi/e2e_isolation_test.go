@@ -19,7 +19,7 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 
 	// An online tunnel of A.
 	cr := call(t, s, "POST", "/credentials", s.keyA, `{"acl":["bind:app=web"]}`)
-	tn, err := s.svc.RegisterTunnel(context.Background(), cr.json["token"].(string), backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}})
+	tn, err := s.svc.Host().RegisterTunnel(context.Background(), cr.json["token"].(string), backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,11 +187,11 @@ func TestE2ETunnelForwardsTo(t *testing.T) {
 	}
 	token, _ := r.json["token"].(string)
 	ctx := context.Background()
-	with, err := s.svc.RegisterTunnel(ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: "http://127.0.0.1:3000"})
+	with, err := s.svc.Host().RegisterTunnel(ctx, token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: "http://127.0.0.1:3000"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	without, err := s.svc.RegisterTunnel(ctx, token, backends.RegisterTunnelParams{})
+	without, err := s.svc.Host().RegisterTunnel(ctx, token, backends.RegisterTunnelParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,15 +69,15 @@ func newServer(t testing.TB, opts httpapi.Options) *server {
 
 func (s *server) adminKey(name string) string {
 	ctx := context.Background()
-	acct, err := s.svc.CreateAccount(ctx, edgeplane.AccountParams{Name: name})
+	acct, err := s.svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: name})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	u, err := s.svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: name, Admin: true})
+	u, err := s.svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: name, Admin: true})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	k, err := s.svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: u.ID})
+	k, err := s.svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: u.ID})
 	if err != nil {
 		s.t.Fatal(err)
 	}

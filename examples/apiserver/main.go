@@ -115,15 +115,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // bootstrap creates the account, its admin and the admin's API key, and
 // returns the key's secret.
 func bootstrap(ctx context.Context, svc *edgeplane.Service, secret string) (string, error) {
-	acct, err := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
+	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
 	if err != nil {
 		return "", err
 	}
-	admin, err := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
 	if err != nil {
 		return "", err
 	}
-	key, err := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "apiserver admin", Secret: secret})
+	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "apiserver admin", Secret: secret})
 	if err != nil {
 		return "", fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
 	}

@@ -323,15 +323,15 @@ type bootstrapped struct {
 // forwarding to upstream, registered with a credential's authtoken as a
 // tunnel server would.
 func bootstrap(ctx context.Context, svc *edgeplane.Service, secret, upstream string) (*bootstrapped, error) {
-	acct, err := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
+	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
 	if err != nil {
 		return nil, err
 	}
-	admin, err := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
 	if err != nil {
 		return nil, err
 	}
-	key, err := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "edgeproxy admin", Secret: secret})
+	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "edgeproxy admin", Secret: secret})
 	if err != nil {
 		return nil, fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
 	}
@@ -356,7 +356,7 @@ func bootstrap(ctx context.Context, svc *edgeplane.Service, secret, upstream str
 	if err != nil {
 		return nil, err
 	}
-	tunnel, err := svc.RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: upstream})
+	tunnel, err := svc.Host().RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: upstream})
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +373,7 @@ func renewTunnel(ctx context.Context, svc *edgeplane.Service, b *bootstrapped, l
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := svc.RenewTunnel(ctx, b.accountID, b.tunnelID); err != nil && ctx.Err() == nil {
+			if _, err := svc.Host().RenewTunnel(ctx, b.accountID, b.tunnelID); err != nil && ctx.Err() == nil {
 				log.Error("renewing the tunnel's lease", "tunnel", b.tunnelID, "err", err)
 			}
 		}

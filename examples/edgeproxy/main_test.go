@@ -329,7 +329,7 @@ func TestExpiredTunnelGetsNoTraffic(t *testing.T) {
 		t.Fatalf("a live tunnel: %d", code)
 	}
 	clock.Advance(edgeplane.DefaultTunnelLease - time.Second)
-	if _, err := svc.RenewTunnel(ctx, b.accountID, b.tunnelID); err != nil {
+	if _, err := svc.Host().RenewTunnel(ctx, b.accountID, b.tunnelID); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Second) // past the first lease, within the renewed one

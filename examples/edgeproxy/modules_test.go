@@ -93,7 +93,7 @@ func TestBackendModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.svc.RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: b.URL}); err != nil {
+	if _, err := s.svc.Host().RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: b.URL}); err != nil {
 		t.Fatal(err)
 	}
 	seenBy := map[string]int{}
@@ -125,7 +125,7 @@ func TestBackendModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.svc.RegisterTunnel(ctx, *cred2.Token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: down.URL}); err != nil {
+	if _, err := s.svc.Host().RegisterTunnel(ctx, *cred2.Token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: down.URL}); err != nil {
 		t.Fatal(err)
 	}
 	if res := s.get("/down"); res.status != 502 {

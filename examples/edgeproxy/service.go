@@ -12,12 +12,12 @@ import (
 )
 
 // serviceLoader returns the loader of Service mode: the HTTPS edge's
-// routes and modules ([edgeplane.Service.HTTPSEdgeConfig], traffic
+// routes and modules ([edgeplane.Host.HTTPSEdgeConfig], traffic
 // policies compiled) and, per backend, the forwards_to addresses of its
-// online tunnels ([edgeplane.Service.BackendTunnels]).
+// online tunnels ([edgeplane.Host.BackendTunnels]).
 func serviceLoader(svc *edgeplane.Service, accountID, edgeID string, log *slog.Logger) loader {
 	return func(ctx context.Context, version uint64) (*snapshot, error) {
-		cfg, err := svc.HTTPSEdgeConfig(ctx, accountID, edgeID)
+		cfg, err := svc.Host().HTTPSEdgeConfig(ctx, accountID, edgeID)
 		if err != nil {
 			return nil, fmt.Errorf("https edge %s: %w", edgeID, err)
 		}
@@ -35,7 +35,7 @@ func serviceLoader(svc *edgeplane.Service, accountID, edgeID string, log *slog.L
 				id := rc.Backend.BackendID
 				ups, ok := tunnels[id]
 				if !ok {
-					ts, err := svc.BackendTunnels(ctx, accountID, id)
+					ts, err := svc.Host().BackendTunnels(ctx, accountID, id)
 					if err != nil {
 						return nil, fmt.Errorf("route %s: backend %s: %w", rc.RouteID, id, err)
 					}

@@ -25,15 +25,15 @@ func main() {
 
 func run(ctx context.Context, w io.Writer) error {
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-	acct, err := svc.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
 	if err != nil {
 		return err
 	}
-	admin, err := svc.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
 	if err != nil {
 		return err
 	}
-	key, err := svc.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "quickstart"})
+	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "quickstart"})
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "created credential %s (%s)\n", cred.ID, cred.URI)
 	fmt.Fprintf(w, "authtoken, shown once: %s\n", *cred.Token)
 
-	auth, err := svc.AuthenticateTunnelToken(ctx, *cred.Token)
+	auth, err := svc.Host().AuthenticateTunnelToken(ctx, *cred.Token)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,226 @@
+package edgeplane
+
+import (
+	"context"
+
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/edges"
+)
+
+// Host is the Service's privileged side: the operations a host performs
+// for the service itself rather than for a caller. Accounts, users, bots
+// and API keys are provisioned here; tunnel servers register and renew
+// tunnels; edge proxies read edge configs and backend tunnels; the
+// certificate manager takes orders, reports certificates and reads key
+// pairs; the host publishes its own events. None of them takes a
+// [Principal]: they trust the host.
+//
+// A host obtains it deliberately with [Service.Host]. Transports that act
+// for callers (package httpapi) hold a *Service, whose methods all check
+// a Principal, so a route table cannot reach these by mistake.
+type Host struct{ s *Service }
+
+// Host returns the privileged operations of the Service.
+func (s *Service) Host() *Host { return &Host{s: s} }
+
+// CreateAccount creates an account. It is a host operation: no principal
+// is involved.
+func (h *Host) CreateAccount(ctx context.Context, params AccountParams) (*Account, error) {
+	return h.s.createAccount(ctx, params)
+}
+
+// CreateUser creates a user of the account; a host operation.
+func (h *Host) CreateUser(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+	return h.s.createUser(ctx, accountID, params)
+}
+
+// CreateBot creates a bot of the account; a host operation.
+func (h *Host) CreateBot(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+	return h.s.createBot(ctx, accountID, params)
+}
+
+// GetSubject returns a user or bot of the account; a host operation.
+func (h *Host) GetSubject(ctx context.Context, accountID, id string) (*Subject, error) {
+	return h.s.getSubject(ctx, accountID, id)
+}
+
+// CreateAPIKey creates an API key for a user or bot of the account; a host
+// operation. The result's Token is the secret, shown this once: only its
+// SHA-256 hash is stored. Secrets carry 256 random bits, so a fast hash is
+// the right one (there is nothing to brute-force).
+func (h *Host) CreateAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*APIKey, error) {
+	return h.s.createAPIKey(ctx, accountID, params)
+}
+
+// DeleteAPIKey revokes an API key of the account; a host operation.
+func (h *Host) DeleteAPIKey(ctx context.Context, accountID, id string) error {
+	return h.s.deleteAPIKey(ctx, accountID, id)
+}
+
+// AuthenticateTunnelToken resolves a tunnel authtoken, as presented by an
+// agent opening a tunnel, to its credential. The token is hashed and the
+// stored hash compared in constant time. Any failure is
+// [apierr.Unauthenticated] with one message.
+func (h *Host) AuthenticateTunnelToken(ctx context.Context, token string) (*TunnelAuth, error) {
+	return h.s.authenticateTunnelToken(ctx, token)
+}
+
+// RegisterTunnel records an online tunnel, as a tunnel server does when an
+// agent opens one. token is the agent's authtoken
+// ([Host.AuthenticateTunnelToken]); the tunnel belongs to the
+// credential's account, and every one of its labels must be permitted by
+// the credential's ACL (else permission denied naming the labels that are
+// not). Authentication comes first: a bad token is unauthenticated whatever
+// the params.
+func (h *Host) RegisterTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
+	return h.s.registerTunnel(ctx, token, params)
+}
+
+// UnregisterTunnel removes an online tunnel of the account, as a tunnel
+// server does when the tunnel closes. It is a host operation. A tunnel
+// that is already gone (for example because its credential was deleted) is
+// not found.
+func (h *Host) UnregisterTunnel(ctx context.Context, accountID, id string) error {
+	return h.s.unregisterTunnel(ctx, accountID, id)
+}
+
+// RenewTunnel extends the lease of an online tunnel of the account to
+// [Options.TunnelLease] from now, as its tunnel server does while the
+// tunnel is open, and returns the tunnel. It is a host operation. A
+// tunnel whose lease has already ended cannot be renewed (failed
+// precondition: register it again); one that is gone is not found.
+func (h *Host) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
+	return h.s.renewTunnel(ctx, accountID, id)
+}
+
+// ReapTunnels removes up to limit tunnels, across all accounts, whose
+// lease ended before now, and returns how many it removed. It is a host
+// operation, for a periodic job (every few seconds, say). It reads only
+// expired tunnels, through the store's index of leases; a tunnel renewed
+// between the read and the removal is kept. Each removal is reported as a
+// tunnel_deleted event, as [Host.UnregisterTunnel] does.
+func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
+	return h.s.reapTunnels(ctx, limit)
+}
+
+// BackendTunnels returns the online tunnels of the account that the
+// tunnel group backend backendID selects, newest first: those that carry
+// all of the backend's labels (at most [MaxBackendTunnels], the newest),
+// as the backend's tunnels field shows them. It is a host
+// operation, for the data plane that routes a backend's traffic to one of
+// its tunnels (each tunnel says where its agent forwards, ForwardsTo). A
+// backend that is missing or of another account is not found; a backend
+// without tunnels gives an empty list, never nil.
+func (h *Host) BackendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
+	return h.s.backendTunnels(ctx, accountID, backendID)
+}
+
+// HTTPSEdgeConfig returns what an edge proxy applies to an HTTPS edge:
+// every route with its enabled modules and compiled traffic policy (as
+// [Host.HTTPSRouteConfig] gives them), in matching order (see
+// [edges.HTTPSEdgeConfig.Route]). A host operation.
+func (h *Host) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
+	return h.s.httpsEdgeConfig(ctx, accountID, edgeID)
+}
+
+// HTTPSRouteConfig returns what an edge proxy applies to the requests of
+// one route of an HTTPS edge: its enabled modules, typed, with defaults
+// resolved, and its traffic policy compiled for HTTP and ready to run
+// ([policy.Policy.Inbound], [policy.Policy.Handler]). A host operation; a
+// route of another edge is not found.
+//
+// The policy is compiled by the Service's one engine with the route ID as
+// its scope, so a proxy that reloads the config keeps the route's rate
+// limiter counts, and two routes with the same rate-limit config count
+// separately. IP policies named by restrict-ips actions are read now:
+// reload when they change.
+func (h *Host) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
+	return h.s.httpsRouteConfig(ctx, accountID, edgeID, routeID)
+}
+
+// TLSEdgeConfig returns what an edge proxy applies to a TLS edge: its IP
+// restriction (ready to answer Allowed(ip)), its traffic policy compiled
+// for connection traffic and ready to run ([policy.Policy.Connect]), and
+// where TLS terminates with the effective minimum version. Modules not set
+// or disabled are nil; without an enabled TLS termination module the edge
+// terminates TLS itself with TLS 1.2 as the minimum. A host operation.
+//
+// The policy is compiled by the Service's one engine with the edge ID as
+// its scope, so a proxy that reloads the config keeps any rate limiter
+// state. IP policies named by restrict-ips actions are read now: reload
+// when they change.
+func (h *Host) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
+	return h.s.tlsEdgeConfig(ctx, accountID, edgeID)
+}
+
+// TCPEdgeConfig returns what an edge proxy applies to a TCP edge: its IP
+// restriction (the IP policies' current rules, ready to answer
+// Allowed(ip)) and its backend, each nil unless set and enabled. A host
+// operation.
+func (h *Host) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
+	return h.s.tcpEdgeConfig(ctx, accountID, edgeID)
+}
+
+// CertificateOrders returns up to limit (0 means
+// [DefaultCertificateOrders]) reserved domains, across all accounts,
+// whose managed certificate needs issuing or renewing now (see
+// [domains.ReservedDomain.CertificateDue]), newest domain first.
+//
+// It is a host operation for the certificate manager, which runs one pass
+// at a time: for each order it obtains a certificate and reports the
+// outcome with [Host.ReportCertificateIssued] or
+// [Host.ReportCertificateFailed]. An order not reported stays due and
+// is returned again. The call reads only due domains, through the store's
+// index of domains by due time, and changes nothing.
+func (h *Host) CertificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
+	return h.s.certificateOrders(ctx, limit)
+}
+
+// ReportCertificateIssued records that the certificate manager obtained a
+// certificate for a reserved domain: certPEM is the chain (leaf first) and
+// keyPEM its private key. The certificate must cover the domain and have
+// the key type of the domain's policy. The Service creates a TLS
+// certificate in the domain's account (it belongs to the account like any
+// other, described "managed certificate for <domain>"), makes it the
+// domain's certificate, ends the provisioning job and sets renews_at (see
+// [domains.RenewsAt]). A certificate it replaces is kept.
+//
+// It fails with not-found for an unknown domain, invalid-argument for a
+// bad chain or key, and failed-precondition when the domain no longer has
+// a policy, or its policy now asks for another key type; then nothing is
+// stored.
+func (h *Host) ReportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
+	return h.s.reportCertificateIssued(ctx, accountID, domainID, certPEM, keyPEM)
+}
+
+// ReportCertificateFailed records that the certificate manager could not
+// obtain a certificate for a reserved domain: with
+// [domains.ErrorCodeInternal] the job is retried at f.RetriesAt; with
+// [domains.ErrorCodeDNS] it waits until the user sets the policy again.
+// It fails with failed-precondition when the domain no longer has a
+// policy.
+func (h *Host) ReportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
+	return h.s.reportCertificateFailed(ctx, accountID, domainID, f)
+}
+
+// TLSCertificateKeyPair returns the PEM chain and private key of a TLS
+// certificate of the account, for the host's edge servers that terminate
+// TLS. It is a host operation: no API response ever carries the key. The
+// key is stored sealed; a key sealed under another sealing key than the
+// Service's is an internal error (logged), never returned.
+func (h *Host) TLSCertificateKeyPair(ctx context.Context, accountID, id string) (certPEM, keyPEM string, err error) {
+	return h.s.tlsCertificateKeyPair(ctx, accountID, id)
+}
+
+// Publish delivers an event of the host's own making, as if a resource of
+// the account had changed: every subscription of the account with a source
+// of typ receives obj (marshalled now, as JSON). typ must be in the
+// registry ([Options.Events], [Service.EventTypes]); a host extends the
+// registry with its own types to use this. Unlike the Service's own
+// changes, a published event is not in the store's change feed: it is
+// queued at once, or dropped and counted when the queue is full, and
+// Publish never blocks. Without a sink it does nothing and returns nil.
+func (h *Host) Publish(ctx context.Context, accountID, typ string, obj any) error {
+	return h.s.publish(ctx, accountID, typ, obj)
+}
