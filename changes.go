@@ -56,6 +56,7 @@ func parseNote(note string) (typ string, at time.Time, ok bool) {
 type follower struct {
 	stopAt atomic.Int64       // the last revision to report once stopping
 	stop   context.CancelFunc // ends waiting for new changes
+	abort  context.CancelFunc // ends the follower: Close gave up
 	once   sync.Once
 	done   chan struct{} // closed when the follower has returned
 }
@@ -76,25 +77,30 @@ func (s *Service) startFollowing() {
 		s.log.Error("event delivery: cannot read the store's revision; changes before the store answers are not reported", "err", err)
 		rev = -1
 	}
-	waitCtx, stop := context.WithCancel(context.Background())
-	f := &follower{stop: stop, done: make(chan struct{})}
+	abortCtx, abort := context.WithCancel(context.Background())
+	waitCtx, stop := context.WithCancel(abortCtx)
+	f := &follower{stop: stop, abort: abort, done: make(chan struct{})}
 	f.stopAt.Store(-1)
 	s.follow = f
-	go s.followChanges(waitCtx, f, rev)
+	go s.followChanges(abortCtx, waitCtx, f, rev)
 }
 
 // followChanges is the follower goroutine: it reports every change after
-// rev until it is stopped and has reported the changes up to stopAt.
-func (s *Service) followChanges(waitCtx context.Context, f *follower, rev int64) {
+// rev until it is stopped (waitCtx ends) and has reported the changes up
+// to stopAt, or until it is aborted (ctx ends).
+func (s *Service) followChanges(ctx, waitCtx context.Context, f *follower, rev int64) {
 	defer close(f.done)
-	ctx := context.Background()
 	for {
+		if ctx.Err() != nil {
+			return
+		}
 		if rev < 0 { // the starting revision is not known yet
 			r, err := s.store.Revision(ctx)
 			if err != nil {
-				if !s.pause(waitCtx) {
-					return
+				if waitCtx.Err() != nil {
+					return // stopping: nothing was known to report
 				}
+				s.pause(waitCtx)
 				continue
 			}
 			rev = r
@@ -112,17 +118,18 @@ func (s *Service) followChanges(waitCtx context.Context, f *follower, rev int64)
 			rev = -1
 			continue
 		case err != nil:
-			s.log.Error("event delivery: cannot read the change feed; retrying", "err", err)
-			if !s.pause(waitCtx) && rev >= f.stopAt.Load() {
+			if ctx.Err() != nil {
 				return
 			}
+			s.log.Error("event delivery: cannot read the change feed; retrying", "err", err)
+			s.pause(ctx) // while stopping too: what was committed before Close is still owed
 			continue
 		}
 		for _, c := range changes {
 			if stopping && c.Revision > f.stopAt.Load() {
 				return
 			}
-			s.report(c)
+			s.report(ctx, c)
 			rev = c.Revision
 		}
 		if len(changes) == 0 && !stopping {
@@ -131,21 +138,19 @@ func (s *Service) followChanges(waitCtx context.Context, f *follower, rev int64)
 	}
 }
 
-// pause waits followRetry or until ctx ends, and reports whether it
-// waited the whole time.
-func (s *Service) pause(ctx context.Context) bool {
+// pause waits followRetry or until ctx ends.
+func (s *Service) pause(ctx context.Context) {
 	t := time.NewTimer(followRetry)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
 	case <-ctx.Done():
-		return false
 	}
 }
 
-// report hands the event of one committed change to the delivery queue.
-func (s *Service) report(c store.Change) {
+// report hands the event of one committed change to the delivery queue,
+// waiting while it is full, until ctx ends.
+func (s *Service) report(ctx context.Context, c store.Change) {
 	k, known := kindOf(c.Kind)
 	typ, at, labelled := parseNote(c.Note)
 	if !labelled {
@@ -162,7 +167,7 @@ func (s *Service) report(c store.Change) {
 		s.log.Error("event delivery: cannot show a changed record; the change is not reported", "type", typ, "id", c.ID, "err", err)
 		return
 	}
-	s.queue.Put(context.Background(), events.Change{AccountID: c.AccountID, Type: typ, CreatedAt: resource.Timestamp(at), Object: obj})
+	s.queue.Put(ctx, events.Change{AccountID: c.AccountID, Type: typ, CreatedAt: resource.Timestamp(at), Object: obj})
 }
 
 // changeObject returns what an event shows of a change, as JSON: the
@@ -254,6 +259,7 @@ func (s *Service) stopFollowing(ctx context.Context) error {
 	case <-f.done:
 		return nil
 	case <-ctx.Done():
+		f.abort()
 		return ctx.Err()
 	}
 }
