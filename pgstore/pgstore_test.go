@@ -1,0 +1,226 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/pgstore"
+	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/storetest"
+	"github.com/jackc/pgx/v5"
+)
+
+// urlEnv names the variable that points the tests at a PostgreSQL
+// database; without it they skip.
+const urlEnv = "EDGEPLANE_TEST_POSTGRES_URL"
+
+// baseURL returns the test database's URL, or skips the test.
+func baseURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(urlEnv)
+	if u == "" {
+		tb.Skip("set " + urlEnv + " (e.g. postgres://user@127.0.0.1:5432/db?sslmode=disable) to run the PostgreSQL tests; .ci/run starts a throwaway cluster and does")
+	}
+	return u
+}
+
+// freshSchema creates an empty schema for one test, dropped at its end,
+// and returns a URL whose connections use it.
+func freshSchema(tb testing.TB) string {
+	tb.Helper()
+	base := baseURL(tb)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("connecting to %s: %v", urlEnv, err) // set but unusable: a failure, not a skip
+	}
+	defer conn.Close(ctx)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	schema := "edgeplane_test_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			tb.Errorf("dropping schema: %v", err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			tb.Errorf("dropping schema: %v", err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("%s is not a URL: %v", urlEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// open opens a Store on u, closed at the test's end.
+func open(tb testing.TB, u string, opts pgstore.Options) *pgstore.Store {
+	tb.Helper()
+	s, err := pgstore.Open(context.Background(), u, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	baseURL(t)
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t, freshSchema(t), pgstore.Options{}) })
+}
+
+// TestTwoHandles: two Stores on one schema (as two processes would have)
+// see each other's writes, and a Wait on one wakes for a commit through
+// the other.
+func TestTwoHandles(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	a, b := open(t, u, pgstore.Options{}), open(t, u, pgstore.Options{})
+	rec := store.Record{Kind: "k", AccountID: "acct", ID: "st_1", Data: []byte(`{"n":1}`), Keys: []string{"key1"}}
+	if err := a.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Lookup(ctx, "k", "key1")
+	if err != nil || got.ID != "st_1" || string(got.Data) != `{"n":1}` {
+		t.Fatalf("the other handle reads %+v, %v", got, err)
+	}
+	rev, err := b.Revision(ctx)
+	if err != nil || rev != got.Version {
+		t.Fatalf("the other handle's revision %d, %v; want %d", rev, err, got.Version)
+	}
+	// A key taken through one handle is taken for the other.
+	var de *store.DuplicateError
+	if err := b.Create(ctx, store.Record{Kind: "k", AccountID: "acct", ID: "st_2", Data: []byte(`{}`), Keys: []string{"key1"}}); !errors.As(err, &de) {
+		t.Errorf("a key taken through the other handle: %v, want a DuplicateError", err)
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a bound on a hung test
+	defer cancel()
+	woke := make(chan error, 1)
+	go func() { woke <- b.Wait(wctx, rev) }()
+	select {
+	case err := <-woke:
+		t.Fatalf("Wait returned before any commit: %v", err)
+	default:
+	}
+	if _, err := a.Update(ctx, "k", "acct", "st_1", func(r *store.Record) error { r.Data = []byte(`{"n":2}`); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("Wait on one handle did not wake for a commit through the other: %v", err)
+	}
+	cs, err := b.Changes(ctx, rev, 10)
+	if err != nil || len(cs) != 1 || cs[0].Op != store.OpUpdate || string(cs[0].Data) != `{"n":2}` {
+		t.Errorf("the other handle's feed after the update: %+v, %v", cs, err)
+	}
+}
+
+// TestFeedRetention: the feed keeps the newest FeedRetention changes and
+// tells a reader behind them to resync.
+func TestFeedRetention(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	s := open(t, u, pgstore.Options{FeedRetention: 4})
+	for i := range 70 { // past the pruning period, so rows are really deleted
+		if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "acct", ID: "st_" + string(rune('A'+i)), Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Changes(ctx, 66, 100)
+	if err != nil || len(got) != 4 || got[0].Revision != 67 || got[3].Revision != 70 {
+		t.Fatalf("the newest 4 changes: %d changes, %v", len(got), err)
+	}
+	var ce *store.CompactedError
+	if _, err := s.Changes(ctx, 65, 100); !errors.As(err, &ce) || ce.Oldest != 67 {
+		t.Errorf("a reader behind the retention: %v, want a CompactedError with oldest 67", err)
+	}
+	// The pruning deleted the rows and recorded it: a handle that would
+	// keep more cannot read them.
+	wide := open(t, u, pgstore.Options{})
+	if _, err := wide.Changes(ctx, 10, 100); !errors.As(err, &ce) || ce.Oldest != 61 {
+		t.Errorf("behind the pruned changes through another handle: %v, want a CompactedError with oldest 61", err)
+	}
+}
+
+// TestMigrations: concurrent Opens of a fresh schema apply the migrations
+// once and all succeed; reopening is a no-op; a schema newer than the
+// package knows is refused.
+func TestMigrations(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := pgstore.Open(ctx, u, pgstore.Options{})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Open: %v", err)
+		}
+	}
+	s := open(t, u, pgstore.Options{})
+	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_1", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM edgeplane_schema_migrations`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("applied migrations: %d, %v; want 1", n, err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO edgeplane_schema_migrations (version) VALUES (999)`); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := pgstore.Open(ctx, u, pgstore.Options{}); !errors.Is(err, apierr.ErrFailedPrecondition) {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Errorf("Open of a newer schema: %v, want failed precondition", err)
+	}
+}
+
+// TestErrorsNameNoSQL: a database failure reaches the caller as an
+// internal error whose message says nothing of the SQL.
+func TestErrorsNameNoSQL(t *testing.T) {
+	u := freshSchema(t)
+	s := open(t, u, pgstore.Options{})
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `DROP TABLE record_keys`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Lookup(context.Background(), "k", "key")
+	if apierr.CodeOf(err) != apierr.Internal {
+		t.Fatalf("Lookup on a broken schema: %v, want an internal error", err)
+	}
+	if msg := err.Error(); msg != "pgstore: storage failure" {
+		t.Errorf("the error's message is %q, want the generic one", msg)
+	}
+}
