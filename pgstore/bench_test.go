@@ -1,0 +1,116 @@
+package pgstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/pgstore"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// BenchmarkStore measures the hot paths of pgstore beside memstore's, in
+// one run: go test -bench Store -benchmem ./pgstore/ (the pg rows skip
+// without EDGEPLANE_TEST_POSTGRES_URL).
+func BenchmarkStore(b *testing.B) {
+	backends := []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"mem", func(*testing.B) store.Store { return memstore.New() }},
+		{"pg", func(b *testing.B) store.Store { return open(b, freshSchema(b), pgstore.Options{}) }},
+	}
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			b.Run("Create", func(b *testing.B) {
+				s := be.open(b)
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					if err := s.Create(ctx, benchRecord(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("Get", func(b *testing.B) {
+				s := seeded(b, be.open(b), 1000)
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					if _, err := s.Get(ctx, "bench", "acct", benchID(i%1000+1)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("Update", func(b *testing.B) {
+				s := seeded(b, be.open(b), 100)
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					_, err := s.Update(ctx, "bench", "acct", benchID(i%100+1), func(r *store.Record) error {
+						r.Data = []byte(`{"name":"renamed","n":` + strconv.Itoa(i) + `}`)
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("List100", func(b *testing.B) {
+				s := seeded(b, be.open(b), 1000)
+				ctx := context.Background()
+				q := store.Query{Kind: "bench", AccountID: "acct", BeforeID: benchID(600), Limit: 100}
+				b.ReportAllocs()
+				for b.Loop() {
+					page, err := s.List(ctx, q)
+					if err != nil || len(page) != 100 {
+						b.Fatal(len(page), err)
+					}
+				}
+			})
+			b.Run("Lookup", func(b *testing.B) {
+				s := seeded(b, be.open(b), 1000)
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					if _, err := s.Lookup(ctx, "bench", "key:"+benchID(i%1000+1)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+func benchID(i int) string { return "st_" + strconv.Itoa(1_000_000+i) }
+
+// benchRecord is a record of the size of a typical resource: a small
+// document, a lookup key, two index entries.
+func benchRecord(i int) store.Record {
+	id := benchID(i)
+	return store.Record{
+		Kind: "bench", AccountID: "acct", ID: id,
+		Data:    []byte(`{"name":"` + id + `","description":"a benchmark record of modest size","n":1}`),
+		Keys:    []string{"key:" + id},
+		Indexes: []store.IndexEntry{{Name: "label", Value: "env=prod"}, {Name: "label", Value: "team=edge"}},
+	}
+}
+
+func seeded(b *testing.B, s store.Store, n int) store.Store {
+	b.Helper()
+	for i := 1; i <= n; i++ {
+		if err := s.Create(context.Background(), benchRecord(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
