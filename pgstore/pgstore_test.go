@@ -150,6 +150,15 @@ func TestFeedRetention(t *testing.T) {
 	if _, err := s.Changes(ctx, 65, 100); !errors.As(err, &ce) || ce.Oldest != 67 {
 		t.Errorf("a reader behind the retention: %v, want a CompactedError with oldest 67", err)
 	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM changes`).Scan(&rows); err != nil || rows > 4+32 {
+		t.Errorf("the feed holds %d rows (%v), want at most the retention plus the pruning period, 36", rows, err)
+	}
 	// The pruning deleted the rows and recorded it: a handle that would
 	// keep more cannot read them.
 	wide := open(t, u, pgstore.Options{})
@@ -222,5 +231,80 @@ func TestErrorsNameNoSQL(t *testing.T) {
 	}
 	if msg := err.Error(); msg != "pgstore: storage failure" {
 		t.Errorf("the error's message is %q, want the generic one", msg)
+	}
+}
+
+// TestCascadeWithInternalReferences: references among the records a
+// delete removes do not block it (RESTRICT fires only for referrers from
+// outside), and each removed record has its change, children first.
+func TestCascadeWithInternalReferences(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshSchema(t), pgstore.Options{})
+	recs := []store.Record{
+		{Kind: "k", AccountID: "a", ID: "st_1", Data: []byte(`{}`)},
+		{Kind: "k", AccountID: "a", ID: "st_2", ParentID: "st_1", Refs: []string{"st_1"}, Data: []byte(`{}`)},
+		{Kind: "k", AccountID: "a", ID: "st_3", ParentID: "st_2", Refs: []string{"st_2", "st_3"}, Data: []byte(`{}`)},
+	}
+	for _, r := range recs {
+		if err := s.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(store.WithNote(ctx, "gone"), "k", "a", "st_1"); err != nil {
+		t.Fatalf("Delete of a subtree whose records reference each other: %v", err)
+	}
+	cs, err := s.Changes(ctx, rev, 10)
+	if err != nil || len(cs) != 3 {
+		t.Fatalf("changes of the cascade: %+v, %v", cs, err)
+	}
+	for i, want := range []struct{ id, note string }{{"st_2", ""}, {"st_3", ""}, {"st_1", "gone"}} {
+		if c := cs[i]; c.ID != want.id || c.Note != want.note || c.Op != store.OpDelete || c.Revision != rev+int64(i)+1 {
+			t.Errorf("change %d: %+v, want a delete of %s noted %q", i, c, want.id, want.note)
+		}
+	}
+}
+
+// TestRevisionHole: a revision drawn by a write that never committed
+// leaves a hole that the feed skips: readers get the next change, and
+// versions still increase.
+func TestRevisionHole(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	s := open(t, u, pgstore.Options{})
+	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_1", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// As a write cancelled between nextval and COMMIT would.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT nextval('feed_revision')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_2", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Changes(ctx, 1, 10)
+	if err != nil || len(cs) != 1 || cs[0].ID != "st_2" || cs[0].Revision != 3 {
+		t.Fatalf("the feed after the hole: %+v, %v; want st_2 at revision 3", cs, err)
+	}
+	if rev, err := s.Revision(ctx); err != nil || rev != 3 {
+		t.Errorf("Revision() = %d, %v; want 3", rev, err)
+	}
+	if err := s.Wait(ctx, 2); err != nil {
+		t.Errorf("Wait for the hole: %v", err)
 	}
 }
