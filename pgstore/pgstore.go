@@ -175,11 +175,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 }
 
 // Close stops the listener and closes the pool's connections, waiting for
-// connections in use to be released. The Store must not be used after.
+// connections in use to be released. A [Store.Wait] in progress returns
+// an error. The Store must not be used after.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
 		s.listener.close()
 		s.pool.Close()
+		s.listener.notify(0) // waiters re-read the revision, and fail on the closed pool
 	})
 }
 

@@ -308,3 +308,25 @@ func TestRevisionHole(t *testing.T) {
 		t.Errorf("Wait for the hole: %v", err)
 	}
 }
+
+// TestCloseEndsWait: Close makes a Wait in progress return an error
+// instead of blocking until its context ends.
+func TestCloseEndsWait(t *testing.T) {
+	s, err := pgstore.Open(context.Background(), freshSchema(t), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a bound on a hung test
+	defer cancel()
+	woke := make(chan error, 1)
+	go func() { woke <- s.Wait(ctx, 0) }()
+	select {
+	case err := <-woke:
+		t.Fatalf("Wait returned before Close: %v", err)
+	default:
+	}
+	s.Close()
+	if err := <-woke; err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait after Close returned %v, want a store error", err)
+	}
+}
