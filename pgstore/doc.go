@@ -44,7 +44,9 @@
 // committed, every revision below n that will ever commit already has.
 // A reader therefore never skips a change that commits later, without
 // any horizon bookkeeping. The price is that writes of one store do not
-// run in parallel (reads do); memstore makes the same trade.
+// run in parallel (reads do); memstore makes the same trade. For the same
+// reason [Store.Update]'s callback must not write through the store: that
+// write would wait for the lock its own Update holds.
 //
 // The revisions are drawn after the statements that can fail on a
 // constraint, so a refused write consumes none. A write that dies after

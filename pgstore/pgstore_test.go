@@ -330,3 +330,44 @@ func TestCloseEndsWait(t *testing.T) {
 		t.Errorf("Wait after Close returned %v, want a store error", err)
 	}
 }
+
+// TestListenerReconnects: when the listening connection is killed, the
+// listener reconnects and wakes its waiters, so a commit made while it was
+// down still ends a Wait.
+func TestListenerReconnects(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	a, b := open(t, u, pgstore.Options{}), open(t, u, pgstore.Options{})
+	rev, err := a.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var killed int
+	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN "edgeplane_feed_%' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil || killed < 2 {
+		t.Fatalf("terminated %d listening connections (%v), want both handles'", killed, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a bound on a hung test
+	defer cancel()
+	woke := make(chan error, 1)
+	go func() { woke <- a.Wait(wctx, rev) }()
+	if err := b.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_1", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("Wait across a lost listening connection: %v", err)
+	}
+	// And the new connection listens: a Wait for the next commit wakes.
+	go func() { woke <- a.Wait(wctx, rev+1) }()
+	if err := b.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_2", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("Wait after the listener reconnected: %v", err)
+	}
+}
