@@ -170,6 +170,14 @@ func TestAllowSequence(t *testing.T) {
 			{time.Hour, false, 23 * time.Hour},
 			{72 * time.Hour, true, 0},
 		}},
+		{"a time behind counts at the bucket's newest, so windows of stamped times are not bounded", 2, time.Minute, []step{
+			{0, true, 0}, {0, true, 0},
+			{61 * time.Second, true, 0}, // the window is empty
+			{time.Second, true, 0},      // decided at 60s, the start of the newest slot: one admission in its window
+			{2 * time.Second, false, 119 * time.Second},
+			// Stamped times 0, 0 and 1s are three admissions within 60s;
+			// counted at 0, 0, 61s and 61s they are not.
+		}},
 		{"clock going backwards does not free capacity", 1, time.Minute, []step{
 			{10 * time.Minute, true, 0},
 			{0, false, 11 * time.Minute},
@@ -497,27 +505,59 @@ func TestFullOfLimitedKeys(t *testing.T) {
 }
 
 // TestNewKeyBehindShard checks that a new key whose time is far behind its
-// shard's newest is decided as if it came a window and a slot behind that
-// newest time, its admission included: going backwards in time gains it
-// nothing, and its retry-after still lets it in.
+// shard's newest is decided at its own time, exactly: the shard forgot no
+// bucket that could be its, so it has no admissions the limiter does not
+// know of.
 func TestNewKeyBehindShard(t *testing.T) {
 	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute, MaxKeys: 10}) // one shard
 	l.AllowAt("ahead", t0.Add(time.Hour))
 	if !l.AllowAt("behind", t0).Allowed {
 		t.Fatal("new key rejected")
 	}
-	// The admission counts at t0+1h-66s, the start of the slot one window
-	// and one slot behind t0+1h: it leaves the window at t0+1h-6s.
-	d := l.AllowAt("behind", t0.Add(time.Minute))
-	if want := time.Hour - 66*time.Second; d.Allowed || d.RetryAfter != want {
-		t.Fatalf("a window later by its own clock: %+v, want a rejection with RetryAfter %v", d, want)
+	if d := l.AllowAt("behind", t0.Add(time.Minute-1)); d.Allowed || d.RetryAfter != 1 {
+		t.Fatalf("a nanosecond short of a window later: %+v, want a rejection with RetryAfter 1ns", d)
 	}
-	retry := t0.Add(time.Minute + d.RetryAfter)
-	if l.AllowAt("behind", retry.Add(-1)).Allowed {
-		t.Fatal("admitted a nanosecond before retry-after")
+	if !l.AllowAt("behind", t0.Add(time.Minute)).Allowed {
+		t.Fatal("a window later by its own clock: rejected")
 	}
-	if !l.AllowAt("behind", retry).Allowed {
-		t.Fatal("rejected at retry-after")
+}
+
+// TestForgottenBucketAfterClockJump is issue 12's case: capacity 3 per 24h,
+// a clock that jumps forward by three windows and back. The jump makes the
+// shard reclaim the bucket of a key that is at capacity; back at the real
+// time, that key is not admitted again within its window (it was, a 4th
+// time within 22h56m), and neither is any key the shard does not track,
+// which could be it, until the forgotten admissions leave the window.
+func TestForgottenBucketAfterClockJump(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 3, Window: 24 * time.Hour, MaxKeys: 10}) // one shard
+	for i := range 3 {
+		if !l.AllowAt("a", t0.Add(time.Duration(i)*time.Minute)).Allowed {
+			t.Fatalf("admission %d rejected", i+1)
+		}
+	}
+	l.AllowAt("b", t0.Add(72*time.Hour)) // the clock jumps forward
+	if n := l.Len(); n != 1 {
+		t.Fatalf("tracking %d keys after the jump, want 1 (a reclaimed)", n)
+	}
+	back := t0.Add(22*time.Hour + 56*time.Minute) // and comes back
+	leave := t0.Add(2*time.Minute + 24*time.Hour) // a's latest admission leaves the window
+	for _, key := range []string{"a", "c"} {
+		if d := l.AllowAt(key, back); d.Allowed || d.RetryAfter != leave.Sub(back) {
+			t.Fatalf("key %s at +22h56m: %+v, want a rejection with RetryAfter %v", key, d, leave.Sub(back))
+		}
+	}
+	if l.AllowAt("a", leave.Add(-1)).Allowed {
+		t.Fatal("admitted a nanosecond before the forgotten admissions leave the window")
+	}
+	for _, key := range []string{"a", "c"} {
+		if !l.AllowAt(key, leave).Allowed {
+			t.Fatalf("key %s rejected once the forgotten admissions left the window", key)
+		}
+	}
+	// b, still tracked, keeps its own time: a request stamped behind it
+	// counts at it.
+	if !l.AllowAt("b", back).Allowed || !l.AllowAt("b", back).Allowed || l.AllowAt("b", back).Allowed {
+		t.Fatal("b, with one admission at +72h, did not admit exactly two more")
 	}
 }
 
