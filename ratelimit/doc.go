@@ -147,6 +147,10 @@
 // Semantics). If all 8 are at capacity, the new key is rejected (fail
 // closed) with a retry-after at which one of them drops below capacity.
 //
+// A program that keeps limiters for configurations that may fall out of
+// use can drop one once [Limiter.Idle] reports that it holds nothing that
+// counts any more (its newest time is a window old).
+//
 // # Concurrency
 //
 // A [Limiter] is safe for concurrent use. Keys are spread over up to 64

@@ -123,6 +123,31 @@ func (l *Limiter) Len() int {
 	return n
 }
 
+// Idle reports whether the limiter holds nothing that counts for a request
+// stamped at or after now: every time it has been given, and so every
+// bucket's latest admission, is at least a window before now (the newest
+// time counted to the end of its slot). A pool of limiters may then drop
+// it and later start a new one with the same options, losing no
+// admission: the new one decides requests stamped at or after now as this
+// one would (as long as the keys fit under the key cap; under key
+// pressure, limiters with different histories may evict differently). It
+// locks every shard in turn, so it is meant for occasional sweeps, not the
+// request path, which pays nothing for it.
+func (l *Limiter) Idle(now time.Time) bool {
+	g := &l.geo
+	horizon := nanos(now) - g.window
+	for i := range l.tab.shards {
+		sh := &l.tab.shards[i].shard
+		sh.mu.Lock()
+		end := g.slotStart(sh.maxSlot + 1)
+		sh.mu.Unlock()
+		if end > horizon {
+			return false
+		}
+	}
+	return true
+}
+
 // AllowAt decides whether a request of bucket key at time now is admitted,
 // and records it if so. It does not allocate for a tracked key.
 func (l *Limiter) AllowAt(key string, now time.Time) Decision {

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -585,5 +586,75 @@ func TestReclaim(t *testing.T) {
 	}
 	if got := l.Len(); got != n {
 		t.Fatalf("tracking %d keys, want %d", got, n)
+	}
+}
+
+// TestIdle checks when a limiter may be dropped: once every time it was
+// given, counted to the end of its slot, is a window old, and not a
+// nanosecond earlier; a request stamped ahead (then the clock back) or a
+// rejected one counts too.
+func TestIdle(t *testing.T) {
+	const w, g = time.Minute, 6 * time.Second // t0 starts a slot
+	type call struct {
+		key string
+		at  time.Duration // after t0
+	}
+	tests := []struct {
+		name  string
+		calls []call
+		idle  time.Duration // the first time after t0 at which Idle is true
+	}{
+		{"new limiter", nil, 0},
+		{"one admission", []call{{"a", time.Second}}, g + w},
+		{"the latest of several keys", []call{{"a", time.Second}, {"b", 20 * time.Second}, {"c", 3 * time.Second}}, 24*time.Second + w},
+		{"a rejected request", []call{{"a", 0}, {"a", 30 * time.Second}}, 36*time.Second + w},
+		{"a time ahead, then the clock back", []call{{"a", time.Hour}, {"b", time.Second}}, time.Hour + g + w},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mustNew(t, ratelimit.Options{Capacity: 1, Window: w})
+			for _, c := range tt.calls {
+				l.AllowAt(c.key, t0.Add(c.at))
+			}
+			if tt.idle > 0 && l.Idle(t0.Add(tt.idle-1)) {
+				t.Fatalf("idle at +%v, a nanosecond before +%v", tt.idle-1, tt.idle)
+			}
+			if !l.Idle(t0.Add(tt.idle)) {
+				t.Fatalf("not idle at +%v", tt.idle)
+			}
+		})
+	}
+}
+
+// TestIdleLimiterActsNew checks Idle's promise: once a limiter is idle, it
+// holds no admission that counts later, so it decides every later request
+// as a new limiter does. Before it is idle, random traffic goes back in
+// time and overflows the key cap; after, the keys fit (under key pressure
+// two limiters with different histories may evict differently).
+func TestIdleLimiterActsNew(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		o := ratelimit.Options{Capacity: uint64(1 + rng.IntN(4)), Window: time.Minute, MaxKeys: 12 + rng.IntN(8)}
+		old := mustNew(t, o)
+		now := t0
+		for range 100 {
+			now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
+			at := now
+			if rng.IntN(5) == 0 {
+				at = at.Add(-time.Duration(rng.Int64N(int64(3 * time.Minute))))
+			}
+			old.AllowAt(strconv.Itoa(rng.IntN(40)), at)
+		}
+		for !old.Idle(now) {
+			now = now.Add(time.Second)
+		}
+		fresh := mustNew(t, o)
+		for range 200 {
+			now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
+			key := strconv.Itoa(rng.IntN(12))
+			if d, want := old.AllowAt(key, now), fresh.AllowAt(key, now); d != want {
+				t.Fatalf("seed %d: key %s at +%v: the idle limiter decides %+v, a new one %+v", seed, key, now.Sub(t0), d, want)
+			}
+		}
 	}
 }
