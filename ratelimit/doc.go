@@ -143,8 +143,8 @@
 // distinct keys cannot reset a limited client. An evicted bucket that
 // still held admissions in the window forgets them; that is the one way,
 // under key pressure only, that a bucket can later admit more than C in a
-// window. A reclaimed or idle evicted bucket is forgotten safely (see
-// Semantics). If all 8 are at capacity, the new key is rejected (fail
+// window. A reclaimed or idle evicted bucket is forgotten without that
+// risk (see "Forgotten buckets fail closed" under Semantics). If all 8 are at capacity, the new key is rejected (fail
 // closed) with a retry-after at which one of them drops below capacity.
 //
 // A program that keeps limiters for configurations that may fall out of
