@@ -45,7 +45,7 @@ func TestBounded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, vs, omitted := bounded(tc.err)
+			msg, vs, omitted := bounded(tc.err, 0)
 			if tc.msg != "" && msg != tc.msg {
 				t.Errorf("msg %q, want %q", msg, tc.msg)
 			}

@@ -166,6 +166,15 @@ func TestE2EDuplicateKeys(t *testing.T) {
 			}
 		})
 	}
+	// Past the cap duplicates are counted, not kept.
+	t.Run("250 duplicates", func(t *testing.T) {
+		r := call(t, s, "POST", "/ip_policies", s.keyA, `{"description":"a"`+strings.Repeat(`,"description":"a"`, 250)+`}`)
+		checkError(t, r, apiError{status: 400, code: errInvalid, fields: strings.Fields(strings.Repeat("description ", httpapi.MaxViolations)),
+			msg: []string{"; and 249 more violations"}})
+		if got := r.json["violations_omitted"]; got != float64(250-httpapi.MaxViolations) {
+			t.Errorf("violations_omitted %v, want %d", got, 250-httpapi.MaxViolations)
+		}
+	})
 	unchanged(t, s, s.keyA, before)
 }
 

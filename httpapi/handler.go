@@ -424,19 +424,40 @@ var errMalformed = errors.New("malformed JSON")
 // names no field of it exactly (unknown, or matched only
 // case-insensitively). It returns errMalformed when data is not JSON,
 // and ignores what follows the first value.
+//
+// It keeps the first [MaxViolations] violations and counts the rest (a
+// body of nothing but duplicate keys would otherwise make a violation of
+// every six bytes): past the cap the error is a *cappedError.
 func checkKeys(data []byte, t reflect.Type) error {
 	k := keyChecker{dec: json.NewDecoder(bytes.NewReader(data))}
 	k.dec.UseNumber()
-	if err := k.value(t, ""); err != nil {
+	if err := k.value(t, location{root: true, index: -1}); err != nil {
 		return errMalformed
 	}
-	return k.vs.Err()
+	if k.omitted == 0 {
+		return k.vs.Err()
+	}
+	ae := &apierr.Error{Code: apierr.InvalidArgument, Violations: k.vs}
+	ae.Msg, _, _ = bounded(ae, k.omitted)
+	return &cappedError{err: ae, omitted: k.omitted}
 }
+
+// cappedError is a validation error that lists the first [MaxViolations]
+// violations and counts the others.
+type cappedError struct {
+	err     *apierr.Error
+	omitted int // violations found beyond err.Violations
+}
+
+func (e *cappedError) Error() string { return e.err.Msg }
+func (e *cappedError) Unwrap() error { return e.err }
 
 // keyChecker is the state of one checkKeys walk.
 type keyChecker struct {
-	dec *json.Decoder
-	vs  apierr.Violations
+	dec     *json.Decoder
+	vs      apierr.Violations
+	omitted int
+	fields  map[reflect.Type]map[string]reflect.Type // jsonFields, once per type
 }
 
 var (
@@ -465,8 +486,40 @@ func shape(t reflect.Type) reflect.Type {
 	return nil
 }
 
-// value walks one JSON value decoded into t (nil: unknown) at path.
-func (k *keyChecker) value(t reflect.Type, path string) error {
+// location is where a JSON value is: the path of its container and its
+// key or index there. Its path is built only when needed (a violation, or
+// a container to walk into), not for every scalar.
+type location struct {
+	parent string
+	key    string // an object's key; "" for an array element or the root
+	index  int    // an array element's index, else -1
+	inMap  bool   // the key is a Go map's: written ["key"]
+	root   bool
+}
+
+func (l location) path() string {
+	switch {
+	case l.root:
+		return ""
+	case l.index >= 0:
+		return l.parent + "[" + strconv.Itoa(l.index) + "]"
+	case l.inMap:
+		return l.parent + "[" + strconv.Quote(l.key) + "]"
+	}
+	return apierr.JoinPath(l.parent, l.key)
+}
+
+// add records a violation of the value at l, or counts it past the cap.
+func (k *keyChecker) add(l location, reason string) {
+	if len(k.vs) == MaxViolations {
+		k.omitted++
+		return
+	}
+	k.vs = append(k.vs, apierr.Violation{Field: l.path(), Reason: reason})
+}
+
+// value walks one JSON value decoded into t (nil: unknown) at l.
+func (k *keyChecker) value(t reflect.Type, l location) error {
 	tok, err := k.dec.Token()
 	if err != nil {
 		return err
@@ -475,6 +528,7 @@ func (k *keyChecker) value(t reflect.Type, path string) error {
 	if !ok {
 		return nil // a scalar
 	}
+	path := l.path()
 	t = shape(t)
 	if d == '[' {
 		var elem reflect.Type
@@ -482,7 +536,7 @@ func (k *keyChecker) value(t reflect.Type, path string) error {
 			elem = t.Elem()
 		}
 		for i := 0; k.dec.More(); i++ {
-			if err := k.value(elem, path+"["+strconv.Itoa(i)+"]"); err != nil {
+			if err := k.value(elem, location{parent: path, index: i}); err != nil {
 				return err
 			}
 		}
@@ -492,12 +546,19 @@ func (k *keyChecker) value(t reflect.Type, path string) error {
 	var (
 		fields map[string]reflect.Type // a struct's
 		elem   reflect.Type            // a map's
+		inMap  = t != nil && t.Kind() == reflect.Map
 	)
 	switch {
 	case t == nil:
 	case t.Kind() == reflect.Struct:
-		fields = jsonFields(t)
-	case t.Kind() == reflect.Map:
+		if fields = k.fields[t]; fields == nil {
+			fields = jsonFields(t)
+			if k.fields == nil {
+				k.fields = make(map[reflect.Type]map[string]reflect.Type)
+			}
+			k.fields[t] = fields
+		}
+	case inMap:
 		elem = t.Elem()
 	}
 	seen := make(map[string]struct{})
@@ -507,21 +568,16 @@ func (k *keyChecker) value(t reflect.Type, path string) error {
 			return err
 		}
 		key, _ := tok.(string)
-		var at string
-		if t != nil && t.Kind() == reflect.Map {
-			at = path + "[" + strconv.Quote(key) + "]"
-		} else {
-			at = apierr.JoinPath(path, key)
-		}
+		at := location{parent: path, key: key, index: -1, inMap: inMap}
 		vt := elem
 		switch _, dup := seen[key]; {
 		case dup:
-			k.vs.Add(at, reasonDuplicateKey)
+			k.add(at, reasonDuplicateKey)
 			vt = nil // its keys were checked against the type at the first
 		case fields != nil:
 			ft, ok := fields[key]
 			if !ok {
-				k.vs.Add(at, reasonInexactKey)
+				k.add(at, reasonInexactKey)
 			}
 			vt = ft
 		}
@@ -661,28 +717,34 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		body.ErrorCode, body.StatusCode = code.Wire(), http.StatusInternalServerError
 		body.Msg = "internal error; quote operation id " + opID + " when reporting it"
 	default:
-		body.Msg, body.Violations, body.ViolationsOmitted = bounded(ae)
+		var capped *cappedError
+		omitted := 0
+		if errors.As(err, &capped) {
+			omitted = capped.omitted
+		}
+		body.Msg, body.Violations, body.ViolationsOmitted = bounded(ae, omitted)
 	}
 	writeJSON(w, body.StatusCode, body)
 }
 
 // bounded returns the msg, the listed violations and the number of the
-// rest for the wire: at most [MaxViolations] violations, fields cut to
-// [MaxEchoBytes] and reasons to [MaxMessageBytes]. With several
-// violations the msg is not ae.Msg (which lists them all) but the first
-// and how many more there are, so each is listed once.
-func bounded(ae *apierr.Error) (msg string, vs []apierr.Violation, omitted int) {
+// rest for the wire, given ae and the number of its violations already
+// counted but not kept (known): at most [MaxViolations] violations,
+// fields cut to [MaxEchoBytes] and reasons to [MaxMessageBytes]. With
+// several violations the msg is not ae.Msg (which lists them all) but the
+// first and how many more there are, so each is listed once.
+func bounded(ae *apierr.Error, known int) (msg string, vs []apierr.Violation, omitted int) {
 	all := ae.Violations
 	vs = make([]apierr.Violation, min(len(all), MaxViolations))
 	for i := range vs {
 		vs[i] = apierr.Violation{Field: clip(all[i].Field, MaxEchoBytes), Reason: clip(all[i].Reason, MaxMessageBytes)}
 	}
-	omitted = len(all) - len(vs)
-	if len(all) < 2 {
+	omitted = len(all) - len(vs) + known
+	if len(vs)+omitted < 2 {
 		return clip(ae.Msg, MaxMessageBytes), vs, omitted
 	}
 	const prefix = "invalid request: "
-	more := "; and " + strconv.Itoa(len(all)-1) + " more violations"
+	more := "; and " + strconv.Itoa(len(vs)+omitted-1) + " more violations"
 	return prefix + clip(vs[0].String(), MaxMessageBytes-len(prefix)-len(more)) + more, vs, omitted
 }
 

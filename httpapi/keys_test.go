@@ -72,6 +72,15 @@ func TestCheckKeys(t *testing.T) {
 			}
 		})
 	}
+	// Past MaxViolations, violations are counted, not kept.
+	err := checkKeys([]byte(`{"extra":"a"`+strings.Repeat(`,"extra":"a"`, 250)+`}`), reflect.TypeFor[keyTestBody]())
+	var capped *cappedError
+	if !errors.As(err, &capped) || len(apierr.ViolationsOf(err)) != MaxViolations || capped.omitted != 250-MaxViolations {
+		t.Errorf("250 duplicates: %T with %d violations kept, want %d kept and %d counted", err, len(apierr.ViolationsOf(err)), MaxViolations, 250-MaxViolations)
+	}
+	if apierr.CodeOf(err) != apierr.InvalidArgument || !strings.HasSuffix(err.Error(), "; and 249 more violations") {
+		t.Errorf("250 duplicates: code %v, message %q", apierr.CodeOf(err), err.Error())
+	}
 	for _, bad := range []string{``, `{`, `{"a":}`, `{"a" 1}`, `[1,}`} {
 		if err := checkKeys([]byte(bad), reflect.TypeFor[keyTestBody]()); !errors.Is(err, errMalformed) {
 			t.Errorf("checkKeys(%q) = %v, want errMalformed", bad, err)
@@ -245,4 +254,24 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// BenchmarkCheckKeys measures the key walk of a small valid body (every
+// create and update) and of a 1 MiB body of nothing but duplicate keys
+// (the worst case: one violation per 8 bytes, counted past the cap).
+func BenchmarkCheckKeys(b *testing.B) {
+	for _, bc := range []struct{ name, body string }{
+		{"valid", `{"acl":["bind:*.example.com"],"policy":{"authority":"x"},"rules":[{"authority":"y"}],"labels":{"a":"1"}}`},
+		{"duplicates_1MiB", `{"acl":[]` + strings.Repeat(`,"acl":1`, (1<<20)/8) + `}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			body := []byte(bc.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkKeys(body, reflect.TypeFor[keyTestBody]()); (err == nil) != (bc.name == "valid") {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
