@@ -73,12 +73,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger, SealingKey: sealingKey})
-	key, err := bootstrap(ctx, svc, getenv("EDGEPLANE_API_KEY"))
+	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
 	if err != nil {
-		return err
+		return fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
 	}
 	if getenv("EDGEPLANE_API_KEY") == "" {
-		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", key)
+		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", *b.APIKey.Token)
 	} else {
 		fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
 	}
@@ -110,24 +110,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintln(stdout, "shut down")
 	return nil
-}
-
-// bootstrap creates the account, its admin and the admin's API key, and
-// returns the key's secret.
-func bootstrap(ctx context.Context, svc *edgeplane.Service, secret string) (string, error) {
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
-	if err != nil {
-		return "", err
-	}
-	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
-	if err != nil {
-		return "", err
-	}
-	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "apiserver admin", Secret: secret})
-	if err != nil {
-		return "", fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
-	}
-	return *key.Token, nil
 }
 
 // sealingKey decodes EDGEPLANE_SEALING_KEY (standard base64 of
