@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"errors"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
@@ -70,4 +71,36 @@ func (s *Service) bootstrap(ctx context.Context, secret string) (*Bootstrapped, 
 		return nil, err
 	}
 	return &Bootstrapped{Created: true, AccountID: acct.ID, AdminID: admin.ID, APIKey: key}, nil
+}
+
+// The sealing check is a record sealed under the Service's sealing key
+// when a store is first used, so that a Service given another key finds
+// out at start rather than when it needs a private key.
+const (
+	kindSealingCheck store.Kind = "sealing_check"
+	sealingCheckID              = "sealing_check"
+	sealingCheckText            = "edgeplane sealing check"
+)
+
+// checkSealingKey is [Host.CheckSealingKey].
+func (s *Service) checkSealingKey(ctx context.Context) error {
+	aad := []byte(sealingCheckID)
+	rec, err := s.store.Get(ctx, kindSealingCheck, sealingCheckID, sealingCheckID)
+	if errors.Is(err, apierr.ErrNotFound) {
+		err = s.store.Create(ctx, store.Record{Kind: kindSealingCheck, AccountID: sealingCheckID, ID: sealingCheckID,
+			Data: s.sealer.Seal([]byte(sealingCheckText), aad)})
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) { // another process made it first
+			return s.checkSealingKey(ctx)
+		}
+		return s.storeErr(err, accountKind, "")
+	}
+	if err != nil {
+		return s.storeErr(err, accountKind, "")
+	}
+	if plain, err := s.sealer.Open(rec.Data, aad); err != nil || string(plain) != sealingCheckText {
+		return apierr.New(apierr.FailedPrecondition,
+			"the store's secrets are sealed under another sealing key than this server's; start it with the key the store was first used with")
+	}
+	return nil
 }

@@ -74,3 +74,21 @@ func TestListAccountsPaging(t *testing.T) {
 	_, _, err := svc.Host().ListAccounts(ctx, edgeplane.ListOptions{Limit: 1000})
 	wantCode(t, err, apierr.InvalidArgument)
 }
+
+func TestCheckSealingKey(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	key := make([]byte, edgeplane.SealingKeySize)
+	if err := edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	if err := edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx); err != nil {
+		t.Fatalf("same key: %v", err)
+	}
+	other := make([]byte, edgeplane.SealingKeySize)
+	other[0] = 1
+	err := edgeplane.New(st, edgeplane.Options{SealingKey: other}).Host().CheckSealingKey(ctx)
+	if apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "another sealing key") {
+		t.Errorf("another key: %v", err)
+	}
+}

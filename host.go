@@ -243,3 +243,11 @@ func (h *Host) ListAccounts(ctx context.Context, opts ListOptions) ([]Account, s
 func (h *Host) Bootstrap(ctx context.Context, secret string) (*Bootstrapped, error) {
 	return h.s.bootstrap(ctx, secret)
 }
+
+// CheckSealingKey verifies that the Service's sealing key
+// ([Options.SealingKey]) is the one the store's secrets are sealed under:
+// the first call on a store records a value sealed under the key, later
+// calls open it. A server runs it at start and refuses to serve on a
+// mismatch (failed precondition), rather than serving certificates it
+// cannot open.
+func (h *Host) CheckSealingKey(ctx context.Context) error { return h.s.checkSealingKey(ctx) }
