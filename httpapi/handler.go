@@ -204,6 +204,15 @@ const (
 	opIDKey
 )
 
+// Route returns the route pattern r matches, such as
+// "GET /credentials/{id}", or "/" (the not-found catch-all) when it
+// matches none: a label of bounded cardinality for metrics and logs (a
+// path's IDs are not in it).
+func (h *Handler) Route(r *http.Request) string {
+	_, pattern := h.mux.Handler(r)
+	return pattern
+}
+
 // ServeHTTP implements [http.Handler]: operation id, CORS, the OpenAPI
 // document, the version header, authentication and the per-account rate
 // limit, then the route. Everything before the route looks at headers

@@ -497,3 +497,20 @@ func TestOpenAPIOmitsStoredOnlyFields(t *testing.T) {
 		t.Error("edges.TrafficPolicy schema lacks value")
 	}
 }
+
+func TestRoute(t *testing.T) {
+	h, err := httpapi.New(edgeplane.New(memstore.New(), edgeplane.Options{}), httpapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/credentials/cr_0000000000000000000000000000": "GET /credentials/{id}",
+		"/credentials":                                 "GET /credentials",
+		"/no/such/thing":                               "/",
+	} {
+		r := httptest.NewRequest("GET", path, nil)
+		if got := h.Route(r); got != want {
+			t.Errorf("Route(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
