@@ -505,8 +505,8 @@ func TestRoute(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		"/credentials/cr_0000000000000000000000000000": "GET /credentials/{id}",
-		"/credentials":                                 "GET /credentials",
-		"/no/such/thing":                               "/",
+		"/credentials":   "GET /credentials",
+		"/no/such/thing": "/",
 	} {
 		r := httptest.NewRequest("GET", path, nil)
 		if got := h.Route(r); got != want {
