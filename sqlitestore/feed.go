@@ -15,7 +15,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var rev int64
-	err := s.r.QueryRowContext(ctx, "SELECT revision FROM meta").Scan(&rev)
+	err := s.rs.queryRow(ctx, "SELECT revision FROM meta").Scan(&rev)
 	return rev, dbError(ctx, err)
 }
 
@@ -67,7 +67,7 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 // Compact implements [store.Feed]. It is a write, but not a change: the
 // revision stays.
 func (s *Store) Compact(ctx context.Context, through int64) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		if _, err := tx.ExecContext(ctx, "UPDATE meta SET floor = max(floor, min(?, revision))", through); err != nil {
 			return dbError(ctx, err)
 		}

@@ -13,9 +13,12 @@ import (
 // recordColumns are the columns scanRecord reads, of records aliased r.
 const recordColumns = "r.id, r.kind, r.account_id, coalesce(r.parent_id, ''), r.data, r.keys, r.refs, r.idx, r.version"
 
-// querier is what reads need of a *sql.DB or *sql.Tx.
+// qGetRecord reads one record by ID, kind and account.
+const qGetRecord = "SELECT " + recordColumns + " FROM records r WHERE r.id = ? AND r.kind = ? AND r.account_id = ?"
+
+// querier is what getRecord needs of the readers or a write transaction.
 type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	queryRow(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -27,14 +30,16 @@ func scanRecord(row scanner) (store.Record, error) {
 		return store.Record{}, err
 	}
 	r.Kind = store.Kind(kind)
-	if err := json.Unmarshal([]byte(keys), &r.Keys); err != nil {
-		return store.Record{}, err
-	}
-	if err := json.Unmarshal([]byte(refs), &r.Refs); err != nil {
-		return store.Record{}, err
-	}
-	if err := json.Unmarshal([]byte(idx), &r.Indexes); err != nil {
-		return store.Record{}, err
+	for _, f := range []struct {
+		text string
+		into any
+	}{{keys, &r.Keys}, {refs, &r.Refs}, {idx, &r.Indexes}} {
+		if f.text == "null" { // an empty list, the common case
+			continue
+		}
+		if err := json.Unmarshal([]byte(f.text), f.into); err != nil {
+			return store.Record{}, err
+		}
 	}
 	return r, nil
 }
@@ -59,7 +64,7 @@ func notFound(kind store.Kind, id string) error {
 
 // getRecord reads the record of that kind, account and ID.
 func getRecord(ctx context.Context, q querier, kind store.Kind, accountID, id string) (store.Record, error) {
-	r, err := scanRecord(q.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM records r WHERE r.id = ? AND r.kind = ? AND r.account_id = ?", id, string(kind), accountID))
+	r, err := scanRecord(q.queryRow(ctx, qGetRecord, id, string(kind), accountID))
 	if err == sql.ErrNoRows {
 		return store.Record{}, notFound(kind, id)
 	}
@@ -71,7 +76,7 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) 
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	return getRecord(ctx, s.r, kind, accountID, id)
+	return getRecord(ctx, s.rs, kind, accountID, id)
 }
 
 // Lookup implements [store.Store].
@@ -79,7 +84,7 @@ func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	r, err := scanRecord(s.r.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM keys k JOIN records r ON r.id = k.id WHERE k.key = ? AND r.kind = ?", key, string(kind)))
+	r, err := scanRecord(s.rs.queryRow(ctx, "SELECT "+recordColumns+" FROM keys k JOIN records r ON r.id = k.id WHERE k.key = ? AND r.kind = ?", key, string(kind)))
 	if err == sql.ErrNoRows {
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
@@ -98,7 +103,7 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 		return nil, apierr.Invalidf("index", "cannot be combined with refers_to")
 	}
 	query, args := listSQL(q)
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.rs.query(ctx, query, args...)
 	if err != nil {
 		return nil, dbError(ctx, err)
 	}

@@ -51,6 +51,7 @@ type Options struct {
 // share one file. Call [Open] to make one and [Store.Close] when done.
 type Store struct {
 	w, r   *sql.DB // one writer connection; a pool of query-only readers
+	ws, rs *statements
 	keep   int64
 	poll   time.Duration
 	closed chan struct{}
@@ -112,10 +113,20 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	return &Store{
-		w: w, r: r, keep: int64(o.FeedRetention), poll: o.PollInterval,
+	s := &Store{
+		w: w, r: r, ws: &statements{db: w}, rs: &statements{db: r},
+		keep: int64(o.FeedRetention), poll: o.PollInterval,
 		closed: make(chan struct{}), commits: make(chan struct{}),
-	}, nil
+	}
+	// The writer's statements are prepared now, while its one connection
+	// is free: preparing inside a write would wait for it forever.
+	for _, q := range writeStatements {
+		if _, err := s.ws.prepare(ctx, q); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Close stops the Store's waiters (their Wait fails) and closes the
@@ -127,11 +138,33 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 	})
 	s.pollers.Wait()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close())
 }
 
 // ErrClosed is the error of [Store.Wait] on a closed Store.
 var ErrClosed = errors.New("sqlitestore: the store is closed")
+
+// The writer's statements, prepared at Open.
+const (
+	qBump         = "UPDATE meta SET revision = revision + ? RETURNING revision"
+	qTrimFeed     = "DELETE FROM feed WHERE revision <= ?"
+	qRaiseFloor   = "UPDATE meta SET floor = max(floor, ?)"
+	qAddChange    = "INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+	qInsertRecord = "INSERT INTO records (id, kind, account_id, parent_id, data, keys, refs, idx, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	qInsertKey    = "INSERT INTO keys (key, id) VALUES (?, ?)"
+	qInsertRef    = "INSERT INTO refs (to_id, from_id, account_id) VALUES (?, ?, ?)"
+	qInsertIdx    = "INSERT INTO idx (id, name, value, kind, account_id) VALUES (?, ?, ?, ?, ?)"
+	qUpdateRecord = "UPDATE records SET data = ?, keys = ?, refs = ?, idx = ?, version = ? WHERE id = ?"
+	qDeleteKeys   = "DELETE FROM keys WHERE id = ?"
+	qDeleteRefs   = "DELETE FROM refs WHERE from_id = ?"
+	qDeleteIdx    = "DELETE FROM idx WHERE id = ?"
+	qDeleteRecord = "DELETE FROM records WHERE id = ?"
+)
+
+var writeStatements = []string{
+	qBump, qTrimFeed, qRaiseFloor, qAddChange, qInsertRecord, qInsertKey, qInsertRef, qInsertIdx, qUpdateRecord, qDeleteKeys, qDeleteRefs, qDeleteIdx, qDeleteRecord,
+	qGetRecord, qDescendants, qDeleteSubtreeRefs,
+}
 
 // dbError turns an error of the database into one a caller may see: the
 // context's error when the context ended, else an internal error whose
@@ -181,7 +214,7 @@ func isRestricted(err error) bool {
 // it, then wakes this Store's waiters. An error of fn is returned as it
 // is when it is already one for callers (fn maps database errors itself
 // with dbError or a typed store error).
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -189,7 +222,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return dbError(ctx, err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(wtx{tx: tx, ws: s.ws}); err != nil {
 		tx.Rollback()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -206,18 +239,18 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // bump advances the store's revision by n in tx and returns the new
 // revision; it also compacts the feed when the write passes a multiple of
 // a step of the retention.
-func (s *Store) bump(ctx context.Context, tx *sql.Tx, n int64) (int64, error) {
+func (s *Store) bump(ctx context.Context, tx wtx, n int64) (int64, error) {
 	var rev int64
-	if err := tx.QueryRowContext(ctx, "UPDATE meta SET revision = revision + ? RETURNING revision", n).Scan(&rev); err != nil {
+	if err := tx.queryRow(ctx, qBump, n).Scan(&rev); err != nil {
 		return 0, dbError(ctx, err)
 	}
 	step := max(1, min(s.keep/8, 1024))
 	if (rev-n)/step != rev/step && rev > s.keep {
 		through := rev - s.keep
-		if _, err := tx.ExecContext(ctx, "DELETE FROM feed WHERE revision <= ?", through); err != nil {
+		if _, err := tx.ExecContext(ctx, qTrimFeed, through); err != nil {
 			return 0, dbError(ctx, err)
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE meta SET floor = max(floor, ?)", through); err != nil {
+		if _, err := tx.ExecContext(ctx, qRaiseFloor, through); err != nil {
 			return 0, dbError(ctx, err)
 		}
 	}
@@ -225,8 +258,8 @@ func (s *Store) bump(ctx context.Context, tx *sql.Tx, n int64) (int64, error) {
 }
 
 // addChange writes the change op of r at revision rev to the feed.
-func addChange(ctx context.Context, tx *sql.Tx, rev int64, op store.Op, r *store.Record, note string) error {
-	_, err := tx.ExecContext(ctx, "INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+func addChange(ctx context.Context, tx wtx, rev int64, op store.Op, r *store.Record, note string) error {
+	_, err := tx.ExecContext(ctx, qAddChange,
 		rev, int(op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNil(r.Data), note)
 	return dbError(ctx, err)
 }
@@ -254,7 +287,7 @@ func encode(v any) string {
 func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	r := rec.Clone()
 	r.Refs = dedupe(r.Refs)
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		if r.ParentID == r.ID {
 			return &store.MissingRefError{ID: r.ParentID}
 		}
@@ -263,7 +296,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 			return err
 		}
 		r.Version = rev
-		_, err = tx.ExecContext(ctx, "INSERT INTO records (id, kind, account_id, parent_id, data, keys, refs, idx, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		_, err = tx.ExecContext(ctx, qInsertRecord,
 			r.ID, string(r.Kind), r.AccountID, nullable(r.ParentID), nonNil(r.Data), encode(r.Keys), encode(r.Refs), encode(r.Indexes), rev)
 		switch {
 		case isUniqueViolation(err):
@@ -282,9 +315,9 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 
 // insertFacts writes r's keys, references and index entries, mapping
 // their constraint failures to the store's errors.
-func insertFacts(ctx context.Context, tx *sql.Tx, r *store.Record) error {
+func insertFacts(ctx context.Context, tx wtx, r *store.Record) error {
 	for _, k := range r.Keys {
-		_, err := tx.ExecContext(ctx, "INSERT INTO keys (key, id) VALUES (?, ?)", k, r.ID)
+		_, err := tx.ExecContext(ctx, qInsertKey, k, r.ID)
 		if isUniqueViolation(err) {
 			return &store.DuplicateError{Key: k}
 		} else if err != nil {
@@ -295,7 +328,7 @@ func insertFacts(ctx context.Context, tx *sql.Tx, r *store.Record) error {
 		if ref == r.ID {
 			continue
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO refs (to_id, from_id, account_id) VALUES (?, ?, ?)", ref, r.ID, r.AccountID)
+		_, err := tx.ExecContext(ctx, qInsertRef, ref, r.ID, r.AccountID)
 		if isForeignKeyViolation(err) {
 			return &store.MissingRefError{ID: ref}
 		} else if err != nil {
@@ -303,7 +336,7 @@ func insertFacts(ctx context.Context, tx *sql.Tx, r *store.Record) error {
 		}
 	}
 	for _, e := range dedupeEntries(r.Indexes) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO idx (id, name, value, kind, account_id) VALUES (?, ?, ?, ?, ?)",
+		_, err := tx.ExecContext(ctx, qInsertIdx,
 			r.ID, e.Name, e.Value, string(r.Kind), r.AccountID)
 		if err != nil {
 			return dbError(ctx, err)
@@ -317,7 +350,7 @@ func insertFacts(ctx context.Context, tx *sql.Tx, r *store.Record) error {
 // itself until ctx ends).
 func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
 	var out store.Record
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		old, err := getRecord(ctx, tx, kind, accountID, id)
 		if err != nil {
 			return err
@@ -335,7 +368,7 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 // Replace implements [store.Store].
 func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
 	var out store.Record
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		old, err := getRecord(ctx, tx, rec.Kind, rec.AccountID, rec.ID)
 		if err != nil {
 			return err
@@ -351,7 +384,7 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 
 // put writes rec in place of old in tx and returns a copy of what it
 // stored.
-func (s *Store) put(ctx context.Context, tx *sql.Tx, old *store.Record, rec store.Record) (store.Record, error) {
+func (s *Store) put(ctx context.Context, tx wtx, old *store.Record, rec store.Record) (store.Record, error) {
 	r := rec.Clone() // the caller may keep the record or the slices it set
 	r.Refs = dedupe(r.Refs)
 	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
@@ -362,11 +395,11 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, old *store.Record, rec stor
 		return store.Record{}, err
 	}
 	r.Version = rev
-	if _, err := tx.ExecContext(ctx, "UPDATE records SET data = ?, keys = ?, refs = ?, idx = ?, version = ? WHERE id = ?",
+	if _, err := tx.ExecContext(ctx, qUpdateRecord,
 		nonNil(r.Data), encode(r.Keys), encode(r.Refs), encode(r.Indexes), rev, r.ID); err != nil {
 		return store.Record{}, dbError(ctx, err)
 	}
-	for _, q := range []string{"DELETE FROM keys WHERE id = ?", "DELETE FROM refs WHERE from_id = ?", "DELETE FROM idx WHERE id = ?"} {
+	for _, q := range []string{qDeleteKeys, qDeleteRefs, qDeleteIdx} {
 		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
 			return store.Record{}, dbError(ctx, err)
 		}
@@ -394,13 +427,18 @@ func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id str
 // descendants.
 const subtree = "WITH RECURSIVE d(id) AS (VALUES (?1) UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
 
+const (
+	qDescendants       = subtree + "SELECT " + recordColumns + " FROM records r JOIN d ON r.id = d.id WHERE r.id <> ?1 ORDER BY r.id"
+	qDeleteSubtreeRefs = subtree + "DELETE FROM refs WHERE from_id IN d"
+)
+
 // delete deletes the record and its descendants; when version is not
 // negative, only if the record is at that version. The database cascades
 // the delete to the descendants and their keys, references and index
 // entries, and refuses it (ON DELETE RESTRICT) when a record outside the
 // subtree references one inside.
 func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		named, err := getRecord(ctx, tx, kind, accountID, id)
 		if err != nil {
 			return err
@@ -408,7 +446,7 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 		if version >= 0 && named.Version != version {
 			return &store.VersionError{ID: id, Want: version, Have: named.Version}
 		}
-		rows, err := tx.QueryContext(ctx, subtree+"SELECT "+recordColumns+" FROM records r JOIN d ON r.id = d.id WHERE r.id <> ?1 ORDER BY r.id", id)
+		rows, err := tx.QueryContext(ctx, qDescendants, id)
 		if err != nil {
 			return dbError(ctx, err)
 		}
@@ -418,10 +456,10 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 		}
 		// References inside the subtree go first, so that only those from
 		// outside can stop the delete.
-		if _, err := tx.ExecContext(ctx, subtree+"DELETE FROM refs WHERE from_id IN d", id); err != nil {
+		if _, err := tx.ExecContext(ctx, qDeleteSubtreeRefs, id); err != nil {
 			return dbError(ctx, err)
 		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM records WHERE id = ?", id)
+		_, err = tx.ExecContext(ctx, qDeleteRecord, id)
 		if isRestricted(err) {
 			return inUse(ctx, tx, id)
 		} else if err != nil {
@@ -444,7 +482,7 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 // inUse builds the error of a delete the references refused: the named
 // record if it is referenced, else the first referenced descendant by ID,
 // with its referrers sorted.
-func inUse(ctx context.Context, tx *sql.Tx, id string) error {
+func inUse(ctx context.Context, tx wtx, id string) error {
 	rows, err := tx.QueryContext(ctx, subtree+"SELECT to_id, from_id FROM refs WHERE to_id IN d ORDER BY to_id <> ?1, to_id, from_id", id)
 	if err != nil {
 		return dbError(ctx, err)
