@@ -2,9 +2,11 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -85,4 +87,35 @@ func explain(t *testing.T, s *Store, query string, args ...any) []string {
 		t.Fatalf("no plan for %s", query)
 	}
 	return plan
+}
+
+// TestPragmas: the writer runs in WAL mode with synchronous=FULL, foreign
+// keys and the busy timeout; the readers are query-only.
+func TestPragmas(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{BusyTimeout: 1234 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		db     *sql.DB
+		pragma string
+		want   string
+	}{
+		{s.w, "journal_mode", "wal"},
+		{s.w, "synchronous", "2"}, // FULL
+		{s.w, "foreign_keys", "1"},
+		{s.w, "busy_timeout", "1234"},
+		{s.r, "query_only", "1"},
+		{s.r, "busy_timeout", "1234"},
+	} {
+		var got string
+		if err := tc.db.QueryRowContext(ctx, "PRAGMA "+tc.pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("PRAGMA %s = %s, want %s", tc.pragma, got, tc.want)
+		}
+	}
 }

@@ -287,3 +287,17 @@ func TestFeedRetention(t *testing.T) {
 		t.Errorf("the feed table holds %d rows, want at most 8", rows)
 	}
 }
+
+// TestWaitWakesOnOwnCommit: a commit through the same Store wakes a
+// waiter at once, not at the next poll (an hour away here).
+func TestWaitWakesOnOwnCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "w.db"), sqlitestore.Options{PollInterval: time.Hour})
+	woke := make(chan error, 1)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a bound on a hung test
+	defer cancel()
+	go func() { woke <- s.Wait(wctx, 0) }()
+	mustDo(t, s.Create(ctx, rec("k", "acct", "st_1")))
+	if err := <-woke; err != nil {
+		t.Errorf("Wait did not wake on the Store's own commit: %v", err)
+	}
+}
