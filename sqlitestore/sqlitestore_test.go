@@ -301,3 +301,33 @@ func TestWaitWakesOnOwnCommit(t *testing.T) {
 		t.Errorf("Wait did not wake on the Store's own commit: %v", err)
 	}
 }
+
+// TestCascadeWithReferencesInside: references between records of one
+// subtree (a child to its parent, a child to a sibling) do not stop the
+// subtree's delete, which the database would refuse (ON DELETE RESTRICT)
+// if those references were still there when it cascades.
+func TestCascadeWithReferencesInside(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "c.db"), sqlitestore.Options{})
+	parent := rec("p", "acct", "st_1")
+	c1, c2 := rec("c", "acct", "st_2"), rec("c", "acct", "st_3")
+	c1.ParentID, c2.ParentID = parent.ID, parent.ID
+	c2.Refs = []string{parent.ID, c1.ID, c2.ID} // parent, sibling, itself
+	for _, r := range []store.Record{parent, c1, c2} {
+		mustDo(t, s.Create(ctx, r))
+	}
+	start, err := s.Revision(ctx)
+	mustDo(t, err)
+	mustDo(t, s.Delete(ctx, "p", "acct", parent.ID))
+	cs, err := s.Changes(ctx, start, 10)
+	mustDo(t, err)
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Op.String()+" "+c.ID)
+	}
+	if want := []string{"delete st_2", "delete st_3", "delete st_1"}; !slices.Equal(got, want) {
+		t.Errorf("changes of the cascade: %v, want %v", got, want)
+	}
+	if _, err := s.Get(ctx, "c", "acct", c2.ID); !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("a child survived the cascade: %v", err)
+	}
+}
