@@ -288,7 +288,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	r := rec.Clone()
 	r.Refs = dedupe(r.Refs)
 	return s.write(ctx, func(tx wtx) error {
-		if r.ParentID == r.ID {
+		if r.ParentID != "" && r.ParentID == r.ID { // the constraint would find the row itself
 			return &store.MissingRefError{ID: r.ParentID}
 		}
 		rev, err := s.bump(ctx, tx, 1)
