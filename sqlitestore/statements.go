@@ -95,6 +95,3 @@ func (t wtx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	}
 	return t.tx.QueryRowContext(ctx, q, args...)
 }
-
-func (t wtx) Commit() error   { return t.tx.Commit() }
-func (t wtx) Rollback() error { return t.tx.Rollback() }
