@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,9 @@ func startServe(t *testing.T, args []string, env map[string]string) *server {
 	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	ready := make(chan string, 1)
 	done := make(chan int, 1)
+	if !slices.Contains(args, "-store") {
+		args = append([]string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")}, args...)
+	}
 	go func() {
 		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, s.stdout, s.stderr, ready)
 	}()
@@ -99,7 +103,7 @@ func TestServe(t *testing.T) {
 	s := startServe(t, []string{"-metrics-addr", "127.0.0.1:0"}, map[string]string{"EDGEPLANE_RATE_LIMIT": "0"})
 	out := s.stdout.String()
 	key := regexp.MustCompile(`admin API key \(shown once\): (epk_\S+)`).FindStringSubmatch(out)
-	if key == nil || !strings.Contains(out, "sealing key (shown once") || !strings.Contains(out, "listening on http://"+s.addr) {
+	if key == nil || !strings.Contains(out, "sealing key: created ") || !strings.Contains(out, "listening on http://"+s.addr) {
 		t.Fatalf("stdout: %s", out)
 	}
 	base := "http://" + s.addr
@@ -166,13 +170,13 @@ func TestCommandLine(t *testing.T) {
 		{"bad log format", []string{"serve", "-log-format", "xml"}, nil, 2, `-log-format "xml"`},
 		{"half TLS", []string{"serve", "-tls-cert", "c.pem"}, nil, 2, "-tls-cert and -tls-key go together"},
 		{"bad store", []string{"serve", "-store", "mongodb://x"}, nil, 2, `-store "mongodb://x"`},
-		{"bad seal key", []string{"serve"}, map[string]string{"EDGEPLANE_SEAL_KEY": "short"}, 1, "EDGEPLANE_SEAL_KEY: want the standard base64 of 32 bytes"},
+		{"bad seal key", []string{"serve", "-store", "memory:"}, map[string]string{"EDGEPLANE_SEAL_KEY": "short"}, 1, "EDGEPLANE_SEAL_KEY: want the standard base64 of 32 bytes"},
 		{"admin without command", []string{"admin"}, nil, 2, "which command"},
 		{"admin help", []string{"admin", "-h"}, nil, 0, "create-api-key"},
 		{"admin unknown", []string{"admin", "drop-everything"}, nil, 2, `unknown command "drop-everything"`},
-		{"admin create-account", []string{"admin", "create-account", "-name", "acme"}, nil, 0, "acct_"},
-		{"admin create-account without name", []string{"admin", "create-account"}, nil, 1, "name"},
-		{"admin revoke unknown key", []string{"admin", "revoke-api-key", "-account", "acct_x", "-id", "ak_x"}, nil, 1, "not found"},
+		{"admin create-account", []string{"admin", "create-account", "-store", "memory:", "-name", "acme"}, nil, 0, "acct_"},
+		{"admin create-account without name", []string{"admin", "create-account", "-store", "memory:"}, nil, 1, "name"},
+		{"admin revoke unknown key", []string{"admin", "revoke-api-key", "-store", "memory:", "-account", "acct_x", "-id", "ak_x"}, nil, 1, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -218,5 +222,78 @@ func TestServeTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.TLS == nil {
 		t.Errorf("HTTPS /healthz: %d, TLS %v", resp.StatusCode, resp.TLS != nil)
+	}
+}
+
+// TestServeRestartKeepsState: on a SQLite store, data and keys survive a
+// restart; the second start bootstraps nothing and reuses the key file; a
+// start with another sealing key refuses; admin commands onboard a tenant
+// on the same file.
+func TestServeRestartKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	spec := "sqlite:" + filepath.Join(dir, "edgeplane.db")
+	s := startServe(t, []string{"-store", spec}, map[string]string{"EDGEPLANE_RATE_LIMIT": "0"})
+	key := regexp.MustCompile(`admin API key \(shown once\): (epk_\S+)`).FindStringSubmatch(s.stdout.String())
+	if key == nil {
+		t.Fatalf("stdout: %s", s.stdout)
+	}
+	req, _ := http.NewRequest("POST", "http://"+s.addr+"/credentials", strings.NewReader(`{"description":"survivor"}`))
+	req.Header.Set("Authorization", "Bearer "+key[1])
+	req.Header.Set("Service-Version", "2")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("stop: %d", code)
+	}
+	info, err := os.Stat(filepath.Join(dir, "edgeplane.db.sealkey"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v", info, err)
+	}
+
+	again := startServe(t, []string{"-store", spec}, nil)
+	if out := again.stdout.String(); !strings.Contains(out, "store in use") || strings.Contains(out, "admin API key") || strings.Contains(out, "sealing key: created") {
+		t.Errorf("restart stdout: %s", out)
+	}
+	auth := http.Header{"Authorization": {"Bearer " + key[1]}, "Service-Version": {"2"}}
+	if code, body := get(t, "http://"+again.addr+"/credentials", auth); code != 200 || !strings.Contains(body, "survivor") {
+		t.Errorf("after the restart: %d %s", code, body)
+	}
+	again.stop()
+
+	var out bytes.Buffer
+	other := map[string]string{"EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="}
+	if code := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-store", spec}, func(k string) string { return other[k] }, &out, &out, nil); code != 1 ||
+		!strings.Contains(out.String(), "sealed under another sealing key") {
+		t.Errorf("another key: exit %d, %s", code, out.String())
+	}
+
+	admin := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if code := run(context.Background(), append([]string{"admin", args[0], "-store", spec}, args[1:]...), func(string) string { return "" }, &out, &out, nil); code != 0 {
+			t.Fatalf("admin %v: exit %d, %s", args, code, out.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	acct := admin("create-account", "-name", "second tenant")
+	bot := admin("create-bot", "-account", acct, "-name", "ci")
+	secret := regexp.MustCompile(`secret \(shown once\): (epk_\S+)`).FindStringSubmatch(admin("create-api-key", "-account", acct, "-owner", bot))
+	if secret == nil {
+		t.Fatal("no secret printed")
+	}
+	if list := admin("list-accounts"); !strings.Contains(list, acct) || !strings.Contains(list, "default") {
+		t.Errorf("list-accounts: %s", list)
+	}
+	third := startServe(t, []string{"-store", spec}, nil)
+	tenant := http.Header{"Authorization": {"Bearer " + secret[1]}, "Service-Version": {"2"}}
+	if code, body := get(t, "http://"+third.addr+"/credentials", tenant); code != 200 || strings.Contains(body, "survivor") {
+		t.Errorf("the new tenant's key: %d %s (must not see the first account's credential)", code, body)
 	}
 }
