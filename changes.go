@@ -132,7 +132,11 @@ func (s *Service) followChanges(ctx, waitCtx context.Context, f *follower, rev i
 			s.report(ctx, c)
 			rev = c.Revision
 		}
-		if len(changes) == 0 && !stopping {
+		switch {
+		case len(changes) > 0:
+		case stopping:
+			return // nothing more up to stopAt
+		default:
 			_ = s.store.Wait(waitCtx, rev) // returns at a commit or when stopped
 		}
 	}

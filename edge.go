@@ -119,7 +119,8 @@ func (s *Service) checkHTTPSEdge(ctx context.Context, p Principal, edgeID string
 
 // CreateHTTPSEdgeRoute adds a route to an HTTPS edge of the account. Two
 // routes of one edge cannot have the same match_type and match
-// (conflict).
+// (conflict); an edge has at most [edges.MaxRoutesPerEdge] routes (failed
+// precondition beyond).
 func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID string, params edges.CreateRouteParams) (*edges.HTTPSRoute, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -132,7 +133,10 @@ func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID 
 	}
 	v := params.Route()
 	v.ID, v.EdgeID, v.CreatedAt = s.ids.New(edges.HTTPSRoutePrefix), edgeID, s.timestamp()
-	err := s.create(ctx, p, httpsRouteKind, v.ID, edgeID, &v, nil, routeMatchKey(&v))
+	err := s.createInSlot(ctx, p, httpsRouteKind, v.ID, edgeID, &v, edges.MaxRoutesPerEdge, func() error {
+		return apierr.New(apierr.FailedPrecondition, "HTTPS edge %s already has %d routes, the most one edge may have; delete a route first",
+			edgeID, edges.MaxRoutesPerEdge)
+	}, routeMatchKey(&v))
 	var miss *store.MissingRefError
 	switch {
 	case errors.As(err, &miss):

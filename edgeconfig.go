@@ -43,15 +43,9 @@ func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k 
 func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []string) (*ipaccess.Set, error) {
 	var rules []ipaccess.Rule
 	for _, id := range policyIDs {
-		recs, err := s.store.List(ctx, store.Query{Kind: KindIPPolicyRule, AccountID: accountID, ParentID: id, Limit: ipaccess.MaxRulesPerPolicy + 1})
+		recs, err := s.listCapped(ctx, accountID, ipRuleKind, id, ipaccess.MaxRulesPerPolicy)
 		if err != nil {
-			return nil, s.storeErr(err, ipRuleKind, "")
-		}
-		if len(recs) > ipaccess.MaxRulesPerPolicy {
-			s.log.Error("IP policy over its rule cap; refusing to evaluate it", "ip_policy", id, "cap", ipaccess.MaxRulesPerPolicy)
-			return nil, apierr.New(apierr.FailedPrecondition,
-				"IP policy %s has more than %d rules and cannot be evaluated; delete rules until it has at most %d",
-				id, ipaccess.MaxRulesPerPolicy, ipaccess.MaxRulesPerPolicy)
+			return nil, err
 		}
 		for _, rec := range recs {
 			r, err := decode[ipaccess.Rule](rec)
@@ -101,28 +95,21 @@ func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string)
 	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
 		return nil, err
 	}
-	var routes []*edges.HTTPSRouteConfig
-	q := store.Query{Kind: KindHTTPSEdgeRoute, AccountID: accountID, ParentID: edgeID, Limit: MaxPageSize}
-	for {
-		recs, err := s.store.List(ctx, q)
+	recs, err := s.listCapped(ctx, accountID, httpsRouteKind, edgeID, edges.MaxRoutesPerEdge)
+	if err != nil {
+		return nil, err
+	}
+	routes := make([]*edges.HTTPSRouteConfig, 0, len(recs))
+	for _, rec := range recs {
+		r, err := decode[edges.HTTPSRoute](rec)
 		if err != nil {
-			return nil, s.storeErr(err, httpsRouteKind, "")
+			return nil, err
 		}
-		for _, rec := range recs {
-			r, err := decode[edges.HTTPSRoute](rec)
-			if err != nil {
-				return nil, err
-			}
-			c, err := s.routeConfig(ctx, accountID, r)
-			if err != nil {
-				return nil, err
-			}
-			routes = append(routes, c)
+		c, err := s.routeConfig(ctx, accountID, r)
+		if err != nil {
+			return nil, err
 		}
-		if len(recs) < q.Limit {
-			break
-		}
-		q.BeforeID = recs[len(recs)-1].ID
+		routes = append(routes, c)
 	}
 	return edges.NewHTTPSEdgeConfig(accountID, edgeID, routes), nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 func connFrom(ip string) *policy.Conn {
@@ -196,9 +199,11 @@ func TestHTTPSEdgeConfig(t *testing.T) {
 	root := e.route(t, e.user, edge.ID, "path_prefix", "/")
 	api := e.route(t, e.user, edge.ID, "path_prefix", "/api/")
 	health := e.route(t, e.user, edge.ID, "exact_path", "/api/health")
-	for i := range 120 { // more than a page of routes
+	for i := range edges.MaxRoutesPerEdge - 3 { // up to the cap
 		e.route(t, e.user, edge.ID, "exact_path", "/static/"+strconv.Itoa(i))
 	}
+	_, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.user, edge.ID, edges.CreateRouteParams{MatchType: "exact_path", Match: "/one-too-many"})
+	wantCode(t, err, apierr.FailedPrecondition)
 	if _, err := e.svc.ReplaceHTTPSRouteOIDC(e.ctx, e.user, edge.ID, api.ID, edges.OIDCParams{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s", InactivityTimeout: 60}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +218,8 @@ func TestHTTPSEdgeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Routes) != 123 || c.EdgeID != edge.ID || c.AccountID != acct {
-		t.Fatalf("config has %d routes, want 123", len(c.Routes))
+	if len(c.Routes) != edges.MaxRoutesPerEdge || c.EdgeID != edge.ID || c.AccountID != acct {
+		t.Fatalf("config has %d routes, want %d", len(c.Routes), edges.MaxRoutesPerEdge)
 	}
 	for path, want := range map[string]string{"/api/health": health.ID, "/api/users": api.ID, "/": root.ID, "/api": root.ID} {
 		if got := c.Route(path); got == nil || got.RouteID != want {
@@ -326,5 +331,24 @@ func TestEdgeModuleEvents(t *testing.T) {
 				t.Errorf("events %v, want %v", types, want)
 			}
 		})
+	}
+}
+
+// TestHTTPSEdgeConfigOverRouteCapFailsClosed: an edge found with more
+// routes than the cap (written to the store by other code) gives no
+// config built from part of them.
+func TestHTTPSEdgeConfigOverRouteCapFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	edge := e.httpsEdge(t, e.user)
+	for i := range edges.MaxRoutesPerEdge + 1 {
+		id := fmt.Sprintf("edghtsrt_%027d", i)
+		rec := store.Record{Kind: edgeplane.KindHTTPSEdgeRoute, AccountID: e.user.AccountID, ID: id, ParentID: edge.ID, Data: []byte(`{}`)}
+		if err := e.store.Create(e.ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.svc.Host().HTTPSEdgeConfig(e.ctx, e.user.AccountID, edge.ID)
+	if apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "more than 100 HTTPS edge routes") {
+		t.Fatalf("HTTPSEdgeConfig over the cap: %v", err)
 	}
 }

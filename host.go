@@ -224,3 +224,30 @@ func (h *Host) TLSCertificateKeyPair(ctx context.Context, accountID, id string) 
 func (h *Host) Publish(ctx context.Context, accountID, typ string, obj any) error {
 	return h.s.publish(ctx, accountID, typ, obj)
 }
+
+// ListAccounts returns up to opts.Limit accounts (0 means [MaxPageSize]),
+// newest first, and the cursor of the next page ("" on the last), for
+// operators.
+func (h *Host) ListAccounts(ctx context.Context, opts ListOptions) ([]Account, string, error) {
+	return h.s.listAccounts(ctx, opts)
+}
+
+// Bootstrap prepares an empty store for its first use: when the store has
+// no account, it creates the account "default", an admin user of it and
+// the admin's API key, whose secret is secret (an epk_ key of at least 32
+// more characters) or, when secret is "", generated; the result carries
+// it, shown once. On a store that has an account it creates nothing, so a
+// server restarted on its store keeps the keys it had. Two servers
+// bootstrapping one empty shared store at the same moment may both create
+// an account: start the first alone.
+func (h *Host) Bootstrap(ctx context.Context, secret string) (*Bootstrapped, error) {
+	return h.s.bootstrap(ctx, secret)
+}
+
+// CheckSealingKey verifies that the Service's sealing key
+// ([Options.SealingKey]) is the one the store's secrets are sealed under:
+// the first call on a store records a value sealed under the key, later
+// calls open it. A server runs it at start and refuses to serve on a
+// mismatch (failed precondition), rather than serving certificates it
+// cannot open.
+func (h *Host) CheckSealingKey(ctx context.Context) error { return h.s.checkSealingKey(ctx) }

@@ -167,58 +167,15 @@ func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string
 	return s.remove(ctx, p, ipRuleKind, id)
 }
 
-// A rule holds one of its policy's ipaccess.MaxRulesPerPolicy slots as a
-// unique store key, so the cap holds atomically under concurrent creates
-// on every backend: two creates that pick the same free slot clash on the
-// key, and the loser looks again. Deleting a rule frees its slot with it.
-// Store keys are unique across accounts, so the key names the account too:
-// naming another account's policy must fail as a missing reference, never
-// clash with that account's slots.
-const ruleSlotKeyPrefix = "ip_policy_rule_slot/"
-
-func ruleSlotKey(accountID, policyID string, slot int) string {
-	return ruleSlotKeyPrefix + accountID + "/" + policyID + "/" + strconv.Itoa(slot)
-}
-
-// maxSlotAttempts bounds how often a create looks for a free slot again
-// after losing one to a concurrent create.
-const maxSlotAttempts = 8
-
-// createRuleInSlot stores v as a rule of its policy in the lowest free
-// slot, or refuses it when the policy already has
-// ipaccess.MaxRulesPerPolicy rules.
+// createRuleInSlot stores v as a rule of its policy, or refuses it when
+// the policy already has ipaccess.MaxRulesPerPolicy rules.
 func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess.Rule) error {
 	policyID := v.IPPolicy.ID
-	for range maxSlotAttempts {
-		recs, err := s.store.List(ctx, store.Query{Kind: KindIPPolicyRule, AccountID: p.AccountID, ParentID: policyID, Limit: ipaccess.MaxRulesPerPolicy})
-		if err != nil {
-			return s.storeErr(err, ipRuleKind, "")
-		}
-		used := make(map[string]bool, len(recs))
-		for _, rec := range recs {
-			for _, k := range rec.Keys {
-				used[k] = true
-			}
-		}
-		key := ""
-		for slot := range ipaccess.MaxRulesPerPolicy {
-			if k := ruleSlotKey(p.AccountID, policyID, slot); !used[k] {
-				key = k
-				break
-			}
-		}
-		if key == "" {
-			return apierr.Invalidf("ip_policy_id", "IP policy %s already has %d rules, the most one policy may have; delete a rule first",
-				policyID, ipaccess.MaxRulesPerPolicy)
-		}
-		err = s.create(ctx, p, ipRuleKind, v.ID, policyID, v, nil, key)
-		var dup *store.DuplicateError
-		if errors.As(err, &dup) && dup.Key == key {
-			continue // a concurrent create took the slot: look again
-		}
-		return refViolation(err, "ip_policy_id", false, nil)
-	}
-	return apierr.New(apierr.Conflict, "IP policy %s is changing too fast to add a rule; try again", policyID)
+	err := s.createInSlot(ctx, p, ipRuleKind, v.ID, policyID, v, ipaccess.MaxRulesPerPolicy, func() error {
+		return apierr.Invalidf("ip_policy_id", "IP policy %s already has %d rules, the most one policy may have; delete a rule first",
+			policyID, ipaccess.MaxRulesPerPolicy)
+	})
+	return refViolation(err, "ip_policy_id", false, nil)
 }
 
 // IPPolicySet returns the combined rules of the account's IP policies

@@ -380,7 +380,7 @@ func TestIPPolicySetOverCapFailsClosed(t *testing.T) {
 		}
 	}
 	ok, err := e.svc.CheckIP(e.ctx, e.admin, []string{pol.ID}, netip.MustParseAddr("1.2.3.4"))
-	if ok || apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "more than 1000 rules") {
+	if ok || apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "more than 1000 IP policy rules") {
 		t.Fatalf("CheckIP over the cap = %v, %v; want false and a failed-precondition error naming the cap", ok, err)
 	}
 }

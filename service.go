@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
@@ -240,7 +241,23 @@ func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T,
 }
 
 func (k kindInfo) notFound(id string) error {
-	return apierr.NotFoundf("%s %s not found", k.noun, id)
+	return apierr.NotFoundf("%s %s not found", k.noun, echoID(id))
+}
+
+// maxEchoedID bounds how much of a caller's ID a message repeats: a valid
+// ID is at most 36 bytes, so a longer one is shown cut (at a UTF-8
+// boundary) and marked, never echoed whole.
+const maxEchoedID = 64
+
+func echoID(id string) string {
+	if len(id) <= maxEchoedID {
+		return id
+	}
+	cut := maxEchoedID
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return id[:cut] + "…"
 }
 
 // get loads and decodes the record id of kind k in p's account. A

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -284,5 +285,16 @@ func TestContextCancellationPassesThrough(t *testing.T) {
 	page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{})
 	if err != nil || len(page.Items) != 0 {
 		t.Errorf("cancelled create stored something: %v %v", page, err)
+	}
+}
+
+// TestNotFoundEchoesBoundedID: a 1 MiB ID is not echoed whole; the
+// message still ends in "not found".
+func TestNotFoundEchoesBoundedID(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.svc.GetCredential(e.ctx, e.user, "cr_"+strings.Repeat("é", 1<<19))
+	wantCode(t, err, apierr.NotFound)
+	if msg := err.Error(); len(msg) > 120 || !strings.HasSuffix(msg, "… not found") || !utf8.ValidString(msg) {
+		t.Errorf("message of %d bytes: %.200q", len(msg), msg)
 	}
 }

@@ -240,21 +240,32 @@ func (vs *Violations) AddError(prefix string, err error) {
 }
 
 // Err returns nil when no rule was broken, else an InvalidArgument [*Error]
-// listing every violation.
+// listing every violation (its message spells out the first
+// [MaxMessageViolations]).
 func (vs Violations) Err() error {
 	if len(vs) == 0 {
 		return nil
 	}
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = v.String()
+	parts := make([]string, 0, min(len(vs), MaxMessageViolations))
+	for _, v := range vs[:min(len(vs), MaxMessageViolations)] {
+		parts = append(parts, v.String())
+	}
+	msg := "invalid request: " + strings.Join(parts, "; ")
+	if rest := len(vs) - len(parts); rest > 0 {
+		msg += "; and " + strconv.Itoa(rest) + " more"
 	}
 	return &Error{
 		Code:       InvalidArgument,
-		Msg:        "invalid request: " + strings.Join(parts, "; "),
+		Msg:        msg,
 		Violations: append([]Violation(nil), vs...),
 	}
 }
+
+// MaxMessageViolations is how many violations the message of
+// [Violations.Err] spells out; it counts the rest ("; and N more"), so a
+// request with thousands of violations does not build a message of
+// megabytes. The error's Violations still list every one.
+const MaxMessageViolations = 10
 
 // JoinPath joins two JSON path segments: JoinPath("config", "rate") is
 // "config.rate", JoinPath("acl", "[2]") is "acl[2]", and an empty side

@@ -145,3 +145,24 @@ func ExampleViolations() {
 	// invalid argument ERR_SERVICE_100
 	// invalid request: description: must be at most 255 bytes, got 300; acl[1]: must start with bind:
 }
+
+// TestViolationsMessageIsBounded: thousands of violations make a short
+// message that counts the rest, and keep every violation in the list.
+func TestViolationsMessageIsBounded(t *testing.T) {
+	var vs apierr.Violations
+	for i := range 5000 {
+		vs.Add("f", "bad %d", i)
+	}
+	err := vs.Err()
+	msg := err.Error()
+	if len(msg) > 300 || !strings.HasSuffix(msg, "; and 4990 more") || !strings.Contains(msg, "f: bad 9;") || strings.Contains(msg, "bad 10;") {
+		t.Errorf("message of %d bytes: %.300s", len(msg), msg)
+	}
+	if got := apierr.ViolationsOf(err); len(got) != 5000 {
+		t.Errorf("%d violations kept, want 5000", len(got))
+	}
+	vs = vs[:3]
+	if got := vs.Err().Error(); got != "invalid request: f: bad 0; f: bad 1; f: bad 2" {
+		t.Errorf("a short list: %q", got)
+	}
+}

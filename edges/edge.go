@@ -43,6 +43,10 @@ const (
 	MaxMetadataBytes = 4096
 	// MaxMatchBytes bounds a route's match.
 	MaxMatchBytes = 1024
+	// MaxRoutesPerEdge is the most routes one HTTPS edge may have. It
+	// bounds what an edge proxy compiles for one edge: at most this many
+	// traffic policies, each within the policy package's document budget.
+	MaxRoutesPerEdge = 100
 )
 
 // HTTPSEdge is an HTTPS edge: the parent of [HTTPSRoute]s, which carry the

@@ -19,9 +19,25 @@
 // Authorization: Bearer <API key> (else 401) and Service-Version: 2 (else
 // 400 naming the header and the supported versions). Request bodies are
 // JSON with Content-Type: application/json (else 415), at most 1 MiB (else
-// 413), decoded strictly: malformed JSON, unknown fields and wrong types
-// are 400 naming the field. An empty body is an empty object. Update
-// (PATCH) bodies change only the fields present; null counts as absent.
+// 413, at once when Content-Length says so), decoded strictly: malformed
+// JSON, unknown fields, keys that match a field only in case, a key
+// written twice in one object (at any depth, as {"acl":[],"acl":["*"]})
+// and wrong types are 400 naming the field by its JSON path (acl,
+// certificate_management_policy.authority, labels["app"]). An empty body
+// is an empty object. Update (PATCH) bodies change only the fields
+// present; null counts as absent.
+//
+// The version header, authentication and the rate limit are checked, and
+// the route found, before the body is read. A request refused there (or
+// served by a route that takes no body) is answered at once, without
+// waiting for its body, and its HTTP/1 connection is closed after the
+// answer, the body unread. A body that is read is bounded in size, not in
+// time: set http.Server.ReadTimeout (or ReadHeaderTimeout and a deadline
+// of your own) so that an authenticated client cannot trickle one
+// forever. (The connection is closed at once through
+// [http.ResponseController]; behind a middleware whose ResponseWriter
+// does not unwrap to net/http's, only the answer is prompt and the unread
+// body is drained up to 256 KiB, bounded by ReadTimeout.)
 //
 // Lists take limit (1..100, default 100) and before_id, and answer
 // {<collection>: [...], uri, next_page_uri}, newest first.
@@ -31,9 +47,15 @@
 // Every error has the body
 //
 //	{"error_code": "ERR_SERVICE_<n>", "status_code": 400, "msg": "...",
-//	 "details": {"operation_id": "op_..."}, "violations": [{"field": "acl[2]", "reason": "..."}]}
+//	 "details": {"operation_id": "op_..."}, "violations": [{"field": "acl[2]", "reason": "..."}],
+//	 "violations_omitted": 12}
 //
-// (violations only when there are some). Codes map to statuses through one
+// (violations only when there are some, violations_omitted only when
+// there are more than [MaxViolations]: the first 100 are listed, in the
+// order found, and violations_omitted counts the rest). With several
+// violations the msg names the first and counts the others ("invalid
+// request: acl[0]: ...; and 11 more violations"), so that each is listed
+// once. Codes map to statuses through one
 // table ([StatusOf]): invalid argument 400, unauthenticated 401, permission
 // denied 403, not found 404, method not allowed 405, conflict and failed
 // precondition 409, payload too large 413, unsupported media type 415,
@@ -51,9 +73,27 @@
 //
 // # CORS
 //
-// A preflight (OPTIONS with Origin and Access-Control-Request-Method) gets
-// the methods of that path, the requested headers echoed, credentials
-// allowed and a max age of 600 seconds. Responses to allowed origins carry
-// Access-Control-Allow-Origin (the origin echoed) and expose
+// By default ([Options.AllowedOrigins] empty) every origin is allowed
+// without credentials: a request with an Origin header gets
+// Access-Control-Allow-Origin: * and never
+// Access-Control-Allow-Credentials, since the API authenticates with
+// bearer keys, not cookies. When the host lists origins, only a listed
+// origin is allowed: it is echoed in Access-Control-Allow-Origin with
+// Access-Control-Allow-Credentials: true, any other origin gets no CORS
+// headers, and every response carries Vary: Origin. A preflight (OPTIONS
+// with Origin and Access-Control-Request-Method) from an allowed origin
+// gets the methods of that path, the requested headers echoed and a max
+// age of 600 seconds; answers to allowed origins expose
 // Service-Operation-Id and Retry-After.
+//
+// # Limits
+//
+// What the server repeats is bounded, whatever the request sent: an error
+// lists at most [MaxViolations] (100) violations; a msg and each reason
+// have at most [MaxMessageBytes] (1024) bytes; each violation's field and
+// each piece of the request (path, method, header value) quoted in a msg
+// or written to the request log has at most [MaxEchoBytes] (512) bytes.
+// Longer text is cut at a UTF-8 boundary and ends with "…". Bodies are at
+// most [Options.MaxBodyBytes] (1 MiB); the request line and headers are
+// bounded by the http.Server (MaxHeaderBytes, 1 MiB by default).
 package httpapi

@@ -135,7 +135,8 @@ const (
 
 // checkError checks the documented error body: exactly error_code,
 // status_code, msg, details.operation_id (the Service-Operation-Id
-// header) and, only when there are some, violations of {field, reason}.
+// header) and, only when there are some, violations of {field, reason}
+// (and violations_omitted only beyond httpapi.MaxViolations of them).
 func checkError(t *testing.T, got response, want apiError) {
 	t.Helper()
 	if got.status != want.status {
@@ -152,6 +153,7 @@ func checkError(t *testing.T, got response, want apiError) {
 			Field  *string `json:"field"`
 			Reason string  `json:"reason"`
 		} `json:"violations"`
+		ViolationsOmitted *int `json:"violations_omitted"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(got.body))
 	dec.DisallowUnknownFields()
@@ -175,6 +177,9 @@ func checkError(t *testing.T, got response, want apiError) {
 	}
 	if bytes.Contains(got.body, []byte(`"violations"`)) && len(body.Violations) == 0 {
 		t.Errorf("violations present but empty: %s", got.body)
+	}
+	if o := body.ViolationsOmitted; o != nil && (*o < 1 || len(body.Violations) != httpapi.MaxViolations) {
+		t.Errorf("violations_omitted %d with %d violations listed, want it only beyond %d: %.500s", *o, len(body.Violations), httpapi.MaxViolations, got.body)
 	}
 	var fields []string
 	for _, v := range body.Violations {

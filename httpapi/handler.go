@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -25,6 +27,21 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultRateLimit    = 120
 	DefaultRateWindow   = 60 * time.Second
+)
+
+// Bounds of what the handler echoes (see the package doc, # Limits).
+const (
+	// MaxViolations is how many violations one error body lists; the
+	// number of the rest is in its violations_omitted field.
+	MaxViolations = 100
+	// MaxEchoBytes bounds each piece of user-supplied text the handler
+	// repeats: the method, path or a header value in a message or in the
+	// request log, and the field of a violation. Longer text is cut at a
+	// UTF-8 boundary and ends with "…", MaxEchoBytes bytes in all.
+	MaxEchoBytes = 512
+	// MaxMessageBytes bounds an error's msg and each violation's reason
+	// (which may quote what the request sent), cut the same way.
+	MaxMessageBytes = 1024
 )
 
 // Version is the only supported value of the Service-Version header.
@@ -53,8 +70,14 @@ type Options struct {
 	// RateWindow is the rolling window of RateLimit. Default
 	// [DefaultRateWindow]; it must be a whole multiple of 10s.
 	RateWindow time.Duration
-	// AllowedOrigins lists the origins CORS answers for. Empty allows
-	// every origin (the API authenticates with bearer keys, not cookies).
+	// AllowedOrigins lists the origins CORS answers for with credentials:
+	// a request from a listed origin gets that origin echoed in
+	// Access-Control-Allow-Origin with Access-Control-Allow-Credentials:
+	// true, one from any other origin gets no CORS headers, and every
+	// response carries Vary: Origin. Empty (the default) allows every
+	// origin without credentials: Access-Control-Allow-Origin: * and never
+	// Access-Control-Allow-Credentials, since the API authenticates with
+	// bearer keys, not cookies.
 	AllowedOrigins []string
 	// Clock returns the current time (rate limiting, durations). Default
 	// time.Now.
@@ -113,7 +136,7 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 		h.mux.HandleFunc(pattern, h.methodNotAllowed(pattern))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, r, apierr.NotFoundf("no such path %s", r.URL.Path))
+		h.writeError(w, r, noSuchPath(r))
 	})
 	doc, err := json.Marshal(h.openAPI())
 	if err != nil {
@@ -123,24 +146,55 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// statusWriter records the status for the request log.
+// statusWriter records the status for the request log, and closes the
+// connection after a response to a request whose body was not read to the
+// end.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	body   *trackedBody // nil when the request has no HTTP/1 body
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if w.body != nil && !w.body.eof {
+			// net/http would read up to 256 KiB of the unread body
+			// before sending this response and again when the handler
+			// returns (a client trickling it would hold the answer
+			// back, then the connection). Closing the connection
+			// answers at once; a read deadline in the past makes the
+			// second read fail at once, so the connection is closed
+			// with the body unread.
+			w.Header().Set("Connection", "close")
+			http.NewResponseController(w.ResponseWriter).SetReadDeadline(longAgo) // unsupported: the host's ReadTimeout bounds the read
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// longAgo is a deadline that has passed.
+var longAgo = time.Unix(1, 0)
+
+// trackedBody records whether a request body was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 type ctxKey int
@@ -150,27 +204,47 @@ const (
 	opIDKey
 )
 
+// Route returns the route pattern r matches, such as
+// "GET /credentials/{id}", or "/" (the not-found catch-all) when it
+// matches none: a label of bounded cardinality for metrics and logs (a
+// path's IDs are not in it).
+func (h *Handler) Route(r *http.Request) string {
+	_, pattern := h.mux.Handler(r)
+	return pattern
+}
+
 // ServeHTTP implements [http.Handler]: operation id, CORS, the OpenAPI
 // document, the version header, authentication and the per-account rate
-// limit, then the route.
+// limit, then the route. Everything before the route looks at headers
+// only: a request refused there is answered without reading its body.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := h.now()
 	opID := h.opIDs.New("op_")
 	w := &statusWriter{ResponseWriter: rw}
 	w.Header().Set(HeaderOperationID, opID)
 	r = r.WithContext(context.WithValue(r.Context(), opIDKey, opID))
+	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		// r is a copy: net/http keeps its own view of the body.
+		w.body = &trackedBody{ReadCloser: r.Body}
+		r.Body = w.body
+	}
 	defer func() {
-		h.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", w.status,
+		h.log.Info("request", "method", clip(r.Method, MaxEchoBytes), "path", clip(r.URL.Path, MaxEchoBytes), "status", w.status,
 			"duration", h.now().Sub(start), "operation_id", opID)
 	}()
 
-	if origin := r.Header.Get("Origin"); origin != "" && h.originAllowed(origin) {
-		w.Header().Set("Access-Control-Allow-Origin", origin)
-		w.Header().Set("Access-Control-Allow-Credentials", "true")
-		w.Header().Set("Access-Control-Expose-Headers", HeaderOperationID+", Retry-After")
+	if origin := r.Header.Get("Origin"); len(h.opts.AllowedOrigins) > 0 {
 		w.Header().Add("Vary", "Origin")
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			h.preflight(w, r)
+		if origin != "" && slices.Contains(h.opts.AllowedOrigins, origin) {
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Set("Access-Control-Allow-Credentials", "true")
+			if h.cors(w, r) {
+				return
+			}
+		}
+	} else if origin != "" {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if h.cors(w, r) {
 			return
 		}
 	}
@@ -180,7 +254,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := r.Header.Get(HeaderVersion); v != Version {
-		h.writeError(w, r, apierr.Invalidf(HeaderVersion, "the %s header is required and must be one of the supported versions: %s; got %q", HeaderVersion, Version, v))
+		h.writeError(w, r, apierr.Invalidf(HeaderVersion, "the %s header is required and must be one of the supported versions: %s; got %q", HeaderVersion, Version, clip(v, MaxEchoBytes)))
 		return
 	}
 	p, err := h.authenticate(r)
@@ -199,15 +273,22 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 }
 
-func (h *Handler) originAllowed(origin string) bool {
-	return len(h.opts.AllowedOrigins) == 0 || slices.Contains(h.opts.AllowedOrigins, origin)
+// cors adds the headers every CORS answer to an allowed origin carries
+// and answers a preflight, reporting whether it did.
+func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Access-Control-Expose-Headers", HeaderOperationID+", Retry-After")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.preflight(w, r)
+		return true
+	}
+	return false
 }
 
 // preflight answers a CORS preflight with the methods of the path.
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	methods := h.allowed(r)
 	if methods == nil {
-		h.writeError(w, r, apierr.NotFoundf("no such path %s", r.URL.Path))
+		h.writeError(w, r, noSuchPath(r))
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
@@ -229,12 +310,18 @@ func (h *Handler) allowed(r *http.Request) []string {
 	return h.methods[pattern]
 }
 
+// noSuchPath is the 404 of a path no route serves.
+func noSuchPath(r *http.Request) error {
+	return apierr.NotFoundf("no such path %s", clip(r.URL.Path, MaxEchoBytes))
+}
+
 // methodNotAllowed answers 405 with an Allow header for a known path.
 func (h *Handler) methodNotAllowed(pattern string) http.HandlerFunc {
 	methods := h.methods[pattern]
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(methods, ", "))
-		h.writeError(w, r, apierr.New(apierr.MethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(methods, ", ")))
+		h.writeError(w, r, apierr.New(apierr.MethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
+			clip(r.Method, MaxEchoBytes), clip(r.URL.Path, MaxEchoBytes), strings.Join(methods, ", ")))
 	}
 }
 
@@ -280,16 +367,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeBody decodes a JSON request body into a T, strictly: the content
-// type must be JSON, unknown fields and trailing data are refused, and
-// every failure names what was wrong. An empty body decodes as {}.
+// type must be JSON, unknown fields, differently-cased and duplicate keys
+// and trailing data are refused, and every failure names what was wrong.
+// An empty body decodes as {}.
 func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 	var v T
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return v, tooLarge(h)
+	}
 	body := http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes)
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return v, apierr.New(apierr.PayloadTooLarge, "the request body exceeds %d bytes", h.opts.MaxBodyBytes)
+			return v, tooLarge(h)
 		}
 		return v, apierr.New(apierr.InvalidArgument, "the request body could not be read")
 	}
@@ -301,7 +392,15 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must be a JSON object")
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", ct)
+		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", clip(ct, MaxEchoBytes))
+	}
+	// encoding/json matches keys to fields case-insensitively, even with
+	// DisallowUnknownFields, and keeps the last of duplicate keys; the
+	// API's field names are exact and each key may appear once. The keys
+	// are checked first, so that every bad one is listed; malformed JSON
+	// is left to Decode, which says where it is.
+	if err := checkKeys(data, reflect.TypeFor[T]()); err != nil && !errors.Is(err, errMalformed) {
+		return v, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -311,60 +410,193 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 	if dec.More() {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must hold one JSON value; found more data after it")
 	}
-	// encoding/json matches keys to fields case-insensitively, even with
-	// DisallowUnknownFields; the API's field names are exact.
-	var vs apierr.Violations
-	exactKeys(&vs, data, reflect.TypeFor[T](), "")
-	return v, vs.Err()
+	return v, nil
 }
 
-// exactKeys records every object key in data that names no field of t
-// exactly (it may have matched one case-insensitively), recursing into
-// nested objects, lists and maps.
-func exactKeys(vs *apierr.Violations, data []byte, t reflect.Type, path string) {
-	for t.Kind() == reflect.Pointer {
+func tooLarge(h *Handler) error {
+	return apierr.New(apierr.PayloadTooLarge, "the request body exceeds %d bytes", h.opts.MaxBodyBytes)
+}
+
+// Reasons of the violations checkKeys records.
+const (
+	reasonDuplicateKey = "appears more than once in its object; each key may appear only once"
+	reasonInexactKey   = "is not a field of this request (field names are case-sensitive)"
+)
+
+// errMalformed is checkKeys' error for data that is not JSON.
+var errMalformed = errors.New("malformed JSON")
+
+// checkKeys walks the first JSON value of data once, as a stream of
+// tokens, and returns an InvalidArgument error listing every object key
+// that appears twice in its object (at every nesting level, whatever the
+// Go type) and every key of an object decoded into a struct of t that
+// names no field of it exactly (unknown, or matched only
+// case-insensitively). It returns errMalformed when data is not JSON,
+// and ignores what follows the first value.
+//
+// It keeps the first [MaxViolations] violations and counts the rest (a
+// body of nothing but duplicate keys would otherwise make a violation of
+// every six bytes): past the cap the error is a *cappedError.
+func checkKeys(data []byte, t reflect.Type) error {
+	k := keyChecker{dec: json.NewDecoder(bytes.NewReader(data))}
+	k.dec.UseNumber()
+	if err := k.value(t, location{root: true, index: -1}); err != nil {
+		return errMalformed
+	}
+	if k.omitted == 0 {
+		return k.vs.Err()
+	}
+	ae := &apierr.Error{Code: apierr.InvalidArgument, Violations: k.vs}
+	ae.Msg, _, _ = bounded(ae, k.omitted)
+	return &cappedError{err: ae, omitted: k.omitted}
+}
+
+// cappedError is a validation error that lists the first [MaxViolations]
+// violations and counts the others.
+type cappedError struct {
+	err     *apierr.Error
+	omitted int // violations found beyond err.Violations
+}
+
+func (e *cappedError) Error() string { return e.err.Msg }
+func (e *cappedError) Unwrap() error { return e.err }
+
+// keyChecker is the state of one checkKeys walk.
+type keyChecker struct {
+	dec     *json.Decoder
+	vs      apierr.Violations
+	omitted int
+	fields  map[reflect.Type]map[string]reflect.Type // jsonFields, once per type
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// shape returns the type whose fields, elements or values the JSON value
+// of t fills, or nil when t says nothing about them (no type, an
+// interface, []byte or json.RawMessage, or a type that decodes itself).
+func shape(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == nil || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return nil
+	}
 	switch t.Kind() {
-	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(data, &obj) != nil {
-			return // not an object (null, or a type with its own encoding)
-		}
-		fields := jsonFields(t)
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				vs.Add(apierr.JoinPath(path, k), "is not a field of this request (field names are case-sensitive)")
-				continue
-			}
-			exactKeys(vs, obj[k], ft, apierr.JoinPath(path, k))
-		}
+	case reflect.Struct, reflect.Map:
+		return t
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return // []byte and json.RawMessage are opaque
-		}
-		var elems []json.RawMessage
-		if json.Unmarshal(data, &elems) != nil {
-			return
-		}
-		for i, el := range elems {
-			exactKeys(vs, el, t.Elem(), path+"["+strconv.Itoa(i)+"]")
-		}
-	case reflect.Map:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(data, &obj) != nil {
-			return
-		}
-		for k, el := range obj {
-			exactKeys(vs, el, t.Elem(), path+"["+strconv.Quote(k)+"]")
+		if t.Elem().Kind() != reflect.Uint8 {
+			return t
 		}
 	}
+	return nil
+}
+
+// location is where a JSON value is: the path of its container and its
+// key or index there. Its path is built only when needed (a violation, or
+// a container to walk into), not for every scalar.
+type location struct {
+	parent string
+	key    string // an object's key; "" for an array element or the root
+	index  int    // an array element's index, else -1
+	inMap  bool   // the key is a Go map's: written ["key"]
+	root   bool
+}
+
+func (l location) path() string {
+	switch {
+	case l.root:
+		return ""
+	case l.index >= 0:
+		return l.parent + "[" + strconv.Itoa(l.index) + "]"
+	case l.inMap:
+		return l.parent + "[" + strconv.Quote(l.key) + "]"
+	}
+	return apierr.JoinPath(l.parent, l.key)
+}
+
+// add records a violation of the value at l, or counts it past the cap.
+func (k *keyChecker) add(l location, reason string) {
+	if len(k.vs) == MaxViolations {
+		k.omitted++
+		return
+	}
+	k.vs = append(k.vs, apierr.Violation{Field: l.path(), Reason: reason})
+}
+
+// value walks one JSON value decoded into t (nil: unknown) at l.
+func (k *keyChecker) value(t reflect.Type, l location) error {
+	tok, err := k.dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil // a scalar
+	}
+	path := l.path()
+	t = shape(t)
+	if d == '[' {
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; k.dec.More(); i++ {
+			if err := k.value(elem, location{parent: path, index: i}); err != nil {
+				return err
+			}
+		}
+		_, err := k.dec.Token() // ]
+		return err
+	}
+	var (
+		fields map[string]reflect.Type // a struct's
+		elem   reflect.Type            // a map's
+		inMap  = t != nil && t.Kind() == reflect.Map
+	)
+	switch {
+	case t == nil:
+	case t.Kind() == reflect.Struct:
+		if fields = k.fields[t]; fields == nil {
+			fields = jsonFields(t)
+			if k.fields == nil {
+				k.fields = make(map[reflect.Type]map[string]reflect.Type)
+			}
+			k.fields[t] = fields
+		}
+	case inMap:
+		elem = t.Elem()
+	}
+	seen := make(map[string]struct{})
+	for k.dec.More() {
+		tok, err := k.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		at := location{parent: path, key: key, index: -1, inMap: inMap}
+		vt := elem
+		switch _, dup := seen[key]; {
+		case dup:
+			k.add(at, reasonDuplicateKey)
+			vt = nil // its keys were checked against the type at the first
+		case fields != nil:
+			ft, ok := fields[key]
+			if !ok {
+				k.add(at, reasonInexactKey)
+			}
+			vt = ft
+		}
+		seen[key] = struct{}{}
+		if err := k.value(vt, at); err != nil {
+			return err
+		}
+	}
+	_, err = k.dec.Token() // }
+	return err
 }
 
 // jsonFields maps the JSON names of t's fields (including those of
@@ -443,6 +675,9 @@ type errorBody struct {
 	Msg        string             `json:"msg"`
 	Details    errorDetails       `json:"details"`
 	Violations []apierr.Violation `json:"violations,omitempty"`
+	// ViolationsOmitted counts the violations beyond the first
+	// MaxViolations, which are not listed.
+	ViolationsOmitted int `json:"violations_omitted,omitempty"`
 }
 
 type errorDetails struct {
@@ -491,10 +726,49 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		body.ErrorCode, body.StatusCode = code.Wire(), http.StatusInternalServerError
 		body.Msg = "internal error; quote operation id " + opID + " when reporting it"
 	default:
-		body.Msg = ae.Msg
-		body.Violations = ae.Violations
+		var capped *cappedError
+		omitted := 0
+		if errors.As(err, &capped) {
+			omitted = capped.omitted
+		}
+		body.Msg, body.Violations, body.ViolationsOmitted = bounded(ae, omitted)
 	}
 	writeJSON(w, body.StatusCode, body)
+}
+
+// bounded returns the msg, the listed violations and the number of the
+// rest for the wire, given ae and the number of its violations already
+// counted but not kept (known): at most [MaxViolations] violations,
+// fields cut to [MaxEchoBytes] and reasons to [MaxMessageBytes]. With
+// several violations the msg is not ae.Msg (which lists them all) but the
+// first and how many more there are, so each is listed once.
+func bounded(ae *apierr.Error, known int) (msg string, vs []apierr.Violation, omitted int) {
+	all := ae.Violations
+	vs = make([]apierr.Violation, min(len(all), MaxViolations))
+	for i := range vs {
+		vs[i] = apierr.Violation{Field: clip(all[i].Field, MaxEchoBytes), Reason: clip(all[i].Reason, MaxMessageBytes)}
+	}
+	omitted = len(all) - len(vs) + known
+	if len(vs)+omitted < 2 {
+		return clip(ae.Msg, MaxMessageBytes), vs, omitted
+	}
+	const prefix = "invalid request: "
+	more := "; and " + strconv.Itoa(len(vs)+omitted-1) + " more violations"
+	return prefix + clip(vs[0].String(), MaxMessageBytes-len(prefix)-len(more)) + more, vs, omitted
+}
+
+// clip returns s if it has at most n bytes, else its first bytes up to a
+// UTF-8 boundary followed by "…", n bytes or fewer in all (n >= 3).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	i := n - len(ellipsis)
+	for j := 0; j < utf8.UTFMax-1 && i > 0 && !utf8.RuneStart(s[i]); j++ {
+		i--
+	}
+	return s[:i] + ellipsis
 }
 
 // cause returns the innermost cause of err for the log: an [apierr.Error]'s

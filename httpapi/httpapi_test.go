@@ -375,38 +375,6 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-func TestCORSPreflight(t *testing.T) {
-	s := newServer(t, httpapi.Options{})
-	r := s.do("OPTIONS", "/credentials/cr_000000000000000000000000000", "", "",
-		"Origin", "https://dash.example.com", "Access-Control-Request-Method", "PATCH",
-		"Access-Control-Request-Headers", "authorization, service-version, content-type", "Service-Version", "")
-	if r.status != 204 {
-		t.Fatalf("preflight status %d %s", r.status, r.body)
-	}
-	want := map[string]string{
-		"Access-Control-Allow-Origin":      "https://dash.example.com",
-		"Access-Control-Allow-Methods":     "GET, PATCH, DELETE",
-		"Access-Control-Allow-Headers":     "authorization, service-version, content-type",
-		"Access-Control-Allow-Credentials": "true",
-		"Access-Control-Max-Age":           "600",
-	}
-	for k, v := range want {
-		if got := r.header.Get(k); got != v {
-			t.Errorf("%s = %q, want %q", k, got, v)
-		}
-	}
-	// Restricted origins are not echoed.
-	s2 := newServer(t, httpapi.Options{AllowedOrigins: []string{"https://ok.example"}})
-	r = s2.do("GET", "/credentials", s2.keyA, "", "Origin", "https://evil.example")
-	if r.header.Get("Access-Control-Allow-Origin") != "" {
-		t.Error("disallowed origin echoed")
-	}
-	r = s2.do("GET", "/credentials", s2.keyA, "", "Origin", "https://ok.example")
-	if r.header.Get("Access-Control-Allow-Origin") != "https://ok.example" {
-		t.Error("allowed origin not echoed")
-	}
-}
-
 // failingStore fails reads with an error whose text must not reach clients.
 type failingStore struct{ store.Store }
 
@@ -527,5 +495,22 @@ func TestOpenAPIOmitsStoredOnlyFields(t *testing.T) {
 	}
 	if _, ok := props["value"]; !ok {
 		t.Error("edges.TrafficPolicy schema lacks value")
+	}
+}
+
+func TestRoute(t *testing.T) {
+	h, err := httpapi.New(edgeplane.New(memstore.New(), edgeplane.Options{}), httpapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/credentials/cr_0000000000000000000000000000": "GET /credentials/{id}",
+		"/credentials":   "GET /credentials",
+		"/no/such/thing": "/",
+	} {
+		r := httptest.NewRequest("GET", path, nil)
+		if got := h.Route(r); got != want {
+			t.Errorf("Route(%s) = %q, want %q", path, got, want)
+		}
 	}
 }

@@ -188,11 +188,16 @@ func (g *schemaGen) withError() map[string]any {
 		"properties": map[string]any{
 			"error_code":  map[string]any{"type": "string", "pattern": "^ERR_SERVICE_[0-9]+$"},
 			"status_code": map[string]any{"type": "integer"},
-			"msg":         map[string]any{"type": "string"},
+			"msg":         map[string]any{"type": "string", "maxLength": MaxMessageBytes},
 			"details": map[string]any{"type": "object", "properties": map[string]any{
 				"operation_id": map[string]any{"type": "string"}}},
-			"violations": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{
-				"field": map[string]any{"type": "string"}, "reason": map[string]any{"type": "string"}}}},
+			"violations": map[string]any{"type": "array", "maxItems": MaxViolations,
+				"description": "The broken field rules, the first " + strconv.Itoa(MaxViolations) + " in the order found.",
+				"items": map[string]any{"type": "object", "properties": map[string]any{
+					"field":  map[string]any{"type": "string", "maxLength": MaxEchoBytes},
+					"reason": map[string]any{"type": "string", "maxLength": MaxMessageBytes}}}},
+			"violations_omitted": map[string]any{"type": "integer", "minimum": 1,
+				"description": "How many violations beyond the first " + strconv.Itoa(MaxViolations) + " are not listed; absent when none are."},
 		},
 	}
 	return g.components

@@ -227,11 +227,18 @@
 // everything that shapes the counting (name, capacity, rate, bucket key
 // elements and Options.RateLimitMaxKeys; not enforce). Compiling a
 // document whose rate-limit config is unchanged, in the same scope, reuses
-// the limiter and so keeps its counts across a policy reload. The pool
-// holds limiters weakly: a limiter lives while a compiled Policy uses it,
-// so compile the new policy before dropping the old one, as a reload
-// naturally does. Capacity is per Engine (per ingress server, as SPEC 2.8
-// says).
+// the limiter and so keeps its counts across a policy reload, however
+// many reloads and garbage collections come between. The pool holds
+// limiters strongly, and drops one only by time: when a sweep finds it
+// idle, every request time it was given being at least a window (plus
+// the rest of a slot) before the Engine's clock ([Options].Clock), so
+// that nothing in it counts any more and a new limiter decides as it
+// would. Compiling sweeps at most once a minute of that clock;
+// [Engine.ReleaseIdleRateLimiters] sweeps on demand. A dropped limiter
+// that a live Policy still uses is never replaced by a second one for the
+// same config while that Policy can use it: a compile adopts it again, as
+// does the Policy's next request, so counts are never split. Capacity is
+// per Engine (per ingress server, as SPEC 2.8 says).
 //
 // # IP policies
 //

@@ -214,8 +214,6 @@ func TestRateLimitReloadKeepsCounts(t *testing.T) {
 	if res := p4.Inbound(req); res.Verdict != Continue {
 		t.Fatalf("another scope shares counts: %+v", res)
 	}
-	// The pool holds limiters weakly: count them while every policy that
-	// uses one is still alive, or the collector may have freed some.
 	if n := e.limiters.size(); n != 3 {
 		t.Fatalf("pool holds %d limiters, want 3", n)
 	}
@@ -225,26 +223,124 @@ func TestRateLimitReloadKeepsCounts(t *testing.T) {
 	runtime.KeepAlive(p4)
 }
 
-// TestLimiterPoolReleases checks that limiters no policy uses are dropped.
-func TestLimiterPoolReleases(t *testing.T) {
-	e, _ := newTestEngine(t, Options{})
-	p := mustCompile(t, e, rlDoc(1, "60s", `"conn.client_ip"`, ""), CompileOptions{})
-	p.Inbound(testRequest())
-	if e.limiters.size() != 1 {
-		t.Fatal("no limiter pooled")
-	}
-	p = nil
-	for i := 0; i < 20 && e.limiters.size() > 0; i++ {
+// fakeClock is an engine clock that tests move by hand.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+// request returns testRequest() stamped with the clock's time.
+func (c *fakeClock) request() *Request {
+	r := testRequest()
+	r.Time = c.now
+	return r
+}
+
+// TestLimiterPoolKeepsCountsAcrossGC checks that the counts of an unchanged
+// config survive recompilation however often the collector runs, even
+// while no policy uses the limiter: the pool holds it strongly.
+func TestLimiterPoolKeepsCountsAcrossGC(t *testing.T) {
+	clk := &fakeClock{now: t1}
+	e, _ := newTestEngine(t, Options{Clock: clk.Now})
+	doc := rlDoc(3, "60s", `"conn.client_ip"`, "")
+	for i := range 5 {
+		p := mustCompile(t, e, doc, CompileOptions{Scope: "edge1"})
+		want := Continue
+		if i >= 3 {
+			want = Respond
+		}
+		if res := p.Inbound(clk.request()); res.Verdict != want {
+			t.Fatalf("request %d after a recompilation and a collection: %v, want %v", i+1, res.Verdict, want)
+		}
+		p = nil // no policy uses the limiter now
 		runtime.GC()
-		runtime.Gosched()
+		runtime.GC()
+		clk.now = clk.now.Add(time.Second)
 	}
-	if n := e.limiters.size(); n != 0 {
-		t.Fatalf("pool still holds %d limiters after the policy was dropped", n)
+	if n := e.limiters.size(); n != 1 {
+		t.Fatalf("pool holds %d limiters, want 1", n)
 	}
-	// A new compile gets a fresh limiter.
-	p = mustCompile(t, e, rlDoc(1, "60s", `"conn.client_ip"`, ""), CompileOptions{})
-	if res := p.Inbound(testRequest()); res.Verdict != Continue {
-		t.Fatal(res)
+}
+
+// TestLimiterPoolReleasesByTime checks that a sweep drops a limiter once
+// every request time it was given, to the end of its slot, is a window
+// old, and not before; a busy one stays. Compiling sweeps too.
+func TestLimiterPoolReleasesByTime(t *testing.T) {
+	clk := &fakeClock{now: t1}
+	e, _ := newTestEngine(t, Options{Clock: clk.Now})
+	idle := mustCompile(t, e, rlDoc(1, "60s", `"conn.client_ip"`, ""), CompileOptions{Scope: "idle"})
+	busy := mustCompile(t, e, rlDoc(1, "60s", `"conn.client_ip"`, ""), CompileOptions{Scope: "busy"})
+	idle.Inbound(clk.request()) // at t1, in the slot [t0, t0+6s)
+	busy.Inbound(clk.request())
+	free := t0.Add(6*time.Second + time.Minute) // the slot's end plus the window
+	clk.now = free.Add(-time.Second)
+	busy.Inbound(clk.request())
+	clk.now = free.Add(-1)
+	if n := e.ReleaseIdleRateLimiters(); n != 0 || e.limiters.size() != 2 {
+		t.Fatalf("a nanosecond early: released %d, pool holds %d, want 0 and 2", n, e.limiters.size())
+	}
+	clk.now = free
+	if n := e.ReleaseIdleRateLimiters(); n != 1 || e.limiters.size() != 1 {
+		t.Fatalf("a window after: released %d, pool holds %d, want 1 and 1 (the busy one)", n, e.limiters.size())
+	}
+	// A compile a minute of engine time after the last sweep sweeps: the
+	// busy one is idle by then.
+	clk.now = free.Add(time.Minute)
+	mustCompile(t, e, rlDoc(2, "60s", `"conn.client_ip"`, ""), CompileOptions{Scope: "other"})
+	if n := e.limiters.size(); n != 1 {
+		t.Fatalf("after a compile that swept, pool holds %d limiters, want 1 (the new one)", n)
+	}
+	runtime.KeepAlive(idle)
+	runtime.KeepAlive(busy)
+}
+
+// TestLimiterPoolLivePolicyAfterRelease checks that a limiter the pool
+// dropped while a policy still uses it is never split from a recompiled
+// copy of that policy, with or without traffic in between, whatever the
+// collector does.
+func TestLimiterPoolLivePolicyAfterRelease(t *testing.T) {
+	doc := rlDoc(1, "60s", `"conn.client_ip"`, "")
+	for _, traffic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("traffic=%v", traffic), func(t *testing.T) {
+			clk := &fakeClock{now: t1}
+			e, _ := newTestEngine(t, Options{Clock: clk.Now})
+			p1 := mustCompile(t, e, doc, CompileOptions{})
+			p1.Inbound(clk.request())
+			clk.now = t1.Add(time.Hour)
+			if n := e.ReleaseIdleRateLimiters(); n != 1 || e.limiters.size() != 0 {
+				t.Fatalf("released %d, pool holds %d, want 1 and 0", n, e.limiters.size())
+			}
+			runtime.GC()
+			first := p1
+			if traffic {
+				// The old policy takes a request: its limiter is held again.
+				if res := p1.Inbound(clk.request()); res.Verdict != Continue {
+					t.Fatal(res)
+				}
+				if n := e.limiters.size(); n != 1 {
+					t.Fatalf("pool holds %d limiters after the old policy's request, want 1", n)
+				}
+			}
+			runtime.GC()
+			p2 := mustCompile(t, e, doc, CompileOptions{})
+			if !traffic {
+				first = p2
+				if res := p2.Inbound(clk.request()); res.Verdict != Continue {
+					t.Fatal(res)
+				}
+			}
+			for _, p := range []*Policy{p1, p2} {
+				if p == first {
+					continue
+				}
+				if res := p.Inbound(clk.request()); res.Verdict != Respond {
+					t.Fatalf("the two policies count apart: %v", res.Verdict)
+				}
+			}
+			if n := e.limiters.size(); n != 1 {
+				t.Fatalf("pool holds %d limiters, want 1", n)
+			}
+			runtime.KeepAlive(p1)
+		})
 	}
 }
 

@@ -18,11 +18,14 @@
 //   - Only admitted requests consume capacity. A rejected request leaves no
 //     trace, so a client that honours retry-after gets through.
 //   - Never over-admit: for every admitted request at time t, the bucket's
-//     admitted requests in (t-W, t] number at most C. This holds by
-//     construction: a request is admitted only if the admissions counted in
-//     every slot that overlaps (t-W, t], the oldest partly overlapping one
-//     included in full, are fewer than C, or if the bucket's latest
-//     admission is at or before t-W, when none is in (t-W, t].
+//     admitted requests in (t-W, t] number at most C, times taken as
+//     effective times (see "A clock that goes backwards" below; they are
+//     the request times when the clock does not go back). This holds for
+//     every sequence of times, by construction: a request is admitted only
+//     if the admissions counted in every slot that overlaps (t-W, t], the
+//     oldest partly overlapping one included in full, are fewer than C, or
+//     if the bucket's latest admission is at or before t-W, when none is
+//     in (t-W, t].
 //   - Exact when empty: each bucket keeps the exact time (to the
 //     nanosecond) of its latest admission, so a request a window or more
 //     after it finds the bucket empty and is admitted, and the counters
@@ -31,8 +34,11 @@
 //     on the Unix epoch (N = 10 slots per window; 6s for a 60s rate, 144m for
 //     24h; in general g = W/k for the largest k <= 10 dividing W in
 //     nanoseconds, and k = 10 for every valid [Config] rate). The limiter
-//     may reject early, but a rejection at t implies at least C admissions
-//     in (t-W-g, t]. Since W/10 <= max(10s, W/10), this is at least as
+//     may reject early, but a rejection at effective time t implies at
+//     least C admissions in (t-W-g, t], with two exceptions, both for a key
+//     the limiter does not track: one stamped behind a bucket its shard
+//     forgot (below), and one whose shard is full of buckets at capacity
+//     (see Memory). Since W/10 <= max(10s, W/10), this is at least as
 //     tight as a slot width of max(10s, W/N) would give.
 //   - Retry-after: with no other traffic on the bucket, a retry at
 //     t + RetryAfter (or at t + RetryAfterSeconds seconds) is admitted, and
@@ -40,19 +46,42 @@
 //     the moment the oldest counted slots leave the window and the moment
 //     the latest admission does. So it is never more than the window (for
 //     a request stamped behind the bucket's newest time, never more than
-//     the window plus the difference) and never more than the exact
+//     the window plus the difference, and for a request rejected because
+//     its shard forgot a bucket, see below) and never more than the exact
 //     sliding-window value + g; RetryAfterSeconds adds less than 1s of
 //     rounding (at least 1), so it is at most W in seconds for a rate of
 //     whole seconds, and at most the exact value + g + 1s. After C
 //     admissions at one instant t, a request rejected at t' gets exactly
 //     the sliding-window value t + W - t': with 5 per 60s, a 6th request
 //     at the same instant gets 60s.
-//   - A clock that goes backwards never increases admissions: a bucket's
-//     time never moves back, so a request stamped before the bucket's
-//     newest slot is decided as if it came at the start of that slot. A new
-//     key's time is likewise raised to at most one window and one slot
-//     behind the newest time its shard has seen (so a reclaimed bucket
-//     cannot be revived in the past; see below).
+//   - A clock that goes backwards never reopens a bucket. A request counts
+//     at its effective time: its own time, or, if that is behind the
+//     newest time of the earlier requests of its bucket, that newest time
+//     (to within a slot: it is decided as if it came at the start of the
+//     bucket's newest slot). So a bucket's time never moves back, and the
+//     bound on admissions holds in effective times whatever the clock
+//     does: steps back, jumps forward and back, callers out of order. It
+//     cannot hold for the stamped times themselves once they go back:
+//     with C = 2, two admissions at 0 and one at 61s (its window is
+//     empty), a request stamped 1s counts at 61s, whose window holds one
+//     admission, and is admitted; stamped 0, 0 and 1s are three within
+//     60s. Bounding every window of stamped times would take remembering
+//     admissions arbitrarily far back. Nor can it hold for the real time
+//     at which requests arrive, which the limiter never sees: a clock that
+//     jumps forward looks like time passing.
+//   - Forgotten buckets fail closed. A shard drops a bucket when it
+//     reclaims it or evicts it while idle (see Memory), keeping only the
+//     moment its latest admission leaves the window. Until that moment a
+//     key the shard does not track may be the dropped bucket's, with
+//     admissions in its window and a newer time than its request, so such
+//     a request is rejected, with a retry-after up to that moment (at most
+//     how far the request is behind the newest time its shard has seen;
+//     a bucket dropped meanwhile can extend it). This concerns only
+//     requests stamped behind the time of their shard's calls when it
+//     dropped the bucket (by more than a window and a slot for a reclaimed
+//     one), so only a clock that goes back, or callers far out of order.
+//     A rejected request of a key the limiter does not track leaves no
+//     trace, its time included.
 //
 // An exact limiter with constant memory is impossible for arbitrary
 // arrival times (deciding exactly when each of up to 2e9 admissions leaves
@@ -102,16 +131,25 @@
 //
 // [Options.MaxKeys] caps the tracked keys (default [DefaultMaxKeys]).
 // Fully expired entries, whose newest slot is two windows and two slots
-// old, are reclaimed incrementally: every 16th call to a shard and every
-// insertion examine one or two entries at a cursor, so no call ever walks
-// the table. When a shard is full, a new key evicts one of 8 entries at an
-// eviction cursor: an idle one (nothing in the window) if any, else the one
-// with the fewest admissions in the window, but never one at or over its
-// capacity, so flooding distinct keys cannot reset a limited client. An
-// evicted bucket that still held admissions forgets them; that is the one
-// way, under key pressure only, that a bucket can later admit more than C
-// in a window. If all 8 are at capacity, the new key is rejected (fail
+// behind the slot of their shard's latest call, are reclaimed
+// incrementally: every 16th call to a shard and every insertion examine
+// one or two entries at a cursor, so no call ever walks the table. (The
+// latest call's slot, not the newest the shard has seen: after a clock
+// that jumped forward comes back, buckets in use are not reclaimed against
+// the time it jumped to.) When a shard is full, a new key evicts one of 8
+// entries at an eviction cursor: an idle one (nothing in the window ending
+// at the request's time) if any, else the one with the fewest admissions
+// in the window, but never one at or over its capacity, so flooding
+// distinct keys cannot reset a limited client. An evicted bucket that
+// still held admissions in the window forgets them; that is the one way,
+// under key pressure only, that a bucket can later admit more than C in a
+// window. A reclaimed or idle evicted bucket is forgotten without that
+// risk (see "Forgotten buckets fail closed" under Semantics). If all 8 are at capacity, the new key is rejected (fail
 // closed) with a retry-after at which one of them drops below capacity.
+//
+// A program that keeps limiters for configurations that may fall out of
+// use can drop one once [Limiter.Idle] reports that it holds nothing that
+// counts any more (its newest time is a window old).
 //
 // # Concurrency
 //

@@ -36,7 +36,10 @@ type Decision struct {
 	// RetryAfter is, for a rejected request, how long to wait before a
 	// retry is admitted if the bucket sees no other traffic; 0 when
 	// allowed. It is never more than the window, unless the request's
-	// time is behind the bucket's newest (then by at most the difference).
+	// time is behind the bucket's newest (then by at most the difference)
+	// or, for a key the limiter does not track, behind the newest time its
+	// shard has seen (then it is at most the difference); see the package
+	// doc, Semantics.
 	RetryAfter time.Duration
 }
 
@@ -58,6 +61,10 @@ type Limiter struct {
 	geo      geometry
 	seed     maphash.Seed
 	tab      table
+	// onEvict, when set (by tests), is called under the shard's lock with
+	// the hash of every evicted bucket and whether it still held
+	// admissions in the window (the one documented way to forget them).
+	onEvict func(h uint64, busy bool)
 }
 
 // Bounds of [Options.MaxKeys].
@@ -116,6 +123,31 @@ func (l *Limiter) Len() int {
 	return n
 }
 
+// Idle reports whether the limiter holds nothing that counts for a request
+// stamped at or after now: every time it has been given, and so every
+// bucket's latest admission, is at least a window before now (the newest
+// time counted to the end of its slot). A pool of limiters may then drop
+// it and later start a new one with the same options, losing no
+// admission: the new one decides requests stamped at or after now as this
+// one would (as long as the keys fit under the key cap; under key
+// pressure, limiters with different histories may evict differently). It
+// locks every shard in turn, so it is meant for occasional sweeps, not the
+// request path, which pays nothing for it.
+func (l *Limiter) Idle(now time.Time) bool {
+	g := &l.geo
+	horizon := nanos(now) - g.window
+	for i := range l.tab.shards {
+		sh := &l.tab.shards[i].shard
+		sh.mu.Lock()
+		end := g.slotStart(sh.maxSlot + 1)
+		sh.mu.Unlock()
+		if end > horizon {
+			return false
+		}
+	}
+	return true
+}
+
 // AllowAt decides whether a request of bucket key at time now is admitted,
 // and records it if so. It does not allocate for a tracked key.
 func (l *Limiter) AllowAt(key string, now time.Time) Decision {
@@ -156,15 +188,14 @@ func (l *Limiter) allow(h uint64, ns int64) Decision {
 		}
 	} else {
 		var d Decision
-		if e, s, d = l.newEntry(sh, h, s, ns); e == nil {
+		if e, d = l.newEntry(sh, h, s, ns); e == nil {
 			sh.mu.Unlock()
 			return d
 		}
 	}
 	// The request counts as arriving a before end, the end of slot s: at
 	// its own time, or at the start of s if its slot was raised (its time
-	// is behind the bucket's newest slot, or a new key's behind its
-	// shard's).
+	// is behind the bucket's newest slot).
 	end, a := sh.curStart+g.width, g.width
 	if s == sh.curSlot {
 		a = end - ns
@@ -199,41 +230,66 @@ func (l *Limiter) allow(h uint64, ns int64) Decision {
 	return Decision{RetryAfter: time.Duration(wait)}
 }
 
-// newEntry adds an entry for a key the shard does not track, making room
-// if the shard is full, and returns it with the request's slot, or nil
-// and the rejection if every entry it may evict is at capacity. The new
-// key's slot is never more than one window plus a slot behind the shard's
-// newest, so that it cannot miss admissions of a reclaimed entry of the
-// same key (see sweepOne).
-func (l *Limiter) newEntry(sh *shard, h, s uint64, ns int64) (*entry, uint64, Decision) {
+// newEntry adds an entry at slot s, the request's, for a key the shard
+// does not track, making room if the shard is full, and returns it, or
+// nil and the rejection. The key may be one whose bucket the shard forgot
+// (reclaimed, or evicted while idle): its admissions are then at or
+// before sh.forgot minus the window, and its newest time before
+// sh.forgot (see shard.forget). A request at or after sh.forgot finds none
+// of them in its window, so a fresh entry at its own time is exact; one
+// before it is rejected until sh.forgot (fail closed), since the limiter
+// cannot tell whether that key held admissions in its window. It is also
+// rejected if every entry the shard may evict is at capacity.
+func (l *Limiter) newEntry(sh *shard, h, s uint64, ns int64) (*entry, Decision) {
 	t, g := &l.tab, &l.geo
-	s = max(s, sh.maxSlot-(g.k+1))
 	for range sweepOnInsert {
 		sh.sweepOne(t, g)
 	}
+	if ns < sh.forgot {
+		return nil, Decision{RetryAfter: time.Duration(sh.forgot - ns)}
+	}
 	if sh.n >= sh.limit {
-		if d, ok := sh.evictOne(t, g, l.capacity, ns); !ok {
-			return nil, s, d
+		d, victim, busy, ok := sh.evictOne(t, g, l.capacity, s, ns)
+		if !ok {
+			return nil, d
+		}
+		if l.onEvict != nil {
+			l.onEvict(victim, busy)
 		}
 	}
-	return sh.at(sh.insert(t, h, s, g)), s, Decision{}
+	return sh.at(sh.insert(t, h, s, g)), Decision{}
+}
+
+// forget records that the shard dropped the entry e, which it reclaimed
+// or evicted while idle: a request of e's key before its latest admission
+// plus the window could have found admissions in its window, or had a
+// time behind e's newest, so until then a key the shard does not track is
+// rejected (see newEntry). An entry's latest admission is less than a
+// window before its key's newest time (a request finds an admission in
+// its window, or is admitted), so that newest time is before the moment
+// too.
+func (sh *shard) forget(e *entry, g *geometry) {
+	sh.forgot = max(sh.forgot, e.last(g)+g.window)
 }
 
 // sweepOne examines the entry at the reclamation cursor and removes it if
 // it is fully expired: its newest slot is two windows and two slots behind
-// the shard's newest slot. The margin of one window and a slot beyond the
-// moment its admissions left the window pairs with the clamp of new keys in
-// allow: a recreated entry starts at least k+1 slots after any slot of the
-// removed one, so the removed admissions are outside every window it counts.
+// the slot of the shard's latest call. That is the latest call's, not the
+// newest the shard has seen, so that after a clock that jumped forward
+// comes back, entries in use are not reclaimed against the time it jumped
+// to. The entry's latest admission left the window more than a window and
+// a slot before the latest call's slot, so forgetting it affects only
+// requests stamped that far behind it (see forget).
 func (sh *shard) sweepOne(t *table, g *geometry) {
 	if sh.n == 0 {
 		return
 	}
-	if sh.sweep >= sh.n {
+	if int(sh.sweep) >= sh.n {
 		sh.sweep = 0
 	}
-	if sh.at(sh.sweep).base(g)+2*(g.k+1) <= sh.maxSlot {
-		sh.remove(t, sh.sweep) // the last entry moves in: examine it next
+	if e := sh.at(int(sh.sweep)); e.base(g)+2*(g.k+1) <= sh.curSlot {
+		sh.forget(e, g)
+		sh.remove(t, int(sh.sweep)) // the last entry moves in: examine it next
 		return
 	}
 	sh.sweep++
@@ -243,20 +299,23 @@ func (sh *shard) sweepOne(t *table, g *geometry) {
 // entries from the eviction cursor: an idle one (no admissions in the
 // window) if any, else the one with the fewest admissions in the window,
 // but never one that is at or over capacity. The window is the one ending
-// at the shard's newest time: the request's, or the start of the newest
-// slot if later. If every examined entry is at capacity it evicts nothing
-// and returns a rejection whose RetryAfter is the time until the first of
-// them drops below capacity; the cursor stays, so a retry then finds it.
-func (sh *shard) evictOne(t *table, g *geometry, capacity uint32, ns int64) (Decision, bool) {
-	now := max(ns, g.slotStart(sh.maxSlot))
+// at the request's time ns, in slot s (or at an entry's newest slot, if
+// later: then all its counted admissions count). If every examined entry
+// is at capacity it evicts nothing and returns a rejection whose
+// RetryAfter is the time until the first of them drops below capacity;
+// the cursor stays, so a retry then finds it. Otherwise it returns the
+// evicted entry's hash and whether it held admissions in the window; an
+// idle one is forgotten (see forget).
+func (sh *shard) evictOne(t *table, g *geometry, capacity uint32, s uint64, ns int64) (d Decision, victim uint64, busy, ok bool) {
 	best, bestTotal := -1, capacity
 	free := int64(math.MaxInt64)
 	for j := range min(evictSample, sh.n) {
-		i := (sh.evict + j) % sh.n
+		i := (int(sh.evict) + j) % sh.n
 		e := sh.at(i)
+		es := max(s, e.base(g))
 		var tot uint32
-		if now-e.last(g) < g.window { // else every admission left the window
-			tot = e.countAt(sh.maxSlot, g)
+		if ns-e.last(g) < g.window { // else every admission left the window
+			tot = e.countAt(es, g)
 		}
 		if tot < bestTotal {
 			best, bestTotal = i, tot
@@ -264,13 +323,18 @@ func (sh *shard) evictOne(t *table, g *geometry, capacity uint32, ns int64) (Dec
 				break
 			}
 		} else if best < 0 {
-			free = min(free, e.freeAt(sh.maxSlot, tot, ns, g, capacity))
+			free = min(free, e.freeAt(es, tot, ns, g, capacity))
 		}
 	}
 	if best < 0 {
-		return Decision{RetryAfter: time.Duration(free - ns)}, false
+		return Decision{RetryAfter: time.Duration(free - ns)}, 0, false, false
+	}
+	e := sh.at(best)
+	victim = e.hash
+	if bestTotal == 0 {
+		sh.forget(e, g)
 	}
 	sh.remove(t, best)
-	sh.evict = best
-	return Decision{}, true
+	sh.evict = int32(best)
+	return Decision{}, victim, bestTotal > 0, true
 }

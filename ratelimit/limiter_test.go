@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -169,6 +170,14 @@ func TestAllowSequence(t *testing.T) {
 			{0, true, 0},
 			{time.Hour, false, 23 * time.Hour},
 			{72 * time.Hour, true, 0},
+		}},
+		{"a time behind counts at the bucket's newest, so windows of stamped times are not bounded", 2, time.Minute, []step{
+			{0, true, 0}, {0, true, 0},
+			{61 * time.Second, true, 0}, // the window is empty
+			{time.Second, true, 0},      // decided at 60s, the start of the newest slot: one admission in its window
+			{2 * time.Second, false, 119 * time.Second},
+			// Stamped times 0, 0 and 1s are three admissions within 60s;
+			// counted at 0, 0, 61s and 61s they are not.
 		}},
 		{"clock going backwards does not free capacity", 1, time.Minute, []step{
 			{10 * time.Minute, true, 0},
@@ -497,27 +506,59 @@ func TestFullOfLimitedKeys(t *testing.T) {
 }
 
 // TestNewKeyBehindShard checks that a new key whose time is far behind its
-// shard's newest is decided as if it came a window and a slot behind that
-// newest time, its admission included: going backwards in time gains it
-// nothing, and its retry-after still lets it in.
+// shard's newest is decided at its own time, exactly: the shard forgot no
+// bucket that could be its, so it has no admissions the limiter does not
+// know of.
 func TestNewKeyBehindShard(t *testing.T) {
 	l := mustNew(t, ratelimit.Options{Capacity: 1, Window: time.Minute, MaxKeys: 10}) // one shard
 	l.AllowAt("ahead", t0.Add(time.Hour))
 	if !l.AllowAt("behind", t0).Allowed {
 		t.Fatal("new key rejected")
 	}
-	// The admission counts at t0+1h-66s, the start of the slot one window
-	// and one slot behind t0+1h: it leaves the window at t0+1h-6s.
-	d := l.AllowAt("behind", t0.Add(time.Minute))
-	if want := time.Hour - 66*time.Second; d.Allowed || d.RetryAfter != want {
-		t.Fatalf("a window later by its own clock: %+v, want a rejection with RetryAfter %v", d, want)
+	if d := l.AllowAt("behind", t0.Add(time.Minute-1)); d.Allowed || d.RetryAfter != 1 {
+		t.Fatalf("a nanosecond short of a window later: %+v, want a rejection with RetryAfter 1ns", d)
 	}
-	retry := t0.Add(time.Minute + d.RetryAfter)
-	if l.AllowAt("behind", retry.Add(-1)).Allowed {
-		t.Fatal("admitted a nanosecond before retry-after")
+	if !l.AllowAt("behind", t0.Add(time.Minute)).Allowed {
+		t.Fatal("a window later by its own clock: rejected")
 	}
-	if !l.AllowAt("behind", retry).Allowed {
-		t.Fatal("rejected at retry-after")
+}
+
+// TestForgottenBucketAfterClockJump is issue 12's case: capacity 3 per 24h,
+// a clock that jumps forward by three windows and back. The jump makes the
+// shard reclaim the bucket of a key that is at capacity; back at the real
+// time, that key is not admitted again within its window (it was, a 4th
+// time within 22h56m), and neither is any key the shard does not track,
+// which could be it, until the forgotten admissions leave the window.
+func TestForgottenBucketAfterClockJump(t *testing.T) {
+	l := mustNew(t, ratelimit.Options{Capacity: 3, Window: 24 * time.Hour, MaxKeys: 10}) // one shard
+	for i := range 3 {
+		if !l.AllowAt("a", t0.Add(time.Duration(i)*time.Minute)).Allowed {
+			t.Fatalf("admission %d rejected", i+1)
+		}
+	}
+	l.AllowAt("b", t0.Add(72*time.Hour)) // the clock jumps forward
+	if n := l.Len(); n != 1 {
+		t.Fatalf("tracking %d keys after the jump, want 1 (a reclaimed)", n)
+	}
+	back := t0.Add(22*time.Hour + 56*time.Minute) // and comes back
+	leave := t0.Add(2*time.Minute + 24*time.Hour) // a's latest admission leaves the window
+	for _, key := range []string{"a", "c"} {
+		if d := l.AllowAt(key, back); d.Allowed || d.RetryAfter != leave.Sub(back) {
+			t.Fatalf("key %s at +22h56m: %+v, want a rejection with RetryAfter %v", key, d, leave.Sub(back))
+		}
+	}
+	if l.AllowAt("a", leave.Add(-1)).Allowed {
+		t.Fatal("admitted a nanosecond before the forgotten admissions leave the window")
+	}
+	for _, key := range []string{"a", "c"} {
+		if !l.AllowAt(key, leave).Allowed {
+			t.Fatalf("key %s rejected once the forgotten admissions left the window", key)
+		}
+	}
+	// b, still tracked, keeps its own time: a request stamped behind it
+	// counts at it.
+	if !l.AllowAt("b", back).Allowed || !l.AllowAt("b", back).Allowed || l.AllowAt("b", back).Allowed {
+		t.Fatal("b, with one admission at +72h, did not admit exactly two more")
 	}
 }
 
@@ -545,5 +586,75 @@ func TestReclaim(t *testing.T) {
 	}
 	if got := l.Len(); got != n {
 		t.Fatalf("tracking %d keys, want %d", got, n)
+	}
+}
+
+// TestIdle checks when a limiter may be dropped: once every time it was
+// given, counted to the end of its slot, is a window old, and not a
+// nanosecond earlier; a request stamped ahead (then the clock back) or a
+// rejected one counts too.
+func TestIdle(t *testing.T) {
+	const w, g = time.Minute, 6 * time.Second // t0 starts a slot
+	type call struct {
+		key string
+		at  time.Duration // after t0
+	}
+	tests := []struct {
+		name  string
+		calls []call
+		idle  time.Duration // the first time after t0 at which Idle is true
+	}{
+		{"new limiter", nil, 0},
+		{"one admission", []call{{"a", time.Second}}, g + w},
+		{"the latest of several keys", []call{{"a", time.Second}, {"b", 20 * time.Second}, {"c", 3 * time.Second}}, 24*time.Second + w},
+		{"a rejected request", []call{{"a", 0}, {"a", 30 * time.Second}}, 36*time.Second + w},
+		{"a time ahead, then the clock back", []call{{"a", time.Hour}, {"b", time.Second}}, time.Hour + g + w},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mustNew(t, ratelimit.Options{Capacity: 1, Window: w})
+			for _, c := range tt.calls {
+				l.AllowAt(c.key, t0.Add(c.at))
+			}
+			if tt.idle > 0 && l.Idle(t0.Add(tt.idle-1)) {
+				t.Fatalf("idle at +%v, a nanosecond before +%v", tt.idle-1, tt.idle)
+			}
+			if !l.Idle(t0.Add(tt.idle)) {
+				t.Fatalf("not idle at +%v", tt.idle)
+			}
+		})
+	}
+}
+
+// TestIdleLimiterActsNew checks Idle's promise: once a limiter is idle, it
+// holds no admission that counts later, so it decides every later request
+// as a new limiter does. Before it is idle, random traffic goes back in
+// time and overflows the key cap; after, the keys fit (under key pressure
+// two limiters with different histories may evict differently).
+func TestIdleLimiterActsNew(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		o := ratelimit.Options{Capacity: uint64(1 + rng.IntN(4)), Window: time.Minute, MaxKeys: 12 + rng.IntN(8)}
+		old := mustNew(t, o)
+		now := t0
+		for range 100 {
+			now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
+			at := now
+			if rng.IntN(5) == 0 {
+				at = at.Add(-time.Duration(rng.Int64N(int64(3 * time.Minute))))
+			}
+			old.AllowAt(strconv.Itoa(rng.IntN(40)), at)
+		}
+		for !old.Idle(now) {
+			now = now.Add(time.Second)
+		}
+		fresh := mustNew(t, o)
+		for range 200 {
+			now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
+			key := strconv.Itoa(rng.IntN(12))
+			if d, want := old.AllowAt(key, now), fresh.AllowAt(key, now); d != want {
+				t.Fatalf("seed %d: key %s at +%v: the idle limiter decides %+v, a new one %+v", seed, key, now.Sub(t0), d, want)
+			}
+		}
 	}
 }

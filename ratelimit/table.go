@@ -42,7 +42,7 @@ type table struct {
 
 type paddedShard struct {
 	shard
-	_ [128 - unsafe.Sizeof(shard{})%128]byte
+	_ [(128 - unsafe.Sizeof(shard{})%128) % 128]byte
 }
 
 // shard is one lock's worth of entries.
@@ -54,14 +54,18 @@ type shard struct {
 	curStart int64
 	// maxSlot is the newest slot any call to this shard has seen.
 	maxSlot uint64
+	// forgot is the time (Unix ns) before which a key the shard does not
+	// track may be one whose bucket it forgot with admissions that would
+	// count in that key's window; see newEntry.
+	forgot int64
 
 	index []uint32
 	pages [][]entry
 	n     int // live entries
 	limit int // most entries this shard may hold
 
-	sweep int    // reclamation cursor
-	evict int    // eviction cursor
+	sweep int32  // reclamation cursor
+	evict int32  // eviction cursor
 	ops   uint32 // calls, to pace sweeping
 }
 

@@ -7,7 +7,7 @@
 // from the environment variable EDGEPLANE_API_KEY when set (it must start
 // with epk_ followed by at least 32 characters), else generated and
 // printed once. The sealing key of certificate private keys
-// (edgeplane.Options.SealingKey) comes from EDGEPLANE_SEALING_KEY (32
+// (edgeplane.Options.SealingKey) comes from EDGEPLANE_SEAL_KEY (32
 // bytes, base64) or is generated and printed once, with a warning that
 // keys sealed under it are unreadable once it is lost. It prints
 // "listening on http://<addr>" when ready, logs
@@ -68,17 +68,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	sealingKey, err := sealingKey(getenv("EDGEPLANE_SEALING_KEY"), stdout)
+	sealingKey, err := sealingKey(getenv("EDGEPLANE_SEAL_KEY"), stdout)
 	if err != nil {
 		return err
 	}
 	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger, SealingKey: sealingKey})
-	key, err := bootstrap(ctx, svc, getenv("EDGEPLANE_API_KEY"))
+	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
 	if err != nil {
-		return err
+		return fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
 	}
 	if getenv("EDGEPLANE_API_KEY") == "" {
-		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", key)
+		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", *b.APIKey.Token)
 	} else {
 		fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
 	}
@@ -112,39 +112,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-// bootstrap creates the account, its admin and the admin's API key, and
-// returns the key's secret.
-func bootstrap(ctx context.Context, svc *edgeplane.Service, secret string) (string, error) {
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
-	if err != nil {
-		return "", err
-	}
-	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
-	if err != nil {
-		return "", err
-	}
-	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "apiserver admin", Secret: secret})
-	if err != nil {
-		return "", fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
-	}
-	return *key.Token, nil
-}
-
-// sealingKey decodes EDGEPLANE_SEALING_KEY (standard base64 of
+// sealingKey decodes EDGEPLANE_SEAL_KEY (standard base64 of
 // edgeplane.SealingKeySize bytes), or generates a key and prints it once
 // when env is empty.
 func sealingKey(env string, stdout io.Writer) ([]byte, error) {
 	if env == "" {
 		key := make([]byte, edgeplane.SealingKeySize)
 		rand.Read(key)
-		fmt.Fprintf(stdout, "sealing key (shown once; set EDGEPLANE_SEALING_KEY to it, or certificate private keys are unreadable after a restart): %s\n",
+		fmt.Fprintf(stdout, "sealing key (shown once; set EDGEPLANE_SEAL_KEY to it, or certificate private keys are unreadable after a restart): %s\n",
 			base64.StdEncoding.EncodeToString(key))
 		return key, nil
 	}
 	key, err := base64.StdEncoding.DecodeString(env)
 	if err != nil || len(key) != edgeplane.SealingKeySize {
-		return nil, fmt.Errorf("EDGEPLANE_SEALING_KEY: want the standard base64 of %d bytes", edgeplane.SealingKeySize)
+		return nil, fmt.Errorf("EDGEPLANE_SEAL_KEY: want the standard base64 of %d bytes", edgeplane.SealingKeySize)
 	}
-	fmt.Fprintln(stdout, "sealing key: from EDGEPLANE_SEALING_KEY")
+	fmt.Fprintln(stdout, "sealing key: from EDGEPLANE_SEAL_KEY")
 	return key, nil
 }

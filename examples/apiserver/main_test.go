@@ -119,7 +119,7 @@ func TestGeneratedKeyAndBadEnvKey(t *testing.T) {
 	if !strings.Contains(stdout.String(), "admin API key (shown once): epk_") {
 		t.Errorf("no generated key printed: %q", stdout.String())
 	}
-	if !strings.Contains(stdout.String(), "sealing key (shown once; set EDGEPLANE_SEALING_KEY") {
+	if !strings.Contains(stdout.String(), "sealing key (shown once; set EDGEPLANE_SEAL_KEY") {
 		t.Errorf("no generated sealing key printed: %q", stdout.String())
 	}
 	only := func(name, value string) func(string) string {
@@ -135,13 +135,13 @@ func TestGeneratedKeyAndBadEnvKey(t *testing.T) {
 		t.Errorf("weak EDGEPLANE_API_KEY: %v", err)
 	}
 	for _, bad := range []string{"not base64!", base64.StdEncoding.EncodeToString(make([]byte, 16))} {
-		err = run(context.Background(), []string{"-addr", "127.0.0.1:0"}, only("EDGEPLANE_SEALING_KEY", bad), io.Discard, io.Discard, nil)
-		if err == nil || !strings.Contains(err.Error(), "EDGEPLANE_SEALING_KEY: want the standard base64 of 32 bytes") {
-			t.Errorf("EDGEPLANE_SEALING_KEY=%q: %v", bad, err)
+		err = run(context.Background(), []string{"-addr", "127.0.0.1:0"}, only("EDGEPLANE_SEAL_KEY", bad), io.Discard, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), "EDGEPLANE_SEAL_KEY: want the standard base64 of 32 bytes") {
+			t.Errorf("EDGEPLANE_SEAL_KEY=%q: %v", bad, err)
 		}
 	}
 	key, err := sealingKey(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), io.Discard)
 	if err != nil || !bytes.Equal(key, bytes.Repeat([]byte{1}, 32)) {
-		t.Errorf("a good EDGEPLANE_SEALING_KEY: %x, %v", key, err)
+		t.Errorf("a good EDGEPLANE_SEAL_KEY: %x, %v", key, err)
 	}
 }

@@ -323,19 +323,15 @@ type bootstrapped struct {
 // forwarding to upstream, registered with a credential's authtoken as a
 // tunnel server would.
 func bootstrap(ctx context.Context, svc *edgeplane.Service, secret, upstream string) (*bootstrapped, error) {
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "default"})
-	if err != nil {
-		return nil, err
-	}
-	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
-	if err != nil {
-		return nil, err
-	}
-	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "edgeproxy admin", Secret: secret})
+	b, err := svc.Host().Bootstrap(ctx, secret)
 	if err != nil {
 		return nil, fmt.Errorf("EDGEPLANE_API_KEY: %w", err)
 	}
-	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
+	if !b.Created {
+		return nil, errors.New("the store already has an account; Service mode bootstraps an empty store")
+	}
+	key := b.APIKey
+	p := edgeplane.Principal{AccountID: b.AccountID, SubjectID: b.AdminID, Admin: true}
 	labels := map[string]string{"app": "web"}
 	backend, err := svc.CreateTunnelGroupBackend(ctx, p, backends.CreateParams{Description: "edgeproxy example", Labels: labels})
 	if err != nil {
@@ -360,7 +356,7 @@ func bootstrap(ctx context.Context, svc *edgeplane.Service, secret, upstream str
 	if err != nil {
 		return nil, err
 	}
-	return &bootstrapped{key: *key.Token, accountID: acct.ID, edgeID: edge.ID, routeID: rt.ID, backendID: backend.ID, tunnelID: tunnel.ID}, nil
+	return &bootstrapped{key: *key.Token, accountID: b.AccountID, edgeID: edge.ID, routeID: rt.ID, backendID: backend.ID, tunnelID: tunnel.ID}, nil
 }
 
 // renewTunnel renews the lease of the bootstrapped tunnel every third of

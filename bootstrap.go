@@ -1,0 +1,106 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// listAccounts is [Host.ListAccounts].
+func (s *Service) listAccounts(ctx context.Context, opts ListOptions) ([]Account, string, error) {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = MaxPageSize
+	case limit < 1 || limit > MaxPageSize:
+		return nil, "", apierr.Invalidf("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
+	}
+	recs, err := s.store.List(ctx, store.Query{Kind: KindAccount, BeforeID: opts.BeforeID, Limit: limit + 1})
+	if err != nil {
+		return nil, "", s.storeErr(err, accountKind, "")
+	}
+	out := make([]Account, 0, min(len(recs), limit))
+	next := ""
+	for i, rec := range recs {
+		if i == limit {
+			next = recs[limit-1].ID
+			break
+		}
+		a, err := decode[Account](rec)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, *a)
+	}
+	return out, next, nil
+}
+
+// Bootstrapped is what [Host.Bootstrap] found or made.
+type Bootstrapped struct {
+	// Created is true when the store was empty and Bootstrap made the
+	// default account, its admin and the admin's API key.
+	Created bool
+	// AccountID and AdminID name them (empty when Created is false).
+	AccountID, AdminID string
+	// APIKey is the admin's key, with its Token (the secret) set: shown
+	// once. Nil when Created is false.
+	APIKey *APIKey
+}
+
+// bootstrap is [Host.Bootstrap].
+func (s *Service) bootstrap(ctx context.Context, secret string) (*Bootstrapped, error) {
+	accounts, _, err := s.listAccounts(ctx, ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(accounts) > 0 {
+		return &Bootstrapped{}, nil
+	}
+	acct, err := s.createAccount(ctx, AccountParams{Name: "default"})
+	if err != nil {
+		return nil, err
+	}
+	admin, err := s.createUser(ctx, acct.ID, SubjectParams{Name: "admin", Admin: true})
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.createAPIKey(ctx, acct.ID, APIKeyParams{OwnerID: admin.ID, Description: "bootstrap admin", Secret: secret})
+	if err != nil {
+		return nil, err
+	}
+	return &Bootstrapped{Created: true, AccountID: acct.ID, AdminID: admin.ID, APIKey: key}, nil
+}
+
+// The sealing check is a record sealed under the Service's sealing key
+// when a store is first used, so that a Service given another key finds
+// out at start rather than when it needs a private key.
+const (
+	kindSealingCheck store.Kind = "sealing_check"
+	sealingCheckID              = "sealing_check"
+	sealingCheckText            = "edgeplane sealing check"
+)
+
+// checkSealingKey is [Host.CheckSealingKey].
+func (s *Service) checkSealingKey(ctx context.Context) error {
+	aad := []byte(sealingCheckID)
+	rec, err := s.store.Get(ctx, kindSealingCheck, sealingCheckID, sealingCheckID)
+	if errors.Is(err, apierr.ErrNotFound) {
+		err = s.store.Create(ctx, store.Record{Kind: kindSealingCheck, AccountID: sealingCheckID, ID: sealingCheckID,
+			Data: s.sealer.Seal([]byte(sealingCheckText), aad)})
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) { // another process made it first
+			return s.checkSealingKey(ctx)
+		}
+		return s.storeErr(err, accountKind, "")
+	}
+	if err != nil {
+		return s.storeErr(err, accountKind, "")
+	}
+	if plain, err := s.sealer.Open(rec.Data, aad); err != nil || string(plain) != sealingCheckText {
+		return apierr.New(apierr.FailedPrecondition,
+			"the store's secrets are sealed under another sealing key than this server's; start it with the key the store was first used with")
+	}
+	return nil
+}

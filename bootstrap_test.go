@@ -1,0 +1,94 @@
+package edgeplane_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/memstore"
+)
+
+// TestBootstrap: an empty store gets the default account, an admin and a
+// working key; a second bootstrap on the same store (a restart) creates
+// nothing and the key keeps working.
+func TestBootstrap(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	svc := edgeplane.New(st, edgeplane.Options{})
+	secret := "epk_" + strings.Repeat("b", 40)
+	b, err := svc.Host().Bootstrap(ctx, secret)
+	if err != nil || !b.Created || b.APIKey == nil || *b.APIKey.Token != secret {
+		t.Fatalf("first bootstrap = %+v, %v", b, err)
+	}
+	p, err := svc.Authenticate(ctx, secret)
+	if err != nil || !p.Admin || p.AccountID != b.AccountID {
+		t.Fatalf("the bootstrap key: %+v, %v", p, err)
+	}
+	restarted := edgeplane.New(st, edgeplane.Options{})
+	again, err := restarted.Host().Bootstrap(ctx, "")
+	if err != nil || again.Created || again.APIKey != nil {
+		t.Fatalf("bootstrap of a used store = %+v, %v", again, err)
+	}
+	if _, err := restarted.Authenticate(ctx, secret); err != nil {
+		t.Errorf("the key after a restart: %v", err)
+	}
+	accounts, next, err := restarted.Host().ListAccounts(ctx, edgeplane.ListOptions{})
+	if err != nil || len(accounts) != 1 || accounts[0].Name != "default" || next != "" {
+		t.Errorf("accounts = %+v, %q, %v", accounts, next, err)
+	}
+
+	generated, err := edgeplane.New(memstore.New(), edgeplane.Options{}).Host().Bootstrap(ctx, "")
+	if err != nil || !strings.HasPrefix(*generated.APIKey.Token, edgeplane.APIKeySecretPrefix) {
+		t.Errorf("generated key: %+v, %v", generated, err)
+	}
+	_, err = edgeplane.New(memstore.New(), edgeplane.Options{}).Host().Bootstrap(ctx, "weak")
+	wantViolation(t, err, "secret", "must start with")
+}
+
+func TestListAccountsPaging(t *testing.T) {
+	ctx := context.Background()
+	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
+	for range 5 {
+		if _, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := 0
+	opts := edgeplane.ListOptions{Limit: 2}
+	for {
+		page, next, err := svc.Host().ListAccounts(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen += len(page)
+		if next == "" {
+			break
+		}
+		opts.BeforeID = next
+	}
+	if seen != 5 {
+		t.Errorf("paged %d accounts, want 5", seen)
+	}
+	_, _, err := svc.Host().ListAccounts(ctx, edgeplane.ListOptions{Limit: 1000})
+	wantCode(t, err, apierr.InvalidArgument)
+}
+
+func TestCheckSealingKey(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	key := make([]byte, edgeplane.SealingKeySize)
+	if err := edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	if err := edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx); err != nil {
+		t.Fatalf("same key: %v", err)
+	}
+	other := make([]byte, edgeplane.SealingKeySize)
+	other[0] = 1
+	err := edgeplane.New(st, edgeplane.Options{SealingKey: other}).Host().CheckSealingKey(ctx)
+	if apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "another sealing key") {
+		t.Errorf("another key: %v", err)
+	}
+}

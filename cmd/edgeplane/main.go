@@ -1,0 +1,93 @@
+// Command edgeplane is the edgeplane server and its operator tools.
+//
+//	edgeplane serve [flags]           the management API (see serve -h)
+//	edgeplane admin <command> [flags] host operations against the same store
+//
+// Every flag can also be set through the environment: -store is
+// EDGEPLANE_STORE, -rate-limit is EDGEPLANE_RATE_LIMIT, and so on; a flag
+// on the command line wins.
+//
+// # Stores
+//
+// -store names the store: memory: keeps everything in this process (gone
+// when it stops); the durable backends (sqlite:PATH, postgres://...) are
+// listed by -h when this build has them.
+//
+// # Secrets
+//
+// The admin's API key comes from EDGEPLANE_API_KEY when set, else it is
+// generated and printed once, on the first start on an empty store only.
+// Certificate private keys are sealed at rest under EDGEPLANE_SEAL_KEY
+// (32 bytes, standard base64); without it a memory: store gets a key of
+// its own, printed once. A server given a store sealed under another key
+// refuses to start.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil))
+}
+
+const usage = `usage: edgeplane <command> [flags]
+
+commands:
+  serve    run the management API server
+  admin    host operations against a store: accounts, users, bots, API keys
+
+Run edgeplane <command> -h for a command's flags.
+`
+
+// run runs the command line args and returns the process's exit code.
+// ready, when not nil, receives the address serve listens on.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return exit(serve(ctx, args[1:], getenv, stdout, stderr, ready), stderr)
+	case "admin":
+		return exit(admin(ctx, args[1:], getenv, stdout, stderr), stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "edgeplane: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// errHelp is returned by a command that printed its usage on request.
+type errHelp struct{}
+
+func (errHelp) Error() string { return "help" }
+
+// exit turns a command's error into an exit code, printing it.
+func exit(err error, stderr io.Writer) int {
+	switch err.(type) {
+	case nil:
+		return 0
+	case errHelp:
+		return 0
+	case usageError:
+		fmt.Fprintln(stderr, "edgeplane:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, "edgeplane:", err)
+	return 1
+}
+
+// usageError is a bad command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// server is a serve run in progress.
+type server struct {
+	addr           string
+	stdout, stderr *syncBuffer
+	stop           func() int
+}
+
+func startServe(t *testing.T, args []string, env map[string]string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	if !slices.Contains(args, "-store") {
+		args = append([]string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")}, args...)
+	}
+	go func() {
+		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, s.stdout, s.stderr, ready)
+	}()
+	select {
+	case s.addr = <-ready:
+	case code := <-done:
+		cancel()
+		t.Fatalf("serve exited with %d: %s %s", code, s.stdout, s.stderr)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("serve not ready")
+	}
+	stopped := false
+	s.stop = func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(20 * time.Second):
+			t.Fatal("no graceful shutdown")
+			return -1
+		}
+	}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func get(t *testing.T, url string, header http.Header) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestServe(t *testing.T) {
+	s := startServe(t, []string{"-metrics-addr", "127.0.0.1:0"}, map[string]string{"EDGEPLANE_RATE_LIMIT": "0"})
+	out := s.stdout.String()
+	key := regexp.MustCompile(`admin API key \(shown once\): (epk_\S+)`).FindStringSubmatch(out)
+	if key == nil || !strings.Contains(out, "sealing key: created ") || !strings.Contains(out, "listening on http://"+s.addr) {
+		t.Fatalf("stdout: %s", out)
+	}
+	base := "http://" + s.addr
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, base+path, nil); code != 200 || body != "ok\n" {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	auth := http.Header{"Authorization": {"Bearer " + key[1]}, "Service-Version": {"2"}}
+	if code, body := get(t, base+"/credentials", auth); code != 200 || !strings.Contains(body, `"credentials":[]`) {
+		t.Errorf("GET /credentials: %d %s", code, body)
+	}
+	if code, _ := get(t, base+"/credentials", nil); code != 401 && code != 400 {
+		t.Errorf("without a key: %d", code)
+	}
+	metricsAddr := regexp.MustCompile(`metrics on http://(\S+)/metrics`).FindStringSubmatch(out)
+	if metricsAddr == nil {
+		t.Fatalf("no metrics address: %s", out)
+	}
+	_, metrics := get(t, "http://"+metricsAddr[1]+"/metrics", nil)
+	for _, want := range []string{`edgeplane_http_requests_total{code="200",method="GET",route="GET /credentials"} 1`,
+		`edgeplane_http_request_duration_seconds_bucket{route="GET /credentials"`, `edgeplane_store_operation_duration_seconds_count{op="get"}`,
+		"edgeplane_event_queue_depth", "go_goroutines"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if code := s.stop(); code != 0 || !strings.Contains(s.stdout.String(), "shut down") {
+		t.Errorf("stop: exit %d, %s", code, s.stdout)
+	}
+}
+
+func TestServeFromEnvironment(t *testing.T) {
+	key := "epk_" + strings.Repeat("e", 40)
+	s := startServe(t, nil, map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=",
+		"EDGEPLANE_LOG_FORMAT": "json"})
+	if out := s.stdout.String(); !strings.Contains(out, "admin API key: from EDGEPLANE_API_KEY") || strings.Contains(out, "sealing key (shown once") {
+		t.Errorf("stdout: %s", out)
+	}
+	auth := http.Header{"Authorization": {"Bearer " + key}, "Service-Version": {"2"}}
+	if code, _ := get(t, "http://"+s.addr+"/credentials", auth); code != 200 {
+		t.Errorf("with EDGEPLANE_API_KEY: %d", code)
+	}
+	s.stop()
+	if !strings.Contains(s.stderr.String(), `"msg":`) {
+		t.Errorf("EDGEPLANE_LOG_FORMAT=json not applied: %s", s.stderr)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		out  string // in stdout+stderr
+	}{
+		{"no command", nil, nil, 2, "usage: edgeplane <command>"},
+		{"help", []string{"-h"}, nil, 0, "commands:"},
+		{"unknown command", []string{"frobnicate"}, nil, 2, `unknown command "frobnicate"`},
+		{"serve -h", []string{"serve", "-h"}, nil, 0, "-rate-window"},
+		{"bad flag", []string{"serve", "-nope"}, nil, 2, "flag provided but not defined: -nope"},
+		{"bad env", []string{"serve"}, map[string]string{"EDGEPLANE_RATE_LIMIT": "many"}, 2, "EDGEPLANE_RATE_LIMIT"},
+		{"bad log format", []string{"serve", "-log-format", "xml"}, nil, 2, `-log-format "xml"`},
+		{"half TLS", []string{"serve", "-tls-cert", "c.pem"}, nil, 2, "-tls-cert and -tls-key go together"},
+		{"bad store", []string{"serve", "-store", "mongodb://x"}, nil, 2, `-store "mongodb://x"`},
+		{"bad seal key", []string{"serve", "-store", "memory:"}, map[string]string{"EDGEPLANE_SEAL_KEY": "short"}, 1, "EDGEPLANE_SEAL_KEY: want the standard base64 of 32 bytes"},
+		{"admin without command", []string{"admin"}, nil, 2, "which command"},
+		{"admin help", []string{"admin", "-h"}, nil, 0, "create-api-key"},
+		{"admin unknown", []string{"admin", "drop-everything"}, nil, 2, `unknown command "drop-everything"`},
+		{"admin create-account", []string{"admin", "create-account", "-store", "memory:", "-name", "acme"}, nil, 0, "acct_"},
+		{"admin create-account without name", []string{"admin", "create-account", "-store", "memory:"}, nil, 1, "name"},
+		{"admin revoke unknown key", []string{"admin", "revoke-api-key", "-store", "memory:", "-account", "acct_x", "-id", "ak_x"}, nil, 1, "not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out, nil)
+			if code != tc.code || !strings.Contains(out.String(), tc.out) {
+				t.Errorf("exit %d, want %d; output %q lacks %q", code, tc.code, out.String(), tc.out)
+			}
+		})
+	}
+}
+
+// TestServeTLS: -tls-cert and -tls-key serve HTTPS; a crypto/tls client
+// that trusts the certificate reaches the API.
+func TestServeTLS(t *testing.T) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(priv)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+
+	s := startServe(t, []string{"-tls-cert", certFile, "-tls-key", keyFile}, nil)
+	if !strings.Contains(s.stdout.String(), "listening on https://"+s.addr) {
+		t.Errorf("stdout: %s", s.stdout)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	resp, err := client.Get("https://" + s.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Errorf("HTTPS /healthz: %d, TLS %v", resp.StatusCode, resp.TLS != nil)
+	}
+}
+
+// TestServeRestartKeepsState: on a SQLite store, data and keys survive a
+// restart; the second start bootstraps nothing and reuses the key file; a
+// start with another sealing key refuses; admin commands onboard a tenant
+// on the same file.
+func TestServeRestartKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	spec := "sqlite:" + filepath.Join(dir, "edgeplane.db")
+	s := startServe(t, []string{"-store", spec}, map[string]string{"EDGEPLANE_RATE_LIMIT": "0"})
+	key := regexp.MustCompile(`admin API key \(shown once\): (epk_\S+)`).FindStringSubmatch(s.stdout.String())
+	if key == nil {
+		t.Fatalf("stdout: %s", s.stdout)
+	}
+	req, _ := http.NewRequest("POST", "http://"+s.addr+"/credentials", strings.NewReader(`{"description":"survivor"}`))
+	req.Header.Set("Authorization", "Bearer "+key[1])
+	req.Header.Set("Service-Version", "2")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("stop: %d", code)
+	}
+	info, err := os.Stat(filepath.Join(dir, "edgeplane.db.sealkey"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v", info, err)
+	}
+
+	again := startServe(t, []string{"-store", spec}, nil)
+	if out := again.stdout.String(); !strings.Contains(out, "store in use") || strings.Contains(out, "admin API key") || strings.Contains(out, "sealing key: created") {
+		t.Errorf("restart stdout: %s", out)
+	}
+	auth := http.Header{"Authorization": {"Bearer " + key[1]}, "Service-Version": {"2"}}
+	if code, body := get(t, "http://"+again.addr+"/credentials", auth); code != 200 || !strings.Contains(body, "survivor") {
+		t.Errorf("after the restart: %d %s", code, body)
+	}
+	again.stop()
+
+	var out bytes.Buffer
+	other := map[string]string{"EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="}
+	if code := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-store", spec}, func(k string) string { return other[k] }, &out, &out, nil); code != 1 ||
+		!strings.Contains(out.String(), "sealed under another sealing key") {
+		t.Errorf("another key: exit %d, %s", code, out.String())
+	}
+
+	admin := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if code := run(context.Background(), append([]string{"admin", args[0], "-store", spec}, args[1:]...), func(string) string { return "" }, &out, &out, nil); code != 0 {
+			t.Fatalf("admin %v: exit %d, %s", args, code, out.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	acct := admin("create-account", "-name", "second tenant")
+	bot := admin("create-bot", "-account", acct, "-name", "ci")
+	secret := regexp.MustCompile(`secret \(shown once\): (epk_\S+)`).FindStringSubmatch(admin("create-api-key", "-account", acct, "-owner", bot))
+	if secret == nil {
+		t.Fatal("no secret printed")
+	}
+	if list := admin("list-accounts"); !strings.Contains(list, acct) || !strings.Contains(list, "default") {
+		t.Errorf("list-accounts: %s", list)
+	}
+	third := startServe(t, []string{"-store", spec}, nil)
+	tenant := http.Header{"Authorization": {"Bearer " + secret[1]}, "Service-Version": {"2"}}
+	if code, body := get(t, "http://"+third.addr+"/credentials", tenant); code != 200 || strings.Contains(body, "survivor") {
+		t.Errorf("the new tenant's key: %d %s (must not see the first account's credential)", code, body)
+	}
+}

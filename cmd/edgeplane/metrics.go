@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus metrics (github.com/prometheus/
+// client_golang: the reference client, whose registry, collectors and
+// exposition handler we would otherwise write again).
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	storeOps *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgeplane_http_requests_total", Help: "Management API requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "edgeplane_http_request_duration_seconds", Help: "Management API request latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
+		}, []string{"route"}),
+		storeOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "edgeplane_store_operation_duration_seconds", Help: "Store call latency by operation.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+		}, []string{"op"}),
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.duration, m.storeOps)
+	return m
+}
+
+// watchEvents exports the Service's event delivery counters.
+func (m *metrics) watchEvents(svc *edgeplane.Service) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_event_queue_depth", Help: "Changes waiting for event delivery."},
+			func() float64 { return float64(svc.EventStats().Pending) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_event_dropped_total", Help: "Changes whose events were dropped."},
+			func() float64 { return float64(svc.EventStats().Dropped) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_event_delivered_total", Help: "Events the sink accepted."},
+			func() float64 { return float64(svc.EventStats().Delivered) }),
+	)
+}
+
+// handler serves the metrics.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// wrap counts and times the requests api serves, labelled by its route
+// pattern (bounded cardinality: never the raw path).
+func (m *metrics) wrap(api *httpapi.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
+		api.ServeHTTP(sw, r)
+		route := api.Route(r)
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.code)).Inc()
+		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// codeWriter remembers the status code written.
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *codeWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *codeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// timedStore times every store call.
+type timedStore struct {
+	store.Store
+	ops *prometheus.HistogramVec
+}
+
+func (s timedStore) observe(op string, start time.Time) {
+	s.ops.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (s timedStore) Create(ctx context.Context, rec store.Record) error {
+	defer s.observe("create", time.Now())
+	return s.Store.Create(ctx, rec)
+}
+
+func (s timedStore) Get(ctx context.Context, kind store.Kind, accountID, id string) (store.Record, error) {
+	defer s.observe("get", time.Now())
+	return s.Store.Get(ctx, kind, accountID, id)
+}
+
+func (s timedStore) Lookup(ctx context.Context, kind store.Kind, key string) (store.Record, error) {
+	defer s.observe("lookup", time.Now())
+	return s.Store.Lookup(ctx, kind, key)
+}
+
+func (s timedStore) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
+	defer s.observe("update", time.Now())
+	return s.Store.Update(ctx, kind, accountID, id, fn)
+}
+
+func (s timedStore) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
+	defer s.observe("replace", time.Now())
+	return s.Store.Replace(ctx, rec)
+}
+
+func (s timedStore) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
+	defer s.observe("delete", time.Now())
+	return s.Store.Delete(ctx, kind, accountID, id)
+}
+
+func (s timedStore) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+	defer s.observe("delete", time.Now())
+	return s.Store.DeleteIf(ctx, kind, accountID, id, version)
+}
+
+func (s timedStore) List(ctx context.Context, q store.Query) ([]store.Record, error) {
+	defer s.observe("list", time.Now())
+	return s.Store.List(ctx, q)
+}
+
+func (s timedStore) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	defer s.observe("changes", time.Now())
+	return s.Store.Changes(ctx, after, limit)
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/httpserver"
+)
+
+// serveConfig is what serve's flags say.
+type serveConfig struct {
+	addr, baseURL, store     string
+	tlsCert, tlsKey          string
+	logFormat                string
+	rateLimit                int
+	rateWindow               time.Duration
+	corsOrigins, metricsAddr string
+	reapInterval             time.Duration
+}
+
+func serveFlags(c *serveConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.baseURL, "base-url", "", "base URL of uri fields (default http(s)://<addr>)")
+	fs.StringVar(&c.store, "store", defaultStore, storeHelp)
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate chain: serve HTTPS (with -tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key of -tls-cert")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&c.rateLimit, "rate-limit", httpapi.DefaultRateLimit, "requests one account may make per -rate-window; 0 turns the limit off")
+	fs.DurationVar(&c.rateWindow, "rate-window", httpapi.DefaultRateWindow, "window of -rate-limit, a whole multiple of 10s")
+	fs.StringVar(&c.corsOrigins, "cors-origins", "", "comma-separated origins answered with CORS credentials (default: any origin, without credentials)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
+	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: edgeplane serve [flags]\n\nEvery flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_RATE_LIMIT...).\n\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// serve runs the management API until ctx ends.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	var c serveConfig
+	fs := serveFlags(&c)
+	if err := parseFlags(fs, args, getenv, stdout); err != nil {
+		return err
+	}
+	logger, err := newLogger(c.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return usageError{"-tls-cert and -tls-key go together"}
+	}
+	if c.rateLimit == 0 {
+		c.rateLimit = -1 // httpapi: negative is off
+	}
+
+	st, closeStore, err := openStore(ctx, c.store)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	key, err := sealingKey(c.store, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	m := newMetrics()
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	scheme := "http"
+	if c.tlsCert != "" {
+		scheme = "https"
+	}
+	if c.baseURL == "" {
+		c.baseURL = scheme + "://" + ln.Addr().String()
+	}
+
+	svc := edgeplane.New(timedStore{Store: st, ops: m.storeOps}, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Close(ctx) // delivers the events committed before the stop
+	}()
+	m.watchEvents(svc)
+	if err := svc.Host().CheckSealingKey(ctx); err != nil {
+		return err
+	}
+	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	switch {
+	case !b.Created:
+		fmt.Fprintln(stdout, "store in use: its accounts and API keys are kept")
+	case getenv("EDGEPLANE_API_KEY") != "":
+		fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
+	default:
+		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", *b.APIKey.Token)
+	}
+
+	var origins []string
+	if c.corsOrigins != "" {
+		origins = strings.Split(c.corsOrigins, ",")
+	}
+	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins})
+	if err != nil {
+		return usageError{"-rate-window: " + err.Error()}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := st.Revision(ctx); err != nil {
+			logger.Warn("readyz: the store does not answer", "err", err)
+			http.Error(w, "store unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("/", m.wrap(api))
+
+	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	apiServer := httpserver.New(mux, httpserver.Options{ErrorLog: errLog})
+	servers := []*http.Server{apiServer}
+	errc := make(chan error, 2)
+	go func() {
+		if c.tlsCert != "" {
+			errc <- apiServer.ServeTLS(ln, c.tlsCert, c.tlsKey)
+		} else {
+			errc <- apiServer.Serve(ln)
+		}
+	}()
+	if c.metricsAddr != "" {
+		mln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
+			return err
+		}
+		metricsMux := http.NewServeMux()
+		metricsMux.Handle("GET /metrics", m.handler())
+		srv := httpserver.New(metricsMux, httpserver.Options{ErrorLog: errLog})
+		servers = append(servers, srv)
+		go func() { errc <- srv.Serve(mln) }()
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", mln.Addr())
+	}
+	go reapTunnels(ctx, svc.Host(), c.reapInterval, logger)
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdown); err != nil && serveErr == nil {
+			serveErr = err
+		}
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	fmt.Fprintln(stdout, "shut down")
+	return nil
+}
+
+// reapTunnels removes expired tunnels every interval until ctx ends.
+func reapTunnels(ctx context.Context, host *edgeplane.Host, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for {
+				n, err := host.ReapTunnels(ctx, 500)
+				if err != nil && ctx.Err() == nil {
+					log.Error("reaping expired tunnels", "err", err)
+				}
+				if n < 500 || err != nil {
+					break
+				}
+			}
+		}
+	}
+}
+
+// newLogger returns the server's logger in format (text or json).
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageError{fmt.Sprintf("-log-format %q: want text or json", format)}
+}

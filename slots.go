@@ -1,0 +1,79 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// Caps on the children of one record (the rules of an IP policy, the
+// routes of an HTTPS edge) hold atomically under concurrent creates on
+// every backend: each child takes one of its parent's numbered slots as a
+// unique store key, so two creates that pick the same free slot clash on
+// the key and the loser looks again. Deleting a child frees its slot with
+// it. Store keys are unique across accounts, so the key names the account
+// too: naming another account's parent fails as a missing reference,
+// never clashes with that account's slots.
+
+// slotKey is the store key of slot n of parent's children of kind k.
+func slotKey(k store.Kind, accountID, parentID string, n int) string {
+	return "slot/" + string(k) + "/" + accountID + "/" + parentID + "/" + strconv.Itoa(n)
+}
+
+// maxSlotAttempts bounds how often a create looks for a free slot again
+// after losing one to a concurrent create.
+const maxSlotAttempts = 8
+
+// createInSlot stores v as a child of parentID (kind k, with the lookup
+// keys keys) in the lowest free of capacity slots. When every slot is
+// taken it returns full(); other errors are create's.
+func (s *Service) createInSlot(ctx context.Context, p Principal, k kindInfo, id, parentID string, v any, capacity int, full func() error, keys ...string) error {
+	for range maxSlotAttempts {
+		recs, err := s.store.List(ctx, store.Query{Kind: k.kind, AccountID: p.AccountID, ParentID: parentID, Limit: capacity})
+		if err != nil {
+			return s.storeErr(err, k, "")
+		}
+		used := make(map[string]bool, len(recs))
+		for _, rec := range recs {
+			for _, key := range rec.Keys {
+				used[key] = true
+			}
+		}
+		slot := ""
+		for n := range capacity {
+			if key := slotKey(k.kind, p.AccountID, parentID, n); !used[key] {
+				slot = key
+				break
+			}
+		}
+		if slot == "" {
+			return full()
+		}
+		err = s.create(ctx, p, k, id, parentID, v, nil, append(keys[:len(keys):len(keys)], slot)...)
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) && dup.Key == slot {
+			continue // a concurrent create took the slot: look again
+		}
+		return err
+	}
+	return apierr.New(apierr.Conflict, "%s %s is changing too fast to add to; try again", k.parent.noun, parentID)
+}
+
+// listCapped returns every child of parentID of kind k, or fails when
+// there are more than capacity (a store written by other code): a config
+// is built from all of them or not at all.
+func (s *Service) listCapped(ctx context.Context, accountID string, k kindInfo, parentID string, capacity int) ([]store.Record, error) {
+	recs, err := s.store.List(ctx, store.Query{Kind: k.kind, AccountID: accountID, ParentID: parentID, Limit: capacity + 1})
+	if err != nil {
+		return nil, s.storeErr(err, k, "")
+	}
+	if len(recs) > capacity {
+		s.log.Error("a record has more children than its cap; refusing to use it", "kind", string(k.kind), "parent", parentID, "cap", capacity)
+		return nil, apierr.New(apierr.FailedPrecondition, "%s %s has more than %d %ss and cannot be used; delete some until it has at most %d",
+			k.parent.noun, parentID, capacity, k.noun, capacity)
+	}
+	return recs, nil
+}

@@ -1,0 +1,90 @@
+package sqlitestore_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/sqlitestore"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// BenchmarkStore measures the hot paths of sqlitestore beside memstore's,
+// in one run: b.Loop times only the operation, after the setup.
+func BenchmarkStore(b *testing.B) {
+	backends := []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"memstore", func(*testing.B) store.Store { return memstore.New() }},
+		{"sqlitestore", func(b *testing.B) store.Store {
+			return open(b, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
+		}},
+	}
+	const n = 1000
+	seed := func(b *testing.B, s store.Store) {
+		b.Helper()
+		for i := range n {
+			r := rec("k", "acct", fmt.Sprintf("st_%08d", i))
+			r.Keys = []string{fmt.Sprintf("key:%d", i)}
+			if err := s.Create(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, be := range backends {
+		b.Run(be.name+"/Create", func(b *testing.B) {
+			s := be.open(b)
+			i := 0
+			for b.Loop() {
+				i++
+				if err := s.Create(ctx, rec("k", "acct", fmt.Sprintf("st_%08d", i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(be.name+"/Get", func(b *testing.B) {
+			s := be.open(b)
+			seed(b, s)
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.Get(ctx, "k", "acct", fmt.Sprintf("st_%08d", i%n)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(be.name+"/Update", func(b *testing.B) {
+			s := be.open(b)
+			seed(b, s)
+			data := []byte(`{"updated":true}`)
+			for b.Loop() {
+				if _, err := s.Update(ctx, "k", "acct", "st_00000500", func(r *store.Record) error { r.Data = data; return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(be.name+"/List100", func(b *testing.B) {
+			s := be.open(b)
+			seed(b, s)
+			for b.Loop() {
+				page, err := s.List(ctx, store.Query{Kind: "k", AccountID: "acct", BeforeID: "st_00000700", Limit: 100})
+				if err != nil || len(page) != 100 {
+					b.Fatalf("List: %d records, %v", len(page), err)
+				}
+			}
+		})
+		b.Run(be.name+"/Lookup", func(b *testing.B) {
+			s := be.open(b)
+			seed(b, s)
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.Lookup(ctx, "k", fmt.Sprintf("key:%d", i%n)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,112 @@
+// Package sqlitestore is a [store.Store] on one SQLite database file,
+// through the pure-Go driver modernc.org/sqlite (no cgo). Several Stores,
+// in one process or several, may share a file; each sees the others'
+// commits and follows their changes.
+//
+// # Connections and pragmas
+//
+// [Open] opens two database/sql handles on the file:
+//
+//   - the writer, one connection: "PATH?_pragma=busy_timeout(MS)
+//     &_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)
+//     &_pragma=foreign_keys(1)&_txlock=immediate". Every write is one
+//     transaction begun with BEGIN IMMEDIATE, so it takes the file's write
+//     lock up front: writes in this process queue for the connection,
+//     writes of other processes wait up to the busy timeout for the lock.
+//   - the readers, a pool of [Options].Readers connections:
+//     "PATH?_pragma=busy_timeout(MS)&_pragma=query_only(1)". In WAL mode
+//     readers never wait for the writer and see only committed data.
+//
+// The busy timeout is [Options].BusyTimeout (default 5s).
+//
+// # Durability
+//
+// synchronous is FULL: SQLite syncs the write-ahead log at every commit,
+// so a write is on disk when the call that made it returns. With WAL,
+// NORMAL would survive a crash of the process but could lose the last
+// commits to an OS crash or power loss; a control plane's acknowledged
+// write (a credential issued, a policy changed) must not come back, so
+// the store pays one fsync per write for FULL. Checkpoints are SQLite's
+// automatic ones.
+//
+// # Schema and migrations
+//
+// The schema is a list of SQL files embedded in the binary
+// (migrations/NNNN_name.sql), applied in order at [Open], each in its own
+// transaction that also sets PRAGMA user_version to its number. A
+// database whose user_version is above the code's [SchemaVersion] was
+// written by newer code: Open refuses it with [ErrNewerSchema].
+//
+// # Integrity
+//
+// The database guarantees the store's rules by constraints:
+//
+//   - records: PRIMARY KEY (id), UNIQUE (account_id, id), and a parent as
+//     FOREIGN KEY (account_id, parent_id) ON DELETE CASCADE: a parent is a
+//     record of the same account, and deleting it deletes its subtree;
+//   - keys: PRIMARY KEY (key), owned by a record (ON DELETE CASCADE);
+//   - refs: PRIMARY KEY (to_id, from_id), the referrer ON DELETE CASCADE,
+//     the target FOREIGN KEY (account_id, to_id) ON DELETE RESTRICT: a
+//     reference names a record of the same account, and a referenced
+//     record cannot be deleted;
+//   - idx (secondary index entries): owned by a record (ON DELETE CASCADE).
+//
+// Constraint failures are mapped to the store's errors by SQLite's
+// extended result codes, never by message text: a PRIMARY KEY or UNIQUE
+// violation is a [*store.DuplicateError] naming the ID or key that was
+// being written, a FOREIGN KEY violation a [*store.MissingRefError]
+// naming the parent or reference, a refused delete a [*store.InUseError]
+// whose referrers are then read, sorted, in the same transaction. Other
+// database errors become an [apierr.Internal] error with a fixed message
+// ("the database failed", "the database is busy"); the driver's error
+// stays its cause, for logs, and no SQL text reaches a caller.
+//
+// # Writes, versions and the change feed
+//
+// A write reads what it needs, advances the store-wide revision (the one
+// row of table meta) by the number of records it changes, writes the
+// records and the change feed rows, all in its transaction. A record's
+// Version is the revision of its last write. A delete writes one change
+// per removed record: its descendants first, in ID order and without a
+// note, the named record last with the note of [store.NoteFrom].
+// [Store.Update] runs its callback once, inside the write transaction: it
+// must not write through the same Store.
+//
+// The feed keeps the newest [Options].FeedRetention changes (default
+// [DefaultFeedRetention]): a write that passes a multiple of a step
+// (FeedRetention/8, at most 1024) deletes the rows behind the retention,
+// one range delete on the primary key. [Store.Compact] deletes rows up to
+// a revision. Both raise meta.floor, so a reader behind it, or ahead of
+// the revision, gets a [*store.CompactedError], never a gap.
+//
+// # Waiting for changes
+//
+// [Store.Wait] wakes at once on a commit through the same Store (a channel
+// closed after each commit). For commits by other Stores on the file, in
+// this process or another, one goroutine per Store reads the revision
+// every [Options].PollInterval (default 100ms) while anyone waits, and
+// stops when no one does: such a commit wakes waiters within about one
+// interval.
+//
+// # Queries
+//
+// Every [store.Query] is answered from an index range, walked backwards
+// from the cursor, never a scan of a table (TestQueryPlans checks with
+// EXPLAIN QUERY PLAN):
+//
+//   - by kind and account (records_by_account), kind alone
+//     (records_by_kind) or parent (records_by_parent);
+//   - by index value: idx_by_account or idx_by_kind on (kind, [account,]
+//     name, value, id);
+//   - by index values below a bound: the same indexes up to the bound;
+//     the matching records are then sorted by ID, so the cost grows with
+//     the number of matches, as memstore's does;
+//   - by referrers: the primary key of refs, (to_id, from_id).
+//
+// # Limits
+//
+// A record's keys, references and index entries are also kept as JSON in
+// its row, so a read is one row. A Store's file name may not begin with
+// "file:" nor contain '?'. IDs are compared bytewise (SQLite's BINARY
+// collation), as the store package defines.
+package sqlitestore

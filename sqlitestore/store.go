@@ -1,0 +1,541 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Defaults of [Options].
+const (
+	DefaultFeedRetention = 10_000
+	DefaultBusyTimeout   = 5 * time.Second
+	DefaultReaders       = 4
+	DefaultPollInterval  = 100 * time.Millisecond
+)
+
+// Options configures a Store. The zero value gives the defaults.
+type Options struct {
+	// FeedRetention is how many of the newest changes the change feed
+	// keeps (default DefaultFeedRetention); older ones are deleted by the
+	// writes that pass them, a few at a time.
+	FeedRetention int
+	// BusyTimeout is how long a connection waits for another process's
+	// lock before failing (default DefaultBusyTimeout).
+	BusyTimeout time.Duration
+	// Readers is the size of the reader pool (default DefaultReaders).
+	Readers int
+	// PollInterval is how often [Store.Wait] reads the revision, while
+	// anyone waits, to see commits by other processes (default
+	// DefaultPollInterval). Commits through this Store wake waiters at
+	// once.
+	PollInterval time.Duration
+}
+
+// Store is a [store.Store] on one SQLite database file. It is safe for
+// concurrent use, and several Stores, in this process or others, may
+// share one file. Call [Open] to make one and [Store.Close] when done.
+type Store struct {
+	w, r   *sql.DB // one writer connection; a pool of query-only readers
+	ws, rs *statements
+	keep   int64
+	poll   time.Duration
+	closed chan struct{}
+
+	mu      sync.Mutex
+	commits chan struct{} // closed and replaced at each commit seen
+	waiters int
+	polling bool
+	pollers sync.WaitGroup
+	once    sync.Once
+}
+
+// Open opens (creating if needed) the database at path, brings its schema
+// up to date and returns a Store on it. It fails with [ErrNewerSchema]
+// for a database written by newer code. path is a file name, not a URI:
+// it may not start with "file:" or contain '?'.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
+		return nil, apierr.Invalidf("path", "must be a file name, without \"file:\" or '?'")
+	}
+	o := opts
+	if o.FeedRetention <= 0 {
+		o.FeedRetention = DefaultFeedRetention
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.Readers <= 0 {
+		o.Readers = DefaultReaders
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	busy := "_pragma=busy_timeout(" + strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10) + ")"
+	w, err := sql.Open("sqlite", path+"?"+busy+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", path+"?"+busy+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	s := &Store{
+		w: w, r: r, ws: &statements{db: w}, rs: &statements{db: r},
+		keep: int64(o.FeedRetention), poll: o.PollInterval,
+		closed: make(chan struct{}), commits: make(chan struct{}),
+	}
+	// The writer's statements are prepared now, while its one connection
+	// is free: preparing inside a write would wait for it forever.
+	for _, q := range writeStatements {
+		if _, err := s.ws.prepare(ctx, q); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close stops the Store's waiters (their Wait fails) and closes the
+// database. Calls after Close fail.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		close(s.closed)
+		s.mu.Unlock()
+	})
+	s.pollers.Wait()
+	return errors.Join(s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close())
+}
+
+// ErrClosed is the error of [Store.Wait] on a closed Store.
+var ErrClosed = errors.New("sqlitestore: the store is closed")
+
+// The writer's statements, prepared at Open.
+const (
+	qBump         = "UPDATE meta SET revision = revision + ? RETURNING revision"
+	qTrimFeed     = "DELETE FROM feed WHERE revision <= ?"
+	qRaiseFloor   = "UPDATE meta SET floor = max(floor, ?)"
+	qAddChange    = "INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+	qInsertRecord = "INSERT INTO records (id, kind, account_id, parent_id, data, keys, refs, idx, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	qInsertKey    = "INSERT INTO keys (key, id) VALUES (?, ?)"
+	qInsertRef    = "INSERT INTO refs (to_id, from_id, account_id) VALUES (?, ?, ?)"
+	qInsertIdx    = "INSERT INTO idx (id, name, value, kind, account_id) VALUES (?, ?, ?, ?, ?)"
+	qUpdateRecord = "UPDATE records SET data = ?, keys = ?, refs = ?, idx = ?, version = ? WHERE id = ?"
+	qDeleteKeys   = "DELETE FROM keys WHERE id = ?"
+	qDeleteRefs   = "DELETE FROM refs WHERE from_id = ?"
+	qDeleteIdx    = "DELETE FROM idx WHERE id = ?"
+	qDeleteRecord = "DELETE FROM records WHERE id = ?"
+)
+
+var writeStatements = []string{
+	qBump, qTrimFeed, qRaiseFloor, qAddChange, qInsertRecord, qInsertKey, qInsertRef, qInsertIdx, qUpdateRecord, qDeleteKeys, qDeleteRefs, qDeleteIdx, qDeleteRecord,
+	qGetRecord, qDescendants, qDeleteSubtreeRefs,
+}
+
+// dbError turns an error of the database into one a caller may see: the
+// context's error when the context ended, else an internal error whose
+// message names no SQL (the cause stays reachable for logs).
+func dbError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return apierr.Wrap(apierr.Internal, err, "the database is busy")
+	}
+	return apierr.Wrap(apierr.Internal, err, "the database failed")
+}
+
+// sqliteCode returns the extended result code of a SQLite error, or 0.
+func sqliteCode(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}
+
+func isUniqueViolation(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
+func isForeignKeyViolation(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// isRestricted reports whether a delete was refused by a foreign key:
+// SQLite reports an ON DELETE RESTRICT action with
+// SQLITE_CONSTRAINT_TRIGGER (the schema has no triggers of its own), and
+// a deferred or NO ACTION check with SQLITE_CONSTRAINT_FOREIGNKEY.
+func isRestricted(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_TRIGGER || c == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// write runs fn in one immediate transaction on the writer and commits
+// it, then wakes this Store's waiters. An error of fn is returned as it
+// is when it is already one for callers (fn maps database errors itself
+// with dbError or a typed store error).
+func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return dbError(ctx, err)
+	}
+	if err := fn(wtx{tx: tx, ws: s.ws}); err != nil {
+		tx.Rollback()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return dbError(ctx, err)
+	}
+	s.notify()
+	return nil
+}
+
+// bump advances the store's revision by n in tx and returns the new
+// revision; it also compacts the feed when the write passes a multiple of
+// a step of the retention.
+func (s *Store) bump(ctx context.Context, tx wtx, n int64) (int64, error) {
+	var rev int64
+	if err := tx.queryRow(ctx, qBump, n).Scan(&rev); err != nil {
+		return 0, dbError(ctx, err)
+	}
+	step := max(1, min(s.keep/8, 1024))
+	if (rev-n)/step != rev/step && rev > s.keep {
+		through := rev - s.keep
+		if _, err := tx.ExecContext(ctx, qTrimFeed, through); err != nil {
+			return 0, dbError(ctx, err)
+		}
+		if _, err := tx.ExecContext(ctx, qRaiseFloor, through); err != nil {
+			return 0, dbError(ctx, err)
+		}
+	}
+	return rev, nil
+}
+
+// addChange writes the change op of r at revision rev to the feed.
+func addChange(ctx context.Context, tx wtx, rev int64, op store.Op, r *store.Record, note string) error {
+	_, err := tx.ExecContext(ctx, qAddChange,
+		rev, int(op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNil(r.Data), note)
+	return dbError(ctx, err)
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func encode(v any) string {
+	b, _ := json.Marshal(v) // string slices and IndexEntry values always marshal
+	return string(b)
+}
+
+// Create implements [store.Store].
+func (s *Store) Create(ctx context.Context, rec store.Record) error {
+	r := rec.Clone()
+	r.Refs = dedupe(r.Refs)
+	return s.write(ctx, func(tx wtx) error {
+		if r.ParentID != "" && r.ParentID == r.ID { // the constraint would find the row itself
+			return &store.MissingRefError{ID: r.ParentID}
+		}
+		rev, err := s.bump(ctx, tx, 1)
+		if err != nil {
+			return err
+		}
+		r.Version = rev
+		_, err = tx.ExecContext(ctx, qInsertRecord,
+			r.ID, string(r.Kind), r.AccountID, nullable(r.ParentID), nonNil(r.Data), encode(r.Keys), encode(r.Refs), encode(r.Indexes), rev)
+		switch {
+		case isUniqueViolation(err):
+			return &store.DuplicateError{Key: r.ID}
+		case isForeignKeyViolation(err):
+			return &store.MissingRefError{ID: r.ParentID}
+		case err != nil:
+			return dbError(ctx, err)
+		}
+		if err := insertFacts(ctx, tx, &r); err != nil {
+			return err
+		}
+		return addChange(ctx, tx, rev, store.OpCreate, &r, store.NoteFrom(ctx))
+	})
+}
+
+// insertFacts writes r's keys, references and index entries, mapping
+// their constraint failures to the store's errors.
+func insertFacts(ctx context.Context, tx wtx, r *store.Record) error {
+	for _, k := range r.Keys {
+		_, err := tx.ExecContext(ctx, qInsertKey, k, r.ID)
+		if isUniqueViolation(err) {
+			return &store.DuplicateError{Key: k}
+		} else if err != nil {
+			return dbError(ctx, err)
+		}
+	}
+	for _, ref := range r.Refs {
+		if ref == r.ID {
+			continue
+		}
+		_, err := tx.ExecContext(ctx, qInsertRef, ref, r.ID, r.AccountID)
+		if isForeignKeyViolation(err) {
+			return &store.MissingRefError{ID: ref}
+		} else if err != nil {
+			return dbError(ctx, err)
+		}
+	}
+	for _, e := range dedupeEntries(r.Indexes) {
+		_, err := tx.ExecContext(ctx, qInsertIdx,
+			r.ID, e.Name, e.Value, string(r.Kind), r.AccountID)
+		if err != nil {
+			return dbError(ctx, err)
+		}
+	}
+	return nil
+}
+
+// Update implements [store.Store]. It runs fn once, inside the write
+// transaction: fn must not write through this Store (it would wait for
+// itself until ctx ends).
+func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
+	var out store.Record
+	err := s.write(ctx, func(tx wtx) error {
+		old, err := getRecord(ctx, tx, kind, accountID, id)
+		if err != nil {
+			return err
+		}
+		work := old.Clone()
+		if err := fn(&work); err != nil {
+			return err
+		}
+		out, err = s.put(ctx, tx, &old, work)
+		return err
+	})
+	return out, err
+}
+
+// Replace implements [store.Store].
+func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
+	var out store.Record
+	err := s.write(ctx, func(tx wtx) error {
+		old, err := getRecord(ctx, tx, rec.Kind, rec.AccountID, rec.ID)
+		if err != nil {
+			return err
+		}
+		if old.Version != rec.Version {
+			return &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.Version}
+		}
+		out, err = s.put(ctx, tx, &old, rec)
+		return err
+	})
+	return out, err
+}
+
+// put writes rec in place of old in tx and returns a copy of what it
+// stored.
+func (s *Store) put(ctx context.Context, tx wtx, old *store.Record, rec store.Record) (store.Record, error) {
+	r := rec.Clone() // the caller may keep the record or the slices it set
+	r.Refs = dedupe(r.Refs)
+	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
+		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
+	}
+	rev, err := s.bump(ctx, tx, 1)
+	if err != nil {
+		return store.Record{}, err
+	}
+	r.Version = rev
+	if _, err := tx.ExecContext(ctx, qUpdateRecord,
+		nonNil(r.Data), encode(r.Keys), encode(r.Refs), encode(r.Indexes), rev, r.ID); err != nil {
+		return store.Record{}, dbError(ctx, err)
+	}
+	for _, q := range []string{qDeleteKeys, qDeleteRefs, qDeleteIdx} {
+		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
+			return store.Record{}, dbError(ctx, err)
+		}
+	}
+	if err := insertFacts(ctx, tx, &r); err != nil {
+		return store.Record{}, err
+	}
+	if err := addChange(ctx, tx, rev, store.OpUpdate, &r, store.NoteFrom(ctx)); err != nil {
+		return store.Record{}, err
+	}
+	return r.Clone(), nil
+}
+
+// Delete implements [store.Store].
+func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
+	return s.delete(ctx, kind, accountID, id, -1)
+}
+
+// DeleteIf implements [store.Store].
+func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+	return s.delete(ctx, kind, accountID, id, version)
+}
+
+// subtree is a common table expression d(id) of the record ?1 and its
+// descendants.
+const subtree = "WITH RECURSIVE d(id) AS (VALUES (?1) UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
+
+const (
+	qDescendants       = subtree + "SELECT " + recordColumns + " FROM records r JOIN d ON r.id = d.id WHERE r.id <> ?1 ORDER BY r.id"
+	qDeleteSubtreeRefs = subtree + "DELETE FROM refs WHERE from_id IN d"
+)
+
+// delete deletes the record and its descendants; when version is not
+// negative, only if the record is at that version. The database cascades
+// the delete to the descendants and their keys, references and index
+// entries, and refuses it (ON DELETE RESTRICT) when a record outside the
+// subtree references one inside.
+func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+	return s.write(ctx, func(tx wtx) error {
+		named, err := getRecord(ctx, tx, kind, accountID, id)
+		if err != nil {
+			return err
+		}
+		if version >= 0 && named.Version != version {
+			return &store.VersionError{ID: id, Want: version, Have: named.Version}
+		}
+		rows, err := tx.QueryContext(ctx, qDescendants, id)
+		if err != nil {
+			return dbError(ctx, err)
+		}
+		cascade, err := scanRecords(rows)
+		if err != nil {
+			return dbError(ctx, err)
+		}
+		// References inside the subtree go first, so that only those from
+		// outside can stop the delete.
+		if _, err := tx.ExecContext(ctx, qDeleteSubtreeRefs, id); err != nil {
+			return dbError(ctx, err)
+		}
+		_, err = tx.ExecContext(ctx, qDeleteRecord, id)
+		if isRestricted(err) {
+			return inUse(ctx, tx, id)
+		} else if err != nil {
+			return dbError(ctx, err)
+		}
+		rev, err := s.bump(ctx, tx, int64(len(cascade))+1)
+		if err != nil {
+			return err
+		}
+		first := rev - int64(len(cascade))
+		for i := range cascade { // children first, in ID order, without a note
+			if err := addChange(ctx, tx, first+int64(i), store.OpDelete, &cascade[i], ""); err != nil {
+				return err
+			}
+		}
+		return addChange(ctx, tx, rev, store.OpDelete, &named, store.NoteFrom(ctx))
+	})
+}
+
+// inUse builds the error of a delete the references refused: the named
+// record if it is referenced, else the first referenced descendant by ID,
+// with its referrers sorted.
+func inUse(ctx context.Context, tx wtx, id string) error {
+	rows, err := tx.QueryContext(ctx, subtree+"SELECT to_id, from_id FROM refs WHERE to_id IN d ORDER BY to_id <> ?1, to_id, from_id", id)
+	if err != nil {
+		return dbError(ctx, err)
+	}
+	defer rows.Close()
+	var e *store.InUseError
+	for rows.Next() {
+		var to, from string
+		if err := rows.Scan(&to, &from); err != nil {
+			return dbError(ctx, err)
+		}
+		if e == nil {
+			e = &store.InUseError{ID: to}
+		}
+		if to != e.ID {
+			break
+		}
+		e.Referrers = append(e.Referrers, from)
+	}
+	if err := rows.Err(); err != nil {
+		return dbError(ctx, err)
+	}
+	if e == nil { // cannot happen: a reference refused the delete
+		return apierr.New(apierr.Internal, "the delete of %s was refused by a reference that is not there", id)
+	}
+	return e
+}
+
+func dedupe(ss []string) []string {
+	if len(ss) < 2 {
+		return ss
+	}
+	out := ss[:0:0]
+	seen := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func dedupeEntries(es []store.IndexEntry) []store.IndexEntry {
+	if len(es) < 2 {
+		return es
+	}
+	out := slices.Clone(es)
+	slices.SortFunc(out, func(a, b store.IndexEntry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+	return slices.Compact(out)
+}
