@@ -72,12 +72,21 @@ func startProcess(t *testing.T, spec string, env ...string) (string, *exec.Cmd) 
 // value of the one write the kill cut, which may have committed without
 // its answer reaching the client).
 func TestCrashSafetySQLite(t *testing.T) {
+	crashSafety(t, "sqlite:"+filepath.Join(t.TempDir(), "crash.db"))
+}
+
+// TestCrashSafetyPostgres is the same on PostgreSQL.
+func TestCrashSafetyPostgres(t *testing.T) {
+	crashSafety(t, freshPostgres(t), sealKeyEnv)
+}
+
+func crashSafety(t *testing.T, spec string, env ...string) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	spec := "sqlite:" + filepath.Join(t.TempDir(), "crash.db")
 	key := "EDGEPLANE_API_KEY=epk_" + strings.Repeat("c", 40)
-	addr, cmd := startProcess(t, spec, key)
+	env = append(env, key)
+	addr, cmd := startProcess(t, spec, env...)
 	client := &http.Client{Timeout: 5 * time.Second}
 	do := func(addr, method, path, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
@@ -134,7 +143,7 @@ func TestCrashSafetySQLite(t *testing.T) {
 		t.Fatal("no write was acknowledged before the kill")
 	}
 
-	addr, _ = startProcess(t, spec, key)
+	addr, _ = startProcess(t, spec, env...)
 	for id, want := range acked {
 		code, v := do(addr, "GET", "/credentials/"+id, "")
 		if got := v["description"]; code != 200 || (got != want && got != inFlight[id]) {

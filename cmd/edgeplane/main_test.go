@@ -169,7 +169,7 @@ func TestCommandLine(t *testing.T) {
 		{"bad env", []string{"serve"}, map[string]string{"EDGEPLANE_RATE_LIMIT": "many"}, 2, "EDGEPLANE_RATE_LIMIT"},
 		{"bad log format", []string{"serve", "-log-format", "xml"}, nil, 2, `-log-format "xml"`},
 		{"half TLS", []string{"serve", "-tls-cert", "c.pem"}, nil, 2, "-tls-cert and -tls-key go together"},
-		{"bad store", []string{"serve", "-store", "mongodb://x"}, nil, 2, `-store "mongodb://x"`},
+		{"bad store", []string{"serve", "-store", "mongodb://u:secret@x"}, nil, 2, `-store "mongodb://…"`},
 		{"bad seal key", []string{"serve", "-store", "memory:"}, map[string]string{"EDGEPLANE_SEAL_KEY": "short"}, 1, "EDGEPLANE_SEAL_KEY: want the standard base64 of 32 bytes"},
 		{"admin without command", []string{"admin"}, nil, 2, "which command"},
 		{"admin help", []string{"admin", "-h"}, nil, 0, "create-api-key"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/pgstore"
 	"github.com/edgeplane/edgeplane/sqlitestore"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -22,7 +23,7 @@ import (
 const defaultStore = "sqlite:edgeplane.db"
 
 // storeHelp describes the -store values this build knows.
-const storeHelp = "the store: sqlite:PATH (a SQLite file, created if missing) or memory: (this process only, gone when it stops)"
+const storeHelp = "the store: sqlite:PATH (a SQLite file, created if missing), postgres://... (a PostgreSQL database, shareable by several servers) or memory: (this process only, gone when it stops)"
 
 // openStore opens the store spec names and returns it with its closer.
 func openStore(ctx context.Context, spec string) (store.Store, func() error, error) {
@@ -35,8 +36,14 @@ func openStore(ctx context.Context, spec string) (store.Store, func() error, err
 			return nil, nil, fmt.Errorf("-store %s: %w", spec, err)
 		}
 		return st, st.Close, nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		st, err := pgstore.Open(ctx, spec, pgstore.Options{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("-store postgres: %w", err) // the URL may hold a password: not echoed
+		}
+		return st, func() error { st.Close(); return nil }, nil
 	}
-	return nil, nil, usageError{fmt.Sprintf("-store %q: want %s", spec, strings.TrimPrefix(storeHelp, "the store: "))}
+	return nil, nil, usageError{fmt.Sprintf("-store %q: want %s", redact(spec), strings.TrimPrefix(storeHelp, "the store: "))}
 }
 
 // sealingKey returns the key that seals secrets at rest:
@@ -60,7 +67,7 @@ func sealingKey(spec string, getenv func(string) string, stdout io.Writer) ([]by
 			base64.StdEncoding.EncodeToString(key))
 		return key, nil
 	}
-	return nil, fmt.Errorf("EDGEPLANE_SEAL_KEY is required with -store %s: the key that seals certificate private keys at rest", spec)
+	return nil, fmt.Errorf("EDGEPLANE_SEAL_KEY is required with -store %s: the key that seals certificate private keys at rest", redact(spec))
 }
 
 // keyFile reads the sealing key from path, or creates it there with mode
@@ -105,4 +112,12 @@ func newKey() []byte {
 	key := make([]byte, edgeplane.SealingKeySize)
 	rand.Read(key)
 	return key
+}
+
+// redact cuts a store spec to its scheme when it may carry a password.
+func redact(spec string) string {
+	if i := strings.Index(spec, "://"); i >= 0 {
+		return spec[:i+3] + "…"
+	}
+	return spec
 }
