@@ -107,7 +107,7 @@ func compareEntries(a, b valueEntry) int {
 
 // addValues and dropValues keep r's secondary index entries.
 func (s *Store) addValues(r *store.Record) {
-	for _, e := range dedupeEntries(r.Indexes) {
+	for _, e := range store.UniqueIndexes(r.Indexes) {
 		for _, acct := range []string{r.AccountID, ""} {
 			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
 			list := s.values[k]
@@ -118,7 +118,7 @@ func (s *Store) addValues(r *store.Record) {
 }
 
 func (s *Store) dropValues(r *store.Record) {
-	for _, e := range dedupeEntries(r.Indexes) {
+	for _, e := range store.UniqueIndexes(r.Indexes) {
 		for _, acct := range []string{r.AccountID, ""} {
 			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
 			list := s.values[k]
@@ -132,20 +132,6 @@ func (s *Store) dropValues(r *store.Record) {
 			}
 		}
 	}
-}
-
-func dedupeEntries(es []store.IndexEntry) []store.IndexEntry {
-	if len(es) < 2 {
-		return es
-	}
-	out := slices.Clone(es)
-	slices.SortFunc(out, func(a, b store.IndexEntry) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Value, b.Value)
-	})
-	return slices.Compact(out)
 }
 
 // New returns an empty Store with the default [Options].
@@ -188,7 +174,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		return err
 	}
 	r := rec.Clone()
-	r.Refs = dedupe(r.Refs)
+	r.Refs = store.UniqueRefs(r.Refs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.recs[r.ID]; ok {
@@ -282,21 +268,6 @@ func removeFrom(m map[string]map[string]struct{}, k, v string) {
 	}
 }
 
-func dedupe(ss []string) []string {
-	if len(ss) < 2 {
-		return ss
-	}
-	out := ss[:0:0]
-	seen := make(map[string]bool, len(ss))
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // Get implements [store.Store].
 func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
@@ -368,7 +339,7 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 // of what it stored.
 func (s *Store) put(ctx context.Context, old *store.Record, rec store.Record) (store.Record, error) {
 	r := rec.Clone() // the caller may keep the record or the slices it set
-	r.Refs = dedupe(r.Refs)
+	r.Refs = store.UniqueRefs(r.Refs)
 	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
 		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}

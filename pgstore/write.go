@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -146,7 +145,7 @@ func indexColumns(es []store.IndexEntry) (names, values []string) {
 // empty slices nil (as reads return them).
 func prepare(rec store.Record) store.Record {
 	r := rec.Clone()
-	r.Refs = dedupe(r.Refs)
+	r.Refs = store.UniqueRefs(r.Refs)
 	return normalize(r)
 }
 
@@ -166,19 +165,6 @@ func normalize(r store.Record) store.Record {
 		r.Indexes = nil
 	}
 	return r
-}
-
-func dedupe(ss []string) []string {
-	if len(ss) < 2 {
-		return ss
-	}
-	out := ss[:0:0]
-	for _, s := range ss {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func nonNil(ss []string) []string {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,7 +285,7 @@ func encode(v any) string {
 // Create implements [store.Store].
 func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	r := rec.Clone()
-	r.Refs = dedupe(r.Refs)
+	r.Refs = store.UniqueRefs(r.Refs)
 	return s.write(ctx, func(tx wtx) error {
 		if r.ParentID != "" && r.ParentID == r.ID { // the constraint would find the row itself
 			return &store.MissingRefError{ID: r.ParentID}
@@ -335,7 +334,7 @@ func insertFacts(ctx context.Context, tx wtx, r *store.Record) error {
 			return dbError(ctx, err)
 		}
 	}
-	for _, e := range dedupeEntries(r.Indexes) {
+	for _, e := range store.UniqueIndexes(r.Indexes) {
 		_, err := tx.ExecContext(ctx, qInsertIdx,
 			r.ID, e.Name, e.Value, string(r.Kind), r.AccountID)
 		if err != nil {
@@ -386,7 +385,7 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 // stored.
 func (s *Store) put(ctx context.Context, tx wtx, old *store.Record, rec store.Record) (store.Record, error) {
 	r := rec.Clone() // the caller may keep the record or the slices it set
-	r.Refs = dedupe(r.Refs)
+	r.Refs = store.UniqueRefs(r.Refs)
 	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
 		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
@@ -509,33 +508,4 @@ func inUse(ctx context.Context, tx wtx, id string) error {
 		return apierr.New(apierr.Internal, "the delete of %s was refused by a reference that is not there", id)
 	}
 	return e
-}
-
-func dedupe(ss []string) []string {
-	if len(ss) < 2 {
-		return ss
-	}
-	out := ss[:0:0]
-	seen := make(map[string]bool, len(ss))
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func dedupeEntries(es []store.IndexEntry) []store.IndexEntry {
-	if len(es) < 2 {
-		return es
-	}
-	out := slices.Clone(es)
-	slices.SortFunc(out, func(a, b store.IndexEntry) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Value, b.Value)
-	})
-	return slices.Compact(out)
 }

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -264,3 +265,36 @@ func (e *InUseError) Error() string {
 
 // Unwrap returns [apierr.ErrConflict].
 func (e *InUseError) Unwrap() error { return apierr.ErrConflict }
+
+// UniqueRefs returns refs without repeats, in first-seen order: a record
+// references an ID once however often Refs names it. Backends store this.
+func UniqueRefs(refs []string) []string {
+	if len(refs) < 2 {
+		return refs
+	}
+	out := refs[:0:0]
+	seen := make(map[string]bool, len(refs))
+	for _, r := range refs {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// UniqueIndexes returns es sorted by name and value, without repeats: an
+// entry that appears twice counts once. Backends store this.
+func UniqueIndexes(es []IndexEntry) []IndexEntry {
+	if len(es) < 2 {
+		return es
+	}
+	out := slices.Clone(es)
+	slices.SortFunc(out, func(a, b IndexEntry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+	return slices.Compact(out)
+}

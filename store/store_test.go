@@ -1,0 +1,45 @@
+package store_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/store"
+)
+
+func TestUniqueRefs(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"a"}, []string{"a"}},
+		{[]string{"b", "a", "b", "c", "a"}, []string{"b", "a", "c"}},
+	} {
+		in := slices.Clone(tc.in)
+		if got := store.UniqueRefs(in); !slices.Equal(got, tc.want) {
+			t.Errorf("UniqueRefs(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+		if !slices.Equal(in, tc.in) {
+			t.Errorf("UniqueRefs changed its argument to %v", in)
+		}
+	}
+}
+
+func TestUniqueIndexes(t *testing.T) {
+	in := []store.IndexEntry{{"label", "b"}, {"due", "x"}, {"label", "a"}, {"label", "b"}}
+	want := []store.IndexEntry{{"due", "x"}, {"label", "a"}, {"label", "b"}}
+	if got := store.UniqueIndexes(slices.Clone(in)); !slices.Equal(got, want) {
+		t.Errorf("UniqueIndexes = %v, want %v", got, want)
+	}
+}
+
+func TestIndexTimeSorts(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("X", 7200))
+	prev := ""
+	for _, d := range []time.Duration{0, time.Nanosecond, time.Second, time.Hour, 400 * 24 * time.Hour} {
+		v := store.IndexTime(base.Add(d))
+		if v <= prev {
+			t.Errorf("IndexTime(+%v) = %q does not sort after %q", d, v, prev)
+		}
+		prev = v
+	}
+}
