@@ -24,6 +24,7 @@
 package httpserver
 
 import (
+	"context"
 	"log"
 	"net/http"
 	"time"
@@ -115,4 +116,18 @@ func bound(n, limit int) int {
 		return limit
 	}
 	return n
+}
+
+// ShutdownAll shuts servers down gracefully (http.Server.Shutdown), all
+// within timeout, and returns the first error.
+func ShutdownAll(timeout time.Duration, servers ...*http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var first error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -174,3 +174,54 @@ func TestTimeouts(t *testing.T) {
 		}
 	})
 }
+
+// TestShutdownAll: every server stops; an in-flight request finishes
+// first.
+func TestShutdownAll(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	held := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release // in flight until the test lets it finish
+		io.WriteString(w, "done")
+	})
+	var servers []*http.Server
+	var addrs []string
+	for _, h := range []http.Handler{held, http.HandlerFunc(ok)} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httpserver.New(h, httpserver.Options{})
+		go srv.Serve(ln)
+		servers = append(servers, srv)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	c, err := net.Dial("tcp", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a bound on a hung test
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	done := make(chan error, 1)
+	go func() { done <- httpserver.ShutdownAll(10*time.Second, servers...) }()
+	select {
+	case err := <-done:
+		t.Fatalf("ShutdownAll returned (%v) while a request was in flight", err)
+	default:
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(c).ReadString('\n'); strings.TrimSpace(line) != "HTTP/1.1 200 OK" {
+		t.Errorf("the in-flight request got %q", line)
+	}
+	for _, a := range addrs {
+		if conn, err := net.Dial("tcp", a); err == nil {
+			conn.Close()
+			t.Errorf("%s still accepts connections", a)
+		}
+	}
+}

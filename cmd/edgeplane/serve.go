@@ -169,12 +169,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutdown); err != nil && serveErr == nil {
-			serveErr = err
-		}
+	if err := httpserver.ShutdownAll(10*time.Second, servers...); err != nil && serveErr == nil {
+		serveErr = err
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
