@@ -1,11 +1,25 @@
 // Package store is the storage contract of edgeplane: the [Store]
-// interface every backend implements, the [Record] it keeps, the [Query]
-// that selects records, and the typed errors of key and reference clashes.
-// It is a leaf: it imports only package apierr and the standard library, so
-// a backend depends on nothing else of edgeplane (no Service, no CEL, no
-// validator). Users pick a backend (memstore or their own) and hand it to
-// edgeplane.New; a backend proves itself by running storetest.Run in a
-// one-line test.
+// interface every backend implements, the [Record] it keeps (with its
+// version and secondary index entries), the [Query] that selects records
+// by ID, parent, index value or reference, the change [Feed] that a second
+// process follows, and the typed errors of key, reference and version
+// clashes. It is a leaf: it imports only package apierr and the standard
+// library, so a backend depends on nothing else of edgeplane (no Service,
+// no CEL, no validator).
+//
+// Users pick a backend (memstore, sqlitestore, pgstore or their own) and
+// hand it to edgeplane.New; a backend proves itself by running
+// storetest.Run in a one-line test.
+//
+// # Versions and the feed
+//
+// Every committed write of a record gets the next revision of one
+// store-wide sequence: it is the record's Version and the Revision of the
+// write's [Change] in the feed. [Store.Replace] and [Store.DeleteIf] write
+// only at the version the caller read (compare-and-swap). A reader takes
+// [Feed.Revision], reads what it needs, then follows [Feed.Changes] after
+// that revision, blocking in [Feed.Wait]; one that falls behind what the
+// store keeps gets a [*CompactedError] and reads again.
 package store
 
 import (
