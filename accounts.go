@@ -199,7 +199,9 @@ func (s *Service) deleteAPIKey(ctx context.Context, accountID, id string) error 
 	if !ids.Valid(id, APIKeyPrefix) {
 		return apiKeyKind.notFound(id)
 	}
-	return s.storeErr(s.store.Delete(ctx, KindAPIKey, accountID, id), apiKeyKind, id)
+	err := s.storeErr(s.store.Delete(ctx, KindAPIKey, accountID, id), apiKeyKind, id)
+	s.auth.forget(id) // revoked here: at once; on other Services within AuthCacheTTL
+	return err
 }
 
 // errBadKey is the one answer to every failed authentication, so that a
@@ -214,6 +216,10 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 		return Principal{}, errBadKey
 	}
 	key := apiKeyLookup(secret)
+	now := s.now()
+	if p, ok := s.auth.get(key, now); ok {
+		return p, nil
+	}
 	rec, err := s.store.Lookup(ctx, KindAPIKey, key)
 	if err != nil {
 		if errors.Is(err, apierr.ErrNotFound) {
@@ -235,7 +241,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 		}
 		return Principal{}, err
 	}
-	return Principal{AccountID: sub.AccountID, SubjectID: sub.ID, Admin: sub.Admin}, nil
+	p := Principal{AccountID: sub.AccountID, SubjectID: sub.ID, Admin: sub.Admin}
+	s.auth.put(key, k.ID, p, now)
+	return p, nil
 }
 
 func apiKeyLookup(secret string) string { return "api_key:" + hashSecret(secret) }

@@ -61,6 +61,13 @@ type Options struct {
 	// supply the same key to every Service. New panics on a key of another
 	// size.
 	SealingKey []byte
+	// AuthCacheTTL is how long a successful [Service.Authenticate] is
+	// remembered, so that requests with the same key read nothing from the
+	// store. A key revoked through this Service stops authenticating at
+	// once; one revoked through another Service sharing the store (another
+	// replica, edgeplane admin) within AuthCacheTTL. Default
+	// [DefaultAuthCacheTTL] (1s); negative turns the cache off.
+	AuthCacheTTL time.Duration
 	// TunnelLease is how long a registered tunnel stays online without
 	// its tunnel server renewing it ([Host.RenewTunnel]). Default
 	// [DefaultTunnelLease].
@@ -93,6 +100,7 @@ type Service struct {
 	policy *policy.Engine // Options.Policy or a default engine; never nil
 	lease  time.Duration  // Options.TunnelLease or its default
 	sealer *seal.Sealer   // under Options.SealingKey or an ephemeral key
+	auth   *authCache     // nil when Options.AuthCacheTTL is negative
 }
 
 // New returns a Service over store. A nil store panics: it is a
@@ -104,6 +112,7 @@ func New(st store.Store, opts Options) *Service {
 	s := &Service{
 		store:   st,
 		lease:   opts.TunnelLease,
+		auth:    newAuthCache(opts.AuthCacheTTL),
 		baseURL: strings.TrimRight(opts.BaseURL, "/"),
 		now:     opts.Clock,
 		log:     opts.Logger,

@@ -1,0 +1,86 @@
+package edgeplane
+
+import (
+	"sync"
+	"time"
+)
+
+// DefaultAuthCacheTTL is the default of [Options.AuthCacheTTL].
+const DefaultAuthCacheTTL = time.Second
+
+// maxAuthCacheEntries bounds the authentication cache. Only successful
+// authentications are cached, so its size follows the keys in use, not
+// what an attacker sends.
+const maxAuthCacheEntries = 10_000
+
+// authCache remembers recent successful authentications by the store key
+// of the secret's hash, for at most ttl: a cache hit costs no store read.
+type authCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]authEntry
+}
+
+type authEntry struct {
+	p       Principal
+	keyID   string
+	expires time.Time
+}
+
+func newAuthCache(ttl time.Duration) *authCache {
+	if ttl == 0 {
+		ttl = DefaultAuthCacheTTL
+	}
+	if ttl < 0 {
+		return nil
+	}
+	return &authCache{ttl: ttl, m: make(map[string]authEntry)}
+}
+
+// get returns the principal of lookup key, if cached and fresh at now.
+func (c *authCache) get(key string, now time.Time) (Principal, bool) {
+	if c == nil {
+		return Principal{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || !now.Before(e.expires) {
+		return Principal{}, false
+	}
+	return e.p, true
+}
+
+// put remembers p for key until now+ttl.
+func (c *authCache) put(key, keyID string, p Principal, now time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxAuthCacheEntries {
+		for k, e := range c.m {
+			if !now.Before(e.expires) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= maxAuthCacheEntries {
+			clear(c.m)
+		}
+	}
+	c.m[key] = authEntry{p: p, keyID: keyID, expires: now.Add(c.ttl)}
+}
+
+// forget drops the entries of API key id.
+func (c *authCache) forget(id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if e.keyID == id {
+			delete(c.m, k)
+		}
+	}
+}
