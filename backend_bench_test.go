@@ -44,7 +44,8 @@ func benchBackends(b *testing.B) map[string]func(b *testing.B) store.Store {
 }
 
 // BenchmarkBackends: the Service's hot paths on each backend, in one run:
-// API-key authentication, and get, create, update of a credential.
+// API-key authentication (cached, as a server sees a repeated key), and
+// get, a 100-item list page, create and update of credentials.
 func BenchmarkBackends(b *testing.B) {
 	for name, open := range benchBackends(b) {
 		b.Run(name, func(b *testing.B) {
@@ -65,6 +66,15 @@ func BenchmarkBackends(b *testing.B) {
 					}
 				}
 			})
+			b.Run("AuthenticateUncached", func(b *testing.B) {
+				uncached := edgeplane.New(e.store, edgeplane.Options{AuthCacheTTL: -1})
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := uncached.Authenticate(e.ctx, *key.Token); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 			b.Run("GetCredential", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -77,6 +87,20 @@ func BenchmarkBackends(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					if _, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{Description: "d"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("ListCredentials100", func(b *testing.B) {
+				for range 100 {
+					if _, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{Description: "d"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{Limit: 100})
+					if err != nil || len(page.Items) != 100 {
 						b.Fatal(err)
 					}
 				}
