@@ -29,7 +29,9 @@
 // does not show API key permissions); only admins may create a credential
 // owned by another subject. Accounts, users, bots and API keys are created
 // by the host ([Host.CreateAccount], [Host.CreateUser],
-// [Host.CreateBot], [Host.CreateAPIKey]).
+// [Host.CreateBot], [Host.CreateAPIKey]). [Service.Authenticate] remembers
+// a successful key for [Options.AuthCacheTTL] (1s): a key revoked through
+// another Service sharing the store stops within that time.
 //
 // # Secrets
 //
