@@ -92,3 +92,21 @@ func TestCheckSealingKey(t *testing.T) {
 		t.Errorf("another key: %v", err)
 	}
 }
+
+func TestIDPrefixForPath(t *testing.T) {
+	for path, want := range map[string]string{
+		"/credentials":                      "cr_",
+		"/backends/tunnel_group":            "bkdtg_",
+		"/edges/https":                      "edghts_",
+		"/edges/https/edghts_x/routes":      "edghtsrt_",
+		"/edges/https/{edge_id}/routes":     "edghtsrt_",
+		"/event_subscriptions":              "esb_",
+		"/event_subscriptions/{id}/sources": "",
+		"/edges/https/a/b/routes":           "",
+		"/nothing":                          "",
+	} {
+		if got := edgeplane.IDPrefixForPath(path); got != want {
+			t.Errorf("IDPrefixForPath(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

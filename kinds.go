@@ -181,3 +181,25 @@ func describeID(id string) string {
 	}
 	return noun + " " + id
 }
+
+// IDPrefixForPath returns the ID prefix of the resource a path parameter
+// names, given the request path before it ("/credentials",
+// "/edges/https/{edge_id}/routes"), or "" when it names no kind of the
+// table (an event type, say). Transports derive their path parameter
+// patterns (the OpenAPI document) from it, so they cannot disagree with
+// the IDs the Service makes.
+func IDPrefixForPath(before string) string {
+	before = strings.TrimPrefix(before, "/")
+	for _, k := range kindTable {
+		switch {
+		case k == &eventSourceKind:
+			continue // addressed by its type, not its (internal) ID
+		case !k.nested && before == k.collection:
+			return k.prefix
+		case k.nested && strings.HasPrefix(before, k.parent.collection+"/") && strings.HasSuffix(before, "/"+k.collection) &&
+			strings.Count(strings.TrimSuffix(strings.TrimPrefix(before, k.parent.collection+"/"), "/"+k.collection), "/") == 0:
+			return k.prefix
+		}
+	}
+	return ""
+}

@@ -364,3 +364,43 @@ func TestOpenAPIErrorBounds(t *testing.T) {
 		t.Errorf("no integer violations_omitted in %v", props)
 	}
 }
+
+// TestOpenAPIIDPatterns: every path parameter that names a resource has
+// the pattern of that kind's IDs, derived from the Service's kinds table;
+// only an event source's type has none.
+func TestOpenAPIIDPatterns(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	r := s.do("GET", "/openapi.json", "", "", "Service-Version", "")
+	want := map[string]string{
+		"/credentials/{id} id":                                                  "^cr_[0-9A-Za-z]{27}$",
+		"/edges/https/{edge_id}/routes/{id} edge_id":                            "^edghts_[0-9A-Za-z]{27}$",
+		"/edges/https/{edge_id}/routes/{id} id":                                 "^edghtsrt_[0-9A-Za-z]{27}$",
+		"/backends/tunnel_group/{id} id":                                        "^bkdtg_[0-9A-Za-z]{27}$",
+		"/event_subscriptions/{subscription_id}/sources/{type} subscription_id": "^esb_[0-9A-Za-z]{27}$",
+		"/event_subscriptions/{subscription_id}/sources/{type} type":            "",
+	}
+	seen := 0
+	for path, item := range r.json["paths"].(map[string]any) {
+		for _, op := range item.(map[string]any) {
+			for _, p := range op.(map[string]any)["parameters"].([]any) {
+				param := p.(map[string]any)
+				if param["in"] != "path" {
+					continue
+				}
+				pattern, _ := param["schema"].(map[string]any)["pattern"].(string)
+				name := path + " " + param["name"].(string)
+				if w, ok := want[name]; ok {
+					seen++
+					if pattern != w {
+						t.Errorf("%s: pattern %q, want %q", name, pattern, w)
+					}
+				} else if pattern == "" && param["name"] != "type" {
+					t.Errorf("%s has no ID pattern: its collection is not in the kinds table", name)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("none of the expected parameters was found")
+	}
+}

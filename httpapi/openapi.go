@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/internal/ids"
 )
 
 // openAPI builds the OpenAPI 3.1 document of the route table. Schemas are
@@ -61,8 +64,13 @@ func parameters(rt route) []any {
 		"name": HeaderVersion, "in": "header", "required": true,
 		"schema": map[string]any{"type": "string", "enum": []string{Version}},
 	}}
-	for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
-		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+	for _, m := range pathParam.FindAllStringSubmatchIndex(rt.pattern, -1) {
+		name := rt.pattern[m[2]:m[3]]
+		schema := map[string]any{"type": "string"}
+		if prefix := edgeplane.IDPrefixForPath(strings.TrimSuffix(rt.pattern[:m[0]], "/")); prefix != "" {
+			schema["pattern"] = "^" + regexp.QuoteMeta(prefix) + "[0-9A-Za-z]{" + strconv.Itoa(ids.Len) + "}$"
+		}
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": schema})
 	}
 	if rt.list != "" {
 		params = append(params,
