@@ -54,11 +54,8 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if q.Limit <= 0 {
-		return nil, apierr.Invalidf("limit", "must be positive")
-	}
-	if q.Index != "" && q.RefersTo != "" {
-		return nil, apierr.Invalidf("index", "cannot be combined with refers_to")
+	if err := q.Check(); err != nil {
+		return nil, err
 	}
 	var (
 		args  []any

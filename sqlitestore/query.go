@@ -96,11 +96,8 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if q.Limit <= 0 {
-		return nil, apierr.Invalidf("limit", "must be positive")
-	}
-	if q.Index != "" && q.RefersTo != "" {
-		return nil, apierr.Invalidf("index", "cannot be combined with refers_to")
+	if err := q.Check(); err != nil {
+		return nil, err
 	}
 	query, args := listSQL(q)
 	rows, err := s.rs.query(ctx, query, args...)

@@ -312,3 +312,16 @@ func UniqueIndexes(es []IndexEntry) []IndexEntry {
 	})
 	return slices.Compact(out)
 }
+
+// Check reports whether q is a query a Store answers: Limit positive, and
+// Index and RefersTo not both set. Backends call it first, so every
+// backend refuses the same queries with the same error.
+func (q Query) Check() error {
+	if q.Limit <= 0 {
+		return apierr.Invalidf("limit", "must be positive")
+	}
+	if q.Index != "" && q.RefersTo != "" {
+		return apierr.Invalidf("index", "cannot be combined with refers_to")
+	}
+	return nil
+}

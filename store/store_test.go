@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -41,5 +42,24 @@ func TestIndexTimeSorts(t *testing.T) {
 			t.Errorf("IndexTime(+%v) = %q does not sort after %q", d, v, prev)
 		}
 		prev = v
+	}
+}
+
+func TestQueryCheck(t *testing.T) {
+	for _, tc := range []struct {
+		q     store.Query
+		field string // "" when valid
+	}{
+		{store.Query{Kind: "k", Limit: 1}, ""},
+		{store.Query{Kind: "k", Limit: 1, Index: "i", Value: "v"}, ""},
+		{store.Query{Kind: "k"}, "limit"},
+		{store.Query{Kind: "k", Limit: -1}, "limit"},
+		{store.Query{Kind: "k", Limit: 1, Index: "i", RefersTo: "x"}, "index"},
+	} {
+		err := tc.q.Check()
+		vs := apierr.ViolationsOf(err)
+		if (tc.field == "") != (err == nil) || (err != nil && (len(vs) != 1 || vs[0].Field != tc.field)) {
+			t.Errorf("Check(%+v) = %v, want a violation of %q", tc.q, err, tc.field)
+		}
 	}
 }
