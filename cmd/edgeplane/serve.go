@@ -158,7 +158,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		go func() { errc <- srv.Serve(mln) }()
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", mln.Addr())
 	}
-	go reapTunnels(ctx, svc.Host(), c.reapInterval, logger)
+	reapCtx, stopReaping := context.WithCancel(ctx)
+	reaped := make(chan struct{})
+	go func() { defer close(reaped); reapTunnels(reapCtx, svc.Host(), c.reapInterval, logger) }()
+	defer func() { stopReaping(); <-reaped }() // also when a server fails: the reaper never outlives serve or its store
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	if ready != nil {
 		ready <- ln.Addr().String()
