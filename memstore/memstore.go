@@ -36,7 +36,8 @@
 // keeps the newest [Options].FeedRetention changes (default
 // [DefaultFeedRetention]); a reader behind them gets a
 // [store.CompactedError]. [Store.Wait] wakes on the next commit through a
-// channel closed at each commit.
+// channel a waiter makes and the next commit closes (a write with nobody
+// waiting allocates none).
 package memstore
 
 import (
@@ -67,7 +68,7 @@ type Store struct {
 	floor    int64                          // changes up to this revision are compacted away
 	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
 	keep     int                            // how many changes log keeps
-	commits  chan struct{}                  // closed and replaced at each commit
+	commits  chan struct{}                  // made by a waiter, closed (and dropped) by the next commit
 }
 
 // DefaultFeedRetention is the default of Options.FeedRetention.
@@ -145,7 +146,6 @@ func NewWithOptions(o Options) *Store {
 	}
 	return &Store{
 		keep:     keep,
-		commits:  make(chan struct{}),
 		recs:     make(map[string]*store.Record),
 		keys:     make(map[string]string),
 		refBy:    make(map[string]map[string]struct{}),
@@ -440,8 +440,10 @@ func (s *Store) commit(ctx context.Context, op store.Op, r *store.Record) int64 
 		s.log = append(make([]store.Change, 0, 2*s.keep), s.log[len(s.log)-s.keep+1:]...)
 	}
 	s.log = append(s.log, c)
-	close(s.commits)
-	s.commits = make(chan struct{})
+	if s.commits != nil { // someone waits: wake them; writes without waiters allocate nothing
+		close(s.commits)
+		s.commits = nil
+	}
 	return s.rev
 }
 
@@ -502,9 +504,13 @@ func (s *Store) Compact(ctx context.Context, through int64) error {
 // Wait implements [store.Feed].
 func (s *Store) Wait(ctx context.Context, after int64) error {
 	for {
-		s.mu.RLock()
-		rev, ch := s.rev, s.commits
-		s.mu.RUnlock()
+		s.mu.Lock()
+		rev := s.rev
+		if s.commits == nil {
+			s.commits = make(chan struct{})
+		}
+		ch := s.commits
+		s.mu.Unlock()
 		if rev > after {
 			return nil
 		}
