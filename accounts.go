@@ -89,17 +89,62 @@ type APIKeyParams struct {
 	Secret string `json:"-"`
 }
 
+// The stored forms of accounts, users and bots, and API keys (see
+// forms.go). A subject's account is its record's; an API key's secret is
+// stored only as the hash in its lookup key.
+type (
+	accountDoc struct {
+		CreatedAt time.Time `json:"created_at"`
+		Name      string    `json:"name"`
+	}
+	subjectDoc struct {
+		CreatedAt time.Time `json:"created_at"`
+		Name      string    `json:"name"`
+		Admin     bool      `json:"admin,omitempty"`
+	}
+	apiKeyDoc struct {
+		CreatedAt   time.Time `json:"created_at"`
+		OwnerID     string    `json:"owner_id"`
+		Description string    `json:"description,omitempty"`
+	}
+)
+
+var (
+	accountForm = plainForm(&accountKind,
+		func(a *Account) *accountDoc { return &accountDoc{CreatedAt: a.CreatedAt, Name: a.Name} },
+		func(d *accountDoc, rec store.Record) *Account {
+			return &Account{ID: rec.ID, CreatedAt: d.CreatedAt, Name: d.Name}
+		})
+	userForm   = plainForm(&userKind, saveSubject, loadSubject)
+	botForm    = plainForm(&botKind, saveSubject, loadSubject)
+	apiKeyForm = plainForm(&apiKeyKind,
+		func(k *APIKey) *apiKeyDoc {
+			return &apiKeyDoc{CreatedAt: k.CreatedAt, OwnerID: k.OwnerID, Description: k.Description}
+		},
+		func(d *apiKeyDoc, rec store.Record) *APIKey {
+			return &APIKey{ID: rec.ID, AccountID: rec.AccountID, OwnerID: d.OwnerID, CreatedAt: d.CreatedAt, Description: d.Description}
+		})
+)
+
+func saveSubject(sub *Subject) *subjectDoc {
+	return &subjectDoc{CreatedAt: sub.CreatedAt, Name: sub.Name, Admin: sub.Admin}
+}
+
+func loadSubject(d *subjectDoc, rec store.Record) *Subject {
+	return &Subject{ID: rec.ID, AccountID: rec.AccountID, CreatedAt: d.CreatedAt, Name: d.Name, Admin: d.Admin}
+}
+
 // createAccount is [Host.CreateAccount].
 func (s *Service) createAccount(ctx context.Context, params AccountParams) (*Account, error) {
 	if err := validate.Struct(params); err != nil {
 		return nil, err
 	}
 	a := &Account{ID: s.ids.New(AccountPrefix), CreatedAt: s.timestamp(), Name: params.Name}
-	data, err := encode(a)
-	if err != nil {
+	rec := store.Record{Kind: KindAccount, AccountID: a.ID, ID: a.ID}
+	if err := accountForm.encode(s, a, &rec); err != nil {
 		return nil, err
 	}
-	if err := s.store.Create(ctx, store.Record{Kind: KindAccount, AccountID: a.ID, ID: a.ID, Data: data}); err != nil {
+	if err := s.store.Create(ctx, rec); err != nil {
 		return nil, s.storeErr(err, accountKind, a.ID)
 	}
 	return a, nil
@@ -107,59 +152,59 @@ func (s *Service) createAccount(ctx context.Context, params AccountParams) (*Acc
 
 // createUser is [Host.CreateUser].
 func (s *Service) createUser(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
-	return s.createSubject(ctx, accountID, userKind, params)
+	return s.createSubject(ctx, accountID, userForm, params)
 }
 
 // createBot is [Host.CreateBot].
 func (s *Service) createBot(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
-	return s.createSubject(ctx, accountID, botKind, params)
+	return s.createSubject(ctx, accountID, botForm, params)
 }
 
-func (s *Service) createSubject(ctx context.Context, accountID string, k kindInfo, params SubjectParams) (*Subject, error) {
+func (s *Service) createSubject(ctx context.Context, accountID string, f form[Subject], params SubjectParams) (*Subject, error) {
 	if err := validate.Struct(params); err != nil {
 		return nil, err
 	}
 	if !ids.Valid(accountID, AccountPrefix) {
 		return nil, accountKind.notFound(accountID)
 	}
-	sub := &Subject{ID: s.ids.New(k.prefix), AccountID: accountID, CreatedAt: s.timestamp(), Name: params.Name, Admin: params.Admin}
-	data, err := encode(sub)
-	if err != nil {
+	sub := &Subject{ID: s.ids.New(f.prefix), AccountID: accountID, CreatedAt: s.timestamp(), Name: params.Name, Admin: params.Admin}
+	rec := store.Record{Kind: f.kind, AccountID: accountID, ID: sub.ID, ParentID: accountID}
+	if err := f.encode(s, sub, &rec); err != nil {
 		return nil, err
 	}
-	err = s.store.Create(ctx, store.Record{Kind: k.kind, AccountID: accountID, ID: sub.ID, ParentID: accountID, Data: data})
+	err := s.store.Create(ctx, rec)
 	var miss *store.MissingRefError
 	if errors.As(err, &miss) {
 		return nil, accountKind.notFound(accountID)
 	}
 	if err != nil {
-		return nil, s.storeErr(err, k, sub.ID)
+		return nil, s.storeErr(err, *f.kindInfo, sub.ID)
 	}
 	return sub, nil
 }
 
-// subjectKind returns the kind of a subject ID, or false.
-func subjectKind(id string) (kindInfo, bool) {
+// subjectForm returns the form of a subject ID, or false.
+func subjectForm(id string) (form[Subject], bool) {
 	switch {
 	case ids.Valid(id, UserPrefix):
-		return userKind, true
+		return userForm, true
 	case ids.Valid(id, BotPrefix):
-		return botKind, true
+		return botForm, true
 	}
-	return kindInfo{}, false
+	return form[Subject]{}, false
 }
 
 // getSubject is [Host.GetSubject].
 func (s *Service) getSubject(ctx context.Context, accountID, id string) (*Subject, error) {
-	k, ok := subjectKind(id)
+	f, ok := subjectForm(id)
 	if !ok {
-		return nil, apierr.NotFoundf("user or bot %s not found", id)
+		return nil, apierr.NotFoundf("user or bot %s not found", echoID(id))
 	}
-	rec, err := s.store.Get(ctx, k.kind, accountID, id)
+	rec, err := s.store.Get(ctx, f.kind, accountID, id)
 	if err != nil {
-		return nil, s.storeErr(err, k, id)
+		return nil, s.storeErr(err, *f.kindInfo, id)
 	}
-	return decode[Subject](rec)
+	return f.decode(s, rec)
 }
 
 // createAPIKey is [Host.CreateAPIKey].
@@ -181,12 +226,10 @@ func (s *Service) createAPIKey(ctx context.Context, accountID string, params API
 	}
 	k := &APIKey{ID: s.ids.New(APIKeyPrefix), AccountID: accountID, OwnerID: params.OwnerID,
 		CreatedAt: s.timestamp(), Description: params.Description}
-	data, err := encode(k)
-	if err != nil {
+	rec := store.Record{Kind: KindAPIKey, AccountID: accountID, ID: k.ID, ParentID: params.OwnerID, Keys: []string{apiKeyLookup(secret)}}
+	if err := apiKeyForm.encode(s, k, &rec); err != nil {
 		return nil, err
 	}
-	rec := store.Record{Kind: KindAPIKey, AccountID: accountID, ID: k.ID, ParentID: params.OwnerID, Data: data,
-		Keys: []string{apiKeyLookup(secret)}}
 	if err := s.store.Create(ctx, rec); err != nil {
 		return nil, s.storeErr(err, apiKeyKind, k.ID)
 	}
@@ -230,7 +273,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if len(rec.Keys) != 1 || subtle.ConstantTimeCompare([]byte(rec.Keys[0]), []byte(key)) != 1 {
 		return Principal{}, errBadKey
 	}
-	k, err := decode[APIKey](rec)
+	k, err := apiKeyForm.decode(s, rec)
 	if err != nil {
 		return Principal{}, err
 	}

@@ -8,6 +8,21 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
+// backendDoc is the stored form of a tunnel group backend (see forms.go):
+// its tunnels are computed when it is read, never stored.
+type backendDoc struct {
+	common
+	Labels map[string]string `json:"labels"`
+}
+
+var backendForm = plainForm(&backendKind,
+	func(b *backends.TunnelGroupBackend) *backendDoc {
+		return &backendDoc{common: common{b.CreatedAt, b.Description, b.Metadata}, Labels: b.Labels}
+	},
+	func(d *backendDoc, rec store.Record) *backends.TunnelGroupBackend {
+		return &backends.TunnelGroupBackend{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Labels: d.Labels}
+	})
+
 // presentBackend fills the backend's URI and label map.
 func (s *Service) presentBackend(b *backends.TunnelGroupBackend) {
 	b.URI = s.uri(backendKind.collection, b.ID)
@@ -39,7 +54,7 @@ func (s *Service) CreateTunnelGroupBackend(ctx context.Context, p Principal, par
 	}
 	v := params.Backend()
 	v.ID, v.CreatedAt = s.ids.New(backends.IDPrefix), s.timestamp()
-	if err := s.create(ctx, p, backendKind, v.ID, "", &v, nil); err != nil {
+	if err := create(ctx, s, p, backendForm, v.ID, "", &v, nil); err != nil {
 		return nil, err
 	}
 	if err := s.withTunnels(ctx, p, &v); err != nil {
@@ -51,7 +66,7 @@ func (s *Service) CreateTunnelGroupBackend(ctx context.Context, p Principal, par
 // GetTunnelGroupBackend returns a tunnel group backend (GET
 // /backends/tunnel_group/{id}).
 func (s *Service) GetTunnelGroupBackend(ctx context.Context, p Principal, id string) (*backends.TunnelGroupBackend, error) {
-	v, _, err := get[backends.TunnelGroupBackend](ctx, s, p, backendKind, id)
+	v, _, err := get(ctx, s, p, backendForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +83,7 @@ func (s *Service) ListTunnelGroupBackends(ctx context.Context, p Principal, opts
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	page, err := list(ctx, s, p, backendKind, "", backendKind.collection, opts, func(*backends.TunnelGroupBackend, store.Record) {})
+	page, err := list(ctx, s, p, backendForm, "", backendKind.collection, opts, func(*backends.TunnelGroupBackend, store.Record) {})
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +102,8 @@ func (s *Service) UpdateTunnelGroupBackend(ctx context.Context, p Principal, id 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, backendKind, id, func(v *backends.TunnelGroupBackend, _ *store.Record) error {
+	v, err := update(ctx, s, p, backendForm, id, func(v *backends.TunnelGroupBackend, _ *store.Record) error {
 		params.Apply(v)
-		v.Tunnels = nil // computed at read time, never stored
 		return nil
 	})
 	if err != nil {

@@ -3,6 +3,8 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
@@ -28,7 +30,7 @@ func (s *Service) listAccounts(ctx context.Context, opts ListOptions) ([]Account
 			next = recs[limit-1].ID
 			break
 		}
-		a, err := decode[Account](rec)
+		a, err := accountForm.decode(s, rec)
 		if err != nil {
 			return nil, "", err
 		}
@@ -75,12 +77,24 @@ func (s *Service) bootstrap(ctx context.Context, secret string) (*Bootstrapped, 
 
 // The sealing check is a record sealed under the Service's sealing key
 // when a store is first used, so that a Service given another key finds
-// out at start rather than when it needs a private key.
+// out at start rather than when it needs a private key. It also records
+// the format of the store's documents (forms.go), so that a Service does
+// not serve from a store whose documents it would misread.
 const (
 	kindSealingCheck store.Kind = "sealing_check"
 	sealingCheckID              = "sealing_check"
 	sealingCheckText            = "edgeplane sealing check"
+	// storeFormat is the format of the stored documents. Format 1 (before
+	// the stored forms) stored the API's JSON and sealed the bare
+	// sealingCheckText.
+	storeFormat = 2
 )
+
+// sealingCheckPlain returns the sealed text of the sealing check of a
+// store whose documents have format.
+func sealingCheckPlain(format int) string {
+	return sealingCheckText + "; document format " + strconv.Itoa(format)
+}
 
 // checkSealingKey is [Host.CheckSealingKey].
 func (s *Service) checkSealingKey(ctx context.Context) error {
@@ -88,7 +102,7 @@ func (s *Service) checkSealingKey(ctx context.Context) error {
 	rec, err := s.store.Get(ctx, kindSealingCheck, sealingCheckID, sealingCheckID)
 	if errors.Is(err, apierr.ErrNotFound) {
 		err = s.store.Create(ctx, store.Record{Kind: kindSealingCheck, AccountID: sealingCheckID, ID: sealingCheckID,
-			Data: s.sealer.Seal([]byte(sealingCheckText), aad)})
+			Data: s.sealer.Seal([]byte(sealingCheckPlain(storeFormat)), aad)})
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) { // another process made it first
 			return s.checkSealingKey(ctx)
@@ -98,9 +112,24 @@ func (s *Service) checkSealingKey(ctx context.Context) error {
 	if err != nil {
 		return s.storeErr(err, accountKind, "")
 	}
-	if plain, err := s.sealer.Open(rec.Data, aad); err != nil || string(plain) != sealingCheckText {
+	plain, err := s.sealer.Open(rec.Data, aad)
+	if err != nil || !strings.HasPrefix(string(plain), sealingCheckText) {
 		return apierr.New(apierr.FailedPrecondition,
 			"the store's secrets are sealed under another sealing key than this server's; start it with the key the store was first used with")
+	}
+	format := 1
+	if rest, ok := strings.CutPrefix(string(plain), sealingCheckText+"; document format "); ok {
+		if format, err = strconv.Atoi(rest); err != nil {
+			return apierr.New(apierr.FailedPrecondition, "the store's sealing check is malformed")
+		}
+	}
+	switch {
+	case format < storeFormat:
+		return apierr.New(apierr.FailedPrecondition,
+			"the store was written by an earlier development version of edgeplane (document format %d; this version reads format %d only); start on a new store", format, storeFormat)
+	case format > storeFormat:
+		return apierr.New(apierr.FailedPrecondition,
+			"the store was written by a newer version of edgeplane (document format %d; this version reads format %d); upgrade edgeplane", format, storeFormat)
 	}
 	return nil
 }

@@ -7,7 +7,9 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // TestBootstrap: an empty store gets the default account, an admin and a
@@ -90,6 +92,38 @@ func TestCheckSealingKey(t *testing.T) {
 	err := edgeplane.New(st, edgeplane.Options{SealingKey: other}).Host().CheckSealingKey(ctx)
 	if apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "another sealing key") {
 		t.Errorf("another key: %v", err)
+	}
+}
+
+// TestCheckSealingKeyFormat: a store whose sealing check records another
+// document format than this version's is refused, saying which way.
+func TestCheckSealingKeyFormat(t *testing.T) {
+	ctx := context.Background()
+	key := make([]byte, edgeplane.SealingKeySize)
+	sealer, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ plain, want string }{
+		{"edgeplane sealing check", "earlier development version"}, // format 1 sealed the bare text
+		{"edgeplane sealing check; document format 1", "earlier development version"},
+		{"edgeplane sealing check; document format 3", "newer version"},
+		{"edgeplane sealing check; document format x", "malformed"},
+		{"edgeplane sealing check; document format 2", ""},
+	} {
+		st := memstore.New()
+		err := st.Create(ctx, store.Record{Kind: "sealing_check", AccountID: "sealing_check", ID: "sealing_check",
+			Data: sealer.Seal([]byte(tc.plain), []byte("sealing_check"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.plain, err)
+		case tc.want != "" && (apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: got %v, want a failed precondition saying %q", tc.plain, err, tc.want)
+		}
 	}
 }
 

@@ -14,12 +14,48 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// storedCertificate is a TLS certificate as stored: the API shape and,
-// beside it, the private key sealed under the Service's sealing key
-// ([Options.SealingKey]), which no API response shows.
+// storedCertificate is a TLS certificate as the Service holds it: the API
+// model and, beside it, the private key sealed under the Service's
+// sealing key ([Options.SealingKey]), which no API response shows.
 type storedCertificate struct {
 	domains.Certificate
-	SealedPrivateKey []byte `json:"sealed_private_key"`
+	SealedPrivateKey []byte
+}
+
+// The stored form of a TLS certificate (see forms.go).
+type (
+	certificateDoc struct {
+		common
+		CertificatePEM    string    `json:"certificate_pem"`
+		SubjectCommonName string    `json:"subject_common_name,omitempty"`
+		DNSNames          []string  `json:"dns_names,omitempty"`
+		IPs               []string  `json:"ips,omitempty"`
+		IssuerCommonName  string    `json:"issuer_common_name,omitempty"`
+		SerialNumber      string    `json:"serial_number"`
+		NotBefore         time.Time `json:"not_before"`
+		NotAfter          time.Time `json:"not_after"`
+		PrivateKeyType    string    `json:"private_key_type"`
+		SealedPrivateKey  []byte    `json:"sealed_private_key"`
+	}
+)
+
+var certificateForm = plainForm(&certificateKind,
+	func(c *storedCertificate) *certificateDoc {
+		return &certificateDoc{common: common{c.CreatedAt, c.Description, c.Metadata}, CertificatePEM: c.CertificatePEM,
+			SubjectCommonName: c.SubjectCommonName, DNSNames: c.SubjectAlternativeNames.DNSNames, IPs: c.SubjectAlternativeNames.IPs,
+			IssuerCommonName: c.IssuerCommonName, SerialNumber: c.SerialNumber, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
+			PrivateKeyType: c.PrivateKeyType, SealedPrivateKey: c.SealedPrivateKey}
+	},
+	func(d *certificateDoc, rec store.Record) *storedCertificate {
+		return &storedCertificate{Certificate: domains.Certificate{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description,
+			Metadata: d.Metadata, CertificatePEM: d.CertificatePEM, SubjectCommonName: d.SubjectCommonName,
+			SubjectAlternativeNames: domains.SubjectAlternativeNames{DNSNames: d.DNSNames, IPs: d.IPs},
+			IssuerCommonName:        d.IssuerCommonName, SerialNumber: d.SerialNumber, NotBefore: d.NotBefore, NotAfter: d.NotAfter,
+			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: d.SealedPrivateKey}
+	})
+
+func (s *Service) presentStoredCertificate(c *storedCertificate, rec store.Record) {
+	s.presentCertificate(&c.Certificate, rec)
 }
 
 // keyAAD binds a sealed private key to its certificate record: a sealed
@@ -61,12 +97,9 @@ func (s *Service) CreateTLSCertificate(ctx context.Context, p Principal, params 
 func (s *Service) storeCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM string) error {
 	c.ID, c.CreatedAt = s.ids.New(domains.CertificatePrefix), s.timestamp()
 	sealed := s.sealer.Seal([]byte(keyPEM), keyAAD(accountID, c.ID))
-	data, err := encode(storedCertificate{Certificate: *c, SealedPrivateKey: sealed})
+	err := create(ctx, s, Principal{AccountID: accountID}, certificateForm, c.ID, "", &storedCertificate{Certificate: *c, SealedPrivateKey: sealed}, nil)
 	if err != nil {
 		return err
-	}
-	if err := s.store.Create(s.reporting(ctx, certificateKind.event, events.Created), store.Record{Kind: KindTLSCertificate, AccountID: accountID, ID: c.ID, Data: data}); err != nil {
-		return s.storeErr(err, certificateKind, c.ID)
 	}
 	s.presentCertificate(c, store.Record{})
 	return nil
@@ -74,18 +107,27 @@ func (s *Service) storeCertificate(ctx context.Context, accountID string, c *dom
 
 // GetTLSCertificate returns a TLS certificate (GET /tls_certificates/{id}).
 func (s *Service) GetTLSCertificate(ctx context.Context, p Principal, id string) (*domains.Certificate, error) {
-	c, rec, err := get[domains.Certificate](ctx, s, p, certificateKind, id)
+	c, rec, err := get(ctx, s, p, certificateForm, id)
 	if err != nil {
 		return nil, err
 	}
-	s.presentCertificate(c, rec)
-	return c, nil
+	s.presentCertificate(&c.Certificate, rec)
+	return &c.Certificate, nil
 }
 
 // ListTLSCertificates returns a page of the account's TLS certificates,
 // newest first (GET /tls_certificates).
 func (s *Service) ListTLSCertificates(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.Certificate], error) {
-	return list(ctx, s, p, certificateKind, "", certificateKind.collection, opts, s.presentCertificate)
+	page, err := list(ctx, s, p, certificateForm, "", certificateKind.collection, opts, s.presentStoredCertificate)
+	if err != nil {
+		return nil, err
+	}
+	out := &Page[domains.Certificate]{Items: make([]domains.Certificate, len(page.Items)), URI: page.URI,
+		NextPageURI: page.NextPageURI, NextBeforeID: page.NextBeforeID}
+	for i := range page.Items {
+		out.Items[i] = page.Items[i].Certificate
+	}
+	return out, nil
 }
 
 // UpdateTLSCertificate changes the description and metadata present in
@@ -94,7 +136,7 @@ func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id stri
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, certificateKind, id, func(v *storedCertificate, _ *store.Record) error {
+	v, err := update(ctx, s, p, certificateForm, id, func(v *storedCertificate, _ *store.Record) error {
 		params.Apply(&v.Certificate)
 		return nil
 	})
@@ -128,7 +170,7 @@ func (s *Service) inUseByDomains(ctx context.Context, p Principal, err error) er
 		if !ids.Valid(id, domains.ReservedDomainPrefix) {
 			continue
 		}
-		if d, _, err := get[domains.ReservedDomain](ctx, s, p, reservedDomainKind, id); err == nil {
+		if d, _, err := get(ctx, s, p, reservedDomainForm, id); err == nil {
 			names[i] += " (" + d.Domain + ")"
 		}
 	}
@@ -145,7 +187,7 @@ func (s *Service) tlsCertificateKeyPair(ctx context.Context, accountID, id strin
 	if err != nil {
 		return "", "", s.storeErr(err, certificateKind, id)
 	}
-	c, err := decode[storedCertificate](rec)
+	c, err := certificateForm.decode(s, rec)
 	if err != nil {
 		return "", "", err
 	}
@@ -205,7 +247,7 @@ func (s *Service) certificateOrders(ctx context.Context, limit int) ([]Certifica
 			return nil, s.storeErr(err, reservedDomainKind, "")
 		}
 		for _, rec := range recs {
-			d, err := decode[domains.ReservedDomain](rec)
+			d, err := reservedDomainForm.decode(s, rec)
 			if err != nil {
 				return nil, err
 			}
@@ -306,7 +348,7 @@ func (s *Service) hostDomain(ctx context.Context, accountID, id string) (*domain
 	if err != nil {
 		return nil, s.storeErr(err, reservedDomainKind, id)
 	}
-	return decode[domains.ReservedDomain](rec)
+	return reservedDomainForm.decode(s, rec)
 }
 
 // hostUpdateDomain is [update] for host operations, which act for no
@@ -317,14 +359,14 @@ func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn
 	}
 	var out *domains.ReservedDomain
 	_, err := s.store.Update(s.reporting(ctx, reservedDomainKind.event, events.Updated), KindReservedDomain, accountID, id, func(rec *store.Record) error {
-		d, err := decode[domains.ReservedDomain](*rec)
+		d, err := reservedDomainForm.decode(s, *rec)
 		if err != nil {
 			return err
 		}
 		if err := fn(d); err != nil {
 			return err
 		}
-		if rec.Data, err = encode(d); err != nil {
+		if err := reservedDomainForm.encode(s, d, rec); err != nil {
 			return err
 		}
 		setDomainFacts(rec, d)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
-	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
@@ -183,7 +182,7 @@ func (s *Service) changeObject(c store.Change, k *kindInfo) ([]byte, error) {
 	var err error
 	switch {
 	case c.Kind == KindEventSource:
-		obj, err = presented(rec, func(v *events.Source, rec store.Record) { s.presentSource(v, rec.ParentID) })
+		obj, err = presented(s, rec, eventSourceForm, func(v *events.Source, rec store.Record) { s.presentSource(v, rec.ParentID) })
 	case c.Op == store.OpDelete:
 		obj = s.ref(k.path(c.ParentID), c.ID)
 	default:
@@ -200,21 +199,25 @@ func (s *Service) changeObject(c store.Change, k *kindInfo) ([]byte, error) {
 func (s *Service) presentStored(rec store.Record) (any, error) {
 	switch rec.Kind {
 	case KindCredential:
-		return presented(rec, s.presentCredential)
+		return presented(s, rec, credentialForm, s.presentCredential)
 	case KindIPPolicy:
-		return presented(rec, s.presentIPPolicy)
+		return presented(s, rec, ipPolicyForm, s.presentIPPolicy)
 	case KindIPPolicyRule:
-		return presented(rec, s.presentIPRule)
+		return presented(s, rec, ipRuleForm, s.presentIPRule)
 	case KindIPRestriction:
-		return presented(rec, s.presentIPRestriction)
+		return presented(s, rec, ipRestrictionForm, s.presentIPRestriction)
 	case KindReservedDomain:
-		return presented(rec, s.presentReservedDomain)
+		return presented(s, rec, reservedDomainForm, s.presentReservedDomain)
 	case KindTLSCertificate:
-		return presented(rec, s.presentCertificate)
+		c, err := presented(s, rec, certificateForm, s.presentStoredCertificate)
+		if err != nil {
+			return nil, err
+		}
+		return &c.Certificate, nil
 	case KindEndpointConfiguration:
-		return presented(rec, s.presentEndpointConfiguration)
+		return presented(s, rec, endpointConfigForm, s.presentEndpointConfiguration)
 	case KindTunnelGroupBackend:
-		b, err := decode[backends.TunnelGroupBackend](rec)
+		b, err := backendForm.decode(s, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -222,24 +225,24 @@ func (s *Service) presentStored(rec store.Record) (any, error) {
 		defer cancel()
 		return b, s.withTunnels(ctx, Principal{AccountID: rec.AccountID}, b)
 	case KindTunnel:
-		return presented(rec, s.presentTunnel)
+		return presented(s, rec, tunnelForm, s.presentTunnel)
 	case KindEventSubscription:
-		return presented(rec, s.presentSubscription)
+		return presented(s, rec, eventSubscriptionForm, s.presentSubscription)
 	case KindHTTPSEdge:
-		return presented(rec, s.presentHTTPSEdge)
+		return presented(s, rec, httpsEdgeForm, s.presentHTTPSEdge)
 	case KindHTTPSEdgeRoute:
-		return presented(rec, s.presentHTTPSRoute)
+		return presented(s, rec, httpsRouteForm, s.presentHTTPSRoute)
 	case KindTLSEdge:
-		return presented(rec, s.presentTLSEdge)
+		return presented(s, rec, tlsEdgeForm, s.presentTLSEdge)
 	case KindTCPEdge:
-		return presented(rec, s.presentTCPEdge)
+		return presented(s, rec, tcpEdgeForm, s.presentTCPEdge)
 	}
 	return nil, apierr.New(apierr.Internal, "no presentation of kind %s", rec.Kind)
 }
 
-// presented decodes rec as a T and presents it.
-func presented[T any](rec store.Record, present func(*T, store.Record)) (*T, error) {
-	v, err := decode[T](rec)
+// presented decodes rec in form f and presents it.
+func presented[M any](s *Service, rec store.Record, f form[M], present func(*M, store.Record)) (*M, error) {
+	v, err := f.decode(s, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,28 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
-	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/store"
 )
 
 // tokenLookup is the store lookup key of a tunnel token.
 func tokenLookup(token string) string { return "credential_token:" + credentials.HashToken(token) }
+
+// credentialDoc is the stored form of a credential (see forms.go). The
+// token is not part of it: only its hash is stored, as the record's lookup
+// key.
+type credentialDoc struct {
+	common
+	ACL     []string `json:"acl,omitempty"`
+	OwnerID string   `json:"owner_id"`
+}
+
+var credentialForm = plainForm(&credentialKind,
+	func(c *credentials.Credential) *credentialDoc {
+		return &credentialDoc{common: common{c.CreatedAt, c.Description, c.Metadata}, ACL: c.ACL, OwnerID: c.OwnerID}
+	},
+	func(d *credentialDoc, rec store.Record) *credentials.Credential {
+		return &credentials.Credential{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, ACL: d.ACL, OwnerID: d.OwnerID}
+	})
 
 func (s *Service) presentCredential(c *credentials.Credential, _ store.Record) {
 	c.URI = s.uri(credentialKind.collection, c.ID)
@@ -53,15 +69,10 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 	cred := params.Credential()
 	c := &cred
 	c.ID, c.CreatedAt, c.OwnerID = s.ids.New(credentials.IDPrefix), s.timestamp(), owner
-	data, err := encode(c)
-	if err != nil {
+	if err := create(ctx, s, p, credentialForm, c.ID, "", c, nil, tokenLookup(token)); err != nil {
 		return nil, err
 	}
-	rec := store.Record{Kind: KindCredential, AccountID: p.AccountID, ID: c.ID, Data: data, Keys: []string{tokenLookup(token)}}
-	if err := s.store.Create(s.reporting(ctx, credentialKind.event, events.Created), rec); err != nil {
-		return nil, s.storeErr(err, credentialKind, c.ID)
-	}
-	s.presentCredential(c, rec)
+	s.presentCredential(c, store.Record{})
 	c.Token = &token
 	return c, nil
 }
@@ -69,7 +80,7 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 // GetCredential returns a credential (GET /credentials/{id}); its token is
 // always nil.
 func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*credentials.Credential, error) {
-	c, rec, err := get[credentials.Credential](ctx, s, p, credentialKind, id)
+	c, rec, err := get(ctx, s, p, credentialForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +91,7 @@ func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*c
 // ListCredentials returns a page of the account's credentials, newest
 // first (GET /credentials).
 func (s *Service) ListCredentials(ctx context.Context, p Principal, opts ListOptions) (*Page[credentials.Credential], error) {
-	return list(ctx, s, p, credentialKind, "", credentialKind.collection, opts, s.presentCredential)
+	return list(ctx, s, p, credentialForm, "", credentialKind.collection, opts, s.presentCredential)
 }
 
 // UpdateCredential changes the fields present in params (PATCH
@@ -89,7 +100,7 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := update(ctx, s, p, credentialKind, id, func(c *credentials.Credential, _ *store.Record) error {
+	c, err := update(ctx, s, p, credentialForm, id, func(c *credentials.Credential, _ *store.Record) error {
 		params.Apply(c)
 		return nil
 	})
@@ -135,7 +146,7 @@ func (s *Service) authenticateTunnelToken(ctx context.Context, token string) (*T
 	if len(rec.Keys) != 1 || subtle.ConstantTimeCompare([]byte(rec.Keys[0]), []byte(key)) != 1 {
 		return nil, errBadToken
 	}
-	c, err := decode[credentials.Credential](rec)
+	c, err := credentialForm.decode(s, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -128,6 +128,17 @@
 // (a domain's certificate due time, a source's event type, a tunnel's
 // labels and lease end), never a scan of all records.
 //
+// Stored documents are not the API's JSON: each kind has a stored form of
+// its own (a document type beside its root file) that keeps no computed
+// field (uri, a backend's tunnels, the URIs of references, which are
+// stored as bare IDs) and names its fields independently of the wire, so
+// renaming a wire field is never a data migration. Secrets the API must
+// show again (the private keys of TLS certificates, the client secrets of
+// OIDC modules) are sealed with AES-256-GCM under [Options.SealingKey],
+// bound to their record; secrets it never shows again (API keys,
+// authtokens) are stored only as SHA-256 hashes. [Host.CheckSealingKey]
+// also refuses a store whose documents are of another format.
+//
 // # Adding a resource
 //
 // A new kind of resource touches:
@@ -136,9 +147,11 @@
 //   - one row of the kinds table in kinds.go (store kind, ID prefix,
 //     collection, noun, event name) and its entry in kindTable, from which
 //     IDs, URIs, messages and the default event registry are derived;
-//   - a short root file whose methods call the generic helpers create,
-//     get, list, update and remove, which check the principal and IDs,
-//     label writes with their events and map store errors;
+//   - a short root file with the kind's stored form (a document struct
+//     and the form value that converts it to and from the model, see
+//     forms.go) and methods that call the generic helpers create, get,
+//     list, update and remove, which check the principal and IDs, label
+//     writes with their events and map store errors;
 //   - a case of presentStored in changes.go, if the kind reports changes;
 //   - its routes in httpapi/routes.go.
 //

@@ -41,6 +41,73 @@ func setDomainFacts(rec *store.Record, d *domains.ReservedDomain) {
 	}
 }
 
+// The stored form of a reserved domain (see forms.go): references are
+// bare IDs; error_redirect_url, always null, is not stored.
+type (
+	reservedDomainDoc struct {
+		common
+		Domain                       string         `json:"domain"`
+		Region                       string         `json:"region,omitempty"`
+		CNAMETarget                  *string        `json:"cname_target,omitempty"`
+		CertificateID                string         `json:"certificate_id,omitempty"`
+		CertPolicy                   *certPolicyDoc `json:"cert_policy,omitempty"`
+		CertStatus                   *certStatusDoc `json:"cert_status,omitempty"`
+		ACMEChallengeCNAMETarget     *string        `json:"acme_challenge_cname_target,omitempty"`
+		HTTPEndpointConfigurationID  string         `json:"http_endpoint_configuration_id,omitempty"`
+		HTTPSEndpointConfigurationID string         `json:"https_endpoint_configuration_id,omitempty"`
+	}
+	certPolicyDoc struct {
+		Authority      string `json:"authority"`
+		PrivateKeyType string `json:"private_key_type"`
+	}
+	certStatusDoc struct {
+		RenewsAt *time.Time  `json:"renews_at,omitempty"`
+		Job      *certJobDoc `json:"job,omitempty"`
+	}
+	certJobDoc struct {
+		ErrorCode *string    `json:"error_code,omitempty"`
+		Msg       string     `json:"msg"`
+		StartedAt time.Time  `json:"started_at"`
+		RetriesAt *time.Time `json:"retries_at,omitempty"`
+	}
+)
+
+var reservedDomainForm = plainForm(&reservedDomainKind, saveReservedDomain, loadReservedDomain)
+
+func saveReservedDomain(d *domains.ReservedDomain) *reservedDomainDoc {
+	doc := &reservedDomainDoc{common: common{d.CreatedAt, d.Description, d.Metadata}, Domain: d.Domain,
+		Region: d.Region, CNAMETarget: d.CNAMETarget, CertificateID: refID(d.Certificate),
+		ACMEChallengeCNAMETarget: d.ACMEChallengeCNAMETarget, HTTPEndpointConfigurationID: refID(d.HTTPEndpointConfiguration),
+		HTTPSEndpointConfigurationID: refID(d.HTTPSEndpointConfiguration)}
+	if pol := d.CertificateManagementPolicy; pol != nil {
+		doc.CertPolicy = &certPolicyDoc{Authority: pol.Authority, PrivateKeyType: pol.PrivateKeyType}
+	}
+	if st := d.CertificateManagementStatus; st != nil {
+		doc.CertStatus = &certStatusDoc{RenewsAt: st.RenewsAt}
+		if j := st.ProvisioningJob; j != nil {
+			doc.CertStatus.Job = &certJobDoc{ErrorCode: j.ErrorCode, Msg: j.Msg, StartedAt: j.StartedAt, RetriesAt: j.RetriesAt}
+		}
+	}
+	return doc
+}
+
+func loadReservedDomain(doc *reservedDomainDoc, rec store.Record) *domains.ReservedDomain {
+	d := &domains.ReservedDomain{ID: rec.ID, CreatedAt: doc.CreatedAt, Description: doc.Description, Metadata: doc.Metadata,
+		Domain: doc.Domain, Region: doc.Region, CNAMETarget: doc.CNAMETarget, Certificate: idRef(doc.CertificateID),
+		ACMEChallengeCNAMETarget: doc.ACMEChallengeCNAMETarget, HTTPEndpointConfiguration: idRef(doc.HTTPEndpointConfigurationID),
+		HTTPSEndpointConfiguration: idRef(doc.HTTPSEndpointConfigurationID)}
+	if pol := doc.CertPolicy; pol != nil {
+		d.CertificateManagementPolicy = &domains.CertPolicy{Authority: pol.Authority, PrivateKeyType: pol.PrivateKeyType}
+	}
+	if st := doc.CertStatus; st != nil {
+		d.CertificateManagementStatus = &domains.CertStatus{RenewsAt: st.RenewsAt}
+		if j := st.Job; j != nil {
+			d.CertificateManagementStatus.ProvisioningJob = &domains.CertJob{ErrorCode: j.ErrorCode, Msg: j.Msg, StartedAt: j.StartedAt, RetriesAt: j.RetriesAt}
+		}
+	}
+	return d
+}
+
 // presentReservedDomain fills URIs at read time and shows a due renewal
 // as a running job.
 func (s *Service) presentReservedDomain(d *domains.ReservedDomain, _ store.Record) {
@@ -84,13 +151,12 @@ func (s *Service) CreateReservedDomain(ctx context.Context, p Principal, params 
 			d = params.ReservedDomain(s.domains, now) // with a new CNAME target
 		}
 		d.ID, d.CreatedAt = s.ids.New(domains.ReservedDomainPrefix), now
-		data, err := encode(&d)
-		if err != nil {
+		rec := store.Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Keys: domainKeys(&d)}
+		if err := reservedDomainForm.encode(s, &d, &rec); err != nil {
 			return nil, err
 		}
-		rec := store.Record{Kind: KindReservedDomain, AccountID: p.AccountID, ID: d.ID, Data: data, Keys: domainKeys(&d)}
 		setDomainFacts(&rec, &d)
-		err = s.store.Create(s.reporting(ctx, reservedDomainKind.event, events.Created), rec)
+		err := s.store.Create(s.reporting(ctx, reservedDomainKind.event, events.Created), rec)
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) && dup.Key != domainKey(d.Domain) && attempt < 3 {
 			continue // a CNAME target clash (128 random bits): draw another
@@ -131,7 +197,7 @@ func (s *Service) domainErr(err error, d *domains.ReservedDomain) error {
 // checkCertificate fails with a violation of certificate_id unless id is a
 // TLS certificate of p's account that covers the domain name.
 func (s *Service) checkCertificate(ctx context.Context, p Principal, id, name string) error {
-	c, _, err := get[domains.Certificate](ctx, s, p, certificateKind, id)
+	c, _, err := get(ctx, s, p, certificateForm, id)
 	if errors.Is(err, apierr.ErrNotFound) {
 		return apierr.Invalidf("certificate_id", "%s not found in this account", describeID(id))
 	}
@@ -147,7 +213,7 @@ func (s *Service) checkCertificate(ctx context.Context, p Principal, id, name st
 // checkEndpointConfiguration fails with a violation of field unless id is
 // an endpoint configuration of p's account of type typ.
 func (s *Service) checkEndpointConfiguration(ctx context.Context, p Principal, field, id, typ string) error {
-	c, _, err := get[domains.EndpointConfiguration](ctx, s, p, endpointConfigKind, id)
+	c, _, err := get(ctx, s, p, endpointConfigForm, id)
 	if errors.Is(err, apierr.ErrNotFound) {
 		return apierr.Invalidf(field, "%s not found in this account", describeID(id))
 	}
@@ -162,7 +228,7 @@ func (s *Service) checkEndpointConfiguration(ctx context.Context, p Principal, f
 
 // GetReservedDomain returns a reserved domain (GET /reserved_domains/{id}).
 func (s *Service) GetReservedDomain(ctx context.Context, p Principal, id string) (*domains.ReservedDomain, error) {
-	d, rec, err := get[domains.ReservedDomain](ctx, s, p, reservedDomainKind, id)
+	d, rec, err := get(ctx, s, p, reservedDomainForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +239,7 @@ func (s *Service) GetReservedDomain(ctx context.Context, p Principal, id string)
 // ListReservedDomains returns a page of the account's reserved domains,
 // newest first (GET /reserved_domains).
 func (s *Service) ListReservedDomains(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.ReservedDomain], error) {
-	return list(ctx, s, p, reservedDomainKind, "", reservedDomainKind.collection, opts, s.presentReservedDomain)
+	return list(ctx, s, p, reservedDomainForm, "", reservedDomainKind.collection, opts, s.presentReservedDomain)
 }
 
 // UpdateReservedDomain changes the fields present in params (PATCH
@@ -195,7 +261,7 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	cur, _, err := get[domains.ReservedDomain](ctx, s, p, reservedDomainKind, id)
+	cur, _, err := get(ctx, s, p, reservedDomainForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +285,7 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 	}
 	now := s.timestamp()
 	var updated *domains.ReservedDomain
-	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *store.Record) error {
+	d, err := update(ctx, s, p, reservedDomainForm, id, func(d *domains.ReservedDomain, rec *store.Record) error {
 		params.Apply(d, now)
 		setDomainFacts(rec, d)
 		updated = d
@@ -261,7 +327,7 @@ func (s *Service) DetachReservedDomainCertificateManagementPolicy(ctx context.Co
 
 func (s *Service) detach(ctx context.Context, p Principal, id string, change func(*domains.ReservedDomain, time.Time)) error {
 	now := s.timestamp()
-	d, err := update(ctx, s, p, reservedDomainKind, id, func(d *domains.ReservedDomain, rec *store.Record) error {
+	d, err := update(ctx, s, p, reservedDomainForm, id, func(d *domains.ReservedDomain, rec *store.Record) error {
 		change(d, now)
 		setDomainFacts(rec, d)
 		return nil

@@ -36,7 +36,7 @@ func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges
 	}
 	v := &edges.HTTPSEdge{ID: s.ids.New(edges.HTTPSEdgePrefix), CreatedAt: s.timestamp(),
 		Description: params.Description, Metadata: params.Metadata}
-	if err := s.create(ctx, p, httpsEdgeKind, v.ID, "", v, nil); err != nil {
+	if err := create(ctx, s, p, httpsEdgeForm, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
 	s.presentHTTPSEdge(v, store.Record{})
@@ -45,7 +45,7 @@ func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges
 
 // GetHTTPSEdge returns an HTTPS edge of the account.
 func (s *Service) GetHTTPSEdge(ctx context.Context, p Principal, id string) (*edges.HTTPSEdge, error) {
-	v, rec, err := get[edges.HTTPSEdge](ctx, s, p, httpsEdgeKind, id)
+	v, rec, err := get(ctx, s, p, httpsEdgeForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (s *Service) GetHTTPSEdge(ctx context.Context, p Principal, id string) (*ed
 // ListHTTPSEdges returns a page of the account's HTTPS edges, newest
 // first.
 func (s *Service) ListHTTPSEdges(ctx context.Context, p Principal, opts ListOptions) (*Page[edges.HTTPSEdge], error) {
-	return list(ctx, s, p, httpsEdgeKind, "", httpsEdgeKind.collection, opts, s.presentHTTPSEdge)
+	return list(ctx, s, p, httpsEdgeForm, "", httpsEdgeKind.collection, opts, s.presentHTTPSEdge)
 }
 
 // UpdateHTTPSEdge changes the fields present in params.
@@ -64,7 +64,7 @@ func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, p
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, httpsEdgeKind, id, func(v *edges.HTTPSEdge, _ *store.Record) error {
+	v, err := update(ctx, s, p, httpsEdgeForm, id, func(v *edges.HTTPSEdge, _ *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
 		return nil
 	})
@@ -113,7 +113,7 @@ func routeNotFound(edgeID, id string) error {
 // checkHTTPSEdge returns nil when the HTTPS edge exists in p's account,
 // else the edge's not-found error.
 func (s *Service) checkHTTPSEdge(ctx context.Context, p Principal, edgeID string) error {
-	_, _, err := get[edges.HTTPSEdge](ctx, s, p, httpsEdgeKind, edgeID)
+	_, _, err := get(ctx, s, p, httpsEdgeForm, edgeID)
 	return err
 }
 
@@ -133,7 +133,7 @@ func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID 
 	}
 	v := params.Route()
 	v.ID, v.EdgeID, v.CreatedAt = s.ids.New(edges.HTTPSRoutePrefix), edgeID, s.timestamp()
-	err := s.createInSlot(ctx, p, httpsRouteKind, v.ID, edgeID, &v, edges.MaxRoutesPerEdge, func() error {
+	err := createInSlot(ctx, s, p, httpsRouteForm, v.ID, edgeID, &v, edges.MaxRoutesPerEdge, func() error {
 		return apierr.New(apierr.FailedPrecondition, "HTTPS edge %s already has %d routes, the most one edge may have; delete a route first",
 			edgeID, edges.MaxRoutesPerEdge)
 	}, routeMatchKey(&v))
@@ -163,7 +163,7 @@ func (s *Service) GetHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID, id
 	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
 		return nil, err
 	}
-	v, rec, err := get[edges.HTTPSRoute](ctx, s, p, httpsRouteKind, id)
+	v, rec, err := get(ctx, s, p, httpsRouteForm, id)
 	switch {
 	case errors.Is(err, apierr.ErrNotFound):
 		return nil, routeNotFound(edgeID, id)
@@ -182,7 +182,7 @@ func (s *Service) ListHTTPSEdgeRoutes(ctx context.Context, p Principal, edgeID s
 	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
 		return nil, err
 	}
-	return list(ctx, s, p, httpsRouteKind, edgeID, routesPath(edgeID), opts, s.presentHTTPSRoute)
+	return list(ctx, s, p, httpsRouteForm, edgeID, routesPath(edgeID), opts, s.presentHTTPSRoute)
 }
 
 // updateRoute runs mutate on a route of the HTTPS edge edgeID inside one
@@ -197,7 +197,7 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 	}
 	ran := false
 	var refused error // the callback's own error, which update would reword
-	v, err := update(ctx, s, p, httpsRouteKind, id, func(v *edges.HTTPSRoute, rec *store.Record) error {
+	v, err := update(ctx, s, p, httpsRouteForm, id, func(v *edges.HTTPSRoute, rec *store.Record) error {
 		ran = true
 		if rec.ParentID != edgeID {
 			refused = routeNotFound(edgeID, id)
@@ -287,7 +287,7 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 	}
 	v := &edges.TLSEdge{ID: s.ids.New(edges.TLSEdgePrefix), CreatedAt: s.timestamp(),
 		Description: params.Description, Metadata: params.Metadata}
-	if err := s.create(ctx, p, tlsEdgeKind, v.ID, "", v, nil); err != nil {
+	if err := create(ctx, s, p, tlsEdgeForm, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
 	s.presentTLSEdge(v, store.Record{})
@@ -296,7 +296,7 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 
 // GetTLSEdge returns a TLS edge of the account, with its modules.
 func (s *Service) GetTLSEdge(ctx context.Context, p Principal, id string) (*edges.TLSEdge, error) {
-	v, rec, err := get[edges.TLSEdge](ctx, s, p, tlsEdgeKind, id)
+	v, rec, err := get(ctx, s, p, tlsEdgeForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (s *Service) GetTLSEdge(ctx context.Context, p Principal, id string) (*edge
 
 // ListTLSEdges returns a page of the account's TLS edges, newest first.
 func (s *Service) ListTLSEdges(ctx context.Context, p Principal, opts ListOptions) (*Page[edges.TLSEdge], error) {
-	return list(ctx, s, p, tlsEdgeKind, "", tlsEdgeKind.collection, opts, s.presentTLSEdge)
+	return list(ctx, s, p, tlsEdgeForm, "", tlsEdgeKind.collection, opts, s.presentTLSEdge)
 }
 
 // UpdateTLSEdge changes the fields present in params.
@@ -314,7 +314,7 @@ func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, par
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, tlsEdgeKind, id, func(v *edges.TLSEdge, _ *store.Record) error {
+	v, err := update(ctx, s, p, tlsEdgeForm, id, func(v *edges.TLSEdge, _ *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
 		return nil
 	})
@@ -350,7 +350,7 @@ func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.C
 	}
 	v := &edges.TCPEdge{ID: s.ids.New(edges.TCPEdgePrefix), CreatedAt: s.timestamp(),
 		Description: params.Description, Metadata: params.Metadata}
-	if err := s.create(ctx, p, tcpEdgeKind, v.ID, "", v, nil); err != nil {
+	if err := create(ctx, s, p, tcpEdgeForm, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
 	s.presentTCPEdge(v, store.Record{})
@@ -359,7 +359,7 @@ func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.C
 
 // GetTCPEdge returns a TCP edge of the account, with its modules.
 func (s *Service) GetTCPEdge(ctx context.Context, p Principal, id string) (*edges.TCPEdge, error) {
-	v, rec, err := get[edges.TCPEdge](ctx, s, p, tcpEdgeKind, id)
+	v, rec, err := get(ctx, s, p, tcpEdgeForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +369,7 @@ func (s *Service) GetTCPEdge(ctx context.Context, p Principal, id string) (*edge
 
 // ListTCPEdges returns a page of the account's TCP edges, newest first.
 func (s *Service) ListTCPEdges(ctx context.Context, p Principal, opts ListOptions) (*Page[edges.TCPEdge], error) {
-	return list(ctx, s, p, tcpEdgeKind, "", tcpEdgeKind.collection, opts, s.presentTCPEdge)
+	return list(ctx, s, p, tcpEdgeForm, "", tcpEdgeKind.collection, opts, s.presentTCPEdge)
 }
 
 // UpdateTCPEdge changes the fields present in params.
@@ -377,7 +377,7 @@ func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, par
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, tcpEdgeKind, id, func(v *edges.TCPEdge, _ *store.Record) error {
+	v, err := update(ctx, s, p, tcpEdgeForm, id, func(v *edges.TCPEdge, _ *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
 		return nil
 	})
@@ -441,15 +441,15 @@ func (s *Service) moduleReferencing(ctx context.Context, accountID, ref, id stri
 	}
 	switch k.kind {
 	case KindHTTPSEdgeRoute:
-		if v, err := decode[edges.HTTPSRoute](rec); err == nil {
+		if v, err := httpsRouteForm.decode(s, rec); err == nil {
 			return v.ModuleReferencing(id)
 		}
 	case KindTLSEdge:
-		if v, err := decode[edges.TLSEdge](rec); err == nil {
+		if v, err := tlsEdgeForm.decode(s, rec); err == nil {
 			return v.ModuleReferencing(id)
 		}
 	case KindTCPEdge:
-		if v, err := decode[edges.TCPEdge](rec); err == nil {
+		if v, err := tcpEdgeForm.decode(s, rec); err == nil {
 			return v.ModuleReferencing(id)
 		}
 	}

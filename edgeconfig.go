@@ -20,19 +20,20 @@ import (
 // Each returns a snapshot: a proxy reloads it when the edge, its routes or
 // the IP policies and rules its modules name change (their change events).
 
-// loadEdgeRecord reads and decodes the record id of kind k in accountID.
-func loadEdgeRecord[T any](ctx context.Context, s *Service, accountID string, k kindInfo, id string) (*T, store.Record, error) {
+// loadEdgeRecord reads and decodes the record id of form f's kind in
+// accountID.
+func loadEdgeRecord[M any](ctx context.Context, s *Service, accountID string, f form[M], id string) (*M, store.Record, error) {
 	if !ids.Valid(accountID, AccountPrefix) {
 		return nil, store.Record{}, accountKind.notFound(accountID)
 	}
-	if !ids.Valid(id, k.prefix) {
-		return nil, store.Record{}, k.notFound(id)
+	if !ids.Valid(id, f.prefix) {
+		return nil, store.Record{}, f.notFound(id)
 	}
-	rec, err := s.store.Get(ctx, k.kind, accountID, id)
+	rec, err := s.store.Get(ctx, f.kind, accountID, id)
 	if err != nil {
-		return nil, store.Record{}, s.storeErr(err, k, id)
+		return nil, store.Record{}, s.storeErr(err, *f.kindInfo, id)
 	}
-	v, err := decode[T](rec)
+	v, err := f.decode(s, rec)
 	return v, rec, err
 }
 
@@ -48,7 +49,7 @@ func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []strin
 			return nil, err
 		}
 		for _, rec := range recs {
-			r, err := decode[ipaccess.Rule](rec)
+			r, err := ipRuleForm.decode(s, rec)
 			if err != nil {
 				return nil, err
 			}
@@ -77,10 +78,10 @@ func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *
 
 // httpsRouteConfig is [Host.HTTPSRouteConfig].
 func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
-	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
+	if _, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm, edgeID); err != nil {
 		return nil, err
 	}
-	r, rec, err := loadEdgeRecord[edges.HTTPSRoute](ctx, s, accountID, httpsRouteKind, routeID)
+	r, rec, err := loadEdgeRecord(ctx, s, accountID, httpsRouteForm, routeID)
 	if err != nil || rec.ParentID != edgeID {
 		if err == nil || apierr.CodeOf(err) == apierr.NotFound {
 			return nil, routeNotFound(edgeID, routeID)
@@ -92,7 +93,7 @@ func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, route
 
 // httpsEdgeConfig is [Host.HTTPSEdgeConfig].
 func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
-	if _, _, err := loadEdgeRecord[edges.HTTPSEdge](ctx, s, accountID, httpsEdgeKind, edgeID); err != nil {
+	if _, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm, edgeID); err != nil {
 		return nil, err
 	}
 	recs, err := s.listCapped(ctx, accountID, httpsRouteKind, edgeID, edges.MaxRoutesPerEdge)
@@ -101,7 +102,7 @@ func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string)
 	}
 	routes := make([]*edges.HTTPSRouteConfig, 0, len(recs))
 	for _, rec := range recs {
-		r, err := decode[edges.HTTPSRoute](rec)
+		r, err := httpsRouteForm.decode(s, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +117,7 @@ func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string)
 
 // tcpEdgeConfig is [Host.TCPEdgeConfig].
 func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
-	e, _, err := loadEdgeRecord[edges.TCPEdge](ctx, s, accountID, tcpEdgeKind, edgeID)
+	e, _, err := loadEdgeRecord(ctx, s, accountID, tcpEdgeForm, edgeID)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func (c ipSetChecker) AllowedIP(ip netip.Addr) bool { return c.set.Allowed(ip) }
 
 // tlsEdgeConfig is [Host.TLSEdgeConfig].
 func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
-	e, _, err := loadEdgeRecord[edges.TLSEdge](ctx, s, accountID, tlsEdgeKind, edgeID)
+	e, _, err := loadEdgeRecord(ctx, s, accountID, tlsEdgeForm, edgeID)
 	if err != nil {
 		return nil, err
 	}

@@ -220,17 +220,17 @@ type moduleHolder[E any] interface {
 
 // edgeType is how the module operations handle one kind of edge.
 type edgeType[E any] struct {
-	kind    kindInfo
+	form    form[E]
 	present func(*E, store.Record)
 	check   func(*E) error // module combination rules; nil for none
 }
 
 func (s *Service) tlsEdgeType() edgeType[edges.TLSEdge] {
-	return edgeType[edges.TLSEdge]{tlsEdgeKind, s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
+	return edgeType[edges.TLSEdge]{tlsEdgeForm, s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
 }
 
 func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
-	return edgeType[edges.TCPEdge]{tcpEdgeKind, s.presentTCPEdge, nil}
+	return edgeType[edges.TCPEdge]{tcpEdgeForm, s.presentTCPEdge, nil}
 }
 
 // updateEdgeModule runs mutate on an edge in one atomic update, checks the
@@ -238,7 +238,7 @@ func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
 // name with verb.
 func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, verb string, mutate func(*E) error) (*E, error) {
 	var refused error // the callback's own error, which update would reword
-	v, err := update(s.reporting(ctx, mod.event, verb), s, p, t.kind, id, func(v *E, rec *store.Record) error {
+	v, err := update(s.reporting(ctx, mod.event, verb), s, p, t.form, id, func(v *E, rec *store.Record) error {
 		refused = mutate(v)
 		if refused == nil && t.check != nil {
 			refused = t.check(v)
@@ -271,12 +271,12 @@ func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s 
 }
 
 func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M) (*M, error) {
-	v, rec, err := get[E](ctx, s, p, t.kind, id)
+	v, rec, err := get(ctx, s, p, t.form, id)
 	if err != nil {
 		return nil, err
 	}
 	if *field(v) == nil {
-		return nil, moduleNotSet(t.kind.noun, id, mod.name)
+		return nil, moduleNotSet(t.form.noun, id, mod.name)
 	}
 	t.present(v, rec)
 	return *field(v), nil
@@ -285,7 +285,7 @@ func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t
 func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M) error {
 	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, mod, events.Deleted, func(v *E) error {
 		if *field(v) == nil {
-			return moduleNotSet(t.kind.noun, id, mod.name)
+			return moduleNotSet(t.form.noun, id, mod.name)
 		}
 		*field(v) = nil
 		return nil

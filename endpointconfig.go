@@ -7,6 +7,21 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
+// endpointConfigDoc is the stored form of an endpoint configuration (see
+// forms.go).
+type endpointConfigDoc struct {
+	common
+	Type string `json:"type"`
+}
+
+var endpointConfigForm = plainForm(&endpointConfigKind,
+	func(c *domains.EndpointConfiguration) *endpointConfigDoc {
+		return &endpointConfigDoc{common: common{c.CreatedAt, c.Description, c.Metadata}, Type: c.Type}
+	},
+	func(d *endpointConfigDoc, rec store.Record) *domains.EndpointConfiguration {
+		return &domains.EndpointConfiguration{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Type: d.Type}
+	})
+
 func (s *Service) presentEndpointConfiguration(c *domains.EndpointConfiguration, _ store.Record) {
 	c.URI = s.uri(endpointConfigKind.collection, c.ID)
 }
@@ -23,7 +38,7 @@ func (s *Service) CreateEndpointConfiguration(ctx context.Context, p Principal, 
 	}
 	c := params.EndpointConfiguration()
 	c.ID, c.CreatedAt = s.ids.New(domains.EndpointConfigurationPrefix), s.timestamp()
-	if err := s.create(ctx, p, endpointConfigKind, c.ID, "", &c, nil); err != nil {
+	if err := create(ctx, s, p, endpointConfigForm, c.ID, "", &c, nil); err != nil {
 		return nil, err
 	}
 	s.presentEndpointConfiguration(&c, store.Record{})
@@ -33,7 +48,7 @@ func (s *Service) CreateEndpointConfiguration(ctx context.Context, p Principal, 
 // GetEndpointConfiguration returns an endpoint configuration (GET
 // /endpoint_configurations/{id}).
 func (s *Service) GetEndpointConfiguration(ctx context.Context, p Principal, id string) (*domains.EndpointConfiguration, error) {
-	c, rec, err := get[domains.EndpointConfiguration](ctx, s, p, endpointConfigKind, id)
+	c, rec, err := get(ctx, s, p, endpointConfigForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +59,7 @@ func (s *Service) GetEndpointConfiguration(ctx context.Context, p Principal, id 
 // ListEndpointConfigurations returns a page of the account's endpoint
 // configurations, newest first (GET /endpoint_configurations).
 func (s *Service) ListEndpointConfigurations(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.EndpointConfiguration], error) {
-	return list(ctx, s, p, endpointConfigKind, "", endpointConfigKind.collection, opts, s.presentEndpointConfiguration)
+	return list(ctx, s, p, endpointConfigForm, "", endpointConfigKind.collection, opts, s.presentEndpointConfiguration)
 }
 
 // UpdateEndpointConfiguration changes the description and metadata present
@@ -53,7 +68,7 @@ func (s *Service) UpdateEndpointConfiguration(ctx context.Context, p Principal, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := update(ctx, s, p, endpointConfigKind, id, func(c *domains.EndpointConfiguration, _ *store.Record) error {
+	c, err := update(ctx, s, p, endpointConfigForm, id, func(c *domains.EndpointConfiguration, _ *store.Record) error {
 		params.Apply(c)
 		return nil
 	})

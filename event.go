@@ -14,6 +14,30 @@ import (
 // indexEventType is the secondary index of event sources by type.
 const indexEventType = "event_type"
 
+// The stored forms of event subscriptions and sources (see forms.go). A
+// source's subscription is its record's parent.
+type (
+	subscriptionDoc struct {
+		common
+	}
+	sourceDoc struct {
+		Type string `json:"type"`
+	}
+)
+
+var (
+	eventSubscriptionForm = plainForm(&eventSubscriptionKind,
+		func(v *events.Subscription) *subscriptionDoc {
+			return &subscriptionDoc{common{v.CreatedAt, v.Description, v.Metadata}}
+		},
+		func(d *subscriptionDoc, rec store.Record) *events.Subscription {
+			return &events.Subscription{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
+		})
+	eventSourceForm = plainForm(&eventSourceKind,
+		func(v *events.Source) *sourceDoc { return &sourceDoc{Type: v.Type} },
+		func(d *sourceDoc, _ store.Record) *events.Source { return &events.Source{Type: d.Type} })
+)
+
 // startEvents sets up the event type registry and, when a sink is
 // configured, the delivery queue and the goroutine that follows the
 // store's change feed into it.
@@ -105,7 +129,7 @@ func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, para
 	}
 	v := &events.Subscription{ID: s.ids.New(events.SubscriptionPrefix), CreatedAt: s.timestamp(),
 		Description: params.Description, Metadata: params.Metadata}
-	if err := s.create(ctx, p, eventSubscriptionKind, v.ID, "", v, nil); err != nil {
+	if err := create(ctx, s, p, eventSubscriptionForm, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
 	s.presentSubscription(v, store.Record{})
@@ -114,7 +138,7 @@ func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, para
 
 // GetEventSubscription returns an event subscription.
 func (s *Service) GetEventSubscription(ctx context.Context, p Principal, id string) (*events.Subscription, error) {
-	v, rec, err := get[events.Subscription](ctx, s, p, eventSubscriptionKind, id)
+	v, rec, err := get(ctx, s, p, eventSubscriptionForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +149,7 @@ func (s *Service) GetEventSubscription(ctx context.Context, p Principal, id stri
 // ListEventSubscriptions returns a page of the account's event
 // subscriptions, newest first.
 func (s *Service) ListEventSubscriptions(ctx context.Context, p Principal, opts ListOptions) (*Page[events.Subscription], error) {
-	return list(ctx, s, p, eventSubscriptionKind, "", eventSubscriptionKind.collection, opts, s.presentSubscription)
+	return list(ctx, s, p, eventSubscriptionForm, "", eventSubscriptionKind.collection, opts, s.presentSubscription)
 }
 
 // UpdateEventSubscription changes the fields present in params.
@@ -133,7 +157,7 @@ func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id s
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, eventSubscriptionKind, id, func(v *events.Subscription, _ *store.Record) error {
+	v, err := update(ctx, s, p, eventSubscriptionForm, id, func(v *events.Subscription, _ *store.Record) error {
 		params.Apply(v)
 		return nil
 	})
@@ -170,7 +194,7 @@ func sourceNotFound(subscriptionID, typ string) error {
 // checkSubscription fails with not-found unless id is an event
 // subscription of p's account.
 func (s *Service) checkSubscription(ctx context.Context, p Principal, id string) error {
-	_, _, err := get[events.Subscription](ctx, s, p, eventSubscriptionKind, id)
+	_, _, err := get(ctx, s, p, eventSubscriptionForm, id)
 	return err
 }
 
@@ -190,13 +214,11 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 		return nil, err
 	}
 	v := &events.Source{Type: params.Type}
-	data, err := encode(v)
-	if err != nil {
+	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
+		Keys: []string{sourceLookup(subscriptionID, params.Type)}, Indexes: []store.IndexEntry{{Name: indexEventType, Value: params.Type}}}
+	if err := eventSourceForm.encode(s, v, &rec); err != nil {
 		return nil, err
 	}
-	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
-		Data: data, Keys: []string{sourceLookup(subscriptionID, params.Type)},
-		Indexes: []store.IndexEntry{{Name: indexEventType, Value: params.Type}}}
 	if err := s.store.Create(s.reporting(ctx, eventSourceKind.event, events.Created), rec); err != nil {
 		var (
 			miss *store.MissingRefError
@@ -241,7 +263,7 @@ func (s *Service) GetEventSource(ctx context.Context, p Principal, subscriptionI
 	if err != nil {
 		return nil, err
 	}
-	v, err := decode[events.Source](rec)
+	v, err := eventSourceForm.decode(s, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +285,7 @@ func (s *Service) ListEventSources(ctx context.Context, p Principal, subscriptio
 	}
 	out := &events.SourceList{Sources: make([]events.Source, 0, len(recs)), URI: s.baseURL + "/" + sourcesPath(subscriptionID)}
 	for _, rec := range recs {
-		v, err := decode[events.Source](rec)
+		v, err := eventSourceForm.decode(s, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +315,7 @@ func (s *Service) UpdateEventSource(ctx context.Context, p Principal, subscripti
 	if err != nil {
 		return nil, s.storeErr(err, eventSourceKind, "")
 	}
-	v, err := decode[events.Source](rec)
+	v, err := eventSourceForm.decode(s, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -249,5 +249,7 @@ func (h *Host) Bootstrap(ctx context.Context, secret string) (*Bootstrapped, err
 // the first call on a store records a value sealed under the key, later
 // calls open it. A server runs it at start and refuses to serve on a
 // mismatch (failed precondition), rather than serving certificates it
-// cannot open.
+// cannot open. The same record says in which format the store's documents
+// are written: a store of another format is refused too (failed
+// precondition), rather than misread.
 func (h *Host) CheckSealingKey(ctx context.Context) error { return h.s.checkSealingKey(ctx) }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/edgeplane/edgeplane/apierr"
-	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
@@ -29,6 +28,52 @@ func refViolation(err error, field string, list bool, named []string) error {
 	return apierr.Invalidf(path, "%s not found in this account", describeID(miss.ID))
 }
 
+// The stored forms of IP policies, rules and restrictions (see forms.go).
+// A rule's policy is its record's parent.
+type (
+	ipPolicyDoc struct {
+		common
+	}
+	ipRuleDoc struct {
+		common
+		CIDR   string `json:"cidr"`
+		Action string `json:"action"`
+	}
+	ipRestrictionDoc struct {
+		common
+		Enforced    bool     `json:"enforced,omitempty"`
+		Type        string   `json:"type"`
+		IPPolicyIDs []string `json:"ip_policy_ids"`
+	}
+)
+
+var (
+	ipPolicyForm = plainForm(&ipPolicyKind,
+		func(v *ipaccess.Policy) *ipPolicyDoc {
+			return &ipPolicyDoc{common: common{v.CreatedAt, v.Description, v.Metadata}}
+		},
+		func(d *ipPolicyDoc, rec store.Record) *ipaccess.Policy {
+			return &ipaccess.Policy{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
+		})
+	ipRuleForm = plainForm(&ipRuleKind,
+		func(v *ipaccess.Rule) *ipRuleDoc {
+			return &ipRuleDoc{common: common{v.CreatedAt, v.Description, v.Metadata}, CIDR: v.CIDR, Action: v.Action}
+		},
+		func(d *ipRuleDoc, rec store.Record) *ipaccess.Rule {
+			return &ipaccess.Rule{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
+				CIDR: d.CIDR, Action: d.Action, IPPolicy: resource.Ref{ID: rec.ParentID}}
+		})
+	ipRestrictionForm = plainForm(&ipRestrictionKind,
+		func(v *ipaccess.Restriction) *ipRestrictionDoc {
+			return &ipRestrictionDoc{common: common{v.CreatedAt, v.Description, v.Metadata},
+				Enforced: v.Enforced, Type: v.Type, IPPolicyIDs: refIDs(v.IPPolicies)}
+		},
+		func(d *ipRestrictionDoc, rec store.Record) *ipaccess.Restriction {
+			return &ipaccess.Restriction{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
+				Enforced: d.Enforced, Type: d.Type, IPPolicies: idRefs(d.IPPolicyIDs)}
+		})
+)
+
 func (s *Service) presentIPPolicy(v *ipaccess.Policy, _ store.Record) {
 	v.URI = s.uri(ipPolicyKind.collection, v.ID)
 }
@@ -44,33 +89,16 @@ func (s *Service) CreateIPPolicy(ctx context.Context, p Principal, params ipacce
 	pol := params.Policy()
 	v := &pol
 	v.ID, v.CreatedAt = s.ids.New(ipaccess.PolicyPrefix), s.timestamp()
-	if err := s.create(ctx, p, ipPolicyKind, v.ID, "", v, nil); err != nil {
+	if err := create(ctx, s, p, ipPolicyForm, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
 	s.presentIPPolicy(v, store.Record{})
 	return v, nil
 }
 
-// create stores v as a new record of kind k.
-func (s *Service) create(ctx context.Context, p Principal, k kindInfo, id, parent string, v any, refs []string, keys ...string) error {
-	data, err := encode(v)
-	if err != nil {
-		return err
-	}
-	rec := store.Record{Kind: k.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Data: data, Refs: refs, Keys: keys}
-	if err := s.store.Create(s.reporting(ctx, k.event, events.Created), rec); err != nil {
-		var miss *store.MissingRefError
-		if errors.As(err, &miss) {
-			return err // the caller names the field
-		}
-		return s.storeErr(err, k, id)
-	}
-	return nil
-}
-
 // GetIPPolicy returns an IP policy (GET /ip_policies/{id}).
 func (s *Service) GetIPPolicy(ctx context.Context, p Principal, id string) (*ipaccess.Policy, error) {
-	v, rec, err := get[ipaccess.Policy](ctx, s, p, ipPolicyKind, id)
+	v, rec, err := get(ctx, s, p, ipPolicyForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +108,7 @@ func (s *Service) GetIPPolicy(ctx context.Context, p Principal, id string) (*ipa
 
 // ListIPPolicies returns a page of the account's IP policies, newest first.
 func (s *Service) ListIPPolicies(ctx context.Context, p Principal, opts ListOptions) (*Page[ipaccess.Policy], error) {
-	return list(ctx, s, p, ipPolicyKind, "", ipPolicyKind.collection, opts, s.presentIPPolicy)
+	return list(ctx, s, p, ipPolicyForm, "", ipPolicyKind.collection, opts, s.presentIPPolicy)
 }
 
 // UpdateIPPolicy changes the fields present in params.
@@ -88,7 +116,7 @@ func (s *Service) UpdateIPPolicy(ctx context.Context, p Principal, id string, pa
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, ipPolicyKind, id, func(v *ipaccess.Policy, _ *store.Record) error {
+	v, err := update(ctx, s, p, ipPolicyForm, id, func(v *ipaccess.Policy, _ *store.Record) error {
 		params.Apply(v)
 		return nil
 	})
@@ -132,7 +160,7 @@ func (s *Service) CreateIPPolicyRule(ctx context.Context, p Principal, params ip
 
 // GetIPPolicyRule returns an IP policy rule.
 func (s *Service) GetIPPolicyRule(ctx context.Context, p Principal, id string) (*ipaccess.Rule, error) {
-	v, rec, err := get[ipaccess.Rule](ctx, s, p, ipRuleKind, id)
+	v, rec, err := get(ctx, s, p, ipRuleForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +171,7 @@ func (s *Service) GetIPPolicyRule(ctx context.Context, p Principal, id string) (
 // ListIPPolicyRules returns a page of the account's IP policy rules,
 // newest first.
 func (s *Service) ListIPPolicyRules(ctx context.Context, p Principal, opts ListOptions) (*Page[ipaccess.Rule], error) {
-	return list(ctx, s, p, ipRuleKind, "", ipRuleKind.collection, opts, s.presentIPRule)
+	return list(ctx, s, p, ipRuleForm, "", ipRuleKind.collection, opts, s.presentIPRule)
 }
 
 // UpdateIPPolicyRule changes the fields present in params.
@@ -151,7 +179,7 @@ func (s *Service) UpdateIPPolicyRule(ctx context.Context, p Principal, id string
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, ipRuleKind, id, func(v *ipaccess.Rule, _ *store.Record) error {
+	v, err := update(ctx, s, p, ipRuleForm, id, func(v *ipaccess.Rule, _ *store.Record) error {
 		params.Apply(v)
 		return nil
 	})
@@ -171,7 +199,7 @@ func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string
 // the policy already has ipaccess.MaxRulesPerPolicy rules.
 func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess.Rule) error {
 	policyID := v.IPPolicy.ID
-	err := s.createInSlot(ctx, p, ipRuleKind, v.ID, policyID, v, ipaccess.MaxRulesPerPolicy, func() error {
+	err := createInSlot(ctx, s, p, ipRuleForm, v.ID, policyID, v, ipaccess.MaxRulesPerPolicy, func() error {
 		return apierr.Invalidf("ip_policy_id", "IP policy %s already has %d rules, the most one policy may have; delete a rule first",
 			policyID, ipaccess.MaxRulesPerPolicy)
 	})
@@ -183,7 +211,7 @@ func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess
 // connect. An ID that is not one of the account's policies is not found.
 func (s *Service) IPPolicySet(ctx context.Context, p Principal, policyIDs []string) (*ipaccess.Set, error) {
 	for _, id := range policyIDs {
-		if _, _, err := get[ipaccess.Policy](ctx, s, p, ipPolicyKind, id); err != nil {
+		if _, _, err := get(ctx, s, p, ipPolicyForm, id); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +252,7 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 	r := params.Restriction()
 	v := &r
 	v.ID, v.CreatedAt = s.ids.New(ipaccess.RestrictionPrefix), s.timestamp()
-	if err := s.create(ctx, p, ipRestrictionKind, v.ID, "", v, params.IPPolicyIDs); err != nil {
+	if err := create(ctx, s, p, ipRestrictionForm, v.ID, "", v, params.IPPolicyIDs); err != nil {
 		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 	}
 	s.presentIPRestriction(v, store.Record{})
@@ -233,7 +261,7 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 
 // GetIPRestriction returns an IP restriction (GET /ip_restrictions/{id}).
 func (s *Service) GetIPRestriction(ctx context.Context, p Principal, id string) (*ipaccess.Restriction, error) {
-	v, rec, err := get[ipaccess.Restriction](ctx, s, p, ipRestrictionKind, id)
+	v, rec, err := get(ctx, s, p, ipRestrictionForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +272,7 @@ func (s *Service) GetIPRestriction(ctx context.Context, p Principal, id string) 
 // ListIPRestrictions returns a page of the account's IP restrictions,
 // newest first (GET /ip_restrictions).
 func (s *Service) ListIPRestrictions(ctx context.Context, p Principal, opts ListOptions) (*Page[ipaccess.Restriction], error) {
-	return list(ctx, s, p, ipRestrictionKind, "", ipRestrictionKind.collection, opts, s.presentIPRestriction)
+	return list(ctx, s, p, ipRestrictionForm, "", ipRestrictionKind.collection, opts, s.presentIPRestriction)
 }
 
 // UpdateIPRestriction changes the fields present in params (PATCH
@@ -253,7 +281,7 @@ func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id strin
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, ipRestrictionKind, id, func(v *ipaccess.Restriction, rec *store.Record) error {
+	v, err := update(ctx, s, p, ipRestrictionForm, id, func(v *ipaccess.Restriction, rec *store.Record) error {
 		params.Apply(v)
 		rec.Refs = make([]string, len(v.IPPolicies))
 		for i, r := range v.IPPolicies {

@@ -2,7 +2,6 @@ package edgeplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"log/slog"
@@ -269,66 +268,69 @@ func echoID(id string) string {
 	return id[:cut] + "…"
 }
 
-// get loads and decodes the record id of kind k in p's account. A
+// get loads and decodes the record id of form f's kind in p's account. A
 // malformed ID is simply not found.
-func get[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string) (*T, store.Record, error) {
+func get[M any](ctx context.Context, s *Service, p Principal, f form[M], id string) (*M, store.Record, error) {
 	if err := p.check(); err != nil {
 		return nil, store.Record{}, err
 	}
-	if !ids.Valid(id, k.prefix) {
-		return nil, store.Record{}, k.notFound(id)
+	if !ids.Valid(id, f.prefix) {
+		return nil, store.Record{}, f.notFound(id)
 	}
-	rec, err := s.store.Get(ctx, k.kind, p.AccountID, id)
+	rec, err := s.store.Get(ctx, f.kind, p.AccountID, id)
 	if err != nil {
-		return nil, store.Record{}, s.storeErr(err, k, id)
+		return nil, store.Record{}, s.storeErr(err, *f.kindInfo, id)
 	}
-	v, err := decode[T](rec)
+	v, err := f.decode(s, rec)
 	return v, rec, err
 }
 
-func decode[T any](rec store.Record) (*T, error) {
-	v := new(T)
-	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+// create stores v as a new record of form f's kind in p's account,
+// reported as the kind's created event. A missing reference is returned
+// as the store's error, for the caller to name the field that held it.
+func create[M any](ctx context.Context, s *Service, p Principal, f form[M], id, parent string, v *M, refs []string, keys ...string) error {
+	rec := store.Record{Kind: f.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Refs: refs, Keys: keys}
+	if err := f.encode(s, v, &rec); err != nil {
+		return err
 	}
-	return v, nil
-}
-
-func encode(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	if err := s.store.Create(s.reporting(ctx, f.event, events.Created), rec); err != nil {
+		var miss *store.MissingRefError
+		if errors.As(err, &miss) {
+			return err // the caller names the field
+		}
+		return s.storeErr(err, *f.kindInfo, id)
 	}
-	return b, nil
+	return nil
 }
 
 // update runs mutate on the decoded record inside the store's atomic
 // update and returns the stored result. mutate may also set the record's
-// Keys and Refs.
-func update[T any](ctx context.Context, s *Service, p Principal, k kindInfo, id string, mutate func(v *T, rec *store.Record) error) (*T, error) {
+// Keys and Refs. Like the store's callback, mutate may run more than once
+// and must have no effect but on its arguments.
+func update[M any](ctx context.Context, s *Service, p Principal, f form[M], id string, mutate func(v *M, rec *store.Record) error) (*M, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	if !ids.Valid(id, k.prefix) {
-		return nil, k.notFound(id)
+	if !ids.Valid(id, f.prefix) {
+		return nil, f.notFound(id)
 	}
-	var out *T
-	_, err := s.store.Update(s.reporting(ctx, k.event, events.Updated), k.kind, p.AccountID, id, func(rec *store.Record) error {
-		v, err := decode[T](*rec)
+	var out *M
+	_, err := s.store.Update(s.reporting(ctx, f.event, events.Updated), f.kind, p.AccountID, id, func(rec *store.Record) error {
+		v, err := f.decode(s, *rec)
 		if err != nil {
 			return err
 		}
 		if err := mutate(v, rec); err != nil {
 			return err
 		}
-		if rec.Data, err = encode(v); err != nil {
+		if err := f.encode(s, v, rec); err != nil {
 			return err
 		}
 		out = v
 		return nil
 	})
 	if err != nil {
-		return nil, s.storeErr(err, k, id)
+		return nil, s.storeErr(err, *f.kindInfo, id)
 	}
 	return out, nil
 }
@@ -351,9 +353,9 @@ func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id string
 	return nil
 }
 
-// list returns one page of records of kind k (children of parent when
-// set), decoded and presented.
-func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, parent, collectionPath string, opts ListOptions, present func(*T, store.Record)) (*Page[T], error) {
+// list returns one page of records of form f's kind (children of parent
+// when set), decoded and presented.
+func list[M any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -365,17 +367,17 @@ func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, paren
 	case limit < 1 || limit > MaxPageSize:
 		vs.Add("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
 	}
-	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, k.prefix) {
-		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", k.noun, k.prefix, ids.Len)
+	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, f.prefix) {
+		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", f.noun, f.prefix, ids.Len)
 	}
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}
-	recs, err := s.store.List(ctx, store.Query{Kind: k.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
+	recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
 	if err != nil {
-		return nil, s.storeErr(err, k, "")
+		return nil, s.storeErr(err, *f.kindInfo, "")
 	}
-	page := &Page[T]{Items: make([]T, 0, min(len(recs), limit)), URI: s.baseURL + "/" + collectionPath}
+	page := &Page[M]{Items: make([]M, 0, min(len(recs), limit)), URI: s.baseURL + "/" + collectionPath}
 	for i, rec := range recs {
 		if i == limit {
 			last := recs[limit-1].ID
@@ -383,7 +385,7 @@ func list[T any](ctx context.Context, s *Service, p Principal, k kindInfo, paren
 			page.NextPageURI, page.NextBeforeID = &next, last
 			break
 		}
-		v, err := decode[T](rec)
+		v, err := f.decode(s, rec)
 		if err != nil {
 			return nil, err
 		}

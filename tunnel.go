@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -40,6 +41,24 @@ func tunnelIndexes(t *backends.Tunnel) []store.IndexEntry {
 	return append(out, store.IndexEntry{Name: indexLeaseEnd, Value: store.IndexTime(t.ExpiresAt)})
 }
 
+// tunnelDoc is the stored form of a tunnel (see forms.go). Its account
+// is its record's and its credential the record's parent.
+type tunnelDoc struct {
+	StartedAt  time.Time         `json:"started_at"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	ForwardsTo string            `json:"forwards_to,omitempty"`
+	ExpiresAt  time.Time         `json:"expires_at"`
+}
+
+var tunnelForm = plainForm(&tunnelKind,
+	func(t *backends.Tunnel) *tunnelDoc {
+		return &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt}
+	},
+	func(d *tunnelDoc, rec store.Record) *backends.Tunnel {
+		return &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: d.Labels,
+			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt}
+	})
+
 func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	t.URI = s.uri(tunnelKind.collection, t.ID)
 	t.Credential = s.ref(credentialKind.collection, t.Credential.ID)
@@ -73,11 +92,10 @@ func (s *Service) registerTunnel(ctx context.Context, token string, params backe
 	t.ExpiresAt = t.StartedAt.Add(s.lease)
 	t.Credential = resource.Ref{ID: auth.Credential.ID}
 	p := Principal{AccountID: auth.AccountID}
-	data, err := encode(&t)
-	if err != nil {
+	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Indexes: tunnelIndexes(&t)}
+	if err := tunnelForm.encode(s, &t, &rec); err != nil {
 		return nil, err
 	}
-	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Data: data, Indexes: tunnelIndexes(&t)}
 	if err := s.store.Create(s.reporting(ctx, tunnelKind.event, events.Created), rec); err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
@@ -102,7 +120,7 @@ func (s *Service) unregisterTunnel(ctx context.Context, accountID, id string) er
 
 // GetTunnel returns an online tunnel of the account.
 func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backends.Tunnel, error) {
-	t, rec, err := get[backends.Tunnel](ctx, s, p, tunnelKind, id)
+	t, rec, err := get(ctx, s, p, tunnelForm, id)
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +131,12 @@ func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backe
 // ListTunnels returns a page of the account's online tunnels, newest
 // first.
 func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions) (*Page[backends.Tunnel], error) {
-	return list(ctx, s, p, tunnelKind, "", tunnelKind.collection, opts, s.presentTunnel)
+	return list(ctx, s, p, tunnelForm, "", tunnelKind.collection, opts, s.presentTunnel)
 }
 
 // onlineTunnel is what selecting a backend's tunnels needs of a tunnel
-// record: decoding only these fields costs a fraction of a full decode.
+// record (fields of tunnelDoc, under its names): decoding only these
+// fields costs a fraction of a full decode.
 type onlineTunnel struct {
 	Labels    map[string]string `json:"labels"`
 	ExpiresAt time.Time         `json:"expires_at"`
@@ -142,9 +161,9 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 			return s.storeErr(err, tunnelKind, "")
 		}
 		for _, rec := range recs {
-			t, err := decode[onlineTunnel](rec)
-			if err != nil {
-				return err
+			var t onlineTunnel
+			if err := json.Unmarshal(rec.Data, &t); err != nil {
+				return apierr.Wrap(apierr.Internal, err, "internal error")
 			}
 			if !backends.Selects(labels, t.Labels) || !now.Before(t.ExpiresAt) {
 				continue
@@ -168,13 +187,13 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 
 // backendTunnels is [Host.BackendTunnels].
 func (s *Service) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
-	b, _, err := loadEdgeRecord[backends.TunnelGroupBackend](ctx, s, accountID, backendKind, backendID)
+	b, _, err := loadEdgeRecord(ctx, s, accountID, backendForm, backendID)
 	if err != nil {
 		return nil, err
 	}
 	out := []backends.Tunnel{}
 	err = s.selectTunnels(ctx, accountID, b.Labels, func(rec store.Record) error {
-		t, err := decode[backends.Tunnel](rec)
+		t, err := tunnelForm.decode(s, rec)
 		if err != nil {
 			return err
 		}
@@ -196,7 +215,7 @@ func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backe
 	var out *backends.Tunnel
 	now := s.now()
 	rec, err := s.store.Update(ctx, KindTunnel, accountID, id, func(rec *store.Record) error {
-		t, err := decode[backends.Tunnel](*rec)
+		t, err := tunnelForm.decode(s, *rec)
 		if err != nil {
 			return err
 		}
@@ -204,7 +223,7 @@ func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backe
 			return apierr.New(apierr.FailedPrecondition, "the lease of tunnel %s ended at %s; register the tunnel again", id, t.ExpiresAt.Format(time.RFC3339))
 		}
 		t.ExpiresAt = now.UTC().Truncate(time.Second).Add(s.lease)
-		if rec.Data, err = encode(t); err != nil {
+		if err := tunnelForm.encode(s, t, rec); err != nil {
 			return err
 		}
 		rec.Indexes = tunnelIndexes(t)
