@@ -166,3 +166,81 @@ func testRefersTo(t *testing.T, s store.Store) {
 		t.Errorf("Index with RefersTo: %v, want invalid argument", err)
 	}
 }
+
+// testLeases runs the lease protocol a Service builds on a store (a
+// tunnel's lease end as an index value; renewals move it; a reaper lists
+// what ended before now across accounts and deletes each at the version it
+// read): what expired is listed and deleted, in every account; what is
+// renewed stops being listed; a renewal between the reaper's list and its
+// delete wins (the delete is refused); each reaped record is in the feed.
+func testLeases(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct1, acct2 := f.account(), f.account()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	leased := func(acct string, end time.Time) store.Record {
+		r := f.record(kindA, acct)
+		r.Indexes = []store.IndexEntry{{Name: "lease_end", Value: store.IndexTime(end)}}
+		create(t, s, r)
+		return r
+	}
+	renew := func(r store.Record, end time.Time) {
+		t.Helper()
+		_, err := s.Update(ctx, kindA, r.AccountID, r.ID, func(rec *store.Record) error {
+			rec.Indexes = []store.IndexEntry{{Name: "lease_end", Value: store.IndexTime(end)}}
+			return nil
+		})
+		must(t, err)
+	}
+	expired1 := leased(acct1, now.Add(-time.Minute))
+	expired2 := leased(acct2, now.Add(-time.Second))
+	renewed := leased(acct1, now.Add(-30*time.Second))
+	live := leased(acct2, now.Add(time.Minute))
+	renew(renewed, now.Add(time.Minute))
+	due := store.Query{Kind: kindA, Index: "lease_end", Value: store.IndexTime(now), Below: true}
+	got := indexed(t, s, due, 10)
+	if diff := cmp.Diff(reversed(expired1.ID, expired2.ID), got); diff != "" {
+		t.Fatalf("leases ended before now, across accounts (-want +got):\n%s", diff)
+	}
+	start, err := s.Revision(ctx)
+	must(t, err)
+	due.Limit = 10
+	recs, err := s.List(ctx, due)
+	must(t, err)
+	// expired2 is renewed after the reaper read it: its delete must fail.
+	renew(expired2, now.Add(time.Minute))
+	var reaped []string
+	for _, rec := range recs {
+		err := s.DeleteIf(ctx, rec.Kind, rec.AccountID, rec.ID, rec.Version)
+		var ve *store.VersionError
+		switch {
+		case errors.As(err, &ve):
+			continue
+		case err != nil:
+			t.Fatalf("reaping %s: %v", rec.ID, err)
+		}
+		reaped = append(reaped, rec.ID)
+	}
+	if diff := cmp.Diff([]string{expired1.ID}, reaped); diff != "" {
+		t.Errorf("reaped (-want +got):\n%s", diff)
+	}
+	for _, r := range []store.Record{expired2, renewed, live} {
+		if _, err := s.Get(ctx, kindA, r.AccountID, r.ID); err != nil {
+			t.Errorf("a live lease %s was removed: %v", r.ID, err)
+		}
+	}
+	if got := indexed(t, s, store.Query{Kind: kindA, Index: "lease_end", Value: store.IndexTime(now), Below: true}, 10); len(got) != 0 {
+		t.Errorf("leases ended before now after reaping: %v", got)
+	}
+	changes, err := s.Changes(ctx, start, 100)
+	must(t, err)
+	var deleted []string
+	for _, c := range changes {
+		if c.Op == store.OpDelete {
+			deleted = append(deleted, c.ID)
+		}
+	}
+	if diff := cmp.Diff([]string{expired1.ID}, deleted); diff != "" {
+		t.Errorf("deletes in the feed after reaping (-want +got):\n%s", diff)
+	}
+}

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IndexEquality", testIndexEquality},
 		{"IndexBelow", testIndexBelow},
 		{"RefersTo", testRefersTo},
+		{"Leases", testLeases},
 		{"FeedOrderAndContent", testFeedOrderAndContent},
 		{"FeedFailedWrites", testFeedFailedWrites},
 		{"FeedConcurrentWriters", testFeedConcurrentWriters},
