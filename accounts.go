@@ -200,11 +200,11 @@ func (s *Service) getSubject(ctx context.Context, accountID, id string) (*Subjec
 	if !ok {
 		return nil, apierr.NotFoundf("user or bot %s not found", echoID(id))
 	}
-	rec, err := s.store.Get(ctx, f.kind, accountID, id)
+	sub, _, err := f.read(ctx, s, accountID, id)
 	if err != nil {
 		return nil, s.storeErr(err, *f.kindInfo, id)
 	}
-	return f.decode(s, rec)
+	return sub, nil
 }
 
 // createAPIKey is [Host.CreateAPIKey].

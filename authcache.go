@@ -71,6 +71,16 @@ func (c *authCache) put(key, keyID string, p Principal, now time.Time) {
 	c.m[key] = authEntry{p: p, keyID: keyID, expires: now.Add(c.ttl)}
 }
 
+// clear drops every entry.
+func (c *authCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
 // forget drops the entries of API key id.
 func (c *authCache) forget(id string) {
 	if c == nil {

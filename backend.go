@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"maps"
 
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/resource"
@@ -20,7 +21,7 @@ var backendForm = plainForm(&backendKind,
 		return &backendDoc{common: common{b.CreatedAt, b.Description, b.Metadata}, Labels: b.Labels}
 	},
 	func(d *backendDoc, rec store.Record) *backends.TunnelGroupBackend {
-		return &backends.TunnelGroupBackend{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Labels: d.Labels}
+		return &backends.TunnelGroupBackend{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Labels: maps.Clone(d.Labels)}
 	})
 
 // presentBackend fills the backend's URI and label map.

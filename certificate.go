@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,9 +50,9 @@ var certificateForm = plainForm(&certificateKind,
 	func(d *certificateDoc, rec store.Record) *storedCertificate {
 		return &storedCertificate{Certificate: domains.Certificate{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description,
 			Metadata: d.Metadata, CertificatePEM: d.CertificatePEM, SubjectCommonName: d.SubjectCommonName,
-			SubjectAlternativeNames: domains.SubjectAlternativeNames{DNSNames: d.DNSNames, IPs: d.IPs},
+			SubjectAlternativeNames: domains.SubjectAlternativeNames{DNSNames: slices.Clone(d.DNSNames), IPs: slices.Clone(d.IPs)},
 			IssuerCommonName:        d.IssuerCommonName, SerialNumber: d.SerialNumber, NotBefore: d.NotBefore, NotAfter: d.NotAfter,
-			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: d.SealedPrivateKey}
+			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: slices.Clone(d.SealedPrivateKey)}
 	})
 
 func (s *Service) presentStoredCertificate(c *storedCertificate, rec store.Record) {

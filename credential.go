@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"slices"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
@@ -27,7 +28,7 @@ var credentialForm = plainForm(&credentialKind,
 		return &credentialDoc{common: common{c.CreatedAt, c.Description, c.Metadata}, ACL: c.ACL, OwnerID: c.OwnerID}
 	},
 	func(d *credentialDoc, rec store.Record) *credentials.Credential {
-		return &credentials.Credential{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, ACL: d.ACL, OwnerID: d.OwnerID}
+		return &credentials.Credential{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, ACL: slices.Clone(d.ACL), OwnerID: d.OwnerID}
 	})
 
 func (s *Service) presentCredential(c *credentials.Credential, _ store.Record) {

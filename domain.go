@@ -93,16 +93,17 @@ func saveReservedDomain(d *domains.ReservedDomain) *reservedDomainDoc {
 
 func loadReservedDomain(doc *reservedDomainDoc, rec store.Record) *domains.ReservedDomain {
 	d := &domains.ReservedDomain{ID: rec.ID, CreatedAt: doc.CreatedAt, Description: doc.Description, Metadata: doc.Metadata,
-		Domain: doc.Domain, Region: doc.Region, CNAMETarget: doc.CNAMETarget, Certificate: idRef(doc.CertificateID),
-		ACMEChallengeCNAMETarget: doc.ACMEChallengeCNAMETarget, HTTPEndpointConfiguration: idRef(doc.HTTPEndpointConfigurationID),
+		Domain: doc.Domain, Region: doc.Region, CNAMETarget: clonePtr(doc.CNAMETarget), Certificate: idRef(doc.CertificateID),
+		ACMEChallengeCNAMETarget: clonePtr(doc.ACMEChallengeCNAMETarget), HTTPEndpointConfiguration: idRef(doc.HTTPEndpointConfigurationID),
 		HTTPSEndpointConfiguration: idRef(doc.HTTPSEndpointConfigurationID)}
 	if pol := doc.CertPolicy; pol != nil {
 		d.CertificateManagementPolicy = &domains.CertPolicy{Authority: pol.Authority, PrivateKeyType: pol.PrivateKeyType}
 	}
 	if st := doc.CertStatus; st != nil {
-		d.CertificateManagementStatus = &domains.CertStatus{RenewsAt: st.RenewsAt}
+		d.CertificateManagementStatus = &domains.CertStatus{RenewsAt: clonePtr(st.RenewsAt)}
 		if j := st.Job; j != nil {
-			d.CertificateManagementStatus.ProvisioningJob = &domains.CertJob{ErrorCode: j.ErrorCode, Msg: j.Msg, StartedAt: j.StartedAt, RetriesAt: j.RetriesAt}
+			d.CertificateManagementStatus.ProvisioningJob = &domains.CertJob{ErrorCode: clonePtr(j.ErrorCode), Msg: j.Msg, StartedAt: j.StartedAt,
+				RetriesAt: clonePtr(j.RetriesAt)}
 		}
 	}
 	return d

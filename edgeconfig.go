@@ -29,12 +29,11 @@ func loadEdgeRecord[M any](ctx context.Context, s *Service, accountID string, f 
 	if !ids.Valid(id, f.prefix) {
 		return nil, store.Record{}, f.notFound(id)
 	}
-	rec, err := s.store.Get(ctx, f.kind, accountID, id)
+	v, rec, err := f.read(ctx, s, accountID, id)
 	if err != nil {
 		return nil, store.Record{}, s.storeErr(err, *f.kindInfo, id)
 	}
-	v, err := f.decode(s, rec)
-	return v, rec, err
+	return v, rec, nil
 }
 
 // ipSet returns the combined rules of the account's IP policies. It reads

@@ -2,6 +2,8 @@ package edgeplane
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/resource"
@@ -140,10 +142,10 @@ func loadRoute(s *Service, d *routeDoc, rec store.Record) (*edges.HTTPSRoute, er
 		}
 		r.OIDC = &edges.OIDC{Enabled: m.Enabled, OptionsPassthrough: m.OptionsPassthrough, CookiePrefix: m.CookiePrefix,
 			InactivityTimeout: m.InactivityTimeout, MaximumDuration: m.MaximumDuration, Issuer: m.Issuer, ClientID: m.ClientID,
-			ClientSecret: string(secret), Scopes: m.Scopes}
+			ClientSecret: string(secret), Scopes: slices.Clone(m.Scopes)}
 	}
 	if m := d.ResponseHeaders; m != nil {
-		r.ResponseHeaders = &edges.ResponseHeaders{Enabled: m.Enabled, Add: m.Add, Remove: m.Remove}
+		r.ResponseHeaders = &edges.ResponseHeaders{Enabled: m.Enabled, Add: maps.Clone(m.Add), Remove: slices.Clone(m.Remove)}
 	}
 	if m := d.Compression; m != nil {
 		r.Compression = &edges.Compression{Enabled: m.Enabled}
@@ -190,7 +192,7 @@ func loadTrafficPolicy(d *trafficPolicyDoc) *edges.TrafficPolicy {
 	if d == nil {
 		return nil
 	}
-	return &edges.TrafficPolicy{Enabled: d.Enabled, Value: d.Value, IPPolicyIDs: d.IPPolicyIDs}
+	return &edges.TrafficPolicy{Enabled: d.Enabled, Value: d.Value, IPPolicyIDs: slices.Clone(d.IPPolicyIDs)}
 }
 
 func saveTLSTermination(m *edges.TLSTermination) *tlsTerminationDoc {
@@ -204,5 +206,5 @@ func loadTLSTermination(d *tlsTerminationDoc) *edges.TLSTermination {
 	if d == nil {
 		return nil
 	}
-	return &edges.TLSTermination{Enabled: d.Enabled, TerminateAt: d.TerminateAt, MinVersion: d.MinVersion}
+	return &edges.TLSTermination{Enabled: d.Enabled, TerminateAt: d.TerminateAt, MinVersion: clonePtr(d.MinVersion)}
 }

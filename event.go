@@ -63,6 +63,7 @@ func (s *Service) startEvents(opts events.Options) {
 // operations keep working after Close; only delivery stops. Without a
 // sink, Close does nothing. It may be called more than once.
 func (s *Service) Close(ctx context.Context) error {
+	s.stopCache()
 	if s.queue == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package edgeplane
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -28,7 +29,12 @@ import (
 type form[M any] struct {
 	*kindInfo
 	save func(s *Service, m *M, rec *store.Record) (any, error)
-	load func(s *Service, data []byte, rec store.Record) (*M, error)
+	// parse decodes a stored document; build makes a model of one. What
+	// parse returns may be cached and shared by many reads (cache.go), so
+	// build copies what the model must not share with it (slices, maps,
+	// pointers) and never changes it.
+	parse func(data []byte) (any, error)
+	build func(s *Service, doc any, rec store.Record) (*M, error)
 }
 
 // docForm returns the form of kind k whose document is a D: save makes
@@ -36,19 +42,23 @@ type form[M any] struct {
 // bound to it), load makes the model of a document (rec names the record
 // read; load sets the model's ID from it). The document save returns is
 // only marshalled, so it may share memory with the model; the one load
-// gets is its own.
+// gets may be shared with other reads, so the model load returns must
+// share no slice, map or pointer with it, and load must not change it.
 func docForm[M, D any](k *kindInfo, save func(s *Service, m *M, rec *store.Record) (*D, error), load func(s *Service, d *D, rec store.Record) (*M, error)) form[M] {
 	return form[M]{
 		kindInfo: k,
 		save: func(s *Service, m *M, rec *store.Record) (any, error) {
 			return save(s, m, rec)
 		},
-		load: func(s *Service, data []byte, rec store.Record) (*M, error) {
+		parse: func(data []byte) (any, error) {
 			d := new(D)
 			if err := json.Unmarshal(data, d); err != nil {
 				return nil, err
 			}
-			return load(s, d, rec)
+			return d, nil
+		},
+		build: func(s *Service, doc any, rec store.Record) (*M, error) {
+			return load(s, doc.(*D), rec)
 		},
 	}
 }
@@ -75,14 +85,75 @@ func (f form[M]) encode(s *Service, m *M, rec *store.Record) error {
 }
 
 // decode returns the model of the stored record rec, computed fields
-// empty (present fills them).
+// empty (present fills them). It does not use the record cache: rec may
+// be a version no one else reads (inside an update).
 func (f form[M]) decode(s *Service, rec store.Record) (*M, error) {
-	m, err := f.load(s, rec.Data, rec)
+	doc, err := f.parse(rec.Data)
 	if err != nil {
-		s.log.Error("cannot decode a stored document", "kind", string(f.kind), "id", rec.ID, "err", err)
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+		return nil, f.corrupt(s, rec, err)
+	}
+	return f.model(s, doc, rec)
+}
+
+// model builds the model of a parsed document.
+func (f form[M]) model(s *Service, doc any, rec store.Record) (*M, error) {
+	m, err := f.build(s, doc, rec)
+	if err != nil {
+		return nil, f.corrupt(s, rec, err)
 	}
 	return m, nil
+}
+
+func (f form[M]) corrupt(s *Service, rec store.Record, err error) error {
+	s.log.Error("cannot decode a stored document", "kind", string(f.kind), "id", rec.ID, "err", err)
+	return apierr.Wrap(apierr.Internal, err, "internal error")
+}
+
+// read returns the record id of f's kind in accountID and its model,
+// from the record cache when it holds it, else from the store (and then
+// caches it). The store's errors are returned as they are.
+func (f form[M]) read(ctx context.Context, s *Service, accountID, id string) (*M, store.Record, error) {
+	k := recordKey{f.kind, accountID, id}
+	if e, ok := s.cache.get(k); ok {
+		m, err := f.model(s, e.doc, e.rec)
+		return m, e.rec, err
+	}
+	t := s.cache.note()
+	rec, err := s.store.Get(ctx, f.kind, accountID, id)
+	if err != nil {
+		return nil, store.Record{}, err
+	}
+	doc, err := f.parse(rec.Data)
+	if err != nil {
+		return nil, store.Record{}, f.corrupt(s, rec, err)
+	}
+	s.cache.put(t, rec, doc)
+	m, err := f.model(s, doc, rec)
+	return m, rec, err
+}
+
+// listed returns the model of a record a list read under t: its cached
+// document when the cache holds this version of it, else the record's,
+// which it then caches.
+func (f form[M]) listed(s *Service, t ticket, rec store.Record) (*M, error) {
+	if e, ok := s.cache.get(recordKey{rec.Kind, rec.AccountID, rec.ID}); ok && e.rec.Version == rec.Version {
+		return f.model(s, e.doc, rec)
+	}
+	doc, err := f.parse(rec.Data)
+	if err != nil {
+		return nil, f.corrupt(s, rec, err)
+	}
+	s.cache.put(t, rec, doc)
+	return f.model(s, doc, rec)
+}
+
+// clonePtr returns a pointer to a copy of *p, nil when p is.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // refIDs returns the IDs of refs; nil for none.

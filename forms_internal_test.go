@@ -64,6 +64,46 @@ func fill(v reflect.Value, n *int) {
 	}
 }
 
+// scribble changes in place every value reachable from v: through
+// pointers, slice elements and map entries.
+func scribble(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			v.Set(reflect.ValueOf(time.Unix(1, 0)))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				scribble(v.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			scribble(v.Elem())
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			scribble(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			scribble(e)
+			v.SetMapIndex(k, e)
+		}
+	case reflect.String:
+		v.SetString("scribbled")
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		v.SetInt(-1)
+	case reflect.Uint8, reflect.Uint32, reflect.Uint64:
+		v.SetUint(99)
+	}
+}
+
 // computedFields are the model fields no document stores: computed when a
 // resource is read (URIs, a backend's tunnels, a domain's always-null
 // error_redirect_url) or shown once (tokens).
@@ -95,6 +135,24 @@ func roundTrip[M any](t *testing.T, s *Service, f form[M], rec func(m *M) store.
 	got, err := f.decode(s, r)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
+	}
+	// A parsed document is cached and shared by reads: a model built from
+	// it and then changed in place must leave the next model unchanged.
+	parsed, err := f.parse(r.Data)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	first, err := f.model(s, parsed, r)
+	if err != nil {
+		t.Fatalf("model: %v", err)
+	}
+	scribble(reflect.ValueOf(first).Elem())
+	second, err := f.model(s, parsed, r)
+	if err != nil {
+		t.Fatalf("model: %v", err)
+	}
+	if diff := cmp.Diff(got, second); diff != "" {
+		t.Errorf("%s: changing a model changed the cached document it was built from (-want +got):\n%s", f.kind, diff)
 	}
 	ignoreComputed := cmp.FilterPath(func(p cmp.Path) bool {
 		sf, ok := p.Last().(cmp.StructField)

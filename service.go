@@ -67,6 +67,14 @@ type Options struct {
 	// replica, edgeplane admin) within AuthCacheTTL. Default
 	// [DefaultAuthCacheTTL] (1s); negative turns the cache off.
 	AuthCacheTTL time.Duration
+	// CacheBytes bounds the record cache: documents the Service has read,
+	// kept decoded so that reading them again costs neither a store round
+	// trip nor a decode, and invalidated by every write through the
+	// Service and, for writes by other processes sharing the store, by
+	// the store's change feed (see the package doc, # Storage). Counted
+	// as the stored size of each document plus a fixed overhead. Default
+	// [DefaultCacheBytes] (64 MiB); negative turns the cache off.
+	CacheBytes int
 	// TunnelLease is how long a registered tunnel stays online without
 	// its tunnel server renewing it ([Host.RenewTunnel]). Default
 	// [DefaultTunnelLease].
@@ -100,6 +108,9 @@ type Service struct {
 	lease  time.Duration  // Options.TunnelLease or its default
 	sealer *seal.Sealer   // under Options.SealingKey or an ephemeral key
 	auth   *authCache     // nil when Options.AuthCacheTTL is negative
+
+	cache       *recordCache   // nil when Options.CacheBytes is negative
+	cacheFollow *cacheFollower // keeps cache and auth true to other processes' writes; nil without either
 }
 
 // New returns a Service over store. A nil store panics: it is a
@@ -110,6 +121,7 @@ func New(st store.Store, opts Options) *Service {
 	}
 	s := &Service{
 		store:   st,
+		cache:   newRecordCache(opts.CacheBytes),
 		lease:   opts.TunnelLease,
 		auth:    newAuthCache(opts.AuthCacheTTL),
 		baseURL: strings.TrimRight(opts.BaseURL, "/"),
@@ -144,7 +156,11 @@ func New(st store.Store, opts Options) *Service {
 		panic("edgeplane.New: invalid Options.Domains: " + err.Error())
 	}
 	s.domains = opts.Domains.WithDefaults()
+	if s.cache != nil {
+		s.store = invalidating{Store: st, cache: s.cache}
+	}
 	s.startEvents(opts.Events)
+	s.startCache()
 	s.policy = newPolicyEngine(opts.Policy, s.now, s.log)
 	return s
 }
@@ -277,12 +293,11 @@ func get[M any](ctx context.Context, s *Service, p Principal, f form[M], id stri
 	if !ids.Valid(id, f.prefix) {
 		return nil, store.Record{}, f.notFound(id)
 	}
-	rec, err := s.store.Get(ctx, f.kind, p.AccountID, id)
+	v, rec, err := f.read(ctx, s, p.AccountID, id)
 	if err != nil {
 		return nil, store.Record{}, s.storeErr(err, *f.kindInfo, id)
 	}
-	v, err := f.decode(s, rec)
-	return v, rec, err
+	return v, rec, nil
 }
 
 // create stores v as a new record of form f's kind in p's account,
@@ -373,6 +388,7 @@ func list[M any](ctx context.Context, s *Service, p Principal, f form[M], parent
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}
+	t := s.cache.note()
 	recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
 	if err != nil {
 		return nil, s.storeErr(err, *f.kindInfo, "")
@@ -385,7 +401,7 @@ func list[M any](ctx context.Context, s *Service, p Principal, f form[M], parent
 			page.NextPageURI, page.NextBeforeID = &next, last
 			break
 		}
-		v, err := f.decode(s, rec)
+		v, err := f.listed(s, t, rec)
 		if err != nil {
 			return nil, err
 		}

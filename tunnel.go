@@ -55,7 +55,7 @@ var tunnelForm = plainForm(&tunnelKind,
 		return &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt}
 	},
 	func(d *tunnelDoc, rec store.Record) *backends.Tunnel {
-		return &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: d.Labels,
+		return &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: maps.Clone(d.Labels),
 			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt}
 	})
 

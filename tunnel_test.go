@@ -365,7 +365,7 @@ func TestBackendTunnelsStoreFailure(t *testing.T) {
 	broken := edgeplane.New(listFails{e.store, edgeplane.KindTunnel}, edgeplane.Options{})
 	_, err := broken.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
-	_, err = edgeplane.New(failingStore{}, edgeplane.Options{}).Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	_, err = edgeplane.New(failingStore{e.store}, edgeplane.Options{}).Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
 }
 

@@ -1,0 +1,401 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// The record cache keeps the decoded documents of records the Service has
+// read, by kind, account and ID, so that a read served from it costs
+// neither a store round trip nor a JSON decode. It is kept true by two
+// paths:
+//
+//   - every write through this Service invalidates the record it wrote,
+//     and a delete the cached records below it (its children, which the
+//     store deletes with it), before the write returns: a caller always
+//     reads its own writes;
+//   - a goroutine follows the store's change feed and invalidates each
+//     record another process (another replica, edgeplane admin) wrote,
+//     as soon as the feed shows it (PostgreSQL: at its NOTIFY; a SQLite
+//     file written by another process: within its 100 ms poll).
+//
+// A read that misses notes a generation before it reads the store and
+// caches what it read only if no invalidation touched the record's shard
+// since, so a value read before a write can never be cached after the
+// write's invalidation. While the follower is not current (starting, or
+// the feed unreadable) the cache is bypassed and emptied: reads go to the
+// store. Its size is bounded by [Options.CacheBytes].
+
+// DefaultCacheBytes is the default of [Options.CacheBytes].
+const DefaultCacheBytes = 64 << 20
+
+// cacheEntryOverhead is what an entry is counted as beyond its document's
+// stored size: the key, the record's fields and the map's share.
+const cacheEntryOverhead = 256
+
+const cacheShards = 32
+
+type recordKey struct {
+	kind        store.Kind
+	account, id string
+}
+
+// cacheEntry is one cached record: its fields (without Data) and its
+// decoded document, which no one changes once cached.
+type cacheEntry struct {
+	rec  store.Record
+	doc  any
+	size int
+}
+
+type cacheShard struct {
+	mu    sync.Mutex
+	bytes int
+	m     map[recordKey]*cacheEntry
+}
+
+// recordCache is the cache; nil when turned off.
+type recordCache struct {
+	seed     maphash.Seed
+	perShard int // bytes
+	maxKids  int // bound of the children index's entries
+	ready    atomic.Bool
+	gen      atomic.Uint64 // bumped by every invalidation
+	shards   [cacheShards]cacheShard
+
+	kids    sync.Mutex
+	byKids  map[string]map[recordKey]struct{} // parent ID -> children cached (or once tried)
+	nowKids int
+}
+
+func newRecordCache(maxBytes int) *recordCache {
+	if maxBytes == 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	if maxBytes < 0 {
+		return nil
+	}
+	c := &recordCache{seed: maphash.MakeSeed(), perShard: max(maxBytes/cacheShards, 1), maxKids: max(maxBytes/512, 64),
+		byKids: map[string]map[recordKey]struct{}{}}
+	for i := range c.shards {
+		c.shards[i].m = map[recordKey]*cacheEntry{}
+	}
+	return c
+}
+
+func (c *recordCache) shard(k recordKey) *cacheShard {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(string(k.kind))
+	h.WriteString(k.account)
+	h.WriteString(k.id)
+	return &c.shards[h.Sum64()%cacheShards]
+}
+
+// get returns the cached entry of k.
+func (c *recordCache) get(k recordKey) (*cacheEntry, bool) {
+	if c == nil || !c.ready.Load() {
+		return nil, false
+	}
+	sh := c.shard(k)
+	sh.mu.Lock()
+	e, ok := sh.m[k]
+	sh.mu.Unlock()
+	return e, ok
+}
+
+// ticket is what a reader notes before it reads the store, so as to cache
+// what it read only if nothing was invalidated since. One generation for
+// the whole cache (not one per shard) because a delete invalidates its
+// children, which live in other shards: a fill fails when any write
+// committed during its read, which costs a miss, never a stale value.
+type ticket struct {
+	ok  bool
+	gen uint64
+}
+
+// note returns the ticket of a read.
+func (c *recordCache) note() ticket {
+	if c == nil || !c.ready.Load() {
+		return ticket{}
+	}
+	return ticket{ok: true, gen: c.gen.Load()}
+}
+
+// put caches doc as the document of rec, read under t, unless an
+// invalidation came since.
+func (c *recordCache) put(t ticket, rec store.Record, doc any) {
+	if c == nil || !t.ok {
+		return
+	}
+	k := recordKey{rec.Kind, rec.AccountID, rec.ID}
+	e := &cacheEntry{rec: rec, doc: doc, size: len(rec.Data) + cacheEntryOverhead}
+	e.rec.Data = nil
+	if e.size > c.perShard {
+		return
+	}
+	// The child is indexed before it is cached: a delete of its parent
+	// that bumps the generation after the check below finds it there.
+	// Entries of children evicted or never cached stay in the index until
+	// it reaches its bound, when the whole cache is emptied.
+	if rec.ParentID != "" && !c.addKid(rec.ParentID, k) {
+		return
+	}
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if c.gen.Load() != t.gen || !c.ready.Load() {
+		return
+	}
+	if old, ok := sh.m[k]; ok {
+		sh.bytes -= old.size
+	}
+	for k2, e2 := range sh.m { // random victims until the entry fits
+		if sh.bytes+e.size <= c.perShard {
+			break
+		}
+		delete(sh.m, k2)
+		sh.bytes -= e2.size
+	}
+	sh.m[k] = e
+	sh.bytes += e.size
+}
+
+// addKid indexes k as a child of parent; false when the index is full and
+// the cache was emptied instead.
+func (c *recordCache) addKid(parent string, k recordKey) bool {
+	c.kids.Lock()
+	full := c.nowKids >= c.maxKids
+	if !full {
+		set := c.byKids[parent]
+		if set == nil {
+			set = map[recordKey]struct{}{}
+			c.byKids[parent] = set
+		}
+		if _, ok := set[k]; !ok {
+			set[k] = struct{}{}
+			c.nowKids++
+		}
+	}
+	c.kids.Unlock()
+	if full {
+		c.empty()
+	}
+	return !full
+}
+
+// invalidate drops the entry of k and, for a delete, the cached records
+// below it, however deep.
+func (c *recordCache) invalidate(k recordKey, deleted bool) {
+	if c == nil {
+		return
+	}
+	c.gen.Add(1)
+	sh := c.shard(k)
+	sh.mu.Lock()
+	if e, ok := sh.m[k]; ok {
+		delete(sh.m, k)
+		sh.bytes -= e.size
+	}
+	sh.mu.Unlock()
+	if !deleted {
+		return
+	}
+	c.kids.Lock()
+	kids := c.byKids[k.id]
+	delete(c.byKids, k.id)
+	c.nowKids -= len(kids)
+	c.kids.Unlock()
+	for kid := range kids {
+		c.invalidate(kid, true)
+	}
+}
+
+// empty drops every entry; the cache stays in use.
+func (c *recordCache) empty() {
+	c.gen.Add(1)
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		clear(sh.m)
+		sh.bytes = 0
+		sh.mu.Unlock()
+	}
+	c.kids.Lock()
+	clear(c.byKids)
+	c.nowKids = 0
+	c.kids.Unlock()
+}
+
+// flush empties the cache and bypasses it until the follower is current
+// again.
+func (c *recordCache) flush() {
+	c.ready.Store(false)
+	c.empty()
+}
+
+// invalidating is the Service's store: the store the host gave, whose
+// writes invalidate what they wrote in the record cache before they
+// return. A write that fails invalidates too: whether it committed may be
+// unknown.
+type invalidating struct {
+	store.Store
+	cache *recordCache
+}
+
+func (st invalidating) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
+	defer st.cache.invalidate(recordKey{kind, accountID, id}, false)
+	return st.Store.Update(ctx, kind, accountID, id, fn)
+}
+
+func (st invalidating) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
+	defer st.cache.invalidate(recordKey{rec.Kind, rec.AccountID, rec.ID}, false)
+	return st.Store.Replace(ctx, rec)
+}
+
+func (st invalidating) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
+	defer st.cache.invalidate(recordKey{kind, accountID, id}, true)
+	return st.Store.Delete(ctx, kind, accountID, id)
+}
+
+func (st invalidating) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+	defer st.cache.invalidate(recordKey{kind, accountID, id}, true)
+	return st.Store.DeleteIf(ctx, kind, accountID, id, version)
+}
+
+// cacheFollower reads the change feed and invalidates what it shows.
+type cacheFollower struct {
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu      sync.Mutex
+	applied int64         // every change up to it is applied
+	moved   chan struct{} // closed when applied moves
+}
+
+// advance records that every change up to rev is applied.
+func (f *cacheFollower) advance(rev int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rev > f.applied {
+		f.applied = rev
+		close(f.moved)
+		f.moved = make(chan struct{})
+	}
+}
+
+// waitApplied waits until every change up to rev is applied, or ctx ends.
+func (f *cacheFollower) waitApplied(ctx context.Context, rev int64) error {
+	for {
+		f.mu.Lock()
+		applied, moved := f.applied, f.moved
+		f.mu.Unlock()
+		if applied >= rev {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// startCache starts the goroutine that keeps the record cache and the
+// authentication cache true to writes made by other processes.
+func (s *Service) startCache() {
+	if s.cache == nil && s.auth == nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	f := &cacheFollower{stop: stop, done: make(chan struct{}), moved: make(chan struct{})}
+	s.cacheFollow = f
+	go func() {
+		defer close(f.done)
+		s.followForCache(ctx, f)
+	}()
+}
+
+// stopCache stops the cache's follower and waits for it; the cache is
+// bypassed from then on.
+func (s *Service) stopCache() {
+	if f := s.cacheFollow; f != nil {
+		f.stop()
+		<-f.done
+	}
+}
+
+// followForCache is the cache's follower: it invalidates every change
+// after the revision it starts at, and keeps the cache bypassed while it
+// is not current.
+func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
+	c := s.cache
+	defer func() {
+		if c != nil {
+			c.flush()
+		}
+	}()
+	rev := int64(-1)
+	for ctx.Err() == nil {
+		if rev < 0 {
+			r, err := s.store.Revision(ctx)
+			if err != nil {
+				s.pause(ctx)
+				continue
+			}
+			rev = r
+		}
+		changes, err := s.store.Changes(ctx, rev, followPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Behind what the feed holds (compacted) or the store is
+			// unreachable: what other processes wrote meanwhile is
+			// unknown, so nothing cached can be trusted.
+			if c != nil {
+				c.flush()
+			}
+			s.auth.clear()
+			var compacted *store.CompactedError
+			if errors.As(err, &compacted) {
+				rev = -1
+				continue
+			}
+			s.log.Warn("record cache: cannot read the change feed; reads go to the store until it answers", "err", err)
+			s.pause(ctx)
+			continue
+		}
+		for _, ch := range changes {
+			if c != nil {
+				c.invalidate(recordKey{ch.Kind, ch.AccountID, ch.ID}, ch.Op == store.OpDelete)
+			}
+			s.forgetAuth(ch)
+			rev = ch.Revision
+		}
+		if len(changes) < followPage {
+			if c != nil {
+				c.ready.Store(true) // current: every change up to rev is applied
+			}
+			f.advance(rev)
+			_ = s.store.Wait(ctx, rev)
+		}
+	}
+}
+
+// forgetAuth drops the cached authentications a change may end: those of
+// a changed or deleted API key, and all of them when a user or bot changes
+// (rare: an admin flag or a deactivation).
+func (s *Service) forgetAuth(ch store.Change) {
+	switch ch.Kind {
+	case KindAPIKey:
+		s.auth.forget(ch.ID)
+	case KindUser, KindBot, KindAccount:
+		s.auth.clear()
+	}
+}

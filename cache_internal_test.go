@@ -1,0 +1,269 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// cacheEnv is a Service over a memstore with an account and its admin.
+type cacheEnv struct {
+	ctx   context.Context
+	store *memstore.Store
+	svc   *Service
+	p     Principal
+}
+
+func newCacheEnv(t *testing.T, opts Options) *cacheEnv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	st := memstore.New()
+	svc := New(st, opts)
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	acct, err := svc.createAccount(ctx, AccountParams{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := svc.createUser(ctx, acct.ID, SubjectParams{Name: "admin", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cacheEnv{ctx: ctx, store: st, svc: svc, p: Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}}
+}
+
+// synced waits until svc's cache follower has applied every change the
+// store has committed.
+func synced(t *testing.T, ctx context.Context, svc *Service) {
+	t.Helper()
+	rev, err := svc.store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.cacheFollow.waitApplied(ctx, rev); err != nil {
+		t.Fatalf("the cache follower did not reach revision %d: %v", rev, err)
+	}
+}
+
+func cached(s *Service, kind store.Kind, account, id string) bool {
+	_, ok := s.cache.get(recordKey{kind, account, id})
+	return ok
+}
+
+// TestCacheServesReads: a second read of a record is served from the
+// cache (the store is not asked), and a write through the Service is seen
+// by the next read at once.
+func TestCacheServesReads(t *testing.T) {
+	e := newCacheEnv(t, Options{})
+	synced(t, e.ctx, e.svc)
+	c, err := e.svc.CreateCredential(e.ctx, e.p, credentials.CreateParams{Description: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced(t, e.ctx, e.svc)
+	if _, err := e.svc.GetCredential(e.ctx, e.p, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !cached(e.svc, KindCredential, e.p.AccountID, c.ID) {
+		t.Fatal("a credential read is not cached")
+	}
+	gets := countGets(e.svc)
+	if _, err := e.svc.GetCredential(e.ctx, e.p, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := gets(); n != 0 {
+		t.Errorf("a cached read asked the store %d times", n)
+	}
+	two := "two"
+	if _, err := e.svc.UpdateCredential(e.ctx, e.p, c.ID, credentials.UpdateParams{Description: &two}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.svc.GetCredential(e.ctx, e.p, c.ID)
+	if err != nil || got.Description != "two" {
+		t.Fatalf("read after update: %+v, %v; want description two", got, err)
+	}
+	if err := e.svc.DeleteCredential(e.ctx, e.p, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.GetCredential(e.ctx, e.p, c.ID); !errors.Is(err, apierr.ErrNotFound) {
+		t.Fatalf("read after delete: %v, want not found", err)
+	}
+}
+
+// countGets wraps the Service's store to count Get calls from now on; the
+// returned func reports the count.
+func countGets(s *Service) func() int {
+	cs := &countingStore{Store: s.store}
+	s.store = cs
+	return func() int { return int(cs.gets) }
+}
+
+type countingStore struct {
+	store.Store
+	gets int64
+}
+
+func (c *countingStore) Get(ctx context.Context, kind store.Kind, accountID, id string) (store.Record, error) {
+	c.gets++
+	return c.Store.Get(ctx, kind, accountID, id)
+}
+
+// TestCacheCascade: deleting an edge through the Service makes its cached
+// routes unreadable at once, before any feed is followed.
+func TestCacheCascade(t *testing.T) {
+	e := newCacheEnv(t, Options{})
+	synced(t, e.ctx, e.svc)
+	edge, err := e.svc.CreateHTTPSEdge(e.ctx, e.p, edges.CreateEdgeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.p, edge.ID, edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced(t, e.ctx, e.svc)
+	e.svc.cacheFollow.stop() // no help from the feed from here on
+	<-e.svc.cacheFollow.done
+	e.svc.cache.ready.Store(true)
+	if _, err := e.svc.GetHTTPSEdgeRoute(e.ctx, e.p, edge.ID, route.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !cached(e.svc, KindHTTPSEdgeRoute, e.p.AccountID, route.ID) {
+		t.Fatal("a route read is not cached")
+	}
+	if err := e.svc.DeleteHTTPSEdge(e.ctx, e.p, edge.ID); err != nil {
+		t.Fatal(err)
+	}
+	if cached(e.svc, KindHTTPSEdgeRoute, e.p.AccountID, route.ID) {
+		t.Error("a route deleted with its edge is still cached")
+	}
+	if _, err := e.svc.GetHTTPSEdgeRoute(e.ctx, e.p, edge.ID, route.ID); !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("route after its edge was deleted: %v, want not found", err)
+	}
+}
+
+// TestCacheFollowsOtherWriters: two Services share a store (two replicas);
+// what one writes, the other reads once its follower has applied the
+// change, also for a record it had cached and for API keys it had
+// authenticated.
+func TestCacheFollowsOtherWriters(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{Description: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, b)
+	if _, err := b.GetCredential(a.ctx, a.p, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !cached(b, KindCredential, a.p.AccountID, c.ID) {
+		t.Fatal("not cached")
+	}
+	key, err := a.svc.createAPIKey(a.ctx, a.p.AccountID, APIKeyParams{OwnerID: a.p.SubjectID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Authenticate(a.ctx, *key.Token); err != nil {
+		t.Fatal(err)
+	}
+	two := "two"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &two}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.svc.deleteAPIKey(a.ctx, a.p.AccountID, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, b)
+	got, err := b.GetCredential(a.ctx, a.p, c.ID)
+	if err != nil || got.Description != "two" {
+		t.Errorf("replica read after the other's update: %+v, %v; want description two", got, err)
+	}
+	if _, err := b.Authenticate(a.ctx, *key.Token); !errors.Is(err, apierr.ErrUnauthenticated) {
+		t.Errorf("a key revoked through the other replica still authenticates: %v", err)
+	}
+}
+
+// TestCacheNoStaleFill: a value read before an invalidation is never
+// cached after it, for the record itself and for a child whose parent was
+// deleted.
+func TestCacheNoStaleFill(t *testing.T) {
+	c := newRecordCache(0)
+	c.ready.Store(true)
+	rec := store.Record{Kind: KindCredential, AccountID: "a", ID: "cr_1", Data: []byte(`{}`)}
+	t1 := c.note()
+	c.invalidate(recordKey{rec.Kind, rec.AccountID, rec.ID}, false)
+	c.put(t1, rec, "old")
+	if _, ok := c.get(recordKey{rec.Kind, rec.AccountID, rec.ID}); ok {
+		t.Error("a value read before an update's invalidation was cached")
+	}
+	child := store.Record{Kind: KindHTTPSEdgeRoute, AccountID: "a", ID: "edghtsrt_1", ParentID: "edghts_1", Data: []byte(`{}`)}
+	t2 := c.note()
+	c.put(t2, child, "route")
+	c.invalidate(recordKey{KindHTTPSEdge, "a", "edghts_1"}, true)
+	if _, ok := c.get(recordKey{child.Kind, child.AccountID, child.ID}); ok {
+		t.Error("a child is cached after its parent's delete")
+	}
+	t3 := c.note()
+	c.invalidate(recordKey{KindHTTPSEdge, "a", "edghts_2"}, true)
+	child.ID, child.ParentID = "edghtsrt_2", "edghts_2"
+	c.put(t3, child, "route")
+	if _, ok := c.get(recordKey{child.Kind, child.AccountID, child.ID}); ok {
+		t.Error("a child read before its parent's delete was cached after it")
+	}
+}
+
+// TestCacheBounded: the cache never holds more than its bytes, and its
+// index of children never more than its bound.
+func TestCacheBounded(t *testing.T) {
+	const limit = 64 << 10
+	c := newRecordCache(limit)
+	c.ready.Store(true)
+	data := make([]byte, 300)
+	for i := range 10_000 {
+		rec := store.Record{Kind: KindCredential, AccountID: "a", ID: fmt.Sprint("r", i), Data: data}
+		c.put(c.note(), rec, i)
+		if i%2 == 0 {
+			rec := store.Record{Kind: KindHTTPSEdgeRoute, AccountID: "a", ID: fmt.Sprint("r", i), ParentID: fmt.Sprint("e", i), Data: data}
+			c.put(c.note(), rec, i)
+		}
+		total, n := 0, 0
+		for i := range c.shards {
+			total += c.shards[i].bytes
+			n += len(c.shards[i].m) * (300 + cacheEntryOverhead)
+		}
+		if total > limit || n != total {
+			t.Fatalf("after %d puts the cache holds %d bytes (%d counted from its entries), limit %d", i+1, n, total, limit)
+		}
+	}
+	if c.nowKids > c.maxKids || len(c.byKids) > c.maxKids {
+		t.Errorf("children index holds %d (%d parents), bound %d", c.nowKids, len(c.byKids), c.maxKids)
+	}
+}
+
+// TestCacheOff: with CacheBytes negative nothing is cached and reads
+// still work.
+func TestCacheOff(t *testing.T) {
+	e := newCacheEnv(t, Options{CacheBytes: -1})
+	c, err := e.svc.CreateCredential(e.ctx, e.p, credentials.CreateParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.GetCredential(e.ctx, e.p, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if e.svc.cache != nil || cached(e.svc, KindCredential, e.p.AccountID, c.ID) {
+		t.Error("the cache is on")
+	}
+}
