@@ -103,7 +103,7 @@ type Handler struct {
 func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 	h := &Handler{svc: svc, opts: opts, log: opts.Logger, now: opts.Clock}
 	if h.log == nil {
-		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.now == nil {
 		h.now = time.Now
@@ -229,6 +229,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		r.Body = w.body
 	}
 	defer func() {
+		if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+			return // no attributes built for a log nobody reads
+		}
 		h.log.Info("request", "method", clip(r.Method, MaxEchoBytes), "path", clip(r.URL.Path, MaxEchoBytes), "status", w.status,
 			"duration", h.now().Sub(start), "operation_id", opID)
 	}()
