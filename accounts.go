@@ -243,7 +243,7 @@ func (s *Service) deleteAPIKey(ctx context.Context, accountID, id string) error 
 		return apiKeyKind.notFound(id)
 	}
 	err := s.storeErr(s.store.Delete(ctx, KindAPIKey, accountID, id), apiKeyKind, id)
-	s.auth.forget(id) // revoked here: at once; on other Services within AuthCacheTTL
+	s.auth.forget(id) // revoked here: at once; on other Services when they read the feed
 	return err
 }
 

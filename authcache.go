@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultAuthCacheTTL is the default of [Options.AuthCacheTTL].
-const DefaultAuthCacheTTL = time.Second
+const DefaultAuthCacheTTL = time.Minute
 
 // maxAuthCacheEntries bounds the authentication cache. Only successful
 // authentications are cached, so its size follows the keys in use, not

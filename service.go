@@ -63,9 +63,13 @@ type Options struct {
 	// AuthCacheTTL is how long a successful [Service.Authenticate] is
 	// remembered, so that requests with the same key read nothing from the
 	// store. A key revoked through this Service stops authenticating at
-	// once; one revoked through another Service sharing the store (another
-	// replica, edgeplane admin) within AuthCacheTTL. Default
-	// [DefaultAuthCacheTTL] (1s); negative turns the cache off.
+	// once; one revoked by another process sharing the store (another
+	// replica, edgeplane admin) as soon as this Service's follower of the
+	// change feed reads the revocation (milliseconds on PostgreSQL, 100 ms
+	// for a SQLite file another process wrote), and at the latest after
+	// AuthCacheTTL. Changes of users and bots drop every cached
+	// authentication; so does a change feed that cannot be read. Default
+	// [DefaultAuthCacheTTL] (1 minute); negative turns the cache off.
 	AuthCacheTTL time.Duration
 	// CacheBytes bounds the record cache: documents the Service has read,
 	// kept decoded so that reading them again costs neither a store round
