@@ -55,10 +55,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := parseFlags(fs, args, getenv, stdout); err != nil {
 		return err
 	}
-	logger, err := newLogger(c.logFormat, stderr)
+	logs := &batchWriter{w: stderr}
+	logger, err := newLogger(c.logFormat, logs)
 	if err != nil {
 		return err
 	}
+	logCtx, stopLogs := context.WithCancel(context.Background())
+	logsDone := make(chan struct{})
+	go func() { defer close(logsDone); logs.flushEvery(logCtx, logFlushInterval) }()
+	defer func() { stopLogs(); <-logsDone }() // the last lines are written before serve returns
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{"-tls-cert and -tls-key go together"}
 	}
@@ -207,13 +212,14 @@ func reapTunnels(ctx context.Context, host *edgeplane.Host, interval time.Durati
 	}
 }
 
-// newLogger returns the server's logger in format (text or json).
-func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+// newLogger returns the server's logger in format (text or json),
+// writing to w in batches (see logs.go).
+func newLogger(format string, w *batchWriter) (*slog.Logger, error) {
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(urgentHandler{slog.NewTextHandler(w, nil), w}), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(urgentHandler{slog.NewJSONHandler(w, nil), w}), nil
 	}
 	return nil, usageError{fmt.Sprintf("-log-format %q: want text or json", format)}
 }
