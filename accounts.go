@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/validate"
 	"github.com/edgeplane/edgeplane/store"
@@ -20,9 +22,9 @@ import (
 // Identifier prefixes of the records the host manages.
 const (
 	AccountPrefix = "acct_"
-	UserPrefix    = "usr_"
-	BotPrefix     = "bot_"
-	APIKeyPrefix  = "ak_"
+	UserPrefix    = identity.UserPrefix
+	BotPrefix     = identity.BotPrefix
+	APIKeyPrefix  = identity.APIKeyPrefix
 )
 
 // APIKeySecretPrefix starts every API key secret, so that leaked keys are
@@ -53,6 +55,9 @@ type Subject struct {
 	// Admin subjects may, among other things, create credentials owned by
 	// another subject of the account.
 	Admin bool `json:"admin"`
+	// Active is false for a deactivated bot, whose API keys and
+	// credentials are refused; users are always active.
+	Active bool `json:"active"`
 }
 
 // SubjectParams are the fields of a new user or bot.
@@ -63,24 +68,14 @@ type SubjectParams struct {
 	Admin bool `json:"admin"`
 }
 
-// APIKey authenticates calls to the management API for its owner. Only a
-// hash of the secret is stored; the secret itself is shown once.
-type APIKey struct {
-	ID          string    `json:"id"`
-	AccountID   string    `json:"account_id"`
-	OwnerID     string    `json:"owner_id"`
-	CreatedAt   time.Time `json:"created_at"`
-	Description string    `json:"description"`
-	// Token is the secret: set only in the result of [Host.CreateAPIKey].
-	Token *string `json:"token"`
-}
-
 // APIKeyParams are the fields of a new API key.
 type APIKeyParams struct {
 	// OwnerID is the user or bot the key acts as. Required.
 	OwnerID string `json:"owner_id" validate:"required"`
 	// Description says who or what uses the key; at most 255 bytes.
 	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is user-defined data; at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
 	// Secret, when set, is the key's secret instead of a generated one: for
 	// hosts that provision a known key (from configuration or the
 	// environment). It must start with [APIKeySecretPrefix] and be 36 to
@@ -101,11 +96,11 @@ type (
 		CreatedAt time.Time `json:"created_at"`
 		Name      string    `json:"name"`
 		Admin     bool      `json:"admin,omitempty"`
+		Inactive  bool      `json:"inactive,omitempty"`
 	}
 	apiKeyDoc struct {
-		CreatedAt   time.Time `json:"created_at"`
-		OwnerID     string    `json:"owner_id"`
-		Description string    `json:"description,omitempty"`
+		common
+		OwnerID string `json:"owner_id"`
 	}
 )
 
@@ -118,20 +113,20 @@ var (
 	userForm   = plainForm(&userKind, saveSubject, loadSubject)
 	botForm    = plainForm(&botKind, saveSubject, loadSubject)
 	apiKeyForm = plainForm(&apiKeyKind,
-		func(k *APIKey) *apiKeyDoc {
-			return &apiKeyDoc{CreatedAt: k.CreatedAt, OwnerID: k.OwnerID, Description: k.Description}
+		func(k *identity.APIKey) *apiKeyDoc {
+			return &apiKeyDoc{common: common{k.CreatedAt, k.Description, k.Metadata}, OwnerID: k.OwnerID}
 		},
-		func(d *apiKeyDoc, rec store.Record) *APIKey {
-			return &APIKey{ID: rec.ID, AccountID: rec.AccountID, OwnerID: d.OwnerID, CreatedAt: d.CreatedAt, Description: d.Description}
+		func(d *apiKeyDoc, rec store.Record) *identity.APIKey {
+			return &identity.APIKey{ID: rec.ID, OwnerID: d.OwnerID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
 		})
 )
 
 func saveSubject(sub *Subject) *subjectDoc {
-	return &subjectDoc{CreatedAt: sub.CreatedAt, Name: sub.Name, Admin: sub.Admin}
+	return &subjectDoc{CreatedAt: sub.CreatedAt, Name: sub.Name, Admin: sub.Admin, Inactive: !sub.Active}
 }
 
 func loadSubject(d *subjectDoc, rec store.Record) *Subject {
-	return &Subject{ID: rec.ID, AccountID: rec.AccountID, CreatedAt: d.CreatedAt, Name: d.Name, Admin: d.Admin}
+	return &Subject{ID: rec.ID, AccountID: rec.AccountID, CreatedAt: d.CreatedAt, Name: d.Name, Admin: d.Admin, Active: !d.Inactive}
 }
 
 // createAccount is [Host.CreateAccount].
@@ -167,7 +162,7 @@ func (s *Service) createSubject(ctx context.Context, accountID string, f form[Su
 	if !ids.Valid(accountID, AccountPrefix) {
 		return nil, accountKind.notFound(accountID)
 	}
-	sub := &Subject{ID: s.ids.New(f.prefix), AccountID: accountID, CreatedAt: s.timestamp(), Name: params.Name, Admin: params.Admin}
+	sub := &Subject{ID: s.ids.New(f.prefix), AccountID: accountID, CreatedAt: s.timestamp(), Name: params.Name, Admin: params.Admin, Active: true}
 	rec := store.Record{Kind: f.kind, AccountID: accountID, ID: sub.ID, ParentID: accountID}
 	if err := f.encode(s, sub, &rec); err != nil {
 		return nil, err
@@ -208,7 +203,7 @@ func (s *Service) getSubject(ctx context.Context, accountID, id string) (*Subjec
 }
 
 // createAPIKey is [Host.CreateAPIKey].
-func (s *Service) createAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*APIKey, error) {
+func (s *Service) createAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*identity.APIKey, error) {
 	if err := validate.Struct(params); err != nil {
 		return nil, err
 	}
@@ -224,15 +219,16 @@ func (s *Service) createAPIKey(ctx context.Context, accountID string, params API
 	} else if !strings.HasPrefix(secret, APIKeySecretPrefix) || len(secret) < len(APIKeySecretPrefix)+32 || len(secret) > 256 {
 		return nil, apierr.Invalidf("secret", "must start with %s followed by 32 to %d bytes", APIKeySecretPrefix, 256-len(APIKeySecretPrefix))
 	}
-	k := &APIKey{ID: s.ids.New(APIKeyPrefix), AccountID: accountID, OwnerID: params.OwnerID,
-		CreatedAt: s.timestamp(), Description: params.Description}
+	k := &identity.APIKey{ID: s.ids.New(APIKeyPrefix), OwnerID: params.OwnerID, CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata}
 	rec := store.Record{Kind: KindAPIKey, AccountID: accountID, ID: k.ID, ParentID: params.OwnerID, Keys: []string{apiKeyLookup(secret)}}
 	if err := apiKeyForm.encode(s, k, &rec); err != nil {
 		return nil, err
 	}
-	if err := s.store.Create(ctx, rec); err != nil {
+	if err := s.store.Create(s.reporting(ctx, apiKeyKind.event, events.Created), rec); err != nil {
 		return nil, s.storeErr(err, apiKeyKind, k.ID)
 	}
+	s.presentAPIKey(k, rec)
 	k.Token = &secret
 	return k, nil
 }
@@ -242,7 +238,7 @@ func (s *Service) deleteAPIKey(ctx context.Context, accountID, id string) error 
 	if !ids.Valid(id, APIKeyPrefix) {
 		return apiKeyKind.notFound(id)
 	}
-	err := s.storeErr(s.store.Delete(ctx, KindAPIKey, accountID, id), apiKeyKind, id)
+	err := s.storeErr(s.store.Delete(s.reporting(ctx, apiKeyKind.event, events.Deleted), KindAPIKey, accountID, id), apiKeyKind, id)
 	s.auth.forget(id) // revoked here: at once; on other Services when they read the feed
 	return err
 }
@@ -263,6 +259,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if p, ok := s.auth.get(key, now); ok {
 		return p, nil
 	}
+	gen := s.auth.note()
 	rec, err := s.store.Lookup(ctx, KindAPIKey, key)
 	if err != nil {
 		if errors.Is(err, apierr.ErrNotFound) {
@@ -277,15 +274,18 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if err != nil {
 		return Principal{}, err
 	}
-	sub, err := s.getSubject(ctx, k.AccountID, k.OwnerID)
+	sub, err := s.getSubject(ctx, rec.AccountID, k.OwnerID)
 	if err != nil {
 		if errors.Is(err, apierr.ErrNotFound) {
 			return Principal{}, errBadKey
 		}
 		return Principal{}, err
 	}
+	if !sub.Active {
+		return Principal{}, errBadKey // a deactivated bot
+	}
 	p := Principal{AccountID: sub.AccountID, SubjectID: sub.ID, Admin: sub.Admin}
-	s.auth.put(key, k.ID, p, now)
+	s.auth.put(key, k.ID, p, now, gen)
 	return p, nil
 }
 

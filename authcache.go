@@ -18,6 +18,7 @@ const maxAuthCacheEntries = 10_000
 type authCache struct {
 	ttl time.Duration
 	mu  sync.Mutex
+	gen uint64 // bumped by every forget and clear
 	m   map[string]authEntry
 }
 
@@ -51,13 +52,29 @@ func (c *authCache) get(key string, now time.Time) (Principal, bool) {
 	return e.p, true
 }
 
-// put remembers p for key until now+ttl.
-func (c *authCache) put(key, keyID string, p Principal, now time.Time) {
+// note returns the generation to pass to put: read it before reading the
+// store, so that an authentication read before a revocation is not cached
+// after it.
+func (c *authCache) note() uint64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put remembers p for key until now+ttl, unless an entry was dropped
+// since gen was noted.
+func (c *authCache) put(key, keyID string, p Principal, now time.Time, gen uint64) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
 	if len(c.m) >= maxAuthCacheEntries {
 		for k, e := range c.m {
 			if !now.Before(e.expires) {
@@ -77,6 +94,7 @@ func (c *authCache) clear() {
 		return
 	}
 	c.mu.Lock()
+	c.gen++
 	clear(c.m)
 	c.mu.Unlock()
 }
@@ -88,6 +106,7 @@ func (c *authCache) forget(id string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	for k, e := range c.m {
 		if e.keyID == id {
 			delete(c.m, k)

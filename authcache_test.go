@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -35,7 +36,7 @@ func TestAuthCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newKey := func() *edgeplane.APIKey {
+	newKey := func() *identity.APIKey {
 		k, err := svc.Host().CreateAPIKey(ctx, b.AccountID, edgeplane.APIKeyParams{OwnerID: b.AdminID})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -48,7 +49,7 @@ type Bootstrapped struct {
 	AccountID, AdminID string
 	// APIKey is the admin's key, with its Token (the secret) set: shown
 	// once. Nil when Created is false.
-	APIKey *APIKey
+	APIKey *identity.APIKey
 }
 
 // bootstrap is [Host.Bootstrap].

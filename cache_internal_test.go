@@ -10,6 +10,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -265,5 +266,44 @@ func TestCacheOff(t *testing.T) {
 	}
 	if e.svc.cache != nil || cached(e.svc, KindCredential, e.p.AccountID, c.ID) {
 		t.Error("the cache is on")
+	}
+}
+
+// TestAuthRevokedAtOnce: with no help from the change feed (its follower
+// stopped), a key deleted through the Service and a bot deactivated
+// through it stop authenticating on this Service at once.
+func TestAuthRevokedAtOnce(t *testing.T) {
+	e := newCacheEnv(t, Options{})
+	synced(t, e.ctx, e.svc)
+	e.svc.stopCache()
+	bot, err := e.svc.CreateBotUser(e.ctx, e.p, identity.CreateBotUserParams{Name: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	botKey, err := e.svc.CreateAPIKey(e.ctx, e.p, identity.CreateAPIKeyParams{OwnerID: bot.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	userKey, err := e.svc.CreateAPIKey(e.ctx, e.p, identity.CreateAPIKeyParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []*identity.APIKey{botKey, userKey} {
+		if _, err := e.svc.Authenticate(e.ctx, *k.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.svc.DeleteAPIKey(e.ctx, e.p, userKey.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Authenticate(e.ctx, *userKey.Token); !errors.Is(err, apierr.ErrUnauthenticated) {
+		t.Errorf("a key deleted through this Service: %v", err)
+	}
+	off := false
+	if _, err := e.svc.UpdateBotUser(e.ctx, e.p, bot.ID, identity.UpdateBotUserParams{Active: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Authenticate(e.ctx, *botKey.Token); !errors.Is(err, apierr.ErrUnauthenticated) {
+		t.Errorf("a key of a bot deactivated through this Service: %v", err)
 	}
 }

@@ -200,6 +200,14 @@ func (s *Service) presentStored(rec store.Record) (any, error) {
 	switch rec.Kind {
 	case KindCredential:
 		return presented(s, rec, credentialForm, s.presentCredential)
+	case KindAPIKey:
+		return presented(s, rec, apiKeyForm, s.presentAPIKey)
+	case KindBot:
+		b, err := presented(s, rec, botUserForm, s.presentBotRecord)
+		if err != nil {
+			return nil, err
+		}
+		return &b.BotUser, nil
 	case KindIPPolicy:
 		return presented(s, rec, ipPolicyForm, s.presentIPPolicy)
 	case KindIPPolicyRule:

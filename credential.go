@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -70,8 +71,10 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 	cred := params.Credential()
 	c := &cred
 	c.ID, c.CreatedAt, c.OwnerID = s.ids.New(credentials.IDPrefix), s.timestamp(), owner
-	if err := create(ctx, s, p, credentialForm, c.ID, "", c, nil, tokenLookup(token)); err != nil {
-		return nil, err
+	// The owner is a reference: a bot that owns credentials cannot be
+	// deleted from under them.
+	if err := create(ctx, s, p, credentialForm, c.ID, "", c, []string{owner}, tokenLookup(token)); err != nil {
+		return nil, refViolation(err, "owner_id", false, nil)
 	}
 	s.presentCredential(c, store.Record{})
 	c.Token = &token
@@ -150,6 +153,17 @@ func (s *Service) authenticateTunnelToken(ctx context.Context, token string) (*T
 	c, err := credentialForm.decode(s, rec)
 	if err != nil {
 		return nil, err
+	}
+	if ids.Valid(c.OwnerID, BotPrefix) {
+		bot, err := s.getSubject(ctx, rec.AccountID, c.OwnerID)
+		switch {
+		case errors.Is(err, apierr.ErrNotFound):
+			return nil, errBadToken
+		case err != nil:
+			return nil, err
+		case !bot.Active:
+			return nil, errBadToken // a deactivated bot's authtokens are refused
+		}
 	}
 	acl, err := credentials.ParseACL(c.ACL)
 	if err != nil {

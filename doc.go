@@ -26,10 +26,13 @@
 // another account's resource: for it, that resource does not exist, and the
 // error is the same not-found a missing ID gets. Any subject of an account
 // may use every operation on the account's resources (the specification
-// does not show API key permissions); only admins may create a credential
-// owned by another subject. Accounts, users, bots and API keys are created
-// by the host ([Host.CreateAccount], [Host.CreateUser],
-// [Host.CreateBot], [Host.CreateAPIKey]). [Service.Authenticate] remembers
+// does not show API key permissions), except that only admins may create a
+// credential owned by another subject, manage bot users, and manage API
+// keys of other owners (package identity has these decisions). Accounts
+// and users are created by the host ([Host.CreateAccount],
+// [Host.CreateUser]); bot users and API keys by the host too
+// ([Host.CreateBot], [Host.CreateAPIKey]) or by callers
+// ([Service.CreateBotUser], [Service.CreateAPIKey]). [Service.Authenticate] remembers
 // a successful key (see [Options.AuthCacheTTL]) until the change feed
 // shows its revocation or a change of its owner: a key revoked by another
 // process sharing the store stops as soon as this Service reads the

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -198,10 +199,14 @@ func TestStoredForms(t *testing.T) {
 	t.Run("user", func(t *testing.T) { roundTrip(t, s, userForm, subject, func(*Subject) []string { return nil }) })
 	t.Run("bot", func(t *testing.T) { roundTrip(t, s, botForm, subject, func(*Subject) []string { return nil }) })
 	t.Run("api key", func(t *testing.T) {
-		roundTrip(t, s, apiKeyForm, func(m *APIKey) store.Record {
-			return store.Record{AccountID: m.AccountID, ID: m.ID, ParentID: m.OwnerID}
+		roundTrip(t, s, apiKeyForm, func(m *identity.APIKey) store.Record {
+			return store.Record{AccountID: "acct", ID: m.ID, ParentID: m.OwnerID}
 		},
-			func(m *APIKey) []string { return []string{*m.Token} })
+			func(m *identity.APIKey) []string { return []string{*m.Token} })
+	})
+	t.Run("bot user", func(t *testing.T) {
+		roundTrip(t, s, botUserForm, func(m *botRecord) store.Record { return store.Record{AccountID: "acct", ID: m.ID, ParentID: "acct"} },
+			func(*botRecord) []string { return nil })
 	})
 	plain := func(id string) store.Record { return store.Record{AccountID: "acct", ID: id} }
 	t.Run("credential", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 )
 
 // Host is the Service's privileged side: the operations a host performs
@@ -49,7 +50,7 @@ func (h *Host) GetSubject(ctx context.Context, accountID, id string) (*Subject, 
 // operation. The result's Token is the secret, shown this once: only its
 // SHA-256 hash is stored. Secrets carry 256 random bits, so a fast hash is
 // the right one (there is nothing to brute-force).
-func (h *Host) CreateAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*APIKey, error) {
+func (h *Host) CreateAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*identity.APIKey, error) {
 	return h.s.createAPIKey(ctx, accountID, params)
 }
 

@@ -85,8 +85,8 @@ type moduleInfo struct {
 var (
 	accountKind           = kindInfo{kind: KindAccount, prefix: AccountPrefix, collection: "accounts", noun: "account"}
 	userKind              = kindInfo{kind: KindUser, prefix: UserPrefix, collection: "users", noun: "user", parent: &accountKind}
-	botKind               = kindInfo{kind: KindBot, prefix: BotPrefix, collection: "bots", noun: "bot", parent: &accountKind}
-	apiKeyKind            = kindInfo{kind: KindAPIKey, prefix: APIKeyPrefix, collection: "api_keys", noun: "API key"}
+	botKind               = kindInfo{kind: KindBot, prefix: BotPrefix, collection: "bot_users", noun: "bot user", event: eventName{"bot_user"}, parent: &accountKind}
+	apiKeyKind            = kindInfo{kind: KindAPIKey, prefix: APIKeyPrefix, collection: "api_keys", noun: "API key", event: eventName{"api_key"}}
 	credentialKind        = kindInfo{kind: KindCredential, prefix: credentials.IDPrefix, collection: "credentials", noun: "credential", event: eventName{"credential"}}
 	ipPolicyKind          = kindInfo{kind: KindIPPolicy, prefix: ipaccess.PolicyPrefix, collection: "ip_policies", noun: "IP policy", event: eventName{"ip_policy"}}
 	ipRuleKind            = kindInfo{kind: KindIPPolicyRule, prefix: ipaccess.RulePrefix, collection: "ip_policy_rules", noun: "IP policy rule", event: eventName{"ip_policy_rule"}, parent: &ipPolicyKind}

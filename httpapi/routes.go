@@ -212,6 +212,19 @@ func listOptions(r *http.Request) (edgeplane.ListOptions, error) {
 func (h *Handler) table() []route {
 	s := h.svc
 	rs := []route{
+		// API keys and bot users (the original API's /api_keys and
+		// /bot_users; see package identity).
+		create("/api_keys", "createAPIKey", "Create an API key; the token is returned only here", s.CreateAPIKey),
+		listOf("/api_keys", "listAPIKeys", "List API keys (an admin's: all of the account; others: their own)", "keys", s.ListAPIKeys),
+		read("/api_keys/{id}", "getAPIKey", "Get an API key", s.GetAPIKey),
+		patch("/api_keys/{id}", "updateAPIKey", "Update an API key", s.UpdateAPIKey),
+		remove("/api_keys/{id}", "deleteAPIKey", "Delete an API key: it stops authenticating at once", s.DeleteAPIKey),
+		create("/bot_users", "createBotUser", "Create a bot user (admins only)", s.CreateBotUser),
+		listOf("/bot_users", "listBotUsers", "List bot users", "bot_users", s.ListBotUsers),
+		read("/bot_users/{id}", "getBotUser", "Get a bot user", s.GetBotUser),
+		patch("/bot_users/{id}", "updateBotUser", "Update a bot user (admins only); inactive bots' keys and credentials are refused", s.UpdateBotUser),
+		remove("/bot_users/{id}", "deleteBotUser", "Delete a bot user and its API keys (admins only)", s.DeleteBotUser),
+
 		// Tunnel credentials (SPEC 4.1).
 		create("/credentials", "createCredential", "Create a tunnel credential; the token is returned only here", s.CreateCredential),
 		listOf("/credentials", "listCredentials", "List tunnel credentials", "credentials", s.ListCredentials),
