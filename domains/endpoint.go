@@ -66,7 +66,7 @@ type UpdateEndpointConfigurationParams struct {
 	// Type is never allowed: the type cannot change, because reserved
 	// domains rely on it. It exists so that a request naming it is refused
 	// rather than silently ignored.
-	Type *string `json:"type"`
+	Type *string `json:"type" openapi:"absent"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an

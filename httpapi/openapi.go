@@ -49,6 +49,11 @@ import (
 //	gte=N, lte=N      numbers: minimum/maximum
 //	unique            arrays: uniqueItems
 //	httpurl, httpsurl strings: format uri and the scheme as a pattern
+//	id=p1|p2          strings: an identifier, one of the prefixes followed by
+//	                  27 base62 characters (a pattern)
+//	absent            never allowed (a field kept so that sending it is refused):
+//	                  only null, the same as absent
+//	omitempty         the zero value is allowed too ("" in an enum, an id)
 //	dive              the rules after it apply to the elements
 //
 // An `openapi:"-"` tag leaves a stored-only field out of the document.
@@ -550,13 +555,27 @@ func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required 
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	omitEmpty := false // the zero value is allowed whatever the other rules say
 	for i, r := range rules {
 		name, param, _ := strings.Cut(r, "=")
 		num := func() (float64, error) { return strconv.ParseFloat(param, 64) }
 		switch name {
 		case "required":
 			required = true
-		case "omitempty", "omitnil", "":
+		case "omitempty":
+			omitEmpty = true
+		case "omitnil", "":
+		case "absent":
+			// Never allowed: only null, the same as absent, passes.
+			*s = jsonschema.Schema{Description: s.Description}
+			s.WithType(jsonschema.Null.Type())
+			return required, nil
+		case "id":
+			id := "(?:" + param + ")[0-9A-Za-z]{" + strconv.Itoa(ids.Len) + "}"
+			if omitEmpty {
+				id = "(?:" + id + ")?"
+			}
+			s.WithPattern("^" + id + "$")
 		case "dive":
 			if s.Items == nil || s.Items.SchemaOrBool == nil || s.Items.SchemaOrBool.TypeObject == nil {
 				return false, fmt.Errorf("dive on a field without items")
@@ -574,6 +593,9 @@ func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required 
 			}
 			s.WithMaxLength(n)
 		case "oneof":
+			if omitEmpty {
+				s.Enum = append(s.Enum, "")
+			}
 			for _, v := range strings.Fields(param) {
 				s.Enum = append(s.Enum, v)
 			}

@@ -36,7 +36,8 @@ var skipDirs = map[string]bool{"cmd": true, "examples": true, "testdata": true, 
 // Collect walks the module rooted at root and returns the doc comments,
 // as plain text, of
 //
-//   - every struct type with at least one json-tagged field, keyed
+//   - every struct type with at least one json-tagged field (or none at
+//     all: an empty request body), keyed
 //     "<import path>.<Type>", and of each of its fields, keyed
 //     "<import path>.<Type>.<Field>";
 //   - every exported method of the root package's Service, keyed
@@ -122,7 +123,7 @@ func collectTypes(docs map[string]string, importPath string, decl *ast.GenDecl) 
 	for _, spec := range decl.Specs {
 		ts := spec.(*ast.TypeSpec)
 		st, ok := ts.Type.(*ast.StructType)
-		if !ok || !hasJSONTag(st) {
+		if !ok || (!hasJSONTag(st) && len(st.Fields.List) > 0) {
 			continue
 		}
 		doc := ts.Doc
