@@ -11,9 +11,10 @@ import (
 
 // ruleCase is one request that breaks one rule the document states.
 type ruleCase struct {
-	name  string
-	body  map[string]any
-	field string // the field the violation must name
+	name   string
+	body   map[string]any
+	field  string // the field the violation must name
+	reason string // a word its reason must contain ("" when any will do)
 }
 
 // ruleCases returns, for the property name of a request schema, one body
@@ -22,14 +23,16 @@ type ruleCase struct {
 // maxLength of its items.
 func ruleCases(name string, prop map[string]any, required bool) []ruleCase {
 	var out []ruleCase
-	add := func(rule string, v any) {
-		out = append(out, ruleCase{name: name + " " + rule, body: map[string]any{name: v}, field: name})
+	add := func(rule string, v any, reason ...string) {
+		out = append(out, ruleCase{name: name + " " + rule, body: map[string]any{name: v}, field: name, reason: strings.Join(reason, "")})
 	}
 	if required {
 		out = append(out, ruleCase{name: name + " required", body: map[string]any{}, field: name})
 	}
 	if n, ok := prop["maxLength"].(float64); ok {
-		add("maxLength", strings.Repeat("a", int(n)+1))
+		// The reason must name the limit: a value the server refuses for
+		// another rule (its syntax) would not show that the limit holds.
+		add("maxLength", strings.Repeat("a", int(n)+1), "at most "+strconv.Itoa(int(n)))
 	}
 	if enum, ok := prop["enum"].([]any); ok && len(enum) > 0 {
 		add("enum", "zz-not-one-of-them")
@@ -59,7 +62,7 @@ func ruleCases(name string, prop map[string]any, required bool) []ruleCase {
 		for i := range items {
 			items[i] = "x" + strconv.Itoa(i)
 		}
-		add("maxItems", items)
+		add("maxItems", items, "at most "+strconv.Itoa(int(n)))
 	}
 	return out
 }
@@ -104,15 +107,15 @@ func TestOpenAPIRulesAreEnforced(t *testing.T) {
 						t.Fatalf("status %d, want 400: %.300s", r.status, r.body)
 					}
 					var e struct {
-						Violations []struct{ Field string } `json:"violations"`
+						Violations []struct{ Field, Reason string } `json:"violations"`
 					}
 					json.Unmarshal(r.body, &e)
 					for _, v := range e.Violations {
-						if v.Field == rc.field {
+						if v.Field == rc.field && strings.Contains(v.Reason, rc.reason) {
 							return
 						}
 					}
-					t.Errorf("no violation names %s: %.500s", rc.field, r.body)
+					t.Errorf("no violation names %s with a reason saying %q: %.500s", rc.field, rc.reason, r.body)
 				})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/httpapi/internal/godoc"
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -223,5 +224,43 @@ func TestOpenAPIGoDocsUpToDate(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("godoc_gen.go is stale; run go generate ./httpapi (-want +got):\n%s", diff)
+	}
+}
+
+// TestOpenAPISchemasAreStrict: a response schema requires its fields and
+// refuses others, so {} is no Credential; a real one passes.
+func TestOpenAPISchemasAreStrict(t *testing.T) {
+	c, err := e2eContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newE2E(t)
+	r := call(t, s, "POST", "/credentials", s.keyA, `{"description":"ci"}`)
+	var created any
+	if err := json.Unmarshal(r.body, &created); err != nil || r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	extra := map[string]any{}
+	for k, v := range created.(map[string]any) {
+		extra[k] = v
+	}
+	extra["surprise"] = true
+	schema := c.doc.Components.Schemas["credentials.Credential"].Value
+	tests := []struct {
+		name  string
+		value any
+		ok    bool
+	}{
+		{"created", created, true},
+		{"empty object", map[string]any{}, false},
+		{"unknown field", extra, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := schema.VisitJSON(tc.value, openapi3.EnableJSONSchema2020())
+			if (err == nil) != tc.ok {
+				t.Errorf("valid: %v, want %v (%v)", err == nil, tc.ok, err)
+			}
+		})
 	}
 }
