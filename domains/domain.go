@@ -75,7 +75,7 @@ type ReservedDomain struct {
 	// wildcard such as "*.example.com". It never changes.
 	Domain string `json:"domain"`
 	// Region is the deprecated region as given at creation, or "".
-	Region string `json:"region"`
+	Region string `json:"region" openapi:"omitempty,oneof=au eu ap us jp in sa"`
 	// CNAMETarget is the name the domain's CNAME record must point to; nil
 	// for a subdomain of a service-owned base domain.
 	CNAMETarget *string `json:"cname_target"`
@@ -108,9 +108,9 @@ type ReservedDomain struct {
 // CertPolicy is a reserved domain's certificate management policy.
 type CertPolicy struct {
 	// Authority is the certificate authority: [AuthorityLetsEncrypt].
-	Authority string `json:"authority"`
+	Authority string `json:"authority" openapi:"oneof=letsencrypt"`
 	// PrivateKeyType is [KeyTypeRSA] or [KeyTypeECDSA].
-	PrivateKeyType string `json:"private_key_type"`
+	PrivateKeyType string `json:"private_key_type" openapi:"oneof=rsa ecdsa"`
 }
 
 // CertStatus is the state of a reserved domain's certificate management.
@@ -127,7 +127,7 @@ type CertStatus struct {
 type CertJob struct {
 	// ErrorCode is nil while nothing has failed, else [ErrorCodeInternal]
 	// or [ErrorCodeDNS].
-	ErrorCode *string `json:"error_code"`
+	ErrorCode *string `json:"error_code" openapi:"oneof=INTERNAL_ERROR DNS_ERROR"`
 	// Msg describes the current state or the error.
 	Msg string `json:"msg"`
 	// StartedAt is when the job started.

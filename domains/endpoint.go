@@ -32,7 +32,7 @@ type EndpointConfiguration struct {
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
 	// Type is [EndpointTypeHTTP] or [EndpointTypeHTTPS]; it never changes.
-	Type string `json:"type"`
+	Type string `json:"type" openapi:"oneof=http https"`
 }
 
 // CreateEndpointConfigurationParams are the parameters of creating an

@@ -83,7 +83,7 @@ type HTTPSRoute struct {
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
 	// MatchType is [MatchExactPath] or [MatchPathPrefix].
-	MatchType string `json:"match_type"`
+	MatchType string `json:"match_type" openapi:"oneof=exact_path path_prefix"`
 	// Match is the path, or path prefix, the route matches.
 	Match string `json:"match"`
 	// OIDC is the OIDC module.

@@ -533,11 +533,11 @@ type TLSTermination struct {
 	// Enabled is true when the module applies to traffic.
 	Enabled bool `json:"enabled"`
 	// TerminateAt is [TerminateAtEdge] or [TerminateAtUpstream].
-	TerminateAt string `json:"terminate_at"`
+	TerminateAt string `json:"terminate_at" openapi:"oneof=edge upstream"`
 	// MinVersion is "1.0", "1.1", "1.2" or "1.3", or nil for the service
 	// default ([DefaultMinTLSVersion]); always nil when TerminateAt is
 	// upstream. See [TLSTermination.EffectiveMinVersion].
-	MinVersion *string `json:"min_version"`
+	MinVersion *string `json:"min_version" openapi:"oneof=1.0 1.1 1.2 1.3"`
 }
 
 // EffectiveMinVersion returns the minimum TLS version in force: MinVersion,

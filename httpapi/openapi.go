@@ -79,15 +79,24 @@ type docBuilder struct {
 	// its schema differs.
 	responseTypes map[reflect.Type]bool
 	tags          map[string]string // tag -> description
-	err           error
+	// idPrefixes are the ID prefixes of the resource types the routes
+	// address by {id}: the pattern of their id field.
+	idPrefixes map[reflect.Type]string
+	err        error
 }
 
 // openAPI builds the OpenAPI 3.1 document of the route table.
 func (h *Handler) openAPI() (map[string]any, error) {
 	b := &docBuilder{h: h, schemas: map[string]any{}, responseTypes: map[reflect.Type]bool{}, tags: map[string]string{}}
+	b.idPrefixes = map[reflect.Type]string{}
 	for _, rt := range h.routes {
 		if rt.resp != nil {
 			structTypes(rt.resp, b.responseTypes)
+		}
+		if collection, ok := strings.CutSuffix(rt.pattern, "/{id}"); ok && rt.resp != nil {
+			if prefix := edgeplane.IDPrefixForPath(collection); prefix != "" {
+				b.idPrefixes[rt.resp] = prefix
+			}
 		}
 	}
 	paths := map[string]map[string]any{
@@ -495,6 +504,16 @@ func (b *docBuilder) property(p jsonschema.InterceptPropParams, s side) error {
 	required, err := applyRules(ps, rules, p.Field.Type)
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
+	}
+	if s == responseSide {
+		// What every resource shows: its id, of its kind's pattern, and
+		// absolute URIs.
+		if prefix, ok := b.idPrefixes[parent]; ok && p.Name == "id" {
+			ps.WithPattern("^" + regexp.QuoteMeta(prefix) + "[0-9A-Za-z]{" + strconv.Itoa(ids.Len) + "}$")
+		}
+		if (p.Name == "uri" || strings.HasSuffix(p.Name, "_uri")) && ps.HasType(jsonschema.String) {
+			ps.WithFormat("uri")
+		}
 	}
 	omitEmpty := strings.Contains(p.Field.Tag.Get("json"), ",omitempty")
 	if (s == requestSide && required) || (s == responseSide && !omitEmpty) {

@@ -119,7 +119,7 @@ type Rule struct {
 	// Service.
 	IPPolicy resource.Ref `json:"ip_policy"`
 	// Action is [ActionAllow] or [ActionDeny].
-	Action string `json:"action"`
+	Action string `json:"action" openapi:"oneof=allow deny"`
 }
 
 // CreateRuleParams are the parameters of creating an IP policy rule.
@@ -228,7 +228,7 @@ type Restriction struct {
 	Enforced bool `json:"enforced"`
 	// Type is the traffic restricted: [TypeDashboard], [TypeAPI],
 	// [TypeAgent] or [TypeEndpoints]. It cannot be changed by an update.
-	Type string `json:"type"`
+	Type string `json:"type" openapi:"oneof=dashboard api agent endpoints"`
 	// IPPolicies are the policies enforced, in the order given; their URIs
 	// are filled by the Service.
 	IPPolicies []resource.Ref `json:"ip_policies"`
