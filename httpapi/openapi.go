@@ -3,7 +3,6 @@ package httpapi
 //go:generate go run ./internal/godoc/gen
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -82,11 +81,15 @@ type docBuilder struct {
 	// idPrefixes are the ID prefixes of the resource types the routes
 	// address by {id}: the pattern of their id field.
 	idPrefixes map[reflect.Type]string
-	err        error
+	// problems are what the document could not say (a rule it cannot
+	// express, a missing doc comment): the document is served without it,
+	// and the tests fail while there are any.
+	problems []string
 }
 
-// openAPI builds the OpenAPI 3.1 document of the route table.
-func (h *Handler) openAPI() (map[string]any, error) {
+// openAPI builds the OpenAPI 3.1 document of the route table, and returns
+// what it could not say.
+func (h *Handler) openAPI() (map[string]any, []string) {
 	b := &docBuilder{h: h, schemas: map[string]any{}, responseTypes: map[reflect.Type]bool{}, tags: map[string]string{}}
 	b.idPrefixes = map[reflect.Type]string{}
 	for _, rt := range h.routes {
@@ -125,9 +128,6 @@ func (h *Handler) openAPI() (map[string]any, error) {
 		item[strings.ToLower(rt.method)] = b.operation(rt)
 	}
 	b.schema(reflect.TypeFor[errorBody](), responseSide)
-	if b.err != nil {
-		return nil, b.err
-	}
 	tags := make([]any, 0, len(b.tags))
 	for _, name := range sortedKeys(b.tags) {
 		tags = append(tags, map[string]any{"name": name, "description": b.tags[name]})
@@ -164,7 +164,7 @@ func (h *Handler) openAPI() (map[string]any, error) {
 					"description": "An API key of the account: Authorization: Bearer <API key>."},
 			},
 		},
-	}, nil
+	}, b.problems
 }
 
 // operation returns the OpenAPI operation of rt.
@@ -198,7 +198,7 @@ func (b *docBuilder) operationDoc(rt route) string {
 	name := methodName(rt.call)
 	doc := goDocs["github.com/edgeplane/edgeplane.Service."+name]
 	if doc == "" {
-		b.fail(fmt.Errorf("openapi: %s %s: the Service method %q it calls has no doc comment", rt.method, rt.pattern, name))
+		b.problem("%s %s: the Service method %q it calls has no doc comment (or godoc_gen.go is stale: run go generate)", rt.method, rt.pattern, name)
 		return ""
 	}
 	if rest, ok := strings.CutPrefix(doc, name+" "); ok {
@@ -229,10 +229,8 @@ func tagOf(pattern string) string {
 	return strings.Trim(before, "/")
 }
 
-func (b *docBuilder) fail(err error) {
-	if b.err == nil {
-		b.err = err
-	}
+func (b *docBuilder) problem(format string, args ...any) {
+	b.problems = append(b.problems, fmt.Sprintf(format, args...))
 }
 
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
@@ -390,7 +388,7 @@ func (b *docBuilder) schema(t reflect.Type, s side) jsonschema.Schema {
 		func(rc *jsonschema.ReflectContext) { rc.EnvelopNullability = true },
 	)
 	if err != nil {
-		b.fail(fmt.Errorf("openapi: schema of %s: %w", t, err))
+		b.problem("schema of %s: %v", t, err)
 	}
 	return out
 }
@@ -488,7 +486,7 @@ func (b *docBuilder) property(p jsonschema.InterceptPropParams, s side) error {
 	key := typeKey(parent) + "." + p.Field.Name
 	doc, documented := goDocs[key]
 	if !documented {
-		return fmt.Errorf("field %s is not in godoc_gen.go: run go generate", key)
+		b.problem("field %s is not in godoc_gen.go: run go generate ./httpapi", key)
 	}
 	ps := p.PropertySchema
 	if len(ps.AnyOf) > 0 {
@@ -501,9 +499,9 @@ func (b *docBuilder) property(p jsonschema.InterceptPropParams, s side) error {
 		}
 	}
 	rules := ruleList(p.Field.Tag.Get("validate"), p.Field.Tag.Get("openapi"))
-	required, err := applyRules(ps, rules, p.Field.Type)
-	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+	required, problems := applyRules(ps, rules, p.Field.Type)
+	for _, pr := range problems {
+		b.problem("%s: %s", key, pr)
 	}
 	if s == responseSide {
 		// What every resource shows: its id, of its kind's pattern, and
@@ -564,13 +562,11 @@ func maxBytes(rules []string) (int, bool) {
 	return 0, false
 }
 
-// errUnknownRule is applyRules' error for a rule it cannot express.
-var errUnknownRule = errors.New("a rule tag the OpenAPI document cannot express")
-
 // applyRules applies rules to the schema of a field of type t and reports
-// whether they make the field required. The rules after "dive" apply to
-// the elements of an array.
-func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required bool, err error) {
+// whether they make the field required, and the rules it cannot express.
+// The rules after "dive" apply to the elements of an array (of a struct
+// type, whose schema states its own rules, they are ignored).
+func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required bool, problems []string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -588,7 +584,7 @@ func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required 
 			// Never allowed: only null, the same as absent, passes.
 			*s = jsonschema.Schema{Description: s.Description}
 			s.WithType(jsonschema.Null.Type())
-			return required, nil
+			return required, problems
 		case "id":
 			id := "(?:" + param + ")[0-9A-Za-z]{" + strconv.Itoa(ids.Len) + "}"
 			if omitEmpty {
@@ -597,18 +593,18 @@ func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required 
 			s.WithPattern("^" + id + "$")
 		case "dive":
 			if s.Items == nil || s.Items.SchemaOrBool == nil || s.Items.SchemaOrBool.TypeObject == nil {
-				return false, fmt.Errorf("dive on a field without items")
+				return required, append(problems, "dive on a field without items")
 			}
-			item := s.Items.SchemaOrBool.TypeObject
-			if item.Ref != nil {
-				return false, fmt.Errorf("dive into a referenced schema")
+			if item := s.Items.SchemaOrBool.TypeObject; item.Ref == nil {
+				_, more := applyRules(item, rules[i+1:], t.Elem())
+				problems = append(problems, more...)
 			}
-			_, err := applyRules(item, rules[i+1:], t.Elem())
-			return required, err
+			return required, problems
 		case "maxbytes", "maxrunes":
 			n, err := strconv.ParseInt(param, 10, 64)
 			if err != nil {
-				return false, err
+				problems = append(problems, fmt.Sprintf("rule %q: %v", r, err))
+				continue
 			}
 			s.WithMaxLength(n)
 		case "oneof":
@@ -621,7 +617,8 @@ func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required 
 		case "min", "max", "gte", "lte":
 			n, err := num()
 			if err != nil {
-				return false, err
+				problems = append(problems, fmt.Sprintf("rule %q: %v", r, err))
+				continue
 			}
 			lower := name == "min" || name == "gte"
 			switch t.Kind() {
@@ -657,10 +654,10 @@ func applyRules(s *jsonschema.Schema, rules []string, t reflect.Type) (required 
 		case "httpsurl":
 			s.WithFormat("uri").WithPattern("^https://")
 		default:
-			return false, fmt.Errorf("%w: %q", errUnknownRule, r)
+			problems = append(problems, fmt.Sprintf("rule %q: the OpenAPI document cannot express it (see openapi.go)", r))
 		}
 	}
-	return required, nil
+	return required, problems
 }
 
 // structTypes adds the struct types reachable from t to seen.
@@ -686,7 +683,7 @@ func (b *docBuilder) withError() map[string]any {
 	e, eok := b.schemas["Error"].(jsonschema.Schema)
 	v, vok := b.schemas["apierr.Violation"].(jsonschema.Schema)
 	if !eok || !vok {
-		b.fail(errors.New("openapi: no Error or apierr.Violation schema"))
+		b.problem("no Error or apierr.Violation schema")
 		return b.schemas
 	}
 	e.WithDescription("The body of every error response.")

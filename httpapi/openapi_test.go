@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/httpapi/internal/godoc"
+	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
 )
@@ -262,5 +264,18 @@ func TestOpenAPISchemasAreStrict(t *testing.T) {
 				t.Errorf("valid: %v, want %v (%v)", err == nil, tc.ok, err)
 			}
 		})
+	}
+}
+
+// TestOpenAPIHasNoProblems: the document says every rule of every request
+// and response type (no rule tag it cannot express) and every doc comment
+// is in godoc_gen.go.
+func TestOpenAPIHasNoProblems(t *testing.T) {
+	h, err := httpapi.New(edgeplane.New(memstore.New(), edgeplane.Options{}), httpapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range httpapi.OpenAPIProblems(h) {
+		t.Error(p)
 	}
 }
