@@ -58,9 +58,9 @@ import (
 // An `openapi:"-"` tag leaves a stored-only field out of the document.
 
 // Request and response sides of a schema: a request body's fields are
-// optional unless a rule requires them, and a pointer field takes null
-// (absent); a response's fields are all present (but those tagged
-// omitempty), and only pointers are null.
+// optional unless a rule requires them, and every optional one takes null
+// (which decodes as absent); a response's fields are all present (but
+// those tagged omitempty), and only pointers are null.
 type side int
 
 const (
@@ -70,7 +70,6 @@ const (
 
 // docBuilder builds one OpenAPI document.
 type docBuilder struct {
-	h         *Handler
 	reflector jsonschema.Reflector
 	schemas   map[string]any
 	// responseTypes are the struct types reachable from response bodies:
@@ -90,7 +89,7 @@ type docBuilder struct {
 // openAPI builds the OpenAPI 3.1 document of the route table, and returns
 // what it could not say.
 func (h *Handler) openAPI() (map[string]any, []string) {
-	b := &docBuilder{h: h, schemas: map[string]any{}, responseTypes: map[reflect.Type]bool{}, tags: map[string]string{}}
+	b := &docBuilder{schemas: map[string]any{}, responseTypes: map[reflect.Type]bool{}, tags: map[string]string{}}
 	b.idPrefixes = map[reflect.Type]string{}
 	for _, rt := range h.routes {
 		if rt.resp != nil {
@@ -395,10 +394,14 @@ func (b *docBuilder) schema(t reflect.Type, s side) jsonschema.Schema {
 
 // componentName names the component of a struct type: "<package>.<Type>"
 // ("credentials.Credential"), with "Request" appended to a request-side
-// type that responses use too; the error body is "Error".
+// type that responses use too; the error body is "Error" and its details
+// "ErrorDetails".
 func (b *docBuilder) componentName(t reflect.Type, s side) string {
-	if t == reflect.TypeFor[errorBody]() {
+	switch t {
+	case reflect.TypeFor[errorBody]():
 		return "Error"
+	case reflect.TypeFor[errorDetails]():
+		return "ErrorDetails"
 	}
 	pkg := t.PkgPath()
 	pkg = pkg[strings.LastIndex(pkg, "/")+1:]

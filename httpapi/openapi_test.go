@@ -279,3 +279,36 @@ func TestOpenAPIHasNoProblems(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestOpenAPIOperationIDsAreStable: the operations are those listed in
+// testdata/openapi_operations.txt, under the same operationIds (clients
+// generated from the document name their methods by them): renaming one
+// breaks them. A new operation is added to the file.
+func TestOpenAPIOperationIDsAreStable(t *testing.T) {
+	raw, err := os.ReadFile("testdata/openapi_operations.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{} // operationId -> "METHOD path"
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, op, _ := strings.Cut(line, " ")
+		want[id] = op
+	}
+	got := map[string]string{}
+	operations(rawDoc(t), func(name string, op map[string]any) {
+		got[op["operationId"].(string)] = name
+	})
+	for id, op := range want {
+		if got[id] != op {
+			t.Errorf("operationId %s names %q, want %q: an operationId never changes", id, got[id], op)
+		}
+	}
+	for id, op := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("new operation %s %s: add the line %q to testdata/openapi_operations.txt", id, op, id+" "+op)
+		}
+	}
+}
