@@ -67,10 +67,42 @@ func ruleCases(name string, prop map[string]any, required bool) []ruleCase {
 	return out
 }
 
+// objectCases returns the rule cases of the properties of an object
+// schema, and of the objects they refer to (a nested case's body and field
+// are under the property's name: certificate_management_policy.authority).
+func objectCases(schemas, schema map[string]any, depth int) []ruleCase {
+	var out []ruleCase
+	required, _ := schema["required"].([]any)
+	props, _ := schema["properties"].(map[string]any)
+	for _, name := range sortedKeys(props) {
+		prop := props[name].(map[string]any)
+		out = append(out, ruleCases(name, prop, slices.Contains(required, any(name)))...)
+		ref, _ := prop["$ref"].(string)
+		if anyOf, ok := prop["anyOf"].([]any); ok {
+			for _, m := range anyOf {
+				if r, ok := m.(map[string]any)["$ref"].(string); ok {
+					ref = r
+				}
+			}
+		}
+		nested, ok := schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+		if !ok || depth > 2 {
+			continue
+		}
+		for _, rc := range objectCases(schemas, nested, depth+1) {
+			out = append(out, ruleCase{name: name + "." + rc.name, body: map[string]any{name: rc.body},
+				field: name + "." + rc.field, reason: rc.reason})
+		}
+	}
+	return out
+}
+
 // TestOpenAPIRulesAreEnforced: every rule the document states of a request
 // body field is one the server enforces. For each operation with a body
-// and each rule of its fields (required, maxLength, enum, minimum, maximum,
-// maxItems), a request breaking that rule alone, on a resource that exists,
+// and each rule of its fields and of the objects they hold (required,
+// maxLength, enum, pattern, minimum, maximum, maxItems, only null, the
+// items' pattern and maxLength), a request breaking that rule alone, on a
+// resource that exists,
 // is answered 400 with a violation naming the field. (The document may
 // state fewer rules than the server enforces, never more.)
 func TestOpenAPIRulesAreEnforced(t *testing.T) {
@@ -93,12 +125,8 @@ func TestOpenAPIRulesAreEnforced(t *testing.T) {
 		}
 		method, path, _ := strings.Cut(opName, " ")
 		path = fillPath(t, path, op, existing, f.source)
-		var required []any
-		required, _ = schema["required"].([]any)
-		props, _ := schema["properties"].(map[string]any)
-		for _, name := range sortedKeys(props) {
-			prop := props[name].(map[string]any)
-			for _, rc := range ruleCases(name, prop, slices.Contains(required, any(name))) {
+		{
+			for _, rc := range objectCases(schemas, schema, 0) {
 				cases++
 				t.Run(opName+" "+rc.name, func(t *testing.T) {
 					b, _ := json.Marshal(rc.body)
@@ -152,4 +180,49 @@ func fillPath(t *testing.T, path string, op map[string]any, existing []string, s
 		path = strings.Replace(path, fmt.Sprintf("{%s}", name), value, 1)
 	}
 	return path
+}
+
+// TestOpenAPIQueryRulesAreEnforced: the bounds the document states of a
+// query parameter (limit's 1..100) are the server's: a value beyond one is
+// answered 400 naming the parameter.
+func TestOpenAPIQueryRulesAreEnforced(t *testing.T) {
+	s := newE2E(t)
+	f := newFixture(t, s, s.keyA, "query")
+	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp}
+	cases := 0
+	operations(rawDoc(t), func(opName string, op map[string]any) {
+		method, path, _ := strings.Cut(opName, " ")
+		filled := false
+		for _, p := range op["parameters"].([]any) {
+			param := p.(map[string]any)
+			if param["in"] != "query" {
+				continue
+			}
+			if !filled {
+				path, filled = fillPath(t, path, op, existing, f.source), true
+			}
+			name := param["name"].(string)
+			schema := param["schema"].(map[string]any)
+			var values []string
+			if n, ok := schema["minimum"].(float64); ok {
+				values = append(values, strconv.Itoa(int(n)-1))
+			}
+			if n, ok := schema["maximum"].(float64); ok {
+				values = append(values, strconv.Itoa(int(n)+1))
+			}
+			if schema["type"] == "integer" {
+				values = append(values, "ten")
+			}
+			for _, v := range values {
+				cases++
+				t.Run(opName+" "+name+"="+v, func(t *testing.T) {
+					checkError(t, call(t, s, method, path+"?"+name+"="+v, s.keyA, ""),
+						apiError{status: 400, code: errInvalid, fields: []string{name}})
+				})
+			}
+		}
+	})
+	if cases == 0 {
+		t.Fatal("no query parameter has a bound")
+	}
 }
