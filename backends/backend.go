@@ -46,7 +46,7 @@ type CreateParams struct {
 	// Metadata is optional, at most 4096 bytes.
 	Metadata string `json:"metadata" validate:"maxbytes=4096"`
 	// Labels are required: 1 to [MaxLabels] labels (see [ValidateLabels]).
-	Labels map[string]string `json:"labels"`
+	Labels map[string]string `json:"labels" openapi:"required,min=1,max=32"`
 }
 
 // Validate reports every broken rule of p at once: the byte limits and the
@@ -83,7 +83,7 @@ type UpdateParams struct {
 	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
 	// Labels replaces the whole label set; when present it must hold at
 	// least one label.
-	Labels *map[string]string `json:"labels"`
+	Labels *map[string]string `json:"labels" openapi:"min=1,max=32"`
 }
 
 // Validate reports every broken rule of p at once. It returns nil or an

@@ -64,7 +64,7 @@ type CreateParams struct {
 	// OwnerID names the owning user (usr_) or bot (bot_). Empty means the
 	// authenticated caller; whether the caller may name another owner is
 	// the Service's decision.
-	OwnerID string `json:"owner_id"`
+	OwnerID string `json:"owner_id" openapi:"omitempty,id=usr_|bot_"`
 }
 
 // Validate reports every broken rule of p at once: the description and
@@ -113,7 +113,7 @@ type UpdateParams struct {
 	// OwnerID is never allowed: the owner cannot be changed by an update.
 	// It exists so that a request naming it is refused rather than
 	// silently ignored.
-	OwnerID *string `json:"owner_id"`
+	OwnerID *string `json:"owner_id" openapi:"absent"`
 }
 
 // Validate reports every broken rule of p at once: the byte limits, every

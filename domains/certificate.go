@@ -58,7 +58,7 @@ type Certificate struct {
 	// NotAfter is when the leaf expires.
 	NotAfter time.Time `json:"not_after"`
 	// PrivateKeyType is [KeyTypeRSA], [KeyTypeECDSA] or [KeyTypeEd25519].
-	PrivateKeyType string `json:"private_key_type"`
+	PrivateKeyType string `json:"private_key_type" openapi:"oneof=rsa ecdsa ed25519"`
 }
 
 // SubjectAlternativeNames are a certificate's subject alternative names.

@@ -75,7 +75,7 @@ type ReservedDomain struct {
 	// wildcard such as "*.example.com". It never changes.
 	Domain string `json:"domain"`
 	// Region is the deprecated region as given at creation, or "".
-	Region string `json:"region"`
+	Region string `json:"region" openapi:"omitempty,oneof=au eu ap us jp in sa"`
 	// CNAMETarget is the name the domain's CNAME record must point to; nil
 	// for a subdomain of a service-owned base domain.
 	CNAMETarget *string `json:"cname_target"`
@@ -108,9 +108,9 @@ type ReservedDomain struct {
 // CertPolicy is a reserved domain's certificate management policy.
 type CertPolicy struct {
 	// Authority is the certificate authority: [AuthorityLetsEncrypt].
-	Authority string `json:"authority"`
+	Authority string `json:"authority" openapi:"oneof=letsencrypt"`
 	// PrivateKeyType is [KeyTypeRSA] or [KeyTypeECDSA].
-	PrivateKeyType string `json:"private_key_type"`
+	PrivateKeyType string `json:"private_key_type" openapi:"oneof=rsa ecdsa"`
 }
 
 // CertStatus is the state of a reserved domain's certificate management.
@@ -127,7 +127,7 @@ type CertStatus struct {
 type CertJob struct {
 	// ErrorCode is nil while nothing has failed, else [ErrorCodeInternal]
 	// or [ErrorCodeDNS].
-	ErrorCode *string `json:"error_code"`
+	ErrorCode *string `json:"error_code" openapi:"oneof=INTERNAL_ERROR DNS_ERROR"`
 	// Msg describes the current state or the error.
 	Msg string `json:"msg"`
 	// StartedAt is when the job started.
@@ -159,7 +159,7 @@ func (p CertPolicyParams) Policy() CertPolicy {
 // CreateParams are the parameters of reserving a domain.
 type CreateParams struct {
 	// Domain is required: see [ParseName].
-	Domain string `json:"domain"`
+	Domain string `json:"domain" openapi:"required,maxbytes=253"`
 	// Region is optional and deprecated: one of [Regions].
 	Region string `json:"region" validate:"omitempty,oneof=au eu ap us jp in sa"`
 	// Description is optional, at most 255 bytes.
@@ -169,7 +169,7 @@ type CreateParams struct {
 	// CertificateID optionally names a TLS certificate of the account that
 	// covers the domain. Mutually exclusive with
 	// CertificateManagementPolicy.
-	CertificateID string `json:"certificate_id"`
+	CertificateID string `json:"certificate_id" openapi:"omitempty,id=cert_"`
 	// CertificateManagementPolicy optionally turns on automatic
 	// certificate management. Mutually exclusive with CertificateID.
 	CertificateManagementPolicy *CertPolicyParams `json:"certificate_management_policy"`
@@ -227,23 +227,23 @@ type UpdateParams struct {
 	// CertificateID attaches a TLS certificate of the account that covers
 	// the domain, turning certificate management off; "" detaches the
 	// certificate. Mutually exclusive with CertificateManagementPolicy.
-	CertificateID *string `json:"certificate_id"`
+	CertificateID *string `json:"certificate_id" openapi:"omitempty,id=cert_"`
 	// CertificateManagementPolicy sets the certificate management policy
 	// (see [ReservedDomain.SetPolicy]). Mutually exclusive with
 	// CertificateID.
 	CertificateManagementPolicy *CertPolicyParams `json:"certificate_management_policy"`
 	// HTTPEndpointConfigurationID attaches an endpoint configuration of
 	// type http; "" detaches it.
-	HTTPEndpointConfigurationID *string `json:"http_endpoint_configuration_id"`
+	HTTPEndpointConfigurationID *string `json:"http_endpoint_configuration_id" openapi:"omitempty,id=ec_"`
 	// HTTPSEndpointConfigurationID attaches an endpoint configuration of
 	// type https; "" detaches it.
-	HTTPSEndpointConfigurationID *string `json:"https_endpoint_configuration_id"`
+	HTTPSEndpointConfigurationID *string `json:"https_endpoint_configuration_id" openapi:"omitempty,id=ec_"`
 	// Domain is never allowed: a reserved domain's name cannot change. It
 	// exists so that a request naming it is refused rather than silently
 	// ignored.
-	Domain *string `json:"domain"`
+	Domain *string `json:"domain" openapi:"absent"`
 	// Region is never allowed, for the same reason.
-	Region *string `json:"region"`
+	Region *string `json:"region" openapi:"absent"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an

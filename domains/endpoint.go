@@ -32,7 +32,7 @@ type EndpointConfiguration struct {
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
 	// Type is [EndpointTypeHTTP] or [EndpointTypeHTTPS]; it never changes.
-	Type string `json:"type"`
+	Type string `json:"type" openapi:"oneof=http https"`
 }
 
 // CreateEndpointConfigurationParams are the parameters of creating an
@@ -66,7 +66,7 @@ type UpdateEndpointConfigurationParams struct {
 	// Type is never allowed: the type cannot change, because reserved
 	// domains rely on it. It exists so that a request naming it is refused
 	// rather than silently ignored.
-	Type *string `json:"type"`
+	Type *string `json:"type" openapi:"absent"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an

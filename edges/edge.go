@@ -83,7 +83,7 @@ type HTTPSRoute struct {
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
 	// MatchType is [MatchExactPath] or [MatchPathPrefix].
-	MatchType string `json:"match_type"`
+	MatchType string `json:"match_type" openapi:"oneof=exact_path path_prefix"`
 	// Match is the path, or path prefix, the route matches.
 	Match string `json:"match"`
 	// OIDC is the OIDC module.
@@ -288,7 +288,7 @@ type CreateRouteParams struct {
 	// MatchType is required: exact_path or path_prefix.
 	MatchType string `json:"match_type" validate:"required,oneof=exact_path path_prefix"`
 	// Match is required: a path starting with "/" (see [CheckMatch]).
-	Match string `json:"match"`
+	Match string `json:"match" openapi:"required,maxbytes=1024"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -318,7 +318,7 @@ type UpdateRouteParams struct {
 	// MatchType replaces the match type: exact_path or path_prefix.
 	MatchType *string `json:"match_type" validate:"omitnil,oneof=exact_path path_prefix"`
 	// Match replaces the match (see [CheckMatch]).
-	Match *string `json:"match"`
+	Match *string `json:"match" openapi:"min=1,maxbytes=1024"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an

@@ -116,21 +116,21 @@ type OIDCParams struct {
 	OptionsPassthrough bool `json:"options_passthrough"`
 	// CookiePrefix is optional: at most 64 bytes of HTTP token characters
 	// (a cookie name's characters). Empty means [DefaultCookiePrefix].
-	CookiePrefix string `json:"cookie_prefix"`
+	CookiePrefix string `json:"cookie_prefix" openapi:"maxbytes=64"`
 	// InactivityTimeout is optional, seconds.
 	InactivityTimeout uint32 `json:"inactivity_timeout"`
 	// MaximumDuration is optional, seconds.
 	MaximumDuration uint32 `json:"maximum_duration"`
 	// Issuer is required: an absolute https URL without user info, query
 	// or fragment, at most 2048 bytes.
-	Issuer string `json:"issuer"`
+	Issuer string `json:"issuer" openapi:"required,maxbytes=2048,httpsurl"`
 	// ClientID is required: at most 1024 bytes, no control characters.
-	ClientID string `json:"client_id"`
+	ClientID string `json:"client_id" openapi:"required,maxbytes=1024"`
 	// ClientSecret is required: at most 1024 bytes, no control characters.
-	ClientSecret string `json:"client_secret"`
+	ClientSecret string `json:"client_secret" openapi:"required,maxbytes=1024"`
 	// Scopes are optional: at most 100 distinct OAuth scope tokens of 1 to
 	// 256 printable ASCII characters other than space, '"' and '\'.
-	Scopes []string `json:"scopes"`
+	Scopes []string `json:"scopes" openapi:"max=100,unique,dive,min=1,maxbytes=256"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -255,7 +255,7 @@ type BackendParams struct {
 	Enabled *bool `json:"enabled"`
 	// BackendID is required: a tunnel group backend (bkdtg_) of the
 	// account.
-	BackendID string `json:"backend_id"`
+	BackendID string `json:"backend_id" openapi:"required,id=bkdtg_"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -298,10 +298,10 @@ type ResponseHeadersParams struct {
 	// Add maps header names to values: at most 100 entries; names are HTTP
 	// tokens of at most 256 bytes, and two names may not differ only in
 	// case; values are at most 4096 bytes without CR, LF or NUL.
-	Add map[string]string `json:"add"`
+	Add map[string]string `json:"add" openapi:"max=100"`
 	// Remove lists header names: at most 100 distinct (ignoring case) HTTP
 	// tokens, none also in Add.
-	Remove []string `json:"remove"`
+	Remove []string `json:"remove" openapi:"max=100,unique,dive,min=1,maxbytes=256"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -464,7 +464,7 @@ type IPRestrictionParams struct {
 	Enabled *bool `json:"enabled"`
 	// IPPolicyIDs is required: 1 to [MaxIPPolicies] distinct IP policies
 	// (ipp_) of the account.
-	IPPolicyIDs []string `json:"ip_policy_ids"`
+	IPPolicyIDs []string `json:"ip_policy_ids" openapi:"required,min=1,max=100,unique,dive,id=ipp_"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -525,7 +525,7 @@ type TrafficPolicyParams struct {
 	// Enabled defaults to true when nil.
 	Enabled *bool `json:"enabled"`
 	// Value is required: a traffic policy document as a JSON string.
-	Value string `json:"value"`
+	Value string `json:"value" openapi:"required,maxbytes=131072"`
 }
 
 // TLSTermination is the TLS edge TLS termination module.
@@ -533,11 +533,11 @@ type TLSTermination struct {
 	// Enabled is true when the module applies to traffic.
 	Enabled bool `json:"enabled"`
 	// TerminateAt is [TerminateAtEdge] or [TerminateAtUpstream].
-	TerminateAt string `json:"terminate_at"`
+	TerminateAt string `json:"terminate_at" openapi:"oneof=edge upstream"`
 	// MinVersion is "1.0", "1.1", "1.2" or "1.3", or nil for the service
 	// default ([DefaultMinTLSVersion]); always nil when TerminateAt is
 	// upstream. See [TLSTermination.EffectiveMinVersion].
-	MinVersion *string `json:"min_version"`
+	MinVersion *string `json:"min_version" openapi:"oneof=1.0 1.1 1.2 1.3"`
 }
 
 // EffectiveMinVersion returns the minimum TLS version in force: MinVersion,
@@ -558,10 +558,10 @@ type TLSTerminationParams struct {
 	// Enabled defaults to true when nil.
 	Enabled *bool `json:"enabled"`
 	// TerminateAt is edge (the default, when empty) or upstream.
-	TerminateAt string `json:"terminate_at"`
+	TerminateAt string `json:"terminate_at" openapi:"omitempty,oneof=edge upstream"`
 	// MinVersion is nil (the service default) or one of 1.0, 1.1, 1.2,
 	// 1.3; it must be nil when TerminateAt is upstream.
-	MinVersion *string `json:"min_version"`
+	MinVersion *string `json:"min_version" openapi:"oneof=1.0 1.1 1.2 1.3"`
 }
 
 // TLSVersions lists the allowed min_version values, oldest first.

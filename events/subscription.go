@@ -90,7 +90,7 @@ type Source struct {
 // subscription.
 type CreateSourceParams struct {
 	// Type is required: a known event type of the registry.
-	Type string `json:"type"`
+	Type string `json:"type" openapi:"required,maxbytes=128"`
 }
 
 // Validate reports whether p.Type is a well-formed type known to reg

@@ -13,6 +13,28 @@
 // from it. Creates answer 201, deletes 204 with no body, everything else
 // 200.
 //
+// # OpenAPI document
+//
+// The document is derived, never written by hand: the schemas from the Go
+// types of the request and response bodies (by their json tags, with
+// github.com/swaggest/jsonschema-go), the rules from their `validate` tags
+// and from `openapi` tags that state, in the same words, the rules a
+// hand-written Validate method enforces (required, enum, byte limits as
+// maxLength plus the limit in bytes in the description, minimum/maximum,
+// item bounds, ID patterns, fields an update refuses); the descriptions
+// from the Go doc comments of the types, their fields and the Service
+// methods the routes call (collected by go generate into godoc_gen.go).
+// Response fields are all required but those tagged omitempty; optional
+// request fields take null (the same as absent); objects are closed
+// (additionalProperties: false). Operations are tagged by resource (the
+// path up to its first parameter) and list every error status they may
+// answer, with the Error schema and the Service-Operation-Id header
+// (Retry-After on 429); servers is the Service's base URL. The tests check
+// every request and response of the end-to-end suite against the document
+// with kin-openapi, and send, for every rule the document states of a
+// request field, a request breaking it, which must be refused naming the
+// field. After changing a doc comment, run go generate ./httpapi.
+//
 // # Requests
 //
 // Every request but GET /openapi.json and CORS preflights carries

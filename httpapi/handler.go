@@ -97,6 +97,9 @@ type Handler struct {
 	routes  []route
 	methods map[string][]string // pattern path -> allowed methods
 	openapi []byte
+	// docProblems are what the OpenAPI document could not say; the
+	// tests fail while there are any.
+	docProblems []string
 }
 
 // New returns a Handler over svc. It fails only when opts is invalid.
@@ -138,7 +141,9 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, noSuchPath(r))
 	})
-	doc, err := json.Marshal(h.openAPI())
+	var api map[string]any
+	api, h.docProblems = h.openAPI()
+	doc, err := json.Marshal(api)
 	if err != nil {
 		return nil, err
 	}
@@ -673,17 +678,27 @@ func jsonType(kind string) string {
 
 // errorBody is the wire shape of every error.
 type errorBody struct {
-	ErrorCode  string             `json:"error_code"`
-	StatusCode int                `json:"status_code"`
-	Msg        string             `json:"msg"`
-	Details    errorDetails       `json:"details"`
+	// ErrorCode is the stable code of the error, ERR_SERVICE_<n>.
+	ErrorCode string `json:"error_code"`
+	// StatusCode repeats the HTTP status of the response.
+	StatusCode int `json:"status_code"`
+	// Msg says what was wrong and what is allowed; with several
+	// violations, the first and how many more there are.
+	Msg string `json:"msg"`
+	// Details identifies the request.
+	Details errorDetails `json:"details"`
+	// Violations are the broken field rules, the first MaxViolations in
+	// the order found; absent when there are none.
 	Violations []apierr.Violation `json:"violations,omitempty"`
 	// ViolationsOmitted counts the violations beyond the first
-	// MaxViolations, which are not listed.
+	// MaxViolations, which are not listed; absent when there are none.
 	ViolationsOmitted int `json:"violations_omitted,omitempty"`
 }
 
+// errorDetails identifies the request an error answers.
 type errorDetails struct {
+	// OperationID is the request's identifier, as in the
+	// Service-Operation-Id header: quote it when reporting a problem.
 	OperationID string `json:"operation_id"`
 }
 

@@ -129,6 +129,7 @@ func (s *server) do(method, path, key, body string, hdr ...string) response {
 	if resp.Header.Get("Service-Operation-Id") == "" {
 		s.t.Errorf("%s %s: no Service-Operation-Id header", method, path)
 	}
+	checkContract(s.t, req, body, resp.StatusCode, resp.Header, b)
 	return out
 }
 

@@ -22,6 +22,7 @@ type route struct {
 	req     reflect.Type // request body type, nil when none
 	resp    reflect.Type // response body type, nil for 204
 	list    string       // for lists: the collection field name
+	call    any          // the Service method the route calls: its doc comment describes the operation
 	handle  func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error)
 }
 
@@ -30,7 +31,7 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 // create builds a POST route answering 201.
 func create[Req, Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, Req) (*Resp, error)) route {
 	return route{method: http.MethodPost, pattern: pattern, op: op, summary: summary, status: http.StatusCreated,
-		req: typeOf[Req](), resp: typeOf[Resp](),
+		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			body, err := decodeBody[Req](h, r)
 			if err != nil {
@@ -48,7 +49,7 @@ func read[Resp any](pattern, op, summary string, call func(context.Context, edge
 // readBy builds a GET route of one resource addressed by the path value
 // name.
 func readBy[Resp any](pattern, op, summary, name string, call func(context.Context, edgeplane.Principal, string) (*Resp, error)) route {
-	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](),
+	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](), call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			return call(r.Context(), p, r.PathValue(name))
 		}}
@@ -57,7 +58,7 @@ func readBy[Resp any](pattern, op, summary, name string, call func(context.Conte
 // patch builds a PATCH route of one resource addressed by {id}.
 func patch[Req, Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
 	return route{method: http.MethodPatch, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
-		req: typeOf[Req](), resp: typeOf[Resp](),
+		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			body, err := decodeBody[Req](h, r)
 			if err != nil {
@@ -69,7 +70,7 @@ func patch[Req, Resp any](pattern, op, summary string, call func(context.Context
 
 // remove builds a DELETE route answering 204.
 func remove(pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) error) route {
-	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent,
+	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent, call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			return nil, call(r.Context(), p, r.PathValue("id"))
 		}}
@@ -78,9 +79,9 @@ func remove(pattern, op, summary string, call func(context.Context, edgeplane.Pr
 // listOf builds a GET route of a collection: {<field>: [...], uri,
 // next_page_uri}, with the limit and before_id query parameters.
 func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T]) route {
-	return pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
+	return withCall(call, pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
 		return call(r.Context(), p, opts)
-	})
+	}))
 }
 
 // pageRoute builds a GET route answering one page from call.
@@ -107,7 +108,7 @@ func pageRoute[T any](pattern, op, summary, field string, call func(*http.Reques
 // createIn builds a POST route of a child collection under parent.
 func createIn[Req, Resp any](pattern, op, summary, parent string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
 	return route{method: http.MethodPost, pattern: pattern, op: op, summary: summary, status: http.StatusCreated,
-		req: typeOf[Req](), resp: typeOf[Resp](),
+		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			body, err := decodeBody[Req](h, r)
 			if err != nil {
@@ -119,14 +120,20 @@ func createIn[Req, Resp any](pattern, op, summary, parent string, call func(cont
 
 // listIn builds a GET route of a child collection under parent.
 func listIn[T any](pattern, op, summary, field, parent string, call func(context.Context, edgeplane.Principal, string, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
-	return pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
+	return withCall(call, pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
 		return call(r.Context(), p, r.PathValue(parent), opts)
-	})
+	}))
+}
+
+// withCall records the Service method a route calls.
+func withCall(call any, rt route) route {
+	rt.call = call
+	return rt
 }
 
 // read2 builds a GET route of a resource addressed by two path values.
 func read2[Resp any](pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string) (*Resp, error)) route {
-	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](),
+	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](), call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			return call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]))
 		}}
@@ -136,7 +143,7 @@ func read2[Resp any](pattern, op, summary string, names [2]string, call func(con
 // values.
 func write2[Req, Resp any](method, pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string, Req) (*Resp, error)) route {
 	return route{method: method, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
-		req: typeOf[Req](), resp: typeOf[Resp](),
+		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			body, err := decodeBody[Req](h, r)
 			if err != nil {
@@ -148,7 +155,7 @@ func write2[Req, Resp any](method, pattern, op, summary string, names [2]string,
 
 // remove2 builds a DELETE route of a resource addressed by two path values.
 func remove2(pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string) error) route {
-	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent,
+	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent, call: call,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			return nil, call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]))
 		}}

@@ -119,7 +119,7 @@ type Rule struct {
 	// Service.
 	IPPolicy resource.Ref `json:"ip_policy"`
 	// Action is [ActionAllow] or [ActionDeny].
-	Action string `json:"action"`
+	Action string `json:"action" openapi:"oneof=allow deny"`
 }
 
 // CreateRuleParams are the parameters of creating an IP policy rule.
@@ -129,11 +129,11 @@ type CreateRuleParams struct {
 	// Metadata is optional, at most 4096 bytes.
 	Metadata string `json:"metadata" validate:"maxbytes=4096"`
 	// CIDR is required: an IPv4 or IPv6 prefix or address.
-	CIDR string `json:"cidr"`
+	CIDR string `json:"cidr" openapi:"required"`
 	// IPPolicyID is required: the policy the rule belongs to.
-	IPPolicyID string `json:"ip_policy_id"`
+	IPPolicyID string `json:"ip_policy_id" openapi:"required,id=ipp_"`
 	// Action is required: [ActionAllow] or [ActionDeny].
-	Action string `json:"action"`
+	Action string `json:"action" openapi:"required,oneof=allow deny"`
 }
 
 // Validate reports every broken rule of p: byte limits, a required valid
@@ -180,7 +180,7 @@ type UpdateRuleParams struct {
 	// CIDR replaces the prefix.
 	CIDR *string `json:"cidr"`
 	// Action replaces the action: [ActionAllow] or [ActionDeny].
-	Action *string `json:"action"`
+	Action *string `json:"action" openapi:"oneof=allow deny"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -228,7 +228,7 @@ type Restriction struct {
 	Enforced bool `json:"enforced"`
 	// Type is the traffic restricted: [TypeDashboard], [TypeAPI],
 	// [TypeAgent] or [TypeEndpoints]. It cannot be changed by an update.
-	Type string `json:"type"`
+	Type string `json:"type" openapi:"oneof=dashboard api agent endpoints"`
 	// IPPolicies are the policies enforced, in the order given; their URIs
 	// are filled by the Service.
 	IPPolicies []resource.Ref `json:"ip_policies"`
@@ -252,7 +252,7 @@ type CreateRestrictionParams struct {
 	Type string `json:"type" validate:"required,oneof=dashboard api agent endpoints"`
 	// IPPolicyIDs is required: 1 to [MaxIPPolicies] distinct IP policy
 	// identifiers.
-	IPPolicyIDs []string `json:"ip_policy_ids"`
+	IPPolicyIDs []string `json:"ip_policy_ids" openapi:"required,min=1,max=100,unique,dive,id=ipp_"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -288,11 +288,11 @@ type UpdateRestrictionParams struct {
 	Enforced *bool `json:"enforced"`
 	// IPPolicyIDs replaces the whole list of policies, by the rules of
 	// creation.
-	IPPolicyIDs *[]string `json:"ip_policy_ids"`
+	IPPolicyIDs *[]string `json:"ip_policy_ids" openapi:"min=1,max=100,unique,dive,id=ipp_"`
 	// Type is never allowed: a restriction's type cannot be changed. It
 	// exists so that a request naming it is refused rather than silently
 	// ignored.
-	Type *string `json:"type"`
+	Type *string `json:"type" openapi:"absent"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
