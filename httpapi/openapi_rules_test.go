@@ -108,7 +108,9 @@ func objectCases(schemas, schema map[string]any, depth int) []ruleCase {
 func TestOpenAPIRulesAreEnforced(t *testing.T) {
 	s := newE2E(t)
 	f := newFixture(t, s, s.keyA, "rules")
-	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp}
+	bot := create(t, s, s.keyA, "/bot_users", `{"name":"rules"}`, "bot_")
+	key := create(t, s, s.keyA, "/api_keys", `{}`, "ak_")
+	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp, bot, key}
 	doc := rawDoc(t)
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
 	cases := 0
@@ -188,7 +190,9 @@ func fillPath(t *testing.T, path string, op map[string]any, existing []string, s
 func TestOpenAPIQueryRulesAreEnforced(t *testing.T) {
 	s := newE2E(t)
 	f := newFixture(t, s, s.keyA, "query")
-	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp}
+	bot := create(t, s, s.keyA, "/bot_users", `{"name":"rules"}`, "bot_")
+	key := create(t, s, s.keyA, "/api_keys", `{}`, "ak_")
+	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp, bot, key}
 	cases := 0
 	operations(rawDoc(t), func(opName string, op map[string]any) {
 		method, path, _ := strings.Cut(opName, " ")

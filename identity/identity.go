@@ -140,7 +140,7 @@ type CreateAPIKeyParams struct {
 	Metadata string `json:"metadata" validate:"maxbytes=4096"`
 	// OwnerID names the user or bot the key acts as. Empty means the
 	// caller; only an admin may name another subject.
-	OwnerID string `json:"owner_id"`
+	OwnerID string `json:"owner_id" openapi:"omitempty,id=usr_|bot_"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
