@@ -123,12 +123,7 @@ func (s *Service) ListTLSCertificates(ctx context.Context, p Principal, opts Lis
 	if err != nil {
 		return nil, err
 	}
-	out := &Page[domains.Certificate]{Items: make([]domains.Certificate, len(page.Items)), URI: page.URI,
-		NextPageURI: page.NextPageURI, NextBeforeID: page.NextBeforeID}
-	for i := range page.Items {
-		out.Items[i] = page.Items[i].Certificate
-	}
-	return out, nil
+	return pageOf(page, func(c *storedCertificate) domains.Certificate { return c.Certificate }), nil
 }
 
 // UpdateTLSCertificate changes the description and metadata present in

@@ -51,18 +51,9 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	owner := p.SubjectID
-	if params.OwnerID != "" && params.OwnerID != p.SubjectID {
-		if !p.Admin {
-			return nil, apierr.New(apierr.PermissionDenied, "only an admin may set owner_id to another user or bot")
-		}
-		if _, err := s.getSubject(ctx, p.AccountID, params.OwnerID); err != nil {
-			if errors.Is(err, apierr.ErrNotFound) {
-				return nil, apierr.Invalidf("owner_id", "must name a user or bot of the account; %s not found", params.OwnerID)
-			}
-			return nil, err
-		}
-		owner = params.OwnerID
+	owner, err := s.ownerFor(ctx, p, params.OwnerID)
+	if err != nil {
+		return nil, err
 	}
 	token, err := credentials.NewToken()
 	if err != nil {
@@ -119,6 +110,26 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 // token stops working at once.
 func (s *Service) DeleteCredential(ctx context.Context, p Principal, id string) error {
 	return s.remove(ctx, p, credentialKind, id)
+}
+
+// ownerFor returns the owner of what p creates when the request names
+// requested as owner_id: p's subject when requested is empty or p's own,
+// else requested, which only an admin may name and which must be a user
+// or bot of the account.
+func (s *Service) ownerFor(ctx context.Context, p Principal, requested string) (string, error) {
+	if requested == "" || requested == p.SubjectID {
+		return p.SubjectID, nil
+	}
+	if !p.Admin {
+		return "", apierr.New(apierr.PermissionDenied, "only an admin may set owner_id to another user or bot")
+	}
+	if _, err := s.getSubject(ctx, p.AccountID, requested); err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return "", apierr.Invalidf("owner_id", "must name a user or bot of the account; %s not found", requested)
+		}
+		return "", err
+	}
+	return requested, nil
 }
 
 // TunnelAuth is what a tunnel server learns from a valid authtoken.

@@ -40,16 +40,23 @@ func (s *Service) presentAPIKey(k *identity.APIKey, _ store.Record) {
 	k.Token = nil
 }
 
-var errAdminOnly = apierr.New(apierr.PermissionDenied, "only an admin of the account may manage bot users")
+// checkBotAdmin fails unless p is a valid principal of an admin, who alone
+// manage bot users.
+func (p Principal) checkBotAdmin() error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if !p.Admin {
+		return apierr.New(apierr.PermissionDenied, "only an admin of the account may manage bot users")
+	}
+	return nil
+}
 
 // CreateBotUser creates a bot user (POST /bot_users); admins only. It is
 // active unless params say otherwise.
 func (s *Service) CreateBotUser(ctx context.Context, p Principal, params identity.CreateBotUserParams) (*identity.BotUser, error) {
-	if err := p.check(); err != nil {
+	if err := p.checkBotAdmin(); err != nil {
 		return nil, err
-	}
-	if !p.Admin {
-		return nil, errAdminOnly
 	}
 	if err := params.Validate(); err != nil {
 		return nil, err
@@ -87,11 +94,8 @@ func (s *Service) ListBotUsers(ctx context.Context, p Principal, opts ListOption
 // /bot_users/{id}); admins only. Deactivating a bot refuses its API keys
 // and credentials from the moment the update returns.
 func (s *Service) UpdateBotUser(ctx context.Context, p Principal, id string, params identity.UpdateBotUserParams) (*identity.BotUser, error) {
-	if err := p.check(); err != nil {
+	if err := p.checkBotAdmin(); err != nil {
 		return nil, err
-	}
-	if !p.Admin {
-		return nil, errAdminOnly
 	}
 	if err := params.Validate(); err != nil {
 		return nil, err
@@ -112,11 +116,8 @@ func (s *Service) UpdateBotUser(ctx context.Context, p Principal, id string, par
 // /bot_users/{id}); admins only. A bot that owns credentials cannot be
 // deleted: the error is a conflict naming them.
 func (s *Service) DeleteBotUser(ctx context.Context, p Principal, id string) error {
-	if err := p.check(); err != nil {
+	if err := p.checkBotAdmin(); err != nil {
 		return err
-	}
-	if !p.Admin {
-		return errAdminOnly
 	}
 	err := s.remove(ctx, p, botKind, id)
 	s.auth.clear()
@@ -134,12 +135,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, params identity
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	owner := p.SubjectID
-	if params.OwnerID != "" && params.OwnerID != p.SubjectID {
-		if !p.Admin {
-			return nil, apierr.New(apierr.PermissionDenied, "only an admin may set owner_id to another user or bot")
-		}
-		owner = params.OwnerID
+	owner, err := s.ownerFor(ctx, p, params.OwnerID)
+	if err != nil {
+		return nil, err
 	}
 	return s.createAPIKey(ctx, p.AccountID, APIKeyParams{OwnerID: owner, Description: params.Description, Metadata: params.Metadata})
 }
