@@ -684,11 +684,11 @@ func TestEdgeModuleEventsAreDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tls, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	tls, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateTLSEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateTCPEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
