@@ -389,7 +389,7 @@ func TestEventSubscriptionCRUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &events.Subscription{ID: sub.ID, URI: "https://api.example.test/event_subscriptions/" + sub.ID,
-		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m"}
+		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m", Sources: []events.Source{}}
 	if diff := cmp.Diff(want, sub); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
