@@ -76,6 +76,9 @@ func TestEdgeHostports(t *testing.T) {
 			t.Errorf("the conflict names another account's edge: %v", err)
 		}
 		// ...and a's wildcard does not serve a name b reserved.
+		e.reservedDomain(t, e.other, domains.CreateParams{Domain: "w.wild.example.com"})
+		_, err = e.svc.CreateHTTPSEdge(e.ctx, e.user, edges.CreateEdgeParams{Hostports: []string{"w.wild.example.com:443"}})
+		wantViolation(t, err, "hostports[0]", "w.wild.example.com is not a reserved domain of this account")
 		_, err = e.svc.CreateHTTPSEdge(e.ctx, e.user, edges.CreateEdgeParams{Hostports: []string{"y.wild.example.com:443", "theirs.example.com:443"}})
 		wantViolation(t, err, "hostports[1]", "not a reserved domain of this account")
 		if n := len(apierr.ViolationsOf(err)); n != 1 {
