@@ -467,3 +467,30 @@ func TestSubscriptionSourcesAtCreate(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkEdgeByHostport is the edge proxy's lookup of the edge of a
+// connection or request: an exact hostport (one key lookup per kind until
+// found) and one served by a wildcard hostport (the exact lookups miss
+// first).
+func BenchmarkEdgeByHostport(b *testing.B) {
+	e := newEnv(b)
+	e.reservedDomain(b, e.user, domains.CreateParams{Domain: "app.example.com"})
+	e.reservedDomain(b, e.user, domains.CreateParams{Domain: "*.wild.example.com"})
+	if _, err := e.svc.CreateHTTPSEdge(e.ctx, e.user, edges.CreateEdgeParams{Hostports: []string{"app.example.com:443"}}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateTCPEdgeParams{Hostports: []string{"*.wild.example.com:443"}}); err != nil {
+		b.Fatal(err)
+	}
+	h := e.svc.Host()
+	for _, hp := range []string{"app.example.com:443", "a.wild.example.com:443"} {
+		b.Run(hp, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h.EdgeByHostport(e.ctx, hp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -144,3 +144,12 @@ func FuzzParseHostport(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseHostport(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, reason := edges.ParseHostport("App.Example.com:443", edges.EdgeHTTPS); reason != "" {
+			b.Fatal(reason)
+		}
+	}
+}
