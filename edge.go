@@ -250,7 +250,7 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 		if refused != nil {
 			return refused
 		}
-		rec.Keys = []string{routeMatchKey(v)}
+		rec.Keys = append(slotKeys(rec.Keys), routeMatchKey(v)) // keeps its slot (slots.go)
 		rec.Refs = v.Refs()
 		return nil
 	})

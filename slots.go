@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
@@ -21,6 +22,19 @@ import (
 // slotKey is the store key of slot n of parent's children of kind k.
 func slotKey(k store.Kind, accountID, parentID string, n int) string {
 	return "slot/" + string(k) + "/" + accountID + "/" + parentID + "/" + strconv.Itoa(n)
+}
+
+// slotKeys returns the slot keys among a record's keys: an update that
+// sets a child's keys keeps them, or the child would lose its slot and
+// the cap would no longer hold.
+func slotKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "slot/") {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // maxSlotAttempts bounds how often a create looks for a free slot again
