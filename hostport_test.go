@@ -494,3 +494,56 @@ func BenchmarkEdgeByHostport(b *testing.B) {
 		})
 	}
 }
+
+// TestHostportClashIsAtomic races creates and updates that all want one
+// hostport: exactly one edge gets it, and every other call is a conflict.
+func TestHostportClashIsAtomic(t *testing.T) {
+	e := newEnv(t)
+	e.reservedDomain(t, e.user, domains.CreateParams{Domain: "app.example.com"})
+	tls := e.tlsEdge(t, e.user)
+	tcp := e.tcpEdge(t, e.user)
+	const n = 8
+	errs := make(chan error, n+2)
+	hp := []string{"app.example.com:443"}
+	for range n {
+		go func() {
+			_, err := e.svc.CreateHTTPSEdge(e.ctx, e.user, edges.CreateEdgeParams{Hostports: hp})
+			errs <- err
+		}()
+	}
+	go func() {
+		_, err := e.svc.UpdateTLSEdge(e.ctx, e.user, tls.ID, edges.UpdateTLSEdgeParams{Hostports: &hp})
+		errs <- err
+	}()
+	go func() {
+		_, err := e.svc.UpdateTCPEdge(e.ctx, e.user, tcp.ID, edges.UpdateTCPEdgeParams{Hostports: &hp})
+		errs <- err
+	}()
+	won := 0
+	for range n + 2 {
+		if err := <-errs; err == nil {
+			won++
+		} else {
+			wantConflictNaming(t, err, "app.example.com:443")
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d calls got the hostport, want 1", won)
+	}
+	got, err := e.svc.Host().EdgeByHostport(e.ctx, "app.example.com:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Setting an edge's own hostports again is no clash with itself.
+	switch got.Kind {
+	case edgeplane.KindTLSEdge:
+		_, err = e.svc.UpdateTLSEdge(e.ctx, e.user, got.EdgeID, edges.UpdateTLSEdgeParams{Hostports: &hp})
+	case edgeplane.KindTCPEdge:
+		_, err = e.svc.UpdateTCPEdge(e.ctx, e.user, got.EdgeID, edges.UpdateTCPEdgeParams{Hostports: &hp})
+	default:
+		_, err = e.svc.UpdateHTTPSEdge(e.ctx, e.user, got.EdgeID, edges.UpdateEdgeParams{Hostports: &hp})
+	}
+	if err != nil {
+		t.Errorf("setting the same hostports again: %v", err)
+	}
+}
