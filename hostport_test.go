@@ -1,6 +1,8 @@
 package edgeplane_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -545,5 +549,67 @@ func TestHostportClashIsAtomic(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("setting the same hostports again: %v", err)
+	}
+}
+
+// hookStore runs onCreate (when set) ahead of every Create.
+type hookStore struct {
+	store.Store
+	onCreate func(rec store.Record) error
+}
+
+func (s *hookStore) Create(ctx context.Context, rec store.Record) error {
+	if f := s.onCreate; f != nil {
+		if err := f(rec); err != nil {
+			return err
+		}
+	}
+	return s.Store.Create(ctx, rec)
+}
+
+// TestHostportDomainReleasedBeforeWrite releases the reserved domain
+// between the Service's check of a hostport and the edge's write: the
+// write's reference check refuses it, naming the hostport.
+func TestHostportDomainReleasedBeforeWrite(t *testing.T) {
+	st := &hookStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
+	d := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "app.example.com"})
+	st.onCreate = func(rec store.Record) error {
+		if rec.Kind == edgeplane.KindHTTPSEdge {
+			st.onCreate = nil
+			if err := e.svc.DeleteReservedDomain(e.ctx, e.user, d.ID); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	_, err := e.svc.CreateHTTPSEdge(e.ctx, e.user, edges.CreateEdgeParams{Hostports: []string{"app.example.com:443"}})
+	wantViolation(t, err, "hostports[0]", "no longer reserved by this account")
+}
+
+// TestSubscriptionSourcesUndone fails the write of a subscription's
+// second source: the call fails and leaves no subscription behind.
+func TestSubscriptionSourcesUndone(t *testing.T) {
+	st := &hookStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
+	n := 0
+	st.onCreate = func(rec store.Record) error {
+		if rec.Kind == edgeplane.KindEventSource {
+			if n++; n == 2 {
+				return errors.New("disk full")
+			}
+		}
+		return nil
+	}
+	_, err := e.svc.CreateEventSubscription(e.ctx, e.user, events.CreateSubscriptionParams{
+		Sources: []events.CreateSourceParams{{Type: "ip_policy_created.v0"}, {Type: "ip_policy_updated.v0"}}})
+	wantCode(t, err, apierr.Internal)
+	page, err := e.svc.ListEventSubscriptions(e.ctx, e.user, edgeplane.ListOptions{})
+	if err != nil || len(page.Items) != 0 {
+		t.Errorf("subscriptions after a failed create: %+v, %v", page, err)
+	}
+	recs, err := st.List(e.ctx, store.Query{Kind: edgeplane.KindEventSource, AccountID: e.user.AccountID, Limit: 10})
+	if err != nil || len(recs) != 0 {
+		t.Errorf("sources after a failed create: %d, %v", len(recs), err)
 	}
 }

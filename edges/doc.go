@@ -45,7 +45,9 @@
 // leading zeros) and as [] when none. The host must be a reserved domain
 // of the edge's account, or be covered by a wildcard reserved domain of
 // it (*.example.com covers a.example.com); a name reserved by another
-// account is never served through a wildcard of this one. A hostport may
+// account is never served through a wildcard of this one (checked when
+// the hostports are set: a name reserved later does not take a hostport
+// away from the edge that holds it, and its owner's edges clash with it). A hostport may
 // itself be a wildcard (*.example.com:443) when that wildcard is
 // reserved. A hostport is used by one edge in the whole service, across
 // edge kinds and accounts: a second use is a conflict naming the
