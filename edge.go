@@ -159,6 +159,9 @@ func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID 
 	if !ids.Valid(edgeID, edges.HTTPSEdgePrefix) {
 		return nil, httpsEdgeKind.notFound(edgeID)
 	}
+	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
+		return nil, err // before compiling a policy; the write checks the edge again
+	}
 	v := params.Route()
 	v.ID, v.EdgeID, v.CreatedAt = s.ids.New(edges.HTTPSRoutePrefix), edgeID, s.timestamp()
 	tp, err := s.inlinePolicy(ctx, p, policy.TargetHTTP, v.ID, params.TrafficPolicy)

@@ -373,6 +373,16 @@ func TestInlineModules(t *testing.T) {
 		}
 	})
 
+	t.Run("another account's edge", func(t *testing.T) {
+		// Not found, whatever the modules name: the edge is checked before
+		// the policy is compiled.
+		missing := "ipp_" + strings.Repeat("a", 27)
+		_, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.other, edge.ID, edges.CreateRouteParams{MatchType: "exact_path", Match: "/o",
+			Backend:       &edges.BackendParams{BackendID: "bkdtg_" + strings.Repeat("a", 27)},
+			TrafficPolicy: &edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"ip_policies":["` + missing + `"]}}]}]}`}})
+		wantCode(t, err, apierr.NotFound)
+	})
+
 	t.Run("tls edge", func(t *testing.T) {
 		before := e.revision(t)
 		v, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateTLSEdgeParams{
