@@ -260,7 +260,7 @@ func TestBackendTunnels(t *testing.T) {
 func TestBackendInUseByEdgeModules(t *testing.T) {
 	e := newEnv(t)
 	b := e.backend(t, e.user, map[string]string{"env": "prod"})
-	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateTCPEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

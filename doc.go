@@ -118,8 +118,9 @@
 // [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
 // [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [Host.HTTPSEdgeConfig], [Host.HTTPSRouteConfig],
-// [Host.TLSEdgeConfig], [Host.TCPEdgeConfig] and
+// ones), [Host.EdgeByHostport] (the edge that serves a host:port, by the
+// store's unique key of each edge hostport), [Host.HTTPSEdgeConfig],
+// [Host.HTTPSRouteConfig], [Host.TLSEdgeConfig], [Host.TCPEdgeConfig] and
 // [Host.BackendTunnels] for edge proxies, [Host.CertificateOrders]
 // and the Report methods for a certificate manager.
 //
@@ -130,7 +131,7 @@
 // suite every backend runs). Each write gets a revision from the store's
 // change feed, which event delivery and edge proxies follow; lookups that
 // are not by ID go through the store's unique keys and secondary indexes
-// (a domain's certificate due time, a source's event type, a tunnel's
+// (an edge's hostports, a domain's certificate due time, a source's event type, a tunnel's
 // labels and lease end), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of

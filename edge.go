@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -23,10 +25,15 @@ func routeMatchKey(r *edges.HTTPSRoute) string {
 
 func (s *Service) presentHTTPSEdge(v *edges.HTTPSEdge, _ store.Record) {
 	v.URI = s.uri(httpsEdgeKind.collection, v.ID)
+	if v.Hostports == nil {
+		v.Hostports = []string{}
+	}
 }
 
 // CreateHTTPSEdge creates an HTTPS edge. Its routes and their modules are
-// added by their own operations.
+// added by their own operations. Each hostport's host must be a reserved
+// domain of the account (or be covered by a wildcard one), and the
+// hostport used by no other edge of any account (a conflict naming it).
 func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges.CreateEdgeParams) (*edges.HTTPSEdge, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -35,9 +42,15 @@ func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges
 		return nil, err
 	}
 	v := &edges.HTTPSEdge{ID: s.ids.New(edges.HTTPSEdgePrefix), CreatedAt: s.timestamp(),
-		Description: params.Description, Metadata: params.Metadata}
-	if err := create(ctx, s, p, httpsEdgeForm, v.ID, "", v, nil); err != nil {
+		Description: params.Description, Metadata: params.Metadata, Hostports: edges.CanonicalHostports(params.Hostports, edges.EdgeHTTPS)}
+	domainIDs, err := s.resolveHostports(ctx, p, v.Hostports)
+	if err != nil {
 		return nil, err
+	}
+	if err := create(ctx, s, p, httpsEdgeForm, v.ID, "", v, domainIDs, hostportKeys(v.Hostports)...); err != nil {
+		fields := refFields{}
+		fields.hostports(domainIDs)
+		return nil, s.edgeWriteErr(err, httpsEdgeKind, v.ID, v.Hostports, fields)
 	}
 	s.presentHTTPSEdge(v, store.Record{})
 	return v, nil
@@ -59,17 +72,32 @@ func (s *Service) ListHTTPSEdges(ctx context.Context, p Principal, opts ListOpti
 	return list(ctx, s, p, httpsEdgeForm, "", httpsEdgeKind.collection, opts, s.presentHTTPSEdge)
 }
 
-// UpdateHTTPSEdge changes the fields present in params.
+// UpdateHTTPSEdge changes the fields present in params. Hostports given
+// replace the edge's, with the rules of [Service.CreateHTTPSEdge].
 func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.HTTPSEdge, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, httpsEdgeForm, id, func(v *edges.HTTPSEdge, _ *store.Record) error {
+	hostports, domainIDs, err := s.newHostports(ctx, p, params.Hostports, edges.EdgeHTTPS)
+	if err != nil {
+		return nil, err
+	}
+	v, err := update(ctx, s, p, httpsEdgeForm, id, func(v *edges.HTTPSEdge, rec *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
+		if hostports != nil {
+			v.Hostports = hostports
+			rec.Keys = hostportKeys(hostports)
+			rec.Refs = edgeRefs(nil, domainIDs, rec.Refs)
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		fields := refFields{}
+		fields.hostports(domainIDs)
+		return nil, s.edgeWriteErr(err, httpsEdgeKind, id, hostports, fields)
 	}
 	s.presentHTTPSEdge(v, store.Record{})
 	return v, nil
@@ -131,21 +159,39 @@ func (s *Service) CreateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID 
 	if !ids.Valid(edgeID, edges.HTTPSEdgePrefix) {
 		return nil, httpsEdgeKind.notFound(edgeID)
 	}
+	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
+		return nil, err // before compiling a policy; the write checks the edge again
+	}
 	v := params.Route()
 	v.ID, v.EdgeID, v.CreatedAt = s.ids.New(edges.HTTPSRoutePrefix), edgeID, s.timestamp()
-	err := createInSlot(ctx, s, p, httpsRouteForm, v.ID, edgeID, &v, edges.MaxRoutesPerEdge, func() error {
+	tp, err := s.inlinePolicy(ctx, p, policy.TargetHTTP, v.ID, params.TrafficPolicy)
+	if err != nil {
+		return nil, err
+	}
+	v.TrafficPolicy = tp
+	err = createInSlot(ctx, s, p, httpsRouteForm, v.ID, edgeID, &v, v.Refs(), edges.MaxRoutesPerEdge, func() error {
 		return apierr.New(apierr.FailedPrecondition, "HTTPS edge %s already has %d routes, the most one edge may have; delete a route first",
 			edgeID, edges.MaxRoutesPerEdge)
 	}, routeMatchKey(&v))
 	var miss *store.MissingRefError
 	switch {
-	case errors.As(err, &miss):
+	case errors.As(err, &miss) && miss.ID == edgeID:
 		return nil, httpsEdgeKind.notFound(edgeID)
+	case errors.As(err, &miss):
+		return nil, s.edgeWriteErr(err, httpsRouteKind, v.ID, nil, routeRefFields(&v))
 	case err != nil:
 		return nil, routeErr(err, &v)
 	}
 	s.presentHTTPSRoute(&v, store.Record{})
 	return &v, nil
+}
+
+// routeRefFields names the request fields of the references of a route.
+func routeRefFields(v *edges.HTTPSRoute) refFields {
+	fields := refFields{}
+	fields.backend(v.Backend)
+	fields.trafficPolicy(v.TrafficPolicy)
+	return fields
 }
 
 // routeErr names the clashing route in a duplicate-match error.
@@ -207,7 +253,7 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 		if refused != nil {
 			return refused
 		}
-		rec.Keys = []string{routeMatchKey(v)}
+		rec.Keys = append(slotKeys(rec.Keys), routeMatchKey(v)) // keeps its slot (slots.go)
 		rec.Refs = v.Refs()
 		return nil
 	})
@@ -224,7 +270,10 @@ func (s *Service) updateRoute(ctx context.Context, p Principal, edgeID, id strin
 }
 
 // UpdateHTTPSEdgeRoute changes the fields present in params. Changing the
-// match to one another route of the edge has is a conflict.
+// match to one another route of the edge has is a conflict. A module
+// given replaces the route's module whole, as its replace operation does;
+// modules not given are left as they are (their delete operations remove
+// them).
 func (s *Service) UpdateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID, id string, params edges.UpdateRouteParams) (*edges.HTTPSRoute, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -232,12 +281,26 @@ func (s *Service) UpdateHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID,
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.checkHTTPSEdge(ctx, p, edgeID); err != nil {
+		return nil, err
+	}
+	tp, err := s.inlinePolicy(ctx, p, policy.TargetHTTP, id, params.TrafficPolicy)
+	if err != nil {
+		return nil, err
+	}
 	var want edges.HTTPSRoute
 	v, err := s.updateRoute(ctx, p, edgeID, id, func(v *edges.HTTPSRoute) error {
 		params.Apply(v)
+		if tp != nil {
+			v.TrafficPolicy = tp
+		}
 		want = *v
 		return nil
 	})
+	var miss *store.MissingRefError
+	if errors.As(err, &miss) {
+		return nil, s.edgeWriteErr(err, httpsRouteKind, id, nil, routeRefFields(&want))
+	}
 	if err != nil {
 		return nil, routeErr(err, &want)
 	}
@@ -263,6 +326,9 @@ func (s *Service) DeleteHTTPSEdgeRoute(ctx context.Context, p Principal, edgeID,
 // clears what is stored but not shown.
 func (s *Service) presentTLSEdge(v *edges.TLSEdge, _ store.Record) {
 	v.URI = s.uri(tlsEdgeKind.collection, v.ID)
+	if v.Hostports == nil {
+		v.Hostports = []string{}
+	}
 	s.presentIPRestrictionModule(v.IPRestriction)
 	if m := v.TrafficPolicy; m != nil {
 		m.IPPolicyIDs = nil
@@ -276,9 +342,12 @@ func (s *Service) presentIPRestrictionModule(m *edges.IPRestriction) {
 	m.IPPolicies = s.refs(ipPolicyKind.collection, m.PolicyIDs())
 }
 
-// CreateTLSEdge creates a TLS edge. Its modules are set by their own
-// operations.
-func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.CreateEdgeParams) (*edges.TLSEdge, error) {
+// CreateTLSEdge creates a TLS edge, with the modules params gives set in
+// the same write (validated as their replace operations validate them,
+// violations under the module's name). Hostports follow the rules of
+// [Service.CreateHTTPSEdge]. A traffic policy module with a TLS
+// termination module that terminates upstream is a conflict.
+func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.CreateTLSEdgeParams) (*edges.TLSEdge, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -286,12 +355,55 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 		return nil, err
 	}
 	v := &edges.TLSEdge{ID: s.ids.New(edges.TLSEdgePrefix), CreatedAt: s.timestamp(),
-		Description: params.Description, Metadata: params.Metadata}
-	if err := create(ctx, s, p, tlsEdgeForm, v.ID, "", v, nil); err != nil {
+		Description: params.Description, Metadata: params.Metadata, Hostports: edges.CanonicalHostports(params.Hostports, edges.EdgeTLS),
+		IPRestriction:  moduleOf(params.IPRestriction, edges.IPRestrictionParams.Module),
+		TLSTermination: moduleOf(params.TLSTermination, edges.TLSTerminationParams.Module)}
+	tp, err := s.inlinePolicy(ctx, p, policy.TargetConnection, v.ID, params.TrafficPolicy)
+	if err != nil {
 		return nil, err
+	}
+	v.TrafficPolicy = tp
+	if err := v.CheckModules(); err != nil {
+		return nil, err
+	}
+	domainIDs, err := s.resolveHostports(ctx, p, v.Hostports)
+	if err != nil {
+		return nil, err
+	}
+	if err := create(ctx, s, p, tlsEdgeForm, v.ID, "", v, edgeRefs(v.Refs(), domainIDs, nil), hostportKeys(v.Hostports)...); err != nil {
+		return nil, s.edgeWriteErr(err, tlsEdgeKind, v.ID, v.Hostports, tlsRefFields(v, domainIDs))
 	}
 	s.presentTLSEdge(v, store.Record{})
 	return v, nil
+}
+
+func tlsRefFields(v *edges.TLSEdge, domainIDs []string) refFields {
+	fields := refFields{}
+	fields.hostports(domainIDs)
+	fields.ipRestriction(v.IPRestriction)
+	fields.trafficPolicy(v.TrafficPolicy)
+	return fields
+}
+
+// moduleOf returns the module of params, nil when params is.
+func moduleOf[P, M any](params *P, module func(P) M) *M {
+	if params == nil {
+		return nil
+	}
+	m := module(*params)
+	return &m
+}
+
+// newHostports returns the canonical hostports of an update and the
+// reserved domains that serve them; both nil when list is (the hostports
+// do not change), never nil otherwise.
+func (s *Service) newHostports(ctx context.Context, p Principal, list *[]string, t edges.EdgeType) ([]string, []string, error) {
+	if list == nil {
+		return nil, nil, nil
+	}
+	hostports := edges.CanonicalHostports(*list, t)
+	domainIDs, err := s.resolveHostports(ctx, p, hostports)
+	return hostports, domainIDs, err
 }
 
 // GetTLSEdge returns a TLS edge of the account, with its modules.
@@ -309,20 +421,69 @@ func (s *Service) ListTLSEdges(ctx context.Context, p Principal, opts ListOption
 	return list(ctx, s, p, tlsEdgeForm, "", tlsEdgeKind.collection, opts, s.presentTLSEdge)
 }
 
-// UpdateTLSEdge changes the fields present in params.
-func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.TLSEdge, error) {
+// UpdateTLSEdge changes the fields present in params: hostports given
+// replace the edge's, and a module given replaces that module, with the
+// rules of [Service.CreateTLSEdge]; modules not given are left as they
+// are.
+func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, params edges.UpdateTLSEdgeParams) (*edges.TLSEdge, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, tlsEdgeForm, id, func(v *edges.TLSEdge, _ *store.Record) error {
-		params.Apply(&v.Description, &v.Metadata)
-		return nil
-	})
+	tp, err := s.inlinePolicy(ctx, p, policy.TargetConnection, id, params.TrafficPolicy)
 	if err != nil {
 		return nil, err
 	}
+	hostports, domainIDs, err := s.newHostports(ctx, p, params.Hostports, edges.EdgeTLS)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		refused error // the callback's own error, which update would reword
+		want    edges.TLSEdge
+	)
+	v, err := update(ctx, s, p, tlsEdgeForm, id, func(v *edges.TLSEdge, rec *store.Record) error {
+		params.Apply(&v.Description, &v.Metadata)
+		setModule(&v.IPRestriction, params.IPRestriction, edges.IPRestrictionParams.Module)
+		setModule(&v.TLSTermination, params.TLSTermination, edges.TLSTerminationParams.Module)
+		if tp != nil {
+			v.TrafficPolicy = tp
+		}
+		if refused = v.CheckModules(); refused != nil {
+			return refused
+		}
+		setHostports(&v.Hostports, rec, hostports, domainIDs, v.Refs())
+		want = *v
+		return nil
+	})
+	switch {
+	case refused != nil:
+		return nil, refused
+	case err != nil:
+		return nil, s.edgeWriteErr(err, tlsEdgeKind, id, hostports, tlsRefFields(&want, domainIDs))
+	}
 	s.presentTLSEdge(v, store.Record{})
 	return v, nil
+}
+
+// setModule sets *field to the module of params when params is given.
+func setModule[P, M any](field **M, params *P, module func(P) M) {
+	if params != nil {
+		*field = moduleOf(params, module)
+	}
+}
+
+// setHostports sets an edge's hostports, its record's keys and its Refs
+// (those of its modules, and the reserved domains of its hostports):
+// hostports nil leaves the hostports as they are.
+func setHostports(field *[]string, rec *store.Record, hostports, domainIDs, moduleRefs []string) {
+	if hostports != nil {
+		*field = hostports
+		rec.Keys = hostportKeys(hostports)
+	}
+	rec.Refs = edgeRefs(moduleRefs, domainIDs, rec.Refs)
 }
 
 // DeleteTLSEdge deletes a TLS edge with its modules.
@@ -333,15 +494,19 @@ func (s *Service) DeleteTLSEdge(ctx context.Context, p Principal, id string) err
 // presentTCPEdge fills the URIs of an edge and of its modules' Refs.
 func (s *Service) presentTCPEdge(v *edges.TCPEdge, _ store.Record) {
 	v.URI = s.uri(tcpEdgeKind.collection, v.ID)
+	if v.Hostports == nil {
+		v.Hostports = []string{}
+	}
 	s.presentIPRestrictionModule(v.IPRestriction)
 	if m := v.Backend; m != nil {
 		m.Backend = s.ref(backendKind.collection, m.Backend.ID)
 	}
 }
 
-// CreateTCPEdge creates a TCP edge. Its modules are set by their own
-// operations.
-func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.CreateEdgeParams) (*edges.TCPEdge, error) {
+// CreateTCPEdge creates a TCP edge, with the modules params gives set in
+// the same write, as [Service.CreateTLSEdge] does. Its hostports may use
+// any port; their hosts are reserved domains of the account.
+func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.CreateTCPEdgeParams) (*edges.TCPEdge, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -349,12 +514,26 @@ func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.C
 		return nil, err
 	}
 	v := &edges.TCPEdge{ID: s.ids.New(edges.TCPEdgePrefix), CreatedAt: s.timestamp(),
-		Description: params.Description, Metadata: params.Metadata}
-	if err := create(ctx, s, p, tcpEdgeForm, v.ID, "", v, nil); err != nil {
+		Description: params.Description, Metadata: params.Metadata, Hostports: edges.CanonicalHostports(params.Hostports, edges.EdgeTCP),
+		IPRestriction: moduleOf(params.IPRestriction, edges.IPRestrictionParams.Module),
+		Backend:       moduleOf(params.Backend, edges.BackendParams.Module)}
+	domainIDs, err := s.resolveHostports(ctx, p, v.Hostports)
+	if err != nil {
 		return nil, err
+	}
+	if err := create(ctx, s, p, tcpEdgeForm, v.ID, "", v, edgeRefs(v.Refs(), domainIDs, nil), hostportKeys(v.Hostports)...); err != nil {
+		return nil, s.edgeWriteErr(err, tcpEdgeKind, v.ID, v.Hostports, tcpRefFields(v, domainIDs))
 	}
 	s.presentTCPEdge(v, store.Record{})
 	return v, nil
+}
+
+func tcpRefFields(v *edges.TCPEdge, domainIDs []string) refFields {
+	fields := refFields{}
+	fields.hostports(domainIDs)
+	fields.ipRestriction(v.IPRestriction)
+	fields.backend(v.Backend)
+	return fields
 }
 
 // GetTCPEdge returns a TCP edge of the account, with its modules.
@@ -372,17 +551,30 @@ func (s *Service) ListTCPEdges(ctx context.Context, p Principal, opts ListOption
 	return list(ctx, s, p, tcpEdgeForm, "", tcpEdgeKind.collection, opts, s.presentTCPEdge)
 }
 
-// UpdateTCPEdge changes the fields present in params.
-func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.TCPEdge, error) {
+// UpdateTCPEdge changes the fields present in params, as
+// [Service.UpdateTLSEdge] does.
+func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, params edges.UpdateTCPEdgeParams) (*edges.TCPEdge, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := update(ctx, s, p, tcpEdgeForm, id, func(v *edges.TCPEdge, _ *store.Record) error {
+	hostports, domainIDs, err := s.newHostports(ctx, p, params.Hostports, edges.EdgeTCP)
+	if err != nil {
+		return nil, err
+	}
+	var want edges.TCPEdge
+	v, err := update(ctx, s, p, tcpEdgeForm, id, func(v *edges.TCPEdge, rec *store.Record) error {
 		params.Apply(&v.Description, &v.Metadata)
+		setModule(&v.IPRestriction, params.IPRestriction, edges.IPRestrictionParams.Module)
+		setModule(&v.Backend, params.Backend, edges.BackendParams.Module)
+		setHostports(&v.Hostports, rec, hostports, domainIDs, v.Refs())
+		want = *v
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.edgeWriteErr(err, tcpEdgeKind, id, hostports, tcpRefFields(&want, domainIDs))
 	}
 	s.presentTCPEdge(v, store.Record{})
 	return v, nil
@@ -395,7 +587,9 @@ func (s *Service) DeleteTCPEdge(ctx context.Context, p Principal, id string) err
 
 // explainInUse turns a store's in-use error whose referrers include edges
 // or routes into a conflict that names the referring modules ("the
-// ip_restriction module of TLS edge edgtls_…"). It returns nil for any
+// ip_restriction module of TLS edge edgtls_…") or, for a reserved domain,
+// the edges whose hostports it serves ("the hostports of HTTPS edge
+// edghts_…"). It returns nil for any
 // other error, which the caller handles as usual. It reads the referrers
 // only to word the message; the refusal itself was the store's atomic
 // decision.
@@ -408,6 +602,11 @@ func (s *Service) explainInUse(ctx context.Context, accountID string, err error)
 	parts := make([]string, len(use.Referrers))
 	for i, ref := range use.Referrers {
 		parts[i] = describeID(ref)
+		if ids.Valid(use.ID, domains.ReservedDomainPrefix) && isEdgeID(ref) {
+			parts[i] = "the hostports of " + parts[i]
+			named = true
+			continue
+		}
 		if module := s.moduleReferencing(ctx, accountID, ref, use.ID); module != "" {
 			parts[i] = "the " + module + " module of " + parts[i]
 			named = true
@@ -418,6 +617,11 @@ func (s *Service) explainInUse(ctx context.Context, accountID string, err error)
 	}
 	return &apierr.Error{Code: apierr.Conflict, Err: err,
 		Msg: describeID(use.ID) + " is still referenced by " + strings.Join(parts, ", ") + "; remove those references first"}
+}
+
+// isEdgeID reports whether id is an HTTPS, TLS or TCP edge's.
+func isEdgeID(id string) bool {
+	return ids.Valid(id, edges.HTTPSEdgePrefix) || ids.Valid(id, edges.TLSEdgePrefix) || ids.Valid(id, edges.TCPEdgePrefix)
 }
 
 // moduleReferencing returns the name of the module of the edge or route

@@ -25,7 +25,7 @@ func ExampleHost_TLSEdgeConfig() {
 	// Management calls: an IP policy, a TLS edge and three modules.
 	office, _ := svc.CreateIPPolicy(ctx, p, ipaccess.CreatePolicyParams{Description: "office"})
 	svc.CreateIPPolicyRule(ctx, p, ipaccess.CreateRuleParams{IPPolicyID: office.ID, CIDR: "203.0.113.0/24", Action: "allow"})
-	edge, _ := svc.CreateTLSEdge(ctx, p, edges.CreateEdgeParams{Description: "postgres"})
+	edge, _ := svc.CreateTLSEdge(ctx, p, edges.CreateTLSEdgeParams{Description: "postgres"})
 	svc.ReplaceTLSEdgeIPRestriction(ctx, p, edge.ID, edges.IPRestrictionParams{IPPolicyIDs: []string{office.ID}})
 	tp, err := svc.ReplaceTLSEdgeTrafficPolicy(ctx, p, edge.ID, edges.TrafficPolicyParams{Value: `{
 	  "inbound": [{

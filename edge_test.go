@@ -36,7 +36,7 @@ func (e *env) route(t testing.TB, p edgeplane.Principal, edgeID, matchType, matc
 // tlsEdge creates a TLS edge for p.
 func (e *env) tlsEdge(t testing.TB, p edgeplane.Principal) *edges.TLSEdge {
 	t.Helper()
-	v, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateEdgeParams{})
+	v, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateTLSEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func (e *env) tlsEdge(t testing.TB, p edgeplane.Principal) *edges.TLSEdge {
 // tcpEdge creates a TCP edge for p.
 func (e *env) tcpEdge(t testing.TB, p edgeplane.Principal) *edges.TCPEdge {
 	t.Helper()
-	v, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateEdgeParams{})
+	v, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateTCPEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func edgeKinds() []edgeKind {
 		{
 			name: "tls", collection: "edges/tls", prefix: "edgtls_",
 			create: func(e *env, p edgeplane.Principal, params edges.CreateEdgeParams) (string, edgeFields, error) {
-				v, err := e.svc.CreateTLSEdge(e.ctx, p, params)
+				v, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateTLSEdgeParams{Description: params.Description, Metadata: params.Metadata})
 				if err != nil {
 					return "", edgeFields{}, err
 				}
@@ -152,7 +152,7 @@ func edgeKinds() []edgeKind {
 				return out, page.NextPageURI, page.URI, nil
 			},
 			update: func(e *env, p edgeplane.Principal, id string, params edges.UpdateEdgeParams) (edgeFields, error) {
-				v, err := e.svc.UpdateTLSEdge(e.ctx, p, id, params)
+				v, err := e.svc.UpdateTLSEdge(e.ctx, p, id, edges.UpdateTLSEdgeParams{Description: params.Description, Metadata: params.Metadata})
 				if err != nil {
 					return edgeFields{}, err
 				}
@@ -163,7 +163,7 @@ func edgeKinds() []edgeKind {
 		{
 			name: "tcp", collection: "edges/tcp", prefix: "edgtcp_",
 			create: func(e *env, p edgeplane.Principal, params edges.CreateEdgeParams) (string, edgeFields, error) {
-				v, err := e.svc.CreateTCPEdge(e.ctx, p, params)
+				v, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateTCPEdgeParams{Description: params.Description, Metadata: params.Metadata})
 				if err != nil {
 					return "", edgeFields{}, err
 				}
@@ -191,7 +191,7 @@ func edgeKinds() []edgeKind {
 				return out, page.NextPageURI, page.URI, nil
 			},
 			update: func(e *env, p edgeplane.Principal, id string, params edges.UpdateEdgeParams) (edgeFields, error) {
-				v, err := e.svc.UpdateTCPEdge(e.ctx, p, id, params)
+				v, err := e.svc.UpdateTCPEdge(e.ctx, p, id, edges.UpdateTCPEdgeParams{Description: params.Description, Metadata: params.Metadata})
 				if err != nil {
 					return edgeFields{}, err
 				}
@@ -404,11 +404,11 @@ func TestEdgeOperationsNeedAPrincipal(t *testing.T) {
 			return err
 		},
 		"DeleteHTTPSEdgeRoute": func() error { return e.svc.DeleteHTTPSEdgeRoute(e.ctx, p, route.edgeID, route.routeID) },
-		"CreateTLSEdge":        func() error { _, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateEdgeParams{}); return err },
-		"UpdateTLSEdge":        func() error { _, err := e.svc.UpdateTLSEdge(e.ctx, p, tls, edges.UpdateEdgeParams{}); return err },
+		"CreateTLSEdge":        func() error { _, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateTLSEdgeParams{}); return err },
+		"UpdateTLSEdge":        func() error { _, err := e.svc.UpdateTLSEdge(e.ctx, p, tls, edges.UpdateTLSEdgeParams{}); return err },
 		"ListTLSEdges":         func() error { _, err := e.svc.ListTLSEdges(e.ctx, p, edgeplane.ListOptions{}); return err },
-		"CreateTCPEdge":        func() error { _, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateEdgeParams{}); return err },
-		"UpdateTCPEdge":        func() error { _, err := e.svc.UpdateTCPEdge(e.ctx, p, tcp, edges.UpdateEdgeParams{}); return err },
+		"CreateTCPEdge":        func() error { _, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateTCPEdgeParams{}); return err },
+		"UpdateTCPEdge":        func() error { _, err := e.svc.UpdateTCPEdge(e.ctx, p, tcp, edges.UpdateTCPEdgeParams{}); return err },
 		"DeleteTCPEdge":        func() error { return e.svc.DeleteTCPEdge(e.ctx, p, tcp) },
 		"ReplaceTLSEdgeTrafficPolicy": func() error {
 			_, err := e.svc.ReplaceTLSEdgeTrafficPolicy(e.ctx, p, tls, edges.TrafficPolicyParams{Value: denyAll})

@@ -10,13 +10,16 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// The stored forms of edges, routes and their modules (see forms.go). A
+// The stored forms of edges, routes and their modules (see forms.go). An
+// edge's hostports are stored canonical; the reserved domains that serve
+// them are only its record's Refs (and each hostport one of its Keys). A
 // route's edge is its record's parent; modules reference backends and IP
 // policies by bare ID; an OIDC module's client secret is sealed under
 // [Options.SealingKey], bound to its route.
 type (
 	httpsEdgeDoc struct {
 		common
+		Hostports []string `json:"hostports,omitempty"`
 	}
 	routeDoc struct {
 		common
@@ -30,12 +33,14 @@ type (
 	}
 	tlsEdgeDoc struct {
 		common
+		Hostports      []string                `json:"hostports,omitempty"`
 		IPRestriction  *ipRestrictionModuleDoc `json:"ip_restriction,omitempty"`
 		TrafficPolicy  *trafficPolicyDoc       `json:"traffic_policy,omitempty"`
 		TLSTermination *tlsTerminationDoc      `json:"tls_termination,omitempty"`
 	}
 	tcpEdgeDoc struct {
 		common
+		Hostports     []string                `json:"hostports,omitempty"`
 		IPRestriction *ipRestrictionModuleDoc `json:"ip_restriction,omitempty"`
 		Backend       *backendModuleDoc       `json:"backend,omitempty"`
 	}
@@ -82,30 +87,31 @@ type (
 var (
 	httpsEdgeForm = plainForm(&httpsEdgeKind,
 		func(e *edges.HTTPSEdge) *httpsEdgeDoc {
-			return &httpsEdgeDoc{common{e.CreatedAt, e.Description, e.Metadata}}
+			return &httpsEdgeDoc{common{e.CreatedAt, e.Description, e.Metadata}, e.Hostports}
 		},
 		func(d *httpsEdgeDoc, rec store.Record) *edges.HTTPSEdge {
-			return &edges.HTTPSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
+			return &edges.HTTPSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
+				Hostports: slices.Clone(d.Hostports)}
 		})
 	httpsRouteForm = docForm(&httpsRouteKind, saveRoute, loadRoute)
 	tlsEdgeForm    = plainForm(&tlsEdgeKind,
 		func(e *edges.TLSEdge) *tlsEdgeDoc {
-			return &tlsEdgeDoc{common: common{e.CreatedAt, e.Description, e.Metadata}, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
+			return &tlsEdgeDoc{common: common{e.CreatedAt, e.Description, e.Metadata}, Hostports: e.Hostports, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
 				TrafficPolicy: saveTrafficPolicy(e.TrafficPolicy), TLSTermination: saveTLSTermination(e.TLSTermination)}
 		},
 		func(d *tlsEdgeDoc, rec store.Record) *edges.TLSEdge {
 			return &edges.TLSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-				IPRestriction: loadIPRestrictionModule(d.IPRestriction), TrafficPolicy: loadTrafficPolicy(d.TrafficPolicy),
+				Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), TrafficPolicy: loadTrafficPolicy(d.TrafficPolicy),
 				TLSTermination: loadTLSTermination(d.TLSTermination)}
 		})
 	tcpEdgeForm = plainForm(&tcpEdgeKind,
 		func(e *edges.TCPEdge) *tcpEdgeDoc {
-			return &tcpEdgeDoc{common: common{e.CreatedAt, e.Description, e.Metadata}, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
+			return &tcpEdgeDoc{common: common{e.CreatedAt, e.Description, e.Metadata}, Hostports: e.Hostports, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
 				Backend: saveBackendModule(e.Backend)}
 		},
 		func(d *tcpEdgeDoc, rec store.Record) *edges.TCPEdge {
 			return &edges.TCPEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-				IPRestriction: loadIPRestrictionModule(d.IPRestriction), Backend: loadBackendModule(d.Backend)}
+				Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), Backend: loadBackendModule(d.Backend)}
 		})
 )
 

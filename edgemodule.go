@@ -246,7 +246,7 @@ func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service
 		if refused != nil {
 			return refused
 		}
-		rec.Refs = PE(v).Refs()
+		rec.Refs = edgeRefs(PE(v).Refs(), nil, rec.Refs) // keeps the reserved domains of its hostports
 		return nil
 	})
 	if refused != nil {

@@ -3,7 +3,9 @@ package edgeplane
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
@@ -118,14 +120,20 @@ func (s *Service) presentSubscription(v *events.Subscription, _ store.Record) {
 	v.URI = s.uri(eventSubscriptionKind.collection, v.ID)
 }
 
-// CreateEventSubscription creates an event subscription. The
-// specification does not show this operation; the subscription has the
-// minimal shape of [events.Subscription].
+// CreateEventSubscription creates an event subscription with the sources
+// params lists (at most [events.MaxCreateSources], each a known event
+// type, listed once; violations under sources[i].type). The subscription
+// and each source are separate records, written one after the other and
+// reported as their own created events; if a source cannot be written,
+// the subscription is deleted again (with the sources already written)
+// and the error returned. The specification does not show this operation;
+// the subscription has the minimal shape of [events.Subscription], with
+// its sources.
 func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, params events.CreateSubscriptionParams) (*events.Subscription, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	if err := params.Validate(); err != nil {
+	if err := params.Validate(s.eventTypes); err != nil {
 		return nil, err
 	}
 	v := &events.Subscription{ID: s.ids.New(events.SubscriptionPrefix), CreatedAt: s.timestamp(),
@@ -133,24 +141,70 @@ func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, para
 	if err := create(ctx, s, p, eventSubscriptionForm, v.ID, "", v, nil); err != nil {
 		return nil, err
 	}
+	v.Sources = make([]events.Source, 0, len(params.Sources))
+	for _, src := range params.Sources {
+		if err := s.createSource(ctx, p, v.ID, src.Type); err != nil {
+			// Undo, whatever happened to ctx: a subscription with some of
+			// its sources is not what was asked for.
+			undo := context.WithoutCancel(ctx)
+			if derr := s.store.Delete(s.reporting(undo, eventSubscriptionKind.event, events.Deleted), KindEventSubscription, p.AccountID, v.ID); derr != nil {
+				s.log.Error("cannot delete a subscription whose sources failed", "id", v.ID, "err", derr)
+			}
+			return nil, err
+		}
+		source := events.Source{Type: src.Type}
+		s.presentSource(&source, v.ID)
+		v.Sources = append(v.Sources, source)
+	}
+	sortSources(v.Sources)
 	s.presentSubscription(v, store.Record{})
 	return v, nil
 }
 
-// GetEventSubscription returns an event subscription.
+// sortSources orders a subscription's sources by type.
+func sortSources(list []events.Source) {
+	slices.SortFunc(list, func(a, b events.Source) int { return strings.Compare(a.Type, b.Type) })
+}
+
+// withSources fills the sources of a subscription of p's account from its
+// source records.
+func (s *Service) withSources(ctx context.Context, p Principal, v *events.Subscription) error {
+	list, err := s.sources(ctx, p, v.ID)
+	if err != nil {
+		return err
+	}
+	v.Sources = list.Sources
+	sortSources(v.Sources)
+	return nil
+}
+
+// GetEventSubscription returns an event subscription with its sources.
 func (s *Service) GetEventSubscription(ctx context.Context, p Principal, id string) (*events.Subscription, error) {
 	v, rec, err := get(ctx, s, p, eventSubscriptionForm, id)
 	if err != nil {
 		return nil, err
 	}
 	s.presentSubscription(v, rec)
+	if err := s.withSources(ctx, p, v); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
 // ListEventSubscriptions returns a page of the account's event
-// subscriptions, newest first.
+// subscriptions, newest first, each with its sources (one more store read
+// per subscription).
 func (s *Service) ListEventSubscriptions(ctx context.Context, p Principal, opts ListOptions) (*Page[events.Subscription], error) {
-	return list(ctx, s, p, eventSubscriptionForm, "", eventSubscriptionKind.collection, opts, s.presentSubscription)
+	page, err := list(ctx, s, p, eventSubscriptionForm, "", eventSubscriptionKind.collection, opts, s.presentSubscription)
+	if err != nil {
+		return nil, err
+	}
+	for i := range page.Items {
+		if err := s.withSources(ctx, p, &page.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
 }
 
 // UpdateEventSubscription changes the fields present in params.
@@ -166,6 +220,9 @@ func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id s
 		return nil, err
 	}
 	s.presentSubscription(v, store.Record{})
+	if err := s.withSources(ctx, p, v); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -214,11 +271,22 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 	if err := params.Validate(s.eventTypes); err != nil {
 		return nil, err
 	}
-	v := &events.Source{Type: params.Type}
-	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
-		Keys: []string{sourceLookup(subscriptionID, params.Type)}, Indexes: []store.IndexEntry{{Name: indexEventType, Value: params.Type}}}
-	if err := eventSourceForm.encode(s, v, &rec); err != nil {
+	if err := s.createSource(ctx, p, subscriptionID, params.Type); err != nil {
 		return nil, err
+	}
+	v := &events.Source{Type: params.Type}
+	s.presentSource(v, subscriptionID)
+	return v, nil
+}
+
+// createSource writes the source record of a known type typ in a
+// subscription of p's account.
+func (s *Service) createSource(ctx context.Context, p Principal, subscriptionID, typ string) error {
+	v := &events.Source{Type: typ}
+	rec := store.Record{Kind: KindEventSource, AccountID: p.AccountID, ID: s.ids.New(events.SourcePrefix), ParentID: subscriptionID,
+		Keys: []string{sourceLookup(subscriptionID, typ)}, Indexes: []store.IndexEntry{{Name: indexEventType, Value: typ}}}
+	if err := eventSourceForm.encode(s, v, &rec); err != nil {
+		return err
 	}
 	if err := s.store.Create(s.reporting(ctx, eventSourceKind.event, events.Created), rec); err != nil {
 		var (
@@ -227,15 +295,14 @@ func (s *Service) CreateEventSource(ctx context.Context, p Principal, subscripti
 		)
 		switch {
 		case errors.As(err, &miss):
-			return nil, eventSubscriptionKind.notFound(subscriptionID)
+			return eventSubscriptionKind.notFound(subscriptionID)
 		case errors.As(err, &dup):
-			return nil, &apierr.Error{Code: apierr.Conflict, Err: err,
-				Msg: "event subscription " + subscriptionID + " already has a source of type " + strconv.Quote(params.Type)}
+			return &apierr.Error{Code: apierr.Conflict, Err: err,
+				Msg: "event subscription " + subscriptionID + " already has a source of type " + strconv.Quote(typ)}
 		}
-		return nil, s.storeErr(err, eventSourceKind, "")
+		return s.storeErr(err, eventSourceKind, "")
 	}
-	s.presentSource(v, subscriptionID)
-	return v, nil
+	return nil
 }
 
 // getSource returns the source record of typ in a subscription of p's
@@ -280,6 +347,12 @@ func (s *Service) ListEventSources(ctx context.Context, p Principal, subscriptio
 	if err := s.checkSubscription(ctx, p, subscriptionID); err != nil {
 		return nil, err
 	}
+	return s.sources(ctx, p, subscriptionID)
+}
+
+// sources reads the sources of a subscription of p's account, newest
+// first.
+func (s *Service) sources(ctx context.Context, p Principal, subscriptionID string) (*events.SourceList, error) {
 	recs, err := s.store.List(ctx, store.Query{Kind: KindEventSource, AccountID: p.AccountID, ParentID: subscriptionID, Limit: events.MaxSources})
 	if err != nil {
 		return nil, s.storeErr(err, eventSourceKind, "")

@@ -389,7 +389,7 @@ func TestEventSubscriptionCRUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &events.Subscription{ID: sub.ID, URI: "https://api.example.test/event_subscriptions/" + sub.ID,
-		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m"}
+		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m", Sources: []events.Source{}}
 	if diff := cmp.Diff(want, sub); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
@@ -684,11 +684,11 @@ func TestEdgeModuleEventsAreDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tls, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	tls, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateTLSEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateEdgeParams{})
+	tcp, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateTCPEdgeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,9 +106,10 @@ func scribble(v reflect.Value) {
 }
 
 // computedFields are the model fields no document stores: computed when a
-// resource is read (URIs, a backend's tunnels, a domain's always-null
+// resource is read (URIs, a backend's tunnels, a subscription's sources,
+// read from their own records, a domain's always-null
 // error_redirect_url) or shown once (tokens).
-var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true, "ErrorRedirectURL": true}
+var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true, "ErrorRedirectURL": true, "Sources": true}
 
 // roundTrip saves a filled model in form f, checks the document's JSON,
 // loads it back and compares: every field but the computed ones survives.

@@ -199,7 +199,7 @@ func (s *Service) DeleteIPPolicyRule(ctx context.Context, p Principal, id string
 // the policy already has ipaccess.MaxRulesPerPolicy rules.
 func (s *Service) createRuleInSlot(ctx context.Context, p Principal, v *ipaccess.Rule) error {
 	policyID := v.IPPolicy.ID
-	err := createInSlot(ctx, s, p, ipRuleForm, v.ID, policyID, v, ipaccess.MaxRulesPerPolicy, func() error {
+	err := createInSlot(ctx, s, p, ipRuleForm, v.ID, policyID, v, nil, ipaccess.MaxRulesPerPolicy, func() error {
 		return apierr.Invalidf("ip_policy_id", "IP policy %s already has %d rules, the most one policy may have; delete a rule first",
 			policyID, ipaccess.MaxRulesPerPolicy)
 	})

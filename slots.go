@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
@@ -23,14 +24,28 @@ func slotKey(k store.Kind, accountID, parentID string, n int) string {
 	return "slot/" + string(k) + "/" + accountID + "/" + parentID + "/" + strconv.Itoa(n)
 }
 
+// slotKeys returns the slot keys among a record's keys: an update that
+// sets a child's keys keeps them, or the child would lose its slot and
+// the cap would no longer hold.
+func slotKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "slot/") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // maxSlotAttempts bounds how often a create looks for a free slot again
 // after losing one to a concurrent create.
 const maxSlotAttempts = 8
 
-// createInSlot stores v as a child of parentID (form f, with the lookup
-// keys keys) in the lowest free of capacity slots. When every slot is
+// createInSlot stores v as a child of parentID (form f, with the
+// references refs and the lookup keys keys) in the lowest free of
+// capacity slots. When every slot is
 // taken it returns full(); other errors are create's.
-func createInSlot[M any](ctx context.Context, s *Service, p Principal, f form[M], id, parentID string, v *M, capacity int, full func() error, keys ...string) error {
+func createInSlot[M any](ctx context.Context, s *Service, p Principal, f form[M], id, parentID string, v *M, refs []string, capacity int, full func() error, keys ...string) error {
 	k := f.kindInfo
 	for range maxSlotAttempts {
 		recs, err := s.store.List(ctx, store.Query{Kind: k.kind, AccountID: p.AccountID, ParentID: parentID, Limit: capacity})
@@ -53,7 +68,7 @@ func createInSlot[M any](ctx context.Context, s *Service, p Principal, f form[M]
 		if slot == "" {
 			return full()
 		}
-		err = create(ctx, s, p, f, id, parentID, v, nil, append(keys[:len(keys):len(keys)], slot)...)
+		err = create(ctx, s, p, f, id, parentID, v, refs, append(keys[:len(keys):len(keys)], slot)...)
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) && dup.Key == slot {
 			continue // a concurrent create took the slot: look again

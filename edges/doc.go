@@ -14,12 +14,45 @@
 // # Edges and routes
 //
 // Every edge and route has id, uri, created_at, description (at most 255
-// bytes) and metadata (at most 4096 bytes). A route also has edge_id,
-// match_type (exact_path or path_prefix) and match, a URL path starting
-// with "/" (see [CheckMatch]). Edges and routes are created and updated
-// with [CreateEdgeParams], [UpdateEdgeParams], [CreateRouteParams] and
-// [UpdateRouteParams]; in update parameters a nil field is absent and
-// leaves the value unchanged.
+// bytes) and metadata (at most 4096 bytes). An edge also has hostports
+// (see below). A route also has edge_id, match_type (exact_path or
+// path_prefix) and match, a URL path starting with "/" (see
+// [CheckMatch]). HTTPS edges are created and updated with
+// [CreateEdgeParams] and [UpdateEdgeParams], TLS edges with
+// [CreateTLSEdgeParams] and [UpdateTLSEdgeParams], TCP edges with
+// [CreateTCPEdgeParams] and [UpdateTCPEdgeParams], routes with
+// [CreateRouteParams] and [UpdateRouteParams]; in update parameters a nil
+// field is absent and leaves the value unchanged.
+//
+// TLS and TCP edges and routes take their modules inline too, at create
+// and at update, under the same names as in responses
+// ({"match": "/", "match_type": "path_prefix", "backend": {"backend_id":
+// "bkdtg_…"}, "compression": {"enabled": true}}). An inline module is the
+// request body of its replace operation: validated by the same params
+// type, its violations named under the module
+// (backend.backend_id, traffic_policy.value.inbound[0].expressions[1]),
+// and set in the same single write as the rest of the edge or route (one
+// created or updated event). At update, a module given replaces the
+// module whole and a module not given is left as it is; a module is
+// removed only by its delete operation. An HTTPS edge has no modules of
+// its own: its routes carry them.
+//
+// # Hostports
+//
+// An edge serves the hostports it lists: "host:port" ([ParseHostport]),
+// at most [MaxHostports] per edge, listed once each, returned in
+// canonical form (host lower-cased, no trailing dot, port without
+// leading zeros) and as [] when none. The host must be a reserved domain
+// of the edge's account, or be covered by a wildcard reserved domain of
+// it (*.example.com covers a.example.com); a name reserved by another
+// account is never served through a wildcard of this one (checked when
+// the hostports are set: a name reserved later does not take a hostport
+// away from the edge that holds it, and its owner's edges clash with it). A hostport may
+// itself be a wildcard (*.example.com:443) when that wildcard is
+// reserved. A hostport is used by one edge in the whole service, across
+// edge kinds and accounts: a second use is a conflict naming the
+// hostport. An update that gives hostports replaces the list ([] removes
+// them all).
 //
 // An edge or route shows its modules as fields named after the module's
 // path (oidc, backend, response_headers, compression, traffic_policy,
@@ -99,8 +132,21 @@
 // # Decisions where the specification is silent
 //
 //   - Edges have no fields beyond id, uri, created_at, description,
-//     metadata and their modules; modules are set only through their own
-//     operations, never by creating or updating an edge or route.
+//     metadata, hostports and their modules.
+//   - Ports: HTTPS and TLS edges serve on port 443 only ([HTTPSPort]), the
+//     port their clients use when a URL names none, as the original
+//     service requires; TCP edges on any port from 1 to 65535.
+//   - The service has no reserved TCP addresses: a TCP edge's hostport
+//     names a reserved domain of the account, like the other edges', with
+//     the port the edge listens on. Since a hostport serves one edge of
+//     any kind, app.example.com:443 cannot be both an HTTPS edge's and a
+//     TCP edge's.
+//   - A reserved domain that an edge's hostport uses cannot be released:
+//     deleting it is a conflict naming the edge ("the hostports of HTTPS
+//     edge edghts_…"); change the edge's hostports first.
+//   - Inline modules of a route or edge are validated and written exactly
+//     as their replace operations would (one validation); an inline module
+//     cannot be removed by an update, as in the original API.
 //   - The specification lists nine modules; a tenth, the HTTPS route
 //     traffic policy module (/edges/https/{edge_id}/routes/{id}/traffic_policy),
 //     gives the rate-limit action a home. It has the TLS edge traffic
@@ -121,7 +167,8 @@
 //     without spaces, control characters, "?" or "#".
 //   - Reading or deleting a module that is not set is not found (deleting
 //     is not silently idempotent), naming the edge or route and the module.
-//   - Limits: OIDC issuer 2048 bytes, client_id and client_secret 1024
+//   - Limits: at most [MaxHostports] (10) hostports per edge, each at
+//     most [MaxHostportBytes]; OIDC issuer 2048 bytes, client_id and client_secret 1024
 //     bytes without control characters, cookie_prefix 64 bytes of token
 //     characters, at most 100 scopes of 1 to 256 scope-token characters
 //     (printable ASCII but space, '"' and '\'), distinct; response headers

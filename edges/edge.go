@@ -63,6 +63,9 @@ type HTTPSEdge struct {
 	Description string `json:"description"`
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
+	// Hostports are the host:port addresses the edge serves, in canonical
+	// form (see [ParseHostport]); never nil in responses.
+	Hostports []string `json:"hostports"`
 }
 
 // HTTPSRoute is a route of an HTTPS edge: the requests it matches and the
@@ -127,6 +130,9 @@ type TLSEdge struct {
 	Description string `json:"description"`
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
+	// Hostports are the host:port addresses the edge serves, in canonical
+	// form (see [ParseHostport]); never nil in responses.
+	Hostports []string `json:"hostports"`
 	// IPRestriction is the IP restriction module.
 	IPRestriction *IPRestriction `json:"ip_restriction"`
 	// TrafficPolicy is the traffic policy module.
@@ -178,6 +184,9 @@ type TCPEdge struct {
 	Description string `json:"description"`
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
+	// Hostports are the host:port addresses the edge serves, in canonical
+	// form (see [ParseHostport]); never nil in responses.
+	Hostports []string `json:"hostports"`
 	// IPRestriction is the IP restriction module.
 	IPRestriction *IPRestriction `json:"ip_restriction"`
 	// Backend is the backend module.
@@ -246,40 +255,207 @@ func appendNew(list []string, id string) []string {
 	return append(list, id)
 }
 
-// CreateEdgeParams are the parameters of creating an HTTPS, TLS or TCP
-// edge. Every field is optional; modules are set by their own operations.
+// CreateEdgeParams are the parameters of creating an HTTPS edge. Every
+// field is optional. An HTTPS edge has no modules of its own: its routes
+// carry them.
 type CreateEdgeParams struct {
 	// Description is at most 255 bytes.
 	Description string `json:"description" validate:"maxbytes=255"`
 	// Metadata is at most 4096 bytes.
 	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+	// Hostports are at most [MaxHostports] distinct host:port addresses
+	// on port 443 (see [ParseHostport]), each host a reserved domain of
+	// the account and each hostport used by no other edge.
+	Hostports []string `json:"hostports"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
-// InvalidArgument [*apierr.Error].
-func (p CreateEdgeParams) Validate() error { return validate.Struct(p) }
+// InvalidArgument [*apierr.Error]. Whether the hosts are reserved domains
+// of the account, and the hostports free, is the Service's check.
+func (p CreateEdgeParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	checkHostports(&vs, p.Hostports, EdgeHTTPS)
+	return vs.Err()
+}
 
-// UpdateEdgeParams are the parameters of updating an edge; nil fields are
-// left unchanged.
+// UpdateEdgeParams are the parameters of updating an HTTPS edge; nil
+// fields are left unchanged.
 type UpdateEdgeParams struct {
 	// Description replaces the description; at most 255 bytes.
 	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
 	// Metadata replaces the metadata; at most 4096 bytes.
 	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+	// Hostports replace the hostports, as at create; an empty list
+	// removes them all.
+	Hostports *[]string `json:"hostports"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
 // InvalidArgument [*apierr.Error].
-func (p UpdateEdgeParams) Validate() error { return validate.Struct(p) }
+func (p UpdateEdgeParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if p.Hostports != nil {
+		checkHostports(&vs, *p.Hostports, EdgeHTTPS)
+	}
+	return vs.Err()
+}
 
-// Apply sets the description and metadata that p carries.
+// Apply sets the description and metadata that p carries. Hostports are
+// set by the Service, which checks them against the store.
 func (p UpdateEdgeParams) Apply(description, metadata *string) {
 	setString(description, p.Description)
 	setString(metadata, p.Metadata)
 }
 
+// CreateTLSEdgeParams are the parameters of creating a TLS edge. Every
+// field is optional; a module given here is set as its replace operation
+// would set it, with the same validation, and the edge is created with it
+// in one write.
+type CreateTLSEdgeParams struct {
+	// Description is at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+	// Hostports are as for an HTTPS edge: port 443 only.
+	Hostports []string `json:"hostports"`
+	// IPRestriction sets the IP restriction module.
+	IPRestriction *IPRestrictionParams `json:"ip_restriction"`
+	// TrafficPolicy sets the traffic policy module.
+	TrafficPolicy *TrafficPolicyParams `json:"traffic_policy"`
+	// TLSTermination sets the TLS termination module.
+	TLSTermination *TLSTerminationParams `json:"tls_termination"`
+}
+
+// Validate reports every broken rule of p, the modules' violations under
+// their module's name (ip_restriction.ip_policy_ids[0]). It returns nil or
+// an InvalidArgument [*apierr.Error].
+func (p CreateTLSEdgeParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	checkHostports(&vs, p.Hostports, EdgeTLS)
+	checkModule(&vs, ModuleIPRestriction, p.IPRestriction)
+	checkModule(&vs, ModuleTrafficPolicy, p.TrafficPolicy)
+	checkModule(&vs, ModuleTLSTermination, p.TLSTermination)
+	return vs.Err()
+}
+
+// UpdateTLSEdgeParams are the parameters of updating a TLS edge; nil
+// fields are left unchanged. A module given replaces the module whole; a
+// module cannot be removed here (its delete operation does that).
+type UpdateTLSEdgeParams struct {
+	// Description replaces the description; at most 255 bytes.
+	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
+	// Metadata replaces the metadata; at most 4096 bytes.
+	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+	// Hostports replace the hostports; an empty list removes them all.
+	Hostports *[]string `json:"hostports"`
+	// IPRestriction replaces the IP restriction module.
+	IPRestriction *IPRestrictionParams `json:"ip_restriction"`
+	// TrafficPolicy replaces the traffic policy module.
+	TrafficPolicy *TrafficPolicyParams `json:"traffic_policy"`
+	// TLSTermination replaces the TLS termination module.
+	TLSTermination *TLSTerminationParams `json:"tls_termination"`
+}
+
+// Apply sets the description and metadata that p carries. Hostports and
+// modules are set by the Service, which checks them against the store.
+func (p UpdateTLSEdgeParams) Apply(description, metadata *string) {
+	setString(description, p.Description)
+	setString(metadata, p.Metadata)
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p UpdateTLSEdgeParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if p.Hostports != nil {
+		checkHostports(&vs, *p.Hostports, EdgeTLS)
+	}
+	checkModule(&vs, ModuleIPRestriction, p.IPRestriction)
+	checkModule(&vs, ModuleTrafficPolicy, p.TrafficPolicy)
+	checkModule(&vs, ModuleTLSTermination, p.TLSTermination)
+	return vs.Err()
+}
+
+// CreateTCPEdgeParams are the parameters of creating a TCP edge, as
+// [CreateTLSEdgeParams] are of a TLS edge.
+type CreateTCPEdgeParams struct {
+	// Description is at most 255 bytes.
+	Description string `json:"description" validate:"maxbytes=255"`
+	// Metadata is at most 4096 bytes.
+	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+	// Hostports are at most [MaxHostports] distinct host:port addresses on
+	// any port from 1 to 65535, each host a reserved domain of the account
+	// and each hostport used by no other edge.
+	Hostports []string `json:"hostports"`
+	// IPRestriction sets the IP restriction module.
+	IPRestriction *IPRestrictionParams `json:"ip_restriction"`
+	// Backend sets the backend module.
+	Backend *BackendParams `json:"backend"`
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p CreateTCPEdgeParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	checkHostports(&vs, p.Hostports, EdgeTCP)
+	checkModule(&vs, ModuleIPRestriction, p.IPRestriction)
+	checkModule(&vs, ModuleBackend, p.Backend)
+	return vs.Err()
+}
+
+// UpdateTCPEdgeParams are the parameters of updating a TCP edge, as
+// [UpdateTLSEdgeParams] are of a TLS edge.
+type UpdateTCPEdgeParams struct {
+	// Description replaces the description; at most 255 bytes.
+	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
+	// Metadata replaces the metadata; at most 4096 bytes.
+	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+	// Hostports replace the hostports; an empty list removes them all.
+	Hostports *[]string `json:"hostports"`
+	// IPRestriction replaces the IP restriction module.
+	IPRestriction *IPRestrictionParams `json:"ip_restriction"`
+	// Backend replaces the backend module.
+	Backend *BackendParams `json:"backend"`
+}
+
+// Apply sets the description and metadata that p carries. Hostports and
+// modules are set by the Service, which checks them against the store.
+func (p UpdateTCPEdgeParams) Apply(description, metadata *string) {
+	setString(description, p.Description)
+	setString(metadata, p.Metadata)
+}
+
+// Validate reports every broken rule of p. It returns nil or an
+// InvalidArgument [*apierr.Error].
+func (p UpdateTCPEdgeParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if p.Hostports != nil {
+		checkHostports(&vs, *p.Hostports, EdgeTCP)
+	}
+	checkModule(&vs, ModuleIPRestriction, p.IPRestriction)
+	checkModule(&vs, ModuleBackend, p.Backend)
+	return vs.Err()
+}
+
+// checkModule adds the violations of a module's params, when given, under
+// the module's name: backend.backend_id. The per-module operations
+// validate the same params, so both paths share one set of rules.
+func checkModule[P interface{ Validate() error }](vs *apierr.Violations, name string, p *P) {
+	if p != nil {
+		vs.AddError(name, (*p).Validate())
+	}
+}
+
 // CreateRouteParams are the parameters of creating a route of an HTTPS
-// edge.
+// edge. A module given here is set as its replace operation would set it,
+// with the same validation, and the route is created with it in one
+// write.
 type CreateRouteParams struct {
 	// Description is at most 255 bytes.
 	Description string `json:"description" validate:"maxbytes=255"`
@@ -289,9 +465,20 @@ type CreateRouteParams struct {
 	MatchType string `json:"match_type" validate:"required,oneof=exact_path path_prefix"`
 	// Match is required: a path starting with "/" (see [CheckMatch]).
 	Match string `json:"match" openapi:"required,maxbytes=1024"`
+	// OIDC sets the OIDC module.
+	OIDC *OIDCParams `json:"oidc"`
+	// Backend sets the backend module.
+	Backend *BackendParams `json:"backend"`
+	// ResponseHeaders sets the response headers module.
+	ResponseHeaders *ResponseHeadersParams `json:"response_headers"`
+	// Compression sets the compression module.
+	Compression *CompressionParams `json:"compression"`
+	// TrafficPolicy sets the traffic policy module (compiled for HTTP).
+	TrafficPolicy *TrafficPolicyParams `json:"traffic_policy"`
 }
 
-// Validate reports every broken rule of p. It returns nil or an
+// Validate reports every broken rule of p, the modules' violations under
+// their module's name (backend.backend_id). It returns nil or an
 // InvalidArgument [*apierr.Error].
 func (p CreateRouteParams) Validate() error {
 	var vs apierr.Violations
@@ -299,17 +486,26 @@ func (p CreateRouteParams) Validate() error {
 	if reason := CheckMatch(p.Match); reason != "" {
 		vs.Add("match", "%s", reason)
 	}
+	p.routeModules().check(&vs)
 	return vs.Err()
 }
 
 // Route returns the route p describes, without the fields the Service
-// assigns (ID, URI, EdgeID, CreatedAt) and without modules.
+// assigns (ID, URI, EdgeID, CreatedAt), with the modules p gives except
+// the traffic policy (which the Service compiles).
 func (p CreateRouteParams) Route() HTTPSRoute {
-	return HTTPSRoute{Description: p.Description, Metadata: p.Metadata, MatchType: p.MatchType, Match: p.Match}
+	r := HTTPSRoute{Description: p.Description, Metadata: p.Metadata, MatchType: p.MatchType, Match: p.Match}
+	p.routeModules().apply(&r)
+	return r
+}
+
+func (p CreateRouteParams) routeModules() routeModules {
+	return routeModules{p.OIDC, p.Backend, p.ResponseHeaders, p.Compression, p.TrafficPolicy}
 }
 
 // UpdateRouteParams are the parameters of updating a route; nil fields are
-// left unchanged. Modules are changed by their own operations.
+// left unchanged. A module given replaces the module whole; a module
+// cannot be removed here (its delete operation does that).
 type UpdateRouteParams struct {
 	// Description replaces the description; at most 255 bytes.
 	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
@@ -319,6 +515,17 @@ type UpdateRouteParams struct {
 	MatchType *string `json:"match_type" validate:"omitnil,oneof=exact_path path_prefix"`
 	// Match replaces the match (see [CheckMatch]).
 	Match *string `json:"match" openapi:"min=1,maxbytes=1024"`
+	// OIDC replaces the OIDC module.
+	OIDC *OIDCParams `json:"oidc"`
+	// Backend replaces the backend module.
+	Backend *BackendParams `json:"backend"`
+	// ResponseHeaders replaces the response headers module.
+	ResponseHeaders *ResponseHeadersParams `json:"response_headers"`
+	// Compression replaces the compression module.
+	Compression *CompressionParams `json:"compression"`
+	// TrafficPolicy replaces the traffic policy module (compiled for
+	// HTTP).
+	TrafficPolicy *TrafficPolicyParams `json:"traffic_policy"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
@@ -331,15 +538,58 @@ func (p UpdateRouteParams) Validate() error {
 			vs.Add("match", "%s", reason)
 		}
 	}
+	p.routeModules().check(&vs)
 	return vs.Err()
 }
 
-// Apply sets the fields of r that p carries.
+// Apply sets the fields of r that p carries, and the modules it gives
+// except the traffic policy (which the Service compiles).
 func (p UpdateRouteParams) Apply(r *HTTPSRoute) {
 	setString(&r.Description, p.Description)
 	setString(&r.Metadata, p.Metadata)
 	setString(&r.MatchType, p.MatchType)
 	setString(&r.Match, p.Match)
+	p.routeModules().apply(r)
+}
+
+func (p UpdateRouteParams) routeModules() routeModules {
+	return routeModules{p.OIDC, p.Backend, p.ResponseHeaders, p.Compression, p.TrafficPolicy}
+}
+
+// routeModules are the modules a route create or update gives inline.
+type routeModules struct {
+	oidc            *OIDCParams
+	backend         *BackendParams
+	responseHeaders *ResponseHeadersParams
+	compression     *CompressionParams
+	trafficPolicy   *TrafficPolicyParams
+}
+
+func (m routeModules) check(vs *apierr.Violations) {
+	checkModule(vs, ModuleOIDC, m.oidc)
+	checkModule(vs, ModuleBackend, m.backend)
+	checkModule(vs, ModuleResponseHeaders, m.responseHeaders)
+	checkModule(vs, ModuleCompression, m.compression)
+	checkModule(vs, ModuleTrafficPolicy, m.trafficPolicy)
+}
+
+func (m routeModules) apply(r *HTTPSRoute) {
+	if m.oidc != nil {
+		v := m.oidc.Module()
+		r.OIDC = &v
+	}
+	if m.backend != nil {
+		v := m.backend.Module()
+		r.Backend = &v
+	}
+	if m.responseHeaders != nil {
+		v := m.responseHeaders.Module()
+		r.ResponseHeaders = &v
+	}
+	if m.compression != nil {
+		v := m.compression.Module()
+		r.Compression = &v
+	}
 }
 
 // CheckMatch returns why s is not a valid route match, or "": a match is

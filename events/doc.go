@@ -54,9 +54,19 @@
 // # Decisions where the specification is silent
 //
 //   - Event subscriptions have the minimal shape id, uri, created_at,
-//     description (at most 255 bytes), metadata (at most 4096 bytes), and
-//     are created, read, listed, updated and deleted through the Service.
+//     description (at most 255 bytes), metadata (at most 4096 bytes) and
+//     sources (their {type, uri}, ordered by type, [] when none), and are
+//     created, read, listed, updated and deleted through the Service.
 //     Deleting one deletes its sources.
+//   - A subscription may be created with its sources
+//     ({"sources": [{"type": "ip_policy_created.v0"}]}): at most
+//     [MaxCreateSources], each a known type listed once (violations of
+//     sources[i].type; the closest known type is suggested for the first
+//     few unknown ones). The subscription and each source are written one
+//     after the other, each reported as its own created event; if a
+//     source cannot be written the subscription is deleted again and the
+//     error returned. The event object of a subscription change shows
+//     sources as null: it is made from the subscription's record alone.
 //   - Adding a source of a type the subscription already has is a
 //     conflict. An unknown or malformed type is an invalid argument with a
 //     violation of "type".

@@ -1,7 +1,11 @@
 package events
 
 import (
+	"slices"
+	"strconv"
 	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
 
 	"github.com/edgeplane/edgeplane/internal/validate"
 )
@@ -21,6 +25,14 @@ const (
 // MaxSources is the most sources one subscription may have.
 const MaxSources = MaxTypes
 
+// MaxCreateSources is the most sources a subscription may be created
+// with; more are added one at a time (each is one write).
+const MaxCreateSources = 100
+
+// maxSuggestions bounds how many unknown types of one request get a
+// closest-type suggestion, each a search of the whole registry.
+const maxSuggestions = 5
+
 // Subscription is an event subscription: it triggers for the event types
 // of its [Source]s. The specification does not show its fields; this is
 // the minimal shape.
@@ -37,6 +49,9 @@ type Subscription struct {
 	Description string `json:"description"`
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
+	// Sources are the subscription's sources, ordered by type; filled by
+	// the Service from the source records, never nil in responses.
+	Sources []Source `json:"sources"`
 }
 
 // CreateSubscriptionParams are the parameters of creating an event
@@ -46,11 +61,41 @@ type CreateSubscriptionParams struct {
 	Description string `json:"description" validate:"maxbytes=255"`
 	// Metadata is at most 4096 bytes.
 	Metadata string `json:"metadata" validate:"maxbytes=4096"`
+	// Sources are added to the new subscription: at most
+	// [MaxCreateSources], each a known event type listed once.
+	Sources []CreateSourceParams `json:"sources"`
 }
 
-// Validate reports every broken rule of p. It returns nil or an
-// InvalidArgument [*apierr.Error].
-func (p CreateSubscriptionParams) Validate() error { return validate.Struct(p) }
+// Validate reports every broken rule of p, the sources' under
+// sources[i].type, with the registry of known event types reg. It returns
+// nil or an InvalidArgument [*apierr.Error].
+func (p CreateSubscriptionParams) Validate(reg *Registry) error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if len(p.Sources) > MaxCreateSources {
+		vs.Add("sources", "must list at most %d sources, got %d; add more one at a time", MaxCreateSources, len(p.Sources))
+		return vs.Err()
+	}
+	suggested := 0
+	for i, src := range p.Sources {
+		field := "sources[" + strconv.Itoa(i) + "]"
+		known := reg.Known(src.Type)
+		switch problem := typeProblem(src.Type); {
+		case problem != "":
+			vs.Add(field+".type", "%s", problem)
+		case !known && suggested < maxSuggestions:
+			suggested++
+			vs.AddError(field, reg.Check(src.Type)) // names the closest known type
+		case !known:
+			vs.Add(field+".type", "unknown event type %q", src.Type)
+		default:
+			if j := slices.IndexFunc(p.Sources[:i], func(o CreateSourceParams) bool { return o.Type == src.Type }); j >= 0 {
+				vs.Add(field+".type", "duplicates sources[%d]; list each type once", j)
+			}
+		}
+	}
+	return vs.Err()
+}
 
 // UpdateSubscriptionParams are the parameters of updating an event
 // subscription; nil fields are left unchanged.

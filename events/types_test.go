@@ -205,10 +205,14 @@ func wantReason(t *testing.T, err error, reason string) {
 }
 
 func TestSubscriptionParams(t *testing.T) {
-	if err := (events.CreateSubscriptionParams{Description: strings.Repeat("d", 255), Metadata: strings.Repeat("m", 4096)}).Validate(); err != nil {
+	reg, err := events.NewRegistry("ip_policy_created.v0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (events.CreateSubscriptionParams{Description: strings.Repeat("d", 255), Metadata: strings.Repeat("m", 4096)}).Validate(reg); err != nil {
 		t.Errorf("at the limits: %v", err)
 	}
-	err := events.CreateSubscriptionParams{Description: strings.Repeat("é", 128), Metadata: strings.Repeat("m", 4097)}.Validate()
+	err = events.CreateSubscriptionParams{Description: strings.Repeat("é", 128), Metadata: strings.Repeat("m", 4097)}.Validate(reg)
 	if vs := apierr.ViolationsOf(err); len(vs) != 2 || vs[0].Field != "description" || vs[1].Field != "metadata" {
 		t.Errorf("over the limits: %v", err)
 	}

@@ -1,0 +1,241 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// Hostports of edges. An edge's record holds one store key per hostport
+// (hostportKey), so a hostport is used by one edge in the whole store,
+// whatever its kind or account: the store refuses a second one atomically
+// (a conflict naming the hostport). The record also references the
+// reserved domain that each host is (or that covers it, a wildcard), so
+// the domain cannot be released while an edge serves it, and a domain
+// released between the check and the write fails the write.
+
+// hostportKey is the store key of a canonical hostport.
+func hostportKey(hostport string) string { return "edge_hostport:" + hostport }
+
+func hostportKeys(hostports []string) []string {
+	keys := make([]string, len(hostports))
+	for i, hp := range hostports {
+		keys[i] = hostportKey(hp)
+	}
+	return keys
+}
+
+// reservedDomainOf returns the ID of the reserved domain of the account
+// that serves host: the domain named host, else the wildcard domain that
+// covers it ([domains.Covers]). A name reserved by another account is
+// never served through a wildcard of this one. ok is false when there is
+// none.
+func (s *Service) reservedDomainOf(ctx context.Context, accountID, host string) (id string, ok bool, err error) {
+	rec, err := s.store.Lookup(ctx, KindReservedDomain, domainKey(host))
+	switch {
+	case err == nil:
+		return rec.ID, rec.AccountID == accountID, nil
+	case !errors.Is(err, apierr.ErrNotFound):
+		return "", false, s.storeErr(err, reservedDomainKind, "")
+	case domains.IsWildcard(host):
+		return "", false, nil
+	}
+	_, parent, found := strings.Cut(host, ".")
+	wildcard := "*." + parent
+	if !found || !domains.Covers([]string{wildcard}, host) {
+		return "", false, nil
+	}
+	rec, err = s.store.Lookup(ctx, KindReservedDomain, domainKey(wildcard))
+	switch {
+	case err == nil:
+		return rec.ID, rec.AccountID == accountID, nil
+	case errors.Is(err, apierr.ErrNotFound):
+		return "", false, nil
+	}
+	return "", false, s.storeErr(err, reservedDomainKind, "")
+}
+
+// resolveHostports returns, for each canonical hostport, the reserved
+// domain of p's account that serves its host, or a violation of
+// hostports[i] for each host that is not one.
+func (s *Service) resolveHostports(ctx context.Context, p Principal, hostports []string) ([]string, error) {
+	var vs apierr.Violations
+	out := make([]string, len(hostports))
+	for i, hp := range hostports {
+		host := edges.HostportHost(hp)
+		id, ok, err := s.reservedDomainOf(ctx, p.AccountID, host)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			vs.Add("hostports["+strconv.Itoa(i)+"]", "host %s is not a reserved domain of this account; reserve it, or a wildcard domain that covers it, first", host)
+			continue
+		}
+		out[i] = id
+	}
+	if err := vs.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// edgeRefs returns the Refs of an edge record: those of its modules and
+// the reserved domains of its hostports. domainIDs nil keeps the domains
+// of old, the record's current Refs (the hostports did not change).
+func edgeRefs(modules, domainIDs, old []string) []string {
+	if domainIDs == nil {
+		for _, id := range old {
+			if strings.HasPrefix(id, domains.ReservedDomainPrefix) {
+				domainIDs = append(domainIDs, id)
+			}
+		}
+	}
+	return store.UniqueRefs(append(slices.Clip(modules), domainIDs...))
+}
+
+// refFields names the request field that made an edge or route record
+// reference each ID, so that a reference found missing at the write is a
+// violation of that field.
+type refFields map[string]string
+
+func (f refFields) add(id, field string) {
+	if _, ok := f[id]; !ok && id != "" {
+		f[id] = field
+	}
+}
+
+func (f refFields) hostports(domainIDs []string) {
+	for i, id := range domainIDs {
+		f.add(id, "hostports["+strconv.Itoa(i)+"]")
+	}
+}
+
+func (f refFields) ipRestriction(m *edges.IPRestriction) {
+	if m != nil {
+		for i, r := range m.IPPolicies {
+			f.add(r.ID, edges.ModuleIPRestriction+".ip_policy_ids["+strconv.Itoa(i)+"]")
+		}
+	}
+}
+
+func (f refFields) backend(m *edges.Backend) {
+	if m != nil {
+		f.add(m.Backend.ID, edges.ModuleBackend+".backend_id")
+	}
+}
+
+func (f refFields) trafficPolicy(m *edges.TrafficPolicy) {
+	if m != nil {
+		for _, id := range m.IPPolicyIDs {
+			f.add(id, edges.ModuleTrafficPolicy+".value")
+		}
+	}
+}
+
+// edgeWriteErr turns the store error of writing an edge or route into
+// the caller's: a hostport's key taken is a conflict naming the hostport;
+// a missing reference is a violation of the field that named it.
+func (s *Service) edgeWriteErr(err error, k kindInfo, id string, hostports []string, fields refFields) error {
+	var (
+		dup  *store.DuplicateError
+		miss *store.MissingRefError
+	)
+	switch {
+	case errors.As(err, &dup):
+		for _, hp := range hostports {
+			if dup.Key == hostportKey(hp) {
+				return &apierr.Error{Code: apierr.Conflict, Err: err,
+					Msg: "the hostport " + hp + " is already used by another edge; a hostport serves one edge"}
+			}
+		}
+	case errors.As(err, &miss):
+		if field, ok := fields[miss.ID]; ok {
+			if strings.HasPrefix(field, "hostports[") {
+				return apierr.Invalidf(field, "%s is no longer reserved by this account", describeID(miss.ID))
+			}
+			return apierr.Invalidf(field, "%s not found in this account", describeID(miss.ID))
+		}
+	}
+	return s.storeErr(err, k, id)
+}
+
+// inlinePolicy validates and compiles a traffic policy module given
+// inline in an edge or route request, as its replace operation does, and
+// returns the module to store; violations are under traffic_policy.
+func (s *Service) inlinePolicy(ctx context.Context, p Principal, target policy.Target, scope string, params *edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
+	if params == nil {
+		return nil, nil
+	}
+	value, policyIDs, err := s.checkPolicy(ctx, p, target, scope, params.Value)
+	if err != nil {
+		if apierr.CodeOf(err) == apierr.InvalidArgument {
+			var vs apierr.Violations
+			vs.AddError(edges.ModuleTrafficPolicy, err)
+			return nil, vs.Err()
+		}
+		return nil, err
+	}
+	return &edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}, nil
+}
+
+// HostportEdge is the edge that serves a hostport, as
+// [Host.EdgeByHostport] finds it.
+type HostportEdge struct {
+	// Kind is the edge's kind: [KindHTTPSEdge], [KindTLSEdge] or
+	// [KindTCPEdge].
+	Kind store.Kind
+	// AccountID is the account the edge belongs to.
+	AccountID string
+	// EdgeID is the edge's identifier.
+	EdgeID string
+	// Hostport is the edge's hostport that matched, in canonical form: the
+	// one asked for, or the wildcard hostport that covers it.
+	Hostport string
+}
+
+// edgeByHostport finds the edge that serves hostport: the edge with
+// exactly that hostport, else the edge with the wildcard hostport that
+// covers its host (*.example.com:443 for a.example.com:443).
+func (s *Service) edgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
+	hp, host, reason := edges.ParseHostport(hostport, edges.EdgeTCP)
+	if reason != "" {
+		return nil, apierr.Invalidf("hostport", "%s", reason)
+	}
+	candidates := []string{hp}
+	if _, parent, ok := strings.Cut(host, "."); ok && !domains.IsWildcard(host) && domains.Covers([]string{"*." + parent}, host) {
+		candidates = append(candidates, "*."+parent+hp[len(host):])
+	}
+	for _, c := range candidates {
+		for _, k := range []*kindInfo{&httpsEdgeKind, &tlsEdgeKind, &tcpEdgeKind} {
+			rec, err := s.store.Lookup(ctx, k.kind, hostportKey(c))
+			if errors.Is(err, apierr.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, s.storeErr(err, *k, "")
+			}
+			return &HostportEdge{Kind: k.kind, AccountID: rec.AccountID, EdgeID: rec.ID, Hostport: c}, nil
+		}
+	}
+	return nil, apierr.NotFoundf("no edge serves the hostport %s", hp)
+}
+
+// EdgeByHostport returns the edge that serves a hostport (host:port), in
+// any account, as an edge proxy routes a connection or request by the
+// host it names: the edge with exactly that hostport, else the one whose
+// wildcard hostport covers the host (*.example.com:443 serves
+// a.example.com:443). The host is compared case-insensitively. It is a
+// host operation, one store lookup per kind of edge; a malformed hostport
+// is invalid (a violation of "hostport") and one no edge serves is not
+// found.
+func (h *Host) EdgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
+	return h.s.edgeByHostport(ctx, hostport)
+}
