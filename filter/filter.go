@@ -472,7 +472,8 @@ func (sizeEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 		return nil
 	}
 	switch n.Type().Kind() {
-	case types.StringKind, types.BytesKind:
+	case types.StringKind, types.BytesKind, types.StructKind:
+		// An object's size bounds the work of comparing it: its strings.
 		return &cost.SizeEstimate{Min: 0, Max: EstimatedStringBytes}
 	case types.ListKind, types.MapKind:
 		return &cost.SizeEstimate{Min: 0, Max: EstimatedEntries}
