@@ -213,3 +213,36 @@ func TestListFilterCertificatesAndSources(t *testing.T) {
 	_, err = e.svc.ListEventSourcesMatching(e.ctx, e.admin, sub.ID, `obj.id == "x"`)
 	wantViolation(t, err, "filter", "undefined field 'id'")
 }
+
+// A filtered page of 100 IP policies out of 1,000 (one in ten matches):
+// the page scans all 1,000. Compare BenchmarkListIPPoliciesPage, the
+// same page unfiltered.
+func BenchmarkListIPPoliciesFiltered(b *testing.B) {
+	e := newEnv(b)
+	e.policies(b, 1000, func(i int) string {
+		if i%10 == 0 {
+			return "team-a " + strconv.Itoa(i)
+		}
+		return "team-b " + strconv.Itoa(i)
+	}, func(int) bool { return false })
+	opts := edgeplane.ListOptions{Filter: `obj.description.startsWith("team-a") && obj.created_at > timestamp("2020-01-01T00:00:00Z")`}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := e.svc.ListIPPolicies(e.ctx, e.admin, opts)
+		if err != nil || len(page.Items) != 100 {
+			b.Fatalf("%v items, %v", len(page.Items), err)
+		}
+	}
+}
+
+func BenchmarkListIPPoliciesPage(b *testing.B) {
+	e := newEnv(b)
+	e.policies(b, 1000, func(i int) string { return "team-a " + strconv.Itoa(i) }, func(int) bool { return false })
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := e.svc.ListIPPolicies(e.ctx, e.admin, edgeplane.ListOptions{})
+		if err != nil || len(page.Items) != 100 {
+			b.Fatalf("%v items, %v", len(page.Items), err)
+		}
+	}
+}

@@ -200,3 +200,36 @@ func TestSameTextOtherType(t *testing.T) {
 		t.Fatal("a credential filter over obj.action compiled")
 	}
 }
+
+func BenchmarkMatch(b *testing.B) {
+	f, err := filter.Compile[credentials.Credential](nil, `obj.description.startsWith("prod") && "bind:b.example.com" in obj.acl && obj.created_at > timestamp("2024-01-01T00:00:00Z")`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !f.Match(&cred) {
+			b.Fatal("no match")
+		}
+	}
+}
+
+func BenchmarkCompileCached(b *testing.B) {
+	c := &filter.Compiler{}
+	const expr = `obj.description.startsWith("prod") && obj.owner_id == "usr_1"`
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := filter.Compile[credentials.Credential](c, expr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCompile(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := filter.Compile[credentials.Credential](nil, `obj.description.startsWith("prod") && obj.owner_id == "usr_1"`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
