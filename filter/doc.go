@@ -39,6 +39,8 @@
 // evaluation cost budget exhausted) does not match: write
 // "k" in obj.labels && obj.labels["k"] == "v" to test a key that may be
 // absent. A [Filter] is immutable and safe for concurrent use.
+// [Filter.Reads] tells which fields of obj a filter selects, so that a
+// caller may compute a costly field only when the filter needs it.
 //
 // # Limits
 //
@@ -47,9 +49,10 @@
 // [policy.MaxRecursionDepth] parser nesting, [policy.MaxExpressionNodes] AST
 // nodes, [policy.MaxComprehensionNesting] nested comprehensions, and a
 // worst-case cost, estimated at compile time, of at most
-// [policy.MaxExpressionCost]. The estimate assumes every string field is
-// at most [EstimatedStringBytes] (64 KiB) long and every list or map holds
-// at most [EstimatedEntries] (128) entries: so a filter such as
+// [policy.MaxExpressionCost]. The estimate assumes every string field (and
+// every object, for comparing two) is at most [EstimatedStringBytes]
+// (64 KiB) long and every list or map holds at most [EstimatedEntries]
+// (128) entries: so a filter such as
 // obj.metadata.contains(obj.description) or two nested comprehensions over
 // lists is refused as too costly. Each evaluation is bounded at run time
 // by [policy.MaxEvaluationCost]; one that would exceed it stops and the
