@@ -65,7 +65,8 @@
 // compile time, cost-bounded with the traffic policy engine's limits; see
 // package filter): a page holds up to limit matching items and its
 // NextPageURI keeps the filter. A filtered page reads at most
-// [MaxFilterScan] (1000) resources; when it reaches that bound first it
+// [MaxFilterScan] (1000) resources and spends at most about
+// [MaxFilterPageCost] evaluating the filter; when it reaches a bound first it
 // holds the matches so far, possibly none, and a next page that continues
 // after the last resource read, so only a nil NextPageURI ends the list.
 // [AllWith] walks a filtered list. [Service.ListEventSourcesMatching]

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -76,7 +77,11 @@ func walkFiltered(t *testing.T, e *env, opts edgeplane.ListOptions) (ids []strin
 			t.Fatal(err)
 		}
 		q := u.Query()
-		if q.Get("filter") != opts.Filter || q.Get("before_id") != page.NextBeforeID || q.Get("limit") != strconv.Itoa(opts.Limit) {
+		limit := opts.Limit
+		if limit == 0 {
+			limit = edgeplane.MaxPageSize
+		}
+		if q.Get("filter") != opts.Filter || q.Get("before_id") != page.NextBeforeID || q.Get("limit") != strconv.Itoa(limit) {
 			t.Fatalf("next_page_uri %q does not continue with the same filter and limit from %s", *page.NextPageURI, page.NextBeforeID)
 		}
 		opts.BeforeID = page.NextBeforeID
@@ -244,5 +249,43 @@ func BenchmarkListIPPoliciesPage(b *testing.B) {
 		if err != nil || len(page.Items) != 100 {
 			b.Fatalf("%v items, %v", len(page.Items), err)
 		}
+	}
+}
+
+// A filter that is cheap to estimate but costly on every resource: the
+// page ends when its evaluations have cost MaxFilterPageCost, well before
+// MaxFilterScan, and the walk goes on from there.
+func TestListFilterPageCostBound(t *testing.T) {
+	cs := &recordCountingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, cs)
+	meta := strings.Repeat("m", 4096)
+	n := 400
+	var ids []string
+	for range n {
+		p, err := e.svc.CreateIPPolicy(e.ctx, e.admin, ipaccess.CreatePolicyParams{Metadata: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	slices.Reverse(ids)
+	// contains() costs ceil(4096 * 1000 / 100) = 40,960 per policy: the
+	// budget of 10,000,000 is spent after 245 policies.
+	opts := edgeplane.ListOptions{Filter: `obj.metadata.contains("` + strings.Repeat("x", 1000) + `")`}
+	cs.listed.Store(0)
+	page, err := e.svc.ListIPPolicies(e.ctx, e.admin, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := slices.Index(ids, page.NextBeforeID)
+	if len(page.Items) != 0 || page.NextPageURI == nil || at < 200 || at > 260 {
+		t.Fatalf("first page: %d items, next after policy %d of %d (%v)", len(page.Items), at+1, n, page.NextPageURI)
+	}
+	if read := cs.listed.Load(); read > int64(at)+110 {
+		t.Errorf("read %d records to scan %d", read, at+1)
+	}
+	got, pages := walkFiltered(t, e, opts)
+	if len(got) != 0 || pages != 2 {
+		t.Errorf("walk: %d items in %d pages, want none in 2", len(got), pages)
 	}
 }

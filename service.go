@@ -226,10 +226,11 @@ type ListOptions struct {
 	// Filter, when not empty, is a CEL expression over obj, the resource
 	// as the API shows it (see package [filter]): the page holds only the
 	// resources it matches. A page then scans at most [MaxFilterScan]
-	// resources: when it reaches that bound before it has Limit matches,
-	// it returns the matches so far (possibly none) and a next page that
-	// continues after the last resource scanned. NextPageURI keeps the
-	// filter.
+	// resources and spends at most about [MaxFilterPageCost] evaluating
+	// the filter: when it reaches either bound before it has Limit
+	// matches, it returns the matches so far (possibly none) and a next
+	// page that continues after the last resource scanned. NextPageURI
+	// keeps the filter.
 	Filter string
 }
 
@@ -237,6 +238,12 @@ type ListOptions struct {
 // reads, matching or not, so that a filter that matches nothing cannot
 // make one request read a whole collection.
 const MaxFilterScan = 10 * MaxPageSize
+
+// MaxFilterPageCost bounds the total cost, in CEL's cost units, of the
+// filter evaluations of one page (each is bounded by
+// [policy.MaxEvaluationCost]): a page whose evaluations reach it ends
+// after the resource that did, as at [MaxFilterScan].
+const MaxFilterPageCost = 10 * policy.MaxEvaluationCost
 
 // MaxPageSize is the largest allowed [ListOptions.Limit], and the default.
 const MaxPageSize = 100
@@ -419,7 +426,8 @@ type lateField[V any] struct {
 // (and completed by late).
 // opts.Filter, when set, is compiled for V and evaluated on what show
 // returns; the page then scans the store until it holds opts.Limit matches,
-// the list ends or MaxFilterScan records were read.
+// the list ends, MaxFilterScan records were read or the evaluations cost
+// MaxFilterPageCost.
 func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions,
 	show func(*M, store.Record) (*V, error), late lateField[V]) (*Page[V], error) {
 	if err := p.check(); err != nil {
@@ -453,7 +461,7 @@ func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], p
 	if match != nil {
 		budget = MaxFilterScan
 	}
-	cursor, scanned := opts.BeforeID, 0
+	cursor, scanned, spent := opts.BeforeID, 0, uint64(0)
 	for {
 		t := s.cache.note()
 		want := min(chunk, budget-scanned)
@@ -481,16 +489,21 @@ func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], p
 					return nil, err
 				}
 			}
-			if match != nil && !match.Match(v) {
-				continue
+			matched := true
+			if match != nil {
+				var c uint64
+				matched, c = match.Eval(v)
+				spent += c
 			}
-			if late.fill != nil && !fillEarly {
-				if err := late.fill(v); err != nil {
-					return nil, err
+			if matched {
+				if late.fill != nil && !fillEarly {
+					if err := late.fill(v); err != nil {
+						return nil, err
+					}
 				}
+				page.Items = append(page.Items, *v)
 			}
-			page.Items = append(page.Items, *v)
-			if len(page.Items) == limit {
+			if len(page.Items) == limit || spent >= MaxFilterPageCost {
 				if i < len(recs)-1 || more {
 					page.next(rec.ID, limit, opts.Filter)
 				}

@@ -70,12 +70,25 @@ func (f *Filter[T]) String() string { return f.expr }
 // Match reports whether v matches the filter. It is false when the
 // evaluation fails (see the package doc, # Evaluation).
 func (f *Filter[T]) Match(v *T) bool {
-	out, _, err := f.prg.Eval(objActivation{v})
+	ok, _ := f.Eval(v)
+	return ok
+}
+
+// Eval is [Filter.Match] that also returns what the evaluation cost, in
+// CEL's cost units: at most [policy.MaxEvaluationCost], which an
+// evaluation stopped by that budget counts in full. A caller that
+// evaluates many resources per request can bound their total.
+func (f *Filter[T]) Eval(v *T) (match bool, cost uint64) {
+	out, det, err := f.prg.Eval(objActivation{v})
+	cost = policy.MaxEvaluationCost
+	if c := det.ActualCost(); c != nil && err == nil {
+		cost = min(*c, cost)
+	}
 	if err != nil {
-		return false
+		return false, cost
 	}
 	b, ok := out.(types.Bool)
-	return ok && bool(b)
+	return ok && bool(b), cost
 }
 
 // objActivation binds obj to one resource.

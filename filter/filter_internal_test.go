@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"github.com/edgeplane/edgeplane/policy"
 	"reflect"
 	"strconv"
 	"strings"
@@ -112,8 +113,14 @@ func TestEvaluationBudget(t *testing.T) {
 	if !f.Match(short) {
 		t.Fatal("a short body does not match")
 	}
+	if ok, c := f.Eval(short); !ok || c < 2000*1000/100 || c > 2000*1000/100+100 {
+		t.Errorf("Eval = %v, cost %d, want true and about %d", ok, c, 2000*1000/100)
+	}
 	long := &doc{Body: strings.Repeat("a", 2<<20) + needle} // cost 2 Mi * 1000 / 100 > MaxEvaluationCost
 	if f.Match(long) {
 		t.Error("an evaluation beyond the budget matched")
+	}
+	if ok, c := f.Eval(long); ok || c != policy.MaxEvaluationCost {
+		t.Errorf("Eval = %v, cost %d, want false and the whole budget", ok, c)
 	}
 }

@@ -59,8 +59,10 @@
 // violations naming "filter", each reason starting with line:column
 // ("1:5: undefined field 'descripton'"). A page holds up to limit
 // matching resources and its next_page_uri keeps the filter; it scans at
-// most 1000 resources (edgeplane.MaxFilterScan), and when that bound is
-// reached first it holds the matches so far (possibly none) and a
+// most 1000 resources (edgeplane.MaxFilterScan) and spends at most about
+// 10,000,000 CEL cost units evaluating the filter
+// (edgeplane.MaxFilterPageCost), and when a bound is reached first it
+// holds the matches so far (possibly none) and a
 // next_page_uri that continues after the last resource scanned, so a page
 // with fewer than limit items is the last one only when next_page_uri is
 // null. A resource on which the filter fails at run time (a method on a
