@@ -81,7 +81,8 @@ func (f *Filter[T]) Match(v *T) bool {
 func (f *Filter[T]) Eval(v *T) (match bool, cost uint64) {
 	out, det, err := f.prg.Eval(objActivation{v})
 	cost = policy.MaxEvaluationCost
-	if c := det.ActualCost(); c != nil && err == nil {
+	var cancelled interpreter.EvalCancelledError
+	if c := det.ActualCost(); c != nil && !errors.As(err, &cancelled) {
 		cost = min(*c, cost)
 	}
 	if err != nil {

@@ -1,11 +1,12 @@
 package filter
 
 import (
-	"github.com/edgeplane/edgeplane/policy"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/policy"
 )
 
 type doc struct {
@@ -122,5 +123,13 @@ func TestEvaluationBudget(t *testing.T) {
 	}
 	if ok, c := f.Eval(long); ok || c != policy.MaxEvaluationCost {
 		t.Errorf("Eval = %v, cost %d, want false and the whole budget", ok, c)
+	}
+	// Another runtime error costs what was evaluated.
+	null, err := Compile[doc](nil, `obj.note.startsWith("a")`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, c := null.Eval(&doc{}); ok || c > 10 {
+		t.Errorf("Eval of a method on null = %v, cost %d, want false and a few units", ok, c)
 	}
 }
