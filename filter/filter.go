@@ -249,7 +249,7 @@ func newEnv(typ reflect.Type) (*cel.Env, error) {
 		return nil, apierr.Wrap(apierr.Internal, errNotStruct, "internal error")
 	}
 	base, err := cel.NewEnv(
-		ext.NativeTypes(typ, ext.ParseStructTag("json")),
+		ext.NativeTypes(typ, ext.ParseStructField(celName)),
 		cel.ParserRecursionLimit(policy.MaxRecursionDepth),
 		cel.ParserExpressionSizeLimit(MaxBytes),
 		cel.ExpressionNodeLimit(policy.MaxExpressionNodes),
@@ -285,12 +285,20 @@ func typeName(t reflect.Type) string {
 	return pkg + "." + t.Name()
 }
 
-// jsonName returns the JSON name of an exported field, or "" when JSON
-// skips it.
+// jsonName returns the name a filter gives a field: its JSON name, or ""
+// when the filter does not see it. Only fields with a json tag are seen
+// (every field the API shows has one), so that a type the Service keeps
+// beside the API's model (the model embedded with a sealed key or a flag
+// the API does not show) exposes nothing more than the model. An
+// untagged embedded struct is seen, as encoding/json sees it, through the
+// fields it promotes.
 func jsonName(f reflect.StructField) string {
 	tag, ok := f.Tag.Lookup("json")
 	if !ok {
-		return f.Name
+		if f.Anonymous {
+			return f.Name
+		}
+		return ""
 	}
 	name, _, _ := strings.Cut(tag, ",")
 	switch name {
@@ -300,6 +308,15 @@ func jsonName(f reflect.StructField) string {
 		return f.Name
 	}
 	return name
+}
+
+// celName is jsonName for cel-go's native types, which skip a field named
+// "-".
+func celName(f reflect.StructField) string {
+	if name := jsonName(f); name != "" {
+		return name
+	}
+	return "-"
 }
 
 // nullField is a field the API shows as null when it is nil: a pointer.

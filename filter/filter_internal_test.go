@@ -82,6 +82,31 @@ func TestReads(t *testing.T) {
 	}
 }
 
+// stored is a model as a Service may keep it: embedded, beside what the
+// API does not show.
+type stored struct {
+	doc
+	Secret []byte
+	Admin  bool
+}
+
+// Only what JSON shows is seen: an untagged field is not, an embedded
+// model's fields are.
+func TestStoredTypeShowsOnlyTheModel(t *testing.T) {
+	for _, expr := range []string{`size(obj.Secret) > 0`, `obj.Admin`, `obj.secret == b""`} {
+		if _, err := Compile[stored](nil, expr); err == nil || !strings.Contains(err.Error(), "undefined field") {
+			t.Errorf("Compile(%q) = %v, want undefined field", expr, err)
+		}
+	}
+	f, err := Compile[stored](nil, `obj.name == "n" && obj.note == null && obj.next.name == "m"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Match(&stored{doc: doc{Name: "n", Next: &doc{Name: "m"}}, Secret: []byte("k"), Admin: true}) {
+		t.Error("no match on the embedded model's fields")
+	}
+}
+
 func TestJSONNames(t *testing.T) {
 	for expr, want := range map[string]string{
 		`obj.Skip == ""`: "undefined field 'Skip'",
