@@ -15,7 +15,9 @@
 //
 // obj has the type of the resource as the API shows it: its fields are
 // named by their JSON names (obj.created_at, obj.ip_policy.id, never
-// obj.CreatedAt), and an expression is type-checked at compile time, so a
+// obj.CreatedAt; a field without a json tag is not seen, and an embedded
+// struct's fields are seen as encoding/json promotes them), and an
+// expression is type-checked at compile time, so a
 // misspelled field (obj.descripton) or a comparison between different
 // types (obj.created_at > 5) is refused before anything is listed. Field
 // types map to CEL as follows: strings to string, booleans to bool,
