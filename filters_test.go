@@ -289,3 +289,44 @@ func TestListFilterPageCostBound(t *testing.T) {
 		t.Errorf("walk: %d items in %d pages, want none in 2", len(got), pages)
 	}
 }
+
+// listCallCountingStore counts its List calls.
+type listCallCountingStore struct {
+	store.Store
+	calls atomic.Int64
+}
+
+func (s *listCallCountingStore) List(ctx context.Context, q store.Query) ([]store.Record, error) {
+	s.calls.Add(1)
+	return s.Store.List(ctx, q)
+}
+
+// A filter on a backend's tunnels reads the tunnels of every backend it
+// scans: the page scans at most MaxPageSize of them. One that does not
+// read the tunnels reads them only for the backends that match.
+func TestListFilterBackendTunnelsBound(t *testing.T) {
+	cs := &listCallCountingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, cs)
+	for range edgeplane.MaxPageSize + 50 {
+		e.backend(t, e.admin, map[string]string{"app": "web"})
+	}
+	cs.calls.Store(0)
+	page, err := e.svc.ListTunnelGroupBackends(e.ctx, e.admin, edgeplane.ListOptions{Filter: `size(obj.tunnels) > 0`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 0 || page.NextPageURI == nil {
+		t.Fatalf("%d items, next %v", len(page.Items), page.NextPageURI)
+	}
+	if calls := cs.calls.Load(); calls > edgeplane.MaxPageSize+10 {
+		t.Errorf("one page made %d store reads", calls)
+	}
+	cs.calls.Store(0)
+	page, err = e.svc.ListTunnelGroupBackends(e.ctx, e.admin, edgeplane.ListOptions{Limit: 3, Filter: `obj.labels["app"] == "web"`})
+	if err != nil || len(page.Items) != 3 {
+		t.Fatalf("%v, %v", page, err)
+	}
+	if calls := cs.calls.Load(); calls > 3+2 {
+		t.Errorf("a page of 3 made %d store reads", calls)
+	}
+}

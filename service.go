@@ -230,7 +230,9 @@ type ListOptions struct {
 	// the filter: when it reaches either bound before it has Limit
 	// matches, it returns the matches so far (possibly none) and a next
 	// page that continues after the last resource scanned. NextPageURI
-	// keeps the filter.
+	// keeps the filter. A filter that reads a field computed by a store
+	// read per resource (a backend's obj.tunnels) scans at most
+	// [MaxPageSize] resources per page.
 	Filter string
 }
 
@@ -458,7 +460,10 @@ func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], p
 	fillEarly := late.fill != nil && match != nil && match.Reads(late.name)
 	page := &Page[V]{URI: s.baseURL + "/" + collectionPath}
 	budget, chunk := limit, limit // records to scan in all, and per store read
-	if match != nil {
+	switch {
+	case fillEarly:
+		budget = MaxPageSize // each record scanned costs another store read
+	case match != nil:
 		budget = MaxFilterScan
 	}
 	cursor, scanned, spent := opts.BeforeID, 0, uint64(0)
