@@ -307,8 +307,12 @@ func (s *listCallCountingStore) List(ctx context.Context, q store.Query) ([]stor
 func TestListFilterBackendTunnelsBound(t *testing.T) {
 	cs := &listCallCountingStore{Store: memstore.New()}
 	e := newEnvWithStore(t, cs)
-	for range edgeplane.MaxPageSize + 50 {
-		e.backend(t, e.admin, map[string]string{"app": "web"})
+	for i := range edgeplane.MaxPageSize + 50 {
+		app := "web"
+		if i%2 == 0 {
+			app = "api"
+		}
+		e.backend(t, e.admin, map[string]string{"app": app})
 	}
 	cs.calls.Store(0)
 	page, err := e.svc.ListTunnelGroupBackends(e.ctx, e.admin, edgeplane.ListOptions{Filter: `size(obj.tunnels) > 0`})
@@ -322,11 +326,12 @@ func TestListFilterBackendTunnelsBound(t *testing.T) {
 		t.Errorf("one page made %d store reads", calls)
 	}
 	cs.calls.Store(0)
+	// Half the backends match: the page scans 6, reads the tunnels of 3.
 	page, err = e.svc.ListTunnelGroupBackends(e.ctx, e.admin, edgeplane.ListOptions{Limit: 3, Filter: `obj.labels["app"] == "web"`})
 	if err != nil || len(page.Items) != 3 {
 		t.Fatalf("%v, %v", page, err)
 	}
 	if calls := cs.calls.Load(); calls > 3+2 {
-		t.Errorf("a page of 3 made %d store reads", calls)
+		t.Errorf("a page of 3 made %d store reads, want 3 for tunnels and 2 for backends", calls)
 	}
 }
