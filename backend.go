@@ -79,21 +79,19 @@ func (s *Service) GetTunnelGroupBackend(ctx context.Context, p Principal, id str
 
 // ListTunnelGroupBackends returns a page of the account's tunnel group
 // backends, newest first (GET /backends/tunnel_group, list field
-// "backends"). The account's online tunnels are read once per page.
+// "backends"). The online tunnels of each backend on the page are read
+// for it; with a filter that does not read obj.tunnels, only for the
+// backends that match.
 func (s *Service) ListTunnelGroupBackends(ctx context.Context, p Principal, opts ListOptions) (*Page[backends.TunnelGroupBackend], error) {
-	if err := p.check(); err != nil {
-		return nil, err
+	show := func(b *backends.TunnelGroupBackend, _ store.Record) (*backends.TunnelGroupBackend, error) {
+		s.presentBackend(b)
+		b.Tunnels = []resource.Ref{}
+		return b, nil
 	}
-	page, err := list(ctx, s, p, backendForm, "", backendKind.collection, opts, func(*backends.TunnelGroupBackend, store.Record) {})
-	if err != nil {
-		return nil, err
-	}
-	for i := range page.Items {
-		if err := s.withTunnels(ctx, p, &page.Items[i]); err != nil {
-			return nil, err
-		}
-	}
-	return page, nil
+	tunnels := lateField[backends.TunnelGroupBackend]{name: "tunnels", fill: func(b *backends.TunnelGroupBackend) error {
+		return s.withTunnels(ctx, p, b)
+	}}
+	return listAs(ctx, s, p, backendForm, "", backendKind.collection, opts, show, tunnels)
 }
 
 // UpdateTunnelGroupBackend changes the fields present in params (PATCH

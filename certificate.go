@@ -119,11 +119,10 @@ func (s *Service) GetTLSCertificate(ctx context.Context, p Principal, id string)
 // ListTLSCertificates returns a page of the account's TLS certificates,
 // newest first (GET /tls_certificates).
 func (s *Service) ListTLSCertificates(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.Certificate], error) {
-	page, err := list(ctx, s, p, certificateForm, "", certificateKind.collection, opts, s.presentStoredCertificate)
-	if err != nil {
-		return nil, err
-	}
-	return pageOf(page, func(c *storedCertificate) domains.Certificate { return c.Certificate }), nil
+	return listAs(ctx, s, p, certificateForm, "", certificateKind.collection, opts, func(c *storedCertificate, rec store.Record) (*domains.Certificate, error) {
+		s.presentStoredCertificate(c, rec)
+		return &c.Certificate, nil
+	}, lateField[domains.Certificate]{})
 }
 
 // UpdateTLSCertificate changes the description and metadata present in

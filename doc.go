@@ -63,6 +63,18 @@
 // (with before_id and limit) or nil on the last page. [All] walks every page
 // as a Go iterator.
 //
+// Every list also takes [ListOptions.Filter], a CEL expression over obj,
+// the resource as the API shows it (JSON field names, type-checked at
+// compile time, cost-bounded with the traffic policy engine's limits; see
+// package filter): a page holds up to limit matching items and its
+// NextPageURI keeps the filter. A filtered page reads at most
+// [MaxFilterScan] (1000) resources and spends at most about
+// [MaxFilterPageCost] evaluating the filter; when it reaches a bound first it
+// holds the matches so far, possibly none, and a next page that continues
+// after the last resource read, so only a nil NextPageURI ends the list.
+// [AllWith] walks a filtered list. [Service.ListEventSourcesMatching]
+// filters the (unpaged) sources of a subscription.
+//
 // # Updates
 //
 // Update methods take params whose fields are pointers: a nil field is

@@ -195,16 +195,16 @@ func (s *Service) GetEventSubscription(ctx context.Context, p Principal, id stri
 // subscriptions, newest first, each with its sources (one more store read
 // per subscription).
 func (s *Service) ListEventSubscriptions(ctx context.Context, p Principal, opts ListOptions) (*Page[events.Subscription], error) {
-	page, err := list(ctx, s, p, eventSubscriptionForm, "", eventSubscriptionKind.collection, opts, s.presentSubscription)
-	if err != nil {
-		return nil, err
+	show := func(v *events.Subscription, rec store.Record) (*events.Subscription, error) {
+		s.presentSubscription(v, rec)
+		return v, nil
 	}
-	for i := range page.Items {
-		if err := s.withSources(ctx, p, &page.Items[i]); err != nil {
-			return nil, err
-		}
-	}
-	return page, nil
+	// Sources are read from their own records: before a filter that reads
+	// obj.sources, else only for the subscriptions that match.
+	sources := lateField[events.Subscription]{name: "sources", fill: func(v *events.Subscription) error {
+		return s.withSources(ctx, p, v)
+	}}
+	return listAs(ctx, s, p, eventSubscriptionForm, "", eventSubscriptionKind.collection, opts, show, sources)
 }
 
 // UpdateEventSubscription changes the fields present in params.

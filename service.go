@@ -14,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/filter"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/policy"
@@ -108,10 +109,11 @@ type Service struct {
 	queue      *events.Queue    // nil when delivery is off
 	follow     *follower        // reads the change feed into queue; nil when delivery is off
 
-	policy *policy.Engine // Options.Policy or a default engine; never nil
-	lease  time.Duration  // Options.TunnelLease or its default
-	sealer *seal.Sealer   // under Options.SealingKey or an ephemeral key
-	auth   *authCache     // nil when Options.AuthCacheTTL is negative
+	policy  *policy.Engine   // Options.Policy or a default engine; never nil
+	filters *filter.Compiler // compiles and caches the filters of lists
+	lease   time.Duration    // Options.TunnelLease or its default
+	sealer  *seal.Sealer     // under Options.SealingKey or an ephemeral key
+	auth    *authCache       // nil when Options.AuthCacheTTL is negative
 
 	cache       *recordCache   // nil when Options.CacheBytes is negative
 	cacheFollow *cacheFollower // keeps cache and auth true to other processes' writes; nil without either
@@ -125,6 +127,7 @@ func New(st store.Store, opts Options) *Service {
 	}
 	s := &Service{
 		store:   st,
+		filters: new(filter.Compiler),
 		cache:   newRecordCache(opts.CacheBytes),
 		lease:   opts.TunnelLease,
 		auth:    newAuthCache(opts.AuthCacheTTL),
@@ -220,7 +223,29 @@ type ListOptions struct {
 	// BeforeID is the cursor: the page starts after (older than) this ID.
 	// Empty starts at the newest.
 	BeforeID string
+	// Filter, when not empty, is a CEL expression over obj, the resource
+	// as the API shows it (see package [filter]): the page holds only the
+	// resources it matches. A page then scans at most [MaxFilterScan]
+	// resources and spends at most about [MaxFilterPageCost] evaluating
+	// the filter: when it reaches either bound before it has Limit
+	// matches, it returns the matches so far (possibly none) and a next
+	// page that continues after the last resource scanned. NextPageURI
+	// keeps the filter. A filter that reads a field computed by a store
+	// read per resource (a backend's obj.tunnels) scans at most
+	// [MaxPageSize] resources per page.
+	Filter string
 }
+
+// MaxFilterScan is the largest number of resources one filtered page
+// reads, matching or not, so that a filter that matches nothing cannot
+// make one request read a whole collection.
+const MaxFilterScan = 10 * MaxPageSize
+
+// MaxFilterPageCost bounds the total cost, in CEL's cost units, of the
+// filter evaluations of one page (each is bounded by
+// [policy.MaxEvaluationCost]): a page whose evaluations reach it ends
+// after the resource that did, as at [MaxFilterScan].
+const MaxFilterPageCost = 10 * policy.MaxEvaluationCost
 
 // MaxPageSize is the largest allowed [ListOptions.Limit], and the default.
 const MaxPageSize = 100
@@ -246,8 +271,16 @@ type ListFunc[T any] func(ctx context.Context, p Principal, opts ListOptions) (*
 //
 //	for c, err := range edgeplane.All(ctx, p, svc.ListCredentials) { ... }
 func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T, error] {
+	return AllWith(ctx, p, list, ListOptions{})
+}
+
+// AllWith is [All] from the page opts selects, with its page size and
+// filter: it yields every item opts.Filter matches, walking as many pages
+// as that takes.
+//
+//	for c, err := range edgeplane.AllWith(ctx, p, svc.ListCredentials, edgeplane.ListOptions{Filter: `obj.owner_id == "usr_..."`}) { ... }
+func AllWith[T any](ctx context.Context, p Principal, list ListFunc[T], opts ListOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		opts := ListOptions{}
 		for {
 			page, err := list(ctx, p, opts)
 			if err != nil {
@@ -375,6 +408,30 @@ func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id string
 // list returns one page of records of form f's kind (children of parent
 // when set), decoded and presented.
 func list[M any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
+	return listAs(ctx, s, p, f, parent, collectionPath, opts, func(v *M, rec store.Record) (*M, error) {
+		present(v, rec)
+		return v, nil
+	}, lateField[M]{})
+}
+
+// lateField is a field of a listed V that costs a store read to compute
+// (a backend's tunnels): listAs fills it before filtering when the filter
+// reads it, and otherwise only for the resources that match. The zero
+// value is no such field.
+type lateField[V any] struct {
+	name string           // the field's JSON name
+	fill func(v *V) error // computes it
+}
+
+// listAs returns one page of records of form f's kind (children of parent
+// when set), each decoded and turned by show into the V the API shows
+// (and completed by late).
+// opts.Filter, when set, is compiled for V and evaluated on what show
+// returns; the page then scans the store until it holds opts.Limit matches,
+// the list ends, MaxFilterScan records were read or the evaluations cost
+// MaxFilterPageCost.
+func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions,
+	show func(*M, store.Record) (*V, error), late lateField[V]) (*Page[V], error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -389,30 +446,95 @@ func list[M any](ctx context.Context, s *Service, p Principal, f form[M], parent
 	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, f.prefix) {
 		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", f.noun, f.prefix, ids.Len)
 	}
+	var match *filter.Filter[V]
+	if opts.Filter != "" {
+		m, err := filter.Compile[V](s.filters, opts.Filter)
+		if err != nil {
+			vs.AddError("", err)
+		}
+		match = m
+	}
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}
-	t := s.cache.note()
-	recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
-	if err != nil {
-		return nil, s.storeErr(err, *f.kindInfo, "")
+	fillEarly := late.fill != nil && match != nil && match.Reads(late.name)
+	page := &Page[V]{URI: s.baseURL + "/" + collectionPath}
+	budget, chunk := limit, limit // records to scan in all, and per store read
+	switch {
+	case fillEarly:
+		budget = MaxPageSize // each record scanned costs another store read
+	case match != nil:
+		budget = MaxFilterScan
 	}
-	page := &Page[M]{Items: make([]M, 0, min(len(recs), limit)), URI: s.baseURL + "/" + collectionPath}
-	for i, rec := range recs {
-		if i == limit {
-			last := recs[limit-1].ID
-			next := page.URI + "?" + url.Values{"before_id": {last}, "limit": {strconv.Itoa(limit)}}.Encode()
-			page.NextPageURI, page.NextBeforeID = &next, last
-			break
-		}
-		v, err := f.listed(s, t, rec)
+	cursor, scanned, spent := opts.BeforeID, 0, uint64(0)
+	for {
+		t := s.cache.note()
+		want := min(chunk, budget-scanned)
+		recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor, Limit: want + 1})
 		if err != nil {
-			return nil, err
+			return nil, s.storeErr(err, *f.kindInfo, "")
 		}
-		present(v, rec)
-		page.Items = append(page.Items, *v)
+		more := len(recs) > want // records remain after recs[:want]
+		recs = recs[:min(len(recs), want)]
+		if page.Items == nil {
+			page.Items = make([]V, 0, min(len(recs), limit))
+		}
+		for i, rec := range recs {
+			scanned++
+			m, err := f.listed(s, t, rec)
+			if err != nil {
+				return nil, err
+			}
+			v, err := show(m, rec)
+			if err != nil {
+				return nil, err
+			}
+			if fillEarly {
+				if err := late.fill(v); err != nil {
+					return nil, err
+				}
+			}
+			matched := true
+			if match != nil {
+				var c uint64
+				matched, c = match.Eval(v)
+				spent += c
+			}
+			if matched {
+				if late.fill != nil && !fillEarly {
+					if err := late.fill(v); err != nil {
+						return nil, err
+					}
+				}
+				page.Items = append(page.Items, *v)
+			}
+			if len(page.Items) == limit || spent >= MaxFilterPageCost {
+				if i < len(recs)-1 || more {
+					page.next(rec.ID, limit, opts.Filter)
+				}
+				return page, nil
+			}
+		}
+		if !more || len(recs) == 0 {
+			return page, nil
+		}
+		cursor = recs[len(recs)-1].ID
+		if scanned >= budget {
+			page.next(cursor, limit, opts.Filter)
+			return page, nil
+		}
+		chunk = min(2*chunk, MaxPageSize)
 	}
-	return page, nil
+}
+
+// next sets the page's cursor to last and its next page URI.
+func (pg *Page[T]) next(last string, limit int, filter string) {
+	q := url.Values{"before_id": {last}, "limit": {strconv.Itoa(limit)}}
+	if filter != "" {
+		q.Set("filter", filter)
+	}
+	uri := pg.URI + "?" + q.Encode()
+	pg.NextPageURI, pg.NextBeforeID = &uri, last
 }
 
 // storeErr turns a store error into the error a caller sees: typed errors

@@ -64,6 +64,32 @@
 // Lists take limit (1..100, default 100) and before_id, and answer
 // {<collection>: [...], uri, next_page_uri}, newest first.
 //
+// # Filters
+//
+// Every list (and the sources of a subscription) takes filter, a CEL
+// expression over obj, the resource as the API shows it, with fields by
+// their JSON names (see package filter):
+//
+//	GET /credentials?filter=obj.description.startsWith("prod") && obj.owner_id == "usr_..."
+//	GET /ip_policy_rules?filter=obj.ip_policy.id == "ipp_..."
+//	GET /tls_certificates?filter=obj.not_after < timestamp("2025-01-01T00:00:00Z")
+//
+// A filter is at most 4096 bytes (filter.MaxBytes) and given at most once;
+// it is type-checked against the resource and its worst-case cost bounded
+// by the traffic policy engine's limits before anything is read. A
+// malformed, ill-typed, too long or too costly filter is 400 with
+// violations naming "filter", each reason starting with line:column
+// ("1:5: undefined field 'descripton'"). A page holds up to limit
+// matching resources and its next_page_uri keeps the filter; it scans at
+// most 1000 resources (edgeplane.MaxFilterScan) and spends at most about
+// 10,000,000 CEL cost units evaluating the filter
+// (edgeplane.MaxFilterPageCost), and when a bound is reached first it
+// holds the matches so far (possibly none) and a
+// next_page_uri that continues after the last resource scanned, so a page
+// with fewer than limit items is the last one only when next_page_uri is
+// null. A resource on which the filter fails at run time (a method on a
+// null field, an absent map key) does not match.
+//
 // # Errors
 //
 // Every error has the body

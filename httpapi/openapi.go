@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/filter"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/swaggest/jsonschema-go"
 )
@@ -259,6 +260,14 @@ func parameters(rt route) []any {
 			map[string]any{"name": "before_id", "in": "query",
 				"description": "Lists the items older than this one (the id of the last item of the previous page, as next_page_uri carries it).",
 				"schema":      map[string]any{"type": "string"}})
+	}
+	if rt.filter {
+		params = append(params, map[string]any{"name": "filter", "in": "query",
+			"description": "A CEL expression over obj, the item as this operation shows it (obj.description.startsWith(\"ci\"), " +
+				"obj.created_at > timestamp(\"2026-01-01T00:00:00Z\") && obj.metadata != \"\"): only the items it is true of are listed. " +
+				"Checked against the item's fields and types when the request is read; a malformed, ill-typed or too costly filter is 400 naming filter with line:column. " +
+				"At most " + strconv.Itoa(filter.MaxBytes) + " bytes. A page scans a bounded number of items: it may hold fewer than limit matches, even none, with a next_page_uri that goes on.",
+			"schema": map[string]any{"type": "string", "maxLength": filter.MaxBytes}})
 	}
 	return params
 }

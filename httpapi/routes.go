@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/events"
 )
 
 // route is one operation of the API. The table below is the single place
@@ -21,7 +23,8 @@ type route struct {
 	status  int
 	req     reflect.Type // request body type, nil when none
 	resp    reflect.Type // response body type, nil for 204
-	list    string       // for lists: the collection field name
+	list    string       // for paged lists: the collection field name
+	filter  bool         // the route takes the filter query parameter (every list does)
 	call    any          // the Service method the route calls: its doc comment describes the operation
 	handle  func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error)
 }
@@ -77,7 +80,7 @@ func remove(pattern, op, summary string, call func(context.Context, edgeplane.Pr
 }
 
 // listOf builds a GET route of a collection: {<field>: [...], uri,
-// next_page_uri}, with the limit and before_id query parameters.
+// next_page_uri}, with the limit, before_id and filter query parameters.
 func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T]) route {
 	return withCall(call, pageRoute(pattern, op, summary, field, func(r *http.Request, p edgeplane.Principal, opts edgeplane.ListOptions) (*edgeplane.Page[T], error) {
 		return call(r.Context(), p, opts)
@@ -87,7 +90,7 @@ func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T
 // pageRoute builds a GET route answering one page from call.
 func pageRoute[T any](pattern, op, summary, field string, call func(*http.Request, edgeplane.Principal, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
-		resp: typeOf[T](), list: field,
+		resp: typeOf[T](), list: field, filter: true,
 		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
 			opts, err := listOptions(r)
 			if err != nil {
@@ -196,11 +199,38 @@ func routeModule[Req, Resp any](pattern, name string,
 	}
 }
 
-// listOptions reads limit and before_id from the query.
+// listSources builds the GET route of a subscription's sources: not
+// paged, but filtered.
+func listSources(pattern, op, summary string, call func(context.Context, edgeplane.Principal, string, string) (*events.SourceList, error)) route {
+	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
+		resp: typeOf[events.SourceList](), filter: true, call: call,
+		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+			expr, err := filterParam(r.URL.Query())
+			if err != nil {
+				return nil, err
+			}
+			return call(r.Context(), p, r.PathValue("subscription_id"), expr)
+		}}
+}
+
+// filterParam reads the filter query parameter: at most one, of at most
+// [filter.MaxBytes] bytes (checked with the expression when it is
+// compiled). Empty means no filter.
+func filterParam(q url.Values) (string, error) {
+	if fs := q["filter"]; len(fs) > 1 {
+		return "", apierr.Invalidf("filter", "must be given at most once, got %d", len(fs))
+	}
+	return q.Get("filter"), nil
+}
+
+// listOptions reads limit, before_id and filter from the query.
 func listOptions(r *http.Request) (edgeplane.ListOptions, error) {
 	q := r.URL.Query()
 	var opts edgeplane.ListOptions
 	var vs apierr.Violations
+	expr, err := filterParam(q)
+	vs.AddError("", err)
+	opts.Filter = expr
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -319,7 +349,7 @@ func (h *Handler) table() []route {
 		patch("/event_subscriptions/{id}", "updateEventSubscription", "Update an event subscription", s.UpdateEventSubscription),
 		remove("/event_subscriptions/{id}", "deleteEventSubscription", "Delete an event subscription and its sources", s.DeleteEventSubscription),
 		createIn("/event_subscriptions/{subscription_id}/sources", "createEventSource", "Add an event type to a subscription", "subscription_id", s.CreateEventSource),
-		readBy("/event_subscriptions/{subscription_id}/sources", "listEventSources", "List the sources of a subscription", "subscription_id", s.ListEventSources),
+		listSources("/event_subscriptions/{subscription_id}/sources", "listEventSources", "List the sources of a subscription", s.ListEventSourcesMatching),
 		read2("/event_subscriptions/{subscription_id}/sources/{type}", "getEventSource", "Get a source of a subscription", sourceIDs, s.GetEventSource),
 		write2(http.MethodPatch, "/event_subscriptions/{subscription_id}/sources/{type}", "updateEventSource", "Update a source (an empty object)", sourceIDs, s.UpdateEventSource),
 		remove2("/event_subscriptions/{subscription_id}/sources/{type}", "deleteEventSource", "Remove a source from a subscription", sourceIDs, s.DeleteEventSource),
