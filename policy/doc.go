@@ -114,6 +114,9 @@
 //	actions.service.rate_limit.limited        bool                      H      true
 //	actions.service.rate_limit.error.code     string                    H      "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
 //	actions.service.rate_limit.error.message  string                    H      "the bucket key is longer than 4096 bytes and was truncated"
+//	actions.service.rate_limit.limit          int                       H      100 (the capacity; extension)
+//	actions.service.rate_limit.remaining      int                       H      42 (0 when limited; extension)
+//	actions.service.rate_limit.reset          int                       H      17 (seconds, at least 1; extension)
 //
 // conn.client_ip is the socket's peer address, never taken from
 // X-Forwarded-For; IPv4-mapped IPv6 addresses are unmapped and zones
@@ -209,7 +212,10 @@
 //     variables; when the bucket is full and enforce is on, ends evaluation
 //     with 429 and retry-after in whole seconds (rounded up, at least 1).
 //     With enforce false it only counts and sets the variables. Inbound
-//     HTTP only.
+//     HTTP only. Extension fields (not in SPEC 2.8, off when absent):
+//     headers, "none" (the default), "ietf" or "x-ratelimit", adds
+//     rate-limit headers to the response the client gets (see Rate
+//     limiting).
 //
 // Header names are validated as HTTP tokens; content-length,
 // transfer-encoding, connection, keep-alive, proxy-connection, te,
@@ -239,6 +245,24 @@
 // same config while that Policy can use it: a compile adopts it again, as
 // does the Policy's next request, so counts are never split. Capacity is
 // per Engine (per ingress server, as SPEC 2.8 says).
+//
+// Feedback (an extension of SPEC 2.8): the limit, remaining and reset
+// result variables give the limiter's capacity, how many more requests at
+// the same time its bucket would admit (0 when limited), and the seconds
+// until that number grows (rounded up, at least 1; for a limited request,
+// retry-after), as ratelimit.Decision defines them. A config with headers
+// "ietf" adds the headers of draft-ietf-httpapi-ratelimit-headers,
+//
+//	RateLimit-Policy: "<name>";q=<capacity>;w=<rate in seconds>
+//	RateLimit: "<name>";r=<remaining>;t=<reset>
+//
+// (the name as a structured-field string, characters outside printable
+// ASCII replaced by '_'), and "x-ratelimit" adds X-RateLimit-Limit,
+// X-RateLimit-Remaining and X-RateLimit-Reset (seconds), as Envoy, Kong
+// and APISIX do. They go in Result.ResponseHeader on an admitted request
+// (ApplyHTTP and Handler set them on the upstream's response) and beside
+// retry-after on a 429; a later rate-limit action with headers replaces an
+// earlier one's.
 //
 // # IP policies
 //

@@ -129,6 +129,13 @@ type Result struct {
 	// Location names the action that ended evaluation, for example
 	// "inbound[1].actions[0]"; empty with Verdict Continue.
 	Location string
+	// ResponseHeader holds headers for the response the client gets,
+	// whatever answers it: with Continue, the upstream's response; with
+	// Respond, the policy's own (Header, set later, wins for a name in
+	// both). Inbound rate-limit actions with a headers config set their
+	// rate-limit headers here. nil when there are none; ApplyHTTP sets
+	// them.
+	ResponseHeader http.Header
 
 	vars []resultValue // action result variables, carried to outbound
 }

@@ -23,6 +23,26 @@ const (
 	rlLimited      = "limited"
 	rlErrorCode    = "error.code"
 	rlErrorMessage = "error.message"
+	// Extensions (issue 19): the limiter's feedback.
+	rlLimit     = "limit"
+	rlRemaining = "remaining"
+	rlReset     = "reset"
+)
+
+// Values of the rate-limit config's headers field, an extension of SPEC
+// 2.8: which rate-limit response headers the action adds.
+const (
+	// RateLimitHeadersNone adds none (the default, as when the field is
+	// absent or empty).
+	RateLimitHeadersNone = "none"
+	// RateLimitHeadersIETF adds RateLimit-Policy and RateLimit in the form
+	// of draft-ietf-httpapi-ratelimit-headers: RateLimit-Policy:
+	// "<name>";q=<capacity>;w=<window seconds> and RateLimit:
+	// "<name>";r=<remaining>;t=<reset seconds>.
+	RateLimitHeadersIETF = "ietf"
+	// RateLimitHeadersX adds X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset (seconds), the form Envoy, Kong and APISIX send.
+	RateLimitHeadersX = "x-ratelimit"
 )
 
 // ErrCodeBucketKeyTooLong is the value of
@@ -40,6 +60,9 @@ func (rateLimitType) ResultFields() []ResultField {
 		{Name: rlLimited, Type: ResultBool, HTTPOnly: true},
 		{Name: rlErrorCode, Type: ResultString, HTTPOnly: true},
 		{Name: rlErrorMessage, Type: ResultString, HTTPOnly: true},
+		{Name: rlLimit, Type: ResultInt, HTTPOnly: true},
+		{Name: rlRemaining, Type: ResultInt, HTTPOnly: true},
+		{Name: rlReset, Type: ResultInt, HTTPOnly: true},
 	}
 }
 
@@ -51,6 +74,9 @@ type rateLimitConfig struct {
 	Rate      string   `json:"rate"`
 	BucketKey []string `json:"bucket_key"`
 	Enforce   *bool    `json:"enforce"`
+	// Headers is an extension of SPEC 2.8: RateLimitHeadersNone (or
+	// empty), RateLimitHeadersIETF or RateLimitHeadersX.
+	Headers string `json:"headers"`
 }
 
 type rateLimitAction struct {
@@ -62,6 +88,16 @@ type rateLimitAction struct {
 	limited ResultSlot
 	code    ResultSlot
 	msg     ResultSlot
+	limit   ResultSlot
+	remain  ResultSlot
+	reset   ResultSlot
+
+	// headers is the config's headers field; policyHeader the value of
+	// RateLimit-Policy (ietf) or X-RateLimit-Limit (x-ratelimit), and
+	// ietfName the quoted policy name that starts the RateLimit value.
+	headers      string
+	policyHeader string
+	ietfName     string
 }
 
 type keyElem struct {
@@ -84,6 +120,12 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 		vs.Add("type", "rate-limit is only available in inbound (on_http_request) rules")
 		return nil, vs.Err()
 	}
+	switch cfg.Headers {
+	case "", RateLimitHeadersNone, RateLimitHeadersIETF, RateLimitHeadersX:
+	default:
+		vs.Add("config.headers", "must be %q, %q or %q, got %s", RateLimitHeadersNone, RateLimitHeadersIETF, RateLimitHeadersX, quoteTrunc(cfg.Headers))
+		return nil, vs.Err()
+	}
 	rc := ratelimit.Config{Name: cfg.Name, Algorithm: cfg.Algorithm, Capacity: cfg.Capacity, Rate: cfg.Rate, BucketKey: cfg.BucketKey}
 	if err := rc.Validate(); err != nil {
 		vs.AddError("config", err)
@@ -101,6 +143,16 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 	}
 	opts.MaxKeys = t.e.maxKeys
 	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce}
+	switch cfg.Headers {
+	case RateLimitHeadersIETF:
+		a.headers = cfg.Headers
+		a.ietfName = sfString(rc.Name)
+		a.policyHeader = a.ietfName + ";q=" + strconv.FormatUint(opts.Capacity, 10) +
+			";w=" + strconv.FormatInt(int64(opts.Window/time.Second), 10)
+	case RateLimitHeadersX:
+		a.headers = cfg.Headers
+		a.policyHeader = strconv.FormatUint(opts.Capacity, 10)
+	}
 	var id []byte
 	for _, el := range elems {
 		ke := keyElem{kind: el.Kind}
@@ -127,7 +179,8 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 	for _, s := range []struct {
 		slot *ResultSlot
 		name string
-	}{{&a.key, rlBucketKey}, {&a.limited, rlLimited}, {&a.code, rlErrorCode}, {&a.msg, rlErrorMessage}} {
+	}{{&a.key, rlBucketKey}, {&a.limited, rlLimited}, {&a.code, rlErrorCode}, {&a.msg, rlErrorMessage},
+		{&a.limit, rlLimit}, {&a.remain, rlRemaining}, {&a.reset, rlReset}} {
 		if *s.slot, err = c.Result(s.name); err != nil {
 			return nil, err
 		}
@@ -178,6 +231,9 @@ func (a *rateLimitAction) Run(r *RunContext) {
 		r.SetString(a.key, a.shown(st))
 	}
 	r.SetBool(a.limited, !d.Allowed)
+	r.SetInt(a.limit, int64(d.Limit))
+	r.SetInt(a.remain, int64(d.Remaining))
+	r.SetInt(a.reset, d.ResetSeconds())
 	if tooLong {
 		r.SetString(a.code, ErrCodeBucketKeyTooLong)
 		r.SetString(a.msg, errBucketKeyTooLong.Error())
@@ -186,9 +242,48 @@ func (a *rateLimitAction) Run(r *RunContext) {
 		r.SetString(a.msg, "")
 	}
 	if !d.Allowed && a.enforce {
-		r.Respond(http.StatusTooManyRequests,
-			http.Header{"Retry-After": {strconv.FormatInt(d.RetryAfterSeconds(), 10)}}, "")
+		h := http.Header{"Retry-After": {strconv.FormatInt(d.RetryAfterSeconds(), 10)}}
+		a.setHeaders(h, d)
+		r.Respond(http.StatusTooManyRequests, h, "")
+		return
 	}
+	if a.headers != "" {
+		a.setHeaders(st.responseHeader(), d)
+	}
+}
+
+// setHeaders sets the rate-limit response headers of the config's form in
+// h, replacing those of an earlier rate-limit action.
+func (a *rateLimitAction) setHeaders(h http.Header, d ratelimit.Decision) {
+	reset := strconv.FormatInt(d.ResetSeconds(), 10)
+	switch a.headers {
+	case RateLimitHeadersIETF:
+		h["Ratelimit-Policy"] = []string{a.policyHeader}
+		h["Ratelimit"] = []string{a.ietfName + ";r=" + strconv.FormatUint(d.Remaining, 10) + ";t=" + reset}
+	case RateLimitHeadersX:
+		h["X-Ratelimit-Limit"] = []string{a.policyHeader}
+		h["X-Ratelimit-Remaining"] = []string{strconv.FormatUint(d.Remaining, 10)}
+		h["X-Ratelimit-Reset"] = []string{reset}
+	}
+}
+
+// sfString returns name as a structured-field string (RFC 8941): quoted,
+// with '"' and '\' escaped, and every character outside printable ASCII,
+// which the syntax cannot carry, replaced by '_'.
+func sfString(name string) string {
+	b := make([]byte, 0, len(name)+2)
+	b = append(b, '"')
+	for _, r := range name {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r >= 0x20 && r < 0x7f:
+			b = append(b, byte(r))
+		default:
+			b = append(b, '_')
+		}
+	}
+	return string(append(b, '"'))
 }
 
 // shown returns the value of actions.service.rate_limit.bucket_key: the

@@ -207,7 +207,15 @@ func (st *evalState) finish(out *Result) {
 // isZero reports whether r is the zero Result.
 func (r *Result) isZero() bool {
 	return r.Verdict == Continue && r.StatusCode == 0 && r.Header == nil && r.Body == "" &&
-		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil
+		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.ResponseHeader == nil
+}
+
+// responseHeader returns the result's ResponseHeader, made on first use.
+func (st *evalState) responseHeader() http.Header {
+	if st.out.ResponseHeader == nil {
+		st.out.ResponseHeader = http.Header{}
+	}
+	return st.out.ResponseHeader
 }
 
 func (st *evalState) report(loc, rule string, err error) {

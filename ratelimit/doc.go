@@ -8,7 +8,11 @@
 // A [Limiter] answers one question per request: may a request of bucket
 // key k at time t proceed? [Limiter.AllowAt] (or [Limiter.AllowBytesAt])
 // returns a [Decision]; a rejected request should get HTTP 429 with
-// retry-after set to [Decision.RetryAfterSeconds].
+// retry-after set to [Decision.RetryAfterSeconds]. A Decision also carries
+// feedback for rate-limit response headers: the capacity (Limit), how many
+// more requests at the same time the bucket would admit (Remaining, never
+// more than an exact sliding window would leave) and how long until that
+// number grows (Reset, [Decision.ResetSeconds]).
 //
 // # Semantics
 //
