@@ -212,10 +212,12 @@
 //     variables; when the bucket is full and enforce is on, ends evaluation
 //     with 429 and retry-after in whole seconds (rounded up, at least 1).
 //     With enforce false it only counts and sets the variables. Inbound
-//     HTTP only. Extension fields (not in SPEC 2.8, off when absent):
-//     headers, "none" (the default), "ietf" or "x-ratelimit", adds
-//     rate-limit headers to the response the client gets (see Rate
-//     limiting).
+//     HTTP only. Extensions of SPEC 2.8 (off when absent): headers,
+//     "none" (the default), "ietf" or "x-ratelimit", adds rate-limit
+//     headers to the response the client gets; the bucket key element
+//     conn.client_ip_prefix, with client_ip_prefix {"ipv4": 0-32, "ipv6":
+//     0-128} (defaults 32 and 64; refused without that element); see Rate
+//     limiting.
 //
 // Header names are validated as HTTP tokens; content-length,
 // transfer-encoding, connection, keep-alive, proxy-connection, te,
@@ -245,6 +247,15 @@
 // same config while that Policy can use it: a compile adopts it again, as
 // does the Policy's next request, so counts are never split. Capacity is
 // per Engine (per ingress server, as SPEC 2.8 says).
+//
+// Network prefixes (an extension of SPEC 2.8): the key element
+// conn.client_ip_prefix is the client IP masked to a prefix, IPv4 to
+// client_ip_prefix.ipv4 bits (default 32, the address) and IPv6 to
+// client_ip_prefix.ipv6 (default 64), so that a client rotating addresses
+// inside its /64 keeps one bucket. Its value (and the bucket_key variable)
+// is the prefix's text, "2001:db8:1:2::/64"; an IPv4-mapped address counts
+// as IPv4; an unknown client IP gives "". conn.client_ip stays the whole
+// address.
 //
 // Feedback (an extension of SPEC 2.8): the limit, remaining and reset
 // result variables give the limiter's capacity, how many more requests at

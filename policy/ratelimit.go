@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -77,6 +78,16 @@ type rateLimitConfig struct {
 	// Headers is an extension of SPEC 2.8: RateLimitHeadersNone (or
 	// empty), RateLimitHeadersIETF or RateLimitHeadersX.
 	Headers string `json:"headers"`
+	// ClientIPPrefix is an extension of SPEC 2.8: the prefix lengths of
+	// the conn.client_ip_prefix key element, an object {"ipv4": 0-32,
+	// "ipv6": 0-128}, each optional (defaults 32 and 64).
+	ClientIPPrefix json.RawMessage `json:"client_ip_prefix"`
+}
+
+// prefixConfig is the client_ip_prefix object.
+type prefixConfig struct {
+	IPv4 *int `json:"ipv4"`
+	IPv6 *int `json:"ipv6"`
 }
 
 type rateLimitAction struct {
@@ -98,6 +109,9 @@ type rateLimitAction struct {
 	headers      string
 	policyHeader string
 	ietfName     string
+
+	// v4Bits and v6Bits are the prefix lengths of conn.client_ip_prefix.
+	v4Bits, v6Bits int
 }
 
 type keyElem struct {
@@ -142,7 +156,11 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 		return nil, vs.Err()
 	}
 	opts.MaxKeys = t.e.maxKeys
-	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce}
+	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce,
+		v4Bits: ratelimit.DefaultIPv4PrefixBits, v6Bits: ratelimit.DefaultIPv6PrefixBits}
+	if err := a.prefixLengths(cfg.ClientIPPrefix, elems); err != nil {
+		return nil, err
+	}
 	switch cfg.Headers {
 	case RateLimitHeadersIETF:
 		a.headers = cfg.Headers
@@ -162,6 +180,9 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 		}
 		a.elems = append(a.elems, ke)
 		id = ratelimit.AppendKeyPart(id, el.String())
+		if el.Kind == ratelimit.KeyClientIPPrefix {
+			id = append(id, byte(a.v4Bits), byte(a.v6Bits))
+		}
 	}
 	a.pooled, err = t.e.limiters.get(limiterKey{
 		scope:     c.Scope(),
@@ -210,6 +231,8 @@ func (a *rateLimitAction) Run(r *RunContext) {
 			key = ratelimit.AppendKeyPart(key, st.req.Host)
 		case ratelimit.KeyClientIP:
 			key = appendAddrKeyPart(key, st.clientAddr())
+		case ratelimit.KeyClientIPPrefix:
+			key = ratelimit.AppendPrefixKeyPart(key, st.clientAddr(), a.v4Bits, a.v6Bits)
 		case ratelimit.KeyHeader:
 			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 			key = appendJoinedKeyPart(key, v)
@@ -299,6 +322,8 @@ func (a *rateLimitAction) shown(st *evalState) string {
 			shown = st.req.Host
 		case ratelimit.KeyClientIP:
 			shown = st.clientIP()
+		case ratelimit.KeyClientIPPrefix:
+			shown = string(a.appendPrefix(st.buf[:0], st))
 		case ratelimit.KeyHeader:
 			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 			shown = strings.Join(v, ",")
@@ -316,6 +341,8 @@ func (a *rateLimitAction) shown(st *evalState) string {
 				if ip := st.clientAddr(); ip.IsValid() {
 					b = ip.AppendTo(b)
 				}
+			case ratelimit.KeyClientIPPrefix:
+				b = a.appendPrefix(b, st)
 			case ratelimit.KeyHeader:
 				v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 				for j, s := range v {
@@ -333,6 +360,61 @@ func (a *rateLimitAction) shown(st *evalState) string {
 		shown = truncate(shown, MaxBucketKeyBytes)
 	}
 	return shown
+}
+
+// appendPrefix appends the text of the client's prefix (nothing when the
+// client IP is unknown).
+func (a *rateLimitAction) appendPrefix(b []byte, st *evalState) []byte {
+	ip := st.clientAddr()
+	if !ip.IsValid() {
+		return b
+	}
+	bits := a.v6Bits
+	if ip.Is4() {
+		bits = a.v4Bits
+	}
+	if p, err := ip.Prefix(bits); err == nil {
+		b = p.AppendTo(b)
+	}
+	return b
+}
+
+// prefixLengths decodes the client_ip_prefix config into a's prefix
+// lengths. It is refused without a conn.client_ip_prefix element, which
+// is the only one it changes.
+func (a *rateLimitAction) prefixLengths(raw json.RawMessage, elems []ratelimit.KeyElement) error {
+	if len(raw) == 0 || isNull(raw) {
+		return nil
+	}
+	var vs apierr.Violations
+	const field = "config.client_ip_prefix"
+	var pc prefixConfig
+	if err := decodeStrict(raw, &pc); err != nil {
+		for _, v := range apierr.ViolationsOf(err) {
+			vs.Add(field+strings.TrimPrefix(v.Field, "config"), "%s", v.Reason)
+		}
+		return vs.Err()
+	}
+	if pc.IPv4 != nil {
+		if *pc.IPv4 < 0 || *pc.IPv4 > 32 {
+			vs.Add(field+".ipv4", "must be a prefix length from 0 to 32, got %d", *pc.IPv4)
+		}
+		a.v4Bits = *pc.IPv4
+	}
+	if pc.IPv6 != nil {
+		if *pc.IPv6 < 0 || *pc.IPv6 > 128 {
+			vs.Add(field+".ipv6", "must be a prefix length from 0 to 128, got %d", *pc.IPv6)
+		}
+		a.v6Bits = *pc.IPv6
+	}
+	uses := false
+	for _, el := range elems {
+		uses = uses || el.Kind == ratelimit.KeyClientIPPrefix
+	}
+	if !uses {
+		vs.Add(field, "applies only to the conn.client_ip_prefix bucket key element, and bucket_key has none (conn.client_ip is always the whole address)")
+	}
+	return vs.Err()
 }
 
 // appendAddrKeyPart appends ratelimit.AppendKeyPart(dst, addrString(ip))

@@ -124,6 +124,13 @@
 //	}
 //	d := limiter.AllowBytesAt(buf, now)
 //
+// The element conn.client_ip_prefix ([KeyClientIPPrefix], an extension
+// of SPEC 2.8) keys a client by its network rather than its address:
+// [AppendPrefixKeyPart] appends the address masked to a prefix length per
+// family (by default [DefaultIPv4PrefixBits] and [DefaultIPv6PrefixBits],
+// an IPv6 /64), so a client rotating addresses inside its own /64 keeps
+// one bucket.
+//
 // # Memory and the key cap
 //
 // Each tracked key is one 64-byte entry (hash; newest slot and latest
