@@ -252,6 +252,21 @@ func BenchmarkEvaluateRateLimitClientPrefix(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateRateLimitCELKey is BenchmarkEvaluateRateLimit with a
+// bucket key element that is a CEL expression the native path evaluates:
+// it must not allocate either.
+func BenchmarkEvaluateRateLimitCELKey(b *testing.B) {
+	p := mustCompileB(b, `{"on_http_request":[{"actions":[{"type":"rate-limit","config":{"name":"per-agent","algorithm":"sliding_window",
+		"capacity":2000000000,"rate":"60s","bucket_key":["conn.client_ip","req.headers['user-agent'][0]"]}}]}]}`)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
 // BenchmarkEvaluateRateLimitHeaders is BenchmarkEvaluateRateLimit with
 // the x-ratelimit response headers: the header map and values allocate,
 // which a config without headers never pays.

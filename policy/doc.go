@@ -207,7 +207,8 @@
 //     connection. Inbound only.
 //   - rate-limit: name, algorithm, capacity, rate, bucket_key (all
 //     required, as SPEC 2.8 and the ratelimit package's Config.Validate
-//     define them), enforce (bool, default true). Counts the request in the
+//     define them, except that a bucket_key element may also be a CEL
+//     expression, see Rate limiting), enforce (bool, default true). Counts the request in the
 //     bucket its key elements select and sets the rate_limit result
 //     variables; when the bucket is full and enforce is on, ends evaluation
 //     with 429 and retry-after in whole seconds (rounded up, at least 1).
@@ -247,6 +248,24 @@
 // same config while that Policy can use it: a compile adopts it again, as
 // does the Policy's next request, so counts are never split. Capacity is
 // per Engine (per ingress server, as SPEC 2.8 says).
+//
+// Bucket key expressions (an extension of SPEC 2.8): an element that is
+// none of the fixed forms (req.host, conn.client_ip,
+// conn.client_ip_prefix, req.headers['<name>'], getReqHeader('<Name>'),
+// which keep their meaning) is compiled as a CEL expression that must give
+// a string, over the same variables and functions as the rule's
+// expressions and with the same limits (MaxExpressionLength, nodes, cost,
+// counted in the document's budgets); its problems are violations of
+// config.bucket_key[i] with line:column. For example
+//
+//	"bucket_key": ["req.url.path.split('/')[1]", "hasReqHeader('x-api-key') ? req.headers['x-api-key'][0] : conn.client_ip"]
+//
+// It is evaluated per request on the native path when it has the common
+// shapes, else by cel-go, charging the evaluation's budget. One that fails
+// (a missing map key, an index out of range) counts as "" (so such
+// requests share a bucket), is reported to the Sink, and sets error.code
+// to ERR_RATE_LIMIT_BUCKET_KEY_EXPRESSION; one that runs out of budget
+// fails the evaluation closed, counting nothing.
 //
 // Network prefixes (an extension of SPEC 2.8): the key element
 // conn.client_ip_prefix is the client IP masked to a prefix, IPv4 to

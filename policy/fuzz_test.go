@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"github.com/edgeplane/edgeplane/apierr"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -243,6 +244,50 @@ func FuzzTemplate(f *testing.F) {
 		res := p.Inbound(req)
 		if len(res.Header.Get("Location")) > MaxTemplateOutput+len(req.Path)+100 {
 			t.Fatalf("location of %d bytes", len(res.Header.Get("Location")))
+		}
+		sink.check(t)
+	})
+}
+
+// FuzzRateLimitBucketKey compiles arbitrary bucket key elements (a fixed
+// form or a CEL expression) and evaluates them: compile refuses with a
+// violation of config.bucket_key[0] or accepts, evaluation never panics,
+// and the native path agrees with cel-go on the bucket key.
+func FuzzRateLimitBucketKey(f *testing.F) {
+	for _, s := range []string{"req.host", "conn.client_ip_prefix", "req.headers['x']", "getReqHeader('A')",
+		"req.headers['a'][0]", "req.method + req.url.path", "req.url.path.split('/')[1]", "req.body", "size(req.host)", ""} {
+		f.Add(s, "/a/b", "v")
+	}
+	f.Fuzz(func(t *testing.T, elem, path, hval string) {
+		sink := &fuzzSink{}
+		e, err := NewEngine(Options{Sink: sink, Clock: func() time.Time { return t1 }}) // its own limiters
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(elem)
+		doc := rlDoc(1, "60s", string(js), "")
+		p, err := e.CompileJSON([]byte(doc), CompileOptions{})
+		if err != nil {
+			for _, v := range apierr.ViolationsOf(err) {
+				if !strings.HasPrefix(v.Field, "on_http_request[0].actions[0].config.bucket_key") {
+					t.Fatalf("violation of %s: %s", v.Field, v.Reason)
+				}
+			}
+			return
+		}
+		req := fuzzRequest("GET", "h", path, "", "A", hval, "2001:db8::1", 1)
+		native := p.Inbound(req)
+		withoutNative(p)
+		p2 := p // the same limiter: a second request of the same key is limited
+		celgo := p2.Inbound(req)
+		if native.Verdict != Continue || celgo.Verdict != Respond && celgo.Verdict != Continue {
+			t.Fatalf("verdicts %v, %v", native.Verdict, celgo.Verdict)
+		}
+		if a, b := resultVar(t, e, native, rlBucketKey).s, resultVar(t, e, celgo, rlBucketKey).s; a != b {
+			t.Fatalf("bucket_key native %q, cel-go %q", a, b)
+		}
+		if celgo.Verdict != Respond {
+			t.Fatalf("the same key on cel-go got another bucket")
 		}
 		sink.check(t)
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -50,6 +51,16 @@ const (
 // actions.service.rate_limit.error.code when a request's bucket key was
 // longer than MaxBucketKeyBytes and was truncated.
 const ErrCodeBucketKeyTooLong = "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
+
+// ErrCodeBucketKeyExpression is the value of
+// actions.service.rate_limit.error.code when a bucket key element that is
+// a CEL expression failed (for example a missing map key); the element
+// then counts as the empty string, and the error goes to the Sink.
+const ErrCodeBucketKeyExpression = "ERR_RATE_LIMIT_BUCKET_KEY_EXPRESSION"
+
+// msgBucketKeyExpression is actions.service.rate_limit.error.message with
+// ErrCodeBucketKeyExpression.
+const msgBucketKeyExpression = "a bucket key expression failed and counted as the empty string"
 
 type rateLimitType struct{ e *Engine }
 
@@ -112,13 +123,22 @@ type rateLimitAction struct {
 
 	// v4Bits and v6Bits are the prefix lengths of conn.client_ip_prefix.
 	v4Bits, v6Bits int
+	// exprs is the number of CEL elements.
+	exprs int
 }
 
 type keyElem struct {
 	kind  ratelimit.KeyElementKind
-	lower string // header name
-	canon string
+	lower string    // header name
+	canon string    // its canonical spelling
+	expr  *tmplExpr // the CEL expression of a keyCEL element
 }
+
+// keyCEL is the kind of a bucket key element that is a CEL expression.
+const keyCEL ratelimit.KeyElementKind = -1
+
+// keyElementForms lists the fixed bucket key element forms.
+const keyElementForms = `"req.host", "conn.client_ip", "conn.client_ip_prefix", "req.headers['<header-name>']", "getReqHeader('<Header-Name>')"`
 
 func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error) {
 	var cfg rateLimitConfig
@@ -141,21 +161,30 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 		return nil, vs.Err()
 	}
 	rc := ratelimit.Config{Name: cfg.Name, Algorithm: cfg.Algorithm, Capacity: cfg.Capacity, Rate: cfg.Rate, BucketKey: cfg.BucketKey}
-	if err := rc.Validate(); err != nil {
-		vs.AddError("config", err)
-		return nil, vs.Err()
-	}
-	opts, err := rc.Options()
+	// Each element is one of the forms of SPEC 2.8 (and
+	// conn.client_ip_prefix), else a string-typed CEL expression.
+	elems := make([]ratelimit.KeyElement, 0, len(cfg.BucketKey))
+	exprs := make([]*tmplExpr, 0, len(cfg.BucketKey))
+	err := rc.ValidateKeys(func(s string) error {
+		el, err := ratelimit.ParseKeyElement(s)
+		if err == nil || s == "" {
+			elems, exprs = append(elems, el), append(exprs, nil)
+			return err
+		}
+		x, msgs := c.c.stringExpr(s)
+		elems, exprs = append(elems, ratelimit.KeyElement{Kind: keyCEL}), append(exprs, x)
+		if x == nil && len(msgs) > 0 {
+			return apierr.Invalidf("", "is neither one of %s nor a string-typed CEL expression: %s",
+				keyElementForms, strings.Join(msgs, "; "))
+		}
+		return nil
+	})
 	if err != nil {
 		vs.AddError("config", err)
 		return nil, vs.Err()
 	}
-	elems, err := rc.KeyElements()
-	if err != nil {
-		vs.AddError("config.bucket_key", err)
-		return nil, vs.Err()
-	}
-	opts.MaxKeys = t.e.maxKeys
+	window, _ := ratelimit.ParseRate(rc.Rate)
+	opts := ratelimit.Options{Capacity: rc.Capacity, Window: window, MaxKeys: t.e.maxKeys}
 	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce,
 		v4Bits: ratelimit.DefaultIPv4PrefixBits, v6Bits: ratelimit.DefaultIPv6PrefixBits}
 	if err := a.prefixLengths(cfg.ClientIPPrefix, elems); err != nil {
@@ -172,11 +201,17 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 		a.policyHeader = strconv.FormatUint(opts.Capacity, 10)
 	}
 	var id []byte
-	for _, el := range elems {
-		ke := keyElem{kind: el.Kind}
-		if el.Kind == ratelimit.KeyHeader {
+	for i, el := range elems {
+		ke := keyElem{kind: el.Kind, expr: exprs[i]}
+		switch el.Kind {
+		case ratelimit.KeyHeader:
 			ke.lower = asciiLower(el.Header)
 			ke.canon = canonKey(ke.lower)
+		case keyCEL:
+			a.exprs++
+			a.elems = append(a.elems, ke)
+			id = ratelimit.AppendKeyPart(id, "cel:"+cfg.BucketKey[i])
+			continue
 		}
 		a.elems = append(a.elems, ke)
 		id = ratelimit.AppendKeyPart(id, el.String())
@@ -225,8 +260,17 @@ var errBucketKeyTooLong = errors.New("the bucket key is longer than " + strconv.
 func (a *rateLimitAction) Run(r *RunContext) {
 	st := r.st
 	key := st.buf[:0]
-	for _, el := range a.elems {
+	vals := st.keyVals[:0]
+	var exprErr error
+	for i, el := range a.elems {
 		switch el.kind {
+		case keyCEL:
+			v, err := st.evalStringExpr(el.expr)
+			if err != nil && exprErr == nil && !st.exhausted {
+				exprErr = fmt.Errorf("bucket_key[%d]: %w", i, err)
+			}
+			vals = append(vals, v)
+			key = ratelimit.AppendKeyPart(key, v)
 		case ratelimit.KeyHost:
 			key = ratelimit.AppendKeyPart(key, st.req.Host)
 		case ratelimit.KeyClientIP:
@@ -239,6 +283,17 @@ func (a *rateLimitAction) Run(r *RunContext) {
 		default:
 			key = ratelimit.AppendKeyPart(key, "")
 		}
+	}
+	st.keyVals = vals
+	if a.exprs > 0 {
+		defer clear(st.keyVals) // keep no request data alive in the pool
+	}
+	if st.exhausted { // a key expression ran out of budget: evaluation fails closed
+		st.buf = key[:0]
+		return
+	}
+	if exprErr != nil {
+		r.ReportError(exprErr)
 	}
 	tooLong := len(key) > MaxBucketKeyBytes
 	if tooLong {
@@ -257,10 +312,14 @@ func (a *rateLimitAction) Run(r *RunContext) {
 	r.SetInt(a.limit, int64(d.Limit))
 	r.SetInt(a.remain, int64(d.Remaining))
 	r.SetInt(a.reset, d.ResetSeconds())
-	if tooLong {
+	switch {
+	case exprErr != nil:
+		r.SetString(a.code, ErrCodeBucketKeyExpression)
+		r.SetString(a.msg, msgBucketKeyExpression)
+	case tooLong:
 		r.SetString(a.code, ErrCodeBucketKeyTooLong)
 		r.SetString(a.msg, errBucketKeyTooLong.Error())
-	} else {
+	default:
 		r.SetString(a.code, "")
 		r.SetString(a.msg, "")
 	}
@@ -324,17 +383,23 @@ func (a *rateLimitAction) shown(st *evalState) string {
 			shown = st.clientIP()
 		case ratelimit.KeyClientIPPrefix:
 			shown = string(a.appendPrefix(st.buf[:0], st))
+		case keyCEL:
+			shown = st.keyVals[0]
 		case ratelimit.KeyHeader:
 			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 			shown = strings.Join(v, ",")
 		}
 	} else {
 		b := st.buf[:0]
+		nexpr := 0
 		for i, el := range a.elems {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			switch el.kind {
+			case keyCEL:
+				b = append(b, st.keyVals[nexpr]...)
+				nexpr++
 			case ratelimit.KeyHost:
 				b = append(b, st.req.Host...)
 			case ratelimit.KeyClientIP:

@@ -73,7 +73,8 @@ type evalState struct {
 	fnGetReqHeader, fnGetResHeader, fnHasReqHeader   functions.LateBoundOp
 	fnHasResHeader, fnGetQueryParam, fnHasQueryParam functions.LateBoundOp
 
-	buf []byte // scratch for rate-limit keys
+	buf     []byte   // scratch for rate-limit keys
+	keyVals []string // values of a rate-limit key's CEL elements
 
 	// The evaluation's cost (see cost.go): what it has spent, whether it
 	// ran out (and where), and whether a native evaluation met an error

@@ -468,3 +468,24 @@ func FuzzAppendPrefixKeyPart(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateKeys(t *testing.T) {
+	c := ratelimit.Config{Name: "n", Algorithm: "sliding_window", Capacity: 1, Rate: "60s",
+		BucketKey: []string{"req.host", "custom(1)", "bad"}}
+	var seen []string
+	err := c.ValidateKeys(func(s string) error {
+		seen = append(seen, s)
+		if s == "bad" {
+			return apierr.Invalidf("", "is bad")
+		}
+		return nil
+	})
+	vs := apierr.ViolationsOf(err)
+	if len(seen) != 3 || len(vs) != 1 || vs[0].Field != "bucket_key[2]" || vs[0].Reason != "is bad" {
+		t.Fatalf("seen %q, violations %v", seen, vs)
+	}
+	c.BucketKey = make([]string, ratelimit.MaxBucketKeyElements+1)
+	if err := c.ValidateKeys(func(string) error { return nil }); len(apierr.ViolationsOf(err)) != 1 || apierr.ViolationsOf(err)[0].Field != "bucket_key" {
+		t.Fatalf("11 elements: %v", err)
+	}
+}
