@@ -135,7 +135,7 @@ func TestActionsRun(t *testing.T) {
 
 type prefixChecker []netip.Prefix
 
-func (c prefixChecker) AllowedIP(a netip.Addr) bool { return containsAddr(c, a) }
+func (c prefixChecker) AllowedIP(a netip.Addr) bool { return indexAddr(c, a) >= 0 }
 
 func allowResolver(cidrs ...string) IPPolicyResolver {
 	return func(ids []string) (IPChecker, error) {

@@ -100,7 +100,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "unreachable after redirect without from", doc: `{"inbound":[{"actions":[{"type":"redirect","config":{"to":"https://x/"}},{"type":"log"}]}]}`,
 			want: []string{`inbound[0].actions[1]: this action can never run: actions[0] (redirect)`}},
 		{name: "config unknown field", doc: `{"inbound":[{"name":"r","actions":[{"type":"deny","config":{"status":403}}]}]}`,
-			want: []string{`inbound[0].actions[0].config.status: rule "r": unknown field; allowed: status_code`}},
+			want: []string{`inbound[0].actions[0].config.status: rule "r": unknown field; allowed: enforce, status_code`}},
 		{name: "config wrong type", doc: `{"inbound":[{"actions":[{"type":"deny","config":{"status_code":"403"}}]}]}`,
 			want: []string{`inbound[0].actions[0].config.status_code: must be an integer, got string`}},
 		{name: "config key case matters", doc: `{"inbound":[{"actions":[{"type":"deny","config":{"Status_Code":403}}]}]}`,

@@ -117,6 +117,13 @@
 //	actions.service.rate_limit.limit          int                       H      100 (the capacity; extension)
 //	actions.service.rate_limit.remaining      int                       H      42 (0 when limited; extension)
 //	actions.service.rate_limit.reset          int                       H      17 (seconds, at least 1; extension)
+//	actions.service.deny.denied               bool                      C      true (the deny ran, enforced or not)
+//	actions.service.restrict_ips.action       string                    C      "deny" ("allow" or "deny")
+//	actions.service.restrict_ips.matched_cidr string                    C      "10.0.0.0/8" ("" when no entry decided)
+//	actions.service.redirect.matches          bool                      H      true
+//	actions.service.redirect.url              string                    H      "https://example.com/v2/users" ("" without a match)
+//	actions.service.url_rewrite.matches       bool                      H      true
+//	actions.service.url_rewrite.url           string                    H      "https://api.example.com/v2/users?id=7"
 //
 // conn.client_ip is the socket's peer address, never taken from
 // X-Forwarded-For; IPv4-mapped IPv6 addresses are unmapped and zones
@@ -178,9 +185,11 @@
 //
 //   - log: metadata (object of templated strings). Sends a [LogEntry] to
 //     the [Sink]. HTTP and connection policies.
-//   - deny: status_code (400-599, default 403). Ends evaluation with the
-//     status and no body; on a connection policy, closes the connection
-//     (and status_code is refused).
+//   - deny: status_code (400-599, default 403), enforce (bool, default
+//     true). Ends evaluation with the status and no body; on a connection
+//     policy, closes the connection (and status_code is refused). Sets
+//     actions.service.deny.denied. With enforce false (shadow mode) it only
+//     sets the variable, and actions may follow it in the rule.
 //   - custom-response: status_code (200-599, default 200), body
 //     (templated), headers (object of templated values). Ends evaluation
 //     with that response. HTTP only; replaces the upstream's response in
@@ -194,17 +203,25 @@
 //     (300-399, default 302). Without from, every request is redirected to
 //     to. With from, the first match of from in req.url is replaced by to
 //     and the result is the Location; when from does not match, nothing
-//     happens and evaluation goes on. HTTP only.
+//     happens and evaluation goes on. Sets actions.service.redirect.matches
+//     and .url (the Location, "" when from did not match). HTTP only.
 //   - url-rewrite: from (required, regex), to (required, templated). The
 //     first match of from in req.url is replaced by to; the result must
 //     keep the scheme and host, and its path and query become the request's
-//     (Result.RewriteURI). Inbound HTTP only.
+//     (Result.RewriteURI). Sets actions.service.url_rewrite.matches and
+//     .url (the rewritten URL, "" when from did not match). Inbound HTTP
+//     only.
 //   - restrict-ips: allow, deny (lists of CIDRs or single addresses),
 //     ip_policies (list of IP policy IDs); at least one is required. The
 //     connection's client IP is refused when it is unknown, in a deny
 //     range, outside the allow ranges (when there are some) or not allowed
 //     by the IP policies (when there are some): 403 on HTTP, close on a
-//     connection. Inbound only.
+//     connection. enforce (bool, default true): with false (shadow mode)
+//     nothing is refused. Either way it sets
+//     actions.service.restrict_ips.action ("allow" or "deny", what it
+//     decided) and .matched_cidr (the deny or allow entry that decided, as
+//     "198.51.100.0/24"; "" when none did: outside the allow ranges, or
+//     decided by the IP policies). Inbound only.
 //   - rate-limit: name, algorithm, capacity, rate, bucket_key (all
 //     required, as SPEC 2.8 and the ratelimit package's Config.Validate
 //     define them, except that a bucket_key element may also be a CEL
