@@ -43,6 +43,7 @@ func builtinActions(e *Engine) []ActionType {
 		resultType{simpleType{ActionRestrictIPs, compileRestrictIPs}, []ResultField{
 			{Name: resAction, Type: ResultString}, {Name: resMatchedCIDR, Type: ResultString}}},
 		rateLimitType{e},
+		simpleType{ActionSetVars, compileSetVars},
 	}
 }
 

@@ -31,7 +31,7 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	if doc == nil {
 		doc = &Document{}
 	}
-	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results)), regexes: map[string]*regexEntry{}}
+	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results)), regexes: map[string]*regexEntry{}, setVars: map[string]bool{}}
 	p := &Policy{e: e, target: o.Target}
 	if o.Target != TargetHTTP && o.Target != TargetConnection {
 		c.vs.Add("", "unknown target %d", o.Target)
@@ -68,6 +68,7 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	p.doc = compactJSON(doc)
 	p.reads = c.reads
 	p.carry = c.outReads
+	p.carryVars = c.outReadsVars
 	p.regexProg = make(map[string]int, len(c.regexes))
 	for pat, r := range c.regexes {
 		if r.err == nil {
@@ -102,6 +103,12 @@ type compiler struct {
 	// regexes holds every regular expression of the document, compiled
 	// once per distinct pattern.
 	regexes map[string]*regexEntry
+
+	// setVars holds the names set-vars actions compiled so far set: an
+	// expression may read vars.<name> only after one of them. readsVars
+	// is set when an outbound expression or template reads vars.
+	setVars      map[string]bool
+	outReadsVars bool
 }
 
 // regexEntry is a compiled pattern, or the reason it was refused.
@@ -344,6 +351,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 		}
 	}
 	c.checkLiterals(native, at)
+	c.checkVars(native, at)
 	if len(probs) == 0 {
 		if m := wantType(a.OutputType()); m != "" {
 			probs = append(probs, locMsg{1, 0, m})
@@ -535,6 +543,15 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	case kString:
 		if len(path) == 1 {
 			return &cost.SizeEstimate{Min: 0, Max: stringVarMax(v.id)}
+		}
+	case kStringMap: // vars
+		switch {
+		case len(path) == 1:
+			return &cost.SizeEstimate{Min: 0, Max: MaxVars}
+		case len(path) == 2 && path[1] == "@keys":
+			return &cost.SizeEstimate{Min: 0, Max: MaxVarNameLength}
+		default:
+			return &cost.SizeEstimate{Min: 0, Max: MaxVarBytes}
 		}
 	case kStringListMap:
 		str := uint64(estStringMax)

@@ -110,6 +110,7 @@
 //	conn.tls.sni                              string                    C      "api.example.com" ("" without TLS)
 //	conn.tls.version                          string                    C      "1.3" ("" without TLS)
 //	time.now                                  timestamp                 C      timestamp("2025-01-01T00:00:05Z")
+//	vars                                      map(string, string)       C      {"tenant": "acme"} (set by set-vars; vars.tenant)
 //	actions.service.rate_limit.bucket_key     string                    H      "198.51.100.10"
 //	actions.service.rate_limit.limited        bool                      H      true
 //	actions.service.rate_limit.error.code     string                    H      "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
@@ -169,6 +170,16 @@
 // literal one is refused at compile time. An IPv4 address is never in an
 // IPv6 prefix, nor the other way round.
 //
+// vars holds the variables set-vars actions set (an extension of the
+// SPEC): vars.<name> or vars['<name>'] is the value the last set-vars
+// that ran in this evaluation gave <name>. Reading a name that no set-vars
+// action before that point of the document sets (in document order:
+// inbound rules, then outbound; a rule's expressions run before its own
+// actions) is a compile error; a name set by a rule that did not apply is
+// a missing map key at run time (test it with has(vars.<name>)). The
+// inbound result carries vars to Outbound when outbound rules read them.
+// Expressions reading vars run on cel-go, not the native path.
+//
 // # Templates
 //
 // Config strings documented as templated may contain ${expr} parts: CEL
@@ -222,6 +233,13 @@
 //     decided) and .matched_cidr (the deny or allow entry that decided, as
 //     "198.51.100.0/24"; "" when none did: outside the allow ranges, or
 //     decided by the IP policies). Inbound only.
+//   - set-vars: vars (required; object of variable names to templated
+//     values, at most MaxVars). Renders every value, then sets them all,
+//     so a value reads the variables as they were before the action (see
+//     Variables). Names are ASCII identifiers of at most MaxVarNameLength
+//     bytes, not CEL reserved words; a value longer than MaxVarBytes is
+//     truncated and reported. An extension of the SPEC. HTTP and
+//     connection policies.
 //   - rate-limit: name, algorithm, capacity, rate, bucket_key (all
 //     required, as SPEC 2.8 and the ratelimit package's Config.Validate
 //     define them, except that a bucket_key element may also be a CEL
@@ -399,6 +417,9 @@
 // rendering is truncated and reported), [MaxTemplateExpressions] (32 per
 // string). Rate-limit bucket keys: [MaxBucketKeyBytes] (4096; a longer key
 // is truncated and reported through actions.service.rate_limit.error.code).
+// Variables: [MaxVars] (64 distinct names per document), [MaxVarNameLength]
+// (64 bytes), [MaxVarBytes] (8 KiB per value, the size the cost model
+// assumes for vars.<name>; a longer value is truncated and reported).
 //
 // # Performance
 //

@@ -137,7 +137,8 @@ type Result struct {
 	// them.
 	ResponseHeader http.Header
 
-	vars []resultValue // action result variables, carried to outbound
+	vars     []resultValue     // action result variables, carried to outbound
+	userVars map[string]string // vars.*, carried to outbound
 }
 
 // Policy is a compiled traffic policy. It is immutable and safe for
@@ -157,6 +158,9 @@ type Policy struct {
 	// computing its value.
 	reads []bool
 	carry bool
+	// carryVars says whether the outbound rules read vars, so that
+	// Inbound must hand them over.
+	carryVars bool
 
 	// regexProg maps every pattern of the document to its RE2 program
 	// size, for the cost of matches() in the cel-go programs.

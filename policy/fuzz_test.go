@@ -6,6 +6,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -289,6 +290,35 @@ func FuzzRateLimitBucketKey(f *testing.F) {
 		if celgo.Verdict != Respond {
 			t.Fatalf("the same key on cel-go got another bucket")
 		}
+		sink.check(t)
+	})
+}
+
+// FuzzSetVars compiles set-vars configs with arbitrary names and values
+// and a later rule reading the variable: compile refuses or accepts
+// without panicking, and evaluation never fails internally.
+func FuzzSetVars(f *testing.F) {
+	for _, s := range [][2]string{{"x", "a"}, {"tenant", "${req.host}"}, {"1x", ""}, {"in", "${vars.in}"}, {"_", "${req.url.path.size()}"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		e, sink := fuzzEngine()
+		n, _ := json.Marshal(name)
+		v, _ := json.Marshal(value)
+		sel, _ := json.Marshal("vars[" + strconv.Quote(name) + "]")
+		doc := `{"inbound":[{"actions":[{"type":"set-vars","config":{"vars":{` + string(n) + `:` + string(v) + `}}}]},
+			{"actions":[{"type":"log","config":{"metadata":{"k":"${` + strings.Trim(string(sel), `"`) + `}"}}}]}]}`
+		p, err := e.CompileJSON([]byte(doc), CompileOptions{})
+		if err != nil {
+			if len(apierr.ViolationsOf(err)) == 0 {
+				t.Fatalf("error without violations: %v", err)
+			}
+			return
+		}
+		if !validVarName(name) {
+			t.Fatalf("invalid name %q accepted", name)
+		}
+		p.Inbound(testRequest())
 		sink.check(t)
 	})
 }

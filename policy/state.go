@@ -3,6 +3,7 @@ package policy
 import (
 	"crypto/tls"
 	"errors"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -34,6 +35,7 @@ const (
 	lzReqHeadersVal
 	lzResHeadersVal
 	lzQueryVal
+	lzVarsVal
 )
 
 // evalState is the per-evaluation scratch object. It is pooled by the
@@ -63,6 +65,11 @@ type evalState struct {
 	reqHeadersVal ref.Val
 	resHeadersVal ref.Val
 	queryVal      ref.Val
+	varsVal       ref.Val
+
+	// userVars holds vars.*, set by set-vars actions; nil until one runs
+	// (or an inbound result carries some).
+	userVars map[string]string
 
 	results    []resultValue
 	resultsSet bool
@@ -165,6 +172,9 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 		copy(st.results, prev.vars)
 		st.resultsSet = true
 	}
+	if prev != nil && prev.userVars != nil {
+		st.userVars = maps.Clone(prev.userVars) // the host's Result is never changed
+	}
 }
 
 // finish moves the result out and drops the references that could keep
@@ -189,6 +199,12 @@ func (st *evalState) finish(out *Result) {
 		clear(st.results)
 		st.resultsSet = false
 	}
+	if st.userVars != nil {
+		if st.phase == Inbound && st.pol != nil && st.pol.carryVars {
+			out.userVars = st.userVars // handed over: the next evaluation makes its own
+		}
+		st.userVars = nil
+	}
 	st.pol = nil
 	st.rc.cur = nil
 	// Lazily computed values exist only when a rule read them (a header
@@ -200,15 +216,16 @@ func (st *evalState) finish(out *Result) {
 	if st.query != nil {
 		st.query = nil
 	}
-	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil {
-		st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
+	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil || st.varsVal != nil {
+		st.reqHeadersVal, st.resHeadersVal, st.queryVal, st.varsVal = nil, nil, nil, nil
 	}
 }
 
 // isZero reports whether r is the zero Result.
 func (r *Result) isZero() bool {
 	return r.Verdict == Continue && r.StatusCode == 0 && r.Header == nil && r.Body == "" &&
-		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.ResponseHeader == nil
+		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.ResponseHeader == nil &&
+		r.userVars == nil
 }
 
 // responseHeader returns the result's ResponseHeader, made on first use.
@@ -443,6 +460,8 @@ func (st *evalState) ResolveName(name string) (any, bool) {
 		return types.Timestamp{Time: st.timeVar(v.id)}, true
 	case kStringListMap:
 		return st.mapVal(v.id), true
+	case kStringMap:
+		return st.varsMap(), true
 	}
 	return nil, false
 }
@@ -472,6 +491,31 @@ func (st *evalState) mapVal(id varID) ref.Val {
 		}
 		return st.queryVal
 	}
+}
+
+// varsMap returns vars as a CEL map, made once per evaluation and again
+// after a set-vars action.
+func (st *evalState) varsMap() ref.Val {
+	if st.lazy&lzVarsVal == 0 {
+		st.lazy |= lzVarsVal
+		m := st.userVars
+		if m == nil {
+			m = map[string]string{}
+		}
+		st.varsVal = types.NewStringStringMap(types.DefaultTypeAdapter, m)
+	}
+	return st.varsVal
+}
+
+// setVars assigns variables (names and values in the same order).
+func (st *evalState) setVars(names, values []string) {
+	if st.userVars == nil {
+		st.userVars = make(map[string]string, len(names))
+	}
+	for i, n := range names {
+		st.userVars[n] = values[i]
+	}
+	st.lazy &^= lzVarsVal
 }
 
 // Parent implements interpreter.Activation.

@@ -31,6 +31,7 @@ const (
 	vConnTLSSNI
 	vConnTLSVersion
 	vTimeNow
+	vVars
 	resultBase
 )
 
@@ -43,6 +44,7 @@ const (
 	kBool
 	kTimestamp
 	kStringListMap // map(string, list(string))
+	kStringMap     // map(string, string): vars
 )
 
 // avail says where a variable or function may be used.
@@ -88,6 +90,7 @@ var staticVars = []varInfo{
 	{"conn.tls.sni", vConnTLSSNI, kString, availAll},
 	{"conn.tls.version", vConnTLSVersion, kString, availAll},
 	{"time.now", vTimeNow, kTimestamp, availAll},
+	{"vars", vVars, kStringMap, availAll},
 }
 
 func celTypeOf(k valueKind) *cel.Type {
@@ -100,6 +103,8 @@ func celTypeOf(k valueKind) *cel.Type {
 		return cel.BoolType
 	case kTimestamp:
 		return cel.TimestampType
+	case kStringMap:
+		return cel.MapType(cel.StringType, cel.StringType)
 	default:
 		return cel.MapType(cel.StringType, cel.ListType(cel.StringType))
 	}
