@@ -531,6 +531,13 @@ func (c *compiler) checkLiterals(a *ast.AST, at func(int64, string)) {
 type costEstimator struct{ c *compiler }
 
 func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if isParseURLPart(n.Expr()) {
+		// CEL's model does not carry the parts' size from the call's
+		// result size: assume three times the largest request string (the
+		// raw path re-escapes the path); a longer input is caught by
+		// MaxEvaluationCost.
+		return &cost.SizeEstimate{Min: 0, Max: 3 * estStringMax}
+	}
 	path := n.Path()
 	if len(path) == 0 {
 		return nil
@@ -570,6 +577,24 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 		}
 	}
 	return nil
+}
+
+// isParseURLPart reports whether e selects or indexes a part of a
+// parseURL() result.
+func isParseURLPart(e ast.Expr) bool {
+	if e == nil {
+		return false
+	}
+	var m ast.Expr
+	switch e.Kind() {
+	case ast.SelectKind:
+		m = e.AsSelect().Operand()
+	case ast.CallKind:
+		if c := e.AsCall(); c.FunctionName() == "_[_]" && len(c.Args()) == 2 {
+			m = c.Args()[0]
+		}
+	}
+	return m != nil && m.Kind() == ast.CallKind && m.AsCall().FunctionName() == fnParseURL
 }
 
 // stringVarMax is the assumed largest size of a string variable.
@@ -619,6 +644,31 @@ func (ce costEstimator) EstimateCallCost(function, overloadID string, target *co
 		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}, ResultSize: list}
 	case ovHasReqHeader, ovHasResHeader, ovHasQueryParam, ovInCidrRange:
 		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}}
+	case ovGetReqCookie:
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: helperCost(estStringMax)}, ResultSize: list}
+	case ovHasReqCookie:
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: helperCost(estStringMax)}}
+	case ovParseURL, ovSHA256, ovSHA1, ovMD5:
+		if len(args) != 1 {
+			return nil
+		}
+		s := cost.EstimateSize(ce, args[0])
+		est := &cost.CallEstimate{CostEstimate: cost.Estimate{Min: helperCost(s.Min), Max: helperCost(s.Max)}}
+		switch overloadID {
+		case ovParseURL:
+			// Eight parts, none longer than three times the URL (the raw
+			// path re-escapes the decoded one).
+			est.ResultSize = &cost.SizeEstimate{Min: 8, Max: 8,
+				Key:  &cost.SizeEstimate{Min: 4, Max: 8},
+				Elem: &cost.SizeEstimate{Min: 0, Max: cost.SafeMultiply(s.Max, 3)}}
+		case ovSHA256:
+			est.ResultSize = &cost.SizeEstimate{Min: 64, Max: 64}
+		case ovSHA1:
+			est.ResultSize = &cost.SizeEstimate{Min: 40, Max: 40}
+		default:
+			est.ResultSize = &cost.SizeEstimate{Min: 32, Max: 32}
+		}
+		return est
 	case ovInCidrRanges:
 		n := uint64(estListEntries)
 		if len(args) == 2 {

@@ -152,9 +152,21 @@
 //
 // # Functions
 //
-// Besides CEL's standard functions and cel-go's string extensions
-// (charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split,
-// substring, trim, join, quote, reverse, format):
+// Besides CEL's standard functions, cel-go's string extensions (charAt,
+// indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split, substring,
+// trim, join, quote, reverse, format) and, as extensions of the SPEC,
+// cel-go's libraries Encoders (base64.encode, base64.decode), Lists
+// (lists.range up to MaxListRange elements, distinct, flatten, reverse,
+// slice, sort, sortBy, first, last), Sets (sets.contains,
+// sets.equivalent, sets.intersects), Math (math.greatest, math.least,
+// math.abs, math.ceil, math.floor, math.round, math.sign, math.bitAnd and
+// the other bit functions, math.isNaN...), Network (ip, cidr, isIP,
+// isCIDR, ip.isCanonical, family, isLoopback, isGlobalUnicast,
+// isLinkLocalMulticast, isLinkLocalUnicast, isUnspecified, containsIP,
+// containsCIDR, masked, prefixLength) and optional types (optional.of,
+// optional.none, x[?k], x.?f, orValue, hasValue, value), each charged by
+// its own cost model, at compile time and at run time, under the same
+// limits; and the package's own:
 //
 //	Function                          Result        Where  Meaning
 //	getReqHeader(name)                list(string)  H      values of a request header; [] when absent; name case-insensitive
@@ -165,6 +177,17 @@
 //	hasQueryParam(name)               bool          H      whether the query has the parameter
 //	inCidrRange(ip, cidr)             bool          C      whether ip is in cidr, for example inCidrRange(conn.client_ip, '10.0.0.0/8')
 //	inCidrRanges(ip, cidrs)           bool          C      whether ip is in one of the list of CIDRs
+//	getReqCookie(name)                list(string)  H      values of the request's cookies named name (case-sensitive); [] when none
+//	hasReqCookie(name)                bool          H      whether the request has a cookie named name
+//	parseURL(url)                     map(string, string)  C  scheme, host, hostname, port, path, raw_path, query and fragment of a URL or reference; an error when invalid
+//	sha256(s), sha1(s), md5(s)        string        C      lower-case hex digest of the string's bytes
+//
+// Cookies are read from the request's Cookie headers as net/http reads
+// them (pairs separated by ';', spaces trimmed, surrounding double quotes
+// removed). The cookie functions and the hashes run on the native path
+// too; they are charged one unit plus CEL's traversal of their input (the
+// Cookie headers, the hashed or parsed string), on both paths alike.
+// Functions of cel-go's extension libraries run on cel-go only.
 //
 // An invalid IP or CIDR given to inCidrRange at run time is an error; a
 // literal one is refused at compile time. An IPv4 address is never in an

@@ -260,6 +260,12 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 			cel.ValidateComprehensionNestingLimit(MaxComprehensionNesting),
 		),
 		ext.Strings(),
+		ext.Encoders(),
+		ext.Lists(ext.ListsMaxRangeSize(MaxListRange)),
+		ext.Sets(),
+		ext.Math(),
+		ext.Network(),
+		cel.OptionalTypes(),
 		cel.Function(fnGetReqHeader, cel.Overload("getReqHeader_string", str, listStr, cel.LateFunctionBinding())),
 		cel.Function(fnGetResHeader, cel.Overload("getResHeader_string", str, listStr, cel.LateFunctionBinding())),
 		cel.Function(fnHasReqHeader, cel.Overload("hasReqHeader_string", str, cel.BoolType, cel.LateFunctionBinding())),
@@ -270,6 +276,12 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 			[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType, cel.BinaryBinding(celInCidrRange))),
 		cel.Function(fnInCidrRanges, cel.Overload("inCidrRanges_string_list",
 			[]*cel.Type{cel.StringType, listStr}, cel.BoolType, cel.BinaryBinding(celInCidrRanges))),
+		cel.Function(fnGetReqCookie, cel.Overload(ovGetReqCookie, str, listStr, cel.LateFunctionBinding())),
+		cel.Function(fnHasReqCookie, cel.Overload(ovHasReqCookie, str, cel.BoolType, cel.LateFunctionBinding())),
+		cel.Function(fnParseURL, cel.Overload(ovParseURL, str, cel.MapType(cel.StringType, cel.StringType), cel.UnaryBinding(celParseURL))),
+		cel.Function(fnSHA256, cel.Overload(ovSHA256, str, cel.StringType, cel.UnaryBinding(celHash(ovSHA256)))),
+		cel.Function(fnSHA1, cel.Overload(ovSHA1, str, cel.StringType, cel.UnaryBinding(celHash(ovSHA1)))),
+		cel.Function(fnMD5, cel.Overload(ovMD5, str, cel.StringType, cel.UnaryBinding(celHash(ovMD5)))),
 	}
 	for i := range staticVars {
 		opts = append(opts, cel.Variable(staticVars[i].name, celTypeOf(staticVars[i].kind)))

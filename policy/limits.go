@@ -98,6 +98,10 @@ const (
 	// actions.service.rate_limit.error.code.
 	MaxBucketKeyBytes = 4096
 
+	// MaxListRange is the largest list lists.range() makes (cel-go's
+	// Lists extension); a larger one is a runtime error.
+	MaxListRange = 1000
+
 	// MaxVars is the largest number of distinct variables (vars.<name>)
 	// the set-vars actions of a document may set.
 	MaxVars = 64

@@ -1002,6 +1002,18 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 		if s, ok := oneString(args); ok {
 			return hasQuery{s}
 		}
+	case ovGetReqCookie:
+		if s, ok := oneString(args); ok {
+			return cookieList{s}
+		}
+	case ovHasReqCookie:
+		if s, ok := oneString(args); ok {
+			return hasCookieNode{s}
+		}
+	case ovSHA256, ovSHA1, ovMD5:
+		if s, ok := oneString(args); ok {
+			return hashNode{ov, s}
+		}
 	case ovInCidrRange:
 		return lowerCidr(args)
 	case ovInCidrRanges:

@@ -79,6 +79,7 @@ type evalState struct {
 
 	fnGetReqHeader, fnGetResHeader, fnHasReqHeader   functions.LateBoundOp
 	fnHasResHeader, fnGetQueryParam, fnHasQueryParam functions.LateBoundOp
+	fnGetReqCookie, fnHasReqCookie                   functions.LateBoundOp
 
 	buf     []byte   // scratch for rate-limit keys
 	keyVals []string // values of a rate-limit key's CEL elements
@@ -108,6 +109,8 @@ func newEvalState(e *Engine) *evalState {
 	st.fnHasResHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHasHeader(true, args) }
 	st.fnGetQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celQueryList(args) }
 	st.fnHasQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celHasQuery(args) }
+	st.fnGetReqCookie = func(_ string, args ...ref.Val) ref.Val { return st.celCookieList(args) }
+	st.fnHasReqCookie = func(_ string, args ...ref.Val) ref.Val { return st.celHasCookie(args) }
 	st.trackerProto = e.tracker
 	st.trackerProto.Estimator = st
 	st.trackerProto.Limit = &st.celLimit
@@ -537,6 +540,10 @@ func (st *evalState) ResolveFunction(name string) (functions.LateBoundOp, bool) 
 		return st.fnGetQueryParam, true
 	case fnHasQueryParam:
 		return st.fnHasQueryParam, true
+	case fnGetReqCookie:
+		return st.fnGetReqCookie, true
+	case fnHasReqCookie:
+		return st.fnHasReqCookie, true
 	}
 	return nil, false
 }

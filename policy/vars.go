@@ -137,6 +137,12 @@ var ownFuncs = map[string]avail{
 	fnHasQueryParam: availHTTP,
 	fnInCidrRange:   availAll,
 	fnInCidrRanges:  availAll,
+	fnGetReqCookie:  availHTTP,
+	fnHasReqCookie:  availHTTP,
+	fnParseURL:      availAll,
+	fnSHA256:        availAll,
+	fnSHA1:          availAll,
+	fnMD5:           availAll,
 }
 
 // availFor returns the availability bit of a target and phase.
