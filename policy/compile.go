@@ -551,6 +551,13 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 		if len(path) == 1 {
 			return &cost.SizeEstimate{Min: 0, Max: stringVarMax(v.id)}
 		}
+	case kStringList: // the client certificate's SANs
+		switch {
+		case len(path) == 1:
+			return &cost.SizeEstimate{Min: 0, Max: estListEntries}
+		default:
+			return &cost.SizeEstimate{Min: 0, Max: estStringMax}
+		}
 	case kStringMap: // vars
 		switch {
 		case len(path) == 1:
@@ -610,6 +617,14 @@ func stringVarMax(id varID) uint64 {
 		return estIPMax
 	case vConnTLSVersion:
 		return len64("0xffff")
+	case vConnTLSCipher:
+		return 64 // the longest names are about 50 bytes, "0x" and four digits for an unknown suite
+	case vConnCertFingerprint:
+		return 64
+	case vReqURLRawPath:
+		return 3 * estURLPartMax // the decoded path escaped again
+	case vReqURLHost:
+		return estStringMax
 	}
 	if id >= resultBase {
 		return MaxTemplateOutput // set by actions; the built-in ones stay within MaxBucketKeyBytes

@@ -111,6 +111,19 @@
 //	conn.tls.version                          string                    C      "1.3" ("" without TLS)
 //	time.now                                  timestamp                 C      timestamp("2025-01-01T00:00:05Z")
 //	vars                                      map(string, string)       C      {"tenant": "acme"} (set by set-vars; vars.tenant)
+//	req.cookies                               map(string, list(string)) H      {"session": ["abc"]} (from the Cookie headers)
+//	req.url.host                              string                    H      "api.example.com" (req.host without port or brackets)
+//	req.url.port                              int                       H      8443 (of req.host, else 443 for https, 80 for http)
+//	req.url.raw_path                          string                    H      "/v1/a%2Fb" (the escaped path)
+//	req.content_type                          string                    H      "application/json" ("" when absent)
+//	conn.tls.cipher_suite                     string                    C      "TLS_AES_128_GCM_SHA256" ("" without TLS)
+//	conn.tls.alpn                             string                    C      "h2" ("" without ALPN)
+//	conn.tls.client_cert.subject              string                    C      "CN=client,O=Example" (RFC 2253; "" without a client certificate)
+//	conn.tls.client_cert.issuer               string                    C      "CN=Example CA"
+//	conn.tls.client_cert.sans                 list(string)              C      ["client.example.com", "192.0.2.7"] (DNS, email, IP, URI)
+//	conn.tls.client_cert.fingerprint          string                    C      "3f4a..." (SHA-256 of the DER form, lower-case hex)
+//	endpoint.edge_id                          string                    C      "edghts_1" (Conn.EdgeID, "" when the host gave none)
+//	endpoint.route_id                         string                    H      "edghtsrt_1" (Request.RouteID)
 //	actions.service.rate_limit.bucket_key     string                    H      "198.51.100.10"
 //	actions.service.rate_limit.limited        bool                      H      true
 //	actions.service.rate_limit.error.code     string                    H      "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
@@ -125,6 +138,12 @@
 //	actions.service.redirect.url              string                    H      "https://example.com/v2/users" ("" without a match)
 //	actions.service.url_rewrite.matches       bool                      H      true
 //	actions.service.url_rewrite.url           string                    H      "https://api.example.com/v2/users?id=7"
+//
+// The variables from req.cookies down are extensions of the SPEC (issue
+// 19): the host provides the TLS details in TLSInfo (RequestFromHTTP
+// copies them from the connection state) and the edge and route in
+// Conn.EdgeID and Request.RouteID. The client certificate's strings are
+// formatted once per evaluation that reads them.
 //
 // conn.client_ip is the socket's peer address, never taken from
 // X-Forwarded-For; IPv4-mapped IPv6 addresses are unmapped and zones

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -36,6 +37,9 @@ type Request struct {
 	Proto string
 	// Conn is the connection the request arrived on.
 	Conn Conn
+	// RouteID identifies the route the request matched (endpoint.route_id),
+	// for example an HTTPS edge route's ID; empty when unknown.
+	RouteID string
 	// Time is the evaluation time (time.now); zero means the Engine's
 	// clock.
 	Time time.Time
@@ -61,6 +65,9 @@ type Conn struct {
 	Start time.Time
 	// TLS describes the TLS session, or nil for plain text.
 	TLS *TLSInfo
+	// EdgeID identifies the edge the connection arrived on
+	// (endpoint.edge_id); empty when unknown.
+	EdgeID string
 }
 
 // TLSInfo describes a TLS session.
@@ -69,6 +76,15 @@ type TLSInfo struct {
 	ServerName string
 	// Version is the negotiated version, for example tls.VersionTLS13.
 	Version uint16
+	// CipherSuite is the negotiated cipher suite, for example
+	// tls.TLS_AES_128_GCM_SHA256; 0 when unknown.
+	CipherSuite uint16
+	// NegotiatedProtocol is the protocol ALPN selected, for example "h2".
+	NegotiatedProtocol string
+	// ClientCertificate is the leaf certificate the client presented
+	// (mutual TLS), tls.ConnectionState.PeerCertificates[0]; nil without
+	// one. The policy never modifies it.
+	ClientCertificate *x509.Certificate
 }
 
 // Verdict is what the host must do after an evaluation.

@@ -41,7 +41,11 @@ func RequestFromHTTPWithClient(r *http.Request, client netip.AddrPort, now time.
 	req.Conn.ClientAddr = client
 	if r.TLS != nil {
 		req.Scheme = "https"
-		req.Conn.TLS = &TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version}
+		req.Conn.TLS = &TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version, CipherSuite: r.TLS.CipherSuite,
+			NegotiatedProtocol: r.TLS.NegotiatedProtocol}
+		if len(r.TLS.PeerCertificates) > 0 {
+			req.Conn.TLS.ClientCertificate = r.TLS.PeerCertificates[0]
+		}
 	}
 	switch la := r.Context().Value(http.LocalAddrContextKey).(type) {
 	case *net.TCPAddr:

@@ -982,7 +982,7 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 			return nil
 		}
 		n := mapIndex{id: c.id, key: k}
-		if lit, isLit := k.(sconst); isLit && c.id != vReqURLQueryParams {
+		if lit, isLit := k.(sconst); isLit && (c.id == vReqHeaders || c.id == vResHeaders) {
 			n.canon = canonKey(lit.v)
 		}
 		return n

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"net/http"
@@ -36,6 +38,8 @@ const (
 	lzResHeadersVal
 	lzQueryVal
 	lzVarsVal
+	lzCookiesVal
+	lzCert
 )
 
 // evalState is the per-evaluation scratch object. It is pooled by the
@@ -66,6 +70,10 @@ type evalState struct {
 	resHeadersVal ref.Val
 	queryVal      ref.Val
 	varsVal       ref.Val
+	cookiesVal    ref.Val
+	// The client certificate's strings, formatted once (lzCert).
+	certSubject, certIssuer, certFingerprint string
+	certSANs                                 []string
 
 	// userVars holds vars.*, set by set-vars actions; nil until one runs
 	// (or an inbound result carries some).
@@ -219,8 +227,11 @@ func (st *evalState) finish(out *Result) {
 	if st.query != nil {
 		st.query = nil
 	}
-	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil || st.varsVal != nil {
-		st.reqHeadersVal, st.resHeadersVal, st.queryVal, st.varsVal = nil, nil, nil, nil
+	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil || st.varsVal != nil || st.cookiesVal != nil {
+		st.reqHeadersVal, st.resHeadersVal, st.queryVal, st.varsVal, st.cookiesVal = nil, nil, nil, nil, nil
+	}
+	if st.certSANs != nil || st.certSubject != "" || st.certIssuer != "" || st.certFingerprint != "" {
+		st.certSANs, st.certSubject, st.certIssuer, st.certFingerprint = nil, "", "", ""
 	}
 }
 
@@ -393,11 +404,97 @@ func (st *evalState) strVar(id varID) string {
 		return st.sni()
 	case vConnTLSVersion:
 		return st.tlsVersion()
+	case vReqURLHost:
+		return urlHostname(st.req.Host)
+	case vReqURLRawPath:
+		return st.escapedPath()
+	case vReqContentType:
+		v, _ := lookupHeaderLower(st.reqHeader, "content-type", "Content-Type", &st.reqScan)
+		if len(v) == 0 {
+			return ""
+		}
+		return v[0]
+	case vConnTLSCipher:
+		if t := st.req.Conn.TLS; t != nil && t.CipherSuite != 0 {
+			return tls.CipherSuiteName(t.CipherSuite)
+		}
+		return ""
+	case vConnTLSALPN:
+		if t := st.req.Conn.TLS; t != nil {
+			return t.NegotiatedProtocol
+		}
+		return ""
+	case vConnCertSubject, vConnCertIssuer, vConnCertFingerprint:
+		st.clientCert()
+		switch id {
+		case vConnCertSubject:
+			return st.certSubject
+		case vConnCertIssuer:
+			return st.certIssuer
+		}
+		return st.certFingerprint
+	case vEndpointEdgeID:
+		return st.req.Conn.EdgeID
+	case vEndpointRouteID:
+		return st.req.RouteID
 	}
 	if id >= resultBase {
 		return st.results[id-resultBase].s
 	}
 	return ""
+}
+
+// clientCert formats the strings of the client's leaf certificate, once
+// per evaluation: subject and issuer as RFC 2253 distinguished names, the
+// SANs (DNS names, email addresses, IP addresses and URIs, in that order)
+// and the SHA-256 fingerprint of its DER form in lower-case hex.
+func (st *evalState) clientCert() {
+	if st.lazy&lzCert != 0 {
+		return
+	}
+	st.lazy |= lzCert
+	t := st.req.Conn.TLS
+	if t == nil || t.ClientCertificate == nil {
+		return
+	}
+	c := t.ClientCertificate
+	st.certSubject = c.Subject.String()
+	st.certIssuer = c.Issuer.String()
+	sum := sha256.Sum256(c.Raw)
+	st.certFingerprint = hex.EncodeToString(sum[:])
+	sans := make([]string, 0, len(c.DNSNames)+len(c.EmailAddresses)+len(c.IPAddresses)+len(c.URIs))
+	sans = append(sans, c.DNSNames...)
+	sans = append(sans, c.EmailAddresses...)
+	for _, ip := range c.IPAddresses {
+		sans = append(sans, ip.String())
+	}
+	for _, u := range c.URIs {
+		sans = append(sans, u.String())
+	}
+	st.certSANs = sans
+}
+
+// urlHostname returns the host of a Host header without its port (and an
+// IPv6 literal without brackets).
+func urlHostname(host string) string {
+	u := url.URL{Host: host}
+	return u.Hostname()
+}
+
+// urlPort returns the port of the request: the Host header's, else the
+// scheme's default (443 for https, 80 for http).
+func (st *evalState) urlPort() int64 {
+	u := url.URL{Host: st.req.Host}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err == nil {
+			return int64(n)
+		}
+		return 0
+	}
+	if st.scheme() == "https" {
+		return 443
+	}
+	return 80
 }
 
 func (st *evalState) intVar(id varID) int64 {
@@ -410,6 +507,8 @@ func (st *evalState) intVar(id varID) int64 {
 		return int64(st.req.Conn.ClientAddr.Port())
 	case vConnServerPort:
 		return int64(st.req.Conn.ServerAddr.Port())
+	case vReqURLPort:
+		return st.urlPort()
 	}
 	if id >= resultBase {
 		return st.results[id-resultBase].i
@@ -442,6 +541,9 @@ func (st *evalState) mapLookup(id varID, key, canon string) ([]string, bool) {
 	case vReqURLQueryParams:
 		v, ok := st.queryValues()[key]
 		return v, ok
+	case vReqCookies:
+		v := st.cookieValues(key)
+		return v, v != nil
 	}
 	return nil, false
 }
@@ -465,6 +567,12 @@ func (st *evalState) ResolveName(name string) (any, bool) {
 		return st.mapVal(v.id), true
 	case kStringMap:
 		return st.varsMap(), true
+	case kStringList: // the client certificate's SANs
+		st.clientCert()
+		if len(st.certSANs) == 0 {
+			return emptyList, true
+		}
+		return types.NewStringList(types.DefaultTypeAdapter, st.certSANs), true
 	}
 	return nil, false
 }
@@ -483,6 +591,17 @@ func (st *evalState) mapVal(id varID) ref.Val {
 			st.resHeadersVal = types.NewMap(types.DefaultTypeAdapter, lowerHeaderMap(st.resHeader, &st.resScan))
 		}
 		return st.resHeadersVal
+	case vReqCookies:
+		if st.lazy&lzCookiesVal == 0 {
+			st.lazy |= lzCookiesVal
+			m := map[string][]string{}
+			st.eachCookie(func(n, v string) bool {
+				m[n] = append(m[n], v)
+				return true
+			})
+			st.cookiesVal = types.NewMap(types.DefaultTypeAdapter, m)
+		}
+		return st.cookiesVal
 	default:
 		if st.lazy&lzQueryVal == 0 {
 			st.lazy |= lzQueryVal
@@ -653,6 +772,9 @@ func (st *evalState) ownHeader() http.Header {
 	}
 	*scan = scanUnknown
 	st.lazy &^= bit
+	if st.phase == Inbound {
+		st.lazy &^= lzCookiesVal
+	}
 	return *h
 }
 

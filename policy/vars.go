@@ -32,6 +32,19 @@ const (
 	vConnTLSVersion
 	vTimeNow
 	vVars
+	vReqCookies
+	vReqURLHost
+	vReqURLPort
+	vReqURLRawPath
+	vReqContentType
+	vConnTLSCipher
+	vConnTLSALPN
+	vConnCertSubject
+	vConnCertIssuer
+	vConnCertSANs
+	vConnCertFingerprint
+	vEndpointEdgeID
+	vEndpointRouteID
 	resultBase
 )
 
@@ -45,6 +58,7 @@ const (
 	kTimestamp
 	kStringListMap // map(string, list(string))
 	kStringMap     // map(string, string): vars
+	kStringList    // list(string)
 )
 
 // avail says where a variable or function may be used.
@@ -91,6 +105,20 @@ var staticVars = []varInfo{
 	{"conn.tls.version", vConnTLSVersion, kString, availAll},
 	{"time.now", vTimeNow, kTimestamp, availAll},
 	{"vars", vVars, kStringMap, availAll},
+	// Issue 19, item 5.
+	{"req.cookies", vReqCookies, kStringListMap, availHTTP},
+	{"req.url.host", vReqURLHost, kString, availHTTP},
+	{"req.url.port", vReqURLPort, kInt, availHTTP},
+	{"req.url.raw_path", vReqURLRawPath, kString, availHTTP},
+	{"req.content_type", vReqContentType, kString, availHTTP},
+	{"conn.tls.cipher_suite", vConnTLSCipher, kString, availAll},
+	{"conn.tls.alpn", vConnTLSALPN, kString, availAll},
+	{"conn.tls.client_cert.subject", vConnCertSubject, kString, availAll},
+	{"conn.tls.client_cert.issuer", vConnCertIssuer, kString, availAll},
+	{"conn.tls.client_cert.sans", vConnCertSANs, kStringList, availAll},
+	{"conn.tls.client_cert.fingerprint", vConnCertFingerprint, kString, availAll},
+	{"endpoint.edge_id", vEndpointEdgeID, kString, availAll},
+	{"endpoint.route_id", vEndpointRouteID, kString, availHTTP},
 }
 
 func celTypeOf(k valueKind) *cel.Type {
@@ -105,6 +133,8 @@ func celTypeOf(k valueKind) *cel.Type {
 		return cel.TimestampType
 	case kStringMap:
 		return cel.MapType(cel.StringType, cel.StringType)
+	case kStringList:
+		return cel.ListType(cel.StringType)
 	default:
 		return cel.MapType(cel.StringType, cel.ListType(cel.StringType))
 	}
