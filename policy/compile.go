@@ -181,7 +181,7 @@ func (c *compiler) compilePhase(ph Phase, key string, rules []Rule) phaseProg {
 }
 
 func (c *compiler) compileRule(path string, r *Rule) compiledRule {
-	cr := compiledRule{name: r.Name}
+	cr := compiledRule{loc: path, name: r.Name}
 	pre := rulePrefix(r.Name)
 	exprs := r.Expressions
 	if len(exprs) > MaxExpressionsPerRule {

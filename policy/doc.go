@@ -483,6 +483,15 @@
 // (BenchmarkEvaluateWorstDocument): that is what MaxEvaluationCost
 // allows.
 //
+// # Metrics
+//
+// [Options].Observer, an [Observer], is told of every rule that applies,
+// every action that runs and every evaluation's target, phase, verdict and
+// duration, on the evaluating goroutine and without allocating; with none
+// (the default), evaluation pays nothing. The policyprom subpackage has a
+// Prometheus collector (client_golang) that is an Observer, with the rule
+// and action labels bounded.
+//
 // # Extending
 //
 // Hosts add action types through [Options].Actions: an [ActionType]

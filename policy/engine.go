@@ -70,6 +70,10 @@ type Options struct {
 	// RateLimitMaxKeys bounds the number of buckets each rate limiter
 	// tracks; 0 leaves the ratelimit package's default.
 	RateLimitMaxKeys int
+	// Observer, when set, is told of every rule that applies, every
+	// action that runs and every evaluation's verdict and duration (for
+	// metrics); nil costs nothing.
+	Observer Observer
 }
 
 // IPChecker decides whether a client address may pass. Implementations must
@@ -111,6 +115,7 @@ type Engine struct {
 	vars     map[string]*varInfo
 	results  []resultDecl
 	sink     Sink
+	observer Observer
 	clock    func() time.Time
 	maxKeys  int
 	limiters limiterPool
@@ -135,11 +140,12 @@ type resultDecl struct {
 // NewEngine returns an Engine with the built-in actions and o.Actions.
 func NewEngine(o Options) (*Engine, error) {
 	e := &Engine{
-		actions: map[string]ActionType{},
-		vars:    map[string]*varInfo{},
-		sink:    o.Sink,
-		clock:   o.Clock,
-		maxKeys: o.RateLimitMaxKeys,
+		actions:  map[string]ActionType{},
+		vars:     map[string]*varInfo{},
+		sink:     o.Sink,
+		observer: o.Observer,
+		clock:    o.Clock,
+		maxKeys:  o.RateLimitMaxKeys,
 	}
 	if e.sink == nil {
 		e.sink = NewSlogSink(nil)

@@ -195,6 +195,7 @@ type phaseProg struct {
 }
 
 type compiledRule struct {
+	loc     string // e.g. "inbound[2]"
 	name    string
 	conds   []condition
 	actions []compiledAction
@@ -230,12 +231,20 @@ func (p *Policy) Inbound(req *Request) (out Result) {
 	if p.target != TargetHTTP || len(p.in.rules) == 0 {
 		return Result{}
 	}
+	if p.e.observer != nil {
+		defer p.observe(time.Now(), Inbound, &out)
+	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Inbound, req, nil, nil)
 	p.run(st, &p.in)
 	st.finish(&out)
 	p.e.states.Put(st)
 	return out
+}
+
+// observe tells the Observer of an evaluation that started at start.
+func (p *Policy) observe(start time.Time, ph Phase, out *Result) {
+	p.e.observer.Evaluated(EvaluationEvent{Target: p.target, Phase: ph, Verdict: out.Verdict, Duration: time.Since(start)})
 }
 
 // Outbound evaluates the outbound rules of an HTTP policy on the upstream's
@@ -248,6 +257,9 @@ func (p *Policy) Inbound(req *Request) (out Result) {
 func (p *Policy) Outbound(req *Request, res *Response, in *Result) (out Result) {
 	if p.target != TargetHTTP || len(p.out.rules) == 0 {
 		return Result{}
+	}
+	if p.e.observer != nil {
+		defer p.observe(time.Now(), Outbound, &out)
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Outbound, req, res, in)
@@ -263,6 +275,9 @@ func (p *Policy) Outbound(req *Request, res *Response, in *Result) (out Result) 
 func (p *Policy) Connect(c *Conn, now time.Time) (out Result) {
 	if p.target != TargetConnection || len(p.in.rules) == 0 {
 		return Result{}
+	}
+	if p.e.observer != nil {
+		defer p.observe(time.Now(), Inbound, &out)
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Inbound, nil, nil, nil)
@@ -304,10 +319,17 @@ func (p *Policy) run(st *evalState, ph *phaseProg) {
 		if !applies {
 			continue
 		}
+		obs := p.e.observer
+		if obs != nil {
+			obs.RuleMatched(RuleEvent{Phase: st.phase, Rule: r.name, Location: r.loc})
+		}
 		for ai := range r.actions {
 			a := &r.actions[ai]
 			st.rc.cur = a
 			a.action.Run(&st.rc)
+			if obs != nil {
+				obs.ActionRan(ActionEvent{Phase: st.phase, Type: a.typ, Rule: a.rule, Location: a.loc})
+			}
 			if st.exhausted {
 				if st.exhaustedAt == "" {
 					st.exhaustedAt = a.loc
