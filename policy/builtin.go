@@ -44,6 +44,8 @@ func builtinActions(e *Engine) []ActionType {
 			{Name: resAction, Type: ResultString}, {Name: resMatchedCIDR, Type: ResultString}}},
 		rateLimitType{e},
 		simpleType{ActionSetVars, compileSetVars},
+		resultType{simpleType{ActionBasicAuth, compileBasicAuth}, []ResultField{
+			{Name: baAuthenticated, Type: ResultBool, HTTPOnly: true}, {Name: baUsername, Type: ResultString, HTTPOnly: true}}},
 	}
 }
 

@@ -134,6 +134,8 @@
 //	actions.service.deny.denied               bool                      C      true (the deny ran, enforced or not)
 //	actions.service.restrict_ips.action       string                    C      "deny" ("allow" or "deny")
 //	actions.service.restrict_ips.matched_cidr string                    C      "10.0.0.0/8" ("" when no entry decided)
+//	actions.service.basic_auth.authenticated  bool                      H      true
+//	actions.service.basic_auth.username       string                    H      "alice" ("" when not authenticated)
 //	actions.service.redirect.matches          bool                      H      true
 //	actions.service.redirect.url              string                    H      "https://example.com/v2/users" ("" without a match)
 //	actions.service.url_rewrite.matches       bool                      H      true
@@ -275,6 +277,21 @@
 //     decided) and .matched_cidr (the deny or allow entry that decided, as
 //     "198.51.100.0/24"; "" when none did: outside the allow ranges, or
 //     decided by the IP policies). Inbound only.
+//   - basic-auth: credentials (required; at most MaxBasicAuthCredentials
+//     "username:hash" strings, the hash salted: bcrypt "$2b$..." of cost
+//     at most MaxBcryptCost, or "$pbkdf2-sha256$<iterations>$<salt>$<key>"
+//     with MinPBKDF2Iterations to MaxPBKDF2Iterations iterations, salt
+//     and key in unpadded standard base64; a plain password is refused),
+//     realm (default "restricted"), enforce (bool, default true). Checks
+//     the request's one Authorization header ("Basic ...", at most
+//     MaxBasicAuthHeaderBytes); without valid credentials ends evaluation
+//     with 401 and WWW-Authenticate: Basic realm="...", charset="UTF-8",
+//     unless enforce is false. Sets actions.service.basic_auth.authenticated
+//     and .username (so that a later rate-limit can key on the user). A
+//     verified password is remembered (by an HMAC under a random key, never
+//     in clear) for five minutes of evaluation time, up to 1024 per
+//     action, so a client's requests do not each pay a slow hash; failures
+//     are not. An extension of the SPEC. Inbound HTTP only.
 //   - set-vars: vars (required; object of variable names to templated
 //     values, at most MaxVars). Renders every value, then sets them all,
 //     so a value reads the variables as they were before the action (see

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/edgeplane/edgeplane/apierr"
+	"golang.org/x/crypto/bcrypt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -320,5 +321,49 @@ func FuzzSetVars(f *testing.F) {
 		}
 		p.Inbound(testRequest())
 		sink.check(t)
+	})
+}
+
+// FuzzBasicAuthHeader checks the Authorization header parser of
+// basic-auth: it never panics, refuses values over the bound, and what it
+// accepts re-encodes to the same credentials.
+func FuzzBasicAuthHeader(f *testing.F) {
+	for _, s := range []string{"Basic YWxpY2U6cHc=", "basic YTpi", "Bearer x", "Basic", "Basic !!", "Basic YWxpY2U="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		user, pw, ok := parseBasicAuth(v)
+		if !ok {
+			return
+		}
+		if len(v) > MaxBasicAuthHeaderBytes || strings.Contains(user, ":") {
+			t.Fatalf("accepted %q: user %q", v, user)
+		}
+		u2, p2, ok2 := parseBasicAuth(basicHeader(user, pw))
+		if !ok2 || u2 != user || p2 != pw {
+			t.Fatalf("round trip of %q, %q: %q, %q, %v", user, pw, u2, p2, ok2)
+		}
+	})
+}
+
+// FuzzPasswordHash checks that the hash parser never panics and accepts
+// only bcrypt and PBKDF2-SHA256 within the bounds.
+func FuzzPasswordHash(f *testing.F) {
+	for _, s := range []string{"$2b$04$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234", "$pbkdf2-sha256$10000$MDEyMzQ1Njc4OWFiY2RlZg$MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY", "plain", "$2b$13$x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := parsePasswordHash(s)
+		if err != nil {
+			return
+		}
+		switch {
+		case h.bcrypt != nil:
+			if c, err := bcrypt.Cost(h.bcrypt); err != nil || c > MaxBcryptCost {
+				t.Fatalf("accepted %q: cost %d, %v", s, c, err)
+			}
+		case h.iter < MinPBKDF2Iterations || h.iter > MaxPBKDF2Iterations || len(h.salt) < 8 || len(h.key) < 16 || len(h.key) > 64:
+			t.Fatalf("accepted %q: %+v", s, h)
+		}
 	})
 }
