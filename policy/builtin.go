@@ -44,6 +44,9 @@ func builtinActions(e *Engine) []ActionType {
 			{Name: resAction, Type: ResultString}, {Name: resMatchedCIDR, Type: ResultString}}},
 		rateLimitType{e},
 		simpleType{ActionSetVars, compileSetVars},
+		resultType{simpleType{ActionJWTValidation, compileJWTValidation}, []ResultField{
+			{Name: jwtValid, Type: ResultBool, HTTPOnly: true}, {Name: jwtSubject, Type: ResultString, HTTPOnly: true},
+			{Name: jwtError, Type: ResultString, HTTPOnly: true}}},
 		resultType{simpleType{ActionBasicAuth, compileBasicAuth}, []ResultField{
 			{Name: baAuthenticated, Type: ResultBool, HTTPOnly: true}, {Name: baUsername, Type: ResultString, HTTPOnly: true}}},
 	}

@@ -136,6 +136,9 @@
 //	actions.service.restrict_ips.matched_cidr string                    C      "10.0.0.0/8" ("" when no entry decided)
 //	actions.service.basic_auth.authenticated  bool                      H      true
 //	actions.service.basic_auth.username       string                    H      "alice" ("" when not authenticated)
+//	actions.service.jwt_validation.valid      bool                      H      true
+//	actions.service.jwt_validation.subject    string                    H      "alice" (the token's sub)
+//	actions.service.jwt_validation.error      string                    H      "invalid token: wrong audience" ("" when valid)
 //	actions.service.redirect.matches          bool                      H      true
 //	actions.service.redirect.url              string                    H      "https://example.com/v2/users" ("" without a match)
 //	actions.service.url_rewrite.matches       bool                      H      true
@@ -216,8 +219,9 @@
 //
 // vars holds the variables set-vars actions set (an extension of the
 // SPEC): vars.<name> or vars['<name>'] is the value the last set-vars
-// that ran in this evaluation gave <name>. Reading a name that no set-vars
-// action before that point of the document sets (in document order:
+// (or jwt-validation, from a claim) that ran in this evaluation gave
+// <name>. Reading a name that no set-vars or jwt-validation action before
+// that point of the document sets (in document order:
 // inbound rules, then outbound; a rule's expressions run before its own
 // actions) is a compile error; a name set by a rule that did not apply is
 // a missing map key at run time (test it with has(vars.<name>)). The
@@ -292,6 +296,28 @@
 //     in clear) for five minutes of evaluation time, up to 1024 per
 //     action, so a client's requests do not each pay a slow hash; failures
 //     are not. An extension of the SPEC. Inbound HTTP only.
+//   - jwt-validation: issuer (required), jwks_url (required; http or
+//     https), audiences (list; when given, the token's aud must hold one),
+//     vars (object of variable names to claim names), enforce (bool,
+//     default true). Verifies the request's bearer token (one
+//     Authorization header "Bearer <JWT>", at most MaxTokenBytes) with
+//     github.com/lestrrat-go/jwx/v3: its JWS signature by a key of the
+//     issuer's JWKS (the algorithm inferred from the key, never "none"),
+//     exp, nbf and iat (30s of skew, by the evaluation time), iss and aud.
+//     Without a valid token it ends evaluation with 401 and
+//     WWW-Authenticate: Bearer, unless enforce is false. With one, it sets
+//     each configured vars.<name> to its claim (a string as is, other
+//     values as JSON, at most MaxVarBytes), so later rules, templates and
+//     rate-limit bucket keys read the claims. Sets
+//     actions.service.jwt_validation.valid, .subject and .error. The JWKS
+//     is fetched with [Options].HTTPClient when first needed, kept per
+//     URL by the Engine for JWKSRefresh (by its clock), fetched again
+//     sooner when a token verifies with none of its keys (a rotation), but
+//     never more often than JWKSMinRefetch; a fetch (at most
+//     JWKSFetchTimeout and MaxJWKSBytes) that fails keeps the previous
+//     keys and is reported to the Sink; with no keys at all, tokens are
+//     refused. Requests needing a fetch wait for it. An extension of the
+//     SPEC. Inbound HTTP only.
 //   - set-vars: vars (required; object of variable names to templated
 //     values, at most MaxVars). Renders every value, then sets them all,
 //     so a value reads the variables as they were before the action (see

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"sort"
 	"strings"
@@ -70,6 +71,9 @@ type Options struct {
 	// RateLimitMaxKeys bounds the number of buckets each rate limiter
 	// tracks; 0 leaves the ratelimit package's default.
 	RateLimitMaxKeys int
+	// HTTPClient fetches the key sets of jwt-validation actions; nil
+	// means a client with a 10-second timeout.
+	HTTPClient *http.Client
 	// Observer, when set, is told of every rule that applies, every
 	// action that runs and every evaluation's verdict and duration (for
 	// metrics); nil costs nothing.
@@ -116,10 +120,14 @@ type Engine struct {
 	results  []resultDecl
 	sink     Sink
 	observer Observer
-	clock    func() time.Time
-	maxKeys  int
-	limiters limiterPool
-	states   sync.Pool
+
+	httpClient *http.Client
+	jwksMu     sync.Mutex
+	jwks       map[string]*jwksCache // by URL
+	clock      func() time.Time
+	maxKeys    int
+	limiters   limiterPool
+	states     sync.Pool
 
 	// tracker is a cost tracker configured with the environment's cost
 	// models (the string extensions' among them), which every evaluation
@@ -140,18 +148,22 @@ type resultDecl struct {
 // NewEngine returns an Engine with the built-in actions and o.Actions.
 func NewEngine(o Options) (*Engine, error) {
 	e := &Engine{
-		actions:  map[string]ActionType{},
-		vars:     map[string]*varInfo{},
-		sink:     o.Sink,
-		observer: o.Observer,
-		clock:    o.Clock,
-		maxKeys:  o.RateLimitMaxKeys,
+		actions:    map[string]ActionType{},
+		vars:       map[string]*varInfo{},
+		sink:       o.Sink,
+		observer:   o.Observer,
+		httpClient: o.HTTPClient,
+		clock:      o.Clock,
+		maxKeys:    o.RateLimitMaxKeys,
 	}
 	if e.sink == nil {
 		e.sink = NewSlogSink(nil)
 	}
 	if e.clock == nil {
 		e.clock = time.Now
+	}
+	if e.httpClient == nil {
+		e.httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	e.limiters.init()
 	types := append(builtinActions(e), o.Actions...)

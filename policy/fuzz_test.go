@@ -367,3 +367,21 @@ func FuzzPasswordHash(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBearerToken checks the Authorization header parser of
+// jwt-validation: it never panics, refuses values over the bound, and
+// returns a token without surrounding spaces.
+func FuzzBearerToken(f *testing.F) {
+	for _, s := range []string{"Bearer a.b.c", "bearer  x ", "Bearer", "Basic YTpi", "Bearer "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		tok, ok := bearerToken([]string{v})
+		if !ok {
+			return
+		}
+		if len(v) > MaxTokenBytes || tok == "" || strings.TrimSpace(tok) != tok || !strings.HasSuffix(strings.TrimSpace(v), tok) {
+			t.Fatalf("bearerToken(%q) = %q", v, tok)
+		}
+	})
+}

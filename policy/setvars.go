@@ -131,7 +131,7 @@ func (c *compiler) checkVars(e *ast.AST, at func(id int64, msg string)) {
 			return
 		}
 		if !c.setVars[name] {
-			at(x.ID(), "vars."+name+" is not set by a set-vars action before this point of the document")
+			at(x.ID(), "vars."+name+" is not set by a set-vars or jwt-validation action before this point of the document")
 		}
 	}))
 	if uses && c.phase == Outbound {

@@ -119,7 +119,7 @@ func TestSetVarsCompileErrors(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unset variable", `{"inbound":[{"expressions":["vars.nope == 'x'"],"actions":[{"type":"deny"}]}]}`,
-			`inbound[0].expressions[0]: 1:5: vars.nope is not set by a set-vars action before this point of the document`},
+			`inbound[0].expressions[0]: 1:5: vars.nope is not set by a set-vars or jwt-validation action before this point of the document`},
 		{"unset by index", `{"inbound":[{"expressions":["vars['nope'] == 'x'"],"actions":[{"type":"deny"}]}]}`,
 			`inbound[0].expressions[0]: 1:5: vars.nope is not set`},
 		{"set later", `{"inbound":[{"expressions":["vars.x == 'a'"],"actions":[{"type":"set-vars","config":{"vars":{"x":"a"}}}]}]}`,
