@@ -180,26 +180,24 @@ func celHash(ov string) func(ref.Val) ref.Val {
 	}
 }
 
-// helperCallCost is the runtime cost of a helper call on cel-go, or nil
-// for another function.
-func (st *evalState) helperCallCost(overloadID string, args []ref.Val) *uint64 {
-	var c uint64
+// helperCallCost is the runtime cost of a helper call on cel-go; ok is
+// false for another function. (A value, not a pointer: a pointer to a
+// local would be allocated on every call of every function.)
+func (st *evalState) helperCallCost(overloadID string, args []ref.Val) (c uint64, ok bool) {
 	switch overloadID {
 	case ovGetReqCookie, ovHasReqCookie:
-		c = helperCost(st.cookieHeaderSize())
+		return helperCost(st.cookieHeaderSize()), true
 	case ovParseURL, ovSHA256, ovSHA1, ovMD5:
 		if len(args) != 1 {
-			return nil
+			return 0, false
 		}
-		s, ok := args[0].(types.String)
-		if !ok {
-			return nil
+		s, isStr := args[0].(types.String)
+		if !isStr {
+			return 0, false
 		}
-		c = helperCost(size(string(s)))
-	default:
-		return nil
+		return helperCost(size(string(s))), true
 	}
-	return &c
+	return 0, false
 }
 
 // Native nodes.

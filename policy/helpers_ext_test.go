@@ -2,6 +2,8 @@ package policy
 
 import (
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"strings"
 	"testing"
 )
@@ -140,4 +142,22 @@ func estimateOf(t *testing.T, e *Engine, expr string) uint64 {
 		t.Fatalf("%s: %v", expr, msgs)
 	}
 	return x.cost
+}
+
+// TestCallCostDoesNotAllocate checks that CallCost, which cel-go calls on
+// every function call of every expression, allocates nothing for the
+// functions it leaves to CEL's model (a pointer to a local declared for
+// every call would be).
+func TestCallCostDoesNotAllocate(t *testing.T) {
+	e, _ := newTestEngine(t, Options{})
+	st := e.states.Get().(*evalState)
+	defer e.states.Put(st)
+	args := []ref.Val{types.String("abc"), types.String("a")}
+	if n := testing.AllocsPerRun(100, func() {
+		if st.CallCost("startsWith", "starts_with_string", args, types.True) != nil {
+			t.Fatal("a cost for startsWith")
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per call", n)
+	}
 }
