@@ -68,6 +68,11 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	p.doc = compactJSON(doc)
 	p.reads = c.reads
 	p.carry = c.outReads
+	for slot, r := range c.reads {
+		if r {
+			p.carrySlots = append(p.carrySlots, slot)
+		}
+	}
 	p.carryVars = c.outReadsVars
 	p.regexProg = make(map[string]int, len(c.regexes))
 	for pat, r := range c.regexes {

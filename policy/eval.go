@@ -153,7 +153,8 @@ type Result struct {
 	// them.
 	ResponseHeader http.Header
 
-	vars     []resultValue     // action result variables, carried to outbound
+	vars     []resultValue     // action result variables carried to outbound: vars[i] is slot varSlots[i]
+	varSlots []int             // the producing Policy's carrySlots
 	userVars map[string]string // vars.*, carried to outbound
 }
 
@@ -174,6 +175,9 @@ type Policy struct {
 	// computing its value.
 	reads []bool
 	carry bool
+	// carrySlots are the slots the policy reads, in order: the only ones
+	// an inbound result carries (no other can be set).
+	carrySlots []int
 	// carryVars says whether the outbound rules read vars, so that
 	// Inbound must hand them over.
 	carryVars bool

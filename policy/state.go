@@ -179,8 +179,12 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 	if st.exhaustedAt != "" { // a test costs no write barrier, a store may
 		st.exhaustedAt = ""
 	}
-	if prev != nil && prev.vars != nil {
-		copy(st.results, prev.vars)
+	if prev != nil && prev.vars != nil && len(prev.vars) == len(prev.varSlots) {
+		for i, slot := range prev.varSlots {
+			if slot >= 0 && slot < len(st.results) {
+				st.results[slot] = prev.vars[i]
+			}
+		}
 		st.resultsSet = true
 	}
 	if prev != nil && prev.userVars != nil {
@@ -205,7 +209,12 @@ func (st *evalState) finish(out *Result) {
 	}
 	if st.resultsSet {
 		if st.phase == Inbound && st.pol != nil && st.pol.carry {
-			out.vars = append([]resultValue(nil), st.results...)
+			slots := st.pol.carrySlots
+			out.vars = make([]resultValue, len(slots))
+			for i, slot := range slots {
+				out.vars[i] = st.results[slot]
+			}
+			out.varSlots = slots
 		}
 		clear(st.results)
 		st.resultsSet = false
@@ -238,7 +247,7 @@ func (st *evalState) finish(out *Result) {
 // isZero reports whether r is the zero Result.
 func (r *Result) isZero() bool {
 	return r.Verdict == Continue && r.StatusCode == 0 && r.Header == nil && r.Body == "" &&
-		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.ResponseHeader == nil &&
+		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.varSlots == nil && r.ResponseHeader == nil &&
 		r.userVars == nil
 }
 
