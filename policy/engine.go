@@ -72,7 +72,10 @@ type Options struct {
 	// tracks; 0 leaves the ratelimit package's default.
 	RateLimitMaxKeys int
 	// HTTPClient fetches the key sets of jwt-validation actions; nil
-	// means a client with a 10-second timeout.
+	// means a client with a 10-second timeout. Documents name the URLs it
+	// fetches: a host compiling documents written by untrusted users
+	// should give a client whose transport refuses internal addresses.
+	// The Engine keeps one key set per distinct URL it has compiled.
 	HTTPClient *http.Client
 	// Observer, when set, is told of every rule that applies, every
 	// action that runs and every evaluation's verdict and duration (for
