@@ -135,7 +135,7 @@ func TestActionsRun(t *testing.T) {
 
 type prefixChecker []netip.Prefix
 
-func (c prefixChecker) AllowedIP(a netip.Addr) bool { return containsAddr(c, a) }
+func (c prefixChecker) AllowedIP(a netip.Addr) bool { return indexAddr(c, a) >= 0 }
 
 func allowResolver(cidrs ...string) IPPolicyResolver {
 	return func(ids []string) (IPChecker, error) {
@@ -276,7 +276,7 @@ func TestActionConfigs(t *testing.T) {
 				`on_http_request[2].actions[0].config.algorithm: must be "sliding_window"`,
 				"on_http_request[2].actions[0].config.capacity: must be between 1 and 2000000000",
 				"on_http_request[2].actions[0].config.rate: must be a whole multiple of 10s",
-				"on_http_request[2].actions[0].config.bucket_key[0]: must be one of"}},
+				"on_http_request[2].actions[0].config.bucket_key[0]: is neither one of"}},
 		{name: "rate-limit missing fields", doc: act("rate-limit", `{}`),
 			want: []string{"inbound[0].actions[0].config.name: is required", "inbound[0].actions[0].config.algorithm: is required",
 				"inbound[0].actions[0].config.capacity: must be between", "inbound[0].actions[0].config.rate: is required",

@@ -236,6 +236,52 @@ func BenchmarkEvaluateRateLimit(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateRateLimitClientPrefix is BenchmarkEvaluateRateLimit
+// keyed by the client's IPv6 /64 (conn.client_ip_prefix): it must not
+// allocate either.
+func BenchmarkEvaluateRateLimitClientPrefix(b *testing.B) {
+	p := mustCompileB(b, `{"on_http_request":[{"actions":[{"type":"rate-limit","config":{"name":"per-net","algorithm":"sliding_window",
+		"capacity":2000000000,"rate":"60s","bucket_key":["conn.client_ip_prefix"],"client_ip_prefix":{"ipv6":56}}}]}]}`)
+	req := benchRequest()
+	req.Conn.ClientAddr = netip.MustParseAddrPort("[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:51234")
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+// BenchmarkEvaluateRateLimitCELKey is BenchmarkEvaluateRateLimit with a
+// bucket key element that is a CEL expression the native path evaluates:
+// it must not allocate either.
+func BenchmarkEvaluateRateLimitCELKey(b *testing.B) {
+	p := mustCompileB(b, `{"on_http_request":[{"actions":[{"type":"rate-limit","config":{"name":"per-agent","algorithm":"sliding_window",
+		"capacity":2000000000,"rate":"60s","bucket_key":["conn.client_ip","req.headers['user-agent'][0]"]}}]}]}`)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
+// BenchmarkEvaluateRateLimitHeaders is BenchmarkEvaluateRateLimit with
+// the x-ratelimit response headers: the header map and values allocate,
+// which a config without headers never pays.
+func BenchmarkEvaluateRateLimitHeaders(b *testing.B) {
+	p := mustCompileB(b, `{"on_http_request":[{"actions":[{"type":"rate-limit","config":{"name":"per-ip","algorithm":"sliding_window",
+		"capacity":2000000000,"rate":"60s","bucket_key":["conn.client_ip"],"headers":"x-ratelimit"}}]}]}`)
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
+
 func BenchmarkEvaluateAddHeaders(b *testing.B) {
 	p := mustCompileB(b, `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{"x-client-ip":"${conn.client_ip}","x-route":"${req.method} ${req.url.path}"}}}]}]}`)
 	req := benchRequest()

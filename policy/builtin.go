@@ -34,14 +34,21 @@ const (
 func builtinActions(e *Engine) []ActionType {
 	return []ActionType{
 		simpleType{ActionLog, compileLog},
-		simpleType{ActionDeny, compileDeny},
+		resultType{simpleType{ActionDeny, compileDeny}, []ResultField{{Name: resDenied, Type: ResultBool}}},
 		simpleType{ActionCustomResponse, compileCustomResponse},
 		simpleType{ActionAddHeaders, compileAddHeaders},
 		simpleType{ActionRemoveHeaders, compileRemoveHeaders},
-		simpleType{ActionRedirect, compileRedirect},
-		simpleType{ActionURLRewrite, compileURLRewrite},
-		simpleType{ActionRestrictIPs, compileRestrictIPs},
+		resultType{simpleType{ActionRedirect, compileRedirect}, urlResults},
+		resultType{simpleType{ActionURLRewrite, compileURLRewrite}, urlResults},
+		resultType{simpleType{ActionRestrictIPs, compileRestrictIPs}, []ResultField{
+			{Name: resAction, Type: ResultString}, {Name: resMatchedCIDR, Type: ResultString}}},
 		rateLimitType{e},
+		simpleType{ActionSetVars, compileSetVars},
+		resultType{simpleType{ActionJWTValidation, compileJWTValidation}, []ResultField{
+			{Name: jwtValid, Type: ResultBool, HTTPOnly: true}, {Name: jwtSubject, Type: ResultString, HTTPOnly: true},
+			{Name: jwtError, Type: ResultString, HTTPOnly: true}}},
+		resultType{simpleType{ActionBasicAuth, compileBasicAuth}, []ResultField{
+			{Name: baAuthenticated, Type: ResultBool, HTTPOnly: true}, {Name: baUsername, Type: ResultString, HTTPOnly: true}}},
 	}
 }
 
@@ -52,6 +59,38 @@ type simpleType struct {
 }
 
 func (t simpleType) Type() string { return t.name }
+
+// resultType is a simpleType whose actions set result variables.
+type resultType struct {
+	simpleType
+	fields []ResultField
+}
+
+func (t resultType) ResultFields() []ResultField { return t.fields }
+
+// Result fields of the built-in actions other than rate-limit (extensions
+// of the SPEC, issue 19).
+const (
+	resDenied      = "denied"       // deny: it ran (enforced or not)
+	resAction      = "action"       // restrict-ips: "allow" or "deny", what it decided
+	resMatchedCIDR = "matched_cidr" // restrict-ips: the allow or deny entry that decided, or ""
+	resMatches     = "matches"      // redirect, url-rewrite: from matched (always, without from)
+	resURL         = "url"          // redirect, url-rewrite: the URL it gave, or ""
+)
+
+var urlResults = []ResultField{{Name: resMatches, Type: ResultBool, HTTPOnly: true}, {Name: resURL, Type: ResultString, HTTPOnly: true}}
+
+// resultSlots looks up an action's result slots by field.
+func resultSlots(c *CompileContext, slots map[string]*ResultSlot) error {
+	for f, p := range slots {
+		s, err := c.Result(f)
+		if err != nil {
+			return err
+		}
+		*p = s
+	}
+	return nil
+}
 func (t simpleType) Compile(c *CompileContext, config []byte) (Action, error) {
 	return t.compile(c, config)
 }
@@ -146,10 +185,15 @@ func (a *logAction) Run(r *RunContext) {
 // deny
 
 type denyConfig struct {
-	StatusCode *int `json:"status_code"`
+	StatusCode *int  `json:"status_code"`
+	Enforce    *bool `json:"enforce"`
 }
 
-type denyAction struct{ status int }
+type denyAction struct {
+	status  int
+	enforce bool
+	denied  ResultSlot
+}
 
 func compileDeny(c *CompileContext, config []byte) (Action, error) {
 	var cfg denyConfig
@@ -160,12 +204,24 @@ func compileDeny(c *CompileContext, config []byte) (Action, error) {
 	if c.Target() == TargetConnection && cfg.StatusCode != nil {
 		vs.Add("config.status_code", "a TLS/TCP connection policy denies by closing the connection; status_code applies to HTTP policies only")
 	}
-	a := &denyAction{status: statusCode(&vs, cfg.StatusCode, http.StatusForbidden, 400, 599)}
+	a := &denyAction{status: statusCode(&vs, cfg.StatusCode, http.StatusForbidden, 400, 599), enforce: cfg.Enforce == nil || *cfg.Enforce}
+	if err := resultSlots(c, map[string]*ResultSlot{resDenied: &a.denied}); err != nil {
+		return nil, err
+	}
 	return a, vs.Err()
 }
 
-func (a *denyAction) Run(r *RunContext)      { r.Respond(a.status, nil, "") }
-func (a *denyAction) AlwaysTerminates() bool { return true }
+// Run ends evaluation with the status, unless enforce is off (shadow
+// mode): then it only sets actions.service.deny.denied.
+func (a *denyAction) Run(r *RunContext) {
+	r.SetBool(a.denied, true)
+	if a.enforce {
+		r.Respond(a.status, nil, "")
+	}
+}
+
+// AlwaysTerminates is true unless enforce is off.
+func (a *denyAction) AlwaysTerminates() bool { return a.enforce }
 
 // custom-response
 
@@ -317,6 +373,7 @@ type rewriteConfig struct {
 
 // urlReplace holds the compiled from/to of redirect and url-rewrite.
 type urlReplace struct {
+	res  urlResultSlots
 	from *Regexp // nil: to is the whole new URL
 	to   *Template
 }
@@ -375,6 +432,19 @@ type redirectAction struct {
 	status int
 }
 
+// urlResults holds the slots of the matches and url result variables.
+type urlResultSlots struct{ matches, url ResultSlot }
+
+func (u *urlResultSlots) init(c *CompileContext) error {
+	return resultSlots(c, map[string]*ResultSlot{resMatches: &u.matches, resURL: &u.url})
+}
+
+// set sets the matches and url result variables.
+func (u *urlResultSlots) set(r *RunContext, matched bool, url string) {
+	r.SetBool(u.matches, matched)
+	r.SetString(u.url, url)
+}
+
 func compileRedirect(c *CompileContext, config []byte) (Action, error) {
 	var cfg redirectConfig
 	if err := c.DecodeConfig(config, &cfg); err != nil {
@@ -386,11 +456,15 @@ func compileRedirect(c *CompileContext, config []byte) (Action, error) {
 	}
 	a := &redirectAction{status: statusCode(&vs, cfg.StatusCode, http.StatusFound, 300, 399)}
 	a.urlReplace = compileURLReplace(c, &vs, cfg.From, cfg.To, false)
+	if err := a.res.init(c); err != nil {
+		return nil, err
+	}
 	return a, vs.Err()
 }
 
 func (a *redirectAction) Run(r *RunContext) {
 	loc, ok := a.apply(r, r.st.fullURL())
+	a.res.set(r, ok, loc)
 	if !ok {
 		return
 	}
@@ -415,6 +489,9 @@ func compileURLRewrite(c *CompileContext, config []byte) (Action, error) {
 		vs.Add("type", "url-rewrite is only available in inbound (on_http_request) rules")
 	}
 	a := &rewriteAction{compileURLReplace(c, &vs, cfg.From, cfg.To, true)}
+	if err := a.res.init(c); err != nil {
+		return nil, err
+	}
 	return a, vs.Err()
 }
 
@@ -426,6 +503,7 @@ func (a *rewriteAction) Run(r *RunContext) {
 	st := r.st
 	old := st.fullURL()
 	next, ok := a.apply(r, old)
+	a.res.set(r, ok, next)
 	if !ok || next == old {
 		return
 	}
@@ -456,11 +534,15 @@ type restrictIPsConfig struct {
 	Allow      []string `json:"allow"`
 	Deny       []string `json:"deny"`
 	IPPolicies []string `json:"ip_policies"`
+	Enforce    *bool    `json:"enforce"`
 }
 
 type restrictIPsAction struct {
 	allow, deny []netip.Prefix
 	checker     IPChecker
+	enforce     bool
+	action      ResultSlot
+	matched     ResultSlot
 }
 
 func parsePrefixes(vs *apierr.Violations, field string, list []string) []netip.Prefix {
@@ -497,8 +579,12 @@ func compileRestrictIPs(c *CompileContext, config []byte) (Action, error) {
 		vs.Add("config", "needs at least one of allow, deny or ip_policies")
 	}
 	a := &restrictIPsAction{
-		allow: parsePrefixes(&vs, "config.allow", cfg.Allow),
-		deny:  parsePrefixes(&vs, "config.deny", cfg.Deny),
+		allow:   parsePrefixes(&vs, "config.allow", cfg.Allow),
+		deny:    parsePrefixes(&vs, "config.deny", cfg.Deny),
+		enforce: cfg.Enforce == nil || *cfg.Enforce,
+	}
+	if err := resultSlots(c, map[string]*ResultSlot{resAction: &a.action, resMatchedCIDR: &a.matched}); err != nil {
+		return nil, err
 	}
 	if len(cfg.IPPolicies) > 0 {
 		ok := true
@@ -536,25 +622,53 @@ func compileRestrictIPs(c *CompileContext, config []byte) (Action, error) {
 	return a, vs.Err()
 }
 
-func containsAddr(ps []netip.Prefix, a netip.Addr) bool {
-	for _, p := range ps {
+// indexAddr returns the index of the first prefix of ps containing a, or
+// -1.
+func indexAddr(ps []netip.Prefix, a netip.Addr) int {
+	for i, p := range ps {
 		if p.Contains(a) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // Run refuses the connection's client address (never a forwarded one)
 // when it is unknown, in a deny prefix, outside the allow prefixes (when
-// there are some) or refused by the IP policies (when there are some).
+// there are some) or refused by the IP policies (when there are some). It
+// sets the action and matched_cidr result variables; with enforce off
+// (shadow mode) it refuses nothing.
 func (a *restrictIPsAction) Run(r *RunContext) {
 	addr := r.ClientIP()
-	refused := !addr.IsValid() ||
-		containsAddr(a.deny, addr) ||
-		len(a.allow) > 0 && !containsAddr(a.allow, addr) ||
-		a.checker != nil && !a.checker.AllowedIP(addr)
+	di, ai := -1, -1
+	refused := !addr.IsValid()
+	if !refused {
+		di = indexAddr(a.deny, addr)
+		refused = di >= 0
+	}
+	if !refused && len(a.allow) > 0 {
+		ai = indexAddr(a.allow, addr)
+		refused = ai < 0
+	}
+	if !refused && a.checker != nil && !a.checker.AllowedIP(addr) {
+		refused, ai = true, -1 // the IP policies decided
+	}
 	if refused {
+		r.SetString(a.action, "deny")
+	} else {
+		r.SetString(a.action, "allow")
+	}
+	if r.st.pol.readsResult(a.matched.slot) { // formatting the prefix allocates
+		switch {
+		case di >= 0:
+			r.SetString(a.matched, a.deny[di].String())
+		case ai >= 0:
+			r.SetString(a.matched, a.allow[ai].String())
+		default:
+			r.SetString(a.matched, "")
+		}
+	}
+	if refused && a.enforce {
 		r.Respond(http.StatusForbidden, nil, "")
 	}
 }

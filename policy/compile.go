@@ -31,7 +31,7 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	if doc == nil {
 		doc = &Document{}
 	}
-	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results)), regexes: map[string]*regexEntry{}}
+	c := &compiler{e: e, o: o, reads: make([]bool, len(e.results)), regexes: map[string]*regexEntry{}, setVars: map[string]bool{}}
 	p := &Policy{e: e, target: o.Target}
 	if o.Target != TargetHTTP && o.Target != TargetConnection {
 		c.vs.Add("", "unknown target %d", o.Target)
@@ -68,6 +68,12 @@ func (e *Engine) Compile(doc *Document, o CompileOptions) (*Policy, error) {
 	p.doc = compactJSON(doc)
 	p.reads = c.reads
 	p.carry = c.outReads
+	for slot, r := range c.reads {
+		if r {
+			p.carrySlots = append(p.carrySlots, slot)
+		}
+	}
+	p.carryVars = c.outReadsVars
 	p.regexProg = make(map[string]int, len(c.regexes))
 	for pat, r := range c.regexes {
 		if r.err == nil {
@@ -102,6 +108,12 @@ type compiler struct {
 	// regexes holds every regular expression of the document, compiled
 	// once per distinct pattern.
 	regexes map[string]*regexEntry
+
+	// setVars holds the names set-vars actions compiled so far set: an
+	// expression may read vars.<name> only after one of them. readsVars
+	// is set when an outbound expression or template reads vars.
+	setVars      map[string]bool
+	outReadsVars bool
 }
 
 // regexEntry is a compiled pattern, or the reason it was refused.
@@ -174,7 +186,7 @@ func (c *compiler) compilePhase(ph Phase, key string, rules []Rule) phaseProg {
 }
 
 func (c *compiler) compileRule(path string, r *Rule) compiledRule {
-	cr := compiledRule{name: r.Name}
+	cr := compiledRule{loc: path, name: r.Name}
 	pre := rulePrefix(r.Name)
 	exprs := r.Expressions
 	if len(exprs) > MaxExpressionsPerRule {
@@ -344,6 +356,7 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 		}
 	}
 	c.checkLiterals(native, at)
+	c.checkVars(native, at)
 	if len(probs) == 0 {
 		if m := wantType(a.OutputType()); m != "" {
 			probs = append(probs, locMsg{1, 0, m})
@@ -523,6 +536,13 @@ func (c *compiler) checkLiterals(a *ast.AST, at func(int64, string)) {
 type costEstimator struct{ c *compiler }
 
 func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if isParseURLPart(n.Expr()) {
+		// CEL's model does not carry the parts' size from the call's
+		// result size: assume three times the largest request string (the
+		// raw path re-escapes the path); a longer input is caught by
+		// MaxEvaluationCost.
+		return &cost.SizeEstimate{Min: 0, Max: 3 * estStringMax}
+	}
 	path := n.Path()
 	if len(path) == 0 {
 		return nil
@@ -535,6 +555,22 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	case kString:
 		if len(path) == 1 {
 			return &cost.SizeEstimate{Min: 0, Max: stringVarMax(v.id)}
+		}
+	case kStringList: // the client certificate's SANs
+		switch {
+		case len(path) == 1:
+			return &cost.SizeEstimate{Min: 0, Max: estListEntries}
+		default:
+			return &cost.SizeEstimate{Min: 0, Max: estStringMax}
+		}
+	case kStringMap: // vars
+		switch {
+		case len(path) == 1:
+			return &cost.SizeEstimate{Min: 0, Max: MaxVars}
+		case len(path) == 2 && path[1] == "@keys":
+			return &cost.SizeEstimate{Min: 0, Max: MaxVarNameLength}
+		default:
+			return &cost.SizeEstimate{Min: 0, Max: MaxVarBytes}
 		}
 	case kStringListMap:
 		str := uint64(estStringMax)
@@ -555,6 +591,24 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	return nil
 }
 
+// isParseURLPart reports whether e selects or indexes a part of a
+// parseURL() result.
+func isParseURLPart(e ast.Expr) bool {
+	if e == nil {
+		return false
+	}
+	var m ast.Expr
+	switch e.Kind() {
+	case ast.SelectKind:
+		m = e.AsSelect().Operand()
+	case ast.CallKind:
+		if c := e.AsCall(); c.FunctionName() == "_[_]" && len(c.Args()) == 2 {
+			m = c.Args()[0]
+		}
+	}
+	return m != nil && m.Kind() == ast.CallKind && m.AsCall().FunctionName() == fnParseURL
+}
+
 // stringVarMax is the assumed largest size of a string variable.
 func stringVarMax(id varID) uint64 {
 	switch id {
@@ -568,6 +622,14 @@ func stringVarMax(id varID) uint64 {
 		return estIPMax
 	case vConnTLSVersion:
 		return len64("0xffff")
+	case vConnTLSCipher:
+		return 64 // the longest names are about 50 bytes, "0x" and four digits for an unknown suite
+	case vConnCertFingerprint:
+		return 64
+	case vReqURLRawPath:
+		return 3 * estURLPartMax // the decoded path escaped again
+	case vReqURLHost:
+		return estStringMax
 	}
 	if id >= resultBase {
 		return MaxTemplateOutput // set by actions; the built-in ones stay within MaxBucketKeyBytes
@@ -602,6 +664,31 @@ func (ce costEstimator) EstimateCallCost(function, overloadID string, target *co
 		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}, ResultSize: list}
 	case ovHasReqHeader, ovHasResHeader, ovHasQueryParam, ovInCidrRange:
 		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: 4}}
+	case ovGetReqCookie:
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: helperCost(estStringMax)}, ResultSize: list}
+	case ovHasReqCookie:
+		return &cost.CallEstimate{CostEstimate: cost.Estimate{Min: 1, Max: helperCost(estStringMax)}}
+	case ovParseURL, ovSHA256, ovSHA1, ovMD5:
+		if len(args) != 1 {
+			return nil
+		}
+		s := cost.EstimateSize(ce, args[0])
+		est := &cost.CallEstimate{CostEstimate: cost.Estimate{Min: helperCost(s.Min), Max: helperCost(s.Max)}}
+		switch overloadID {
+		case ovParseURL:
+			// Eight parts, none longer than three times the URL (the raw
+			// path re-escapes the decoded one).
+			est.ResultSize = &cost.SizeEstimate{Min: 8, Max: 8,
+				Key:  &cost.SizeEstimate{Min: 4, Max: 8},
+				Elem: &cost.SizeEstimate{Min: 0, Max: cost.SafeMultiply(s.Max, 3)}}
+		case ovSHA256:
+			est.ResultSize = &cost.SizeEstimate{Min: 64, Max: 64}
+		case ovSHA1:
+			est.ResultSize = &cost.SizeEstimate{Min: 40, Max: 40}
+		default:
+			est.ResultSize = &cost.SizeEstimate{Min: 32, Max: 32}
+		}
+		return est
 	case ovInCidrRanges:
 		n := uint64(estListEntries)
 		if len(args) == 2 {

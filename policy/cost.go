@@ -102,6 +102,10 @@ func ceilDiv(a, b uint64) uint64 {
 // longer (compiling it costs that much). Every other call is left to CEL's
 // standard model.
 func (st *evalState) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+	if hc, ok := st.helperCallCost(overloadID, args); ok {
+		c := hc // allocated only here
+		return &c
+	}
 	if overloadID != overloads.Matches && overloadID != overloads.MatchesString || len(args) != 2 {
 		return nil
 	}

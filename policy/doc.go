@@ -110,10 +110,45 @@
 //	conn.tls.sni                              string                    C      "api.example.com" ("" without TLS)
 //	conn.tls.version                          string                    C      "1.3" ("" without TLS)
 //	time.now                                  timestamp                 C      timestamp("2025-01-01T00:00:05Z")
+//	vars                                      map(string, string)       C      {"tenant": "acme"} (set by set-vars; vars.tenant)
+//	req.cookies                               map(string, list(string)) H      {"session": ["abc"]} (from the Cookie headers)
+//	req.url.host                              string                    H      "api.example.com" (req.host without port or brackets)
+//	req.url.port                              int                       H      8443 (of req.host, else 443 for https, 80 for http)
+//	req.url.raw_path                          string                    H      "/v1/a%2Fb" (the escaped path)
+//	req.content_type                          string                    H      "application/json" ("" when absent)
+//	conn.tls.cipher_suite                     string                    C      "TLS_AES_128_GCM_SHA256" ("" without TLS)
+//	conn.tls.alpn                             string                    C      "h2" ("" without ALPN)
+//	conn.tls.client_cert.subject              string                    C      "CN=client,O=Example" (RFC 2253; "" without a client certificate)
+//	conn.tls.client_cert.issuer               string                    C      "CN=Example CA"
+//	conn.tls.client_cert.sans                 list(string)              C      ["client.example.com", "192.0.2.7"] (DNS, email, IP, URI)
+//	conn.tls.client_cert.fingerprint          string                    C      "3f4a..." (SHA-256 of the DER form, lower-case hex)
+//	endpoint.edge_id                          string                    C      "edghts_1" (Conn.EdgeID, "" when the host gave none)
+//	endpoint.route_id                         string                    H      "edghtsrt_1" (Request.RouteID)
 //	actions.service.rate_limit.bucket_key     string                    H      "198.51.100.10"
 //	actions.service.rate_limit.limited        bool                      H      true
 //	actions.service.rate_limit.error.code     string                    H      "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
 //	actions.service.rate_limit.error.message  string                    H      "the bucket key is longer than 4096 bytes and was truncated"
+//	actions.service.rate_limit.limit          int                       H      100 (the capacity; extension)
+//	actions.service.rate_limit.remaining      int                       H      42 (0 when limited; extension)
+//	actions.service.rate_limit.reset          int                       H      17 (seconds, at least 1; extension)
+//	actions.service.deny.denied               bool                      C      true (the deny ran, enforced or not)
+//	actions.service.restrict_ips.action       string                    C      "deny" ("allow" or "deny")
+//	actions.service.restrict_ips.matched_cidr string                    C      "10.0.0.0/8" ("" when no entry decided)
+//	actions.service.basic_auth.authenticated  bool                      H      true
+//	actions.service.basic_auth.username       string                    H      "alice" ("" when not authenticated)
+//	actions.service.jwt_validation.valid      bool                      H      true
+//	actions.service.jwt_validation.subject    string                    H      "alice" (the token's sub)
+//	actions.service.jwt_validation.error      string                    H      "invalid token: wrong audience" ("" when valid)
+//	actions.service.redirect.matches          bool                      H      true
+//	actions.service.redirect.url              string                    H      "https://example.com/v2/users" ("" without a match)
+//	actions.service.url_rewrite.matches       bool                      H      true
+//	actions.service.url_rewrite.url           string                    H      "https://api.example.com/v2/users?id=7"
+//
+// The variables from req.cookies down are extensions of the SPEC (issue
+// 19): the host provides the TLS details in TLSInfo (RequestFromHTTP
+// copies them from the connection state) and the edge and route in
+// Conn.EdgeID and Request.RouteID. The client certificate's strings are
+// formatted once per evaluation that reads them.
 //
 // conn.client_ip is the socket's peer address, never taken from
 // X-Forwarded-For; IPv4-mapped IPv6 addresses are unmapped and zones
@@ -141,9 +176,21 @@
 //
 // # Functions
 //
-// Besides CEL's standard functions and cel-go's string extensions
-// (charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split,
-// substring, trim, join, quote, reverse, format):
+// Besides CEL's standard functions, cel-go's string extensions (charAt,
+// indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split, substring,
+// trim, join, quote, reverse, format) and, as extensions of the SPEC,
+// cel-go's libraries Encoders (base64.encode, base64.decode), Lists
+// (lists.range up to MaxListRange elements, distinct, flatten, reverse,
+// slice, sort, sortBy, first, last), Sets (sets.contains,
+// sets.equivalent, sets.intersects), Math (math.greatest, math.least,
+// math.abs, math.ceil, math.floor, math.round, math.sign, math.bitAnd and
+// the other bit functions, math.isNaN...), Network (ip, cidr, isIP,
+// isCIDR, ip.isCanonical, family, isLoopback, isGlobalUnicast,
+// isLinkLocalMulticast, isLinkLocalUnicast, isUnspecified, containsIP,
+// containsCIDR, masked, prefixLength) and optional types (optional.of,
+// optional.none, x[?k], x.?f, orValue, hasValue, value), each charged by
+// its own cost model, at compile time and at run time, under the same
+// limits; and the package's own:
 //
 //	Function                          Result        Where  Meaning
 //	getReqHeader(name)                list(string)  H      values of a request header; [] when absent; name case-insensitive
@@ -154,10 +201,32 @@
 //	hasQueryParam(name)               bool          H      whether the query has the parameter
 //	inCidrRange(ip, cidr)             bool          C      whether ip is in cidr, for example inCidrRange(conn.client_ip, '10.0.0.0/8')
 //	inCidrRanges(ip, cidrs)           bool          C      whether ip is in one of the list of CIDRs
+//	getReqCookie(name)                list(string)  H      values of the request's cookies named name (case-sensitive); [] when none
+//	hasReqCookie(name)                bool          H      whether the request has a cookie named name
+//	parseURL(url)                     map(string, string)  C  scheme, host, hostname, port, path, raw_path, query and fragment of a URL or reference; an error when invalid
+//	sha256(s), sha1(s), md5(s)        string        C      lower-case hex digest of the string's bytes
+//
+// Cookies are read from the request's Cookie headers as net/http reads
+// them (pairs separated by ';', spaces trimmed, surrounding double quotes
+// removed). The cookie functions and the hashes run on the native path
+// too; they are charged one unit plus CEL's traversal of their input (the
+// Cookie headers, the hashed or parsed string), on both paths alike.
+// Functions of cel-go's extension libraries run on cel-go only.
 //
 // An invalid IP or CIDR given to inCidrRange at run time is an error; a
 // literal one is refused at compile time. An IPv4 address is never in an
 // IPv6 prefix, nor the other way round.
+//
+// vars holds the variables set-vars actions set (an extension of the
+// SPEC): vars.<name> or vars['<name>'] is the value the last set-vars
+// (or jwt-validation, from a claim) that ran in this evaluation gave
+// <name>. Reading a name that no set-vars or jwt-validation action before
+// that point of the document sets (in document order:
+// inbound rules, then outbound; a rule's expressions run before its own
+// actions) is a compile error; a name set by a rule that did not apply is
+// a missing map key at run time (test it with has(vars.<name>)). The
+// inbound result carries vars to Outbound when outbound rules read them.
+// Expressions reading vars run on cel-go, not the native path.
 //
 // # Templates
 //
@@ -175,9 +244,11 @@
 //
 //   - log: metadata (object of templated strings). Sends a [LogEntry] to
 //     the [Sink]. HTTP and connection policies.
-//   - deny: status_code (400-599, default 403). Ends evaluation with the
-//     status and no body; on a connection policy, closes the connection
-//     (and status_code is refused).
+//   - deny: status_code (400-599, default 403), enforce (bool, default
+//     true). Ends evaluation with the status and no body; on a connection
+//     policy, closes the connection (and status_code is refused). Sets
+//     actions.service.deny.denied. With enforce false (shadow mode) it only
+//     sets the variable, and actions may follow it in the rule.
 //   - custom-response: status_code (200-599, default 200), body
 //     (templated), headers (object of templated values). Ends evaluation
 //     with that response. HTTP only; replaces the upstream's response in
@@ -191,25 +262,85 @@
 //     (300-399, default 302). Without from, every request is redirected to
 //     to. With from, the first match of from in req.url is replaced by to
 //     and the result is the Location; when from does not match, nothing
-//     happens and evaluation goes on. HTTP only.
+//     happens and evaluation goes on. Sets actions.service.redirect.matches
+//     and .url (the Location, "" when from did not match). HTTP only.
 //   - url-rewrite: from (required, regex), to (required, templated). The
 //     first match of from in req.url is replaced by to; the result must
 //     keep the scheme and host, and its path and query become the request's
-//     (Result.RewriteURI). Inbound HTTP only.
+//     (Result.RewriteURI). Sets actions.service.url_rewrite.matches and
+//     .url (the rewritten URL, "" when from did not match). Inbound HTTP
+//     only.
 //   - restrict-ips: allow, deny (lists of CIDRs or single addresses),
 //     ip_policies (list of IP policy IDs); at least one is required. The
 //     connection's client IP is refused when it is unknown, in a deny
 //     range, outside the allow ranges (when there are some) or not allowed
 //     by the IP policies (when there are some): 403 on HTTP, close on a
-//     connection. Inbound only.
+//     connection. enforce (bool, default true): with false (shadow mode)
+//     nothing is refused. Either way it sets
+//     actions.service.restrict_ips.action ("allow" or "deny", what it
+//     decided) and .matched_cidr (the deny or allow entry that decided, as
+//     "198.51.100.0/24"; "" when none did: outside the allow ranges, or
+//     decided by the IP policies). Inbound only.
+//   - basic-auth: credentials (required; at most MaxBasicAuthCredentials
+//     "username:hash" strings, the hash salted: bcrypt "$2b$..." of cost
+//     at most MaxBcryptCost, or "$pbkdf2-sha256$<iterations>$<salt>$<key>"
+//     with MinPBKDF2Iterations to MaxPBKDF2Iterations iterations, salt
+//     and key in unpadded standard base64; a plain password is refused),
+//     realm (default "restricted"), enforce (bool, default true). Checks
+//     the request's one Authorization header ("Basic ...", at most
+//     MaxBasicAuthHeaderBytes); without valid credentials ends evaluation
+//     with 401 and WWW-Authenticate: Basic realm="...", charset="UTF-8",
+//     unless enforce is false. Sets actions.service.basic_auth.authenticated
+//     and .username (so that a later rate-limit can key on the user). A
+//     verified password is remembered (by an HMAC under a random key, never
+//     in clear) for five minutes of evaluation time, up to 1024 per
+//     action, so a client's requests do not each pay a slow hash; failures
+//     are not. An unknown username is refused after verifying the password
+//     against a configured hash, so response times do not tell which
+//     usernames exist. An extension of the SPEC. Inbound HTTP only.
+//   - jwt-validation: issuer (required), jwks_url (required; http or
+//     https), audiences (list; when given, the token's aud must hold one),
+//     vars (object of variable names to claim names), enforce (bool,
+//     default true). Verifies the request's bearer token (one
+//     Authorization header "Bearer <JWT>", at most MaxTokenBytes) with
+//     github.com/lestrrat-go/jwx/v3: its JWS signature by a key of the
+//     issuer's JWKS (the algorithm inferred from the key, never "none"),
+//     exp, nbf and iat (30s of skew, by the evaluation time), iss and aud.
+//     Without a valid token it ends evaluation with 401 and
+//     WWW-Authenticate: Bearer, unless enforce is false. With one, it sets
+//     each configured vars.<name> to its claim (a string as is, other
+//     values as JSON, at most MaxVarBytes), so later rules, templates and
+//     rate-limit bucket keys read the claims. Sets
+//     actions.service.jwt_validation.valid, .subject and .error. The JWKS
+//     is fetched with [Options].HTTPClient when first needed, kept per
+//     URL by the Engine for JWKSRefresh (by its clock), fetched again
+//     sooner when a token verifies with none of its keys (a rotation), but
+//     never more often than JWKSMinRefetch; a fetch (at most
+//     JWKSFetchTimeout and MaxJWKSBytes) that fails keeps the previous
+//     keys and is reported to the Sink; with no keys at all, tokens are
+//     refused. Requests needing a fetch wait for it. An extension of the
+//     SPEC. Inbound HTTP only.
+//   - set-vars: vars (required; object of variable names to templated
+//     values, at most MaxVars). Renders every value, then sets them all,
+//     so a value reads the variables as they were before the action (see
+//     Variables). Names are ASCII identifiers of at most MaxVarNameLength
+//     bytes, not CEL reserved words; a value longer than MaxVarBytes is
+//     truncated and reported. An extension of the SPEC. HTTP and
+//     connection policies.
 //   - rate-limit: name, algorithm, capacity, rate, bucket_key (all
 //     required, as SPEC 2.8 and the ratelimit package's Config.Validate
-//     define them), enforce (bool, default true). Counts the request in the
+//     define them, except that a bucket_key element may also be a CEL
+//     expression, see Rate limiting), enforce (bool, default true). Counts the request in the
 //     bucket its key elements select and sets the rate_limit result
 //     variables; when the bucket is full and enforce is on, ends evaluation
 //     with 429 and retry-after in whole seconds (rounded up, at least 1).
 //     With enforce false it only counts and sets the variables. Inbound
-//     HTTP only.
+//     HTTP only. Extensions of SPEC 2.8 (off when absent): headers,
+//     "none" (the default), "ietf" or "x-ratelimit", adds rate-limit
+//     headers to the response the client gets; the bucket key element
+//     conn.client_ip_prefix, with client_ip_prefix {"ipv4": 0-32, "ipv6":
+//     0-128} (defaults 32 and 64; refused without that element); see Rate
+//     limiting.
 //
 // Header names are validated as HTTP tokens; content-length,
 // transfer-encoding, connection, keep-alive, proxy-connection, te,
@@ -239,6 +370,51 @@
 // same config while that Policy can use it: a compile adopts it again, as
 // does the Policy's next request, so counts are never split. Capacity is
 // per Engine (per ingress server, as SPEC 2.8 says).
+//
+// Bucket key expressions (an extension of SPEC 2.8): an element that is
+// none of the fixed forms (req.host, conn.client_ip,
+// conn.client_ip_prefix, req.headers['<name>'], getReqHeader('<Name>'),
+// which keep their meaning) is compiled as a CEL expression that must give
+// a string, over the same variables and functions as the rule's
+// expressions and with the same limits (MaxExpressionLength, nodes, cost,
+// counted in the document's budgets); its problems are violations of
+// config.bucket_key[i] with line:column. For example
+//
+//	"bucket_key": ["req.url.path.split('/')[1]", "hasReqHeader('x-api-key') ? req.headers['x-api-key'][0] : conn.client_ip"]
+//
+// It is evaluated per request on the native path when it has the common
+// shapes, else by cel-go, charging the evaluation's budget. One that fails
+// (a missing map key, an index out of range) counts as "" (so such
+// requests share a bucket), is reported to the Sink, and sets error.code
+// to ERR_RATE_LIMIT_BUCKET_KEY_EXPRESSION; one that runs out of budget
+// fails the evaluation closed, counting nothing.
+//
+// Network prefixes (an extension of SPEC 2.8): the key element
+// conn.client_ip_prefix is the client IP masked to a prefix, IPv4 to
+// client_ip_prefix.ipv4 bits (default 32, the address) and IPv6 to
+// client_ip_prefix.ipv6 (default 64), so that a client rotating addresses
+// inside its /64 keeps one bucket. Its value (and the bucket_key variable)
+// is the prefix's text, "2001:db8:1:2::/64"; an IPv4-mapped address counts
+// as IPv4; an unknown client IP gives "". conn.client_ip stays the whole
+// address.
+//
+// Feedback (an extension of SPEC 2.8): the limit, remaining and reset
+// result variables give the limiter's capacity, how many more requests at
+// the same time its bucket would admit (0 when limited), and the seconds
+// until that number grows (rounded up, at least 1; for a limited request,
+// retry-after), as ratelimit.Decision defines them. A config with headers
+// "ietf" adds the headers of draft-ietf-httpapi-ratelimit-headers,
+//
+//	RateLimit-Policy: "<name>";q=<capacity>;w=<rate in seconds>
+//	RateLimit: "<name>";r=<remaining>;t=<reset>
+//
+// (the name as a structured-field string, characters outside printable
+// ASCII replaced by '_'), and "x-ratelimit" adds X-RateLimit-Limit,
+// X-RateLimit-Remaining and X-RateLimit-Reset (seconds), as Envoy, Kong
+// and APISIX do. They go in Result.ResponseHeader on an admitted request
+// (ApplyHTTP and Handler set them on the upstream's response) and beside
+// retry-after on a 429; a later rate-limit action with headers replaces an
+// earlier one's.
 //
 // # IP policies
 //
@@ -328,6 +504,9 @@
 // rendering is truncated and reported), [MaxTemplateExpressions] (32 per
 // string). Rate-limit bucket keys: [MaxBucketKeyBytes] (4096; a longer key
 // is truncated and reported through actions.service.rate_limit.error.code).
+// Variables: [MaxVars] (64 distinct names per document), [MaxVarNameLength]
+// (64 bytes), [MaxVarBytes] (8 KiB per value, the size the cost model
+// assumes for vars.<name>; a longer value is truncated and reported).
 //
 // # Performance
 //
@@ -348,6 +527,15 @@
 // take about 20 ms to evaluate on a request at the size bounds
 // (BenchmarkEvaluateWorstDocument): that is what MaxEvaluationCost
 // allows.
+//
+// # Metrics
+//
+// [Options].Observer, an [Observer], is told of every rule that applies,
+// every action that runs and every evaluation's target, phase, verdict and
+// duration, on the evaluating goroutine and without allocating; with none
+// (the default), evaluation pays nothing. The policyprom subpackage has a
+// Prometheus collector (client_golang) that is an Observer, with the rule
+// and action labels bounded.
 //
 // # Extending
 //

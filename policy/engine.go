@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"sort"
 	"strings"
@@ -70,6 +71,16 @@ type Options struct {
 	// RateLimitMaxKeys bounds the number of buckets each rate limiter
 	// tracks; 0 leaves the ratelimit package's default.
 	RateLimitMaxKeys int
+	// HTTPClient fetches the key sets of jwt-validation actions; nil
+	// means a client with a 10-second timeout. Documents name the URLs it
+	// fetches: a host compiling documents written by untrusted users
+	// should give a client whose transport refuses internal addresses.
+	// The Engine keeps one key set per distinct URL it has compiled.
+	HTTPClient *http.Client
+	// Observer, when set, is told of every rule that applies, every
+	// action that runs and every evaluation's verdict and duration (for
+	// metrics); nil costs nothing.
+	Observer Observer
 }
 
 // IPChecker decides whether a client address may pass. Implementations must
@@ -111,10 +122,15 @@ type Engine struct {
 	vars     map[string]*varInfo
 	results  []resultDecl
 	sink     Sink
-	clock    func() time.Time
-	maxKeys  int
-	limiters limiterPool
-	states   sync.Pool
+	observer Observer
+
+	httpClient *http.Client
+	jwksMu     sync.Mutex
+	jwks       map[string]*jwksCache // by URL
+	clock      func() time.Time
+	maxKeys    int
+	limiters   limiterPool
+	states     sync.Pool
 
 	// tracker is a cost tracker configured with the environment's cost
 	// models (the string extensions' among them), which every evaluation
@@ -135,17 +151,22 @@ type resultDecl struct {
 // NewEngine returns an Engine with the built-in actions and o.Actions.
 func NewEngine(o Options) (*Engine, error) {
 	e := &Engine{
-		actions: map[string]ActionType{},
-		vars:    map[string]*varInfo{},
-		sink:    o.Sink,
-		clock:   o.Clock,
-		maxKeys: o.RateLimitMaxKeys,
+		actions:    map[string]ActionType{},
+		vars:       map[string]*varInfo{},
+		sink:       o.Sink,
+		observer:   o.Observer,
+		httpClient: o.HTTPClient,
+		clock:      o.Clock,
+		maxKeys:    o.RateLimitMaxKeys,
 	}
 	if e.sink == nil {
 		e.sink = NewSlogSink(nil)
 	}
 	if e.clock == nil {
 		e.clock = time.Now
+	}
+	if e.httpClient == nil {
+		e.httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	e.limiters.init()
 	types := append(builtinActions(e), o.Actions...)
@@ -260,6 +281,12 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 			cel.ValidateComprehensionNestingLimit(MaxComprehensionNesting),
 		),
 		ext.Strings(),
+		ext.Encoders(),
+		ext.Lists(ext.ListsMaxRangeSize(MaxListRange)),
+		ext.Sets(),
+		ext.Math(),
+		ext.Network(),
+		cel.OptionalTypes(),
 		cel.Function(fnGetReqHeader, cel.Overload("getReqHeader_string", str, listStr, cel.LateFunctionBinding())),
 		cel.Function(fnGetResHeader, cel.Overload("getResHeader_string", str, listStr, cel.LateFunctionBinding())),
 		cel.Function(fnHasReqHeader, cel.Overload("hasReqHeader_string", str, cel.BoolType, cel.LateFunctionBinding())),
@@ -270,6 +297,12 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 			[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType, cel.BinaryBinding(celInCidrRange))),
 		cel.Function(fnInCidrRanges, cel.Overload("inCidrRanges_string_list",
 			[]*cel.Type{cel.StringType, listStr}, cel.BoolType, cel.BinaryBinding(celInCidrRanges))),
+		cel.Function(fnGetReqCookie, cel.Overload(ovGetReqCookie, str, listStr, cel.LateFunctionBinding())),
+		cel.Function(fnHasReqCookie, cel.Overload(ovHasReqCookie, str, cel.BoolType, cel.LateFunctionBinding())),
+		cel.Function(fnParseURL, cel.Overload(ovParseURL, str, cel.MapType(cel.StringType, cel.StringType), cel.UnaryBinding(celParseURL))),
+		cel.Function(fnSHA256, cel.Overload(ovSHA256, str, cel.StringType, cel.UnaryBinding(celHash(ovSHA256)))),
+		cel.Function(fnSHA1, cel.Overload(ovSHA1, str, cel.StringType, cel.UnaryBinding(celHash(ovSHA1)))),
+		cel.Function(fnMD5, cel.Overload(ovMD5, str, cel.StringType, cel.UnaryBinding(celHash(ovMD5)))),
 	}
 	for i := range staticVars {
 		opts = append(opts, cel.Variable(staticVars[i].name, celTypeOf(staticVars[i].kind)))

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -36,6 +37,9 @@ type Request struct {
 	Proto string
 	// Conn is the connection the request arrived on.
 	Conn Conn
+	// RouteID identifies the route the request matched (endpoint.route_id),
+	// for example an HTTPS edge route's ID; empty when unknown.
+	RouteID string
 	// Time is the evaluation time (time.now); zero means the Engine's
 	// clock.
 	Time time.Time
@@ -61,6 +65,9 @@ type Conn struct {
 	Start time.Time
 	// TLS describes the TLS session, or nil for plain text.
 	TLS *TLSInfo
+	// EdgeID identifies the edge the connection arrived on
+	// (endpoint.edge_id); empty when unknown.
+	EdgeID string
 }
 
 // TLSInfo describes a TLS session.
@@ -69,6 +76,15 @@ type TLSInfo struct {
 	ServerName string
 	// Version is the negotiated version, for example tls.VersionTLS13.
 	Version uint16
+	// CipherSuite is the negotiated cipher suite, for example
+	// tls.TLS_AES_128_GCM_SHA256; 0 when unknown.
+	CipherSuite uint16
+	// NegotiatedProtocol is the protocol ALPN selected, for example "h2".
+	NegotiatedProtocol string
+	// ClientCertificate is the leaf certificate the client presented
+	// (mutual TLS), tls.ConnectionState.PeerCertificates[0]; nil without
+	// one. The policy never modifies it.
+	ClientCertificate *x509.Certificate
 }
 
 // Verdict is what the host must do after an evaluation.
@@ -129,8 +145,17 @@ type Result struct {
 	// Location names the action that ended evaluation, for example
 	// "inbound[1].actions[0]"; empty with Verdict Continue.
 	Location string
+	// ResponseHeader holds headers for the response the client gets,
+	// whatever answers it: with Continue, the upstream's response; with
+	// Respond, the policy's own (Header, set later, wins for a name in
+	// both). Inbound rate-limit actions with a headers config set their
+	// rate-limit headers here. nil when there are none; ApplyHTTP sets
+	// them.
+	ResponseHeader http.Header
 
-	vars []resultValue // action result variables, carried to outbound
+	vars     []resultValue     // action result variables carried to outbound: vars[i] is slot varSlots[i]
+	varSlots []int             // the producing Policy's carrySlots
+	userVars map[string]string // vars.*, carried to outbound
 }
 
 // Policy is a compiled traffic policy. It is immutable and safe for
@@ -150,6 +175,12 @@ type Policy struct {
 	// computing its value.
 	reads []bool
 	carry bool
+	// carrySlots are the slots the policy reads, in order: the only ones
+	// an inbound result carries (no other can be set).
+	carrySlots []int
+	// carryVars says whether the outbound rules read vars, so that
+	// Inbound must hand them over.
+	carryVars bool
 
 	// regexProg maps every pattern of the document to its RE2 program
 	// size, for the cost of matches() in the cel-go programs.
@@ -168,6 +199,7 @@ type phaseProg struct {
 }
 
 type compiledRule struct {
+	loc     string // e.g. "inbound[2]"
 	name    string
 	conds   []condition
 	actions []compiledAction
@@ -203,12 +235,20 @@ func (p *Policy) Inbound(req *Request) (out Result) {
 	if p.target != TargetHTTP || len(p.in.rules) == 0 {
 		return Result{}
 	}
+	if p.e.observer != nil {
+		defer p.observe(time.Now(), Inbound, &out)
+	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Inbound, req, nil, nil)
 	p.run(st, &p.in)
 	st.finish(&out)
 	p.e.states.Put(st)
 	return out
+}
+
+// observe tells the Observer of an evaluation that started at start.
+func (p *Policy) observe(start time.Time, ph Phase, out *Result) {
+	p.e.observer.Evaluated(EvaluationEvent{Target: p.target, Phase: ph, Verdict: out.Verdict, Duration: time.Since(start)})
 }
 
 // Outbound evaluates the outbound rules of an HTTP policy on the upstream's
@@ -221,6 +261,9 @@ func (p *Policy) Inbound(req *Request) (out Result) {
 func (p *Policy) Outbound(req *Request, res *Response, in *Result) (out Result) {
 	if p.target != TargetHTTP || len(p.out.rules) == 0 {
 		return Result{}
+	}
+	if p.e.observer != nil {
+		defer p.observe(time.Now(), Outbound, &out)
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Outbound, req, res, in)
@@ -236,6 +279,9 @@ func (p *Policy) Outbound(req *Request, res *Response, in *Result) (out Result) 
 func (p *Policy) Connect(c *Conn, now time.Time) (out Result) {
 	if p.target != TargetConnection || len(p.in.rules) == 0 {
 		return Result{}
+	}
+	if p.e.observer != nil {
+		defer p.observe(time.Now(), Inbound, &out)
 	}
 	st := p.e.states.Get().(*evalState)
 	st.begin(p, Inbound, nil, nil, nil)
@@ -277,10 +323,17 @@ func (p *Policy) run(st *evalState, ph *phaseProg) {
 		if !applies {
 			continue
 		}
+		obs := p.e.observer
+		if obs != nil {
+			obs.RuleMatched(RuleEvent{Phase: st.phase, Rule: r.name, Location: r.loc})
+		}
 		for ai := range r.actions {
 			a := &r.actions[ai]
 			st.rc.cur = a
 			a.action.Run(&st.rc)
+			if obs != nil {
+				obs.ActionRan(ActionEvent{Phase: st.phase, Type: a.typ, Rule: a.rule, Location: a.loc})
+			}
 			if st.exhausted {
 				if st.exhaustedAt == "" {
 					st.exhaustedAt = a.loc

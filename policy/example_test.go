@@ -127,7 +127,7 @@ func ExampleEngine_Compile_errors() {
 	}
 	// Output:
 	// invalid argument
-	// on_http_request[0].expressions[0] => rule "bad": 2:2: undeclared reference to 'req'; the variables here are req.content_length, req.headers, req.host, req.method, req.url, req.url.path, req.url.query, req.url.query_params, req.url.scheme, req.user_agent, req.version
+	// on_http_request[0].expressions[0] => rule "bad": 2:2: undeclared reference to 'req'; the variables here are req.content_length, req.content_type, req.cookies, req.headers, req.host, req.method, req.url, req.url.host, req.url.path, req.url.port, req.url.query, req.url.query_params, req.url.raw_path, req.url.scheme, req.user_agent, req.version
 	// on_http_request[0].actions[0].config.status_code => rule "bad": must be between 400 and 599, got 200
 	// on_http_request[1].actions[0].config.rate => must be a whole multiple of 10s, got "65s"
 }

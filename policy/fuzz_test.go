@@ -3,8 +3,11 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"github.com/edgeplane/edgeplane/apierr"
+	"golang.org/x/crypto/bcrypt"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -171,7 +174,7 @@ func FuzzPolicy(f *testing.F) {
 // FuzzExpression compiles arbitrary expressions and checks that native
 // evaluation agrees with CEL.
 func FuzzExpression(f *testing.F) {
-	for _, c := range exprCases {
+	for _, c := range append(append(append([]exprCase(nil), exprCases...), extCases...), moreVarCases...) {
 		f.Add(c.expr, "POST", "/v1/users/42", "a=1&a=2", "198.51.100.10", uint16(40000))
 	}
 	f.Add("req.method.matches('^P')", "PUT", "", "", "", uint16(0))
@@ -245,5 +248,140 @@ func FuzzTemplate(f *testing.F) {
 			t.Fatalf("location of %d bytes", len(res.Header.Get("Location")))
 		}
 		sink.check(t)
+	})
+}
+
+// FuzzRateLimitBucketKey compiles arbitrary bucket key elements (a fixed
+// form or a CEL expression) and evaluates them: compile refuses with a
+// violation of config.bucket_key[0] or accepts, evaluation never panics,
+// and the native path agrees with cel-go on the bucket key.
+func FuzzRateLimitBucketKey(f *testing.F) {
+	for _, s := range []string{"req.host", "conn.client_ip_prefix", "req.headers['x']", "getReqHeader('A')",
+		"req.headers['a'][0]", "req.method + req.url.path", "req.url.path.split('/')[1]", "req.body", "size(req.host)", ""} {
+		f.Add(s, "/a/b", "v")
+	}
+	f.Fuzz(func(t *testing.T, elem, path, hval string) {
+		sink := &fuzzSink{}
+		e, err := NewEngine(Options{Sink: sink, Clock: func() time.Time { return t1 }}) // its own limiters
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(elem)
+		doc := rlDoc(1, "60s", string(js), "")
+		p, err := e.CompileJSON([]byte(doc), CompileOptions{})
+		if err != nil {
+			for _, v := range apierr.ViolationsOf(err) {
+				if !strings.HasPrefix(v.Field, "on_http_request[0].actions[0].config.bucket_key") {
+					t.Fatalf("violation of %s: %s", v.Field, v.Reason)
+				}
+			}
+			return
+		}
+		req := fuzzRequest("GET", "h", path, "", "A", hval, "2001:db8::1", 1)
+		native := p.Inbound(req)
+		withoutNative(p)
+		p2 := p // the same limiter: a second request of the same key is limited
+		celgo := p2.Inbound(req)
+		if native.Verdict != Continue || celgo.Verdict != Respond && celgo.Verdict != Continue {
+			t.Fatalf("verdicts %v, %v", native.Verdict, celgo.Verdict)
+		}
+		if a, b := resultVar(t, e, native, rlBucketKey).s, resultVar(t, e, celgo, rlBucketKey).s; a != b {
+			t.Fatalf("bucket_key native %q, cel-go %q", a, b)
+		}
+		if celgo.Verdict != Respond {
+			t.Fatalf("the same key on cel-go got another bucket")
+		}
+		sink.check(t)
+	})
+}
+
+// FuzzSetVars compiles set-vars configs with arbitrary names and values
+// and a later rule reading the variable: compile refuses or accepts
+// without panicking, and evaluation never fails internally.
+func FuzzSetVars(f *testing.F) {
+	for _, s := range [][2]string{{"x", "a"}, {"tenant", "${req.host}"}, {"1x", ""}, {"in", "${vars.in}"}, {"_", "${req.url.path.size()}"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		e, sink := fuzzEngine()
+		n, _ := json.Marshal(name)
+		v, _ := json.Marshal(value)
+		sel, _ := json.Marshal("vars[" + strconv.Quote(name) + "]")
+		doc := `{"inbound":[{"actions":[{"type":"set-vars","config":{"vars":{` + string(n) + `:` + string(v) + `}}}]},
+			{"actions":[{"type":"log","config":{"metadata":{"k":"${` + strings.Trim(string(sel), `"`) + `}"}}}]}]}`
+		p, err := e.CompileJSON([]byte(doc), CompileOptions{})
+		if err != nil {
+			if len(apierr.ViolationsOf(err)) == 0 {
+				t.Fatalf("error without violations: %v", err)
+			}
+			return
+		}
+		if !validVarName(name) {
+			t.Fatalf("invalid name %q accepted", name)
+		}
+		p.Inbound(testRequest())
+		sink.check(t)
+	})
+}
+
+// FuzzBasicAuthHeader checks the Authorization header parser of
+// basic-auth: it never panics, refuses values over the bound, and what it
+// accepts re-encodes to the same credentials.
+func FuzzBasicAuthHeader(f *testing.F) {
+	for _, s := range []string{"Basic YWxpY2U6cHc=", "basic YTpi", "Bearer x", "Basic", "Basic !!", "Basic YWxpY2U="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		user, pw, ok := parseBasicAuth(v)
+		if !ok {
+			return
+		}
+		if len(v) > MaxBasicAuthHeaderBytes || strings.Contains(user, ":") {
+			t.Fatalf("accepted %q: user %q", v, user)
+		}
+		u2, p2, ok2 := parseBasicAuth(basicHeader(user, pw))
+		if !ok2 || u2 != user || p2 != pw {
+			t.Fatalf("round trip of %q, %q: %q, %q, %v", user, pw, u2, p2, ok2)
+		}
+	})
+}
+
+// FuzzPasswordHash checks that the hash parser never panics and accepts
+// only bcrypt and PBKDF2-SHA256 within the bounds.
+func FuzzPasswordHash(f *testing.F) {
+	for _, s := range []string{"$2b$04$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234", "$pbkdf2-sha256$10000$MDEyMzQ1Njc4OWFiY2RlZg$MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY", "plain", "$2b$13$x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := parsePasswordHash(s)
+		if err != nil {
+			return
+		}
+		switch {
+		case h.bcrypt != nil:
+			if c, err := bcrypt.Cost(h.bcrypt); err != nil || c > MaxBcryptCost {
+				t.Fatalf("accepted %q: cost %d, %v", s, c, err)
+			}
+		case h.iter < MinPBKDF2Iterations || h.iter > MaxPBKDF2Iterations || len(h.salt) < 8 || len(h.key) < 16 || len(h.key) > 64:
+			t.Fatalf("accepted %q: %+v", s, h)
+		}
+	})
+}
+
+// FuzzBearerToken checks the Authorization header parser of
+// jwt-validation: it never panics, refuses values over the bound, and
+// returns a token without surrounding spaces.
+func FuzzBearerToken(f *testing.F) {
+	for _, s := range []string{"Bearer a.b.c", "bearer  x ", "Bearer", "Basic YTpi", "Bearer "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		tok, ok := bearerToken([]string{v})
+		if !ok {
+			return
+		}
+		if len(v) > MaxTokenBytes || tok == "" || strings.TrimSpace(tok) != tok || !strings.HasSuffix(strings.TrimSpace(v), tok) {
+			t.Fatalf("bearerToken(%q) = %q", v, tok)
+		}
 	})
 }

@@ -41,7 +41,11 @@ func RequestFromHTTPWithClient(r *http.Request, client netip.AddrPort, now time.
 	req.Conn.ClientAddr = client
 	if r.TLS != nil {
 		req.Scheme = "https"
-		req.Conn.TLS = &TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version}
+		req.Conn.TLS = &TLSInfo{ServerName: r.TLS.ServerName, Version: r.TLS.Version, CipherSuite: r.TLS.CipherSuite,
+			NegotiatedProtocol: r.TLS.NegotiatedProtocol}
+		if len(r.TLS.PeerCertificates) > 0 {
+			req.Conn.TLS.ClientCertificate = r.TLS.PeerCertificates[0]
+		}
 	}
 	switch la := r.Context().Value(http.LocalAddrContextKey).(type) {
 	case *net.TCPAddr:
@@ -60,8 +64,9 @@ func RequestFromHTTPWithClient(r *http.Request, client netip.AddrPort, now time.
 // ApplyHTTP applies an inbound result. With Respond it writes the response
 // to w and returns true; with Close it closes the connection (or, where
 // that is impossible, as on HTTP/2, answers 403) and returns true; with
-// Continue it applies the header edits and URL rewrite to r and returns
-// false, and the host forwards r.
+// Continue it applies the header edits and URL rewrite to r, sets the
+// result's ResponseHeader on w (so that the upstream's response carries
+// them) and returns false, and the host forwards r.
 func (res *Result) ApplyHTTP(w http.ResponseWriter, r *http.Request) bool {
 	switch res.Verdict {
 	case Respond:
@@ -71,6 +76,7 @@ func (res *Result) ApplyHTTP(w http.ResponseWriter, r *http.Request) bool {
 		closeConn(w)
 		return true
 	}
+	setHeaders(w.Header(), res.ResponseHeader)
 	applyEdits(r.Header, res.HeaderEdits)
 	if res.RewriteURI != "" {
 		if u, err := url.ParseRequestURI(res.RewriteURI); err == nil {
@@ -83,12 +89,18 @@ func (res *Result) ApplyHTTP(w http.ResponseWriter, r *http.Request) bool {
 
 func writeResponse(w http.ResponseWriter, res *Result) {
 	h := w.Header()
-	for k, v := range res.Header {
-		h[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
-	}
+	setHeaders(h, res.ResponseHeader)
+	setHeaders(h, res.Header)
 	w.WriteHeader(res.StatusCode)
 	if res.Body != "" {
 		_, _ = w.Write([]byte(res.Body))
+	}
+}
+
+// setHeaders sets every header of src in dst, replacing dst's values.
+func setHeaders(dst, src http.Header) {
+	for k, v := range src {
+		dst[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
 	}
 }
 

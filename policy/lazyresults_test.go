@@ -175,6 +175,11 @@ func TestResultVariablesReadSome(t *testing.T) {
 	if v := resultVar(t, e, in, rlBucketKey); v.s != "" {
 		t.Errorf("bucket_key %q was built though nothing reads it", v.s)
 	}
+	// Only what the policy reads is carried: one variable of the
+	// engine's many.
+	if len(in.vars) != 1 || len(in.varSlots) != 1 {
+		t.Errorf("the result carries %d variables (slots %v), want 1", len(in.vars), in.varSlots)
+	}
 }
 
 // TestResultVariablesLazyMatchesEager evaluates documents twice, on two
@@ -221,8 +226,10 @@ func TestResultVariablesLazyMatchesEager(t *testing.T) {
 		e, sink := newTestEngine(t, Options{Actions: []ActionType{tagType{}}})
 		p := mustCompile(t, e, doc, CompileOptions{})
 		if eager {
+			p.carrySlots = nil
 			for i := range p.reads {
 				p.reads[i] = true
+				p.carrySlots = append(p.carrySlots, i)
 			}
 			p.carry = true
 		}
@@ -242,6 +249,7 @@ func TestResultVariablesLazyMatchesEager(t *testing.T) {
 				r.Out = p.Outbound(req, testResponse(), &r.In)
 			}
 			r.In.vars, r.Out.vars = nil, nil
+			r.In.varSlots, r.Out.varSlots = nil, nil
 			r.Logs = append(r.Logs, sink.logs...)
 			r.Errs = sink.errors()
 			recs = append(recs, r)

@@ -97,6 +97,23 @@ const (
 	// longer key is truncated and the truncation reported through
 	// actions.service.rate_limit.error.code.
 	MaxBucketKeyBytes = 4096
+
+	// MaxListRange is the largest list lists.range() makes (cel-go's
+	// Lists extension); a larger one is a runtime error.
+	MaxListRange = 1000
+
+	// MaxVars is the largest number of distinct variables (vars.<name>)
+	// the set-vars actions of a document may set.
+	MaxVars = 64
+
+	// MaxVarBytes is the longest value of a variable set by set-vars, in
+	// bytes; a longer rendering is truncated (at a UTF-8 boundary) and
+	// reported to the Sink. The cost model assumes it.
+	MaxVarBytes = 8 << 10
+
+	// MaxVarNameLength is the longest variable name, in bytes (names are
+	// ASCII identifiers).
+	MaxVarNameLength = 64
 )
 
 // Request size bounds. Servers built with this library (the examples, the

@@ -982,7 +982,7 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 			return nil
 		}
 		n := mapIndex{id: c.id, key: k}
-		if lit, isLit := k.(sconst); isLit && c.id != vReqURLQueryParams {
+		if lit, isLit := k.(sconst); isLit && (c.id == vReqHeaders || c.id == vResHeaders) {
 			n.canon = canonKey(lit.v)
 		}
 		return n
@@ -1001,6 +1001,18 @@ func (l lowerer) lowerCall(e ast.Expr) any {
 	case ovHasQueryParam:
 		if s, ok := oneString(args); ok {
 			return hasQuery{s}
+		}
+	case ovGetReqCookie:
+		if s, ok := oneString(args); ok {
+			return cookieList{s}
+		}
+	case ovHasReqCookie:
+		if s, ok := oneString(args); ok {
+			return hasCookieNode{s}
+		}
+	case ovSHA256, ovSHA1, ovMD5:
+		if s, ok := oneString(args); ok {
+			return hashNode{ov, s}
 		}
 	case ovInCidrRange:
 		return lowerCidr(args)

@@ -2,7 +2,9 @@ package policy
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -23,12 +25,42 @@ const (
 	rlLimited      = "limited"
 	rlErrorCode    = "error.code"
 	rlErrorMessage = "error.message"
+	// Extensions (issue 19): the limiter's feedback.
+	rlLimit     = "limit"
+	rlRemaining = "remaining"
+	rlReset     = "reset"
+)
+
+// Values of the rate-limit config's headers field, an extension of SPEC
+// 2.8: which rate-limit response headers the action adds.
+const (
+	// RateLimitHeadersNone adds none (the default, as when the field is
+	// absent or empty).
+	RateLimitHeadersNone = "none"
+	// RateLimitHeadersIETF adds RateLimit-Policy and RateLimit in the form
+	// of draft-ietf-httpapi-ratelimit-headers: RateLimit-Policy:
+	// "<name>";q=<capacity>;w=<window seconds> and RateLimit:
+	// "<name>";r=<remaining>;t=<reset seconds>.
+	RateLimitHeadersIETF = "ietf"
+	// RateLimitHeadersX adds X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset (seconds), the form Envoy, Kong and APISIX send.
+	RateLimitHeadersX = "x-ratelimit"
 )
 
 // ErrCodeBucketKeyTooLong is the value of
 // actions.service.rate_limit.error.code when a request's bucket key was
 // longer than MaxBucketKeyBytes and was truncated.
 const ErrCodeBucketKeyTooLong = "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
+
+// ErrCodeBucketKeyExpression is the value of
+// actions.service.rate_limit.error.code when a bucket key element that is
+// a CEL expression failed (for example a missing map key); the element
+// then counts as the empty string, and the error goes to the Sink.
+const ErrCodeBucketKeyExpression = "ERR_RATE_LIMIT_BUCKET_KEY_EXPRESSION"
+
+// msgBucketKeyExpression is actions.service.rate_limit.error.message with
+// ErrCodeBucketKeyExpression.
+const msgBucketKeyExpression = "a bucket key expression failed and counted as the empty string"
 
 type rateLimitType struct{ e *Engine }
 
@@ -40,6 +72,9 @@ func (rateLimitType) ResultFields() []ResultField {
 		{Name: rlLimited, Type: ResultBool, HTTPOnly: true},
 		{Name: rlErrorCode, Type: ResultString, HTTPOnly: true},
 		{Name: rlErrorMessage, Type: ResultString, HTTPOnly: true},
+		{Name: rlLimit, Type: ResultInt, HTTPOnly: true},
+		{Name: rlRemaining, Type: ResultInt, HTTPOnly: true},
+		{Name: rlReset, Type: ResultInt, HTTPOnly: true},
 	}
 }
 
@@ -51,6 +86,19 @@ type rateLimitConfig struct {
 	Rate      string   `json:"rate"`
 	BucketKey []string `json:"bucket_key"`
 	Enforce   *bool    `json:"enforce"`
+	// Headers is an extension of SPEC 2.8: RateLimitHeadersNone (or
+	// empty), RateLimitHeadersIETF or RateLimitHeadersX.
+	Headers string `json:"headers"`
+	// ClientIPPrefix is an extension of SPEC 2.8: the prefix lengths of
+	// the conn.client_ip_prefix key element, an object {"ipv4": 0-32,
+	// "ipv6": 0-128}, each optional (defaults 32 and 64).
+	ClientIPPrefix json.RawMessage `json:"client_ip_prefix"`
+}
+
+// prefixConfig is the client_ip_prefix object.
+type prefixConfig struct {
+	IPv4 *int `json:"ipv4"`
+	IPv6 *int `json:"ipv6"`
 }
 
 type rateLimitAction struct {
@@ -62,13 +110,35 @@ type rateLimitAction struct {
 	limited ResultSlot
 	code    ResultSlot
 	msg     ResultSlot
+	limit   ResultSlot
+	remain  ResultSlot
+	reset   ResultSlot
+
+	// headers is the config's headers field; policyHeader the value of
+	// RateLimit-Policy (ietf) or X-RateLimit-Limit (x-ratelimit), and
+	// ietfName the quoted policy name that starts the RateLimit value.
+	headers      string
+	policyHeader string
+	ietfName     string
+
+	// v4Bits and v6Bits are the prefix lengths of conn.client_ip_prefix.
+	v4Bits, v6Bits int
+	// exprs is the number of CEL elements.
+	exprs int
 }
 
 type keyElem struct {
 	kind  ratelimit.KeyElementKind
-	lower string // header name
-	canon string
+	lower string    // header name
+	canon string    // its canonical spelling
+	expr  *tmplExpr // the CEL expression of a keyCEL element
 }
+
+// keyCEL is the kind of a bucket key element that is a CEL expression.
+const keyCEL ratelimit.KeyElementKind = -1
+
+// keyElementForms lists the fixed bucket key element forms.
+const keyElementForms = `"req.host", "conn.client_ip", "conn.client_ip_prefix", "req.headers['<header-name>']", "getReqHeader('<Header-Name>')"`
 
 func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error) {
 	var cfg rateLimitConfig
@@ -84,32 +154,70 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 		vs.Add("type", "rate-limit is only available in inbound (on_http_request) rules")
 		return nil, vs.Err()
 	}
+	switch cfg.Headers {
+	case "", RateLimitHeadersNone, RateLimitHeadersIETF, RateLimitHeadersX:
+	default:
+		vs.Add("config.headers", "must be %q, %q or %q, got %s", RateLimitHeadersNone, RateLimitHeadersIETF, RateLimitHeadersX, quoteTrunc(cfg.Headers))
+		return nil, vs.Err()
+	}
 	rc := ratelimit.Config{Name: cfg.Name, Algorithm: cfg.Algorithm, Capacity: cfg.Capacity, Rate: cfg.Rate, BucketKey: cfg.BucketKey}
-	if err := rc.Validate(); err != nil {
-		vs.AddError("config", err)
-		return nil, vs.Err()
-	}
-	opts, err := rc.Options()
+	// Each element is one of the forms of SPEC 2.8 (and
+	// conn.client_ip_prefix), else a string-typed CEL expression.
+	elems := make([]ratelimit.KeyElement, 0, len(cfg.BucketKey))
+	exprs := make([]*tmplExpr, 0, len(cfg.BucketKey))
+	err := rc.ValidateKeys(func(s string) error {
+		el, err := ratelimit.ParseKeyElement(s)
+		if err == nil || s == "" {
+			elems, exprs = append(elems, el), append(exprs, nil)
+			return err
+		}
+		x, msgs := c.c.stringExpr(s)
+		elems, exprs = append(elems, ratelimit.KeyElement{Kind: keyCEL}), append(exprs, x)
+		if x == nil && len(msgs) > 0 {
+			return apierr.Invalidf("", "is neither one of %s nor a string-typed CEL expression: %s",
+				keyElementForms, strings.Join(msgs, "; "))
+		}
+		return nil
+	})
 	if err != nil {
 		vs.AddError("config", err)
 		return nil, vs.Err()
 	}
-	elems, err := rc.KeyElements()
-	if err != nil {
-		vs.AddError("config.bucket_key", err)
-		return nil, vs.Err()
+	window, _ := ratelimit.ParseRate(rc.Rate)
+	opts := ratelimit.Options{Capacity: rc.Capacity, Window: window, MaxKeys: t.e.maxKeys}
+	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce,
+		v4Bits: ratelimit.DefaultIPv4PrefixBits, v6Bits: ratelimit.DefaultIPv6PrefixBits}
+	if err := a.prefixLengths(cfg.ClientIPPrefix, elems); err != nil {
+		return nil, err
 	}
-	opts.MaxKeys = t.e.maxKeys
-	a := &rateLimitAction{enforce: cfg.Enforce == nil || *cfg.Enforce}
+	switch cfg.Headers {
+	case RateLimitHeadersIETF:
+		a.headers = cfg.Headers
+		a.ietfName = sfString(rc.Name)
+		a.policyHeader = a.ietfName + ";q=" + strconv.FormatUint(opts.Capacity, 10) +
+			";w=" + strconv.FormatInt(int64(opts.Window/time.Second), 10)
+	case RateLimitHeadersX:
+		a.headers = cfg.Headers
+		a.policyHeader = strconv.FormatUint(opts.Capacity, 10)
+	}
 	var id []byte
-	for _, el := range elems {
-		ke := keyElem{kind: el.Kind}
-		if el.Kind == ratelimit.KeyHeader {
+	for i, el := range elems {
+		ke := keyElem{kind: el.Kind, expr: exprs[i]}
+		switch el.Kind {
+		case ratelimit.KeyHeader:
 			ke.lower = asciiLower(el.Header)
 			ke.canon = canonKey(ke.lower)
+		case keyCEL:
+			a.exprs++
+			a.elems = append(a.elems, ke)
+			id = ratelimit.AppendKeyPart(id, "cel:"+cfg.BucketKey[i])
+			continue
 		}
 		a.elems = append(a.elems, ke)
 		id = ratelimit.AppendKeyPart(id, el.String())
+		if el.Kind == ratelimit.KeyClientIPPrefix {
+			id = append(id, byte(a.v4Bits), byte(a.v6Bits))
+		}
 	}
 	a.pooled, err = t.e.limiters.get(limiterKey{
 		scope:     c.Scope(),
@@ -127,7 +235,8 @@ func (t rateLimitType) Compile(c *CompileContext, config []byte) (Action, error)
 	for _, s := range []struct {
 		slot *ResultSlot
 		name string
-	}{{&a.key, rlBucketKey}, {&a.limited, rlLimited}, {&a.code, rlErrorCode}, {&a.msg, rlErrorMessage}} {
+	}{{&a.key, rlBucketKey}, {&a.limited, rlLimited}, {&a.code, rlErrorCode}, {&a.msg, rlErrorMessage},
+		{&a.limit, rlLimit}, {&a.remain, rlRemaining}, {&a.reset, rlReset}} {
 		if *s.slot, err = c.Result(s.name); err != nil {
 			return nil, err
 		}
@@ -151,18 +260,40 @@ var errBucketKeyTooLong = errors.New("the bucket key is longer than " + strconv.
 func (a *rateLimitAction) Run(r *RunContext) {
 	st := r.st
 	key := st.buf[:0]
-	for _, el := range a.elems {
+	vals := st.keyVals[:0]
+	var exprErr error
+	for i, el := range a.elems {
 		switch el.kind {
+		case keyCEL:
+			v, err := st.evalStringExpr(el.expr)
+			if err != nil && exprErr == nil && !st.exhausted {
+				exprErr = fmt.Errorf("bucket_key[%d]: %w", i, err)
+			}
+			vals = append(vals, v)
+			key = ratelimit.AppendKeyPart(key, v)
 		case ratelimit.KeyHost:
 			key = ratelimit.AppendKeyPart(key, st.req.Host)
 		case ratelimit.KeyClientIP:
 			key = appendAddrKeyPart(key, st.clientAddr())
+		case ratelimit.KeyClientIPPrefix:
+			key = ratelimit.AppendPrefixKeyPart(key, st.clientAddr(), a.v4Bits, a.v6Bits)
 		case ratelimit.KeyHeader:
 			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 			key = appendJoinedKeyPart(key, v)
 		default:
 			key = ratelimit.AppendKeyPart(key, "")
 		}
+	}
+	st.keyVals = vals
+	if a.exprs > 0 {
+		defer clear(st.keyVals) // keep no request data alive in the pool
+	}
+	if st.exhausted { // a key expression ran out of budget: evaluation fails closed
+		st.buf = key[:0]
+		return
+	}
+	if exprErr != nil {
+		r.ReportError(exprErr)
 	}
 	tooLong := len(key) > MaxBucketKeyBytes
 	if tooLong {
@@ -178,17 +309,63 @@ func (a *rateLimitAction) Run(r *RunContext) {
 		r.SetString(a.key, a.shown(st))
 	}
 	r.SetBool(a.limited, !d.Allowed)
-	if tooLong {
+	r.SetInt(a.limit, int64(d.Limit))
+	r.SetInt(a.remain, int64(d.Remaining))
+	r.SetInt(a.reset, d.ResetSeconds())
+	switch {
+	case exprErr != nil:
+		r.SetString(a.code, ErrCodeBucketKeyExpression)
+		r.SetString(a.msg, msgBucketKeyExpression)
+	case tooLong:
 		r.SetString(a.code, ErrCodeBucketKeyTooLong)
 		r.SetString(a.msg, errBucketKeyTooLong.Error())
-	} else {
+	default:
 		r.SetString(a.code, "")
 		r.SetString(a.msg, "")
 	}
 	if !d.Allowed && a.enforce {
-		r.Respond(http.StatusTooManyRequests,
-			http.Header{"Retry-After": {strconv.FormatInt(d.RetryAfterSeconds(), 10)}}, "")
+		h := http.Header{"Retry-After": {strconv.FormatInt(d.RetryAfterSeconds(), 10)}}
+		a.setHeaders(h, d)
+		r.Respond(http.StatusTooManyRequests, h, "")
+		return
 	}
+	if a.headers != "" {
+		a.setHeaders(st.responseHeader(), d)
+	}
+}
+
+// setHeaders sets the rate-limit response headers of the config's form in
+// h, replacing those of an earlier rate-limit action.
+func (a *rateLimitAction) setHeaders(h http.Header, d ratelimit.Decision) {
+	reset := strconv.FormatInt(d.ResetSeconds(), 10)
+	switch a.headers {
+	case RateLimitHeadersIETF:
+		h["Ratelimit-Policy"] = []string{a.policyHeader}
+		h["Ratelimit"] = []string{a.ietfName + ";r=" + strconv.FormatUint(d.Remaining, 10) + ";t=" + reset}
+	case RateLimitHeadersX:
+		h["X-Ratelimit-Limit"] = []string{a.policyHeader}
+		h["X-Ratelimit-Remaining"] = []string{strconv.FormatUint(d.Remaining, 10)}
+		h["X-Ratelimit-Reset"] = []string{reset}
+	}
+}
+
+// sfString returns name as a structured-field string (RFC 8941): quoted,
+// with '"' and '\' escaped, and every character outside printable ASCII,
+// which the syntax cannot carry, replaced by '_'.
+func sfString(name string) string {
+	b := make([]byte, 0, len(name)+2)
+	b = append(b, '"')
+	for _, r := range name {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r >= 0x20 && r < 0x7f:
+			b = append(b, byte(r))
+		default:
+			b = append(b, '_')
+		}
+	}
+	return string(append(b, '"'))
 }
 
 // shown returns the value of actions.service.rate_limit.bucket_key: the
@@ -204,23 +381,33 @@ func (a *rateLimitAction) shown(st *evalState) string {
 			shown = st.req.Host
 		case ratelimit.KeyClientIP:
 			shown = st.clientIP()
+		case ratelimit.KeyClientIPPrefix:
+			shown = string(a.appendPrefix(st.buf[:0], st))
+		case keyCEL:
+			shown = st.keyVals[0]
 		case ratelimit.KeyHeader:
 			v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 			shown = strings.Join(v, ",")
 		}
 	} else {
 		b := st.buf[:0]
+		nexpr := 0
 		for i, el := range a.elems {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			switch el.kind {
+			case keyCEL:
+				b = append(b, st.keyVals[nexpr]...)
+				nexpr++
 			case ratelimit.KeyHost:
 				b = append(b, st.req.Host...)
 			case ratelimit.KeyClientIP:
 				if ip := st.clientAddr(); ip.IsValid() {
 					b = ip.AppendTo(b)
 				}
+			case ratelimit.KeyClientIPPrefix:
+				b = a.appendPrefix(b, st)
 			case ratelimit.KeyHeader:
 				v, _ := lookupHeaderLower(st.reqHeader, el.lower, el.canon, &st.reqScan)
 				for j, s := range v {
@@ -238,6 +425,61 @@ func (a *rateLimitAction) shown(st *evalState) string {
 		shown = truncate(shown, MaxBucketKeyBytes)
 	}
 	return shown
+}
+
+// appendPrefix appends the text of the client's prefix (nothing when the
+// client IP is unknown).
+func (a *rateLimitAction) appendPrefix(b []byte, st *evalState) []byte {
+	ip := st.clientAddr()
+	if !ip.IsValid() {
+		return b
+	}
+	bits := a.v6Bits
+	if ip.Is4() {
+		bits = a.v4Bits
+	}
+	if p, err := ip.Prefix(bits); err == nil {
+		b = p.AppendTo(b)
+	}
+	return b
+}
+
+// prefixLengths decodes the client_ip_prefix config into a's prefix
+// lengths. It is refused without a conn.client_ip_prefix element, which
+// is the only one it changes.
+func (a *rateLimitAction) prefixLengths(raw json.RawMessage, elems []ratelimit.KeyElement) error {
+	if len(raw) == 0 || isNull(raw) {
+		return nil
+	}
+	var vs apierr.Violations
+	const field = "config.client_ip_prefix"
+	var pc prefixConfig
+	if err := decodeStrict(raw, &pc); err != nil {
+		for _, v := range apierr.ViolationsOf(err) {
+			vs.Add(field+strings.TrimPrefix(v.Field, "config"), "%s", v.Reason)
+		}
+		return vs.Err()
+	}
+	if pc.IPv4 != nil {
+		if *pc.IPv4 < 0 || *pc.IPv4 > 32 {
+			vs.Add(field+".ipv4", "must be a prefix length from 0 to 32, got %d", *pc.IPv4)
+		}
+		a.v4Bits = *pc.IPv4
+	}
+	if pc.IPv6 != nil {
+		if *pc.IPv6 < 0 || *pc.IPv6 > 128 {
+			vs.Add(field+".ipv6", "must be a prefix length from 0 to 128, got %d", *pc.IPv6)
+		}
+		a.v6Bits = *pc.IPv6
+	}
+	uses := false
+	for _, el := range elems {
+		uses = uses || el.Kind == ratelimit.KeyClientIPPrefix
+	}
+	if !uses {
+		vs.Add(field, "applies only to the conn.client_ip_prefix bucket key element, and bucket_key has none (conn.client_ip is always the whole address)")
+	}
+	return vs.Err()
 }
 
 // appendAddrKeyPart appends ratelimit.AppendKeyPart(dst, addrString(ip))

@@ -32,17 +32,24 @@ const rlReadAll = `"on_http_response":[{"expressions":["actions.service.rate_lim
 	  "actions.service.rate_limit.error.code == '-' || actions.service.rate_limit.error.message == '-'"],"actions":[{"type":"log"}]}]`
 
 // resultVar returns a rate_limit result variable as an inbound result
-// carries it to the outbound phase; the policy's outbound rules must read
-// it (rlReadAll).
+// carries it to the outbound phase (the zero value when it does not carry
+// it: only the variables the policy reads are carried); the policy's
+// outbound rules must read some (rlReadAll reads them all).
 func resultVar(t *testing.T, e *Engine, r Result, field string) resultValue {
 	t.Helper()
 	if r.vars == nil {
 		t.Fatal("the result carries no action result variables")
 	}
 	for _, d := range e.results {
-		if d.action == ActionRateLimit && d.field == field {
-			return r.vars[d.slot]
+		if d.action != ActionRateLimit || d.field != field {
+			continue
 		}
+		for i, slot := range r.varSlots {
+			if slot == d.slot {
+				return r.vars[i]
+			}
+		}
+		return resultValue{} // not carried: the outbound rules see the zero value
 	}
 	t.Fatalf("no rate_limit result field %s", field)
 	return resultValue{}

@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -34,6 +37,9 @@ const (
 	lzReqHeadersVal
 	lzResHeadersVal
 	lzQueryVal
+	lzVarsVal
+	lzCookiesVal
+	lzCert
 )
 
 // evalState is the per-evaluation scratch object. It is pooled by the
@@ -63,6 +69,15 @@ type evalState struct {
 	reqHeadersVal ref.Val
 	resHeadersVal ref.Val
 	queryVal      ref.Val
+	varsVal       ref.Val
+	cookiesVal    ref.Val
+	// The client certificate's strings, formatted once (lzCert).
+	certSubject, certIssuer, certFingerprint string
+	certSANs                                 []string
+
+	// userVars holds vars.*, set by set-vars actions; nil until one runs
+	// (or an inbound result carries some).
+	userVars map[string]string
 
 	results    []resultValue
 	resultsSet bool
@@ -72,8 +87,10 @@ type evalState struct {
 
 	fnGetReqHeader, fnGetResHeader, fnHasReqHeader   functions.LateBoundOp
 	fnHasResHeader, fnGetQueryParam, fnHasQueryParam functions.LateBoundOp
+	fnGetReqCookie, fnHasReqCookie                   functions.LateBoundOp
 
-	buf []byte // scratch for rate-limit keys
+	buf     []byte   // scratch for rate-limit keys
+	keyVals []string // values of a rate-limit key's CEL elements
 
 	// The evaluation's cost (see cost.go): what it has spent, whether it
 	// ran out (and where), and whether a native evaluation met an error
@@ -100,6 +117,8 @@ func newEvalState(e *Engine) *evalState {
 	st.fnHasResHeader = func(_ string, args ...ref.Val) ref.Val { return st.celHasHeader(true, args) }
 	st.fnGetQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celQueryList(args) }
 	st.fnHasQueryParam = func(_ string, args ...ref.Val) ref.Val { return st.celHasQuery(args) }
+	st.fnGetReqCookie = func(_ string, args ...ref.Val) ref.Val { return st.celCookieList(args) }
+	st.fnHasReqCookie = func(_ string, args ...ref.Val) ref.Val { return st.celHasCookie(args) }
 	st.trackerProto = e.tracker
 	st.trackerProto.Estimator = st
 	st.trackerProto.Limit = &st.celLimit
@@ -160,9 +179,16 @@ func (st *evalState) begin(p *Policy, ph Phase, req *Request, res *Response, pre
 	if st.exhaustedAt != "" { // a test costs no write barrier, a store may
 		st.exhaustedAt = ""
 	}
-	if prev != nil && prev.vars != nil {
-		copy(st.results, prev.vars)
+	if prev != nil && prev.vars != nil && len(prev.vars) == len(prev.varSlots) {
+		for i, slot := range prev.varSlots {
+			if slot >= 0 && slot < len(st.results) {
+				st.results[slot] = prev.vars[i]
+			}
+		}
 		st.resultsSet = true
+	}
+	if prev != nil && prev.userVars != nil {
+		st.userVars = maps.Clone(prev.userVars) // the host's Result is never changed
 	}
 }
 
@@ -183,10 +209,21 @@ func (st *evalState) finish(out *Result) {
 	}
 	if st.resultsSet {
 		if st.phase == Inbound && st.pol != nil && st.pol.carry {
-			out.vars = append([]resultValue(nil), st.results...)
+			slots := st.pol.carrySlots
+			out.vars = make([]resultValue, len(slots))
+			for i, slot := range slots {
+				out.vars[i] = st.results[slot]
+			}
+			out.varSlots = slots
 		}
 		clear(st.results)
 		st.resultsSet = false
+	}
+	if st.userVars != nil {
+		if st.phase == Inbound && st.pol != nil && st.pol.carryVars {
+			out.userVars = st.userVars // handed over: the next evaluation makes its own
+		}
+		st.userVars = nil
 	}
 	st.pol = nil
 	st.rc.cur = nil
@@ -199,15 +236,27 @@ func (st *evalState) finish(out *Result) {
 	if st.query != nil {
 		st.query = nil
 	}
-	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil {
-		st.reqHeadersVal, st.resHeadersVal, st.queryVal = nil, nil, nil
+	if st.reqHeadersVal != nil || st.resHeadersVal != nil || st.queryVal != nil || st.varsVal != nil || st.cookiesVal != nil {
+		st.reqHeadersVal, st.resHeadersVal, st.queryVal, st.varsVal, st.cookiesVal = nil, nil, nil, nil, nil
+	}
+	if st.certSANs != nil || st.certSubject != "" || st.certIssuer != "" || st.certFingerprint != "" {
+		st.certSANs, st.certSubject, st.certIssuer, st.certFingerprint = nil, "", "", ""
 	}
 }
 
 // isZero reports whether r is the zero Result.
 func (r *Result) isZero() bool {
 	return r.Verdict == Continue && r.StatusCode == 0 && r.Header == nil && r.Body == "" &&
-		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil
+		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.varSlots == nil && r.ResponseHeader == nil &&
+		r.userVars == nil
+}
+
+// responseHeader returns the result's ResponseHeader, made on first use.
+func (st *evalState) responseHeader() http.Header {
+	if st.out.ResponseHeader == nil {
+		st.out.ResponseHeader = http.Header{}
+	}
+	return st.out.ResponseHeader
 }
 
 func (st *evalState) report(loc, rule string, err error) {
@@ -364,11 +413,97 @@ func (st *evalState) strVar(id varID) string {
 		return st.sni()
 	case vConnTLSVersion:
 		return st.tlsVersion()
+	case vReqURLHost:
+		return urlHostname(st.req.Host)
+	case vReqURLRawPath:
+		return st.escapedPath()
+	case vReqContentType:
+		v, _ := lookupHeaderLower(st.reqHeader, "content-type", "Content-Type", &st.reqScan)
+		if len(v) == 0 {
+			return ""
+		}
+		return v[0]
+	case vConnTLSCipher:
+		if t := st.req.Conn.TLS; t != nil && t.CipherSuite != 0 {
+			return tls.CipherSuiteName(t.CipherSuite)
+		}
+		return ""
+	case vConnTLSALPN:
+		if t := st.req.Conn.TLS; t != nil {
+			return t.NegotiatedProtocol
+		}
+		return ""
+	case vConnCertSubject, vConnCertIssuer, vConnCertFingerprint:
+		st.clientCert()
+		switch id {
+		case vConnCertSubject:
+			return st.certSubject
+		case vConnCertIssuer:
+			return st.certIssuer
+		}
+		return st.certFingerprint
+	case vEndpointEdgeID:
+		return st.req.Conn.EdgeID
+	case vEndpointRouteID:
+		return st.req.RouteID
 	}
 	if id >= resultBase {
 		return st.results[id-resultBase].s
 	}
 	return ""
+}
+
+// clientCert formats the strings of the client's leaf certificate, once
+// per evaluation: subject and issuer as RFC 2253 distinguished names, the
+// SANs (DNS names, email addresses, IP addresses and URIs, in that order)
+// and the SHA-256 fingerprint of its DER form in lower-case hex.
+func (st *evalState) clientCert() {
+	if st.lazy&lzCert != 0 {
+		return
+	}
+	st.lazy |= lzCert
+	t := st.req.Conn.TLS
+	if t == nil || t.ClientCertificate == nil {
+		return
+	}
+	c := t.ClientCertificate
+	st.certSubject = c.Subject.String()
+	st.certIssuer = c.Issuer.String()
+	sum := sha256.Sum256(c.Raw)
+	st.certFingerprint = hex.EncodeToString(sum[:])
+	sans := make([]string, 0, len(c.DNSNames)+len(c.EmailAddresses)+len(c.IPAddresses)+len(c.URIs))
+	sans = append(sans, c.DNSNames...)
+	sans = append(sans, c.EmailAddresses...)
+	for _, ip := range c.IPAddresses {
+		sans = append(sans, ip.String())
+	}
+	for _, u := range c.URIs {
+		sans = append(sans, u.String())
+	}
+	st.certSANs = sans
+}
+
+// urlHostname returns the host of a Host header without its port (and an
+// IPv6 literal without brackets).
+func urlHostname(host string) string {
+	u := url.URL{Host: host}
+	return u.Hostname()
+}
+
+// urlPort returns the port of the request: the Host header's, else the
+// scheme's default (443 for https, 80 for http).
+func (st *evalState) urlPort() int64 {
+	u := url.URL{Host: st.req.Host}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err == nil {
+			return int64(n)
+		}
+		return 0
+	}
+	if st.scheme() == "https" {
+		return 443
+	}
+	return 80
 }
 
 func (st *evalState) intVar(id varID) int64 {
@@ -381,6 +516,8 @@ func (st *evalState) intVar(id varID) int64 {
 		return int64(st.req.Conn.ClientAddr.Port())
 	case vConnServerPort:
 		return int64(st.req.Conn.ServerAddr.Port())
+	case vReqURLPort:
+		return st.urlPort()
 	}
 	if id >= resultBase {
 		return st.results[id-resultBase].i
@@ -413,6 +550,9 @@ func (st *evalState) mapLookup(id varID, key, canon string) ([]string, bool) {
 	case vReqURLQueryParams:
 		v, ok := st.queryValues()[key]
 		return v, ok
+	case vReqCookies:
+		v := st.cookieValues(key)
+		return v, v != nil
 	}
 	return nil, false
 }
@@ -434,6 +574,14 @@ func (st *evalState) ResolveName(name string) (any, bool) {
 		return types.Timestamp{Time: st.timeVar(v.id)}, true
 	case kStringListMap:
 		return st.mapVal(v.id), true
+	case kStringMap:
+		return st.varsMap(), true
+	case kStringList: // the client certificate's SANs
+		st.clientCert()
+		if len(st.certSANs) == 0 {
+			return emptyList, true
+		}
+		return types.NewStringList(types.DefaultTypeAdapter, st.certSANs), true
 	}
 	return nil, false
 }
@@ -452,6 +600,17 @@ func (st *evalState) mapVal(id varID) ref.Val {
 			st.resHeadersVal = types.NewMap(types.DefaultTypeAdapter, lowerHeaderMap(st.resHeader, &st.resScan))
 		}
 		return st.resHeadersVal
+	case vReqCookies:
+		if st.lazy&lzCookiesVal == 0 {
+			st.lazy |= lzCookiesVal
+			m := map[string][]string{}
+			st.eachCookie(func(n, v string) bool {
+				m[n] = append(m[n], v)
+				return true
+			})
+			st.cookiesVal = types.NewMap(types.DefaultTypeAdapter, m)
+		}
+		return st.cookiesVal
 	default:
 		if st.lazy&lzQueryVal == 0 {
 			st.lazy |= lzQueryVal
@@ -463,6 +622,31 @@ func (st *evalState) mapVal(id varID) ref.Val {
 		}
 		return st.queryVal
 	}
+}
+
+// varsMap returns vars as a CEL map, made once per evaluation and again
+// after a set-vars action.
+func (st *evalState) varsMap() ref.Val {
+	if st.lazy&lzVarsVal == 0 {
+		st.lazy |= lzVarsVal
+		m := st.userVars
+		if m == nil {
+			m = map[string]string{}
+		}
+		st.varsVal = types.NewStringStringMap(types.DefaultTypeAdapter, m)
+	}
+	return st.varsVal
+}
+
+// setVars assigns variables (names and values in the same order).
+func (st *evalState) setVars(names, values []string) {
+	if st.userVars == nil {
+		st.userVars = make(map[string]string, len(names))
+	}
+	for i, n := range names {
+		st.userVars[n] = values[i]
+	}
+	st.lazy &^= lzVarsVal
 }
 
 // Parent implements interpreter.Activation.
@@ -484,6 +668,10 @@ func (st *evalState) ResolveFunction(name string) (functions.LateBoundOp, bool) 
 		return st.fnGetQueryParam, true
 	case fnHasQueryParam:
 		return st.fnHasQueryParam, true
+	case fnGetReqCookie:
+		return st.fnGetReqCookie, true
+	case fnHasReqCookie:
+		return st.fnHasReqCookie, true
 	}
 	return nil, false
 }
@@ -593,6 +781,9 @@ func (st *evalState) ownHeader() http.Header {
 	}
 	*scan = scanUnknown
 	st.lazy &^= bit
+	if st.phase == Inbound {
+		st.lazy &^= lzCookiesVal
+	}
 	return *h
 }
 

@@ -325,3 +325,57 @@ func valString(v ref.Val) (string, error) {
 	}
 	return string(s), nil
 }
+
+// stringExpr compiles a string-typed CEL expression (a rate-limit bucket
+// key element) with the same checks and limits as a rule's expressions. It
+// returns nil and the problems, or nil and none when the document went
+// over its budget (that was reported).
+func (c *compiler) stringExpr(src string) (*tmplExpr, []string) {
+	x, msgs := c.checkExpr(src, func(t *cel.Type) string {
+		if t.IsExactType(cel.StringType) {
+			return ""
+		}
+		return "the expression must give a string, got " + cel.FormatCELType(t)
+	})
+	if x == nil {
+		return nil, msgs
+	}
+	prog, err := c.program(x)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	return &tmplExpr{native: lowerer{c, x.ast.NativeRep()}.lowerString(), prog: prog}, nil
+}
+
+// evalStringExpr evaluates a string-typed expression of stringExpr: on
+// the native path when it has one and it succeeds, else with cel-go. A
+// nil x (never in a compiled Policy) gives "".
+func (st *evalState) evalStringExpr(x *tmplExpr) (string, error) {
+	if x == nil {
+		return "", nil
+	}
+	if x.native != nil {
+		start := st.cost
+		st.nerr = false
+		s, ok := x.native.evalS(st)
+		if st.cost > MaxEvaluationCost {
+			st.exhausted = true
+		}
+		switch {
+		case st.exhausted && !st.nerr:
+			return "", ErrCostLimit
+		case ok && !st.nerr:
+			return s, nil
+		}
+		st.cost, st.exhausted = start, false
+	}
+	v, err := st.evalCEL(x.prog)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(types.String)
+	if !ok {
+		return "", errors.New("the expression did not give a string")
+	}
+	return string(s), nil
+}

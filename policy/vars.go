@@ -31,6 +31,20 @@ const (
 	vConnTLSSNI
 	vConnTLSVersion
 	vTimeNow
+	vVars
+	vReqCookies
+	vReqURLHost
+	vReqURLPort
+	vReqURLRawPath
+	vReqContentType
+	vConnTLSCipher
+	vConnTLSALPN
+	vConnCertSubject
+	vConnCertIssuer
+	vConnCertSANs
+	vConnCertFingerprint
+	vEndpointEdgeID
+	vEndpointRouteID
 	resultBase
 )
 
@@ -43,6 +57,8 @@ const (
 	kBool
 	kTimestamp
 	kStringListMap // map(string, list(string))
+	kStringMap     // map(string, string): vars
+	kStringList    // list(string)
 )
 
 // avail says where a variable or function may be used.
@@ -88,6 +104,21 @@ var staticVars = []varInfo{
 	{"conn.tls.sni", vConnTLSSNI, kString, availAll},
 	{"conn.tls.version", vConnTLSVersion, kString, availAll},
 	{"time.now", vTimeNow, kTimestamp, availAll},
+	{"vars", vVars, kStringMap, availAll},
+	// Issue 19, item 5.
+	{"req.cookies", vReqCookies, kStringListMap, availHTTP},
+	{"req.url.host", vReqURLHost, kString, availHTTP},
+	{"req.url.port", vReqURLPort, kInt, availHTTP},
+	{"req.url.raw_path", vReqURLRawPath, kString, availHTTP},
+	{"req.content_type", vReqContentType, kString, availHTTP},
+	{"conn.tls.cipher_suite", vConnTLSCipher, kString, availAll},
+	{"conn.tls.alpn", vConnTLSALPN, kString, availAll},
+	{"conn.tls.client_cert.subject", vConnCertSubject, kString, availAll},
+	{"conn.tls.client_cert.issuer", vConnCertIssuer, kString, availAll},
+	{"conn.tls.client_cert.sans", vConnCertSANs, kStringList, availAll},
+	{"conn.tls.client_cert.fingerprint", vConnCertFingerprint, kString, availAll},
+	{"endpoint.edge_id", vEndpointEdgeID, kString, availAll},
+	{"endpoint.route_id", vEndpointRouteID, kString, availHTTP},
 }
 
 func celTypeOf(k valueKind) *cel.Type {
@@ -100,6 +131,10 @@ func celTypeOf(k valueKind) *cel.Type {
 		return cel.BoolType
 	case kTimestamp:
 		return cel.TimestampType
+	case kStringMap:
+		return cel.MapType(cel.StringType, cel.StringType)
+	case kStringList:
+		return cel.ListType(cel.StringType)
 	default:
 		return cel.MapType(cel.StringType, cel.ListType(cel.StringType))
 	}
@@ -132,6 +167,12 @@ var ownFuncs = map[string]avail{
 	fnHasQueryParam: availHTTP,
 	fnInCidrRange:   availAll,
 	fnInCidrRanges:  availAll,
+	fnGetReqCookie:  availHTTP,
+	fnHasReqCookie:  availHTTP,
+	fnParseURL:      availAll,
+	fnSHA256:        availAll,
+	fnSHA1:          availAll,
+	fnMD5:           availAll,
 }
 
 // availFor returns the availability bit of a target and phase.

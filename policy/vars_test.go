@@ -96,13 +96,15 @@ var exprCases = []exprCase{
 	{name: "req in outbound", phase: Outbound, expr: "req.method == 'POST'", want: triTrue, native: true},
 	{name: "result from inbound", phase: Outbound, expr: "actions.service.rate_limit.limited && actions.service.rate_limit.bucket_key == '1.2.3.4'",
 		want: triTrue, native: true, prev: func(e *Engine) *Result {
-			r := &Result{vars: make([]resultValue, len(e.results))}
+			r := &Result{}
 			for _, d := range e.results {
-				switch d.field {
-				case rlLimited:
-					r.vars[d.slot].b = true
-				case rlBucketKey:
-					r.vars[d.slot].s = "1.2.3.4"
+				switch {
+				case d.action == ActionRateLimit && d.field == rlLimited:
+					r.vars = append(r.vars, resultValue{b: true})
+					r.varSlots = append(r.varSlots, d.slot)
+				case d.action == ActionRateLimit && d.field == rlBucketKey:
+					r.vars = append(r.vars, resultValue{s: "1.2.3.4"})
+					r.varSlots = append(r.varSlots, d.slot)
 				}
 			}
 			return r

@@ -51,6 +51,19 @@ type Config struct {
 // violation, each naming its field ("name", "algorithm", "capacity",
 // "rate", "bucket_key", "bucket_key[3]").
 func (c Config) Validate() error {
+	return c.ValidateKeys(func(s string) error {
+		_, err := ParseKeyElement(s)
+		return err
+	})
+}
+
+// ValidateKeys is [Config.Validate] with the caller's parser of bucket key
+// elements, for a host that accepts more forms than [ParseKeyElement] (the
+// policy package also accepts CEL expressions). parse is called once per
+// element; the violations of its error are reported under
+// "bucket_key[i]". Every other rule, the number of elements included, is
+// Validate's.
+func (c Config) ValidateKeys(parse func(element string) error) error {
 	var vs apierr.Violations
 	switch n := utf8.RuneCountInString(c.Name); {
 	case n == 0:
@@ -80,7 +93,7 @@ func (c Config) Validate() error {
 		vs.Add("bucket_key", "must have at most %d elements, got %d", MaxBucketKeyElements, n)
 	}
 	for i, s := range c.BucketKey {
-		if _, err := ParseKeyElement(s); err != nil {
+		if err := parse(s); err != nil {
 			vs.AddError(fmt.Sprintf("bucket_key[%d]", i), err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +170,9 @@ func TestParseKeyElement(t *testing.T) {
 	}{
 		{"req.host", ratelimit.KeyElement{Kind: ratelimit.KeyHost}},
 		{"conn.client_ip", ratelimit.KeyElement{Kind: ratelimit.KeyClientIP}},
+		{"conn.client_ip_prefix", ratelimit.KeyElement{Kind: ratelimit.KeyClientIPPrefix}},
+		{"conn.client_ip_prefix ", ratelimit.KeyElement{}},
+		{"conn.client_ip_prefix(64)", ratelimit.KeyElement{}},
 		{"req.headers['x-api-key']", ratelimit.KeyElement{Kind: ratelimit.KeyHeader, Header: "x-api-key"}},
 		{`req.headers["x-api-key"]`, ratelimit.KeyElement{Kind: ratelimit.KeyHeader, Header: "x-api-key"}},
 		{"req.headers['X-Api-Key']", ratelimit.KeyElement{Kind: ratelimit.KeyHeader, Header: "x-api-key"}},
@@ -217,6 +221,7 @@ func TestKeyElementString(t *testing.T) {
 	}{
 		{ratelimit.KeyElement{Kind: ratelimit.KeyHost}, "req.host", "host"},
 		{ratelimit.KeyElement{Kind: ratelimit.KeyClientIP}, "conn.client_ip", "client_ip"},
+		{ratelimit.KeyElement{Kind: ratelimit.KeyClientIPPrefix}, "conn.client_ip_prefix", "client_ip_prefix"},
 		{ratelimit.KeyElement{Kind: ratelimit.KeyHeader, Header: "x-a"}, "req.headers['x-a']", "header"},
 		{ratelimit.KeyElement{}, "invalid", "invalid"},
 	}
@@ -327,7 +332,7 @@ func FuzzParseRate(f *testing.F) {
 // token header exactly when they are headers, and round-trip through
 // String.
 func FuzzParseKeyElement(f *testing.F) {
-	for _, s := range []string{"req.host", "conn.client_ip", "req.headers['x-api-key']", `req.headers["X"]`,
+	for _, s := range []string{"req.host", "conn.client_ip", "conn.client_ip_prefix", "req.headers['x-api-key']", `req.headers["X"]`,
 		"getReqHeader('X-Api-Key')", `getReqHeader("a")`, "", "req.headers['']", "getReqHeader('a b')", "req.headers['it's']"} {
 		f.Add(s)
 	}
@@ -340,7 +345,7 @@ func FuzzParseKeyElement(f *testing.F) {
 			return
 		}
 		switch el.Kind {
-		case ratelimit.KeyHost, ratelimit.KeyClientIP:
+		case ratelimit.KeyHost, ratelimit.KeyClientIP, ratelimit.KeyClientIPPrefix:
 			if el.Header != "" {
 				t.Fatalf("ParseKeyElement(%q) = %+v: header set", s, el)
 			}
@@ -401,4 +406,86 @@ func FuzzConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestAppendPrefixKeyPart(t *testing.T) {
+	tests := []struct {
+		name   string
+		ip     string // "" for the zero Addr
+		v4, v6 int
+		want   string
+	}{
+		{"IPv4 default keeps the address", "198.51.100.10", 32, 64, "198.51.100.10/32"},
+		{"IPv4 /24", "198.51.100.10", 24, 64, "198.51.100.0/24"},
+		{"IPv6 /64", "2001:db8:1:2:aaaa:bbbb:cccc:dddd", 32, 64, "2001:db8:1:2::/64"},
+		{"IPv6 /48", "2001:db8:1:2::1", 32, 48, "2001:db8:1::/48"},
+		{"IPv6 /128, longest text", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 32, 128, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"},
+		{"IPv4-mapped counts as IPv4", "::ffff:198.51.100.10", 24, 64, "198.51.100.0/24"},
+		{"zone dropped", "fe80::1%eth0", 32, 64, "fe80::/64"},
+		{"invalid address", "", 32, 64, ""},
+		{"length out of range", "198.51.100.10", 33, 64, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ip netip.Addr
+			if tt.ip != "" {
+				ip = netip.MustParseAddr(tt.ip)
+			}
+			got := ratelimit.AppendPrefixKeyPart([]byte("x"), ip, tt.v4, tt.v6)
+			if want := ratelimit.AppendKeyPart([]byte("x"), tt.want); string(got) != string(want) {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		})
+	}
+	buf := make([]byte, 0, 64)
+	ip := netip.MustParseAddr("2001:db8:1:2:aaaa:bbbb:cccc:dddd")
+	if n := testing.AllocsPerRun(100, func() { buf = ratelimit.AppendPrefixKeyPart(buf[:0], ip, 32, 64) }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+// FuzzAppendPrefixKeyPart checks that the part is AppendKeyPart of the
+// masked prefix's text for any address and lengths.
+func FuzzAppendPrefixKeyPart(f *testing.F) {
+	f.Add([]byte{198, 51, 100, 10}, 24, 64)
+	f.Add([]byte{0x20, 1, 0xd, 0xb8, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1}, 32, 56)
+	f.Fuzz(func(t *testing.T, raw []byte, v4, v6 int) {
+		ip, _ := netip.AddrFromSlice(raw)
+		got := ratelimit.AppendPrefixKeyPart(nil, ip, v4, v6)
+		want := ""
+		if ip.IsValid() {
+			u := ip.Unmap()
+			bits := v6
+			if u.Is4() {
+				bits = v4
+			}
+			if p, err := u.Prefix(bits); err == nil {
+				want = p.String()
+			}
+		}
+		if string(got) != string(ratelimit.AppendKeyPart(nil, want)) {
+			t.Fatalf("AppendPrefixKeyPart(%v, %d, %d) = %q, want the part of %q", ip, v4, v6, got, want)
+		}
+	})
+}
+
+func TestValidateKeys(t *testing.T) {
+	c := ratelimit.Config{Name: "n", Algorithm: "sliding_window", Capacity: 1, Rate: "60s",
+		BucketKey: []string{"req.host", "custom(1)", "bad"}}
+	var seen []string
+	err := c.ValidateKeys(func(s string) error {
+		seen = append(seen, s)
+		if s == "bad" {
+			return apierr.Invalidf("", "is bad")
+		}
+		return nil
+	})
+	vs := apierr.ViolationsOf(err)
+	if len(seen) != 3 || len(vs) != 1 || vs[0].Field != "bucket_key[2]" || vs[0].Reason != "is bad" {
+		t.Fatalf("seen %q, violations %v", seen, vs)
+	}
+	c.BucketKey = make([]string, ratelimit.MaxBucketKeyElements+1)
+	if err := c.ValidateKeys(func(string) error { return nil }); len(apierr.ViolationsOf(err)) != 1 || apierr.ViolationsOf(err)[0].Field != "bucket_key" {
+		t.Fatalf("11 elements: %v", err)
+	}
 }

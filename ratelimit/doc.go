@@ -8,7 +8,11 @@
 // A [Limiter] answers one question per request: may a request of bucket
 // key k at time t proceed? [Limiter.AllowAt] (or [Limiter.AllowBytesAt])
 // returns a [Decision]; a rejected request should get HTTP 429 with
-// retry-after set to [Decision.RetryAfterSeconds].
+// retry-after set to [Decision.RetryAfterSeconds]. A Decision also carries
+// feedback for rate-limit response headers: the capacity (Limit), how many
+// more requests at the same time the bucket would admit (Remaining, never
+// more than an exact sliding window would leave) and how long until that
+// number grows (Reset, [Decision.ResetSeconds]).
 //
 // # Semantics
 //
@@ -119,6 +123,13 @@
 //		buf = ratelimit.AppendKeyPart(buf, valueOf(req, el))
 //	}
 //	d := limiter.AllowBytesAt(buf, now)
+//
+// The element conn.client_ip_prefix ([KeyClientIPPrefix], an extension
+// of SPEC 2.8) keys a client by its network rather than its address:
+// [AppendPrefixKeyPart] appends the address masked to a prefix length per
+// family (by default [DefaultIPv4PrefixBits] and [DefaultIPv6PrefixBits],
+// an IPv6 /64), so a client rotating addresses inside its own /64 keeps
+// one bucket.
 //
 // # Memory and the key cap
 //

@@ -58,7 +58,7 @@ func ExampleConfig_Validate() {
 	// algorithm: must be "sliding_window", got "token_bucket"
 	// capacity: must be between 1 and 2000000000, got 0
 	// rate: must be a whole multiple of 10s, got "65s"
-	// bucket_key[1]: must be one of "req.host", "conn.client_ip", "req.headers['<header-name>']" or "getReqHeader('<Header-Name>')", got "req.path"
+	// bucket_key[1]: must be one of "req.host", "conn.client_ip", "conn.client_ip_prefix", "req.headers['<header-name>']" or "getReqHeader('<Header-Name>')", got "req.path"
 }
 
 func ExampleParseRate() {

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -19,6 +20,18 @@ const (
 	// KeyHeader is a request header: "req.headers['x-api-key']" or
 	// "getReqHeader('X-Api-Key')".
 	KeyHeader
+	// KeyClientIPPrefix is the connection's client IP masked to a network
+	// prefix: "conn.client_ip_prefix". It is an extension of SPEC 2.8, so
+	// that a client rotating addresses inside its own network (an IPv6 /64)
+	// keeps one bucket; see [AppendPrefixKeyPart].
+	KeyClientIPPrefix
+)
+
+// Default prefix lengths of [KeyClientIPPrefix]: a whole IPv4 address, an
+// IPv6 /64 (the usual assignment to one subscriber or LAN).
+const (
+	DefaultIPv4PrefixBits = 32
+	DefaultIPv6PrefixBits = 64
 )
 
 // String returns the kind's name: "host", "client_ip" or "header".
@@ -30,6 +43,8 @@ func (k KeyElementKind) String() string {
 		return "client_ip"
 	case KeyHeader:
 		return "header"
+	case KeyClientIPPrefix:
+		return "client_ip_prefix"
 	}
 	return "invalid"
 }
@@ -54,22 +69,26 @@ func (e KeyElement) String() string {
 		return "conn.client_ip"
 	case KeyHeader:
 		return "req.headers['" + e.Header + "']"
+	case KeyClientIPPrefix:
+		return "conn.client_ip_prefix"
 	}
 	return "invalid"
 }
 
-const keyElementForms = `"req.host", "conn.client_ip", "req.headers['<header-name>']" or "getReqHeader('<Header-Name>')"`
+const keyElementForms = `"req.host", "conn.client_ip", "conn.client_ip_prefix", "req.headers['<header-name>']" or "getReqHeader('<Header-Name>')"`
 
 // ParseKeyElement parses a bucket key element. The allowed forms are
 //
 //	req.host
 //	conn.client_ip
+//	conn.client_ip_prefix
 //	req.headers['x-api-key']
 //	getReqHeader('X-Api-Key')
 //
 // where the quotes may be single or double and the header name must be a
 // valid HTTP token (RFC 9110); header names are case-insensitive, and the
-// parsed name is lower-cased. No surrounding or inner spaces are allowed.
+// parsed name is lower-cased. conn.client_ip_prefix is an extension of
+// SPEC 2.8 (see [KeyClientIPPrefix]); the other four are its forms. No surrounding or inner spaces are allowed.
 // A failure is an [*apierr.Error] with code [apierr.InvalidArgument] and one
 // violation whose field is empty (callers prefix it, as [Config.Validate]
 // does with "bucket_key[i]").
@@ -81,6 +100,8 @@ func ParseKeyElement(s string) (KeyElement, error) {
 		return KeyElement{Kind: KeyHost}, nil
 	case "conn.client_ip":
 		return KeyElement{Kind: KeyClientIP}, nil
+	case "conn.client_ip_prefix":
+		return KeyElement{Kind: KeyClientIPPrefix}, nil
 	}
 	var inner string
 	switch {
@@ -128,4 +149,32 @@ func isTokenChar(c byte) bool {
 func AppendKeyPart(dst []byte, part string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(part)))
 	return append(dst, part...)
+}
+
+// AppendPrefixKeyPart appends to dst, as [AppendKeyPart] would, the text of
+// the network prefix of ip: ip masked to v4Bits (0 to 32) when it is an
+// IPv4 address (an IPv4-mapped IPv6 address counts as IPv4), to v6Bits (0
+// to 128) when it is IPv6, for example "198.51.100.0/24" or
+// "2001:db8:1:2::/64". A zone is dropped. An invalid ip, or a length out
+// of range, appends the empty part. It does not allocate when dst has room
+// for 45 more bytes.
+func AppendPrefixKeyPart(dst []byte, ip netip.Addr, v4Bits, v6Bits int) []byte {
+	if !ip.IsValid() {
+		return AppendKeyPart(dst, "")
+	}
+	ip = ip.Unmap().WithZone("")
+	bits := v6Bits
+	if ip.Is4() {
+		bits = v4Bits
+	}
+	p, err := ip.Prefix(bits)
+	if err != nil {
+		return AppendKeyPart(dst, "")
+	}
+	// The text is at most 43 bytes ("ffff:...:ffff/128"), so its length
+	// is a one-byte uvarint: append it in place after that byte.
+	n := len(dst)
+	dst = p.AppendTo(append(dst, 0))
+	dst[n] = byte(len(dst) - n - 1)
+	return dst
 }

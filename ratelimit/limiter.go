@@ -41,6 +41,30 @@ type Decision struct {
 	// shard has seen (then it is at most the difference); see the package
 	// doc, Semantics.
 	RetryAfter time.Duration
+	// Limit is the limiter's capacity: the requests a bucket admits within
+	// a window.
+	Limit uint64
+	// Remaining is how many more requests at the same time the bucket
+	// would admit after this one: the capacity minus the admissions the
+	// limiter counts in the window (with the oldest, partly overlapping
+	// slot counted in full, so never more than an exact sliding window
+	// would leave). 0 for a rejected request.
+	Remaining uint64
+	// Reset is how long, with no further traffic on the bucket, until
+	// Remaining grows: until the oldest counted admissions leave the
+	// window (or the latest one does, whichever comes first). For a
+	// rejected request it equals RetryAfter. It is never more than the
+	// window, unless the request's time is behind the bucket's newest (see
+	// RetryAfter).
+	Reset time.Duration
+}
+
+// ResetSeconds returns Reset in whole seconds rounded up, at least 1, for a
+// rate-limit response header (the t parameter of the IETF RateLimit header,
+// or X-RateLimit-Reset).
+func (d Decision) ResetSeconds() int64 {
+	s := int64((d.Reset + time.Second - 1) / time.Second)
+	return max(s, 1)
 }
 
 // RetryAfterSeconds returns RetryAfter in whole seconds rounded up, at least
@@ -190,6 +214,7 @@ func (l *Limiter) allow(h uint64, ns int64) Decision {
 		var d Decision
 		if e, d = l.newEntry(sh, h, s, ns); e == nil {
 			sh.mu.Unlock()
+			d.Limit, d.Reset = uint64(l.capacity), d.RetryAfter
 			return d
 		}
 	}
@@ -216,9 +241,14 @@ func (l *Limiter) allow(h uint64, ns int64) Decision {
 		// depend on the loaded one.)
 		if uint64(a) < ago {
 			e.set(g, s, uint64(a))
+			ago = uint64(a)
 		}
+		// Remaining grows when the window counts fewer than total+1, the
+		// admissions counted now.
+		free := e.freeSlot(s, total+1, g, total+1)
 		sh.mu.Unlock()
-		return Decision{Allowed: true}
+		reset := end - ns + min(int64(free-s-1)*g.width, g.window-int64(ago))
+		return Decision{Allowed: true, Limit: uint64(l.capacity), Remaining: uint64(l.capacity - total - 1), Reset: time.Duration(reset)}
 	}
 	// Retry when the oldest counted slots leave the window or when the
 	// latest admission does (as freeAt, from the values at hand). Both
@@ -226,8 +256,8 @@ func (l *Limiter) allow(h uint64, ns int64) Decision {
 	// than a window before the request.
 	free := e.freeSlot(s, total, g, l.capacity)
 	sh.mu.Unlock()
-	wait := end - ns + min(int64(free-s-1)*g.width, g.window-int64(ago))
-	return Decision{RetryAfter: time.Duration(wait)}
+	wait := time.Duration(end - ns + min(int64(free-s-1)*g.width, g.window-int64(ago)))
+	return Decision{RetryAfter: wait, Limit: uint64(l.capacity), Reset: wait}
 }
 
 // newEntry adds an entry at slot s, the request's, for a key the shard

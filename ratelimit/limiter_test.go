@@ -192,10 +192,88 @@ func TestAllowSequence(t *testing.T) {
 			l := mustNew(t, ratelimit.Options{Capacity: tt.capacity, Window: tt.window})
 			for i, s := range tt.steps {
 				d := l.AllowAt("k", t0.Add(s.at))
-				want := ratelimit.Decision{Allowed: s.allowed, RetryAfter: s.retry}
-				if d != want {
-					t.Fatalf("step %d at +%v: got %+v, want %+v", i, s.at, d, want)
+				if d.Allowed != s.allowed || d.RetryAfter != s.retry {
+					t.Fatalf("step %d at +%v: got %+v, want allowed %v, retry-after %v", i, s.at, d, s.allowed, s.retry)
 				}
+			}
+		})
+	}
+}
+
+// TestDecisionFeedback checks Limit, Remaining and Reset (issue 19, item
+// 1) step by step: Remaining counts down to 0 within a window, Reset is
+// when the oldest counted slot (or the latest admission) leaves the window,
+// and equals RetryAfter on a rejection.
+func TestDecisionFeedback(t *testing.T) {
+	type step struct {
+		at        time.Duration // after t0 (t0 is on a slot edge)
+		allowed   bool
+		remaining uint64
+		reset     time.Duration
+	}
+	tests := []struct {
+		name     string
+		capacity uint64
+		window   time.Duration
+		steps    []step
+	}{
+		{"a burst counts down", 3, time.Minute, []step{
+			{0, true, 2, time.Minute}, // the only admission leaves at 60s
+			// One slot, [0,6s), holds them all: the limiter knows only
+			// that they leave with the latest, a window after it.
+			{time.Second, true, 1, time.Minute},
+			{2 * time.Second, true, 0, time.Minute},
+			{3 * time.Second, false, 0, 59 * time.Second}, // = RetryAfter: all leave at 62s
+		}},
+		{"spread over slots: the oldest slot leaves first", 3, time.Minute, []step{
+			{0, true, 2, time.Minute},
+			{7 * time.Second, true, 1, 59 * time.Second},  // slot [0,6s) leaves at 66s
+			{13 * time.Second, true, 0, 53 * time.Second}, // still at 66s
+			{66 * time.Second, true, 0, 6 * time.Second},  // [6s,12s) leaves at 72s
+			{72 * time.Second, true, 0, 6 * time.Second},  // [12s,18s) at 78s
+		}},
+		{"an empty window restores the capacity", 2, time.Minute, []step{
+			{0, true, 1, time.Minute},
+			{5 * time.Minute, true, 1, time.Minute},
+		}},
+		{"capacity one", 1, 24 * time.Hour, []step{
+			{0, true, 0, 24 * time.Hour},
+			{time.Hour, false, 0, 23 * time.Hour},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mustNew(t, ratelimit.Options{Capacity: tt.capacity, Window: tt.window})
+			for i, s := range tt.steps {
+				d := l.AllowAt("k", t0.Add(s.at))
+				if d.Allowed != s.allowed || d.Limit != tt.capacity || d.Remaining != s.remaining || d.Reset != s.reset {
+					t.Fatalf("step %d at +%v: got %+v, want allowed %v, limit %d, remaining %d, reset %v",
+						i, s.at, d, s.allowed, tt.capacity, s.remaining, s.reset)
+				}
+				if !d.Allowed && d.Reset != d.RetryAfter {
+					t.Fatalf("step %d: rejected with Reset %v != RetryAfter %v", i, d.Reset, d.RetryAfter)
+				}
+			}
+		})
+	}
+}
+
+func TestResetSeconds(t *testing.T) {
+	tests := []struct {
+		name  string
+		reset time.Duration
+		want  int64
+	}{
+		{"zero is one second", 0, 1},
+		{"a nanosecond", 1, 1},
+		{"one second", time.Second, 1},
+		{"just over", time.Second + 1, 2},
+		{"a minute", time.Minute, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (ratelimit.Decision{Allowed: true, Reset: tt.reset}).ResetSeconds(); got != tt.want {
+				t.Fatalf("ResetSeconds() = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -253,15 +253,32 @@ func runOracle(t *testing.T, rng *rand.Rand, r oracleRun) {
 			e = o.newest // for messages only: nothing is admitted
 		}
 		where := fmt.Sprintf("step %d key %d at %v (effective %v, skew %v)", step, k, at.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano), skew)
+		if d.Limit != uint64(capacity) {
+			t.Fatalf("%s: Limit %d, want the capacity %d", where, d.Limit, capacity)
+		}
 		if d.Allowed {
 			if d.RetryAfter != 0 || d.RetryAfterSeconds() != 0 {
 				t.Fatalf("%s: allowed with retry-after %v", where, d.RetryAfter)
 			}
 			o.admitted = append(o.admitted, e)
-			if n := o.count(e.Add(-rate), e); n > capacity {
+			n := o.count(e.Add(-rate), e)
+			if n > capacity {
 				t.Fatalf("%s: over-admitted: %d admissions in (t-rate, t], capacity %d", where, n, capacity)
 			}
+			// Remaining never overstates what an exact window leaves, and
+			// understates it by at most the admissions of one slot.
+			if wide := max(0, capacity-o.count(e.Add(-rate-g), e)); d.Remaining > uint64(capacity-n) || d.Remaining < uint64(wide) {
+				t.Fatalf("%s: Remaining %d, exact %d, with the widened window %d", where, d.Remaining, capacity-n, wide)
+			}
+			// Reset: the remaining quota grows by then, not before, and never
+			// later than the latest admission's leaving the window.
+			if d.Reset <= 0 || d.Reset > o.last().Add(rate).Sub(at) {
+				t.Fatalf("%s: Reset %v, the latest admission leaves in %v", where, d.Reset, o.last().Add(rate).Sub(at))
+			}
 			continue
+		}
+		if d.Remaining != 0 || d.Reset != d.RetryAfter {
+			t.Fatalf("%s: rejected with Remaining %d, Reset %v (RetryAfter %v)", where, d.Remaining, d.Reset, d.RetryAfter)
 		}
 		if d.RetryAfter <= 0 || d.RetryAfterSeconds() < 1 {
 			t.Fatalf("%s: rejected with retry-after %v (%ds)", where, d.RetryAfter, d.RetryAfterSeconds())
