@@ -372,11 +372,17 @@ func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
 			continue
 		}
 		for _, ch := range changes {
+			rev = ch.Revision
+			if ch.Op == store.OpCreate {
+				// Nothing is cached of a record before it exists (IDs
+				// are never reused): invalidating would only make
+				// concurrent fills fail.
+				continue
+			}
 			if c != nil {
 				c.invalidate(recordKey{ch.Kind, ch.AccountID, ch.ID}, ch.Op == store.OpDelete)
 			}
 			s.forgetAuth(ch)
-			rev = ch.Revision
 		}
 		if len(changes) < followPage {
 			if c != nil {
