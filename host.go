@@ -279,8 +279,9 @@ func (h *Host) ListHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef,
 // reflected once the Service's record cache has followed the change feed
 // past it. A host that follows the feed itself (an edge proxy) calls it
 // before reading what a change names, so that it never reads a cached
-// document older than the change. Without a record cache it returns nil
-// at once.
+// document older than the change. Without a record cache, or once
+// [Service.Close] has stopped it (reads then bypass it), it returns nil at
+// once.
 func (h *Host) WaitRevision(ctx context.Context, revision int64) error {
 	if h.s.cache == nil || h.s.cacheFollow == nil {
 		return nil

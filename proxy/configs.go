@@ -32,6 +32,10 @@ const (
 // (tunnel renewals) costs one rebuild per edge, not one per write.
 const followPage = 256
 
+// compileChunk is how many edges apply compiles before it publishes
+// them.
+const compileChunk = 256
+
 // shardCount is the number of maps the edges are spread over: adding or
 // removing an edge copies one shard's map, not all of them.
 const shardCount = 64
@@ -42,8 +46,7 @@ type Options struct {
 	// Logger receives warnings (the store is unreachable, an edge's
 	// config does not compile). Nil discards them.
 	Logger *slog.Logger
-	// Parallelism bounds how many edges are compiled at once, and with it
-	// the compiled configs held besides the published ones. Zero means
+	// Parallelism bounds how many edges are compiled at once. Zero means
 	// runtime.GOMAXPROCS(0).
 	Parallelism int
 	// After returns a channel that receives once d has passed: the timer
@@ -514,37 +517,43 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	}
 	clear(p.remove)
 
-	// Compile the edges, Parallelism at a time.
+	// Compile the edges, Parallelism at a time, and publish them a chunk
+	// at a time: a reload holds at most one chunk of new configs besides
+	// the published ones.
 	ids := slices.Sorted(maps.Keys(p.compile))
-	results := make([]built, len(ids))
-	sem := make(chan struct{}, c.par)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = c.build(ctx, reads, p.compile[id], id, rev)
-		}()
-	}
-	wg.Wait()
 	compiled := map[string]bool{}
-	for _, b := range results {
-		switch {
-		case b.err == nil:
-			c.publish(b.id, b.account, b.edge, adds)
-			compiled[b.id] = true
-			delete(p.compile, b.id)
-		case permanent(b.err):
-			if apierr.CodeOf(b.err) != apierr.NotFound {
-				c.dropped.Add(1)
-				c.log.Error("edge configs: the config of an HTTPS edge cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
-			}
-			c.drop(b.id, adds)
-			delete(p.compile, b.id)
-		default:
-			keep(b.err)
+	for chunk := range slices.Chunk(ids, compileChunk) {
+		results := make([]built, len(chunk))
+		sem := make(chan struct{}, c.par)
+		var wg sync.WaitGroup
+		for i, id := range chunk {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				results[i] = c.build(ctx, reads, p.compile[id], id, rev)
+			}()
 		}
+		wg.Wait()
+		for _, b := range results {
+			switch {
+			case b.err == nil:
+				c.publish(b.id, b.account, b.edge, adds)
+				compiled[b.id] = true
+				delete(p.compile, b.id)
+			case permanent(b.err):
+				if apierr.CodeOf(b.err) != apierr.NotFound {
+					c.dropped.Add(1)
+					c.log.Error("edge configs: the config of an HTTPS edge cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
+				}
+				c.drop(b.id, adds)
+				delete(p.compile, b.id)
+			default:
+				keep(b.err)
+			}
+		}
+		c.setSlots(adds)
+		clear(adds)
 	}
 
 	// Tunnel lists of backends whose edges were not compiled.

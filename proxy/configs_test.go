@@ -455,3 +455,46 @@ func TestNewFailsWhenTheStoreIsDown(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 var _ store.Feed = (*flaky)(nil)
+
+// TestManyEdges: edges beyond one chunk of compiles (and over every
+// shard) are all loaded, and all removed when a reload no longer lists
+// them.
+func TestManyEdges(t *testing.T) {
+	mem := memstore.New()
+	w := newWorld(t, mem)
+	var ids []string
+	for range 2*compileChunk + 10 {
+		id, _ := w.edge(w.b)
+		ids = append(ids, id)
+	}
+	h := newHooks(w.api.Host())
+	c := w.start(w.api.Host(), mem, h, Options{})
+	if s := c.Stats(); s.Edges != len(ids)+3 {
+		t.Fatalf("stats %+v, want %d edges", s, len(ids)+3)
+	}
+	for _, id := range ids {
+		if c.Edge(w.b.AccountID, id) == nil {
+			t.Fatalf("edge %s not loaded", id)
+		}
+	}
+	// Deleting account b's edges while the follower is held, then
+	// compacting the feed, makes the follower find them gone by a reload.
+	release := h.holdNext(w.a1)
+	defer release()
+	w.policy(w.a, w.a1, w.a1r, denyAll)
+	<-h.entered
+	for _, id := range append(ids, w.b1) {
+		w.check(w.api.DeleteHTTPSEdge(w.ctx, w.b, id))
+	}
+	w.check(mem.Compact(w.ctx, w.rev()))
+	release()
+	w.applied(c)
+	if s := c.Stats(); s.Edges != 2 || s.Reloads != 1 {
+		t.Fatalf("stats %+v, want 2 edges and 1 reload", s)
+	}
+	for _, id := range ids {
+		if c.Edge(w.b.AccountID, id) != nil {
+			t.Fatalf("deleted edge %s still served", id)
+		}
+	}
+}

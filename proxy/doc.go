@@ -73,9 +73,11 @@
 // backend an edge uses, at most [edgeplane.MaxBackendTunnels] tunnels;
 // plus the dependency index (one entry per edge and IP policy or backend
 // its routes use). Size the process by the store's edges. While it
-// rebuilds, at most [Options.Parallelism] configs are being compiled, a
-// page of at most 256 changes is read at a time, and the pending work is
-// a set of edges and backends, bounded by the store's. Adding or removing
+// rebuilds, at most [Options.Parallelism] configs are being compiled and
+// at most 256 compiled configs wait to be published besides the published
+// ones (so a full reload does not double the memory), a page of at most
+// 256 changes is read at a time, and the pending work is a set of edges
+// and backends, bounded by the store's. Adding or removing
 // edges copies the map of each of 64 shards that holds one of them:
 // O(edges/64) per page of changes that create or delete edges.
 package proxy

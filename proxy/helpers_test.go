@@ -152,7 +152,7 @@ func (h *hooks) counts() (compiles, reads map[string]int) {
 // has edge b1 (one route). api writes as a user would; host is the
 // proxy's Service's Host (the same Service unless a test says otherwise).
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	st    store.Store
 	clock *fakeClock
@@ -165,7 +165,7 @@ type world struct {
 	tunnelToken   string // binds app=web in account a
 }
 
-func newWorld(t *testing.T, st store.Store) *world {
+func newWorld(t testing.TB, st store.Store) *world {
 	t.Helper()
 	w := &world{t: t, ctx: context.Background(), st: st, clock: &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}}
 	w.api = edgeplane.New(st, edgeplane.Options{Clock: w.clock.Now})
