@@ -81,7 +81,8 @@ type Edge struct {
 type Stats struct {
 	// Edges is the number of edges served now.
 	Edges int
-	// Compiles counts edge configs read and compiled; TunnelRefreshes
+	// Compiles counts the edge configs read and compiled (attempts, failed
+	// ones included); TunnelRefreshes
 	// the snapshots rebuilt with new tunnel lists and the same config.
 	Compiles, TunnelRefreshes uint64
 	// Reloads counts full reloads after the feed was compacted past the
@@ -249,8 +250,10 @@ func (c *Configs) Revision() int64 {
 
 // WaitRevision waits until every change of the feed up to rev is
 // reflected in the snapshots ([Configs.Revision] is at least rev), or ctx
-// ends. After a write through a Service that returned, waiting for the
-// feed's revision then makes the write visible to [Configs.Edge].
+// ends (its error), or the Configs is closed before (a failed
+// precondition: the revision will never move). After a write through a
+// Service that returned, waiting for the feed's revision then makes the
+// write visible to [Configs.Edge].
 func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
 	for {
 		c.mu.Lock()
@@ -261,6 +264,11 @@ func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
 		}
 		select {
 		case <-moved:
+		case <-c.done:
+			if c.Revision() >= rev {
+				return nil
+			}
+			return apierr.New(apierr.FailedPrecondition, "the edge configs are closed at revision %d; they will not reach revision %d", c.Revision(), rev)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

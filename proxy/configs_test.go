@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
@@ -496,5 +497,22 @@ func TestManyEdges(t *testing.T) {
 		if c.Edge(w.b.AccountID, id) != nil {
 			t.Fatalf("deleted edge %s still served", id)
 		}
+	}
+}
+
+// TestWaitRevisionAfterClose: waiting for a revision a closed Configs
+// will never reach fails at once; one it reached succeeds.
+func TestWaitRevisionAfterClose(t *testing.T) {
+	w := newWorld(t, memstore.New())
+	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{})
+	c.Close()
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
+	defer cancel()
+	if err := c.WaitRevision(ctx, c.Revision()); err != nil {
+		t.Errorf("a reached revision: %v", err)
+	}
+	err := c.WaitRevision(ctx, c.Revision()+1)
+	if apierr.CodeOf(err) != apierr.FailedPrecondition {
+		t.Errorf("a revision never reached: %v, want failed precondition", err)
 	}
 }
