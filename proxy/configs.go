@@ -53,9 +53,11 @@ type Options struct {
 	// of the retry backoff. Nil means time.After. Tests give a fake one.
 	After func(d time.Duration) <-chan time.Time
 
-	// Test hooks: Host.HTTPSEdgeConfig and Host.BackendTunnels when nil.
+	// Test hooks: Host.HTTPSEdgeConfig, Host.BackendTunnels and
+	// Host.WaitRevision when nil.
 	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
 	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	synced  func(ctx context.Context, rev int64) error
 }
 
 // Edge is the snapshot of one HTTPS edge: its compiled config and the
@@ -107,6 +109,7 @@ type Configs struct {
 	after   func(time.Duration) <-chan time.Time
 	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
 	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	synced  func(ctx context.Context, rev int64) error
 
 	seed   maphash.Seed
 	shards [shardCount]atomic.Pointer[map[string]*slot]
@@ -168,7 +171,7 @@ func (p *pending) empty() bool {
 func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
-		compile: opts.compile, tunnels: opts.tunnels,
+		compile: opts.compile, tunnels: opts.tunnels, synced: opts.synced,
 		seed:  maphash.MakeSeed(),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
 		done: make(chan struct{}), moved: make(chan struct{}),
@@ -187,6 +190,9 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	}
 	if c.tunnels == nil {
 		c.tunnels = host.BackendTunnels
+	}
+	if c.synced == nil {
+		c.synced = host.WaitRevision
 	}
 	for i := range c.shards {
 		c.shards[i].Store(&map[string]*slot{})
@@ -509,7 +515,7 @@ type built struct {
 // for a reason other than what is stored stays in p, and apply returns
 // the first such error.
 func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
-	if err := c.host.WaitRevision(ctx, rev); err != nil {
+	if err := c.synced(ctx, rev); err != nil {
 		return err
 	}
 	reads := &tunnelReads{c: c, read: map[backendKey][]backends.Tunnel{}}

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,8 +367,8 @@ func TestCompactedFeedReloadsEverything(t *testing.T) {
 // TestWaitsForTheServiceCache: a change made by another process is read
 // only once the proxy's Service has dropped what it cached before it, so
 // the rebuild never compiles the old document. The proxy's Service's
-// cache follower is held at a gate: the change must not be applied until
-// the gate opens.
+// cache follower is held at a gate; the follower must ask the Service to
+// catch up before it compiles, and compile only once it has.
 func TestWaitsForTheServiceCache(t *testing.T) {
 	mem := memstore.New()
 	w := newWorld(t, mem)
@@ -386,13 +386,38 @@ func TestWaitsForTheServiceCache(t *testing.T) {
 
 	gate := make(chan struct{})
 	f.gate.Store(&gate)
-	w.policy(w.a, w.a1, w.a1r, denyAll) // by another Service: the proxy's cache learns of it from the feed
-	short, cancelShort := context.WithTimeout(w.ctx, 300*time.Millisecond)
-	defer cancelShort()
-	if err := c.WaitRevision(short, w.rev()); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("the change was applied (err %v) while the proxy's Service cache was behind it; policy %v",
-			err, c.Edge(w.a.AccountID, w.a1).Config.Routes[0].TrafficPolicy)
+	var gated atomic.Bool
+	gated.Store(true)
+	synced, compiledEarly := make(chan int64, 1), make(chan string, 1)
+	h.mu.Lock()
+	h.onSync = func(rev int64) {
+		select {
+		case synced <- rev:
+		default:
+		}
 	}
+	h.onCompile = func(id string) {
+		if gated.Load() {
+			select {
+			case compiledEarly <- id:
+			default:
+			}
+		}
+	}
+	h.mu.Unlock()
+
+	w.policy(w.a, w.a1, w.a1r, denyAll) // by another Service: the proxy's cache learns of it from the feed
+	select {
+	case rev := <-synced:
+		if rev < w.rev() {
+			t.Errorf("the follower waited for the Service to reach revision %d, want %d", rev, w.rev())
+		}
+	case id := <-compiledEarly:
+		t.Fatalf("edge %s compiled while the proxy's Service cache was behind the change", id)
+	case <-ctx.Done():
+		t.Fatal("the follower did not apply the change")
+	}
+	gated.Store(false)
 	close(gate)
 	w.applied(c)
 	if c.Edge(w.a.AccountID, w.a1).Config.Routes[0].TrafficPolicy == nil {

@@ -96,6 +96,9 @@ type hooks struct {
 	reads    map[string]int
 	hold     map[string]chan struct{} // edge ID -> released when closed
 	entered  chan string              // an edge whose compile is held
+
+	onCompile func(edgeID string) // called at each compile when set
+	onSync    func(rev int64)     // called before each Host.WaitRevision when set
 }
 
 func newHooks(host *edgeplane.Host) *hooks {
@@ -108,7 +111,11 @@ func (h *hooks) options(o Options) Options {
 		h.compiles[edgeID]++
 		release := h.hold[edgeID]
 		delete(h.hold, edgeID)
+		onCompile := h.onCompile
 		h.mu.Unlock()
+		if onCompile != nil {
+			onCompile(edgeID)
+		}
 		if release != nil {
 			h.entered <- edgeID
 			<-release
@@ -120,6 +127,15 @@ func (h *hooks) options(o Options) Options {
 		h.reads[backendID]++
 		h.mu.Unlock()
 		return h.host.BackendTunnels(ctx, accountID, backendID)
+	}
+	o.synced = func(ctx context.Context, rev int64) error {
+		h.mu.Lock()
+		onSync := h.onSync
+		h.mu.Unlock()
+		if onSync != nil {
+			onSync(rev)
+		}
+		return h.host.WaitRevision(ctx, rev)
 	}
 	return o
 }
