@@ -119,9 +119,8 @@
 // [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
 // ones), [Host.HTTPSEdgeConfig], [Host.HTTPSRouteConfig],
-// [Host.TLSEdgeConfig], [Host.TCPEdgeConfig], [Host.BackendTunnels],
-// [Host.ListHTTPSEdges] and [Host.WaitRevision] for edge proxies (package
-// proxy follows the change feed with them), [Host.CertificateOrders]
+// [Host.TLSEdgeConfig], [Host.TCPEdgeConfig] and
+// [Host.BackendTunnels] for edge proxies, [Host.CertificateOrders]
 // and the Report methods for a certificate manager.
 //
 // # Storage
