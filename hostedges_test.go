@@ -24,7 +24,10 @@ func TestListHTTPSEdges(t *testing.T) {
 		}
 		want = append(want, edgeplane.EdgeRef{AccountID: p.AccountID, ID: edge.ID})
 	}
-	if _, err := e.svc.CreateTLSEdge(e.ctx, e.user, edges.CreateEdgeParams{}); err != nil { // not listed
+	if _, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.user, want[0].ID, edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/"}); err != nil { // not listed
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil { // not listed
 		t.Fatal(err)
 	}
 	slices.Reverse(want)
