@@ -35,6 +35,11 @@
 //   - any other change (credentials, API keys, domains, events...) costs
 //     nothing.
 //
+// A rebuild keeps the routes' rate-limit counts: the Service's one policy
+// engine compiles each route's policy with the route ID as its scope
+// ([edgeplane.Host.HTTPSRouteConfig]), so the new policy counts on where
+// the old one stopped.
+//
 // Before reading what a page of changes names, the follower waits until
 // the Service's record cache has followed the feed as far
 // ([edgeplane.Host.WaitRevision]), so it never reads a cached document
