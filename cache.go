@@ -289,7 +289,9 @@ func (f *cacheFollower) advance(rev int64) {
 	}
 }
 
-// waitApplied waits until every change up to rev is applied, or ctx ends.
+// waitApplied waits until every change up to rev is applied, or ctx ends,
+// or the follower stops (the cache is bypassed from then on, so reads
+// reflect every change).
 func (f *cacheFollower) waitApplied(ctx context.Context, rev int64) error {
 	for {
 		f.mu.Lock()
@@ -300,6 +302,8 @@ func (f *cacheFollower) waitApplied(ctx context.Context, rev int64) error {
 		}
 		select {
 		case <-moved:
+		case <-f.done:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -183,6 +184,9 @@ func (s *Service) routeConfig(ctx context.Context, accountID string, r *edges.HT
 	}
 	c := edges.NewHTTPSRouteConfig(accountID, r)
 	c.TrafficPolicy = pol
+	if pol != nil {
+		c.IPPolicyIDs = slices.Compact(slices.Sorted(slices.Values(r.TrafficPolicy.IPPolicyIDs)))
+	}
 	return c, nil
 }
 

@@ -254,3 +254,37 @@ func (h *Host) Bootstrap(ctx context.Context, secret string) (*Bootstrapped, err
 // are written: a store of another format is refused too (failed
 // precondition), rather than misread.
 func (h *Host) CheckSealingKey(ctx context.Context) error { return h.s.checkSealingKey(ctx) }
+
+// EdgeRef names an edge of an account, as [Host.ListHTTPSEdges] lists it.
+type EdgeRef struct {
+	// AccountID owns the edge.
+	AccountID string
+	// ID identifies the edge.
+	ID string
+}
+
+// ListHTTPSEdges returns up to opts.Limit HTTPS edges (0 means
+// [MaxPageSize]) of every account, newest first, and the cursor of the
+// next page ("" on the last): what an edge proxy that serves every
+// account loads at start. It reads only the records' keys and decodes no
+// document. A host operation.
+func (h *Host) ListHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
+	return h.s.listHTTPSEdges(ctx, opts)
+}
+
+// WaitRevision waits until the Service's reads reflect every change of
+// the store up to revision (a [store.Change] Revision), or ctx ends. A
+// write through this Service is reflected before the write returns; a
+// write by another process (another Service on the same store) is
+// reflected once the Service's record cache has followed the change feed
+// past it. A host that follows the feed itself (an edge proxy) calls it
+// before reading what a change names, so that it never reads a cached
+// document older than the change. Without a record cache, or once
+// [Service.Close] has stopped it (reads then bypass it), it returns nil at
+// once.
+func (h *Host) WaitRevision(ctx context.Context, revision int64) error {
+	if h.s.cache == nil || h.s.cacheFollow == nil {
+		return nil
+	}
+	return h.s.cacheFollow.waitApplied(ctx, revision)
+}

@@ -153,6 +153,13 @@ type HTTPSRouteConfig struct {
 	// [NewHTTPSRouteConfig] leaves it nil: compiling needs the Service's
 	// policy engine, and the Service's configs fill it.
 	TrafficPolicy *policy.Policy
+	// IPPolicyIDs are the IP policies whose rules TrafficPolicy was
+	// compiled with (named by its restrict-ips actions),
+	// sorted and without repeats; empty when TrafficPolicy is nil. A proxy
+	// that caches the config rebuilds it when one of them, or one of their
+	// rules, changes. [NewHTTPSRouteConfig] leaves it nil, as it leaves
+	// TrafficPolicy.
+	IPPolicyIDs []string
 }
 
 // NewHTTPSRouteConfig returns the runtime form of a stored route.

@@ -1,0 +1,745 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"log/slog"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// Backoff bounds of the retries after a failed read of the store: the
+// first retry waits MinBackoff, each next one twice as long, up to
+// MaxBackoff.
+const (
+	MinBackoff = 100 * time.Millisecond
+	MaxBackoff = 10 * time.Second
+)
+
+// followPage is how many changes the follower reads at a time; the
+// changes of one page are applied together, so that a burst of writes
+// (tunnel renewals) costs one rebuild per edge, not one per write.
+const followPage = 256
+
+// compileChunk is how many edges apply compiles before it publishes
+// them.
+const compileChunk = 256
+
+// shardCount is the number of maps the edges are spread over: adding or
+// removing an edge copies one shard's map, not all of them.
+const shardCount = 64
+
+// Options configures [Configs]. The zero value means the documented
+// defaults.
+type Options struct {
+	// Logger receives warnings (the store is unreachable, an edge's
+	// config does not compile). Nil discards them.
+	Logger *slog.Logger
+	// Parallelism bounds how many edges are compiled at once. Zero means
+	// runtime.GOMAXPROCS(0).
+	Parallelism int
+	// After returns a channel that receives once d has passed: the timer
+	// of the retry backoff. Nil means time.After. Tests give a fake one.
+	After func(d time.Duration) <-chan time.Time
+
+	// Test hooks: Host.HTTPSEdgeConfig, Host.BackendTunnels and
+	// Host.WaitRevision when nil.
+	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
+	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	synced  func(ctx context.Context, rev int64) error
+}
+
+// Edge is the snapshot of one HTTPS edge: its compiled config and the
+// online tunnels of the backends its routes use. It is immutable: a
+// change makes a new Edge, so a reader may keep one for the whole of a
+// request. Do not modify it or anything it holds.
+type Edge struct {
+	// Config is the edge's routes in matching order, their modules and
+	// compiled traffic policies ([edgeplane.Host.HTTPSEdgeConfig]).
+	Config *edges.HTTPSEdgeConfig
+	// Tunnels holds, by backend ID, the online tunnels of each backend
+	// that a route of Config uses, newest first, as
+	// [edgeplane.Host.BackendTunnels] read them. A lease can end without
+	// a change in the store (until the reaper deletes the tunnel), so a
+	// user must still skip tunnels whose ExpiresAt has passed.
+	Tunnels map[string][]backends.Tunnel
+	// Revision is the store revision the snapshot was read at: it
+	// reflects every change up to it.
+	Revision int64
+}
+
+// Stats are counters of a [Configs] since it started.
+type Stats struct {
+	// Edges is the number of edges served now.
+	Edges int
+	// Compiles counts the edge configs read and compiled (attempts, failed
+	// ones included); TunnelRefreshes
+	// the snapshots rebuilt with new tunnel lists and the same config.
+	Compiles, TunnelRefreshes uint64
+	// Reloads counts full reloads after the feed was compacted past the
+	// applied revision (the initial load is not counted).
+	Reloads uint64
+	// Failures counts failed reads of the store (each is retried after
+	// a backoff); Dropped counts edges dropped because their config
+	// cannot be built from what is stored (a traffic policy that does not
+	// compile with this Service's engine).
+	Failures, Dropped uint64
+}
+
+// Configs keeps the runtime config of every HTTPS edge of every account
+// current: it loads them all when it starts, then follows the store's
+// change feed and rebuilds, in the background, only the edges a change
+// affects. See the package documentation. It is safe for concurrent use.
+type Configs struct {
+	host    *edgeplane.Host
+	feed    store.Feed
+	log     *slog.Logger
+	par     int
+	after   func(time.Duration) <-chan time.Time
+	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
+	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	synced  func(ctx context.Context, rev int64) error
+
+	seed   maphash.Seed
+	shards [shardCount]atomic.Pointer[map[string]*slot]
+	count  atomic.Int64
+
+	compiles, refreshes, reloads, failures, dropped atomic.Uint64
+
+	// Owned by the follower goroutine (and by New before it starts).
+	known      map[string]*tracked                   // by edge ID
+	byIPPolicy map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
+	byBackend  map[string]map[string]map[string]bool // account -> backend -> edge IDs
+
+	stop     context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+
+	mu      sync.Mutex
+	applied int64         // every change up to it is reflected
+	moved   chan struct{} // closed when applied moves
+}
+
+// slot holds the current snapshot of one edge; nil once the edge is gone.
+type slot struct{ p atomic.Pointer[Edge] }
+
+// tracked is what the follower knows of a published edge: where it is and
+// what its config depends on.
+type tracked struct {
+	account    string
+	slot       *slot
+	ipPolicies []string
+	backends   []string
+}
+
+// backendKey names a backend of an account.
+type backendKey struct{ account, id string }
+
+// pending is the work the changes read so far ask for.
+type pending struct {
+	compile map[string]string   // edge ID -> account: read and compile again
+	remove  map[string]string   // edge ID -> account: deleted
+	tunnels map[backendKey]bool // backends whose tunnel lists to read again
+	acctTun map[string]bool     // accounts with tunnel changes: all their used backends
+}
+
+func newPending() *pending {
+	return &pending{compile: map[string]string{}, remove: map[string]string{}, tunnels: map[backendKey]bool{}, acctTun: map[string]bool{}}
+}
+
+func (p *pending) empty() bool {
+	return len(p.compile) == 0 && len(p.remove) == 0 && len(p.tunnels) == 0 && len(p.acctTun) == 0
+}
+
+// New loads the config of every HTTPS edge of the store that feed is the
+// change feed of (the store host's Service reads), and starts following
+// the feed. It returns once every edge is loaded, or fails with the first
+// read of the store that failed (ctx bounds the load; it is not kept).
+// Edges whose config cannot be built from what is stored are left out
+// and logged. Call [Configs.Close] to stop following.
+func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
+	c := &Configs{
+		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
+		compile: opts.compile, tunnels: opts.tunnels, synced: opts.synced,
+		seed:  maphash.MakeSeed(),
+		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
+		done: make(chan struct{}), moved: make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.par <= 0 {
+		c.par = runtime.GOMAXPROCS(0)
+	}
+	if c.after == nil {
+		c.after = time.After
+	}
+	if c.compile == nil {
+		c.compile = host.HTTPSEdgeConfig
+	}
+	if c.tunnels == nil {
+		c.tunnels = host.BackendTunnels
+	}
+	if c.synced == nil {
+		c.synced = host.WaitRevision
+	}
+	for i := range c.shards {
+		c.shards[i].Store(&map[string]*slot{})
+	}
+	p := newPending()
+	rev, err := c.reload(ctx, p)
+	if err == nil {
+		err = c.apply(ctx, p, rev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.advance(rev)
+	fctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	go func() {
+		defer close(c.done)
+		c.follow(fctx, rev, p)
+	}()
+	return c, nil
+}
+
+// Close stops following the feed and waits for the follower to end. The
+// snapshots stay readable (and stop changing). It may be called more than
+// once.
+func (c *Configs) Close() {
+	c.stopOnce.Do(func() {
+		c.stop()
+		<-c.done
+	})
+}
+
+func (c *Configs) shard(edgeID string) *atomic.Pointer[map[string]*slot] {
+	return &c.shards[maphash.String(c.seed, edgeID)%shardCount]
+}
+
+// Edge returns the current snapshot of the HTTPS edge edgeID of the
+// account, or nil when the account has no such edge (or it is not loaded:
+// its config cannot be built). It never waits for a rebuild: a rebuild
+// in progress publishes its result when done, and until then Edge returns
+// the previous snapshot. It does not allocate.
+func (c *Configs) Edge(accountID, edgeID string) *Edge {
+	s := (*c.shard(edgeID).Load())[edgeID]
+	if s == nil {
+		return nil
+	}
+	e := s.p.Load()
+	if e == nil || e.Config.AccountID != accountID {
+		return nil
+	}
+	return e
+}
+
+// Revision returns the applied revision: every change of the feed up to
+// it is reflected in the snapshots.
+func (c *Configs) Revision() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.applied
+}
+
+// WaitRevision waits until every change of the feed up to rev is
+// reflected in the snapshots ([Configs.Revision] is at least rev), or ctx
+// ends (its error), or the Configs is closed before (a failed
+// precondition: the revision will never move). After a write through a
+// Service that returned, waiting for the feed's revision then makes the
+// write visible to [Configs.Edge].
+func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
+	for {
+		c.mu.Lock()
+		applied, moved := c.applied, c.moved
+		c.mu.Unlock()
+		if applied >= rev {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-c.done:
+			if c.Revision() >= rev {
+				return nil
+			}
+			return apierr.New(apierr.FailedPrecondition, "the edge configs are closed at revision %d; they will not reach revision %d", c.Revision(), rev)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Stats returns the counters.
+func (c *Configs) Stats() Stats {
+	return Stats{
+		Edges:    int(c.count.Load()),
+		Compiles: c.compiles.Load(), TunnelRefreshes: c.refreshes.Load(),
+		Reloads: c.reloads.Load(), Failures: c.failures.Load(), Dropped: c.dropped.Load(),
+	}
+}
+
+func (c *Configs) advance(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rev > c.applied {
+		c.applied = rev
+		close(c.moved)
+		c.moved = make(chan struct{})
+	}
+}
+
+// pause waits the backoff of the attempt-th consecutive failure, or until
+// ctx ends.
+func (c *Configs) pause(ctx context.Context, attempt int) {
+	d := MinBackoff
+	for i := 1; i < attempt && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, MaxBackoff)
+	select {
+	case <-c.after(d):
+	case <-ctx.Done():
+	}
+}
+
+// follow applies the feed's changes after rev, and the work p holds,
+// until ctx ends. Readers keep the snapshots published so far meanwhile:
+// a failed read of the store is retried after a backoff, and a compacted
+// feed makes a full reload, neither of them touching what is published
+// until it has something newer.
+func (c *Configs) follow(ctx context.Context, rev int64, p *pending) {
+	attempt := 0
+	fail := func(what string, err error) {
+		c.failures.Add(1)
+		attempt++
+		c.log.Warn("edge configs: "+what+"; serving the last configs read, retrying", "err", err, "attempt", attempt)
+		c.pause(ctx, attempt)
+	}
+	current := true
+	for ctx.Err() == nil {
+		if rev < 0 {
+			r, err := c.reload(ctx, p)
+			if err != nil {
+				if ctx.Err() == nil {
+					fail("cannot list the HTTPS edges", err)
+				}
+				continue
+			}
+			c.reloads.Add(1)
+			rev, current = r, false
+		}
+		if !p.empty() {
+			if err := c.apply(ctx, p, rev); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				fail("cannot rebuild edge configs", err)
+			} else {
+				attempt = 0
+			}
+		}
+		if p.empty() {
+			c.advance(rev)
+			if current {
+				_ = c.feed.Wait(ctx, rev) // an error: Changes says what it is
+			}
+		}
+		changes, err := c.feed.Changes(ctx, rev, followPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			var compacted *store.CompactedError
+			if errors.As(err, &compacted) {
+				// What changed between rev and the oldest change kept is
+				// unknown: read everything again, in the background.
+				rev = -1
+				continue
+			}
+			fail("cannot read the change feed", err)
+			continue
+		}
+		for _, ch := range changes {
+			c.note(p, ch)
+			rev = ch.Revision
+		}
+		current = len(changes) < followPage
+		if p.empty() {
+			attempt = 0
+		}
+	}
+}
+
+// note records in p the work a change asks for.
+func (c *Configs) note(p *pending, ch store.Change) {
+	a := ch.AccountID
+	switch ch.Kind {
+	case edgeplane.KindHTTPSEdge:
+		if ch.Op == store.OpDelete {
+			delete(p.compile, ch.ID)
+			p.remove[ch.ID] = a
+			return
+		}
+		p.compile[ch.ID] = a
+	case edgeplane.KindHTTPSEdgeRoute:
+		if _, gone := p.remove[ch.ParentID]; !gone {
+			p.compile[ch.ParentID] = a
+		}
+	case edgeplane.KindIPPolicy:
+		c.compileUsers(p, c.byIPPolicy[a][ch.ID], a)
+	case edgeplane.KindIPPolicyRule:
+		c.compileUsers(p, c.byIPPolicy[a][ch.ParentID], a)
+	case edgeplane.KindTunnelGroupBackend:
+		if c.byBackend[a][ch.ID] != nil {
+			p.tunnels[backendKey{a, ch.ID}] = true
+		}
+	case edgeplane.KindTunnel:
+		// A tunnel's labels say which backends select it, but the
+		// backends' labels are not kept here: every backend of the
+		// account that an edge uses reads its tunnels again, once per
+		// page of changes however many tunnels changed.
+		if c.byBackend[a] != nil {
+			p.acctTun[a] = true
+		}
+	}
+}
+
+func (c *Configs) compileUsers(p *pending, users map[string]bool, account string) {
+	for id := range users {
+		if _, gone := p.remove[id]; !gone {
+			p.compile[id] = account
+		}
+	}
+}
+
+// reload lists every HTTPS edge and puts in p the work of loading them
+// all again: each listed edge is compiled, each known one not listed is
+// removed. It returns the revision read before the listing: the listing,
+// and every read after it, reflects at least that revision.
+func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
+	rev, err := c.feed.Revision(ctx)
+	if err != nil {
+		return 0, err
+	}
+	listed := map[string]string{}
+	opts := edgeplane.ListOptions{}
+	for {
+		refs, next, err := c.host.ListHTTPSEdges(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range refs {
+			listed[r.ID] = r.AccountID
+		}
+		if next == "" {
+			break
+		}
+		opts.BeforeID = next
+	}
+	for id, t := range c.known {
+		if _, ok := listed[id]; !ok {
+			p.remove[id] = t.account
+		}
+	}
+	for id, a := range listed {
+		delete(p.remove, id)
+		p.compile[id] = a
+	}
+	// Every edge compiled reads its backends' tunnels again.
+	clear(p.tunnels)
+	clear(p.acctTun)
+	return rev, nil
+}
+
+// permanent reports whether err says that an edge's config cannot be
+// built from what is stored (retrying reads the same), rather than that
+// the store could not be read.
+func permanent(err error) bool {
+	switch apierr.CodeOf(err) {
+	case apierr.NotFound, apierr.FailedPrecondition, apierr.InvalidArgument, apierr.PermissionDenied:
+		return true
+	}
+	return false
+}
+
+// tunnelReads reads each backend's tunnels once per apply.
+type tunnelReads struct {
+	c    *Configs
+	mu   sync.Mutex
+	read map[backendKey][]backends.Tunnel
+}
+
+func (r *tunnelReads) get(ctx context.Context, k backendKey) ([]backends.Tunnel, error) {
+	r.mu.Lock()
+	ts, ok := r.read[k]
+	r.mu.Unlock()
+	if ok {
+		return ts, nil
+	}
+	ts, err := r.c.tunnels(ctx, k.account, k.id)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		// Deleted meanwhile (a route that uses a backend keeps it from
+		// being deleted, so the route is changing too): no tunnels.
+		ts, err = []backends.Tunnel{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.read[k] = ts
+	r.mu.Unlock()
+	return ts, nil
+}
+
+// built is the outcome of compiling one edge.
+type built struct {
+	id, account string
+	edge        *Edge
+	err         error
+}
+
+// apply does the work p holds, reading the store at rev or later, and
+// publishes each snapshot as soon as its work is done. Work that fails
+// for a reason other than what is stored stays in p, and apply returns
+// the first such error.
+func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
+	if err := c.synced(ctx, rev); err != nil {
+		return err
+	}
+	reads := &tunnelReads{c: c, read: map[backendKey][]backends.Tunnel{}}
+	var firstErr error
+	keep := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	adds := map[string]*slot{}
+	for id := range p.remove {
+		c.drop(id, adds)
+	}
+	clear(p.remove)
+
+	// Compile the edges, Parallelism at a time, and publish them a chunk
+	// at a time: a reload holds at most one chunk of new configs besides
+	// the published ones.
+	ids := slices.Sorted(maps.Keys(p.compile))
+	compiled := map[string]bool{}
+	for chunk := range slices.Chunk(ids, compileChunk) {
+		results := make([]built, len(chunk))
+		sem := make(chan struct{}, c.par)
+		var wg sync.WaitGroup
+		for i, id := range chunk {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				results[i] = c.build(ctx, reads, p.compile[id], id, rev)
+			}()
+		}
+		wg.Wait()
+		for _, b := range results {
+			switch {
+			case b.err == nil:
+				c.publish(b.id, b.account, b.edge, adds)
+				compiled[b.id] = true
+				delete(p.compile, b.id)
+			case permanent(b.err):
+				if apierr.CodeOf(b.err) != apierr.NotFound {
+					c.dropped.Add(1)
+					c.log.Error("edge configs: the config of an HTTPS edge cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
+				}
+				c.drop(b.id, adds)
+				delete(p.compile, b.id)
+			default:
+				keep(b.err)
+			}
+		}
+		c.setSlots(adds)
+		clear(adds)
+	}
+
+	// Tunnel lists of backends whose edges were not compiled.
+	for a := range p.acctTun {
+		for id := range c.byBackend[a] {
+			p.tunnels[backendKey{a, id}] = true
+		}
+	}
+	clear(p.acctTun)
+	refreshed := map[string]map[string][]backends.Tunnel{} // edge ID -> backend -> tunnels
+	for k := range p.tunnels {
+		users := c.byBackend[k.account][k.id]
+		needed := false
+		for id := range users {
+			needed = needed || !compiled[id]
+		}
+		if !needed {
+			delete(p.tunnels, k)
+			continue
+		}
+		ts, err := reads.get(ctx, k)
+		if err != nil {
+			keep(err)
+			continue
+		}
+		delete(p.tunnels, k)
+		for id := range users {
+			if compiled[id] {
+				continue
+			}
+			if refreshed[id] == nil {
+				refreshed[id] = map[string][]backends.Tunnel{}
+			}
+			refreshed[id][k.id] = ts
+		}
+	}
+	for id, lists := range refreshed {
+		t := c.known[id]
+		old := t.slot.p.Load()
+		e := &Edge{Config: old.Config, Tunnels: maps.Clone(old.Tunnels), Revision: rev}
+		maps.Copy(e.Tunnels, lists)
+		t.slot.p.Store(e)
+		c.refreshes.Add(1)
+	}
+	c.setSlots(adds)
+	return firstErr
+}
+
+// build reads and compiles one edge and its backends' tunnels.
+func (c *Configs) build(ctx context.Context, reads *tunnelReads, account, id string, rev int64) built {
+	b := built{id: id, account: account}
+	cfg, err := c.compile(ctx, account, id)
+	c.compiles.Add(1)
+	if err != nil {
+		b.err = err
+		return b
+	}
+	e := &Edge{Config: cfg, Tunnels: map[string][]backends.Tunnel{}, Revision: rev}
+	for _, r := range cfg.Routes {
+		if r.Backend == nil {
+			continue
+		}
+		if _, ok := e.Tunnels[r.Backend.BackendID]; ok {
+			continue
+		}
+		ts, err := reads.get(ctx, backendKey{account, r.Backend.BackendID})
+		if err != nil {
+			b.err = err
+			return b
+		}
+		e.Tunnels[r.Backend.BackendID] = ts
+	}
+	b.edge = e
+	return b
+}
+
+// publish makes e the snapshot of edge id and indexes what it depends on.
+// A new edge's slot goes to adds, published by setSlots.
+func (c *Configs) publish(id, account string, e *Edge, adds map[string]*slot) {
+	t := c.known[id]
+	if t == nil {
+		t = &tracked{account: account, slot: &slot{}}
+		c.known[id] = t
+		adds[id] = t.slot
+	}
+	c.unindex(id, t)
+	t.ipPolicies, t.backends = nil, nil
+	for _, r := range e.Config.Routes {
+		for _, p := range r.IPPolicyIDs {
+			if !slices.Contains(t.ipPolicies, p) {
+				t.ipPolicies = append(t.ipPolicies, p)
+			}
+		}
+		if r.Backend != nil && !slices.Contains(t.backends, r.Backend.BackendID) {
+			t.backends = append(t.backends, r.Backend.BackendID)
+		}
+	}
+	for _, p := range t.ipPolicies {
+		addEdge(c.byIPPolicy, account, p, id)
+	}
+	for _, b := range t.backends {
+		addEdge(c.byBackend, account, b, id)
+	}
+	t.slot.p.Store(e)
+}
+
+// drop removes edge id: its snapshot at once, its slot from the shards
+// with the next setSlots, and its index entries.
+func (c *Configs) drop(id string, slots map[string]*slot) {
+	t := c.known[id]
+	if t == nil {
+		return
+	}
+	c.unindex(id, t)
+	delete(c.known, id)
+	t.slot.p.Store(nil)
+	slots[id] = nil
+}
+
+// setSlots publishes the slots of new edges and removes those of dropped
+// ones (nil), copying each shard's map once.
+func (c *Configs) setSlots(slots map[string]*slot) {
+	byShard := map[*atomic.Pointer[map[string]*slot]][]string{}
+	for id := range slots {
+		sh := c.shard(id)
+		byShard[sh] = append(byShard[sh], id)
+	}
+	for sh, ids := range byShard {
+		m := maps.Clone(*sh.Load())
+		before := len(m)
+		for _, id := range ids {
+			if s := slots[id]; s != nil {
+				m[id] = s
+			} else {
+				delete(m, id)
+			}
+		}
+		sh.Store(&m)
+		c.count.Add(int64(len(m) - before))
+	}
+}
+
+func (c *Configs) unindex(id string, t *tracked) {
+	for _, p := range t.ipPolicies {
+		removeEdge(c.byIPPolicy, t.account, p, id)
+	}
+	for _, b := range t.backends {
+		removeEdge(c.byBackend, t.account, b, id)
+	}
+}
+
+func addEdge(idx map[string]map[string]map[string]bool, account, dep, edgeID string) {
+	byDep := idx[account]
+	if byDep == nil {
+		byDep = map[string]map[string]bool{}
+		idx[account] = byDep
+	}
+	users := byDep[dep]
+	if users == nil {
+		users = map[string]bool{}
+		byDep[dep] = users
+	}
+	users[edgeID] = true
+}
+
+func removeEdge(idx map[string]map[string]map[string]bool, account, dep, edgeID string) {
+	users := idx[account][dep]
+	delete(users, edgeID)
+	if len(users) == 0 {
+		delete(idx[account], dep)
+		if len(idx[account]) == 0 {
+			delete(idx, account)
+		}
+	}
+}
