@@ -132,9 +132,12 @@
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
 // ones), [Host.EdgeByHostport] (the edge that serves a host:port, by the
 // store's unique key of each edge hostport), [Host.HTTPSEdgeConfig],
-// [Host.HTTPSRouteConfig], [Host.TLSEdgeConfig], [Host.TCPEdgeConfig] and
-// [Host.BackendTunnels] for edge proxies, [Host.CertificateOrders]
-// and the Report methods for a certificate manager.
+// [Host.HTTPSRouteConfig], [Host.TLSEdgeConfig], [Host.TCPEdgeConfig],
+// [Host.BackendTunnels], [Host.ListHTTPSEdges] (every HTTPS edge across
+// accounts) and [Host.WaitRevision] (until this Service's caches have
+// applied a revision of the change feed) for edge proxies (package proxy
+// keeps their configs current), [Host.CertificateOrders] and the Report
+// methods for a certificate manager.
 //
 // # Storage
 //
