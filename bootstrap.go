@@ -13,31 +13,13 @@ import (
 
 // listAccounts is [Host.ListAccounts].
 func (s *Service) listAccounts(ctx context.Context, opts ListOptions) ([]Account, string, error) {
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = MaxPageSize
-	case limit < 1 || limit > MaxPageSize:
-		return nil, "", apierr.Invalidf("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
-	}
-	recs, err := s.store.List(ctx, store.Query{Kind: KindAccount, BeforeID: opts.BeforeID, Limit: limit + 1})
-	if err != nil {
-		return nil, "", s.storeErr(err, accountKind, "")
-	}
-	out := make([]Account, 0, min(len(recs), limit))
-	next := ""
-	for i, rec := range recs {
-		if i == limit {
-			next = recs[limit-1].ID
-			break
-		}
+	return hostList(ctx, s, accountKind, opts, func(rec store.Record) (Account, error) {
 		a, err := accountForm.decode(s, rec)
 		if err != nil {
-			return nil, "", err
+			return Account{}, err
 		}
-		out = append(out, *a)
-	}
-	return out, next, nil
+		return *a, nil
+	})
 }
 
 // Bootstrapped is what [Host.Bootstrap] found or made.
