@@ -500,7 +500,6 @@ type keyChecker struct {
 	dec     *json.Decoder
 	vs      apierr.Violations
 	omitted int
-	fields  map[reflect.Type]map[string]reflect.Type // jsonFields, once per type
 }
 
 var (
@@ -594,13 +593,7 @@ func (k *keyChecker) value(t reflect.Type, l location) error {
 	switch {
 	case t == nil:
 	case t.Kind() == reflect.Struct:
-		if fields = k.fields[t]; fields == nil {
-			fields = jsonFields(t)
-			if k.fields == nil {
-				k.fields = make(map[reflect.Type]map[string]reflect.Type)
-			}
-			k.fields[t] = fields
-		}
+		fields = fieldsOf(t)
 	case inMap:
 		elem = t.Elem()
 	}
@@ -635,6 +628,19 @@ func (k *keyChecker) value(t reflect.Type, l location) error {
 
 // jsonFields maps the JSON names of t's fields (including those of
 // embedded structs without a name of their own) to their types.
+// knownFields caches jsonFields by type: request types are a fixed set
+// (the route table's), so it is bounded by them.
+var knownFields sync.Map // reflect.Type -> map[string]reflect.Type
+
+// fieldsOf returns jsonFields(t), computed once per type.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := knownFields.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	f, _ := knownFields.LoadOrStore(t, jsonFields(t))
+	return f.(map[string]reflect.Type)
+}
+
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := make(map[string]reflect.Type)
 	for i := range t.NumField() {
