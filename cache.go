@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/edgeplane/edgeplane/internal/revwait"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -268,61 +271,45 @@ func (st invalidating) DeleteIf(ctx context.Context, kind store.Kind, accountID,
 	return st.Store.DeleteIf(ctx, kind, accountID, id, version)
 }
 
-// cacheFollower reads the change feed and invalidates what it shows.
+// cacheFollower reads the change feed and invalidates what it shows. It
+// holds what it needs, never the Service: a Service dropped without Close
+// is collected, and its cleanup (startCache) stops the follower.
 type cacheFollower struct {
-	stop context.CancelFunc
-	done chan struct{}
-
-	mu      sync.Mutex
-	applied int64         // every change up to it is applied
-	moved   chan struct{} // closed when applied moves
-}
-
-// advance records that every change up to rev is applied.
-func (f *cacheFollower) advance(rev int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if rev > f.applied {
-		f.applied = rev
-		close(f.moved)
-		f.moved = make(chan struct{})
-	}
+	store   store.Store
+	cache   *recordCache // nil when off
+	auth    *authCache   // nil when off
+	log     *slog.Logger
+	stop    context.CancelFunc
+	done    chan struct{}
+	applied revwait.Mark // every change up to it is applied
 }
 
 // waitApplied waits until every change up to rev is applied, or ctx ends,
 // or the follower stops (the cache is bypassed from then on, so reads
 // reflect every change).
 func (f *cacheFollower) waitApplied(ctx context.Context, rev int64) error {
-	for {
-		f.mu.Lock()
-		applied, moved := f.applied, f.moved
-		f.mu.Unlock()
-		if applied >= rev {
-			return nil
-		}
-		select {
-		case <-moved:
-		case <-f.done:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := f.applied.Wait(ctx, rev, f.done); err != nil && !errors.Is(err, revwait.ErrStopped) {
+		return err
 	}
+	return nil
 }
 
 // startCache starts the goroutine that keeps the record cache and the
-// authentication cache true to writes made by other processes.
+// authentication cache true to writes made by other processes. It stops
+// with [Service.Close], or when the Service is garbage collected without
+// one (a test or a short-lived host that never closes it leaks nothing).
 func (s *Service) startCache() {
 	if s.cache == nil && s.auth == nil {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	f := &cacheFollower{stop: stop, done: make(chan struct{}), moved: make(chan struct{})}
+	f := &cacheFollower{store: s.store, cache: s.cache, auth: s.auth, log: s.log, stop: stop, done: make(chan struct{})}
 	s.cacheFollow = f
 	go func() {
 		defer close(f.done)
-		s.followForCache(ctx, f)
+		f.follow(ctx)
 	}()
+	runtime.AddCleanup(s, func(stop context.CancelFunc) { stop() }, stop)
 }
 
 // stopCache stops the cache's follower and waits for it; the cache is
@@ -334,11 +321,11 @@ func (s *Service) stopCache() {
 	}
 }
 
-// followForCache is the cache's follower: it invalidates every change
-// after the revision it starts at, and keeps the cache bypassed while it
-// is not current.
-func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
-	c := s.cache
+// follow is the cache's follower: it invalidates every change after the
+// revision it starts at, and keeps the cache bypassed while it is not
+// current.
+func (f *cacheFollower) follow(ctx context.Context) {
+	c := f.cache
 	defer func() {
 		if c != nil {
 			c.flush()
@@ -347,14 +334,14 @@ func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
 	rev := int64(-1)
 	for ctx.Err() == nil {
 		if rev < 0 {
-			r, err := s.store.Revision(ctx)
+			r, err := f.store.Revision(ctx)
 			if err != nil {
-				s.pause(ctx)
+				pause(ctx)
 				continue
 			}
 			rev = r
 		}
-		changes, err := s.store.Changes(ctx, rev, followPage)
+		changes, err := f.store.Changes(ctx, rev, followPage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -365,14 +352,14 @@ func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
 			if c != nil {
 				c.flush()
 			}
-			s.auth.clear()
+			f.auth.clear()
 			var compacted *store.CompactedError
 			if errors.As(err, &compacted) {
 				rev = -1
 				continue
 			}
-			s.log.Warn("record cache: cannot read the change feed; reads go to the store until it answers", "err", err)
-			s.pause(ctx)
+			f.log.Warn("record cache: cannot read the change feed; reads go to the store until it answers", "err", err)
+			pause(ctx)
 			continue
 		}
 		for _, ch := range changes {
@@ -386,14 +373,14 @@ func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
 			if c != nil {
 				c.invalidate(recordKey{ch.Kind, ch.AccountID, ch.ID}, ch.Op == store.OpDelete)
 			}
-			s.forgetAuth(ch)
+			f.forgetAuth(ch)
 		}
 		if len(changes) < followPage {
 			if c != nil {
 				c.ready.Store(true) // current: every change up to rev is applied
 			}
-			f.advance(rev)
-			_ = s.store.Wait(ctx, rev)
+			f.applied.Advance(rev)
+			_ = f.store.Wait(ctx, rev)
 		}
 	}
 }
@@ -401,11 +388,11 @@ func (s *Service) followForCache(ctx context.Context, f *cacheFollower) {
 // forgetAuth drops the cached authentications a change may end: those of
 // a changed or deleted API key, and all of them when a user or bot changes
 // (rare: an admin flag or a deactivation).
-func (s *Service) forgetAuth(ch store.Change) {
+func (f *cacheFollower) forgetAuth(ch store.Change) {
 	switch ch.Kind {
 	case KindAPIKey:
-		s.auth.forget(ch.ID)
+		f.auth.forget(ch.ID)
 	case KindUser, KindBot, KindAccount:
-		s.auth.clear()
+		f.auth.clear()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -305,5 +306,28 @@ func TestAuthRevokedAtOnce(t *testing.T) {
 	}
 	if _, err := e.svc.Authenticate(e.ctx, *botKey.Token); !errors.Is(err, apierr.ErrUnauthenticated) {
 		t.Errorf("a key of a bot deactivated through this Service: %v", err)
+	}
+}
+
+// TestCacheFollowerStopsWithAnUnclosedService: a Service dropped without
+// Close is collected, and its cache follower goroutine ends with it.
+func TestCacheFollowerStopsWithAnUnclosedService(t *testing.T) {
+	done := func() <-chan struct{} {
+		svc := New(memstore.New(), Options{})
+		return svc.cacheFollow.done
+	}()
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-done:
+			return
+		default:
+			runtime.Gosched()
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cache follower of a collected Service is still running")
 	}
 }

@@ -99,7 +99,7 @@ func (s *Service) followChanges(ctx, waitCtx context.Context, f *follower, rev i
 				if waitCtx.Err() != nil {
 					return // stopping: nothing was known to report
 				}
-				s.pause(waitCtx)
+				pause(waitCtx)
 				continue
 			}
 			rev = r
@@ -121,7 +121,7 @@ func (s *Service) followChanges(ctx, waitCtx context.Context, f *follower, rev i
 				return
 			}
 			s.log.Error("event delivery: cannot read the change feed; retrying", "err", err)
-			s.pause(ctx) // while stopping too: what was committed before Close is still owed
+			pause(ctx) // while stopping too: what was committed before Close is still owed
 			continue
 		}
 		for _, c := range changes {
@@ -142,7 +142,7 @@ func (s *Service) followChanges(ctx, waitCtx context.Context, f *follower, rev i
 }
 
 // pause waits followRetry or until ctx ends.
-func (s *Service) pause(ctx context.Context) {
+func pause(ctx context.Context) {
 	t := time.NewTimer(followRetry)
 	defer t.Stop()
 	select {

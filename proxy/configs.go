@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/revwait"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -126,9 +127,7 @@ type Configs struct {
 	done     chan struct{}
 	stopOnce sync.Once
 
-	mu      sync.Mutex
-	applied int64         // every change up to it is reflected
-	moved   chan struct{} // closed when applied moves
+	applied revwait.Mark // every change up to it is reflected
 }
 
 // slot holds the current snapshot of one edge; nil once the edge is gone.
@@ -174,7 +173,7 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 		compile: opts.compile, tunnels: opts.tunnels, synced: opts.synced,
 		seed:  maphash.MakeSeed(),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
-		done: make(chan struct{}), moved: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -248,11 +247,7 @@ func (c *Configs) Edge(accountID, edgeID string) *Edge {
 
 // Revision returns the applied revision: every change of the feed up to
 // it is reflected in the snapshots.
-func (c *Configs) Revision() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.applied
-}
+func (c *Configs) Revision() int64 { return c.applied.Load() }
 
 // WaitRevision waits until every change of the feed up to rev is
 // reflected in the snapshots ([Configs.Revision] is at least rev), or ctx
@@ -261,24 +256,11 @@ func (c *Configs) Revision() int64 {
 // Service that returned, waiting for the feed's revision then makes the
 // write visible to [Configs.Edge].
 func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
-	for {
-		c.mu.Lock()
-		applied, moved := c.applied, c.moved
-		c.mu.Unlock()
-		if applied >= rev {
-			return nil
-		}
-		select {
-		case <-moved:
-		case <-c.done:
-			if c.Revision() >= rev {
-				return nil
-			}
-			return apierr.New(apierr.FailedPrecondition, "the edge configs are closed at revision %d; they will not reach revision %d", c.Revision(), rev)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	err := c.applied.Wait(ctx, rev, c.done)
+	if errors.Is(err, revwait.ErrStopped) {
+		return apierr.New(apierr.FailedPrecondition, "the edge configs are closed at revision %d; they will not reach revision %d", c.Revision(), rev)
 	}
+	return err
 }
 
 // Stats returns the counters.
@@ -290,15 +272,7 @@ func (c *Configs) Stats() Stats {
 	}
 }
 
-func (c *Configs) advance(rev int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if rev > c.applied {
-		c.applied = rev
-		close(c.moved)
-		c.moved = make(chan struct{})
-	}
-}
+func (c *Configs) advance(rev int64) { c.applied.Advance(rev) }
 
 // pause waits the backoff of the attempt-th consecutive failure, or until
 // ctx ends.
