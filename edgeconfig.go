@@ -93,7 +93,8 @@ func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, route
 
 // httpsEdgeConfig is [Host.HTTPSEdgeConfig].
 func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
-	if _, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm, edgeID); err != nil {
+	e, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm, edgeID)
+	if err != nil {
 		return nil, err
 	}
 	recs, err := s.listCapped(ctx, accountID, httpsRouteKind, edgeID, edges.MaxRoutesPerEdge)
@@ -112,7 +113,9 @@ func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string)
 		}
 		routes = append(routes, c)
 	}
-	return edges.NewHTTPSEdgeConfig(accountID, edgeID, routes), nil
+	c := edges.NewHTTPSEdgeConfig(accountID, edgeID, routes)
+	c.Hostports = slices.Clone(e.Hostports)
+	return c, nil
 }
 
 // tcpEdgeConfig is [Host.TCPEdgeConfig].

@@ -239,3 +239,46 @@ func (s *Service) edgeByHostport(ctx context.Context, hostport string) (*Hostpor
 func (h *Host) EdgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
 	return h.s.edgeByHostport(ctx, hostport)
 }
+
+// HostCertificate is the TLS certificate an edge server presents for a
+// host: see [Host.HostCertificate].
+type HostCertificate struct {
+	// DomainID is the reserved domain that serves the host: the domain
+	// named host, else the wildcard domain that covers it.
+	DomainID string
+	// CertificateID is the domain's TLS certificate.
+	CertificateID string
+	// CertificatePEM is the chain, leaf first; KeyPEM its private key.
+	CertificatePEM, KeyPEM string
+}
+
+// HostCertificate returns the certificate that an edge server terminating
+// TLS for host (a name an edge of the account serves, without port)
+// presents: the certificate of the account's reserved domain that serves
+// host, as [Host.EdgeByHostport] resolves it (the domain named host, else
+// the wildcard domain that covers it). It fails with not-found when no
+// reserved domain of the account serves host, or the domain has no
+// certificate (none attached, none issued yet). A host operation: the key
+// is never in an API response.
+func (h *Host) HostCertificate(ctx context.Context, accountID, host string) (*HostCertificate, error) {
+	s := h.s
+	id, ok, err := s.reservedDomainOf(ctx, accountID, strings.ToLower(host))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierr.NotFoundf("no reserved domain of the account serves %s", host)
+	}
+	d, err := s.hostDomain(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Certificate == nil {
+		return nil, apierr.NotFoundf("the reserved domain %s has no TLS certificate", d.Domain)
+	}
+	certPEM, keyPEM, err := s.tlsCertificateKeyPair(ctx, accountID, d.Certificate.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &HostCertificate{DomainID: id, CertificateID: d.Certificate.ID, CertificatePEM: certPEM, KeyPEM: keyPEM}, nil
+}

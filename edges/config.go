@@ -194,6 +194,11 @@ type HTTPSEdgeConfig struct {
 	AccountID string
 	// EdgeID identifies the edge.
 	EdgeID string
+	// Hostports are the host:port addresses the edge serves, in canonical
+	// form ([ParseHostport]); an edge proxy routes a request to the edge
+	// by the hostport it was addressed to. [NewHTTPSEdgeConfig] leaves it
+	// nil; the Service's configs fill it.
+	Hostports []string
 	// Routes are tried in order: exact_path routes first, then path_prefix
 	// routes from the longest match to the shortest (ties by route ID).
 	// Treat it as read-only: [HTTPSEdgeConfig.Route] uses an index built

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
-	"hash/maphash"
 	"log/slog"
 	"maps"
 	"runtime"
@@ -54,10 +54,11 @@ type Options struct {
 	// of the retry backoff. Nil means time.After. Tests give a fake one.
 	After func(d time.Duration) <-chan time.Time
 
-	// Test hooks: Host.HTTPSEdgeConfig, Host.BackendTunnels and
-	// Host.WaitRevision when nil.
+	// Test hooks: Host.HTTPSEdgeConfig, Host.BackendTunnels,
+	// Host.HostCertificate and Host.WaitRevision when nil.
 	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
 	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	certs   func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
 	synced  func(ctx context.Context, rev int64) error
 }
 
@@ -75,9 +76,18 @@ type Edge struct {
 	// a change in the store (until the reaper deletes the tunnel), so a
 	// user must still skip tunnels whose ExpiresAt has passed.
 	Tunnels map[string][]backends.Tunnel
+	// Certificates holds, by host (the host of a hostport of Config,
+	// wildcards as "*.example.com"), the TLS certificate of the reserved
+	// domain that serves it ([edgeplane.Host.HostCertificate]), parsed,
+	// with Leaf set. A host whose domain has no certificate (or one that
+	// does not parse) is absent: TLS for it fails the handshake.
+	Certificates map[string]*tls.Certificate
 	// Revision is the store revision the snapshot was read at: it
 	// reflects every change up to it.
 	Revision int64
+
+	// routes is the pipeline of each route of Config, by route ID.
+	routes map[string]*route
 }
 
 // Stats are counters of a [Configs] since it started.
@@ -110,11 +120,14 @@ type Configs struct {
 	after   func(time.Duration) <-chan time.Time
 	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
 	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	certs   func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
 	synced  func(ctx context.Context, rev int64) error
 
-	seed   maphash.Seed
-	shards [shardCount]atomic.Pointer[map[string]*slot]
-	count  atomic.Int64
+	// The published tables: edges by ID, by hostport (exact or
+	// wildcard, as the edge lists it), and by host for TLS (any edge of
+	// the host's account that serves it: they share its certificate).
+	edges, hostports, hosts *table
+	count                   atomic.Int64
 
 	compiles, refreshes, reloads, failures, dropped atomic.Uint64
 
@@ -122,6 +135,10 @@ type Configs struct {
 	known      map[string]*tracked                   // by edge ID
 	byIPPolicy map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
 	byBackend  map[string]map[string]map[string]bool // account -> backend -> edge IDs
+	byAccount  map[string]map[string]bool            // account -> edge IDs
+	hostportOf map[string]string                     // hostport -> edge ID serving it
+	hostUsers  map[string]map[string]bool            // host -> edge IDs serving it
+	hostOf     map[string]string                     // host -> the edge whose slot the hosts table has
 
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -140,6 +157,8 @@ type tracked struct {
 	slot       *slot
 	ipPolicies []string
 	backends   []string
+	hostports  []string
+	hosts      []string
 }
 
 // backendKey names a backend of an account.
@@ -151,14 +170,16 @@ type pending struct {
 	remove  map[string]string   // edge ID -> account: deleted
 	tunnels map[backendKey]bool // backends whose tunnel lists to read again
 	acctTun map[string]bool     // accounts with tunnel changes: all their used backends
+	acctDom map[string]bool     // accounts with reserved domain changes: their edges' certificates
 }
 
 func newPending() *pending {
-	return &pending{compile: map[string]string{}, remove: map[string]string{}, tunnels: map[backendKey]bool{}, acctTun: map[string]bool{}}
+	return &pending{compile: map[string]string{}, remove: map[string]string{}, tunnels: map[backendKey]bool{},
+		acctTun: map[string]bool{}, acctDom: map[string]bool{}}
 }
 
 func (p *pending) empty() bool {
-	return len(p.compile) == 0 && len(p.remove) == 0 && len(p.tunnels) == 0 && len(p.acctTun) == 0
+	return len(p.compile) == 0 && len(p.remove) == 0 && len(p.tunnels) == 0 && len(p.acctTun) == 0 && len(p.acctDom) == 0
 }
 
 // New loads the config of every HTTPS edge of the store that feed is the
@@ -170,9 +191,10 @@ func (p *pending) empty() bool {
 func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
-		compile: opts.compile, tunnels: opts.tunnels, synced: opts.synced,
-		seed:  maphash.MakeSeed(),
+		compile: opts.compile, tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced,
+		edges: newTable(), hostports: newTable(), hosts: newTable(),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
+		byAccount: map[string]map[string]bool{}, hostportOf: map[string]string{}, hostUsers: map[string]map[string]bool{}, hostOf: map[string]string{},
 		done: make(chan struct{}),
 	}
 	if c.log == nil {
@@ -190,11 +212,11 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	if c.tunnels == nil {
 		c.tunnels = host.BackendTunnels
 	}
+	if c.certs == nil {
+		c.certs = host.HostCertificate
+	}
 	if c.synced == nil {
 		c.synced = host.WaitRevision
-	}
-	for i := range c.shards {
-		c.shards[i].Store(&map[string]*slot{})
 	}
 	p := newPending()
 	rev, err := c.reload(ctx, p)
@@ -224,17 +246,13 @@ func (c *Configs) Close() {
 	})
 }
 
-func (c *Configs) shard(edgeID string) *atomic.Pointer[map[string]*slot] {
-	return &c.shards[maphash.String(c.seed, edgeID)%shardCount]
-}
-
 // Edge returns the current snapshot of the HTTPS edge edgeID of the
 // account, or nil when the account has no such edge (or it is not loaded:
 // its config cannot be built). It never waits for a rebuild: a rebuild
 // in progress publishes its result when done, and until then Edge returns
 // the previous snapshot. It does not allocate.
 func (c *Configs) Edge(accountID, edgeID string) *Edge {
-	s := (*c.shard(edgeID).Load())[edgeID]
+	s := c.edges.get(edgeID)
 	if s == nil {
 		return nil
 	}
@@ -379,6 +397,14 @@ func (c *Configs) note(p *pending, ch store.Change) {
 		if c.byBackend[a][ch.ID] != nil {
 			p.tunnels[backendKey{a, ch.ID}] = true
 		}
+	case edgeplane.KindReservedDomain:
+		// A domain's certificate changed (attached, detached, issued), or
+		// a domain appeared that serves a host more closely than a
+		// wildcard: the certificates of the account's edges are read
+		// again, once per page of changes.
+		if c.byAccount[a] != nil {
+			p.acctDom[a] = true
+		}
 	case edgeplane.KindTunnel:
 		// A tunnel's labels say which backends select it, but the
 		// backends' labels are not kept here: every backend of the
@@ -431,9 +457,11 @@ func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
 		delete(p.remove, id)
 		p.compile[id] = a
 	}
-	// Every edge compiled reads its backends' tunnels again.
+	// Every edge compiled reads its backends' tunnels and its
+	// certificates again.
 	clear(p.tunnels)
 	clear(p.acctTun)
+	clear(p.acctDom)
 	return rev, nil
 }
 
@@ -448,16 +476,23 @@ func permanent(err error) bool {
 	return false
 }
 
-// tunnelReads reads each backend's tunnels once per apply.
-type tunnelReads struct {
-	c    *Configs
-	mu   sync.Mutex
-	read map[backendKey][]backends.Tunnel
+// reads caches, for one apply, the tunnels of each backend and the
+// certificate of each host it read, so that edges sharing them read them
+// once.
+type reads struct {
+	c       *Configs
+	mu      sync.Mutex
+	tunnels map[backendKey][]backends.Tunnel
+	certs   map[backendKey]*tls.Certificate // {account, host}; nil: none
 }
 
-func (r *tunnelReads) get(ctx context.Context, k backendKey) ([]backends.Tunnel, error) {
+func newReads(c *Configs) *reads {
+	return &reads{c: c, tunnels: map[backendKey][]backends.Tunnel{}, certs: map[backendKey]*tls.Certificate{}}
+}
+
+func (r *reads) tunnelsOf(ctx context.Context, k backendKey) ([]backends.Tunnel, error) {
 	r.mu.Lock()
-	ts, ok := r.read[k]
+	ts, ok := r.tunnels[k]
 	r.mu.Unlock()
 	if ok {
 		return ts, nil
@@ -472,9 +507,38 @@ func (r *tunnelReads) get(ctx context.Context, k backendKey) ([]backends.Tunnel,
 		return nil, err
 	}
 	r.mu.Lock()
-	r.read[k] = ts
+	r.tunnels[k] = ts
 	r.mu.Unlock()
 	return ts, nil
+}
+
+// certOf returns the parsed certificate of a host of an account, nil
+// when it has none (no certificate, or one that does not parse: logged).
+func (r *reads) certOf(ctx context.Context, k backendKey) (*tls.Certificate, error) {
+	r.mu.Lock()
+	cert, ok := r.certs[k]
+	r.mu.Unlock()
+	if ok {
+		return cert, nil
+	}
+	hc, err := r.c.certs(ctx, k.account, k.id)
+	switch {
+	case err == nil:
+		pair, perr := tls.X509KeyPair([]byte(hc.CertificatePEM), []byte(hc.KeyPEM))
+		if perr != nil {
+			r.c.log.Error("edge configs: the TLS certificate of a host does not load; TLS for it fails", "account", k.account, "host", k.id, "certificate", hc.CertificateID, "err", perr)
+			break
+		}
+		cert = &pair
+	case permanent(err):
+		// No certificate: the host is served without TLS only.
+	default:
+		return nil, err
+	}
+	r.mu.Lock()
+	r.certs[k] = cert
+	r.mu.Unlock()
+	return cert, nil
 }
 
 // built is the outcome of compiling one edge.
@@ -482,6 +546,24 @@ type built struct {
 	id, account string
 	edge        *Edge
 	err         error
+}
+
+// updates are the table changes of one apply, published together by
+// flush: a new slot or nil (removed) by key.
+type updates struct{ edges, hostports, hosts map[string]*slot }
+
+func newUpdates() *updates {
+	return &updates{edges: map[string]*slot{}, hostports: map[string]*slot{}, hosts: map[string]*slot{}}
+}
+
+// flush publishes u's changes and empties it.
+func (c *Configs) flush(u *updates) {
+	c.count.Add(int64(c.edges.set(u.edges)))
+	c.hostports.set(u.hostports)
+	c.hosts.set(u.hosts)
+	clear(u.edges)
+	clear(u.hostports)
+	clear(u.hosts)
 }
 
 // apply does the work p holds, reading the store at rev or later, and
@@ -492,16 +574,16 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	if err := c.synced(ctx, rev); err != nil {
 		return err
 	}
-	reads := &tunnelReads{c: c, read: map[backendKey][]backends.Tunnel{}}
+	rd := newReads(c)
 	var firstErr error
 	keep := func(err error) {
 		if firstErr == nil {
 			firstErr = err
 		}
 	}
-	adds := map[string]*slot{}
+	u := newUpdates()
 	for id := range p.remove {
-		c.drop(id, adds)
+		c.drop(id, u)
 	}
 	clear(p.remove)
 
@@ -519,14 +601,14 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				results[i] = c.build(ctx, reads, p.compile[id], id, rev)
+				results[i] = c.build(ctx, rd, p.compile[id], id, rev)
 			}()
 		}
 		wg.Wait()
 		for _, b := range results {
 			switch {
 			case b.err == nil:
-				c.publish(b.id, b.account, b.edge, adds)
+				c.publish(b.id, b.account, b.edge, u)
 				compiled[b.id] = true
 				delete(p.compile, b.id)
 			case permanent(b.err):
@@ -534,24 +616,34 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 					c.dropped.Add(1)
 					c.log.Error("edge configs: the config of an HTTPS edge cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
 				}
-				c.drop(b.id, adds)
+				c.drop(b.id, u)
 				delete(p.compile, b.id)
 			default:
 				keep(b.err)
 			}
 		}
-		c.setSlots(adds)
-		clear(adds)
+		c.flush(u)
 	}
 
-	// Tunnel lists of backends whose edges were not compiled.
+	// Edges not compiled whose tunnels or certificates changed get a new
+	// snapshot with the same config.
 	for a := range p.acctTun {
 		for id := range c.byBackend[a] {
 			p.tunnels[backendKey{a, id}] = true
 		}
 	}
 	clear(p.acctTun)
-	refreshed := map[string]map[string][]backends.Tunnel{} // edge ID -> backend -> tunnels
+	type refresh struct {
+		tunnels map[string][]backends.Tunnel // by backend
+		certs   bool
+	}
+	refreshed := map[string]*refresh{} // by edge ID
+	get := func(id string) *refresh {
+		if refreshed[id] == nil {
+			refreshed[id] = &refresh{tunnels: map[string][]backends.Tunnel{}}
+		}
+		return refreshed[id]
+	}
 	for k := range p.tunnels {
 		users := c.byBackend[k.account][k.id]
 		needed := false
@@ -562,36 +654,71 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 			delete(p.tunnels, k)
 			continue
 		}
-		ts, err := reads.get(ctx, k)
+		ts, err := rd.tunnelsOf(ctx, k)
 		if err != nil {
 			keep(err)
 			continue
 		}
 		delete(p.tunnels, k)
 		for id := range users {
-			if compiled[id] {
-				continue
+			if !compiled[id] {
+				get(id).tunnels[k.id] = ts
 			}
-			if refreshed[id] == nil {
-				refreshed[id] = map[string][]backends.Tunnel{}
-			}
-			refreshed[id][k.id] = ts
 		}
 	}
-	for id, lists := range refreshed {
+	for a := range p.acctDom {
+		for id := range c.byAccount[a] {
+			if !compiled[id] && len(c.known[id].hosts) > 0 {
+				get(id).certs = true
+			}
+		}
+	}
+	failedCerts := false
+	for id, r := range refreshed {
 		t := c.known[id]
 		old := t.slot.p.Load()
-		e := &Edge{Config: old.Config, Tunnels: maps.Clone(old.Tunnels), Revision: rev}
-		maps.Copy(e.Tunnels, lists)
-		t.slot.p.Store(e)
+		tunnels := old.Tunnels
+		if len(r.tunnels) > 0 {
+			tunnels = maps.Clone(old.Tunnels)
+			maps.Copy(tunnels, r.tunnels)
+		}
+		certs := old.Certificates
+		if r.certs {
+			var err error
+			if certs, err = c.readCerts(ctx, rd, t.account, t.hosts); err != nil {
+				keep(err)
+				failedCerts = true
+				certs = old.Certificates
+			}
+		}
+		t.slot.p.Store(newEdge(old.Config, tunnels, certs, rev, old))
 		c.refreshes.Add(1)
 	}
-	c.setSlots(adds)
+	if !failedCerts {
+		clear(p.acctDom)
+	}
+	c.flush(u)
 	return firstErr
 }
 
-// build reads and compiles one edge and its backends' tunnels.
-func (c *Configs) build(ctx context.Context, reads *tunnelReads, account, id string, rev int64) built {
+// readCerts reads the certificates of an edge's hosts.
+func (c *Configs) readCerts(ctx context.Context, rd *reads, account string, hosts []string) (map[string]*tls.Certificate, error) {
+	certs := make(map[string]*tls.Certificate, len(hosts))
+	for _, h := range hosts {
+		cert, err := rd.certOf(ctx, backendKey{account, h})
+		if err != nil {
+			return nil, err
+		}
+		if cert != nil {
+			certs[h] = cert
+		}
+	}
+	return certs, nil
+}
+
+// build reads and compiles one edge, its backends' tunnels and its hosts'
+// certificates.
+func (c *Configs) build(ctx context.Context, rd *reads, account, id string, rev int64) built {
 	b := built{id: id, account: account}
 	cfg, err := c.compile(ctx, account, id)
 	c.compiles.Add(1)
@@ -599,33 +726,54 @@ func (c *Configs) build(ctx context.Context, reads *tunnelReads, account, id str
 		b.err = err
 		return b
 	}
-	e := &Edge{Config: cfg, Tunnels: map[string][]backends.Tunnel{}, Revision: rev}
+	tunnels := map[string][]backends.Tunnel{}
 	for _, r := range cfg.Routes {
 		if r.Backend == nil {
 			continue
 		}
-		if _, ok := e.Tunnels[r.Backend.BackendID]; ok {
+		if _, ok := tunnels[r.Backend.BackendID]; ok {
 			continue
 		}
-		ts, err := reads.get(ctx, backendKey{account, r.Backend.BackendID})
+		ts, err := rd.tunnelsOf(ctx, backendKey{account, r.Backend.BackendID})
 		if err != nil {
 			b.err = err
 			return b
 		}
-		e.Tunnels[r.Backend.BackendID] = ts
+		tunnels[r.Backend.BackendID] = ts
 	}
-	b.edge = e
+	certs, err := c.readCerts(ctx, rd, account, hostsOf(cfg.Hostports))
+	if err != nil {
+		b.err = err
+		return b
+	}
+	b.edge = newEdge(cfg, tunnels, certs, rev, nil)
 	return b
 }
 
-// publish makes e the snapshot of edge id and indexes what it depends on.
-// A new edge's slot goes to adds, published by setSlots.
-func (c *Configs) publish(id, account string, e *Edge, adds map[string]*slot) {
+// hostsOf returns the hosts of hostports, without repeats.
+func hostsOf(hostports []string) []string {
+	var hosts []string
+	for _, hp := range hostports {
+		if h := edges.HostportHost(hp); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// publish makes e the snapshot of edge id and indexes what it depends on
+// and the hostports and hosts it serves. A new edge's slot, and the
+// hostport and host table changes, go to u.
+func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	t := c.known[id]
 	if t == nil {
 		t = &tracked{account: account, slot: &slot{}}
 		c.known[id] = t
-		adds[id] = t.slot
+		u.edges[id] = t.slot
+		if c.byAccount[account] == nil {
+			c.byAccount[account] = map[string]bool{}
+		}
+		c.byAccount[account][id] = true
 	}
 	c.unindex(id, t)
 	t.ipPolicies, t.backends = nil, nil
@@ -645,43 +793,77 @@ func (c *Configs) publish(id, account string, e *Edge, adds map[string]*slot) {
 	for _, b := range t.backends {
 		addEdge(c.byBackend, account, b, id)
 	}
+	// The snapshot first, then the tables: a reader that finds the slot
+	// by a new hostport finds the edge that serves it.
 	t.slot.p.Store(e)
+	c.serve(id, t, e.Config.Hostports, u)
 }
 
-// drop removes edge id: its snapshot at once, its slot from the shards
-// with the next setSlots, and its index entries.
-func (c *Configs) drop(id string, slots map[string]*slot) {
+// serve makes the hostport and host tables send edge id's hostports to
+// its slot and drop the ones it no longer serves (unless another edge
+// took them meanwhile).
+func (c *Configs) serve(id string, t *tracked, hostports []string, u *updates) {
+	for _, hp := range t.hostports {
+		if !slices.Contains(hostports, hp) && c.hostportOf[hp] == id {
+			delete(c.hostportOf, hp)
+			u.hostports[hp] = nil
+		}
+	}
+	for _, hp := range hostports {
+		if c.hostportOf[hp] != id {
+			c.hostportOf[hp] = id
+			u.hostports[hp] = t.slot
+		}
+	}
+	hosts := hostsOf(hostports)
+	for _, h := range t.hosts {
+		if slices.Contains(hosts, h) {
+			continue
+		}
+		users := c.hostUsers[h]
+		delete(users, id)
+		if c.hostOf[h] == id {
+			delete(c.hostOf, h)
+			u.hosts[h] = nil
+			for other := range users { // another edge serves the host too
+				c.hostOf[h] = other
+				u.hosts[h] = c.known[other].slot
+				break
+			}
+		}
+		if len(users) == 0 {
+			delete(c.hostUsers, h)
+		}
+	}
+	for _, h := range hosts {
+		if c.hostUsers[h] == nil {
+			c.hostUsers[h] = map[string]bool{}
+		}
+		c.hostUsers[h][id] = true
+		if _, ok := c.hostOf[h]; !ok {
+			c.hostOf[h] = id
+			u.hosts[h] = t.slot
+		}
+	}
+	t.hostports, t.hosts = slices.Clone(hostports), hosts
+}
+
+// drop removes edge id: its snapshot at once, its slot and hostports
+// from the tables with the next flush, and its index entries.
+func (c *Configs) drop(id string, u *updates) {
 	t := c.known[id]
 	if t == nil {
 		return
 	}
+	c.serve(id, t, nil, u)
 	c.unindex(id, t)
 	delete(c.known, id)
+	delete(c.byAccount[t.account], id)
+	if len(c.byAccount[t.account]) == 0 {
+		delete(c.byAccount, t.account)
+	}
 	t.slot.p.Store(nil)
-	slots[id] = nil
-}
-
-// setSlots publishes the slots of new edges and removes those of dropped
-// ones (nil), copying each shard's map once.
-func (c *Configs) setSlots(slots map[string]*slot) {
-	byShard := map[*atomic.Pointer[map[string]*slot]][]string{}
-	for id := range slots {
-		sh := c.shard(id)
-		byShard[sh] = append(byShard[sh], id)
-	}
-	for sh, ids := range byShard {
-		m := maps.Clone(*sh.Load())
-		before := len(m)
-		for _, id := range ids {
-			if s := slots[id]; s != nil {
-				m[id] = s
-			} else {
-				delete(m, id)
-			}
-		}
-		sh.Store(&m)
-		c.count.Add(int64(len(m) - before))
-	}
+	u.edges[id] = nil
 }
 
 func (c *Configs) unindex(id string, t *tracked) {

@@ -1,14 +1,74 @@
 // Package proxy is edgeplane's edge data plane as a library: what an edge
 // proxy that serves every HTTPS edge of every account in a store needs.
 //
-// # Status
+// It has two layers:
 //
-// This is the first step of the package. It holds [Configs], which keeps
-// the runtime config of every HTTPS edge current by following the store's
-// change feed. The HTTP handler (matching a request to its edge by
-// hostport, then to a route, then running the route's pipeline), TLS
-// termination, metrics and the `edgeplane proxy` command come in later
-// steps; until then examples/edgeproxy is the pipeline.
+//   - [Configs] keeps the runtime config of every HTTPS edge current by
+//     following the store's change feed (below), and indexes the edges
+//     by the hostports they serve and their hosts' TLS certificates.
+//   - [Handler] is the http.Handler over a Configs: it matches a request
+//     to its edge by hostport, then to a route, and runs the route's
+//     pipeline; [Handler.TLSConfig] terminates TLS with the certificate
+//     of the reserved domain the ClientHello names; [Handler.Server]
+//     wraps both in an http.Server with bounded header reads; [Metrics]
+//     is its Prometheus collector.
+//
+// The TLS and TCP edges (connection traffic) will get listeners of their
+// own beside the Handler, over the same Configs pattern.
+//
+// # Routing
+//
+// A request's hostport is its Host header's host, lower-cased and
+// without a trailing dot, with the Host header's port, or 443 on a TLS
+// connection and 80 on a plain one when it names none: the address the
+// client asked for. The edge that lists that hostport serves it, else the
+// edge whose wildcard hostport covers its host (one label deep, as
+// [edgeplane.Host.EdgeByHostport]). A hostport no edge serves gets a
+// plain 404 ("no edge serves this host"), whatever account's edges
+// exist. Hostports are unique in the store, so one edge at most matches.
+// On TLS the ClientHello's server name must be the Host's host, else the
+// request gets 421 Misdirected Request: a connection whose certificate
+// was chosen for one tenant's name never reaches another tenant's edge.
+// Within the edge, the path picks the route ([edges.HTTPSEdgeConfig.Route]);
+// none matching is a 404.
+//
+// # TLS
+//
+// [Handler.TLSConfig] chooses the certificate in GetCertificate by the
+// ClientHello's server name: the certificate of the reserved domain that
+// serves the host ([edgeplane.Host.HostCertificate]: an uploaded
+// certificate attached to the domain, or the one the certificate manager
+// issued). Certificates are read with the edge's config and again when
+// a reserved domain of the account changes, so a new certificate is
+// presented from the next handshake on, without restart. A name no edge
+// serves, or whose domain has no certificate, fails the handshake.
+//
+// # Backends
+//
+// A route's backend is a tunnel group: its tunnels under lease, whose
+// forwards_to URL (absolute http or https) is where the proxy sends the
+// request (this library has no tunnel transport of its own: the agent
+// that registers a tunnel names the address the proxy reaches it at; a
+// host with a transport sets [HandlerOptions.Transport]). Requests go
+// round-robin across them; a tunnel whose lease has ended never receives
+// traffic, even before the reaper deletes it. A tunnel whose upstream
+// failed (a connection error or a timeout) is skipped for
+// [HandlerOptions.FailureBackoff] while another is usable (when all are
+// in backoff, the next in turn is tried rather than refusing). The
+// upstream sees the request's own Host header and X-Forwarded-For,
+// X-Forwarded-Host and X-Forwarded-Proto. The answers of the proxy
+// itself name no internals: 503 when the route has no backend or no
+// tunnel under lease, 502 when the upstream fails, 504 when it does not
+// send its response headers within [HandlerOptions.UpstreamTimeout].
+//
+// # Observability
+//
+// [Metrics] counts requests by edge, route, the policy action that
+// answered and the status class, with a latency histogram; the edge and
+// route labels are bounded by [MetricsOptions.MaxSeries]. Each request
+// is logged at Info with its method, host, path, client IP, status,
+// bytes, duration, account, edge, route, tunnel and the policy action
+// that answered, built only when the logger has Info enabled.
 //
 // # Following the store
 //

@@ -1,0 +1,437 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgeplane/edgeplane/policy"
+)
+
+// Defaults of [HandlerOptions].
+const (
+	// DefaultUpstreamTimeout bounds the wait for an upstream's response
+	// headers.
+	DefaultUpstreamTimeout = 30 * time.Second
+	// DefaultFailureBackoff is how long a tunnel whose upstream failed a
+	// request is skipped while another tunnel of the backend is usable.
+	DefaultFailureBackoff = 5 * time.Second
+)
+
+// HandlerOptions configures a [Handler]. The zero value means the
+// documented defaults.
+type HandlerOptions struct {
+	// Logger receives one line per request (at Info, built only when
+	// Info is enabled) and the handler's warnings. Nil discards them.
+	Logger *slog.Logger
+	// TrustedProxies are the peers whose X-Forwarded-For is believed for
+	// conn.client_ip (see [ParseTrustedProxies]). Empty: the client is
+	// always the socket's peer.
+	TrustedProxies []netip.Prefix
+	// Transport carries requests to the upstreams. Nil: a transport like
+	// http.DefaultTransport that keeps up to 256 idle connections per
+	// upstream, does not ask for compressed responses on its own and waits
+	// at most UpstreamTimeout for an upstream's response headers.
+	Transport http.RoundTripper
+	// UpstreamTimeout bounds the wait for an upstream's response headers
+	// when Transport is nil; past it the client gets 504. Zero means
+	// [DefaultUpstreamTimeout].
+	UpstreamTimeout time.Duration
+	// FailureBackoff is how long a tunnel whose upstream failed is skipped
+	// (passive health). Zero means [DefaultFailureBackoff].
+	FailureBackoff time.Duration
+	// Clock gives the evaluation time of traffic policies (time.now,
+	// rate-limit windows) and of tunnel leases. Nil: time.Now.
+	Clock func() time.Time
+	// Metrics receives the handler's measurements; nil measures nothing.
+	// Register it with a prometheus registry.
+	Metrics *Metrics
+}
+
+// Handler is the edge data plane for HTTP: an http.Handler that serves
+// every HTTPS edge of a [Configs]. It matches a request to its edge by
+// the hostport it was addressed to (Host header; on TLS, the ClientHello's
+// server name must name the same host), then to a route by path, then
+// runs the route's pipeline: the inbound traffic policy rules, the
+// backend (round-robin over the tunnels under lease), then on the way
+// back the outbound rules, the response headers module and the
+// compression module. It is safe for concurrent use.
+type Handler struct {
+	configs *Configs
+	clock   func() time.Time
+	log     *slog.Logger
+	trusted []netip.Prefix
+	backoff time.Duration
+	metrics *Metrics
+	rp      *httputil.ReverseProxy
+}
+
+// NewHandler returns the Handler of the edges c serves.
+func NewHandler(c *Configs, o HandlerOptions) *Handler {
+	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.clock == nil {
+		h.clock = time.Now
+	}
+	if h.backoff <= 0 {
+		h.backoff = DefaultFailureBackoff
+	}
+	transport := o.Transport
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 1024
+		t.MaxIdleConnsPerHost = 256
+		t.DisableCompression = true // pass the client's Accept-Encoding on as is; never gunzip behind its back
+		t.ResponseHeaderTimeout = o.UpstreamTimeout
+		if t.ResponseHeaderTimeout <= 0 {
+			t.ResponseHeaderTimeout = DefaultUpstreamTimeout
+		}
+		transport = t
+	}
+	h.rp = &httputil.ReverseProxy{
+		Rewrite:        h.rewrite,
+		Transport:      transport,
+		ModifyResponse: h.modifyResponse,
+		ErrorHandler:   h.upstreamError,
+		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		BufferPool:     bufferPool{},
+	}
+	return h
+}
+
+// TLSConfig returns a TLS server config that presents, for each
+// ClientHello, the certificate of the reserved domain its server name is
+// ([Configs.Certificate]; a hello without a server name, or for a name
+// no edge serves, fails the handshake). Certificates follow the store:
+// a new one is presented from the next handshake on. TLS 1.2 is the
+// minimum; HTTP/2 and HTTP/1.1 are offered.
+func (h *Handler) TLSConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			port := ""
+			if hello.Conn != nil {
+				if a, ok := hello.Conn.LocalAddr().(*net.TCPAddr); ok {
+					port = strconv.Itoa(a.Port)
+				}
+			}
+			if cert := h.configs.Certificate(hello.ServerName, port); cert != nil {
+				return cert, nil
+			}
+			h.metrics.unrouted(reasonNoCertificate)
+			return nil, errNoCertificate
+		},
+	}
+}
+
+// errNoCertificate fails a handshake for a name no edge has a
+// certificate for; the client sees an alert, not this text.
+var errNoCertificate = errors.New("proxy: no certificate for the server name")
+
+// exchange is the state of one request that the ReverseProxy callbacks
+// need; it travels in the request's context.
+type exchange struct {
+	edge      *Edge
+	route     *route
+	upstream  *upstream
+	forwarded bool           // conn.client_ip came from a trusted X-Forwarded-For
+	out       *outboundState // what outbound rules need; nil when the route has none
+	w         responseWriter
+	endedBy   string // the location of the policy action that answered, if any
+	failed    bool   // the upstream failed (not the client)
+}
+
+// outboundState is what the outbound rules of a request need from the
+// inbound phase.
+type outboundState struct {
+	in  policy.Result  // the inbound result (its action result variables)
+	req policy.Request // the request after the inbound rules
+}
+
+type exchangeKey struct{}
+
+// errClose is how modifyResponse asks upstreamError to close the client
+// connection (an outbound close verdict).
+var errClose = errors.New("proxy: the outbound traffic policy closes the connection")
+
+// ServeHTTP serves a request of one of the edges.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ex := &exchange{w: responseWriter{ResponseWriter: w}} // one allocation for both
+	rw := &ex.w
+	client, forwarded := clientAddr(r, h.trusted)
+	ex.forwarded = forwarded
+	defer func() {
+		rw.finish()
+		h.observe(r, ex, client, start)
+	}()
+
+	hostport, host, ok := requestHostport(r)
+	switch {
+	case !ok:
+		h.metrics.unrouted(reasonUnknownHost)
+		http.Error(rw, "no edge serves this host", http.StatusNotFound)
+		return
+	case r.TLS != nil && !strings.EqualFold(strings.TrimSuffix(r.TLS.ServerName, "."), host):
+		// The connection's certificate was chosen for another name: do
+		// not let one tenant's TLS connection reach another's edge.
+		h.metrics.unrouted(reasonMisdirected)
+		http.Error(rw, "misdirected request: the Host header does not name the TLS server name", http.StatusMisdirectedRequest)
+		return
+	}
+	e := h.configs.EdgeByHostport(hostport)
+	if e == nil {
+		h.metrics.unrouted(reasonUnknownHost)
+		http.Error(rw, "no edge serves this host", http.StatusNotFound)
+		return
+	}
+	ex.edge = e
+	rc := e.Config.Route(r.URL.Path)
+	if rc == nil {
+		http.Error(rw, "no route of this edge matches the path", http.StatusNotFound)
+		return
+	}
+	rt := e.routes[rc.RouteID]
+	ex.route = rt
+	now := h.clock()
+
+	// 1. Inbound traffic policy rules.
+	if pol := rc.TrafficPolicy; pol != nil {
+		req := policy.RequestFromHTTPWithClient(r, client, now)
+		in := pol.Inbound(&req)
+		if in.Verdict != policy.Continue {
+			ex.endedBy = in.Location
+			in.ApplyHTTP(rw, r)
+			return
+		}
+		in.ApplyHTTP(rw, r) // header edits and URL rewrite
+		if rt.static.hasOutbound {
+			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
+		}
+	}
+	if rc.OIDC != nil {
+		// Fail closed: the OIDC module is not applied by this handler
+		// yet, and its traffic must not pass unauthenticated.
+		http.Error(rw, "this route requires OIDC authentication, which this proxy does not implement", http.StatusNotImplemented)
+		return
+	}
+
+	// 2. The backend: a tunnel under lease, round-robin.
+	ex.upstream = rt.pick(now)
+	if ex.upstream == nil {
+		http.Error(rw, rt.noUpstream, http.StatusServiceUnavailable)
+		return
+	}
+
+	// 3. On the way back (modifyResponse, then rw): outbound rules,
+	// response headers, compression.
+	rw.compress = rc.Compression && r.Method != http.MethodHead
+	rw.acceptGzip = rw.compress && acceptsGzip(r.Header.Values("Accept-Encoding"))
+	if rw.acceptGzip {
+		r.Header.Del("Accept-Encoding") // the proxy compresses; the upstream sends identity
+	}
+	h.rp.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
+}
+
+// requestHostport returns the canonical hostport a request was addressed
+// to: the Host header's host, lower-cased and without a trailing dot,
+// and its port, or the scheme's default (443 on TLS, 80 without) when it
+// names none. ok is false for a Host that cannot name an edge.
+func requestHostport(r *http.Request) (hostport, host string, ok bool) {
+	hp := r.Host
+	if hp == "" || len(hp) > maxHostBytes+6 {
+		return "", "", false
+	}
+	host, port := hp, ""
+	if i := strings.LastIndexByte(hp, ':'); i >= 0 {
+		host, port = hp[:i], hp[i+1:]
+		if port == "" || len(port) > 5 || port[0] == '0' {
+			return "", "", false
+		}
+		for j := 0; j < len(port); j++ {
+			if port[j] < '0' || port[j] > '9' {
+				return "", "", false // also an IPv6 literal: no edge serves one
+			}
+		}
+	}
+	canonical := port != ""
+	if t := strings.TrimSuffix(host, "."); len(t) != len(host) {
+		host, canonical = t, false
+	}
+	for j := 0; j < len(host); j++ {
+		if c := host[j]; 'A' <= c && c <= 'Z' {
+			host, canonical = strings.ToLower(host), false
+			break
+		}
+	}
+	if host == "" {
+		return "", "", false
+	}
+	if canonical {
+		return hp, host, true // already "host:port" as edges list it: no allocation
+	}
+	if port == "" {
+		port = "80"
+		if r.TLS != nil {
+			port = "443"
+		}
+	}
+	return host + ":" + port, host, true
+}
+
+// rewrite points the outgoing request at the upstream and sets the
+// X-Forwarded-* headers. X-Forwarded-For is the incoming chain plus the
+// peer when the peer is a trusted proxy, else just the peer.
+func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
+	ex := pr.In.Context().Value(exchangeKey{}).(*exchange)
+	pr.SetURL(ex.upstream.url)
+	if ex.forwarded {
+		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+	}
+	pr.SetXForwarded()
+	pr.Out.Host = pr.In.Host // the upstream sees the edge's host, as behind a tunnel
+}
+
+// modifyResponse runs the outbound rules and the response headers module
+// on the upstream's response.
+func (h *Handler) modifyResponse(resp *http.Response) error {
+	ex := resp.Request.Context().Value(exchangeKey{}).(*exchange)
+	ex.upstream.health.succeed()
+	rt := ex.route
+	if ex.out != nil {
+		out := rt.cfg.TrafficPolicy.Outbound(&ex.out.req, &policy.Response{StatusCode: resp.StatusCode, Header: resp.Header}, &ex.out.in)
+		switch out.Verdict {
+		case policy.Respond:
+			ex.endedBy = out.Location
+			_ = resp.Body.Close()
+			resp.StatusCode, resp.Status = out.StatusCode, ""
+			resp.Header = http.Header{}
+			for k, v := range out.Header {
+				resp.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+			}
+			resp.Body = io.NopCloser(strings.NewReader(out.Body))
+			resp.ContentLength = int64(len(out.Body))
+			resp.Header.Set("Content-Length", strconv.Itoa(len(out.Body)))
+			resp.TransferEncoding = nil
+		case policy.Close:
+			ex.endedBy = out.Location
+			return errClose
+		default:
+			applyEdits(resp.Header, out.HeaderEdits)
+		}
+	}
+	rt.cfg.ResponseHeaders.Apply(resp.Header)
+	return nil
+}
+
+// applyEdits applies outbound add-headers and remove-headers edits.
+func applyEdits(hd http.Header, edits []policy.HeaderEdit) {
+	for _, e := range edits {
+		if e.Remove {
+			hd.Del(e.Name)
+			continue
+		}
+		hd.Add(e.Name, e.Value)
+	}
+}
+
+// upstreamError answers a request whose upstream failed: 504 when it
+// timed out (no response headers within UpstreamTimeout), else 502; the
+// tunnel is skipped for FailureBackoff. The body names no upstream. It
+// also carries out an outbound close verdict.
+func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	ex := r.Context().Value(exchangeKey{}).(*exchange)
+	ex.w.compress = false
+	if errors.Is(err, errClose) {
+		closeConn(w)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client went away; nobody reads the answer, and it is not
+		// the upstream's failure.
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	ex.failed = true
+	ex.upstream.health.fail(h.clock().Add(h.backoff))
+	h.log.Warn("upstream error", "account", ex.edge.Config.AccountID, "edge", ex.edge.Config.EdgeID, "route", ex.route.cfg.RouteID,
+		"tunnel", ex.upstream.tunnelID, "err", err)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		http.Error(w, "gateway timeout: the upstream did not answer in time", http.StatusGatewayTimeout)
+		return
+	}
+	http.Error(w, "bad gateway: the upstream did not answer", http.StatusBadGateway)
+}
+
+// closeConn closes the client connection without a response, or answers
+// 403 where that is impossible (HTTP/2), as policy.Result.ApplyHTTP does.
+func closeConn(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = conn.Close()
+		return
+	}
+	w.WriteHeader(http.StatusForbidden)
+}
+
+// observe counts the request and writes its log line.
+func (h *Handler) observe(r *http.Request, ex *exchange, client netip.AddrPort, start time.Time) {
+	d := time.Since(start)
+	action := ""
+	if ex.route != nil && ex.endedBy != "" {
+		action = ex.route.static.actionTypes[ex.endedBy]
+		if action == "" {
+			action = "policy" // a host action, or the engine failing closed
+		}
+	}
+	if ex.edge != nil {
+		h.metrics.request(ex, action, d)
+	}
+	if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("host", r.Host),
+		slog.String("path", r.URL.Path),
+		slog.String("client_ip", client.Addr().String()),
+		slog.Int("status", ex.w.status), // 0: closed without a response
+		slog.Int64("bytes", ex.w.bytes),
+		slog.Duration("duration", d),
+	}
+	if ex.edge != nil {
+		attrs = append(attrs, slog.String("account", ex.edge.Config.AccountID), slog.String("edge", ex.edge.Config.EdgeID))
+	}
+	if ex.route != nil {
+		attrs = append(attrs, slog.String("route", ex.route.cfg.RouteID))
+		if ex.upstream != nil {
+			attrs = append(attrs, slog.String("tunnel", ex.upstream.tunnelID))
+		}
+		if ex.endedBy != "" {
+			attrs = append(attrs, slog.String("policy_action", action), slog.String("policy_location", ex.endedBy))
+		}
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// bufferPool recycles the buffers ReverseProxy copies response bodies
+// with (else it allocates 32 KiB per request).
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }

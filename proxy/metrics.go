@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultMaxSeries is the default of [MetricsOptions.MaxSeries].
+const DefaultMaxSeries = 1000
+
+// OtherLabel is the edge and route label of requests to edges past
+// [MetricsOptions.MaxSeries].
+const OtherLabel = "_other"
+
+// Reasons a request or handshake reached no edge, the values of the
+// reason label of edgeplane_proxy_unrouted_total.
+const (
+	reasonUnknownHost   = "unknown_host"   // no edge serves the Host
+	reasonMisdirected   = "misdirected"    // the Host is not the TLS server name
+	reasonNoCertificate = "no_certificate" // a handshake for a name without a certificate
+)
+
+// MetricsOptions configures [NewMetrics].
+type MetricsOptions struct {
+	// MaxSeries bounds the (edge, route) label pairs the per-route
+	// metrics use; requests of pairs seen after it is reached count
+	// under edge and route [OtherLabel]. Zero means [DefaultMaxSeries].
+	MaxSeries int
+	// Buckets are the latency histogram's buckets in seconds. Nil means
+	// prometheus.DefBuckets.
+	Buckets []float64
+}
+
+// Metrics are the data plane's Prometheus metrics, a
+// prometheus.Collector the host registers:
+//
+//   - edgeplane_proxy_requests_total{edge, route, action, code}: requests
+//     routed to an edge, by the policy action type that answered ("" when
+//     none did: the upstream answered or the proxy failed) and the status
+//     class ("2xx" to "5xx"; "closed" when the connection was closed
+//     without a response);
+//   - edgeplane_proxy_request_duration_seconds{edge, route}: the time
+//     from the request's arrival to the end of its response;
+//   - edgeplane_proxy_upstream_errors_total{edge, route}: requests whose
+//     upstream failed (502, 504);
+//   - edgeplane_proxy_unrouted_total{reason}: requests that reached no
+//     edge: unknown_host, misdirected (Host is not the TLS server name),
+//     no_certificate (handshakes failed for want of a certificate).
+//
+// The edge and route labels are IDs; route is "" for a request no route
+// matched. Their cardinality is bounded by [MetricsOptions.MaxSeries];
+// action is one of the policy action types, and code one of six values.
+// A nil *Metrics measures nothing.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	upstreamErrors *prometheus.CounterVec
+	unroutedTotal  *prometheus.CounterVec
+
+	max    int
+	mu     sync.Mutex
+	series sync.Map // edge+"/"+route -> struct{}: pairs with their own labels
+	count  atomic.Int64
+}
+
+// NewMetrics returns the metrics of a [Handler] (see
+// [HandlerOptions.Metrics]).
+func NewMetrics(o MetricsOptions) *Metrics {
+	m := &Metrics{max: o.MaxSeries}
+	if m.max <= 0 {
+		m.max = DefaultMaxSeries
+	}
+	buckets := o.Buckets
+	if buckets == nil {
+		buckets = prometheus.DefBuckets
+	}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgeplane_proxy_requests_total",
+		Help: "Requests routed to an edge, by edge, route, the traffic policy action type that answered, and status class.",
+	}, []string{"edge", "route", "action", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "edgeplane_proxy_request_duration_seconds",
+		Help:    "Time from a request's arrival to the end of its response, by edge and route.",
+		Buckets: buckets,
+	}, []string{"edge", "route"})
+	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgeplane_proxy_upstream_errors_total",
+		Help: "Requests whose upstream failed or timed out, by edge and route.",
+	}, []string{"edge", "route"})
+	m.unroutedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgeplane_proxy_unrouted_total",
+		Help: "Requests and TLS handshakes that reached no edge, by reason.",
+	}, []string{"reason"})
+	for _, r := range []string{reasonUnknownHost, reasonMisdirected, reasonNoCertificate} {
+		m.unroutedTotal.WithLabelValues(r)
+	}
+	return m
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.requests.Describe(ch)
+	m.duration.Describe(ch)
+	m.upstreamErrors.Describe(ch)
+	m.unroutedTotal.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.requests.Collect(ch)
+	m.duration.Collect(ch)
+	m.upstreamErrors.Collect(ch)
+	m.unroutedTotal.Collect(ch)
+}
+
+// labels returns the edge and route labels of a pair: their own while
+// fewer than max pairs have them, else OtherLabel.
+func (m *Metrics) labels(edge, route string) (string, string) {
+	key := edge + "/" + route
+	if _, ok := m.series.Load(key); ok {
+		return edge, route
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.series.Load(key); ok {
+		return edge, route
+	}
+	if int(m.count.Load()) >= m.max {
+		return OtherLabel, OtherLabel
+	}
+	m.series.Store(key, struct{}{})
+	m.count.Add(1)
+	return edge, route
+}
+
+func (m *Metrics) unrouted(reason string) {
+	if m == nil {
+		return
+	}
+	m.unroutedTotal.WithLabelValues(reason).Inc()
+}
+
+// request counts a request routed to an edge.
+func (m *Metrics) request(ex *exchange, action string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	route := ""
+	if ex.route != nil {
+		route = ex.route.cfg.RouteID
+	}
+	edge, route := m.labels(ex.edge.Config.EdgeID, route)
+	m.requests.WithLabelValues(edge, route, action, statusClass(ex.w.status)).Inc()
+	m.duration.WithLabelValues(edge, route).Observe(d.Seconds())
+	if ex.failed {
+		m.upstreamErrors.WithLabelValues(edge, route).Inc()
+	}
+}
+
+var classes = [...]string{"closed", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// statusClass returns the class label of a status code: "2xx" for 200,
+// "closed" for 0 (no response).
+func statusClass(code int) string {
+	if c := code / 100; c >= 1 && c <= 5 {
+		return classes[c]
+	}
+	if code == 0 {
+		return classes[0]
+	}
+	return strconv.Itoa(code/100) + "xx"
+}
