@@ -10,7 +10,7 @@
 //     to its edge by hostport, then to a route, and runs the route's
 //     pipeline; [Handler.TLSConfig] terminates TLS with the certificate
 //     of the reserved domain the ClientHello names; [Handler.Server]
-//     wraps both in an http.Server with bounded header reads; [Metrics]
+//     wraps both in an http.Server with package httpserver's bounds; [Metrics]
 //     is its Prometheus collector.
 //
 // The TLS and TCP edges (connection traffic) will get listeners of their
