@@ -123,11 +123,12 @@ type Configs struct {
 	certs   func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
 	synced  func(ctx context.Context, rev int64) error
 
-	// The published tables: edges by ID, by hostport (exact or
-	// wildcard, as the edge lists it), and by host for TLS (any edge of
-	// the host's account that serves it: they share its certificate).
-	edges, hostports, hosts *table
-	count                   atomic.Int64
+	// The published tables: edges by ID, and by the host of each
+	// hostport they serve (exact or wildcard, as the edge lists it). An
+	// HTTPS edge's hostports are all on port 443 and unique in the store,
+	// so a host names one edge.
+	edges, hosts *table
+	count        atomic.Int64
 
 	compiles, refreshes, reloads, failures, dropped atomic.Uint64
 
@@ -136,9 +137,7 @@ type Configs struct {
 	byIPPolicy map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
 	byBackend  map[string]map[string]map[string]bool // account -> backend -> edge IDs
 	byAccount  map[string]map[string]bool            // account -> edge IDs
-	hostportOf map[string]string                     // hostport -> edge ID serving it
-	hostUsers  map[string]map[string]bool            // host -> edge IDs serving it
-	hostOf     map[string]string                     // host -> the edge whose slot the hosts table has
+	hostOf     map[string]string                     // host -> edge ID serving it
 
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -157,7 +156,6 @@ type tracked struct {
 	slot       *slot
 	ipPolicies []string
 	backends   []string
-	hostports  []string
 	hosts      []string
 }
 
@@ -192,9 +190,9 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
 		compile: opts.compile, tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced,
-		edges: newTable(), hostports: newTable(), hosts: newTable(),
+		edges: newTable(), hosts: newTable(),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
-		byAccount: map[string]map[string]bool{}, hostportOf: map[string]string{}, hostUsers: map[string]map[string]bool{}, hostOf: map[string]string{},
+		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{},
 		done: make(chan struct{}),
 	}
 	if c.log == nil {
@@ -550,19 +548,17 @@ type built struct {
 
 // updates are the table changes of one apply, published together by
 // flush: a new slot or nil (removed) by key.
-type updates struct{ edges, hostports, hosts map[string]*slot }
+type updates struct{ edges, hosts map[string]*slot }
 
 func newUpdates() *updates {
-	return &updates{edges: map[string]*slot{}, hostports: map[string]*slot{}, hosts: map[string]*slot{}}
+	return &updates{edges: map[string]*slot{}, hosts: map[string]*slot{}}
 }
 
 // flush publishes u's changes and empties it.
 func (c *Configs) flush(u *updates) {
 	c.count.Add(int64(c.edges.set(u.edges)))
-	c.hostports.set(u.hostports)
 	c.hosts.set(u.hosts)
 	clear(u.edges)
-	clear(u.hostports)
 	clear(u.hosts)
 }
 
@@ -762,8 +758,8 @@ func hostsOf(hostports []string) []string {
 }
 
 // publish makes e the snapshot of edge id and indexes what it depends on
-// and the hostports and hosts it serves. A new edge's slot, and the
-// hostport and host table changes, go to u.
+// and the hosts it serves. A new edge's slot, and the hosts table
+// changes, go to u.
 func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	t := c.known[id]
 	if t == nil {
@@ -794,62 +790,33 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 		addEdge(c.byBackend, account, b, id)
 	}
 	// The snapshot first, then the tables: a reader that finds the slot
-	// by a new hostport finds the edge that serves it.
+	// by a new host finds the edge that serves it.
 	t.slot.p.Store(e)
 	c.serve(id, t, e.Config.Hostports, u)
 }
 
-// serve makes the hostport and host tables send edge id's hostports to
-// its slot and drop the ones it no longer serves (unless another edge
-// took them meanwhile).
+// serve makes the hosts table send the hosts of edge id's hostports to
+// its slot, and drop the ones it no longer serves (unless another edge
+// took them meanwhile: changes are applied in any order).
 func (c *Configs) serve(id string, t *tracked, hostports []string, u *updates) {
-	for _, hp := range t.hostports {
-		if !slices.Contains(hostports, hp) && c.hostportOf[hp] == id {
-			delete(c.hostportOf, hp)
-			u.hostports[hp] = nil
-		}
-	}
-	for _, hp := range hostports {
-		if c.hostportOf[hp] != id {
-			c.hostportOf[hp] = id
-			u.hostports[hp] = t.slot
-		}
-	}
 	hosts := hostsOf(hostports)
 	for _, h := range t.hosts {
-		if slices.Contains(hosts, h) {
-			continue
-		}
-		users := c.hostUsers[h]
-		delete(users, id)
-		if c.hostOf[h] == id {
+		if !slices.Contains(hosts, h) && c.hostOf[h] == id {
 			delete(c.hostOf, h)
 			u.hosts[h] = nil
-			for other := range users { // another edge serves the host too
-				c.hostOf[h] = other
-				u.hosts[h] = c.known[other].slot
-				break
-			}
-		}
-		if len(users) == 0 {
-			delete(c.hostUsers, h)
 		}
 	}
 	for _, h := range hosts {
-		if c.hostUsers[h] == nil {
-			c.hostUsers[h] = map[string]bool{}
-		}
-		c.hostUsers[h][id] = true
-		if _, ok := c.hostOf[h]; !ok {
+		if c.hostOf[h] != id {
 			c.hostOf[h] = id
 			u.hosts[h] = t.slot
 		}
 	}
-	t.hostports, t.hosts = slices.Clone(hostports), hosts
+	t.hosts = hosts
 }
 
-// drop removes edge id: its snapshot at once, its slot and hostports
-// from the tables with the next flush, and its index entries.
+// drop removes edge id: its snapshot at once, its slot and hosts from
+// the tables with the next flush, and its index entries.
 func (c *Configs) drop(id string, u *updates) {
 	t := c.known[id]
 	if t == nil {

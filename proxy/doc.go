@@ -5,7 +5,7 @@
 //
 //   - [Configs] keeps the runtime config of every HTTPS edge current by
 //     following the store's change feed (below), and indexes the edges
-//     by the hostports they serve and their hosts' TLS certificates.
+//     by the hosts they serve, with the hosts' TLS certificates.
 //   - [Handler] is the http.Handler over a Configs: it matches a request
 //     to its edge by hostport, then to a route, and runs the route's
 //     pipeline; [Handler.TLSConfig] terminates TLS with the certificate
@@ -18,19 +18,20 @@
 //
 // # Routing
 //
-// A request's hostport is its Host header's host, lower-cased and
-// without a trailing dot, with the Host header's port, or 443 on a TLS
-// connection and 80 on a plain one when it names none: the address the
-// client asked for. The edge that lists that hostport serves it, else the
-// edge whose wildcard hostport covers its host (one label deep, as
-// [edgeplane.Host.EdgeByHostport]). A hostport no edge serves gets a
-// plain 404 ("no edge serves this host"), whatever account's edges
-// exist. Hostports are unique in the store, so one edge at most matches.
-// On TLS the ClientHello's server name must be the Host's host, else the
-// request gets 421 Misdirected Request: a connection whose certificate
-// was chosen for one tenant's name never reaches another tenant's edge.
-// Within the edge, the path picks the route ([edges.HTTPSEdgeConfig.Route]);
-// none matching is a 404.
+// HTTPS edges serve port 443 only (their hostports say so), and a
+// hostport is used by one edge in the whole store, so a host names at
+// most one HTTPS edge. A request's host is its Host header's host,
+// lower-cased and without a trailing dot; a port in the Host header is
+// ignored, because the proxy may listen behind a port mapping, a load
+// balancer or, in development, on a high port. The edge that lists
+// host:443 serves it, else the edge whose wildcard hostport covers the
+// host (one label deep, as [edgeplane.Host.EdgeByHostport]). A host no
+// edge serves gets a plain 404 ("no edge serves this host"), whatever
+// account's edges exist. On TLS the ClientHello's server name must be
+// the Host's host, else the request gets 421 Misdirected Request: a
+// connection whose certificate was chosen for one tenant's name never
+// reaches another tenant's edge. Within the edge, the path picks the
+// route ([edges.HTTPSEdgeConfig.Route]); none matching is a 404.
 //
 // # TLS
 //

@@ -122,13 +122,7 @@ func (h *Handler) TLSConfig() *tls.Config {
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2", "http/1.1"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			port := ""
-			if hello.Conn != nil {
-				if a, ok := hello.Conn.LocalAddr().(*net.TCPAddr); ok {
-					port = strconv.Itoa(a.Port)
-				}
-			}
-			if cert := h.configs.Certificate(hello.ServerName, port); cert != nil {
+			if cert := h.configs.Certificate(hello.ServerName); cert != nil {
 				return cert, nil
 			}
 			h.metrics.unrouted(reasonNoCertificate)
@@ -179,7 +173,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.observe(r, ex, client, start)
 	}()
 
-	hostport, host, ok := requestHostport(r)
+	host, ok := requestHost(r)
 	switch {
 	case !ok:
 		h.metrics.unrouted(reasonUnknownHost)
@@ -192,7 +186,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "misdirected request: the Host header does not name the TLS server name", http.StatusMisdirectedRequest)
 		return
 	}
-	e := h.configs.EdgeByHostport(hostport)
+	e := h.configs.EdgeByHost(host)
 	if e == nil {
 		h.metrics.unrouted(reasonUnknownHost)
 		http.Error(rw, "no edge serves this host", http.StatusNotFound)
@@ -246,50 +240,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.rp.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
 }
 
-// requestHostport returns the canonical hostport a request was addressed
-// to: the Host header's host, lower-cased and without a trailing dot,
-// and its port, or the scheme's default (443 on TLS, 80 without) when it
-// names none. ok is false for a Host that cannot name an edge.
-func requestHostport(r *http.Request) (hostport, host string, ok bool) {
-	hp := r.Host
-	if hp == "" || len(hp) > maxHostBytes+6 {
-		return "", "", false
+// requestHost returns the host a request was addressed to: the Host
+// header's host, lower-cased and without a trailing dot; a port in it is
+// ignored (HTTPS edges serve port 443, and the proxy may listen behind a
+// port mapping, a load balancer or, in development, on a high port). ok
+// is false for a Host that cannot name an edge (empty, too long, an IP
+// literal or a malformed port).
+func requestHost(r *http.Request) (host string, ok bool) {
+	host = r.Host
+	if host == "" || len(host) > maxHostBytes+6 {
+		return "", false
 	}
-	host, port := hp, ""
-	if i := strings.LastIndexByte(hp, ':'); i >= 0 {
-		host, port = hp[:i], hp[i+1:]
-		if port == "" || len(port) > 5 || port[0] == '0' {
-			return "", "", false
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		port := host[i+1:]
+		if port == "" || len(port) > 5 {
+			return "", false
 		}
 		for j := 0; j < len(port); j++ {
 			if port[j] < '0' || port[j] > '9' {
-				return "", "", false // also an IPv6 literal: no edge serves one
+				return "", false // also an IPv6 literal: no edge serves one
 			}
 		}
+		host = host[:i]
 	}
-	canonical := port != ""
-	if t := strings.TrimSuffix(host, "."); len(t) != len(host) {
-		host, canonical = t, false
-	}
+	host = strings.TrimSuffix(host, ".")
 	for j := 0; j < len(host); j++ {
 		if c := host[j]; 'A' <= c && c <= 'Z' {
-			host, canonical = strings.ToLower(host), false
+			host = strings.ToLower(host)
 			break
 		}
 	}
-	if host == "" {
-		return "", "", false
-	}
-	if canonical {
-		return hp, host, true // already "host:port" as edges list it: no allocation
-	}
-	if port == "" {
-		port = "80"
-		if r.TLS != nil {
-			port = "443"
-		}
-	}
-	return host + ":" + port, host, true
+	return host, host != ""
 }
 
 // rewrite points the outgoing request at the upstream and sets the

@@ -3,97 +3,96 @@ package proxy
 import (
 	"crypto/tls"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/edgeplane/edgeplane/edges"
 )
 
-// EdgeByHostport returns the current snapshot of the HTTPS edge that
-// serves hostport (canonical: "host:port", the host lower-case without a
-// trailing dot): the edge that lists it, else the edge whose wildcard
-// hostport covers its host ("*.example.com:443" serves
-// "a.example.com:443", one label deep, as [edgeplane.Host.EdgeByHostport]
-// resolves). It returns nil when no edge serves it. Like [Configs.Edge] it
-// never waits for a rebuild; it allocates only to form the wildcard when
-// no edge lists hostport itself.
-func (c *Configs) EdgeByHostport(hostport string) *Edge {
-	if e := c.edgeListing(hostport); e != nil {
+// httpsPort is the port of every HTTPS edge's hostports.
+var httpsPort = ":" + strconv.Itoa(edges.HTTPSPort)
+
+// EdgeByHost returns the current snapshot of the HTTPS edge that serves
+// host (lower-case, without a trailing dot or port): the edge that lists
+// host:443, else the edge whose wildcard hostport covers host
+// ("*.example.com:443" serves "a.example.com", one label deep, as
+// [edgeplane.Host.EdgeByHostport] resolves). HTTPS edges serve port 443
+// only, and a hostport is used by one edge in the store, so at most one
+// edge serves a host. It returns nil when none does. Like [Configs.Edge]
+// it never waits for a rebuild; it allocates only to form the wildcard
+// when no edge lists host itself.
+func (c *Configs) EdgeByHost(host string) *Edge {
+	if e := c.edgeListing(host); e != nil {
 		return e
 	}
-	if w, ok := wildcardOf(hostport); ok {
+	if w, ok := wildcardOf(host); ok {
 		return c.edgeListing(w)
 	}
 	return nil
 }
 
-// edgeListing returns the snapshot of the edge that lists hostport.
-func (c *Configs) edgeListing(hostport string) *Edge {
-	s := c.hostports.get(hostport)
+// EdgeByHostport is [Configs.EdgeByHost] for a canonical hostport
+// ("a.example.com:443"); a port other than 443 is served by no HTTPS
+// edge.
+func (c *Configs) EdgeByHostport(hostport string) *Edge {
+	host, ok := strings.CutSuffix(hostport, httpsPort)
+	if !ok {
+		return nil
+	}
+	return c.EdgeByHost(host)
+}
+
+// edgeListing returns the snapshot of the edge that lists host:443.
+func (c *Configs) edgeListing(host string) *Edge {
+	s := c.hosts.get(host)
 	if s == nil {
 		return nil
 	}
 	e := s.p.Load()
 	// The tables are published after the snapshots: an edge that just
-	// stopped serving hostport may still be in the table; never route to
-	// it.
-	if e == nil || !slices.Contains(e.Config.Hostports, hostport) {
+	// stopped serving host may still be in the table; never route to it.
+	if e == nil || !servesHost(e.Config.Hostports, host) {
 		return nil
 	}
 	return e
 }
 
-// wildcardOf returns the wildcard hostport that would cover a hostport's
-// host: "*.example.com:443" for "a.example.com:443". ok is false when
-// there is none (a single-label parent, or a wildcard host).
-func wildcardOf(hostport string) (string, bool) {
-	first, rest, ok := strings.Cut(hostport, ".")
-	if !ok || first == "" || strings.HasPrefix(first, "*") {
-		return "", false
-	}
-	parent, _, _ := strings.Cut(rest, ":")
-	if !strings.Contains(parent, ".") {
-		return "", false
-	}
-	return "*." + rest, true
+// servesHost reports whether hostports lists host:443.
+func servesHost(hostports []string, host string) bool {
+	return slices.ContainsFunc(hostports, func(hp string) bool {
+		return len(hp) == len(host)+len(httpsPort) && strings.HasPrefix(hp, host) && strings.HasSuffix(hp, httpsPort)
+	})
 }
 
-// Certificate returns the TLS certificate for a ClientHello's server name
-// arriving on a listener's port ("443"): the certificate of the edge that
-// serves that hostport (as [Configs.EdgeByHostport]), else of any edge
-// that serves the name on another port (a listener behind a port
-// mapping), else of the wildcard that covers it. It returns nil when no
-// edge serves the name or its reserved domain has no certificate. The
-// name is compared case-insensitively.
-func (c *Configs) Certificate(serverName, port string) *tls.Certificate {
+// wildcardOf returns the wildcard host that would cover host:
+// "*.example.com" for "a.example.com". ok is false when there is none (a
+// single-label parent, or a wildcard host).
+func wildcardOf(host string) (string, bool) {
+	first, parent, ok := strings.Cut(host, ".")
+	if !ok || first == "" || strings.HasPrefix(first, "*") || !strings.Contains(parent, ".") {
+		return "", false
+	}
+	return "*." + parent, true
+}
+
+// Certificate returns the TLS certificate for a ClientHello's server
+// name: the certificate of the reserved domain that serves the host of
+// the edge that serves the name ([Configs.EdgeByHost]): the domain named
+// so, else the wildcard domain that covers it. It returns nil when no
+// edge serves the name or that domain has no certificate. The name is
+// compared case-insensitively.
+func (c *Configs) Certificate(serverName string) *tls.Certificate {
 	name := strings.ToLower(strings.TrimSuffix(serverName, "."))
 	if name == "" || len(name) > maxHostBytes {
 		return nil
 	}
-	if port != "" {
-		if e := c.EdgeByHostport(name + ":" + port); e != nil {
-			if cert := e.Certificates[name]; cert != nil {
-				return cert
-			}
-			if w, ok := wildcardOf(name + ":" + port); ok {
-				return e.Certificates[w[:len(w)-len(port)-1]]
-			}
-			return nil
+	if e := c.edgeListing(name); e != nil {
+		return e.Certificates[name]
+	}
+	if w, ok := wildcardOf(name); ok {
+		if e := c.edgeListing(w); e != nil {
+			return e.Certificates[w]
 		}
-	}
-	if cert := c.hostCertificate(name); cert != nil {
-		return cert
-	}
-	if w, ok := wildcardOf(name + ":0"); ok {
-		return c.hostCertificate(w[:len(w)-2])
-	}
-	return nil
-}
-
-func (c *Configs) hostCertificate(host string) *tls.Certificate {
-	s := c.hosts.get(host)
-	if s == nil {
-		return nil
-	}
-	if e := s.p.Load(); e != nil {
-		return e.Certificates[host]
 	}
 	return nil
 }
