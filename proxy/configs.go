@@ -95,9 +95,9 @@ type Stats struct {
 	// Edges is the number of edges served now.
 	Edges int
 	// Compiles counts the edge configs read and compiled (attempts, failed
-	// ones included); TunnelRefreshes
-	// the snapshots rebuilt with new tunnel lists and the same config.
-	Compiles, TunnelRefreshes uint64
+	// ones included); Refreshes the snapshots rebuilt with the same config
+	// and new tunnel lists or certificates.
+	Compiles, Refreshes uint64
 	// Reloads counts full reloads after the feed was compacted past the
 	// applied revision (the initial load is not counted).
 	Reloads uint64
@@ -283,7 +283,7 @@ func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
 func (c *Configs) Stats() Stats {
 	return Stats{
 		Edges:    int(c.count.Load()),
-		Compiles: c.compiles.Load(), TunnelRefreshes: c.refreshes.Load(),
+		Compiles: c.compiles.Load(), Refreshes: c.refreshes.Load(),
 		Reloads: c.reloads.Load(), Failures: c.failures.Load(), Dropped: c.dropped.Load(),
 	}
 }

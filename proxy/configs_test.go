@@ -193,7 +193,7 @@ func TestTunnelsRefreshWithoutCompile(t *testing.T) {
 
 	after, _ := h.counts()
 	wantCompiles(t, before, after, nil)
-	if s := c.Stats(); s.TunnelRefreshes != 3 {
+	if s := c.Stats(); s.Refreshes != 3 {
 		t.Errorf("stats %+v, want 3 tunnel refreshes", s)
 	}
 	if c.Edge(w.a.AccountID, w.a2) != a2 {
