@@ -244,8 +244,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // header's host, lower-cased and without a trailing dot; a port in it is
 // ignored (HTTPS edges serve port 443, and the proxy may listen behind a
 // port mapping, a load balancer or, in development, on a high port). ok
-// is false for a Host that cannot name an edge (empty, too long, an IP
-// literal or a malformed port).
+// is false for a Host that cannot name an edge: empty, too long, with a
+// malformed port, or with a byte no DNS name has (an IPv6 literal, say).
 func requestHost(r *http.Request) (host string, ok bool) {
 	host = r.Host
 	if host == "" || len(host) > maxHostBytes+6 {
@@ -264,11 +264,24 @@ func requestHost(r *http.Request) (host string, ok bool) {
 		host = host[:i]
 	}
 	host = strings.TrimSuffix(host, ".")
+	upper := false
 	for j := 0; j < len(host); j++ {
-		if c := host[j]; 'A' <= c && c <= 'Z' {
-			host = strings.ToLower(host)
-			break
+		switch c := host[j]; {
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '*':
+		default:
+			return "", false // not a DNS name an edge can serve
 		}
+	}
+	if upper {
+		b := []byte(host)
+		for j, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				b[j] = c + 'a' - 'A'
+			}
+		}
+		host = string(b)
 	}
 	return host, host != ""
 }

@@ -450,3 +450,31 @@ func TestEdgeListingChecksTheSnapshot(t *testing.T) {
 		t.Error("Certificate of a host the snapshot does not list")
 	}
 }
+
+// FuzzRequestHost: any Host header gives a host that is lower-case,
+// without a port or a trailing dot, and no longer than the header; or
+// none.
+func FuzzRequestHost(f *testing.F) {
+	for _, s := range []string{"a.example.com", "A.Example.COM.:8443", "[::1]:80", "a.example.com:", ":443", "", "a:b:c", "ÄÖ.example.com"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, hostHeader string) {
+		r := httptest.NewRequest(http.MethodGet, "http://x/", nil)
+		r.Host = hostHeader
+		host, ok := requestHost(r)
+		if !ok {
+			if host != "" {
+				t.Fatalf("requestHost(%q) = %q, not ok", hostHeader, host)
+			}
+			return
+		}
+		if host == "" || len(host) > len(hostHeader) {
+			t.Fatalf("requestHost(%q) = %q", hostHeader, host)
+		}
+		for i := 0; i < len(host); i++ {
+			if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._*", c) >= 0) {
+				t.Fatalf("requestHost(%q) = %q: byte %q", hostHeader, host, c)
+			}
+		}
+	})
+}
