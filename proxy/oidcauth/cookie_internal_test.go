@@ -133,6 +133,16 @@ func TestSealBinding(t *testing.T) {
 	if _, ok := open(g2.aead, g2.sessionAD, v, nil); ok {
 		t.Error("a session value opened under another client's key")
 	}
+	// Another route with the same secret: its key differs, whatever the
+	// additional data.
+	g3, err := New(&edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "client", CookiePrefix: "service."},
+		Options{Key: internalKey, Scope: "edghts_1/edghtsrt_2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := open(g3.aead, g.sessionAD, v, nil); ok {
+		t.Error("a session value opened under another route's key")
+	}
 }
 
 // FuzzParseSession: the session parser never panics, and what it accepts

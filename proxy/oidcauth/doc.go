@@ -79,11 +79,11 @@
 //
 // The Gate fails closed: a request it cannot authenticate never reaches
 // the upstream. When the provider cannot be discovered the answer is 503;
-// when the token endpoint or key set cannot be reached during a callback,
-// 502; a malformed, unknown or expired callback is 400; a sign-in the
-// provider refused, a code it would not exchange (a replayed code), or an
-// ID token that does not verify (signature, issuer, audience, expiry,
-// nonce) is 403. Bodies are short fixed texts; causes go to
+// when the token endpoint cannot be reached during a callback, 502; a
+// malformed, unknown or expired callback is 400; a sign-in the provider
+// refused, a code it would not exchange (a replayed code), or an ID token
+// that does not verify (signature, issuer, audience, expiry, nonce; also
+// when the issuer's key set cannot be fetched) is 403. Bodies are short fixed texts; causes go to
 // [Options.Logger] only.
 //
 // Discovery is cached per issuer by [Providers], shared by the Gates of a

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -517,7 +516,8 @@ func (g *Gate) startLogin(w http.ResponseWriter, r *http.Request, now time.Time)
 // session cookie and redirects to the URL the sign-in started from. Every
 // failure is answered without a session and without internals: 400 for a
 // malformed or unknown callback, 403 for a refused sign-in or a token
-// that does not verify, 502/503 when the provider cannot be reached.
+// that does not verify (also when the key set cannot be fetched), 502 when
+// the token endpoint cannot be reached, 503 when discovery fails.
 func (g *Gate) ServeCallback(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	now := g.now()
@@ -584,12 +584,10 @@ func (g *Gate) ServeCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	idt, err := g.idTokenVerifier(p).Verify(ctx, raw)
 	if err != nil {
+		// go-oidc does not wrap the cause of a failed signature check, so a
+		// key set that could not be fetched lands here too: 403 either way.
 		g.log.Warn("oidc id token refused", "scope", g.scope, "issuer", g.issuer, "err", err)
-		if unreachable(err) {
-			http.Error(w, msgUnavailable, http.StatusBadGateway)
-		} else {
-			http.Error(w, msgFailed, http.StatusForbidden)
-		}
+		http.Error(w, msgFailed, http.StatusForbidden)
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(b64(l.nonce[:]))) != 1 {
@@ -617,16 +615,6 @@ func (g *Gate) idTokenVerifier(p *oidc.Provider) *oidc.IDTokenVerifier {
 		g.verifier = p.Verifier(&oidc.Config{ClientID: g.clientID, Now: g.now})
 	}
 	return g.verifier
-}
-
-// unreachable reports whether err says the provider (its key set) could
-// not be reached, rather than that the token is bad.
-func unreachable(err error) bool {
-	var ue *url.Error
-	var ne net.Error
-	return errors.As(err, &ue) || errors.As(err, &ne) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, errProviderTooLarge)
 }
 
 // newSession returns the session of a verified ID token signed in at now.

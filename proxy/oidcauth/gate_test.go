@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -525,6 +526,7 @@ func TestCallbackFailsClosed(t *testing.T) {
 		{name: "bad signature", wantStatus: 403, provider: func(p *testProvider) { p.signer = otherKey }},
 		{name: "expired id token", wantStatus: 403, provider: func(p *testProvider) { p.lifetime = -time.Minute }},
 		{name: "no id token", wantStatus: 403, provider: func(p *testProvider) { p.noIDToken = true }},
+		{name: "key set unreachable", wantStatus: 403, provider: func(p *testProvider) { p.jwksDown = true }},
 		{name: "provider refused", wantStatus: 403, provider: func(p *testProvider) { p.deny = true }},
 		{name: "subject too long", wantStatus: 403, provider: func(p *testProvider) { p.subject = strings.Repeat("s", 256) }},
 		{name: "subject with a newline", wantStatus: 403, provider: func(p *testProvider) { p.subject = "user\r\nX-Admin: 1" }},
@@ -874,5 +876,101 @@ func TestHeaders(t *testing.T) {
 	oidcauth.SetHeaders(h, oidcauth.Identity{})
 	if !equalHeaders(h, http.Header{"Other": {"z"}}) {
 		t.Errorf("after an unauthenticated identity: %v", h)
+	}
+}
+
+// TestPendingLoginsBounded: however many sign-ins a browser starts, it
+// holds at most MaxPendingLogins login cookies for a route, each scoped to
+// the callback path and short-lived, and the latest sign-in completes.
+func TestPendingLoginsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	c := noFollow(h.browser())
+	var last *url.URL
+	for range 40 {
+		res, _ := h.do(c, "GET", h.app.URL+"/", nil)
+		for _, ck := range res.Cookies() {
+			if ck.Path != oidcauth.DefaultCallbackPath || ck.MaxAge != int(oidcauth.LoginTimeout/time.Second) || !ck.HttpOnly {
+				t.Fatalf("login cookie attributes: %+v", ck)
+			}
+		}
+		last = h.toProvider(res)
+	}
+	u, _ := url.Parse(h.app.URL + oidcauth.DefaultCallbackPath)
+	if n := len(c.Jar.Cookies(u)); n == 0 || n > oidcauth.MaxPendingLogins {
+		t.Errorf("%d login cookies after 40 sign-ins; want 1 to %d", n, oidcauth.MaxPendingLogins)
+	}
+	root, _ := url.Parse(h.app.URL + "/")
+	if n := len(c.Jar.Cookies(root)); n != 0 {
+		t.Errorf("%d cookies sent to other paths during sign-in; want 0", n)
+	}
+	res, _ := h.do(c, "GET", last.String(), nil)
+	cb, _ := res.Location()
+	if res, body := h.do(c, "GET", cb.String(), nil); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the latest sign-in: %d %q", res.StatusCode, body)
+	}
+}
+
+// TestSecureOnlyOverTLS: cookies get Secure when the request came over TLS.
+func TestSecureOnlyOverTLS(t *testing.T) {
+	h := newHarness(t, nil)
+	g := h.gates["/"]
+	for _, tc := range []struct {
+		name string
+		url  string
+		want bool
+	}{
+		{"TLS", "https://app.example/", true},
+		{"plain HTTP", "http://app.example/", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			g.Check(w, httptest.NewRequest("GET", tc.url, nil))
+			res := w.Result()
+			if res.StatusCode != http.StatusFound || len(res.Cookies()) != 1 {
+				t.Fatalf("%d with cookies %v", res.StatusCode, res.Cookies())
+			}
+			if got := res.Cookies()[0].Secure; got != tc.want {
+				t.Errorf("Secure = %v; want %v", got, tc.want)
+			}
+			loc, _ := res.Location()
+			if got, want := loc.Query().Get("redirect_uri"), strings.TrimSuffix(tc.url, "/")+oidcauth.DefaultCallbackPath; got != want {
+				t.Errorf("redirect_uri %q; want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestProviderResponseBounded: a discovery document over
+// MaxProviderResponseBytes fails discovery (503) rather than being read.
+func TestProviderResponseBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		contentLength bool
+	}{
+		{"declared length", true},
+		{"chunked", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			big := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// A valid document, padded past the bound.
+				iss := "https://" + r.Host
+				body := `{"issuer":"` + iss + `","authorization_endpoint":"` + iss + `/authorize","token_endpoint":"` + iss +
+					`/token","jwks_uri":"` + iss + `/jwks","padding":"` + strings.Repeat("x", oidcauth.MaxProviderResponseBytes) + `"}`
+				if tc.contentLength {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				io.WriteString(w, body)
+			}))
+			defer big.Close()
+			ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: big.Client()})
+			g, err := oidcauth.New(&edges.OIDCConfig{Issuer: big.URL, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			if _, ok := g.Check(w, httptest.NewRequest("GET", "https://app.example/", nil)); ok || w.Code != http.StatusServiceUnavailable {
+				t.Errorf("%d (%v); want 503", w.Code, ok)
+			}
+		})
 	}
 }

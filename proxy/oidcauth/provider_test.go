@@ -43,6 +43,7 @@ type testProvider struct {
 	noIDToken bool              // the token response has no id_token
 	claims    map[string]any    // claims of ID tokens besides the standard ones
 	subject   string            // sub of ID tokens; "" means "user-1"
+	jwksDown  bool              // the JWKS endpoint answers 503
 }
 
 // grant is an issued authorization code.
@@ -115,6 +116,13 @@ func (p *testProvider) discovery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *testProvider) jwks(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	down := p.jwksDown
+	p.mu.Unlock()
+	if down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
 		{Key: &p.key.PublicKey, KeyID: "k1", Algorithm: string(jose.ES256), Use: "sig"},
 	}})
