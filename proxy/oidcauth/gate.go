@@ -166,8 +166,11 @@ func New(cfg *edges.OIDCConfig, opts Options) (*Gate, error) {
 	if len(prefix) > edges.MaxCookiePrefixBytes || !edges.IsToken(prefix) {
 		vs.Add("cookie_prefix", "must be at most %d bytes of HTTP token characters", edges.MaxCookiePrefixBytes)
 	}
-	if cfg.InactivityTimeout < 0 || cfg.MaximumDuration < 0 {
+	if cfg.InactivityTimeout < 0 {
 		vs.Add("inactivity_timeout", "must not be negative")
+	}
+	if cfg.MaximumDuration < 0 {
+		vs.Add("maximum_duration", "must not be negative")
 	}
 	if len(opts.Key) < MinKeyBytes {
 		vs.Add("key", "must be at least %d bytes", MinKeyBytes)
@@ -275,13 +278,16 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 //     never sees them), may add a Set-Cookie to w's header (the sliding
 //     last-seen time; keep it in the response), and returns the identity
 //     and true;
-//   - an OPTIONS request when the module has options_passthrough returns
-//     the zero Identity and true;
+//   - an OPTIONS request without a valid session, when the module has
+//     options_passthrough, returns the zero Identity and true;
 //   - anything else (no cookie, a bad one, an expired session) is
 //     redirected to the provider, or answered 503 when the provider cannot
 //     be discovered, and Check returns false.
 //
-// When Check returns false it has written the response.
+// When Check returns false it has written the response. r must carry the
+// path the client sent (before any rewrite for the upstream): Check
+// compares it with the callback path and sends the browser back to it
+// after sign-in.
 func (g *Gate) Check(w http.ResponseWriter, r *http.Request) (Identity, bool) {
 	StripHeaders(r.Header)
 	if r.URL.Path == g.callback {

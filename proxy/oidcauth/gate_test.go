@@ -844,6 +844,8 @@ func TestNewValidates(t *testing.T) {
 		{"callback with query", &good, oidcauth.Options{Key: testKey, Scope: "r", CallbackPath: "/cb?x"}, "callback_path"},
 		{"no issuer", &edges.OIDCConfig{ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r"}, "issuer"},
 		{"no client", &edges.OIDCConfig{Issuer: "https://idp.example"}, oidcauth.Options{Key: testKey, Scope: "r"}, "client_id"},
+		{"negative inactivity", &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", InactivityTimeout: -1}, oidcauth.Options{Key: testKey, Scope: "r"}, "inactivity_timeout"},
+		{"negative maximum", &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", MaximumDuration: -1}, oidcauth.Options{Key: testKey, Scope: "r"}, "maximum_duration"},
 		{"bad prefix", &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", CookiePrefix: "a b"}, oidcauth.Options{Key: testKey, Scope: "r"}, "cookie_prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -972,5 +974,39 @@ func TestProviderResponseBounded(t *testing.T) {
 				t.Errorf("%d (%v); want 503", w.Code, ok)
 			}
 		})
+	}
+}
+
+// TestConcurrentSignIns: browsers signing in at once through one Gate all
+// get their own session, and the issuer is discovered once.
+func TestConcurrentSignIns(t *testing.T) {
+	h := newHarness(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			c := h.browser()
+			for j := range 3 {
+				res, err := c.Get(h.app.URL + "/p" + strconv.Itoa(i))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				var v upstreamView
+				if res.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil || !v.Authenticated || v.Path != "/p"+strconv.Itoa(i) {
+					errs <- "browser " + strconv.Itoa(i) + " request " + strconv.Itoa(j) + ": " + res.Status + " " + string(body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if a, d := h.prov.counts(); a != 8 || d != 1 {
+		t.Errorf("%d authorizations and %d discoveries; want 8 and 1", a, d)
 	}
 }
