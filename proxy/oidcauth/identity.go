@@ -93,17 +93,20 @@ func SetHeaders(h http.Header, id Identity) {
 	}
 }
 
+// contextKey is the type of this package's context keys.
+type contextKey int
+
 // identityKey is the context key of an Identity.
-type identityKey struct{}
+const identityKey contextKey = 0
 
 // NewContext returns ctx carrying id.
 func NewContext(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+	return context.WithValue(ctx, identityKey, id)
 }
 
 // FromContext returns the Identity that [NewContext] (or [Gate.Wrap])
 // stored in ctx, and whether there was one.
 func FromContext(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
+	id, ok := ctx.Value(identityKey).(Identity)
 	return id, ok
 }
