@@ -11,11 +11,12 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// Cookie kinds, authenticated as additional data so that a value sealed
-// for one kind (or one cookie name) never opens as another.
-const (
-	kindSession byte = 's'
-	kindLogin   byte = 'l'
+// Additional data of the two cookie kinds, so that a value sealed as one
+// never opens as the other. (Cookies of other routes, issuers or clients
+// do not open at all: the key is bound to them.)
+var (
+	adSession = []byte("s")
+	adLogin   = []byte("l")
 )
 
 // Payload versions.

@@ -122,15 +122,15 @@ func TestSafeReturnPath(t *testing.T) {
 // another, and changing any byte breaks it.
 func TestSealBinding(t *testing.T) {
 	g := newTestGate(t, nil, nil)
-	v := seal(g.aead, g.sessionAD, []byte("payload"))
-	if p, ok := open(g.aead, g.sessionAD, v, nil); !ok || string(p) != "payload" {
+	v := seal(g.aead, adSession, []byte("payload"))
+	if p, ok := open(g.aead, adSession, v, nil); !ok || string(p) != "payload" {
 		t.Fatalf("open(seal) = %q, %v", p, ok)
 	}
-	if _, ok := open(g.aead, g.loginADs[0], v, nil); ok {
+	if _, ok := open(g.aead, adLogin, v, nil); ok {
 		t.Error("a session value opened as a login cookie")
 	}
 	g2 := newTestGate(t, func(c *edges.OIDCConfig) { c.ClientID = "other" }, nil)
-	if _, ok := open(g2.aead, g2.sessionAD, v, nil); ok {
+	if _, ok := open(g2.aead, adSession, v, nil); ok {
 		t.Error("a session value opened under another client's key")
 	}
 	// Another route with the same secret: its key differs, whatever the
@@ -140,7 +140,7 @@ func TestSealBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := open(g3.aead, g.sessionAD, v, nil); ok {
+	if _, ok := open(g3.aead, adSession, v, nil); ok {
 		t.Error("a session value opened under another route's key")
 	}
 }
@@ -196,7 +196,7 @@ func FuzzCookieHeader(f *testing.F) {
 	// same value.
 	nonce := make([]byte, chacha20poly1305.NonceSizeX)
 	plain := appendSession(nil, &session{loginAt: now.Unix(), lastSeen: now.Unix(), subject: "s"})
-	good := struct{ Value string }{base64.RawURLEncoding.EncodeToString(g.aead.Seal(nonce, nonce, plain, g.sessionAD))}
+	good := struct{ Value string }{base64.RawURLEncoding.EncodeToString(g.aead.Seal(nonce, nonce, plain, adSession))}
 	f.Add("a=b; " + g.sessionName + "=" + good.Value)
 	f.Add(g.sessionName + "=\"" + good.Value + "\"")
 	f.Add(g.sessionName + "=" + good.Value[:len(good.Value)-1] + "A")

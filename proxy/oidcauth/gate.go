@@ -131,10 +131,8 @@ type Gate struct {
 
 	aead        cipher.AEAD
 	sessionName string
-	sessionAD   []byte
 	loginPrefix string
 	loginNames  [MaxPendingLogins]string
-	loginADs    [MaxPendingLogins][]byte
 	loginPath   string
 	forceSecure bool
 
@@ -230,11 +228,9 @@ func New(cfg *edges.OIDCConfig, opts Options) (*Gate, error) {
 		return nil, err
 	}
 	g.sessionName = prefix + "session." + g.tag
-	g.sessionAD = append([]byte{kindSession}, g.sessionName...)
 	g.loginPrefix = prefix + "login." + g.tag + "."
 	for i := range g.loginNames {
 		g.loginNames[i] = g.loginPrefix + strconv.Itoa(i)
-		g.loginADs[i] = append([]byte{kindLogin}, g.loginNames[i]...)
 	}
 	// Cookies named __Host-... must have Path=/ and, like __Secure-...,
 	// the Secure attribute, or browsers drop them.
@@ -343,7 +339,7 @@ func (g *Gate) readSession(h http.Header, now int64) (session, bool) {
 		if name != g.sessionName {
 			return true
 		}
-		plain, opened := open(g.aead, g.sessionAD, value, *bp)
+		plain, opened := open(g.aead, adSession, value, *bp)
 		if !opened {
 			return true
 		}
@@ -402,7 +398,7 @@ func (g *Gate) sessionCookie(r *http.Request, s *session, now int64) *http.Cooki
 	}
 	return &http.Cookie{
 		Name:     g.sessionName,
-		Value:    seal(g.aead, g.sessionAD, appendSession(make([]byte, 0, 64), s)),
+		Value:    seal(g.aead, adSession, appendSession(make([]byte, 0, 64), s)),
 		Path:     "/",
 		MaxAge:   int(maxAge),
 		HttpOnly: true,
@@ -503,7 +499,7 @@ func (g *Gate) startLogin(w http.ResponseWriter, r *http.Request, now time.Time)
 	slot := int(l.state[0]) % MaxPendingLogins
 	http.SetCookie(w, &http.Cookie{
 		Name:     g.loginNames[slot],
-		Value:    seal(g.aead, g.loginADs[slot], appendLogin(nil, &l)),
+		Value:    seal(g.aead, adLogin, appendLogin(nil, &l)),
 		Path:     g.loginPath,
 		MaxAge:   int(LoginTimeout / time.Second),
 		HttpOnly: true,
@@ -665,7 +661,7 @@ func (g *Gate) readLogin(h http.Header, slot int, state [stateBytes]byte, now in
 		if name != g.loginNames[slot] {
 			return true
 		}
-		plain, opened := open(g.aead, g.loginADs[slot], value, nil)
+		plain, opened := open(g.aead, adLogin, value, nil)
 		if !opened {
 			return true
 		}

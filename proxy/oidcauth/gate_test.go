@@ -115,9 +115,10 @@ func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) 
 		json.NewEncoder(w).Encode(v)
 	})
 	h.app = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// What a proxy does: the callback goes to the Gate that started
-		// the sign-in, whatever route its path would match.
-		if r.URL.Path == oidcauth.DefaultCallbackPath {
+		// What a proxy does with several OIDC routes: the callback goes
+		// to the Gate that started the sign-in, whatever route its path
+		// would match. With one route, the route's Gate.Check serves it.
+		if r.URL.Path == oidcauth.DefaultCallbackPath && len(h.gates) > 1 {
 			for _, g := range h.gates {
 				if g.IsCallback(r) {
 					g.ServeCallback(w, r)
@@ -518,6 +519,16 @@ func TestCallbackFailsClosed(t *testing.T) {
 				}
 			}
 			c.Jar = jar
+			return cb
+		}},
+		{name: "query too long", wantStatus: 400, callback: func(h *harness, c *http.Client, cb *url.URL) *url.URL {
+			cb.RawQuery += "&pad=" + strings.Repeat("p", oidcauth.MaxCallbackQueryBytes)
+			return cb
+		}},
+		{name: "code too long", wantStatus: 400, callback: func(h *harness, c *http.Client, cb *url.URL) *url.URL {
+			q := cb.Query()
+			q.Set("code", strings.Repeat("c", oidcauth.MaxCodeBytes+1))
+			cb.RawQuery = q.Encode()
 			return cb
 		}},
 		{name: "wrong audience", wantStatus: 403, provider: func(p *testProvider) { p.audience = "another-client" }},
@@ -1008,5 +1019,33 @@ func TestConcurrentSignIns(t *testing.T) {
 	}
 	if a, d := h.prov.counts(); a != 8 || d != 1 {
 		t.Errorf("%d authorizations and %d discoveries; want 8 and 1", a, d)
+	}
+}
+
+// TestBadOptionalClaims: an ID token whose optional claims are of the
+// wrong type, or not fit for a header, still signs the user in; the bad
+// claims are dropped.
+func TestBadOptionalClaims(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		claims map[string]any
+		want   oidcauth.Identity
+	}{
+		{"claim of the wrong type", map[string]any{"email": 42, "name": "Bob"}, oidcauth.Identity{}},
+		{"name with a newline", map[string]any{"email": "bob@example.com", "email_verified": "true", "name": "Bob\nX-Admin: 1"},
+			oidcauth.Identity{Email: "bob@example.com", EmailVerified: true}},
+		{"name too long", map[string]any{"name": strings.Repeat("n", oidcauth.MaxClaimBytes+1), "preferred_username": "bob"},
+			oidcauth.Identity{PreferredUsername: "bob"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.prov.set(func(p *testProvider) { p.claims = tc.claims })
+			v := h.signIn(h.browser(), "/")
+			want := tc.want
+			want.Issuer, want.Subject, want.LoginTime = h.prov.Issuer(), "user-1", h.clock.Now()
+			if v.Identity != want {
+				t.Errorf("identity %+v; want %+v", v.Identity, want)
+			}
+		})
 	}
 }
