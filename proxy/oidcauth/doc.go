@@ -25,7 +25,28 @@
 // A proxy calls [Gate.Check] on each request of the route (or wraps the
 // route's handler with [Gate.Wrap]). When an edge has several OIDC routes,
 // the proxy hands a request for the callback path to the Gate whose
-// [Gate.IsCallback] is true, whichever route the path would match.
+// [Gate.IsCallback] is true, whichever route the path would match:
+//
+//	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{}) // one per proxy
+//	gate, err := oidcauth.New(routeConfig.OIDC, oidcauth.Options{
+//		Key:       sealingKey, // the proxy's 32-byte sealing key
+//		Scope:     edgeID + "/" + routeID,
+//		Providers: providers,
+//	})
+//	...
+//	oidcauth.StripHeaders(r.Header) // every request, every route
+//	for _, g := range edgeGates {   // before route matching
+//		if g.IsCallback(r) {
+//			g.ServeCallback(w, r)
+//			return
+//		}
+//	}
+//	id, ok := gate.Check(w, r) // the matched route's Gate
+//	if !ok {
+//		return // Check answered: redirect, callback or error
+//	}
+//	// id (possibly zero: OPTIONS passthrough) goes to the traffic policy;
+//	// r carries the identity headers; keep any Set-Cookie Check added.
 //
 // # Sessions
 //
