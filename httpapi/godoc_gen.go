@@ -740,6 +740,8 @@ var goDocs = map[string]string{
 	"github.com/edgeplane/edgeplane/policy.rewriteConfig.To":                                 "",
 	"github.com/edgeplane/edgeplane/policy.setVarsConfig":                                    "",
 	"github.com/edgeplane/edgeplane/policy.setVarsConfig.Vars":                               "",
+	"github.com/edgeplane/edgeplane/proxy.bufferPool":                                        "bufferPool recycles the buffers ReverseProxy copies response bodies with (else it allocates 32 KiB per request).",
+	"github.com/edgeplane/edgeplane/proxy.exchangeKey":                                       "",
 	"github.com/edgeplane/edgeplane/ratelimit.Config":                                        "Config is the rate-limit traffic policy action config (SPEC 2.8). Every field is required; Config.Validate checks them all.",
 	"github.com/edgeplane/edgeplane/ratelimit.Config.Algorithm":                              "Algorithm is the limiting algorithm; only \"sliding_window\".",
 	"github.com/edgeplane/edgeplane/ratelimit.Config.BucketKey":                              "BucketKey lists the 1 to 10 elements that form a request's bucket key; see ParseKeyElement.",
