@@ -86,8 +86,10 @@ type Edge struct {
 	// reflects every change up to it.
 	Revision int64
 
-	// routes is the pipeline of each route of Config, by route ID.
-	routes map[string]*route
+	// routes is the pipeline of each route of Config, by route ID;
+	// oidcRoutes those with the OIDC module, in Config order.
+	routes     map[string]*route
+	oidcRoutes []*route
 }
 
 // Stats are counters of a [Configs] since it started.

@@ -62,6 +62,24 @@
 // tunnel under lease, 502 when the upstream fails, 504 when it does not
 // send its response headers within [HandlerOptions.UpstreamTimeout].
 //
+// # OIDC
+//
+// A route with the OIDC module enabled lets a request through only with
+// a session of its own ([oidcauth.Gate]: authorization-code flow with
+// PKCE against the module's issuer, sealed session cookie named with the
+// module's cookie_prefix, inactivity_timeout and maximum_duration
+// enforced, OPTIONS let through when options_passthrough is set). The
+// sign-in's callback, /.service/oidc/callback on the edge's host, is
+// handed to the route it belongs to whatever route its path matches. The
+// module runs before the route's traffic policy; the identity reaches the
+// upstream in the Service-OIDC-* headers ([oidcauth.SetHeaders]), which
+// are removed from every request of every route first, so a client
+// never forges them. The session keys derive from
+// [HandlerOptions.OIDCKey] (proxies that serve the same edges share it);
+// a Handler without one answers such routes 503 (fail closed), as it
+// does a module that cannot be applied. Not yet done: the identity is not
+// a traffic policy variable.
+//
 // # Observability
 //
 // [Metrics] counts requests by edge, route, the policy action that

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
 
 // Defaults of [HandlerOptions].
@@ -56,6 +57,16 @@ type HandlerOptions struct {
 	// Metrics receives the handler's measurements; nil measures nothing.
 	// Register it with a prometheus registry.
 	Metrics *Metrics
+	// OIDCKey is the key the OIDC module's session cookies are sealed
+	// under (at least [oidcauth.MinKeyBytes]; the Service's sealing key
+	// will do: each route derives its own key from it). Every proxy that
+	// serves the same edges needs the same key, or a session started
+	// through one is refused by another. Without it, routes with the OIDC
+	// module answer 503 (fail closed).
+	OIDCKey []byte
+	// OIDCProviders caches the OIDC providers' discovery; nil means one
+	// of the Handler's own with the package defaults.
+	OIDCProviders *oidcauth.Providers
 }
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
@@ -74,11 +85,18 @@ type Handler struct {
 	backoff time.Duration
 	metrics *Metrics
 	rp      *httputil.ReverseProxy
+
+	oidcKey   []byte
+	providers *oidcauth.Providers
 }
 
 // NewHandler returns the Handler of the edges c serves.
 func NewHandler(c *Configs, o HandlerOptions) *Handler {
-	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics}
+	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
+		oidcKey: o.OIDCKey, providers: o.OIDCProviders}
+	if h.providers == nil {
+		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{})
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -193,6 +211,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.edge = e
+	oidcauth.StripHeaders(r.Header) // only the OIDC module sets them
+	if len(e.oidcRoutes) > 0 && h.oidcCallback(rw, r, e) {
+		return
+	}
 	rc := e.Config.Route(r.URL.Path)
 	if rc == nil {
 		http.Error(rw, "no route of this edge matches the path", http.StatusNotFound)
@@ -202,7 +224,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.route = rt
 	now := h.clock()
 
-	// 1. Inbound traffic policy rules.
+	// 1. The OIDC module.
+	if rc.OIDC != nil && !h.authenticate(rw, r, e, rt) {
+		return
+	}
+
+	// 2. Inbound traffic policy rules.
 	if pol := rc.TrafficPolicy; pol != nil {
 		req := policy.RequestFromHTTPWithClient(r, client, now)
 		in := pol.Inbound(&req)
@@ -216,21 +243,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
 		}
 	}
-	if rc.OIDC != nil {
-		// Fail closed: the OIDC module is not applied by this handler
-		// yet, and its traffic must not pass unauthenticated.
-		http.Error(rw, "this route requires OIDC authentication, which this proxy does not implement", http.StatusNotImplemented)
-		return
-	}
-
-	// 2. The backend: a tunnel under lease, round-robin.
+	// 3. The backend: a tunnel under lease, round-robin.
 	ex.upstream = rt.pick(now)
 	if ex.upstream == nil {
 		http.Error(rw, rt.noUpstream, http.StatusServiceUnavailable)
 		return
 	}
 
-	// 3. On the way back (modifyResponse, then rw): outbound rules,
+	// 4. On the way back (modifyResponse, then rw): outbound rules,
 	// response headers, compression.
 	rw.compress = rc.Compression && r.Method != http.MethodHead
 	rw.acceptGzip = rw.compress && acceptsGzip(r.Header.Values("Accept-Encoding"))

@@ -35,6 +35,9 @@ type routeStatic struct {
 	// ended a request.
 	hasOutbound bool
 	actionTypes map[string]string
+	// gate is the route's OIDC Gate, built at its first request (see
+	// Handler.gate); unused without the module.
+	gate oidcGate
 }
 
 // upstream is one tunnel a route may send a request to.
@@ -128,6 +131,9 @@ func newEdge(cfg *edges.HTTPSEdgeConfig, tunnels map[string][]backends.Tunnel, c
 			}
 		}
 		e.routes[rc.RouteID] = rt
+		if rc.OIDC != nil {
+			e.oidcRoutes = append(e.oidcRoutes, rt)
+		}
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package oidcauth_test
 
 import (
 	"fmt"
+	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,12 +17,12 @@ import (
 // to the provider, signs in (this test provider approves at once), comes
 // back through the callback and reaches the handler with its identity.
 func ExampleGate_Wrap() {
-	idp := newTestProvider("client-1", "secret-1", time.Now)
+	idp := oidctest.New("client-1", "secret-1", time.Now)
 	defer idp.Close()
 
 	// One Providers per proxy: the discovery cache and the HTTP client
 	// that reaches the providers.
-	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: idp.srv.Client()})
+	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: idp.Client()})
 	module := &edges.OIDC{Enabled: true, Issuer: idp.Issuer(), ClientID: "client-1", ClientSecret: "secret-1", Scopes: []string{"email"}}
 	gate, err := oidcauth.New(module.Config(), oidcauth.Options{
 		Key:       []byte("a 32-byte or longer secret key!!"), // a proxy passes its sealing key
@@ -38,7 +39,7 @@ func ExampleGate_Wrap() {
 	defer app.Close()
 
 	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Transport: idp.srv.Client().Transport, Jar: jar}
+	browser := &http.Client{Transport: idp.Client().Transport, Jar: jar}
 	res, err := browser.Get(app.URL + "/dashboard")
 	if err != nil {
 		panic(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -64,7 +65,7 @@ type upstreamView struct {
 type harness struct {
 	t         *testing.T
 	clock     *testClock
-	prov      *testProvider
+	prov      *oidctest.Provider
 	providers *oidcauth.Providers
 	app       *httptest.Server
 	prefixes  []string // route prefixes, longest first
@@ -80,9 +81,9 @@ func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) 
 		prefixes = []string{"/"}
 	}
 	h := &harness{t: t, clock: newClock(), gates: map[string]*oidcauth.Gate{}}
-	h.prov = newTestProvider("client-1", "secret-1", h.clock.Now)
+	h.prov = oidctest.New("client-1", "secret-1", h.clock.Now)
 	t.Cleanup(h.prov.Close)
-	h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: h.prov.srv.Client(), Now: h.clock.Now})
+	h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: h.prov.Client(), Now: h.clock.Now})
 	for _, prefix := range prefixes {
 		cfg := &edges.OIDCConfig{
 			Issuer:       h.prov.Issuer(),
@@ -147,7 +148,7 @@ func (h *harness) browser() *http.Client {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return &http.Client{Transport: h.prov.srv.Client().Transport, Jar: jar}
+	return &http.Client{Transport: h.prov.Client().Transport, Jar: jar}
 }
 
 // noFollow returns c that does not follow redirects.
@@ -261,7 +262,7 @@ func TestSignIn(t *testing.T) {
 		t.Errorf("the upstream saw the gate's cookies: %q", v.Cookie)
 	}
 
-	q := h.prov.lastAuthorization()
+	q := h.prov.LastAuthorization()
 	if got := q.Get("scope"); got != "openid profile email" {
 		t.Errorf("scope = %q; want openid plus the module's scopes", got)
 	}
@@ -273,12 +274,12 @@ func TestSignIn(t *testing.T) {
 	}
 
 	// The session holds: no trip to the provider.
-	before, _ := h.prov.counts()
+	before, _ := h.prov.Counts()
 	res, body := h.do(noFollow(c), "GET", h.app.URL+"/other", nil)
 	if v := h.view(res, body); v.Identity.Subject != "user-1" {
 		t.Errorf("second request: identity %+v", v.Identity)
 	}
-	if after, _ := h.prov.counts(); after != before {
+	if after, _ := h.prov.Counts(); after != before {
 		t.Errorf("an authenticated request went to the provider (%d -> %d)", before, after)
 	}
 }
@@ -448,7 +449,7 @@ func TestCallbackFailsClosed(t *testing.T) {
 	wrongNonce := "not-the-nonce"
 	for _, tc := range []struct {
 		name       string
-		provider   func(p *testProvider)
+		provider   func(p *oidctest.Provider)
 		callback   func(h *harness, c *http.Client, cb *url.URL) *url.URL
 		wantStatus int
 	}{
@@ -531,21 +532,21 @@ func TestCallbackFailsClosed(t *testing.T) {
 			cb.RawQuery = q.Encode()
 			return cb
 		}},
-		{name: "wrong audience", wantStatus: 403, provider: func(p *testProvider) { p.audience = "another-client" }},
-		{name: "wrong issuer", wantStatus: 403, provider: func(p *testProvider) { p.issuer = "https://evil.example" }},
-		{name: "wrong nonce", wantStatus: 403, provider: func(p *testProvider) { p.nonce = &wrongNonce }},
-		{name: "bad signature", wantStatus: 403, provider: func(p *testProvider) { p.signer = otherKey }},
-		{name: "expired id token", wantStatus: 403, provider: func(p *testProvider) { p.lifetime = -time.Minute }},
-		{name: "no id token", wantStatus: 403, provider: func(p *testProvider) { p.noIDToken = true }},
-		{name: "key set unreachable", wantStatus: 403, provider: func(p *testProvider) { p.jwksDown = true }},
-		{name: "provider refused", wantStatus: 403, provider: func(p *testProvider) { p.deny = true }},
-		{name: "subject too long", wantStatus: 403, provider: func(p *testProvider) { p.subject = strings.Repeat("s", 256) }},
-		{name: "subject with a newline", wantStatus: 403, provider: func(p *testProvider) { p.subject = "user\r\nX-Admin: 1" }},
+		{name: "wrong audience", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Audience = "another-client" }},
+		{name: "wrong issuer", wantStatus: 403, provider: func(p *oidctest.Provider) { p.IssuerClaim = "https://evil.example" }},
+		{name: "wrong nonce", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Nonce = &wrongNonce }},
+		{name: "bad signature", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Signer = otherKey }},
+		{name: "expired id token", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Lifetime = -time.Minute }},
+		{name: "no id token", wantStatus: 403, provider: func(p *oidctest.Provider) { p.NoIDToken = true }},
+		{name: "key set unreachable", wantStatus: 403, provider: func(p *oidctest.Provider) { p.JWKSDown = true }},
+		{name: "provider refused", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Deny = true }},
+		{name: "subject too long", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Subject = strings.Repeat("s", 256) }},
+		{name: "subject with a newline", wantStatus: 403, provider: func(p *oidctest.Provider) { p.Subject = "user\r\nX-Admin: 1" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			if tc.provider != nil {
-				h.prov.set(tc.provider)
+				h.prov.Set(tc.provider)
 			}
 			c := noFollow(h.browser())
 			cb := h.beginSignIn(c, "/secret")
@@ -765,12 +766,12 @@ func TestDiscoveryCached(t *testing.T) {
 	h := newHarness(t, nil)
 	h.signIn(h.browser(), "/")
 	h.signIn(h.browser(), "/")
-	if _, d := h.prov.counts(); d != 1 {
+	if _, d := h.prov.Counts(); d != 1 {
 		t.Errorf("%d discoveries for two sign-ins; want 1", d)
 	}
 	h.clock.Advance(oidcauth.DefaultProviderTTL)
 	h.signIn(h.browser(), "/")
-	if _, d := h.prov.counts(); d != 2 {
+	if _, d := h.prov.Counts(); d != 2 {
 		t.Errorf("%d discoveries after the TTL; want 2", d)
 	}
 }
@@ -816,10 +817,10 @@ func TestProvidersBounded(t *testing.T) {
 	var issuers []string
 	var client *http.Client
 	for range 3 {
-		p := newTestProvider("c", "s", clock.Now)
+		p := oidctest.New("c", "s", clock.Now)
 		defer p.Close()
 		issuers = append(issuers, p.Issuer())
-		client = p.srv.Client()
+		client = p.Client()
 	}
 	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: client, MaxIssuers: 2, Now: clock.Now})
 	for i, iss := range issuers {
@@ -1017,7 +1018,7 @@ func TestConcurrentSignIns(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	if a, d := h.prov.counts(); a != 8 || d != 1 {
+	if a, d := h.prov.Counts(); a != 8 || d != 1 {
 		t.Errorf("%d authorizations and %d discoveries; want 8 and 1", a, d)
 	}
 }
@@ -1039,7 +1040,7 @@ func TestBadOptionalClaims(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			h.prov.set(func(p *testProvider) { p.claims = tc.claims })
+			h.prov.Set(func(p *oidctest.Provider) { p.Claims = tc.claims })
 			v := h.signIn(h.browser(), "/")
 			want := tc.want
 			want.Issuer, want.Subject, want.LoginTime = h.prov.Issuer(), "user-1", h.clock.Now()

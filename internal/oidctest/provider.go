@@ -1,4 +1,10 @@
-package oidcauth_test
+// Package oidctest is an OpenID Connect provider for tests: discovery,
+// JWKS, an authorization endpoint that approves every request at once,
+// and a token endpoint that checks the client, the redirect URI, PKCE and
+// that a code is used once. It signs ID tokens (ES256) with go-jose. Its
+// exported fields are knobs a test turns (under [Provider.Set]) to make
+// it misbehave.
+package oidctest
 
 import (
 	"crypto/ecdsa"
@@ -17,11 +23,11 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// testProvider is an OIDC provider of our own making: discovery, JWKS, an
+// Provider is an OIDC provider of our own making: discovery, JWKS, an
 // authorization endpoint that approves every request at once, and a token
 // endpoint that checks the client, the redirect URI, PKCE and that a code
 // is used once. It signs ID tokens (ES256) with go-jose.
-type testProvider struct {
+type Provider struct {
 	srv          *httptest.Server
 	key          *ecdsa.PrivateKey
 	clientID     string
@@ -34,16 +40,16 @@ type testProvider struct {
 	discovered int          // discovery requests served
 
 	// Knobs a test turns to make the provider misbehave.
-	audience  string            // aud of ID tokens; "" means the client ID
-	issuer    string            // iss of ID tokens; "" means the real issuer
-	nonce     *string           // nonce of ID tokens; nil means the requested one
-	signer    *ecdsa.PrivateKey // signs ID tokens; nil means key (in the JWKS)
-	lifetime  time.Duration     // ID token lifetime; 0 means an hour
-	deny      bool              // the authorization endpoint answers error=access_denied
-	noIDToken bool              // the token response has no id_token
-	claims    map[string]any    // claims of ID tokens besides the standard ones
-	subject   string            // sub of ID tokens; "" means "user-1"
-	jwksDown  bool              // the JWKS endpoint answers 503
+	Audience    string            // aud of ID tokens; "" means the client ID
+	IssuerClaim string            // iss of ID tokens; "" means the real issuer
+	Nonce       *string           // nonce of ID tokens; nil means the requested one
+	Signer      *ecdsa.PrivateKey // signs ID tokens; nil means key (in the JWKS)
+	Lifetime    time.Duration     // ID token lifetime; 0 means an hour
+	Deny        bool              // the authorization endpoint answers error=access_denied
+	NoIDToken   bool              // the token response has no id_token
+	Claims      map[string]any    // claims of ID tokens besides the standard ones
+	Subject     string            // sub of ID tokens; "" means "user-1"
+	JWKSDown    bool              // the JWKS endpoint answers 503
 }
 
 // grant is an issued authorization code.
@@ -52,14 +58,14 @@ type grant struct {
 	used                          bool
 }
 
-// newTestProvider starts a provider over TLS for client clientID.
-func newTestProvider(clientID, clientSecret string, now func() time.Time) *testProvider {
+// New starts a provider over TLS for client clientID.
+func New(clientID, clientSecret string, now func() time.Time) *Provider {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
 	}
-	p := &testProvider{key: key, clientID: clientID, clientSecret: clientSecret, now: now, codes: map[string]*grant{},
-		claims: map[string]any{"email": "ada@example.com", "email_verified": true, "name": "Ada Lovelace", "preferred_username": "ada"}}
+	p := &Provider{key: key, clientID: clientID, clientSecret: clientSecret, now: now, codes: map[string]*grant{},
+		Claims: map[string]any{"email": "ada@example.com", "email_verified": true, "name": "Ada Lovelace", "preferred_username": "ada"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
 	mux.HandleFunc("GET /jwks", p.jwks)
@@ -70,27 +76,31 @@ func newTestProvider(clientID, clientSecret string, now func() time.Time) *testP
 }
 
 // Issuer returns the provider's issuer URL.
-func (p *testProvider) Issuer() string { return p.srv.URL }
+func (p *Provider) Issuer() string { return p.srv.URL }
+
+// Client returns an HTTP client that trusts the provider's TLS
+// certificate.
+func (p *Provider) Client() *http.Client { return p.srv.Client() }
 
 // Close stops the provider.
-func (p *testProvider) Close() { p.srv.Close() }
+func (p *Provider) Close() { p.srv.Close() }
 
-// set changes the provider's knobs under its lock.
-func (p *testProvider) set(f func(p *testProvider)) {
+// Set changes the provider's knobs under its lock.
+func (p *Provider) Set(f func(p *Provider)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f(p)
 }
 
-// counts returns how many authorization and discovery requests were served.
-func (p *testProvider) counts() (authorized, discovered int) {
+// Counts returns how many authorization and discovery requests were served.
+func (p *Provider) Counts() (authorized, discovered int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.authorized), p.discovered
 }
 
-// lastAuthorization returns the query of the last authorization request.
-func (p *testProvider) lastAuthorization() url.Values {
+// LastAuthorization returns the query of the last authorization request.
+func (p *Provider) LastAuthorization() url.Values {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.authorized) == 0 {
@@ -99,7 +109,7 @@ func (p *testProvider) lastAuthorization() url.Values {
 	return p.authorized[len(p.authorized)-1]
 }
 
-func (p *testProvider) discovery(w http.ResponseWriter, r *http.Request) {
+func (p *Provider) discovery(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.discovered++
 	p.mu.Unlock()
@@ -115,9 +125,9 @@ func (p *testProvider) discovery(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (p *testProvider) jwks(w http.ResponseWriter, r *http.Request) {
+func (p *Provider) jwks(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
-	down := p.jwksDown
+	down := p.JWKSDown
 	p.mu.Unlock()
 	if down {
 		http.Error(w, "down", http.StatusServiceUnavailable)
@@ -128,7 +138,7 @@ func (p *testProvider) jwks(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
-func (p *testProvider) authorize(w http.ResponseWriter, r *http.Request) {
+func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -142,7 +152,7 @@ func (p *testProvider) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	back := redirect.Query()
 	back.Set("state", q.Get("state"))
-	if p.deny {
+	if p.Deny {
 		back.Set("error", "access_denied")
 	} else {
 		code := randomString()
@@ -153,7 +163,7 @@ func (p *testProvider) authorize(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, redirect.String(), http.StatusFound)
 }
 
-func (p *testProvider) token(w http.ResponseWriter, r *http.Request) {
+func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
@@ -183,31 +193,31 @@ func (p *testProvider) token(w http.ResponseWriter, r *http.Request) {
 	}
 	g.used = true
 	res := map[string]any{"access_token": randomString(), "token_type": "Bearer", "expires_in": 3600}
-	if !p.noIDToken {
+	if !p.NoIDToken {
 		res["id_token"] = p.idToken(g.nonce)
 	}
 	writeJSON(w, http.StatusOK, res)
 }
 
 // idToken returns a signed ID token; p.mu is held.
-func (p *testProvider) idToken(nonce string) string {
+func (p *Provider) idToken(nonce string) string {
 	now := p.now()
 	claims := map[string]any{}
-	for k, v := range p.claims {
+	for k, v := range p.Claims {
 		claims[k] = v
 	}
-	claims["iss"] = or(p.issuer, p.Issuer())
-	claims["sub"] = or(p.subject, "user-1")
-	claims["aud"] = or(p.audience, p.clientID)
+	claims["iss"] = or(p.IssuerClaim, p.Issuer())
+	claims["sub"] = or(p.Subject, "user-1")
+	claims["aud"] = or(p.Audience, p.clientID)
 	claims["iat"] = now.Unix()
-	claims["exp"] = now.Add(or(p.lifetime, time.Hour)).Unix()
+	claims["exp"] = now.Add(or(p.Lifetime, time.Hour)).Unix()
 	claims["nonce"] = nonce
-	if p.nonce != nil {
-		claims["nonce"] = *p.nonce
+	if p.Nonce != nil {
+		claims["nonce"] = *p.Nonce
 	}
 	key := p.key
-	if p.signer != nil {
-		key = p.signer
+	if p.Signer != nil {
+		key = p.Signer
 	}
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: key, KeyID: "k1"}},
 		(&jose.SignerOptions{}).WithType("JWT"))
