@@ -42,7 +42,12 @@ const (
 // HTTPS edges, each serving benchHostport(i) with one route "/" whose
 // backend's one tunnel forwards to upstream, and with the traffic policy
 // doc when it is not empty.
-func benchFleet(b *testing.B, upstream, doc string) *Configs {
+func benchFleet(b testing.TB, upstream, doc string) *Configs {
+	return fleet(b, benchEdges, upstream, doc)
+}
+
+// fleet is benchFleet with n edges.
+func fleet(b testing.TB, n int, upstream, doc string) *Configs {
 	b.Helper()
 	ctx := context.Background()
 	st := memstore.New()
@@ -68,7 +73,7 @@ func benchFleet(b *testing.B, upstream, doc string) *Configs {
 	check(err)
 	_, err = svc.Host().RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: upstream})
 	check(err)
-	for i := range benchEdges {
+	for i := range n {
 		e, err := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{Hostports: []string{benchHostport(i)}})
 		check(err)
 		rp := edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/", Backend: &edges.BackendParams{BackendID: bk.ID}}
@@ -84,8 +89,8 @@ func benchFleet(b *testing.B, upstream, doc string) *Configs {
 	rev, err := st.Revision(ctx)
 	check(err)
 	check(c.WaitRevision(ctx, rev))
-	if s := c.Stats(); s.Edges != benchEdges {
-		b.Fatalf("stats %+v, want %d edges", s, benchEdges)
+	if s := c.Stats(); s.Edges != n {
+		b.Fatalf("stats %+v, want %d edges", s, n)
 	}
 	return c
 }

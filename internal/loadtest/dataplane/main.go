@@ -319,10 +319,45 @@ type result struct {
 	p50, p99 time.Duration
 	non2xx   int64
 	errors   string
+	requests float64       // requests wrk completed
+	cpu      time.Duration // CPU time (user+system) the server process spent during the run
+}
+
+// cpuTime returns the CPU time (user and system) process pid has used,
+// from /proc/pid/stat; 0 where that cannot be read.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state): utime is field 14, stime 15
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// clockTicks is the unit of /proc/pid/stat's times: USER_HZ, 100 on
+// Linux.
+const clockTicks = 100
+
+// cpuPerRequest is the server's CPU time per request of a run.
+func (r result) cpuPerRequest() time.Duration {
+	if r.requests == 0 {
+		return 0
+	}
+	return time.Duration(float64(r.cpu) / r.requests)
 }
 
 var (
 	reRPS    = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
+	reTotal  = regexp.MustCompile(`(?m)^\s*(\d+) requests in`)
 	reP50    = regexp.MustCompile(`(?m)^\s+50%\s+(\S+)`)
 	reP99    = regexp.MustCompile(`(?m)^\s+99%\s+(\S+)`)
 	reNon2xx = regexp.MustCompile(`(?m)^\s*Non-2xx or 3xx responses:\s+(\d+)`)
@@ -352,6 +387,9 @@ func measure(addr, script string, d time.Duration, conns, threads int) (result, 
 		return result{}, fmt.Errorf("wrk printed no req/s:\n%s", out)
 	}
 	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	if m := reTotal.FindSubmatch(out); m != nil {
+		r.requests, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
 	if m := reP50.FindSubmatch(out); m != nil {
 		r.p50 = wrkDuration(string(m[1]))
 	}
@@ -475,7 +513,7 @@ func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse bool
 		fmt.Fprintf(os.Stderr, "%s ready on %s in %v\n", sp.name, s.addr, time.Since(t0).Round(time.Millisecond))
 	}
 
-	fmt.Printf("%d hostnames (%d edges), wrk -t%d -c%d -d%v, %d rounds, interleaved; GOMAXPROCS of every process: default\n\n",
+	fmt.Printf("%d hostnames (%d edges), wrk -t%d -c%d -d%v, %d rounds, interleaved (each round starts with the next case); GOMAXPROCS of every process: default\n\n",
 		hosts, hosts, threads, conns, d, rounds)
 	// Warm up: connection pools, rate-limit buckets, heaps.
 	for _, c := range cases {
@@ -483,17 +521,21 @@ func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse bool
 			return err
 		}
 	}
-	fmt.Println("| round | case | req/s | p50 | p99 | non-2xx |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| round | case | req/s | p50 | p99 | server CPU µs/req | non-2xx |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	results := map[string][]result{}
 	for round := 1; round <= rounds; round++ {
-		for _, c := range cases {
+		for k := range cases {
+			c := cases[(k+round-1)%len(cases)] // each round starts with another case
+			cpu0 := cpuTime(c.s.cmd.Process.Pid)
 			r, err := measure(c.s.addr, script, d, conns, threads)
 			if err != nil {
 				return err
 			}
+			r.cpu = cpuTime(c.s.cmd.Process.Pid) - cpu0
 			results[c.name] = append(results[c.name], r)
-			fmt.Printf("| %d | %s | %.0f | %v | %v | %d%s |\n", round, c.name, r.rps, r.p50, r.p99, r.non2xx, strings.TrimPrefix(" "+r.errors, " "))
+			fmt.Printf("| %d | %s | %.0f | %v | %v | %.1f | %d%s |\n", round, c.name, r.rps, r.p50, r.p99,
+				float64(r.cpuPerRequest())/float64(time.Microsecond), r.non2xx, strings.TrimPrefix(" "+r.errors, " "))
 			if c.status == http.StatusOK && (r.non2xx > 0 || r.errors != "") {
 				return fmt.Errorf("%s answered non-2xx or failed: %d %s", c.name, r.non2xx, r.errors)
 			}
@@ -501,24 +543,36 @@ func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse bool
 	}
 
 	med := map[string]result{}
-	fmt.Println()
-	fmt.Println("| case | median req/s | median p50 | median p99 | req/s vs bare | req/s vs proxy |")
-	fmt.Println("|---|---|---|---|---|---|")
 	for _, c := range cases {
 		rs := results[c.name]
-		m := result{
+		med[c.name] = result{
 			rps: median(rs, func(r result) float64 { return r.rps }),
 			p50: time.Duration(median(rs, func(r result) float64 { return float64(r.p50) })),
 			p99: time.Duration(median(rs, func(r result) float64 { return float64(r.p99) })),
+			cpu: time.Duration(median(rs, func(r result) float64 { return float64(r.cpuPerRequest()) })),
 		}
-		med[c.name] = m
-		fmt.Printf("| %s | %.0f | %v | %v | %.3f | %.3f |\n", c.name, m.rps, m.p50.Round(time.Microsecond), m.p99.Round(time.Microsecond),
-			m.rps/med["bare"].rps, m.rps/med["proxy"].rps)
 	}
-	b, p, l := med["bare"].rps, med["proxy"].rps, med["proxy+limit"].rps
-	fmt.Printf("\nproxy/bare = %.3f (target >= 0.90): %s\n", p/b, verdict(p/b >= 0.90))
-	cost := 1 - l/p
-	fmt.Printf("rate-limit policy cost vs proxy = %.1f%% of req/s (target < 10%%): %s\n", 100*cost, verdict(cost < 0.10))
+	// Per-round ratios: the machine's drift between rounds cancels out.
+	ratio := func(a, b string) float64 {
+		v := make([]result, rounds)
+		for i := range v {
+			v[i].rps = results[a][i].rps / results[b][i].rps
+		}
+		return median(v, func(r result) float64 { return r.rps })
+	}
+	fmt.Println()
+	fmt.Println("| case | median req/s | median p50 | median p99 | median server CPU µs/req | req/s vs bare | req/s vs proxy |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, c := range cases {
+		m := med[c.name]
+		fmt.Printf("| %s | %.0f | %v | %v | %.1f | %.3f | %.3f |\n", c.name, m.rps, m.p50.Round(time.Microsecond), m.p99.Round(time.Microsecond),
+			float64(m.cpu)/float64(time.Microsecond), ratio(c.name, "bare"), ratio(c.name, "proxy"))
+	}
+	pb, lp := ratio("proxy", "bare"), ratio("proxy+limit", "proxy")
+	fmt.Printf("\nproxy/bare = %.3f (target >= 0.90): %s\n", pb, verdict(pb >= 0.90))
+	fmt.Printf("rate-limit policy cost vs proxy = %.1f%% of req/s (target < 10%%): %s\n", 100*(1-lp), verdict(1-lp < 0.10))
+	fmt.Printf("server CPU per request: proxy/bare = %.3f, proxy+limit/proxy = %.3f\n",
+		float64(med["proxy"].cpu)/float64(med["bare"].cpu), float64(med["proxy+limit"].cpu)/float64(med["proxy"].cpu))
 	return nil
 }
 
