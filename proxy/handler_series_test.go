@@ -208,3 +208,25 @@ func TestHandlerRequestContext(t *testing.T) {
 		t.Fatal("cancelling the client's context did not end the upstream request")
 	}
 }
+
+// TestHandlerClock: an injected clock, not the wall clock, decides
+// whether a tunnel's lease has ended.
+func TestHandlerClock(t *testing.T) {
+	c := fleet(t, 1, "http://127.0.0.1:1", "") // the lease: 24 hours from now
+	for _, tc := range []struct {
+		name  string
+		clock func() time.Time
+		want  int
+	}{
+		{"wall clock", nil, http.StatusOK},
+		{"within the lease", func() time.Time { return time.Now().Add(23 * time.Hour) }, http.StatusOK},
+		{"after the lease", func() time.Time { return time.Now().Add(25 * time.Hour) }, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHandler(c, HandlerOptions{Transport: fixedTransport{}, Clock: tc.clock})
+			if got := serveOne(h, benchHostport(0), "/"); got != tc.want {
+				t.Errorf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
