@@ -32,6 +32,11 @@
 //	go run ./internal/loadtest/dataplane -rounds 5 -duration 10s -conns 32
 //	go run ./internal/loadtest/dataplane -cpuprofile /tmp/prof # CPU profile of each proxy process
 //
+// With -together (the default) it then measures pairs at the same time
+// (bare with proxy, proxy with proxy+limit: two wrk processes started
+// together, half the connections each), whose req/s ratio is steadier on
+// a busy machine.
+//
 // It prints one row per round and case (req/s, p50, p99, the server
 // process's CPU time per request read from /proc, non-2xx), then the
 // medians per case and the medians of the per-round ratios: proxy/bare
@@ -100,6 +105,7 @@ func main() {
 	conns := flag.Int("conns", 64, "wrk connections")
 	threads := flag.Int("threads", 2, "wrk threads")
 	refuse := flag.Bool("refuse", true, "also measure the refusing rate limit")
+	together := flag.Bool("together", true, "also measure pairs of cases at the same time (bare with proxy, proxy with proxy+limit)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of each proxy process (under load only) into this directory")
 	flag.Parse()
 	log.SetFlags(0)
@@ -109,7 +115,7 @@ func main() {
 		}
 		return
 	}
-	if err := harness(*hosts, *rounds, *duration, *conns, *threads, *refuse, *cpuprofile); err != nil {
+	if err := harness(*hosts, *rounds, *duration, *conns, *threads, *refuse, *together, *cpuprofile); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -463,7 +469,7 @@ func check(s *server, hosts int, want int) error {
 	return nil
 }
 
-func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse bool, cpuprofile string) error {
+func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse, together bool, cpuprofile string) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return errors.New("wrk not found: apt-get install wrk")
 	}
@@ -595,6 +601,44 @@ func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse bool
 	}
 	fmt.Printf("server CPU per request (median of per-round ratios): proxy/bare = %.3f, proxy+limit/proxy = %.3f\n",
 		cpuRatio("proxy", "bare"), cpuRatio("proxy+limit", "proxy"))
+	if !together {
+		return nil
+	}
+
+	// Pairs at the same time: both servers of a pair see the same
+	// machine (the other work on it included) for the whole run, so the
+	// ratio of their req/s is steadier than that of runs one after the
+	// other. Each gets half the connections and one wrk thread.
+	byName := map[string]*server{}
+	for _, c := range cases {
+		byName[c.name] = c.s
+	}
+	pairs := [][2]string{{"proxy", "bare"}, {"proxy+limit", "proxy"}}
+	fmt.Printf("\nPairs measured at the same time (wrk -t1 -c%d each):\n\n", max(conns/2, 1))
+	fmt.Println("| round | pair | req/s | req/s | ratio |")
+	fmt.Println("|---|---|---|---|---|")
+	ratios := make([][]result, len(pairs))
+	for round := 1; round <= rounds; round++ {
+		for k, p := range pairs {
+			var ra, rb result
+			var ea, eb error
+			var wg sync.WaitGroup
+			wg.Go(func() { ra, ea = measure(byName[p[0]].addr, script, d, max(conns/2, 1), 1) })
+			wg.Go(func() { rb, eb = measure(byName[p[1]].addr, script, d, max(conns/2, 1), 1) })
+			wg.Wait()
+			if err := errors.Join(ea, eb); err != nil {
+				return err
+			}
+			if ra.non2xx > 0 || rb.non2xx > 0 {
+				return fmt.Errorf("%s/%s answered non-2xx", p[0], p[1])
+			}
+			ratios[k] = append(ratios[k], result{rps: ra.rps / rb.rps})
+			fmt.Printf("| %d | %s / %s | %.0f | %.0f | %.3f |\n", round, p[0], p[1], ra.rps, rb.rps, ra.rps/rb.rps)
+		}
+	}
+	at := func(k int) float64 { return median(ratios[k], func(r result) float64 { return r.rps }) }
+	fmt.Printf("\nat the same time: proxy/bare = %.3f (target >= 0.90): %s\n", at(0), verdict(at(0) >= 0.90))
+	fmt.Printf("at the same time: rate-limit policy cost vs proxy = %.1f%% of req/s (target < 10%%): %s\n", 100*(1-at(1)), verdict(1-at(1) < 0.10))
 	return nil
 }
 
