@@ -60,6 +60,7 @@ type Metrics struct {
 	duration       *prometheus.HistogramVec
 	upstreamErrors *prometheus.CounterVec
 	unroutedTotal  *prometheus.CounterVec
+	unroutedBy     map[string]prometheus.Counter // the children of unroutedTotal, by reason; read-only
 
 	max    int
 	mu     sync.Mutex
@@ -95,8 +96,9 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		Name: "edgeplane_proxy_unrouted_total",
 		Help: "Requests and TLS handshakes that reached no edge, by reason.",
 	}, []string{"reason"})
+	m.unroutedBy = map[string]prometheus.Counter{}
 	for _, r := range []string{reasonUnknownHost, reasonMisdirected, reasonNoCertificate} {
-		m.unroutedTotal.WithLabelValues(r)
+		m.unroutedBy[r] = m.unroutedTotal.WithLabelValues(r)
 	}
 	return m
 }
@@ -141,6 +143,10 @@ func (m *Metrics) unrouted(reason string) {
 	if m == nil {
 		return
 	}
+	if c := m.unroutedBy[reason]; c != nil {
+		c.Inc()
+		return
+	}
 	m.unroutedTotal.WithLabelValues(reason).Inc()
 }
 
@@ -149,16 +155,68 @@ func (m *Metrics) request(ex *exchange, action string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	route := ""
-	if ex.route != nil {
-		route = ex.route.cfg.RouteID
+	if ex.route == nil {
+		edge, route := m.labels(ex.edge.Config.EdgeID, "")
+		m.requests.WithLabelValues(edge, route, action, statusClass(ex.w.status)).Inc()
+		m.duration.WithLabelValues(edge, route).Observe(d.Seconds())
+		return
 	}
-	edge, route := m.labels(ex.edge.Config.EdgeID, route)
-	m.requests.WithLabelValues(edge, route, action, statusClass(ex.w.status)).Inc()
-	m.duration.WithLabelValues(edge, route).Observe(d.Seconds())
+	s := ex.route.series.Load()
+	if s == nil || s.m != m {
+		s = m.newRouteSeries(ex.edge.Config.EdgeID, ex.route.cfg.RouteID)
+		ex.route.series.Store(s)
+	}
+	s.requests(action, ex.w.status).Inc()
+	s.duration.Observe(d.Seconds())
 	if ex.failed {
-		m.upstreamErrors.WithLabelValues(edge, route).Inc()
+		s.upstreamErrors().Inc()
 	}
+}
+
+// routeSeries are the metric children of one route of a snapshot,
+// resolved through the label vectors once instead of at every request
+// (hashing the label values and taking the vector's lock). The children
+// of requests and upstreamErrors are resolved at their first use, so
+// that a route exposes the same series as when every request resolved
+// its own. A route keeps the routeSeries of the last Metrics that
+// counted it (a Configs may serve several handlers).
+type routeSeries struct {
+	m           *Metrics
+	edge, route string // the labels: the IDs, or OtherLabel past MaxSeries
+	duration    prometheus.Observer
+	byClass     [len(classes)]atomic.Pointer[prometheus.Counter] // requests with action "", by status class index
+	errs        atomic.Pointer[prometheus.Counter]
+}
+
+func (m *Metrics) newRouteSeries(edgeID, routeID string) *routeSeries {
+	s := &routeSeries{m: m}
+	s.edge, s.route = m.labels(edgeID, routeID)
+	s.duration = m.duration.WithLabelValues(s.edge, s.route)
+	return s
+}
+
+// requests returns the requests counter of an action type and status.
+func (s *routeSeries) requests(action string, status int) prometheus.Counter {
+	i := classIndex(status)
+	if action != "" || i < 0 {
+		return s.m.requests.WithLabelValues(s.edge, s.route, action, statusClass(status))
+	}
+	if c := s.byClass[i].Load(); c != nil {
+		return *c
+	}
+	c := s.m.requests.WithLabelValues(s.edge, s.route, "", classes[i])
+	s.byClass[i].Store(&c)
+	return c
+}
+
+// upstreamErrors returns the upstream errors counter.
+func (s *routeSeries) upstreamErrors() prometheus.Counter {
+	if c := s.errs.Load(); c != nil {
+		return *c
+	}
+	c := s.m.upstreamErrors.WithLabelValues(s.edge, s.route)
+	s.errs.Store(&c)
+	return c
 }
 
 var classes = [...]string{"closed", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -166,11 +224,20 @@ var classes = [...]string{"closed", "1xx", "2xx", "3xx", "4xx", "5xx"}
 // statusClass returns the class label of a status code: "2xx" for 200,
 // "closed" for 0 (no response).
 func statusClass(code int) string {
-	if c := code / 100; c >= 1 && c <= 5 {
-		return classes[c]
-	}
-	if code == 0 {
-		return classes[0]
+	if i := classIndex(code); i >= 0 {
+		return classes[i]
 	}
 	return strconv.Itoa(code/100) + "xx"
+}
+
+// classIndex returns the index in classes of a status code's class, or
+// -1 for a code outside them.
+func classIndex(code int) int {
+	if c := code / 100; c >= 1 && c <= 5 {
+		return c
+	}
+	if code == 0 {
+		return 0
+	}
+	return -1
 }

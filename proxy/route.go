@@ -24,6 +24,9 @@ type route struct {
 	upstreams  []upstream
 	noUpstream string
 	next       atomic.Uint32 // round-robin position
+	// series are the route's metric children (see [Metrics]), resolved
+	// at its first request.
+	series atomic.Pointer[routeSeries]
 }
 
 // routeStatic is what a route's pipeline derives from its config alone:
