@@ -10,7 +10,6 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/memstore"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // absent marks a header that must not be in a response.
@@ -235,7 +234,7 @@ func TestActions(t *testing.T) {
 				tc.upstream(t, reqs[len(reqs)-1])
 			}
 			class := statusClass(tc.status)
-			if got := testutil.ToFloat64(s.metrics.requests.WithLabelValues(a.edge, a.route, tc.action, class)); got != 1 {
+			if got := s.metric("edgeplane_proxy_requests_total", "edge="+a.edge, "route="+a.route, "action="+tc.action, "code="+class); got != 1 {
 				t.Errorf("requests_total{action=%q,code=%q} = %v, want 1", tc.action, class, got)
 			}
 			if tc.logContain != "" && !strings.Contains(s.logs.String(), tc.logContain) {

@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The Handler's tests run a real Service on memstore, a Configs over its
@@ -142,6 +143,7 @@ type site struct {
 	cfgs    *Configs
 	h       *Handler
 	metrics *Metrics
+	reg     *prometheus.Registry // metrics is registered with it
 	logs    *syncBuffer
 	url     string // the proxy's base URL, http://127.0.0.1:port
 }
@@ -185,6 +187,8 @@ func newSite(t testing.TB, o siteOptions) *site {
 		ho.Metrics = NewMetrics(MetricsOptions{})
 	}
 	s.metrics = ho.Metrics
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(s.metrics)
 	s.h = NewHandler(cfgs, ho)
 	srv := httptest.NewServer(s.h)
 	t.Cleanup(srv.Close)
@@ -357,4 +361,34 @@ func (s *site) do(c *http.Client, host, method, path string, header ...string) r
 func (a *app) get(path string, header ...string) response {
 	a.s.t.Helper()
 	return a.s.do(nil, a.host, "GET", path, header...)
+}
+
+// metric scrapes the proxy's metrics through the registry and returns
+// the value of the counter name whose labels are exactly labels
+// ("edge=edghts_...", "code=2xx"; a label not listed must be empty); 0
+// when there is no such series.
+func (s *site) metric(name string, labels ...string) float64 {
+	s.t.Helper()
+	want := map[string]string{}
+	for _, l := range labels {
+		k, v, _ := strings.Cut(l, "=")
+		want[k] = v
+	}
+	mfs, err := s.reg.Gather()
+	s.check(err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want[lp.GetName()] != lp.GetValue() {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }

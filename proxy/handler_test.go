@@ -12,7 +12,6 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/policy"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -84,7 +83,7 @@ func TestHostRouting(t *testing.T) {
 			}
 		})
 	}
-	if got := testutil.ToFloat64(s.metrics.unroutedTotal.WithLabelValues(reasonUnknownHost)); got != 10 {
+	if got := s.metric("edgeplane_proxy_unrouted_total", "reason=unknown_host"); got != 10 {
 		t.Errorf("unrouted_total{reason=unknown_host} = %v, want 10", got)
 	}
 }
@@ -206,7 +205,7 @@ func TestPassiveHealth(t *testing.T) {
 	if got := failures(6); got != 1 {
 		t.Errorf("after the backoff: %d failed, want 1 (tried once again)", got)
 	}
-	if got := testutil.ToFloat64(s.metrics.upstreamErrors.WithLabelValues(a.edge, a.route)); got != 2 {
+	if got := s.metric("edgeplane_proxy_upstream_errors_total", "edge="+a.edge, "route="+a.route); got != 2 {
 		t.Errorf("upstream errors %v, want 2", got)
 	}
 
@@ -390,10 +389,8 @@ func TestServerBounds(t *testing.T) {
 // errors; unrouted requests; and the MaxSeries bound, past which new
 // (edge, route) pairs count under OtherLabel.
 func TestMetrics(t *testing.T) {
-	m := NewMetrics(MetricsOptions{MaxSeries: 2})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(m)
-	s := newSite(t, siteOptions{handler: HandlerOptions{Metrics: m}})
+	s := newSite(t, siteOptions{handler: HandlerOptions{Metrics: NewMetrics(MetricsOptions{MaxSeries: 2})}})
+	reg := s.reg
 	p := s.account("acme")
 	up := newUpstream(t, "a")
 	one := s.newApp(p, "one", up, "one.example.com:443")

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/edgeplane/edgeplane/edges"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestRouteMatching: exact_path beats path_prefix, the longest prefix
@@ -58,7 +57,7 @@ func TestRouteMatching(t *testing.T) {
 	if res := a.get("/other"); res.status != 404 || res.body != "no route of this edge matches the path\n" {
 		t.Errorf("no route: %d %q, want 404", res.status, res.body)
 	}
-	if got := testutil.ToFloat64(s.metrics.requests.WithLabelValues(a.edge, "", "", "4xx")); got != 1 {
+	if got := s.metric("edgeplane_proxy_requests_total", "edge="+a.edge, "code=4xx"); got != 1 {
 		t.Errorf("requests_total{route=\"\",code=\"4xx\"} = %v, want 1", got)
 	}
 	if res := a.get("/api/x"); res.status != 200 || res.header.Get("X-Route") != "api" {
@@ -122,7 +121,7 @@ func TestBackendModule(t *testing.T) {
 		t.Errorf("upstream down: %d %q, want 502", res.status, res.body)
 	}
 	noInternals(t, res.body, down, downTunnel, a.backend, a.edge, a.route, "refused", "dial")
-	if got := testutil.ToFloat64(s.metrics.upstreamErrors.WithLabelValues(a.edge, a.route)); got != 1 {
+	if got := s.metric("edgeplane_proxy_upstream_errors_total", "edge="+a.edge, "route="+a.route); got != 1 {
 		t.Errorf("upstream errors %v, want 1", got)
 	}
 	if !strings.Contains(s.logs.String(), "upstream error") || !strings.Contains(s.logs.String(), "tunnel="+downTunnel) {
@@ -142,10 +141,10 @@ func TestBackendModule(t *testing.T) {
 		t.Errorf("no backend module: %d %q, want 503", res.status, res.body)
 	}
 	// 503s are the proxy's answers, not upstream failures.
-	if got := testutil.ToFloat64(s.metrics.upstreamErrors.WithLabelValues(a.edge, a.route)); got != 1 {
+	if got := s.metric("edgeplane_proxy_upstream_errors_total", "edge="+a.edge, "route="+a.route); got != 1 {
 		t.Errorf("upstream errors %v, want still 1", got)
 	}
-	if got := testutil.ToFloat64(s.metrics.requests.WithLabelValues(a.edge, a.route, "", "5xx")); got != 3 {
+	if got := s.metric("edgeplane_proxy_requests_total", "edge="+a.edge, "route="+a.route, "code=5xx"); got != 3 {
 		t.Errorf("requests_total{code=\"5xx\"} = %v, want 3", got)
 	}
 }

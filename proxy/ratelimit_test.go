@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/edges"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 const rateLimitPolicy = `{"inbound":[{"name":"per client","actions":[{"type":"rate-limit","config":{
@@ -70,10 +69,10 @@ func TestRateLimit(t *testing.T) {
 	if half > 0 {
 		limited = 3
 	}
-	if got := testutil.ToFloat64(s.metrics.requests.WithLabelValues(a.edge, a.route, "rate-limit", "4xx")); got != limited {
+	if got := s.metric("edgeplane_proxy_requests_total", "edge="+a.edge, "route="+a.route, "action=rate-limit", "code=4xx"); got != limited {
 		t.Errorf("requests_total{action=rate-limit,code=4xx} = %v, want %v", got, limited)
 	}
-	if got := testutil.ToFloat64(s.metrics.requests.WithLabelValues(a.edge, a.route, "", "2xx")); got != passed {
+	if got := s.metric("edgeplane_proxy_requests_total", "edge="+a.edge, "route="+a.route, "code=2xx"); got != passed {
 		t.Errorf("requests_total{action=\"\",code=2xx} = %v, want %v", got, passed)
 	}
 }
