@@ -1,23 +1,24 @@
-package main
+package proxy
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/memstore"
 )
 
 // absent marks a header that must not be in a response.
 const absent = "<absent>"
 
-// TestActions runs each built-in action in a standalone proxy and observes
-// it from a real HTTP client: status, headers, body, and what reached the
-// upstream.
+// TestActions runs each built-in traffic policy action on a route and
+// observes it from a real HTTP client through the Handler: status,
+// headers, body, what reached the upstream, and the action the metrics
+// count.
 func TestActions(t *testing.T) {
 	type request struct {
 		from   string // client address; "" is 127.0.0.1
@@ -33,28 +34,28 @@ func TestActions(t *testing.T) {
 		body       string            // substring of the body
 		reached    bool              // whether the upstream saw the request
 		upstream   func(t *testing.T, s seen)
-		denied     string // edgeproxy_denied_total afterwards
+		action     string // the action label of the request in the metrics
 		logContain string
 	}{
 		{
 			name:   "deny: 403 and no body by default",
 			doc:    `{"inbound":[{"actions":[{"type":"deny"}]}]}`,
 			req:    request{path: "/x"},
-			status: 403, denied: "1",
+			status: 403, action: "deny",
 		},
 		{
 			name: "deny: the status of the config when the expression holds",
 			doc: `{"inbound":[{"name":"no admin","expressions":["req.url.path.startsWith('/admin')"],
 				"actions":[{"type":"deny","config":{"status_code":451}}]}]}`,
 			req:    request{path: "/admin/users"},
-			status: 451, denied: "1",
+			status: 451, action: "deny",
 		},
 		{
 			name: "deny: a request the expression does not match passes",
 			doc: `{"inbound":[{"expressions":["req.url.path.startsWith('/admin')"],
 				"actions":[{"type":"deny","config":{"status_code":451}}]}]}`,
 			req:    request{path: "/public"},
-			status: 200, reached: true, body: "upstream a /public", denied: "0",
+			status: 200, reached: true, body: "upstream a /public",
 		},
 		{
 			name: "custom-response: templated body and headers",
@@ -63,19 +64,21 @@ func TestActions(t *testing.T) {
 			req:    request{path: "/brew"},
 			status: 418, body: "no coffee at /brew",
 			header: map[string]string{"Content-Type": "text/plain", "X-Why": "teapot for 127.0.0.1"},
-			denied: "0",
+			action: "custom-response",
 		},
 		{
 			name:   "redirect: every request, with the status of the config",
 			doc:    `{"inbound":[{"actions":[{"type":"redirect","config":{"to":"https://example.com${req.url.path}","status_code":301}}]}]}`,
 			req:    request{path: "/moved"},
 			status: 301, header: map[string]string{"Location": "https://example.com/moved"},
+			action: "redirect",
 		},
 		{
 			name:   "redirect: from with capture groups",
 			doc:    `{"inbound":[{"actions":[{"type":"redirect","config":{"from":"^https?://[^/]+/old/(.*)$","to":"/new/$1"}}]}]}`,
 			req:    request{path: "/old/page?x=1"},
 			status: 302, header: map[string]string{"Location": "/new/page?x=1"},
+			action: "redirect",
 		},
 		{
 			name:   "redirect: from that does not match lets the request through",
@@ -120,26 +123,26 @@ func TestActions(t *testing.T) {
 			name:   "restrict-ips: an allowed client passes",
 			doc:    `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["127.0.0.1/32"]}}]}]}`,
 			req:    request{path: "/ip"},
-			status: 200, reached: true, denied: "0",
+			status: 200, reached: true,
 		},
 		{
 			name:   "restrict-ips: a client outside allow gets 403",
 			doc:    `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["127.0.0.1/32"]}}]}]}`,
 			req:    request{from: "127.0.0.2", path: "/ip"},
-			status: 403, denied: "1",
+			status: 403, action: "restrict-ips",
 		},
 		{
 			name:   "restrict-ips: a denied client gets 403",
 			doc:    `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"deny":["127.0.0.2"]}}]}]}`,
 			req:    request{from: "127.0.0.2", path: "/ip"},
-			status: 403, denied: "1",
+			status: 403, action: "restrict-ips",
 		},
 		{
 			name: "restrict-ips: X-Forwarded-For is not believed without trusted proxies",
 			doc:  `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"allow":["203.0.113.0/24"]}}]}]}`,
 			req:  request{path: "/ip", header: []string{"X-Forwarded-For: 203.0.113.9"}},
 			// The peer, 127.0.0.1, is the client: refused.
-			status: 403, denied: "1",
+			status: 403, action: "restrict-ips",
 		},
 		{
 			name:   "log: the entry reaches the logger and the request passes",
@@ -167,6 +170,14 @@ func TestActions(t *testing.T) {
 			req:    request{path: "/status/500"},
 			status: 503, reached: true, body: "sorry, try later",
 			header: map[string]string{"X-Upstream": absent, "Content-Type": "text/plain", "Content-Length": "16"},
+			action: "custom-response",
+		},
+		{
+			name:   "outbound custom-response: replaces a large streamed body",
+			doc:    `{"outbound":[{"expressions":["res.status_code == 200"],"actions":[{"type":"custom-response","config":{"body":"replaced"}}]}]}`,
+			req:    request{path: "/text"},
+			status: 200, reached: true, body: "replaced", header: map[string]string{"Content-Length": "8"},
+			action: "custom-response",
 		},
 		{
 			name: "outbound rules see the inbound result variables",
@@ -191,12 +202,12 @@ func TestActions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := standalone(t, tc.doc)
+			s, a, up := standalone(t, tc.doc, siteOptions{})
 			var c *http.Client
 			if tc.req.from != "" {
 				c = client(tc.req.from)
 			}
-			res := e.do(c, "GET", tc.req.path, tc.req.header...)
+			res := s.do(c, a.host, "GET", tc.req.path, tc.req.header...)
 			if res.status != tc.status {
 				t.Errorf("status %d, want %d (body %q)", res.status, tc.status, res.body)
 			}
@@ -215,76 +226,106 @@ func TestActions(t *testing.T) {
 					t.Errorf("header %s: %q, want %q", k, got, want)
 				}
 			}
-			reqs := e.up.requests()
+			reqs := up.requests()
 			if reached := len(reqs) > 0; reached != tc.reached {
 				t.Errorf("reached the upstream: %v, want %v", reached, tc.reached)
 			}
 			if tc.upstream != nil && len(reqs) > 0 {
 				tc.upstream(t, reqs[len(reqs)-1])
 			}
-			if tc.denied != "" {
-				if got := e.metric("edgeproxy_denied_total"); got != tc.denied {
-					t.Errorf("edgeproxy_denied_total %s, want %s", got, tc.denied)
-				}
+			class := statusClass(tc.status)
+			if got := s.metric("edgeplane_proxy_requests_total", "edge="+a.edge, "route="+a.route, "action="+tc.action, "code="+class); got != 1 {
+				t.Errorf("requests_total{action=%q,code=%q} = %v, want 1", tc.action, class, got)
 			}
-			if tc.logContain != "" && !strings.Contains(e.logs.String(), tc.logContain) {
-				t.Errorf("log lacks %q:\n%s", tc.logContain, e.logs)
+			if tc.logContain != "" && !strings.Contains(s.logs.String(), tc.logContain) {
+				t.Errorf("log lacks %q:\n%s", tc.logContain, s.logs)
 			}
 		})
 	}
 }
 
-// TestRequestLog checks the log line of a request the policy answered.
+// TestRequestLog checks the log line of requests: one the policy
+// answered and one the upstream answered, with the operation's account,
+// edge, route and tunnel.
 func TestRequestLog(t *testing.T) {
-	e := standalone(t, `{"inbound":[{"expressions":["req.url.path == '/no'"],"actions":[{"type":"deny","config":{"status_code":404}}]}]}`)
-	e.get("/no")
-	e.get("/yes")
-	logs := e.logs.String()
+	s, a, _ := standalone(t, `{"inbound":[{"expressions":["req.url.path == '/no'"],"actions":[{"type":"deny","config":{"status_code":404}}]}]}`, siteOptions{})
+	tn := s.edgeTunnel(a)
+	a.get("/no")
+	a.get("/yes")
+	s.do(nil, "nobody.example.com:443", "GET", "/lost")
+	logs := s.logs.String()
 	for _, want := range []string{
-		`msg=request method=GET path=/no client_ip=127.0.0.1 status=404`,
-		`route=standalone policy_action=deny policy_location=inbound[0].actions[0]`,
-		`msg=request method=GET path=/yes client_ip=127.0.0.1 status=200 bytes=15`,
+		`msg=request method=GET host=app.example.com:443 path=/no client_ip=127.0.0.1 status=404 bytes=0 duration=`,
+		` account=` + a.p.AccountID + ` edge=` + a.edge + ` route=` + a.route + ` policy_action=deny policy_location=inbound[0].actions[0]`,
+		`msg=request method=GET host=app.example.com:443 path=/yes client_ip=127.0.0.1 status=200 bytes=15 duration=`,
+		` account=` + a.p.AccountID + ` edge=` + a.edge + ` route=` + a.route + ` tunnel=` + tn + "\n",
+		`msg=request method=GET host=nobody.example.com:443 path=/lost client_ip=127.0.0.1 status=404 bytes=25 duration=`,
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
 		}
 	}
+	for line := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(line, "path=/no ") && strings.Contains(line, "tunnel=") {
+			t.Errorf("a request the policy answered names a tunnel: %s", line)
+		}
+	}
 }
 
-// TestConnVariables: conn.* describe the client's connection to the proxy.
+// edgeTunnel returns the ID of the one tunnel of the app's backend.
+func (s *site) edgeTunnel(a *app) string {
+	s.t.Helper()
+	e := s.cfgs.Edge(a.p.AccountID, a.edge)
+	if e == nil || len(e.Tunnels[a.backend]) != 1 {
+		s.t.Fatalf("want one tunnel of backend %s, edge %+v", a.backend, e)
+	}
+	return e.Tunnels[a.backend][0].ID
+}
+
+// TestConnVariables: conn.* describe the client's connection to the
+// proxy; req.host is the Host header.
 func TestConnVariables(t *testing.T) {
-	e := standalone(t, `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{
-		"x-conn":"${conn.client_ip} ${conn.server_ip}:${string(conn.server_port)} ${req.url.scheme} ${req.host}"}}}]}]}`)
-	e.get("/")
-	host := strings.TrimPrefix(e.url, "http://")
-	if got, want := e.up.last(t).Header.Get("X-Conn"), "127.0.0.1 "+host+" http "+host; got != want {
+	s, a, up := standalone(t, `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{
+		"x-conn":"${conn.client_ip} ${conn.server_ip}:${string(conn.server_port)} ${req.url.scheme} ${req.host}"}}}]}]}`, siteOptions{})
+	a.get("/")
+	server := strings.TrimPrefix(s.url, "http://")
+	if got, want := up.last(t).Header.Get("X-Conn"), "127.0.0.1 "+server+" http app.example.com:443"; got != want {
 		t.Errorf("X-Conn %q, want %q", got, want)
 	}
 }
 
-// TestPolicyTime checks where the policy's time.now comes from: the
-// proxy's Clock when set, else the request's arrival, never the engine's
-// own clock (here stuck in 2000, so a policy reading it would tell).
+// TestPolicyTime checks where a policy's time.now comes from: the
+// Handler's Clock when set, else the request's arrival, never the
+// engine's own clock (the Service's, here stuck in 2000, so a policy
+// reading it would tell).
 func TestPolicyTime(t *testing.T) {
-	engine, err := policy.NewEngine(policy.Options{Clock: func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := engine.CompileJSON([]byte(`{"inbound":[{"actions":[{"type":"custom-response",
-		"config":{"status_code":200,"body":"${string(time.now)}"}}]}]}`), policy.CompileOptions{Target: policy.TargetHTTP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, _ := url.Parse("http://upstream.invalid")
+	ctx := t.Context()
+	st := memstore.New()
+	svc := edgeplane.New(st, edgeplane.Options{Clock: func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	defer svc.Close(ctx)
+	s := &site{t: t, ctx: ctx, st: st, svc: svc}
+	p := s.account("acme")
+	s.domain(p, "app.example.com")
+	e, err := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{Hostports: []string{"app.example.com:443"}})
+	s.check(err)
+	r, err := svc.CreateHTTPSEdgeRoute(ctx, p, e.ID, edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/"})
+	s.check(err)
+	_, err = svc.ReplaceHTTPSRouteTrafficPolicy(ctx, p, e.ID, r.ID, edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"custom-response",
+		"config":{"status_code":200,"body":"${string(time.now)}"}}]}]}`})
+	s.check(err)
+	cfgs, err := New(ctx, svc.Host(), st, Options{})
+	s.check(err)
+	defer cfgs.Close()
+
 	fixed := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	for _, tc := range []struct {
 		name  string
 		clock func() time.Time
 		check func(t *testing.T, now time.Time)
 	}{
-		{"Options.Clock", func() time.Time { return fixed }, func(t *testing.T, now time.Time) {
+		{"HandlerOptions.Clock", func() time.Time { return fixed }, func(t *testing.T, now time.Time) {
 			if !now.Equal(fixed) {
-				t.Errorf("time.now = %v, want the proxy's clock %v", now, fixed)
+				t.Errorf("time.now = %v, want the handler's clock %v", now, fixed)
 			}
 		}},
 		{"arrival", nil, func(t *testing.T, now time.Time) {
@@ -294,12 +335,9 @@ func TestPolicyTime(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := New(context.Background(), Options{Upstream: up, Policy: pol, Clock: tc.clock})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := NewHandler(cfgs, HandlerOptions{Clock: tc.clock})
 			w := httptest.NewRecorder()
-			p.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+			h.ServeHTTP(w, httptest.NewRequest("GET", "http://app.example.com:443/", nil))
 			if w.Code != 200 {
 				t.Fatalf("status %d, body %q", w.Code, w.Body)
 			}
@@ -309,5 +347,22 @@ func TestPolicyTime(t *testing.T) {
 			}
 			tc.check(t, now)
 		})
+	}
+}
+
+// TestPolicyRefusedKeepsServing: a policy the Service refuses changes
+// nothing; the route keeps its policy.
+func TestPolicyRefusedKeepsServing(t *testing.T) {
+	s, a, _ := standalone(t, `{"inbound":[{"expressions":["req.url.path == '/private'"],"actions":[{"type":"deny","config":{"status_code":401}}]}]}`, siteOptions{})
+	_, err := s.svc.ReplaceHTTPSRouteTrafficPolicy(s.ctx, a.p, a.edge, a.route, edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"deny","config":{"status_code":200}}]}]}`})
+	if err == nil {
+		t.Fatal("the Service accepted a deny with status 200")
+	}
+	s.sync()
+	if res := a.get("/private"); res.status != 401 {
+		t.Errorf("after a refused policy: %d, want 401", res.status)
+	}
+	if res := a.get("/public"); res.status != 200 {
+		t.Errorf("after a refused policy, another path: %d, want 200", res.status)
 	}
 }
