@@ -333,11 +333,12 @@ func TestPipelineOrder(t *testing.T) {
 	}
 }
 
-// TestOIDCModuleRefused: the Handler does not implement OIDC yet, so a
-// route that requires it is refused with 501 rather than served
-// unauthenticated; the traffic policy still runs first; disabled, the
-// module no longer refuses.
-func TestOIDCModuleRefused(t *testing.T) {
+// TestOIDCModuleWithoutKey: a Handler without an OIDC key cannot apply
+// the module, so a route that requires it is refused with 503 rather
+// than served unauthenticated; the module runs before the traffic
+// policy; disabled, the module no longer refuses. (The sign-in itself:
+// TestOIDCThroughTheHandler.)
+func TestOIDCModuleWithoutKey(t *testing.T) {
 	s, a, up := standalone(t, "", siteOptions{})
 	oidc := func(enabled bool) {
 		t.Helper()
@@ -347,18 +348,18 @@ func TestOIDCModuleRefused(t *testing.T) {
 		s.sync()
 	}
 	oidc(true)
-	if res := a.get("/"); res.status != 501 || len(up.requests()) != 0 {
+	if res := a.get("/"); res.status != 503 || len(up.requests()) != 0 {
 		t.Errorf("OIDC route: %d %q, upstream reached %d times", res.status, res.body, len(up.requests()))
 	}
 	a.policy(`{"inbound":[{"expressions":["req.url.path == '/limited'"],"actions":[{"type":"deny","config":{"status_code":429}}]}]}`)
-	if res := a.get("/limited"); res.status != 429 {
-		t.Errorf("policy before OIDC: %d", res.status)
-	}
-	if res := a.get("/"); res.status != 501 || len(up.requests()) != 0 {
-		t.Errorf("OIDC route with a policy that passes: %d %q, upstream reached %d times", res.status, res.body, len(up.requests()))
+	if res := a.get("/limited"); res.status != 503 {
+		t.Errorf("OIDC runs before the policy: %d", res.status)
 	}
 	oidc(false)
 	if res := a.get("/"); res.status != 200 {
 		t.Errorf("OIDC disabled: %d %q", res.status, res.body)
+	}
+	if res := a.get("/limited"); res.status != 429 {
+		t.Errorf("the policy with OIDC disabled: %d", res.status)
 	}
 }
