@@ -293,7 +293,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ignored (HTTPS edges serve port 443, and the proxy may listen behind a
 // port mapping, a load balancer or, in development, on a high port). ok
 // is false for a Host that cannot name an edge: empty, too long, with a
-// malformed port, or with a byte no DNS name has (an IPv6 literal, say).
+// malformed port, or with a byte no host name has (an IPv6 literal, or
+// the "*" of a wildcard: a wildcard hostport serves the names it covers,
+// not a request for "*.example.com" itself).
 func requestHost(r *http.Request) (host string, ok bool) {
 	host = r.Host
 	if host == "" || len(host) > maxHostBytes+6 {
@@ -317,7 +319,7 @@ func requestHost(r *http.Request) (host string, ok bool) {
 		switch c := host[j]; {
 		case 'A' <= c && c <= 'Z':
 			upper = true
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '*':
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
 		default:
 			return "", false // not a DNS name an edge can serve
 		}

@@ -50,6 +50,7 @@ func TestHostRouting(t *testing.T) {
 		{"deep.one.w.example.com:443", ""}, // one label deep only
 		{"w.example.com:443", ""},          // the wildcard does not cover its parent
 		{".w.example.com:443", ""},         // nor an empty label
+		{"*.w.example.com:443", ""},        // nor a request for the wildcard itself
 		{"c.example.com:443", ""},
 		{"example.com:443", ""},
 		{"a.example.com.evil:443", ""},

@@ -83,8 +83,8 @@ func wildcardOf(host string) (string, bool) {
 // compared case-insensitively.
 func (c *Configs) Certificate(serverName string) *tls.Certificate {
 	name := strings.ToLower(strings.TrimSuffix(serverName, "."))
-	if name == "" || len(name) > maxHostBytes {
-		return nil
+	if name == "" || len(name) > maxHostBytes || strings.Contains(name, "*") {
+		return nil // a wildcard covers names; no client asks for "*.example.com"
 	}
 	if e := c.edgeListing(name); e != nil {
 		return e.Certificates[name]
