@@ -33,7 +33,7 @@ func TestHostRouting(t *testing.T) {
 	s.newApp(acme, "idle", nil)                     // an edge without hostports
 	ups := []*testUpstream{upA, upB, upW, upX}
 
-	for _, tc := range []struct {
+	cases := []struct {
 		host     string
 		upstream string // "" for a 404 no upstream sees
 	}{
@@ -58,7 +58,8 @@ func TestHostRouting(t *testing.T) {
 		{"[::1]:443", ""},
 		{"a.example.com:", ""},
 		{"a.example.com:https", ""},
-	} {
+	}
+	for _, tc := range cases {
 		t.Run(tc.host, func(t *testing.T) {
 			before := make([]int, len(ups))
 			for i, u := range ups {
@@ -84,8 +85,14 @@ func TestHostRouting(t *testing.T) {
 			}
 		})
 	}
-	if got := s.metric("edgeplane_proxy_unrouted_total", "reason=unknown_host"); got != 10 {
-		t.Errorf("unrouted_total{reason=unknown_host} = %v, want 10", got)
+	unknown := 0
+	for _, tc := range cases {
+		if tc.upstream == "" {
+			unknown++
+		}
+	}
+	if got := s.metric("edgeplane_proxy_unrouted_total", "reason=unknown_host"); got != float64(unknown) {
+		t.Errorf("unrouted_total{reason=unknown_host} = %v, want %d", got, unknown)
 	}
 }
 
