@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/pgstore"
 	"github.com/edgeplane/edgeplane/sqlitestore"
@@ -39,7 +40,14 @@ func openStore(ctx context.Context, spec string) (store.Store, func() error, err
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		st, err := pgstore.Open(ctx, spec, pgstore.Options{})
 		if err != nil {
-			return nil, nil, fmt.Errorf("-store postgres: %w", err) // the URL may hold a password: not echoed
+			// The URL may hold a password: it is not echoed. The driver's
+			// cause (pgx's says which host, user and database it could not
+			// reach, never the password) is: the operator needs it.
+			var ae *apierr.Error
+			if errors.As(err, &ae) && ae.Err != nil {
+				return nil, nil, fmt.Errorf("-store postgres: %w: %v", err, ae.Err)
+			}
+			return nil, nil, fmt.Errorf("-store postgres: %w", err)
 		}
 		return st, func() error { st.Close(); return nil }, nil
 	}
