@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -396,4 +397,241 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(100 * time.Microsecond)
 	}
 	return out
+}
+
+// TestServeProxy: edgeplane serve -proxy runs the data plane in the API's
+// process: an edge created through the API is served on -proxy-http-addr,
+// a policy PUT applies to the next requests, and serve's /metrics has the
+// data plane's metrics beside the API's.
+func TestServeProxy(t *testing.T) {
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	key := "epk_" + strings.Repeat("s", 40)
+	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0"},
+		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	out := s.stdout.String()
+	proxyHTTP := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
+	proxyHTTPS := regexp.MustCompile(`(?m)^proxy on https://(\S+)$`).FindStringSubmatch(out)
+	metricsAddr := regexp.MustCompile(`(?m)^metrics on http://(\S+)/metrics$`).FindStringSubmatch(out)
+	if proxyHTTP == nil || proxyHTTPS == nil || metricsAddr == nil || !strings.Contains(out, "listening on http://"+s.addr) {
+		t.Fatalf("stdout: %s", out)
+	}
+	api := apiClient{t: t, base: "http://" + s.addr, key: key}
+	tn := newTenant(api, "dev.example.com", "dev")
+	up := newUpstream(t, "dev")
+	tn.registerTunnel(t, spec, up.URL, time.Hour)
+	c := through(proxyHTTP[1], nil)
+	if _, ok := within(5*time.Second, func() bool {
+		code, body := fetch(c, "http://dev.example.com:443/x", "serve")
+		return code == 200 && body == "upstream dev /x"
+	}); !ok {
+		code, body := fetch(c, "http://dev.example.com:443/x", "serve")
+		t.Fatalf("serve -proxy: %d %q", code, body)
+	}
+	api.must(200, "PUT", "/edges/https/"+tn.edge+"/routes/"+tn.route+"/traffic_policy",
+		`{"value":"{\"inbound\":[{\"actions\":[{\"type\":\"deny\",\"config\":{\"status_code\":451}}]}]}"}`)
+	if took, ok := within(time.Second, func() bool { code, _ := fetch(c, "http://dev.example.com:443/x", "serve"); return code == 451 }); !ok {
+		t.Errorf("the policy PUT is not applied by serve -proxy within 1s")
+	} else {
+		t.Logf("serve -proxy applied the policy PUT after %v", took)
+	}
+	if code, _ := fetch(c, "http://other.example.com:443/", "serve"); code != 404 {
+		t.Errorf("unknown host: %d", code)
+	}
+	_, m := get(t, "http://"+metricsAddr[1]+"/metrics", nil)
+	for _, want := range []string{`edgeplane_http_requests_total{code="200",method="PUT"`, `edgeplane_proxy_requests_total{action="deny",code="4xx",edge="` + tn.edge + `"`, "edgeplane_proxy_edges 1"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if code := s.stop(); code != 0 || !strings.Contains(s.stdout.String(), "shut down") {
+		t.Errorf("stop: exit %d, %s", code, s.stdout)
+	}
+	if _, err := net.DialTimeout("tcp", proxyHTTP[1], time.Second); err == nil {
+		t.Errorf("the data plane still listens after serve stopped")
+	}
+}
+
+// TestProxyCommand: edgeplane proxy in this process on serve's SQLite
+// file: ready gives its first listener; the store's sealing key file is
+// shared; cancelling the context (SIGINT, SIGTERM) shuts it down
+// gracefully.
+func TestProxyCommand(t *testing.T) {
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	startServe(t, []string{"-store", spec}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"proxy", "-store", spec, "-https-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0", "-log-format", "json"},
+			func(string) string { return "" }, &stdout, &stderr, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("proxy exited with %d: %s %s", code, stdout.String(), stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("proxy not ready")
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "proxy: 0 HTTPS edges loaded at revision ") || !strings.Contains(out, "proxy on http://"+addr+"\n") ||
+		!strings.Contains(out, "proxy on https://127.0.0.1:") || strings.Contains(out, "sealing key") {
+		t.Errorf("stdout: %s", out)
+	}
+	if code, body := fetch(through(addr, nil), "http://nothing.example.com:443/", "cmd"); code != 404 || body != "no edge serves this host\n" {
+		t.Errorf("unknown host: %d %q", code, body)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.HasSuffix(stdout.String(), "shut down\n") {
+			t.Errorf("exit %d: %s %s", code, stdout.String(), stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no graceful shutdown")
+	}
+	if !strings.Contains(stderr.String(), `"msg":"edges loaded"`) {
+		t.Errorf("-log-format json not applied: %s", stderr.String())
+	}
+}
+
+// relay forwards TCP connections from its address to target until cut.
+type relay struct {
+	t      *testing.T
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+// startRelay listens on addr and forwards to target.
+func startRelay(t *testing.T, addr, target string) *relay {
+	r := &relay{t: t, target: target}
+	r.listen(addr)
+	t.Cleanup(r.cut)
+	return r
+}
+
+func (r *relay) listen(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.ln, r.addr = ln, ln.Addr().String()
+	r.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", r.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every connection: the target is
+// unreachable through the relay.
+func (r *relay) cut() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln != nil {
+		r.ln.Close()
+		r.ln = nil
+	}
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+}
+
+// restore listens again on the same address.
+func (r *relay) restore() { r.listen(r.addr) }
+
+// metricValue returns the value of the sample named exactly name (with
+// its labels) in a Prometheus text exposition, or -1.
+func metricValue(exposition, name string) float64 {
+	for line := range strings.Lines(exposition) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// TestProxyStoreOutagePostgres: a proxy whose PostgreSQL becomes
+// unreachable (its connections go through a relay the test cuts) keeps
+// serving the last config it read, and applies the change made through
+// the API meanwhile once the store is reachable again.
+func TestProxyStoreOutagePostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	spec := freshPostgres(t)
+	u, err := url.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := startRelay(t, "127.0.0.1:0", u.Host)
+	viaRelay := *u
+	viaRelay.Host = rl.addr
+	key := "epk_" + strings.Repeat("o", 40)
+	api, _ := startProcess(t, spec, sealKeyEnv, "EDGEPLANE_API_KEY="+key)
+	p := startProxyProcess(t, "proxy", viaRelay.String(), sealKeyEnv)
+	apiA := apiClient{t: t, base: "http://" + api, key: key}
+	a := newTenant(apiA, "a.example.com", "a")
+	up := newUpstream(t, "a")
+	a.registerTunnel(t, spec, up.URL, time.Hour)
+	c := through(p.http, nil)
+	serves := func() bool {
+		code, body := fetch(c, "http://a.example.com:443/", "p")
+		return code == 200 && body == "upstream a /"
+	}
+	if _, ok := within(5*time.Second, serves); !ok {
+		t.Fatal("the proxy never served the edge")
+	}
+	failures := func() float64 {
+		_, m := get(t, "http://"+p.metrics+"/metrics", nil)
+		return metricValue(m, "edgeplane_proxy_config_store_failures_total")
+	}
+	if f := failures(); f != 0 {
+		t.Fatalf("store failures before the outage: %v", f)
+	}
+
+	rl.cut()
+	apiA.must(200, "PUT", "/edges/https/"+a.edge+"/routes/"+a.route+"/traffic_policy",
+		`{"value":"{\"inbound\":[{\"actions\":[{\"type\":\"deny\",\"config\":{\"status_code\":451}}]}]}"}`)
+	// For two seconds the proxy cannot read the change: it serves the
+	// config it has, without a failed request.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		if !serves() {
+			code, body := fetch(c, "http://a.example.com:443/", "p")
+			t.Fatalf("while the store is unreachable: %d %q; want the last good config served", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("store failures counted during the outage: %v (the follower waits for the feed's notification, which cannot come)", failures())
+
+	rl.restore()
+	if took, ok := within(20*time.Second, func() bool { code, _ := fetch(c, "http://a.example.com:443/", "p"); return code == 451 }); !ok {
+		t.Error("the change made during the outage is not applied 20s after the store came back")
+	} else {
+		t.Logf("the change made during the outage was applied %v after the store came back", took.Round(time.Millisecond))
+	}
 }
