@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,7 +26,13 @@ type dataPlaneConfig struct {
 	httpAddr, httpsAddr string
 	trustedProxies      string
 	upstreamTimeout     time.Duration
+	readTimeout         time.Duration
+	writeTimeout        time.Duration
 }
+
+// defaultWriteTimeout is the default of -write-timeout: longer than the
+// API's, since a proxied response may be a large download.
+const defaultWriteTimeout = 5 * time.Minute
 
 // flags registers c's flags on fs, each named prefix+name; httpAddr is
 // the default of -http-addr.
@@ -34,6 +41,8 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.httpsAddr, prefix+"https-addr", "", "address of the TLS listener of the edges (\"\": none); the certificate is the one of the reserved domain the client's SNI names")
 	fs.StringVar(&c.trustedProxies, prefix+"trusted-proxies", "", "comma-separated CIDR prefixes or addresses of proxies in front whose X-Forwarded-For is believed for conn.client_ip (default: none)")
 	fs.DurationVar(&c.upstreamTimeout, prefix+"upstream-timeout", proxy.DefaultUpstreamTimeout, "how long to wait for an upstream's response headers before answering 504")
+	fs.DurationVar(&c.readTimeout, prefix+"read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
+	fs.DurationVar(&c.writeTimeout, prefix+"write-timeout", defaultWriteTimeout, "longest time from a proxied request's headers to the end of its response")
 }
 
 // check validates c's flags (named with prefix) and returns the trusted
@@ -42,14 +51,24 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	if c.httpAddr == "" && c.httpsAddr == "" {
 		return nil, usageError{fmt.Sprintf("-%shttp-addr or -%shttps-addr (or both) is required: the data plane needs a listener", prefix, prefix)}
 	}
-	if c.upstreamTimeout <= 0 {
-		return nil, usageError{fmt.Sprintf("-%supstream-timeout %v: want a positive duration", prefix, c.upstreamTimeout)}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"upstream-timeout", c.upstreamTimeout}, {"read-timeout", c.readTimeout}, {"write-timeout", c.writeTimeout}} {
+		if d.v <= 0 {
+			return nil, usageError{fmt.Sprintf("-%s%s %v: want a positive duration", prefix, d.name, d.v)}
+		}
 	}
 	trusted, err := proxy.ParseTrustedProxies(c.trustedProxies)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("-%strusted-proxies: %v", prefix, err)}
 	}
 	return trusted, nil
+}
+
+// serverOptions are the bounds of the data plane's servers.
+func (c *dataPlaneConfig) serverOptions(errLog *log.Logger) httpserver.Options {
+	return httpserver.Options{ErrorLog: errLog, ReadTimeout: c.readTimeout, WriteTimeout: c.writeTimeout}
 }
 
 // dataPlane is the edge data plane running in this process: the edge
@@ -97,7 +116,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			return nil, err
 		}
 		lns = append(lns, ln)
-		srv := h.Server(l.tls, httpserver.Options{ErrorLog: errLog})
+		srv := h.Server(l.tls, c.serverOptions(errLog))
 		d.servers = append(d.servers, srv)
 		scheme := "http"
 		if l.tls {

@@ -181,6 +181,7 @@ func TestCommandLine(t *testing.T) {
 		{"proxy on memory:", []string{"proxy", "-http-addr", ":0", "-store", "memory:"}, nil, 2, "-store memory: is this process's alone"},
 		{"proxy on a missing file", []string{"proxy", "-http-addr", ":0", "-store", "sqlite:/nonexistent/edgeplane.db"}, nil, 1, "the file does not exist; start edgeplane serve on it first"},
 		{"proxy bad trusted proxies", []string{"proxy", "-https-addr", ":0", "-trusted-proxies", "10.0.0.0/99"}, nil, 2, "-trusted-proxies"},
+		{"proxy bad write timeout", []string{"proxy", "-https-addr", ":0", "-write-timeout", "0s"}, nil, 2, "-write-timeout 0s: want a positive duration"},
 		{"proxy bad upstream timeout", []string{"proxy", "-https-addr", ":0"}, map[string]string{"EDGEPLANE_UPSTREAM_TIMEOUT": "-1s"}, 2, "-upstream-timeout -1s"},
 		{"proxy store unreachable", []string{"proxy", "-http-addr", "127.0.0.1:0", "-store", "postgres://u:secret@127.0.0.1:1/db?connect_timeout=5"}, map[string]string{"EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="}, 1, "-store postgres: "},
 		{"serve -proxy without a listener", []string{"serve", "-store", "memory:", "-proxy", "-proxy-http-addr", ""}, nil, 2, "-proxy-http-addr or -proxy-https-addr (or both) is required"},

@@ -75,7 +75,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer closeStore()
-	key, err := sealingKey(c.store, getenv, stdout)
+	key, err := readSealingKey(c.store, getenv, stdout, false)
 	if err != nil {
 		return err
 	}

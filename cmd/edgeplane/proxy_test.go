@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -633,5 +634,59 @@ func TestProxyStoreOutagePostgres(t *testing.T) {
 		t.Error("the change made during the outage is not applied 20s after the store came back")
 	} else {
 		t.Logf("the change made during the outage was applied %v after the store came back", took.Round(time.Millisecond))
+	}
+}
+
+// TestProxySealingKey: a proxy opens the certificates' keys with serve's
+// sealing key: without it (no EDGEPLANE_SEAL_KEY, no key file beside the
+// database) it refuses to start and makes no key of its own; with another
+// key it refuses too.
+func TestProxySealingKey(t *testing.T) {
+	dir := t.TempDir()
+	spec := "sqlite:" + filepath.Join(dir, "edgeplane.db")
+	s := startServe(t, []string{"-store", spec}, map[string]string{"EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="})
+	s.stop()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no key", nil, "no sealing key: set EDGEPLANE_SEAL_KEY to the key edgeplane serve uses, or keep its key file " + filepath.Join(dir, "edgeplane.db.sealkey")},
+		{"another key", map[string]string{"EDGEPLANE_SEAL_KEY": "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI="}, "sealed under another sealing key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code := run(context.Background(), []string{"proxy", "-store", spec, "-http-addr", "127.0.0.1:0"}, func(k string) string { return tc.env[k] }, &out, &out, nil)
+			if code != 1 || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("exit %d, %q; want 1 and %q", code, out.String(), tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "edgeplane.db.sealkey")); err == nil {
+				t.Error("the proxy made a key file")
+			}
+		})
+	}
+}
+
+// TestDataPlaneFlags: the data plane's flags, under their names in proxy
+// and serve -proxy, reach its servers.
+func TestDataPlaneFlags(t *testing.T) {
+	for _, prefix := range []string{"", "proxy-"} {
+		var c dataPlaneConfig
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		c.flags(fs, prefix, "")
+		env := map[string]string{"EDGEPLANE_" + strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "WRITE_TIMEOUT": "7m"}
+		if err := parseFlags(fs, []string{"-" + prefix + "https-addr", ":443", "-" + prefix + "read-timeout", "3s", "-" + prefix + "trusted-proxies", "10.0.0.0/8"},
+			func(k string) string { return env[k] }, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		trusted, err := c.check(prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := c.serverOptions(nil)
+		if c.httpsAddr != ":443" || len(trusted) != 1 || trusted[0].String() != "10.0.0.0/8" || o.ReadTimeout != 3*time.Second || o.WriteTimeout != 7*time.Minute ||
+			c.upstreamTimeout != 30*time.Second {
+			t.Errorf("prefix %q: %+v, trusted %v, options %+v", prefix, c, trusted, o)
+		}
 	}
 }
