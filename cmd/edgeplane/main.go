@@ -35,9 +35,10 @@
 //
 // edgeplane serve -proxy runs the data plane in the API's process too,
 // for development: -proxy-http-addr (default 127.0.0.1:8000),
-// -proxy-https-addr, -proxy-trusted-proxies and -proxy-upstream-timeout
-// are proxy's flags under another name, and its metrics join serve's
-// -metrics-addr. It works on every store, memory: included.
+// -proxy-https-addr, -proxy-trusted-proxies, -proxy-upstream-timeout,
+// -proxy-read-timeout and -proxy-write-timeout are proxy's flags under
+// another name, and its metrics join serve's -metrics-addr. It works on
+// every store, memory: included.
 //
 // HTTPS edges serve hostports on port 443 only: a request on the plain
 // listener reaches them with a Host header that names the port
@@ -81,7 +82,7 @@ const usage = `usage: edgeplane <command> [flags]
 commands:
   serve    run the management API server
   proxy    run the edge data plane: every HTTPS edge in the store
-  admin    host operations against a store: accounts, users, bots, API keys
+  admin    host operations against a store: accounts, users, bots, API keys, tunnels
 
 Run edgeplane <command> -h for a command's flags.
 `
