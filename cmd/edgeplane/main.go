@@ -38,7 +38,9 @@
 // -proxy-https-addr, -proxy-trusted-proxies, -proxy-upstream-timeout,
 // -proxy-read-timeout and -proxy-write-timeout are proxy's flags under
 // another name, and its metrics join serve's -metrics-addr. It works on
-// every store, memory: included.
+// every store, memory: included (but edgeplane admin register-tunnel, in
+// a process of its own, cannot reach a memory: store: register tunnels on
+// a SQLite file).
 //
 // HTTPS edges serve hostports on port 443 only: a request on the plain
 // listener reaches them with a Host header that names the port

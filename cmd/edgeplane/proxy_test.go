@@ -627,7 +627,7 @@ func TestProxyStoreOutagePostgres(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("store failures counted during the outage: %v (the follower waits for the feed's notification, which cannot come)", failures())
+	t.Logf("store failures the proxy counted during the outage: %v", failures())
 
 	rl.restore()
 	if took, ok := within(20*time.Second, func() bool { code, _ := fetch(c, "http://a.example.com:443/", "p"); return code == 451 }); !ok {
