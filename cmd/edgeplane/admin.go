@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/backends"
 )
 
 const adminUsage = `usage: edgeplane admin <command> [flags]
@@ -19,6 +22,16 @@ commands (each takes -store, as serve does):
   create-api-key  -account ID -owner ID [-description TEXT]
                                                  an API key; prints its secret once
   revoke-api-key  -account ID -id ID             revokes a key at once
+  register-tunnel -token TOKEN [-labels K=V,...] [-forwards-to URL] [-tunnel-lease D]
+                                                 an online tunnel, as a tunnel server
+                                                 registers one (see below); prints its ID
+                                                 and the end of its lease
+
+register-tunnel stands in for a tunnel server, for development and tests:
+the tunnel belongs to the account of the credential whose authtoken is
+-token (EDGEPLANE_TOKEN), which must permit its labels (bind:K=V); the
+proxy sends its traffic to -forwards-to; nothing renews it, so it goes
+offline when -tunnel-lease (default 60s) ends.
 `
 
 // admin runs a host operation against the store.
@@ -36,6 +49,8 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	storeSpec := fs.String("store", defaultStore, storeHelp)
 	var name, account, owner, description, id string
 	var isAdmin bool
+	var token, labels, forwardsTo string
+	var lease time.Duration
 	switch cmd {
 	case "list-accounts":
 	case "create-account":
@@ -51,6 +66,11 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	case "revoke-api-key":
 		fs.StringVar(&account, "account", "", "account ID (required)")
 		fs.StringVar(&id, "id", "", "API key ID (required)")
+	case "register-tunnel":
+		fs.StringVar(&token, "token", "", "the authtoken of a credential of the account (required)")
+		fs.StringVar(&labels, "labels", "", "the tunnel's labels, comma-separated key=value pairs")
+		fs.StringVar(&forwardsTo, "forwards-to", "", "the URL the proxy sends the tunnel's traffic to (http or https, no path)")
+		fs.DurationVar(&lease, "tunnel-lease", edgeplane.DefaultTunnelLease, "how long the tunnel stays online (nothing renews it)")
 	default:
 		fmt.Fprint(stderr, adminUsage)
 		return usageError{fmt.Sprintf("admin: unknown command %q", cmd)}
@@ -58,12 +78,22 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := parseFlags(fs, args[1:], getenv, stdout); err != nil {
 		return err
 	}
+	var labelMap map[string]string
+	if cmd == "register-tunnel" {
+		if lease <= 0 {
+			return usageError{fmt.Sprintf("-tunnel-lease %v: want a positive duration", lease)}
+		}
+		var err error
+		if labelMap, err = parseLabels(labels); err != nil {
+			return err
+		}
+	}
 	st, closeStore, err := openStore(ctx, *storeSpec)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	host := edgeplane.New(st, edgeplane.Options{}).Host()
+	host := edgeplane.New(st, edgeplane.Options{TunnelLease: lease}).Host()
 	switch cmd {
 	case "list-accounts":
 		opts := edgeplane.ListOptions{}
@@ -107,6 +137,32 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		fmt.Fprintln(stdout, "revoked", id)
+	case "register-tunnel":
+		t, err := host.RegisterTunnel(ctx, token, backends.RegisterTunnelParams{Labels: labelMap, ForwardsTo: forwardsTo})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\nlease ends %s\n", t.ID, t.ExpiresAt.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// parseLabels parses -labels: comma-separated key=value pairs. The
+// labels' own rules are checked by the Service.
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, usageError{fmt.Sprintf("-labels: %q is not key=value", kv)}
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageError{fmt.Sprintf("-labels: the key %q is given twice", k)}
+		}
+		out[k] = v
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 // Command edgeplane is the edgeplane server and its operator tools.
 //
 //	edgeplane serve [flags]           the management API (see serve -h)
+//	edgeplane proxy [flags]           the edge data plane (see proxy -h)
 //	edgeplane admin <command> [flags] host operations against the same store
 //
 // Every flag can also be set through the environment: -store is
@@ -12,6 +13,46 @@
 // -store names the store: memory: keeps everything in this process (gone
 // when it stops); the durable backends (sqlite:PATH, postgres://...) are
 // listed by -h when this build has them.
+//
+// # The data plane
+//
+// edgeplane proxy serves every HTTPS edge of every account in the store
+// (package proxy): a request reaches the edge that lists the hostport it
+// was addressed to, then its route's pipeline, then a tunnel of the
+// route's backend. It runs in a process of its own beside edgeplane
+// serve, on the same store (a SQLite file, or PostgreSQL for several
+// proxies and API replicas), and applies the changes made through the
+// API as it reads them from the store's change feed (within about a
+// second). Its listeners: -http-addr (plain HTTP) and -https-addr (TLS,
+// with the certificate of the reserved domain the client's SNI names), at
+// least one; -metrics-addr serves /metrics and GET /healthz. The store must
+// answer at start (the proxy loads every edge before it listens, and
+// exits when it cannot); once running, a proxy whose store stops
+// answering keeps serving the last config it read, and catches up when
+// the store is back. With a sealed store the proxy needs the sealing key
+// serve uses (EDGEPLANE_SEAL_KEY, or the SQLite key file) to open the
+// certificates' private keys.
+//
+// edgeplane serve -proxy runs the data plane in the API's process too,
+// for development: -proxy-http-addr (default 127.0.0.1:8000),
+// -proxy-https-addr, -proxy-trusted-proxies, -proxy-upstream-timeout,
+// -proxy-read-timeout and -proxy-write-timeout are proxy's flags under
+// another name, and its metrics join serve's -metrics-addr. It works on
+// every store, memory: included (but edgeplane admin register-tunnel, in
+// a process of its own, cannot reach a memory: store: register tunnels on
+// a SQLite file).
+//
+// HTTPS edges serve hostports on port 443 only: a request on the plain
+// listener reaches them with a Host header that names the port
+// ("app.example.com:443"); one that names no port is addressed to port 80.
+//
+// # Tunnels
+//
+// Tunnels are registered by a tunnel server with an agent's authtoken; no
+// API operation does it. edgeplane admin register-tunnel stands in for
+// one (for development and tests): it registers a tunnel with the labels
+// and forwards_to URL given, under a lease of -tunnel-lease, which nothing
+// renews: the tunnel goes offline when the lease ends.
 //
 // # Secrets
 //
@@ -42,13 +83,15 @@ const usage = `usage: edgeplane <command> [flags]
 
 commands:
   serve    run the management API server
-  admin    host operations against a store: accounts, users, bots, API keys
+  proxy    run the edge data plane: every HTTPS edge in the store
+  admin    host operations against a store: accounts, users, bots, API keys, tunnels
 
 Run edgeplane <command> -h for a command's flags.
 `
 
 // run runs the command line args and returns the process's exit code.
-// ready, when not nil, receives the address serve listens on.
+// ready, when not nil, receives the address serve listens on (or proxy's
+// first listener).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -57,6 +100,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "serve":
 		return exit(serve(ctx, args[1:], getenv, stdout, stderr, ready), stderr)
+	case "proxy":
+		return exit(proxyCmd(ctx, args[1:], getenv, stdout, stderr, ready), stderr)
 	case "admin":
 		return exit(admin(ctx, args[1:], getenv, stdout, stderr), stderr)
 	case "-h", "-help", "--help", "help":

@@ -176,13 +176,31 @@ func TestCommandLine(t *testing.T) {
 		{"admin unknown", []string{"admin", "drop-everything"}, nil, 2, `unknown command "drop-everything"`},
 		{"admin create-account", []string{"admin", "create-account", "-store", "memory:", "-name", "acme"}, nil, 0, "acct_"},
 		{"admin create-account without name", []string{"admin", "create-account", "-store", "memory:"}, nil, 1, "name"},
+		{"proxy -h", []string{"proxy", "-h"}, nil, 0, "-https-addr"},
+		{"proxy without a listener", []string{"proxy", "-store", "memory:"}, nil, 2, "-http-addr or -https-addr (or both) is required"},
+		{"proxy on memory:", []string{"proxy", "-http-addr", ":0", "-store", "memory:"}, nil, 2, "-store memory: is this process's alone"},
+		{"proxy on a missing file", []string{"proxy", "-http-addr", ":0", "-store", "sqlite:/nonexistent/edgeplane.db"}, nil, 1, "the file does not exist; start edgeplane serve on it first"},
+		{"proxy bad trusted proxies", []string{"proxy", "-https-addr", ":0", "-trusted-proxies", "10.0.0.0/99"}, nil, 2, "-trusted-proxies"},
+		{"proxy bad write timeout", []string{"proxy", "-https-addr", ":0", "-write-timeout", "0s"}, nil, 2, "-write-timeout 0s: want a positive duration"},
+		{"proxy bad upstream timeout", []string{"proxy", "-https-addr", ":0"}, map[string]string{"EDGEPLANE_UPSTREAM_TIMEOUT": "-1s"}, 2, "-upstream-timeout -1s"},
+		{"proxy store unreachable", []string{"proxy", "-http-addr", "127.0.0.1:0", "-store", "postgres://u:secret@127.0.0.1:1/db?connect_timeout=5"}, map[string]string{"EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="}, 1, "connect: connection refused"},
+		{"serve -proxy without a listener", []string{"serve", "-store", "memory:", "-proxy", "-proxy-http-addr", ""}, nil, 2, "-proxy-http-addr or -proxy-https-addr (or both) is required"},
+		{"serve -proxy bad trusted proxies", []string{"serve", "-store", "memory:", "-proxy", "-proxy-trusted-proxies", "nope"}, nil, 2, "-proxy-trusted-proxies"},
+		{"register-tunnel bad labels", []string{"admin", "register-tunnel", "-store", "memory:", "-token", "x", "-labels", "app"}, nil, 2, `-labels: "app" is not key=value`},
+		{"register-tunnel bad lease", []string{"admin", "register-tunnel", "-store", "memory:", "-token", "x", "-tunnel-lease", "0s"}, nil, 2, "-tunnel-lease 0s"},
+		{"register-tunnel bad token", []string{"admin", "register-tunnel", "-store", "memory:", "-token", "ept_nope", "-labels", "app=a"}, nil, 1, "the authtoken is missing, malformed or unknown"},
 		{"admin revoke unknown key", []string{"admin", "revoke-api-key", "-store", "memory:", "-account", "acct_x", "-id", "ak_x"}, nil, 1, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a command that should have failed but serves ends
+			defer cancel()
+			code := run(ctx, tc.args, func(k string) string { return tc.env[k] }, &out, &out, nil)
 			if code != tc.code || !strings.Contains(out.String(), tc.out) {
 				t.Errorf("exit %d, want %d; output %q lacks %q", code, tc.code, out.String(), tc.out)
+			}
+			if strings.Contains(strings.Join(tc.args, " "), ":secret@") && strings.Contains(out.String(), "secret") {
+				t.Errorf("the store URL's password is echoed: %q", out.String())
 			}
 		})
 	}

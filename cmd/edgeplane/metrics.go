@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -53,6 +54,30 @@ func (m *metrics) watchEvents(svc *edgeplane.Service) {
 			func() float64 { return float64(svc.EventStats().Dropped) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_event_delivered_total", Help: "Events the sink accepted."},
 			func() float64 { return float64(svc.EventStats().Delivered) }),
+	)
+}
+
+// watchProxy exports the data plane's metrics: the handler's (pm) and
+// the counters of the edge configs that follow the store.
+func (m *metrics) watchProxy(cfgs *proxy.Configs, pm *proxy.Metrics) {
+	stat := func(f func(proxy.Stats) uint64) func() float64 {
+		return func() float64 { return float64(f(cfgs.Stats())) }
+	}
+	m.reg.MustRegister(pm,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_proxy_edges", Help: "HTTPS edges the data plane serves."},
+			func() float64 { return float64(cfgs.Stats().Edges) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_proxy_config_revision", Help: "Store revision the edge configs reflect: every change up to it is applied."},
+			func() float64 { return float64(cfgs.Revision()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_proxy_config_compiles_total", Help: "Edge configs read and compiled (failed attempts included)."},
+			stat(func(s proxy.Stats) uint64 { return s.Compiles })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_proxy_config_tunnel_refreshes_total", Help: "Edge snapshots rebuilt with new tunnel lists and the same config."},
+			stat(func(s proxy.Stats) uint64 { return s.TunnelRefreshes })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_proxy_config_reloads_total", Help: "Full reloads after the change feed was compacted past the applied revision."},
+			stat(func(s proxy.Stats) uint64 { return s.Reloads })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_proxy_config_store_failures_total", Help: "Failed reads of the store by the edge configs (each retried after a backoff; the last good config is served meanwhile)."},
+			stat(func(s proxy.Stats) uint64 { return s.Failures })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_proxy_config_dropped_total", Help: "Edges not served because their stored config cannot be built."},
+			stat(func(s proxy.Stats) uint64 { return s.Dropped })),
 	)
 }
 

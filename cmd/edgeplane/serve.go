@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -26,6 +26,8 @@ type serveConfig struct {
 	rateWindow               time.Duration
 	corsOrigins, metricsAddr string
 	reapInterval             time.Duration
+	proxy                    bool
+	data                     dataPlaneConfig
 }
 
 func serveFlags(c *serveConfig) *flag.FlagSet {
@@ -41,6 +43,8 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.StringVar(&c.corsOrigins, "cors-origins", "", "comma-separated origins answered with CORS credentials (default: any origin, without credentials)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
+	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
+	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: edgeplane serve [flags]\n\nEvery flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_RATE_LIMIT...).\n\n")
 		fs.PrintDefaults()
@@ -70,6 +74,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.rateLimit == 0 {
 		c.rateLimit = -1 // httpapi: negative is off
 	}
+	var trusted []netip.Prefix
+	if c.proxy {
+		if trusted, err = c.data.check("proxy-"); err != nil {
+			return err
+		}
+	}
 
 	st, closeStore, err := openStore(ctx, c.store)
 	if err != nil {
@@ -95,7 +105,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		c.baseURL = scheme + "://" + ln.Addr().String()
 	}
 
-	svc := edgeplane.New(timedStore{Store: st, ops: m.storeOps}, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
+	ts := timedStore{Store: st, ops: m.storeOps}
+	svc := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -143,7 +154,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	apiServer := httpserver.New(mux, httpserver.Options{ErrorLog: errLog})
 	servers := []*http.Server{apiServer}
-	errc := make(chan error, 2)
+	errc := make(chan error, 4)
 	go func() {
 		if c.tlsCert != "" {
 			errc <- apiServer.ServeTLS(ln, c.tlsCert, c.tlsKey)
@@ -151,17 +162,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			errc <- apiServer.Serve(ln)
 		}
 	}()
-	if c.metricsAddr != "" {
-		mln, err := net.Listen("tcp", c.metricsAddr)
+	defer func() { _ = httpserver.ShutdownAll(10*time.Second, servers...) }() // when a later step fails; a no-op after serveUntil
+	if c.proxy {
+		dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, logger, m, errc)
 		if err != nil {
 			return err
 		}
-		metricsMux := http.NewServeMux()
-		metricsMux.Handle("GET /metrics", m.handler())
-		srv := httpserver.New(metricsMux, httpserver.Options{ErrorLog: errLog})
+		defer dp.close()
+		servers = append(servers, dp.servers...)
+		dp.report(stdout)
+	}
+	if c.metricsAddr != "" {
+		srv, addr, err := serveMetrics(c.metricsAddr, m, logger, errc)
+		if err != nil {
+			return err
+		}
 		servers = append(servers, srv)
-		go func() { errc <- srv.Serve(mln) }()
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", mln.Addr())
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", addr)
 	}
 	reapCtx, stopReaping := context.WithCancel(ctx)
 	reaped := make(chan struct{})
@@ -171,17 +188,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-
-	var serveErr error
-	select {
-	case serveErr = <-errc:
-	case <-ctx.Done():
-	}
-	if err := httpserver.ShutdownAll(10*time.Second, servers...); err != nil && serveErr == nil {
-		serveErr = err
-	}
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return serveErr
+	if err := serveUntil(ctx, errc, servers); err != nil {
+		return err
 	}
 	fmt.Fprintln(stdout, "shut down")
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/pgstore"
 	"github.com/edgeplane/edgeplane/sqlitestore"
@@ -39,7 +40,14 @@ func openStore(ctx context.Context, spec string) (store.Store, func() error, err
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		st, err := pgstore.Open(ctx, spec, pgstore.Options{})
 		if err != nil {
-			return nil, nil, fmt.Errorf("-store postgres: %w", err) // the URL may hold a password: not echoed
+			// The URL may hold a password: it is not echoed. The driver's
+			// cause (pgx's says which host, user and database it could not
+			// reach, never the password) is: the operator needs it.
+			var ae *apierr.Error
+			if errors.As(err, &ae) && ae.Err != nil {
+				return nil, nil, fmt.Errorf("-store postgres: %w: %v", err, ae.Err)
+			}
+			return nil, nil, fmt.Errorf("-store postgres: %w", err)
 		}
 		return st, func() error { st.Close(); return nil }, nil
 	}
@@ -51,6 +59,13 @@ func openStore(ctx context.Context, spec string) (store.Store, func() error, err
 // SQLite store, the key file PATH.sealkey beside the database, created
 // (mode 0600) on first start; for memory:, a new key printed once.
 func sealingKey(spec string, getenv func(string) string, stdout io.Writer) ([]byte, error) {
+	return readSealingKey(spec, getenv, stdout, true)
+}
+
+// readSealingKey is sealingKey; without create, a missing key file is an
+// error rather than made (edgeplane proxy reads the key serve made: a new
+// one would only fail the sealing check).
+func readSealingKey(spec string, getenv func(string) string, stdout io.Writer, create bool) ([]byte, error) {
 	if env := getenv("EDGEPLANE_SEAL_KEY"); env != "" {
 		key, err := decodeKey(env)
 		if err != nil {
@@ -60,7 +75,13 @@ func sealingKey(spec string, getenv func(string) string, stdout io.Writer) ([]by
 	}
 	switch {
 	case strings.HasPrefix(spec, "sqlite:"):
-		return keyFile(strings.TrimPrefix(spec, "sqlite:")+".sealkey", stdout)
+		path := strings.TrimPrefix(spec, "sqlite:") + ".sealkey"
+		if !create {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("no sealing key: set EDGEPLANE_SEAL_KEY to the key edgeplane serve uses, or keep its key file %s beside the database", path)
+			}
+		}
+		return keyFile(path, stdout)
 	case spec == "memory:":
 		key := newKey()
 		fmt.Fprintf(stdout, "sealing key (shown once; set EDGEPLANE_SEAL_KEY to it to keep sealed secrets readable): %s\n",

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/httpserver"
+)
+
+// proxyConfig is what proxy's flags say.
+type proxyConfig struct {
+	store, logFormat, metricsAddr string
+	data                          dataPlaneConfig
+}
+
+func proxyFlags(c *proxyConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.StringVar(&c.store, "store", defaultStore, "the store that edgeplane serve writes, shared: sqlite:PATH (an existing SQLite file) or postgres://...")
+	c.data.flags(fs, "", "")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint and GET /healthz (default: off)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: edgeplane proxy [flags]
+
+Serves every HTTPS edge of every account in the store, following the
+changes edgeplane serve (or another process) writes to it. -http-addr or
+-https-addr (or both) is required.
+
+Every flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_HTTPS_ADDR...).
+
+`)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// proxyCmd runs the edge data plane until ctx ends. ready, when not nil,
+// receives the address of its first listener (HTTP when it has one) once
+// every listener is open; all of them are printed on stdout before.
+func proxyCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	var c proxyConfig
+	if err := parseFlags(proxyFlags(&c), args, getenv, stdout); err != nil {
+		return err
+	}
+	trusted, err := c.data.check("")
+	if err != nil {
+		return err
+	}
+	if err := sharedStore(c.store); err != nil {
+		return err
+	}
+	logs := &batchWriter{w: stderr}
+	logger, err := newLogger(c.logFormat, logs)
+	if err != nil {
+		return err
+	}
+	logCtx, stopLogs := context.WithCancel(context.Background())
+	logsDone := make(chan struct{})
+	go func() { defer close(logsDone); logs.flushEvery(logCtx, logFlushInterval) }()
+	defer func() { stopLogs(); <-logsDone }()
+
+	st, closeStore, err := openStore(ctx, c.store)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	key, err := readSealingKey(c.store, getenv, stdout, false)
+	if err != nil {
+		return err
+	}
+	m := newMetrics()
+	ts := timedStore{Store: st, ops: m.storeOps}
+	svc := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Close(ctx)
+	}()
+	if err := svc.Host().CheckSealingKey(ctx); err != nil {
+		return err // certificate keys could not be opened: refuse rather than fail every handshake
+	}
+
+	errc := make(chan error, 3)
+	dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, logger, m, errc)
+	if err != nil {
+		return err
+	}
+	defer dp.close()
+	servers := dp.servers
+	dp.report(stdout)
+	if c.metricsAddr != "" {
+		srv, addr, err := serveMetrics(c.metricsAddr, m, logger, errc)
+		if err != nil {
+			_ = httpserver.ShutdownAll(time.Second, servers...)
+			return err
+		}
+		servers = append(servers, srv)
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", addr)
+	}
+	if ready != nil {
+		ready <- strings.SplitN(dp.addrs[0], "://", 2)[1]
+	}
+	if err := serveUntil(ctx, errc, servers); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "shut down")
+	return nil
+}
+
+// sharedStore refuses a store that a proxy in its own process cannot
+// share with edgeplane serve: memory: (this process only), and a SQLite
+// file that does not exist (a typo would serve an empty store, every
+// host a 404).
+func sharedStore(spec string) error {
+	switch {
+	case spec == "memory:":
+		return usageError{"-store memory: is this process's alone: no edge would ever reach the proxy; share a SQLite file or PostgreSQL with edgeplane serve, or run edgeplane serve -proxy"}
+	case strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("-store %s: the file does not exist; start edgeplane serve on it first", spec)
+		}
+	}
+	return nil
+}
+
+// serveMetrics serves m's /metrics and GET /healthz on addr; the server's
+// end is sent on errc.
+func serveMetrics(addr string, m *metrics, logger *slog.Logger, errc chan<- error) (*http.Server, net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	srv := httpserver.New(mux, httpserver.Options{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
+	go func() { errc <- srv.Serve(ln) }()
+	return srv, ln.Addr(), nil
+}
