@@ -37,7 +37,7 @@ const defaultWriteTimeout = 5 * time.Minute
 // flags registers c's flags on fs, each named prefix+name; httpAddr is
 // the default of -http-addr.
 func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
-	fs.StringVar(&c.httpAddr, prefix+"http-addr", httpAddr, "address of the plain HTTP listener of the edges (\"\": none); a request reaches the edge whose hostport is its Host header (port 80 when Host names none)")
+	fs.StringVar(&c.httpAddr, prefix+"http-addr", httpAddr, "address of the plain HTTP listener of the edges (\"\": none); a request reaches the edge that serves its Host header's host (HTTPS edges serve port 443; a port in Host is ignored)")
 	fs.StringVar(&c.httpsAddr, prefix+"https-addr", "", "address of the TLS listener of the edges (\"\": none); the certificate is the one of the reserved domain the client's SNI names")
 	fs.StringVar(&c.trustedProxies, prefix+"trusted-proxies", "", "comma-separated CIDR prefixes or addresses of proxies in front whose X-Forwarded-For is believed for conn.client_ip (default: none)")
 	fs.DurationVar(&c.upstreamTimeout, prefix+"upstream-timeout", proxy.DefaultUpstreamTimeout, "how long to wait for an upstream's response headers before answering 504")
@@ -85,9 +85,11 @@ type dataPlane struct {
 // that stops sends its error on errc (which must have room for one error
 // per listener). It fails when the edges cannot be loaded (the store does
 // not answer) or a listener cannot be opened; then nothing is left
-// running. Stop it with close.
+// running. Stop it with close. sealingKey, the Service's, also seals the
+// OIDC module's session cookies (each route derives its own key from
+// it), so proxies that share a store share sessions.
 func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed, c dataPlaneConfig, trusted []netip.Prefix,
-	logger *slog.Logger, m *metrics, errc chan<- error) (*dataPlane, error) {
+	sealingKey []byte, logger *slog.Logger, m *metrics, errc chan<- error) (*dataPlane, error) {
 	start := time.Now()
 	cfgs, err := proxy.New(ctx, svc.Host(), feed, proxy.Options{Logger: logger})
 	if err != nil {
@@ -97,7 +99,8 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	logger.Info("edges loaded", "edges", cfgs.Stats().Edges, "revision", cfgs.Revision(), "took", time.Since(start).Round(time.Millisecond))
 	pm := proxy.NewMetrics(proxy.MetricsOptions{})
 	m.watchProxy(cfgs, pm)
-	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm})
+	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
+		OIDCKey: sealingKey})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var lns []net.Listener
 	for _, l := range []struct {

@@ -42,9 +42,9 @@
 // a process of its own, cannot reach a memory: store: register tunnels on
 // a SQLite file).
 //
-// HTTPS edges serve hostports on port 443 only: a request on the plain
-// listener reaches them with a Host header that names the port
-// ("app.example.com:443"); one that names no port is addressed to port 80.
+// HTTPS edges serve hostports on port 443 only, and a request reaches the
+// edge that serves its Host header's host: a port in the Host header is
+// ignored (the proxy may listen on any port, behind any mapping).
 //
 // # Tunnels
 //

@@ -92,7 +92,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	errc := make(chan error, 3)
-	dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, logger, m, errc)
+	dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, key, logger, m, errc)
 	if err != nil {
 		return err
 	}

@@ -303,7 +303,7 @@ func proxyEndToEnd(t *testing.T, spec string, n int, env ...string) {
 				}
 			}
 		}
-		for _, url := range []string{"http://c.example.com:443/", "http://a.example.com/", "http://127.0.0.1/"} {
+		for _, url := range []string{"http://c.example.com:443/", "http://c.example.com/", "http://127.0.0.1/"} {
 			if code, body := fetch(c, url, p.name); code != 404 || body != "no edge serves this host\n" {
 				t.Errorf("%s: %s (no edge): %d %q; want 404", p.name, url, code, body)
 			}

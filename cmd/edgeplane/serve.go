@@ -164,7 +164,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}()
 	defer func() { _ = httpserver.ShutdownAll(10*time.Second, servers...) }() // when a later step fails; a no-op after serveUntil
 	if c.proxy {
-		dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, logger, m, errc)
+		dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, key, logger, m, errc)
 		if err != nil {
 			return err
 		}
