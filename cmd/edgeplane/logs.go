@@ -98,3 +98,18 @@ func (h urgentHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h urgentHandler) WithGroup(name string) slog.Handler {
 	return urgentHandler{h.Handler.WithGroup(name), h.w}
 }
+
+// startLogs returns a logger in format (text or json) whose lines are
+// batched to w and flushed every logFlushInterval, and the function that
+// stops the flushing after writing what is left.
+func startLogs(format string, w io.Writer) (*slog.Logger, func(), error) {
+	logs := &batchWriter{w: w}
+	logger, err := newLogger(format, logs)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); logs.flushEvery(ctx, logFlushInterval) }()
+	return logger, func() { stop(); <-done }, nil
+}

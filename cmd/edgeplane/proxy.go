@@ -60,15 +60,11 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err := sharedStore(c.store); err != nil {
 		return err
 	}
-	logs := &batchWriter{w: stderr}
-	logger, err := newLogger(c.logFormat, logs)
+	logger, stopLogs, err := startLogs(c.logFormat, stderr)
 	if err != nil {
 		return err
 	}
-	logCtx, stopLogs := context.WithCancel(context.Background())
-	logsDone := make(chan struct{})
-	go func() { defer close(logsDone); logs.flushEvery(logCtx, logFlushInterval) }()
-	defer func() { stopLogs(); <-logsDone }()
+	defer stopLogs() // the last lines are written before proxy returns
 
 	st, closeStore, err := openStore(ctx, c.store)
 	if err != nil {

@@ -59,15 +59,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := parseFlags(fs, args, getenv, stdout); err != nil {
 		return err
 	}
-	logs := &batchWriter{w: stderr}
-	logger, err := newLogger(c.logFormat, logs)
+	logger, stopLogs, err := startLogs(c.logFormat, stderr)
 	if err != nil {
 		return err
 	}
-	logCtx, stopLogs := context.WithCancel(context.Background())
-	logsDone := make(chan struct{})
-	go func() { defer close(logsDone); logs.flushEvery(logCtx, logFlushInterval) }()
-	defer func() { stopLogs(); <-logsDone }() // the last lines are written before serve returns
+	defer stopLogs() // the last lines are written before serve returns
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{"-tls-cert and -tls-key go together"}
 	}
