@@ -7,7 +7,7 @@
 //     following the store's change feed (below), and indexes the edges
 //     by the hosts they serve, with the hosts' TLS certificates.
 //   - [Handler] is the http.Handler over a Configs: it matches a request
-//     to its edge by hostport, then to a route, and runs the route's
+//     to its edge by host, then to a route, and runs the route's
 //     pipeline; [Handler.TLSConfig] terminates TLS with the certificate
 //     of the reserved domain the ClientHello names; [Handler.Server]
 //     wraps both in an http.Server with package httpserver's bounds; [Metrics]
@@ -156,12 +156,23 @@
 // policy of at most [edges.MaxTrafficPolicyBytes] of source) and, per
 // backend an edge uses, at most [edgeplane.MaxBackendTunnels] tunnels;
 // plus the dependency index (one entry per edge and IP policy or backend
-// its routes use). Size the process by the store's edges. While it
+// its routes use), at most [edges.MaxHostports] hosts per edge in the
+// hosts table, each with one parsed certificate (chain at most
+// [domains.MaxCertificatePEMBytes]). Size the process by the store's
+// edges. While it
 // rebuilds, at most [Options.Parallelism] configs are being compiled and
 // at most 256 compiled configs wait to be published besides the published
 // ones (so a full reload does not double the memory), a page of at most
 // 256 changes is read at a time, and the pending work is a set of edges
 // and backends, bounded by the store's. Adding or removing
 // edges copies the map of each of 64 shards that holds one of them:
-// O(edges/64) per page of changes that create or delete edges.
+// O(edges/64) per page of changes that create or delete edges (and the
+// same for the hosts table).
+//
+// Per request, the [Handler] reads a Host of at most 255 bytes (longer
+// ones reach no edge), scans the edge's routes (at most
+// [edges.MaxRoutesPerEdge]) and runs at most one traffic policy, whose
+// cost the policy engine bounds by the request bounds of
+// [Handler.Server] (package httpserver). Passive health is one word per
+// tunnel; the metrics' label pairs are at most [MetricsOptions.MaxSeries].
 package proxy
