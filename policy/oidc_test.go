@@ -187,3 +187,21 @@ func TestOIDCCostBounds(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkEvaluateOIDCRule evaluates a deny rule on the identity, as an
+// OIDC route's policy would (natively, every oidc.* variable read without
+// allocating), on a request by an admitted user.
+func BenchmarkEvaluateOIDCRule(b *testing.B) {
+	p := mustCompileB(b, `{"inbound":[{"expressions":["!oidc.authenticated || !oidc.email_verified || !oidc.email.endsWith('@example.com') || oidc.preferred_username in ['mallory', 'eve']"],"actions":[{"type":"deny"}]}]}`)
+	if p.in.rules[0].conds[0].native == nil {
+		b.Fatal("not reduced to native code")
+	}
+	req := benchRequest()
+	req.OIDC = ada
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := p.Inbound(req); res.Verdict != Continue {
+			b.Fatal(res.Verdict)
+		}
+	}
+}
