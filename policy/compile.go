@@ -630,6 +630,10 @@ func stringVarMax(id varID) uint64 {
 		return 3 * estURLPartMax // the decoded path escaped again
 	case vReqURLHost:
 		return estStringMax
+	case vOIDCSubject, vOIDCEmail, vOIDCName, vOIDCPreferredUsername:
+		return MaxOIDCClaimBytes
+	case vOIDCIssuer:
+		return MaxOIDCIssuerBytes
 	}
 	if id >= resultBase {
 		return MaxTemplateOutput // set by actions; the built-in ones stay within MaxBucketKeyBytes

@@ -55,7 +55,7 @@
 // without from) precedes it in the same rule, is refused.
 //
 // [CompileOptions].Target selects the traffic. An HTTP policy
-// ([TargetHTTP]) sees req.*, conn.* and, in outbound rules, res.*. A
+// ([TargetHTTP]) sees req.*, conn.*, oidc.* and, in outbound rules, res.*. A
 // connection policy ([TargetConnection], for TLS and TCP edges) has only
 // inbound rules, sees conn.* and time.now, and allows the log, deny and
 // restrict-ips actions; an HTTP-only variable, function or action in it is
@@ -124,6 +124,13 @@
 //	conn.tls.client_cert.fingerprint          string                    C      "3f4a..." (SHA-256 of the DER form, lower-case hex)
 //	endpoint.edge_id                          string                    C      "edghts_1" (Conn.EdgeID, "" when the host gave none)
 //	endpoint.route_id                         string                    H      "edghtsrt_1" (Request.RouteID)
+//	oidc.authenticated                        bool                      H      true (a user signed in through the route's OIDC module)
+//	oidc.subject                              string                    H      "248289761001" (the ID token's sub)
+//	oidc.issuer                               string                    H      "https://accounts.example.com"
+//	oidc.email                                string                    H      "ada@example.com"
+//	oidc.email_verified                       bool                      H      true
+//	oidc.name                                 string                    H      "Ada Lovelace"
+//	oidc.preferred_username                   string                    H      "ada"
 //	actions.service.rate_limit.bucket_key     string                    H      "198.51.100.10"
 //	actions.service.rate_limit.limited        bool                      H      true
 //	actions.service.rate_limit.error.code     string                    H      "ERR_RATE_LIMIT_BUCKET_KEY_TOO_LONG"
@@ -149,6 +156,20 @@
 // copies them from the connection state) and the edge and route in
 // Conn.EdgeID and Request.RouteID. The client certificate's strings are
 // formatted once per evaluation that reads them.
+//
+// The oidc.* variables (an extension of the SPEC, issue 17) are the
+// identity an HTTPS route's OIDC module authenticated, in inbound and
+// outbound rules alike: the host passes it in Request.OIDC (an
+// [OIDCIdentity]; the edge proxy sets it from the session the module
+// checked, before the route's traffic policy runs). They are set only on
+// routes with the OIDC module, for requests carrying a session: on a route
+// without it, on a request the module lets through unauthenticated (an
+// OPTIONS request with options_passthrough), and for a host that sets
+// nothing, oidc.authenticated and oidc.email_verified are false and the
+// strings are "" (nothing a client sends, such as Service-OIDC-* headers,
+// changes that). The strings are "" when the token had no such claim;
+// oidc.email_verified is the email_verified claim as given, so test it
+// together with oidc.email.
 //
 // conn.client_ip is the socket's peer address, never taken from
 // X-Forwarded-For; IPv4-mapped IPv6 addresses are unmapped and zones
@@ -507,6 +528,10 @@
 // Variables: [MaxVars] (64 distinct names per document), [MaxVarNameLength]
 // (64 bytes), [MaxVarBytes] (8 KiB per value, the size the cost model
 // assumes for vars.<name>; a longer value is truncated and reported).
+// OIDC identity: the cost model assumes oidc.issuer is at most
+// [MaxOIDCIssuerBytes] (2048) and the other oidc.* strings at most
+// [MaxOIDCClaimBytes] (255), the bounds the edge proxy's OIDC module
+// enforces; a host passing longer strings is charged their actual cost.
 //
 // # Performance
 //

@@ -43,6 +43,60 @@ type Request struct {
 	// Time is the evaluation time (time.now); zero means the Engine's
 	// clock.
 	Time time.Time
+	// OIDC is the identity the route's OIDC module authenticated (the
+	// oidc.* variables); the zero value, on a route without the module or
+	// a request it let through unauthenticated, is not authenticated.
+	OIDC OIDCIdentity
+}
+
+// OIDCIdentity is the signed-in user an HTTPS route's OIDC module
+// authenticated, as the host (the edge proxy) passes it to the route's
+// traffic policy. The zero value is "not authenticated". It is
+// authenticated when Subject is set; otherwise every oidc.* variable reads
+// "" or false, whatever the other fields hold. The cost model assumes
+// Issuer is at most [MaxOIDCIssuerBytes] and the other strings at most
+// [MaxOIDCClaimBytes]; longer values are evaluated as given, at their
+// cost (see the package doc, section Limits).
+type OIDCIdentity struct {
+	// Issuer is the provider's issuer URL (oidc.issuer).
+	Issuer string
+	// Subject is the ID token's sub claim (oidc.subject): the user's
+	// stable identifier at the issuer.
+	Subject string
+	// Email is the email claim (oidc.email), "" when absent.
+	Email string
+	// EmailVerified is the email_verified claim (oidc.email_verified).
+	EmailVerified bool
+	// Name is the name claim (oidc.name), "" when absent.
+	Name string
+	// PreferredUsername is the preferred_username claim
+	// (oidc.preferred_username), "" when absent.
+	PreferredUsername string
+}
+
+// Authenticated reports whether id is a signed-in user's identity: whether
+// Subject is set (oidc.authenticated).
+func (id *OIDCIdentity) Authenticated() bool { return id.Subject != "" }
+
+// claim returns the string the oidc.* variable of the given ID reads: ""
+// when id is not authenticated.
+func (id *OIDCIdentity) claim(v varID) string {
+	if !id.Authenticated() {
+		return ""
+	}
+	switch v {
+	case vOIDCSubject:
+		return id.Subject
+	case vOIDCIssuer:
+		return id.Issuer
+	case vOIDCEmail:
+		return id.Email
+	case vOIDCName:
+		return id.Name
+	case vOIDCPreferredUsername:
+		return id.PreferredUsername
+	}
+	return ""
 }
 
 // Response is the input of an outbound HTTP evaluation: the upstream's

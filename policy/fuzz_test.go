@@ -174,7 +174,7 @@ func FuzzPolicy(f *testing.F) {
 // FuzzExpression compiles arbitrary expressions and checks that native
 // evaluation agrees with CEL.
 func FuzzExpression(f *testing.F) {
-	for _, c := range append(append(append([]exprCase(nil), exprCases...), extCases...), moreVarCases...) {
+	for _, c := range append(append(append(append([]exprCase(nil), exprCases...), extCases...), moreVarCases...), oidcVarCases...) {
 		f.Add(c.expr, "POST", "/v1/users/42", "a=1&a=2", "198.51.100.10", uint16(40000))
 	}
 	f.Add("req.method.matches('^P')", "PUT", "", "", "", uint16(0))

@@ -135,6 +135,22 @@ const (
 	MaxRequestHeaderBytes = 32 << 10
 )
 
+// Sizes of the OIDC identity ([OIDCIdentity], the oidc.* variables) that
+// the compile-time cost estimate assumes. They are those of the edge
+// proxy's OIDC module: package proxy/oidcauth refuses or drops a claim
+// longer than its MaxClaimBytes, and package edges refuses an issuer
+// longer than its MaxURLBytes (package proxy's tests check that the
+// values agree). A host passing longer strings gets them evaluated at
+// their cost, which MaxEvaluationCost bounds.
+const (
+	// MaxOIDCClaimBytes bounds OIDCIdentity.Subject, Email, Name and
+	// PreferredUsername, in bytes (oidcauth.MaxClaimBytes).
+	MaxOIDCClaimBytes = 255
+	// MaxOIDCIssuerBytes bounds OIDCIdentity.Issuer, in bytes
+	// (edges.MaxURLBytes).
+	MaxOIDCIssuerBytes = 2048
+)
+
 // Input sizes the compile-time cost estimate assumes, in CEL's size unit
 // (code points, never more than bytes). Strings follow from the request
 // bounds above: the path and query of the request target are at most

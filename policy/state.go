@@ -446,6 +446,8 @@ func (st *evalState) strVar(id varID) string {
 		return st.req.Conn.EdgeID
 	case vEndpointRouteID:
 		return st.req.RouteID
+	case vOIDCSubject, vOIDCIssuer, vOIDCEmail, vOIDCName, vOIDCPreferredUsername:
+		return st.req.OIDC.claim(id)
 	}
 	if id >= resultBase {
 		return st.results[id-resultBase].s
@@ -526,6 +528,12 @@ func (st *evalState) intVar(id varID) int64 {
 }
 
 func (st *evalState) boolVar(id varID) bool {
+	switch id {
+	case vOIDCAuthenticated:
+		return st.req.OIDC.Authenticated()
+	case vOIDCEmailVerified:
+		return st.req.OIDC.Authenticated() && st.req.OIDC.EmailVerified
+	}
 	if id >= resultBase {
 		return st.results[id-resultBase].b
 	}

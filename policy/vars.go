@@ -45,6 +45,13 @@ const (
 	vConnCertFingerprint
 	vEndpointEdgeID
 	vEndpointRouteID
+	vOIDCAuthenticated
+	vOIDCSubject
+	vOIDCIssuer
+	vOIDCEmail
+	vOIDCEmailVerified
+	vOIDCName
+	vOIDCPreferredUsername
 	resultBase
 )
 
@@ -119,6 +126,14 @@ var staticVars = []varInfo{
 	{"conn.tls.client_cert.fingerprint", vConnCertFingerprint, kString, availAll},
 	{"endpoint.edge_id", vEndpointEdgeID, kString, availAll},
 	{"endpoint.route_id", vEndpointRouteID, kString, availHTTP},
+	// Issue 17: the identity of the route's OIDC module (Request.OIDC).
+	{"oidc.authenticated", vOIDCAuthenticated, kBool, availHTTP},
+	{"oidc.subject", vOIDCSubject, kString, availHTTP},
+	{"oidc.issuer", vOIDCIssuer, kString, availHTTP},
+	{"oidc.email", vOIDCEmail, kString, availHTTP},
+	{"oidc.email_verified", vOIDCEmailVerified, kBool, availHTTP},
+	{"oidc.name", vOIDCName, kString, availHTTP},
+	{"oidc.preferred_username", vOIDCPreferredUsername, kString, availHTTP},
 }
 
 func celTypeOf(k valueKind) *cel.Type {

@@ -77,8 +77,13 @@
 // never forges them. The session keys derive from
 // [HandlerOptions.OIDCKey] (proxies that serve the same edges share it);
 // a Handler without one answers such routes 503 (fail closed), as it
-// does a module that cannot be applied. Not yet done: the identity is not
-// a traffic policy variable.
+// does a module that cannot be applied. The route's traffic policy reads
+// the identity (inbound and outbound rules) as the variables
+// oidc.authenticated, oidc.subject, oidc.issuer, oidc.email,
+// oidc.email_verified, oidc.name and oidc.preferred_username
+// ([policy.OIDCIdentity]), never from the headers; on a route without the
+// module, and for an OPTIONS request let through without a session, they
+// are false and "".
 //
 // # Observability
 //

@@ -252,13 +252,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// 1. The OIDC module.
-	if rc.OIDC != nil && !h.authenticate(rw, r, e, rt) {
-		return
+	var id policy.OIDCIdentity // the oidc.* variables: none without the module
+	if rc.OIDC != nil {
+		var ok bool
+		if id, ok = h.authenticate(rw, r, e, rt); !ok {
+			return
+		}
 	}
 
 	// 2. Inbound traffic policy rules.
 	if pol := rc.TrafficPolicy; pol != nil {
 		req := policy.RequestFromHTTPWithClient(r, client, now)
+		req.OIDC = id
 		in := pol.Inbound(&req)
 		if in.Verdict != policy.Continue {
 			ex.endedBy = in.Location
@@ -268,6 +273,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.ApplyHTTP(rw, r) // header edits and URL rewrite
 		if rt.static.hasOutbound {
 			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
+			ex.out.req.OIDC = id
 		}
 	}
 	// 3. The backend: a tunnel under lease, round-robin.

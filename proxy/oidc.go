@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
 
@@ -12,7 +13,9 @@ import (
 // the provider to sign in. The identity headers (Service-OIDC-*) are
 // removed from every request of every route, so that a client never
 // forges them, and set from the session on the requests the Gate lets
-// through. The Gate runs before the route's traffic policy.
+// through. The Gate runs before the route's traffic policy, which reads
+// the session's identity as the oidc.* variables (policy.OIDCIdentity),
+// never from headers.
 
 // gateEntry is the Gate of one route for one Handler.
 type gateEntry struct {
@@ -57,16 +60,28 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request, e *Edge) 
 
 // authenticate applies the route's OIDC module: it reports whether the
 // request may go on (it carries a session, or it is an OPTIONS request
-// the module lets through); when not, it has answered (a redirect to the
+// the module lets through), with the session's identity for the route's
+// traffic policy (the oidc.* variables; not authenticated for such an
+// OPTIONS request); when not, it has answered (a redirect to the
 // provider, or an error).
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, e *Edge, rt *route) bool {
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, e *Edge, rt *route) (policy.OIDCIdentity, bool) {
 	g := h.gate(e, rt)
 	if g == nil {
 		http.Error(w, "this route requires OIDC authentication, which is not available", http.StatusServiceUnavailable)
-		return false
+		return policy.OIDCIdentity{}, false
 	}
-	_, ok := g.Check(w, r)
-	return ok
+	id, ok := g.Check(w, r)
+	return policyIdentity(id), ok
+}
+
+// policyIdentity is id as a traffic policy reads it (both count an
+// identity without a subject as not authenticated). The sizes the
+// policy cost model assumes (policy.MaxOIDCClaimBytes and
+// MaxOIDCIssuerBytes) are oidcauth's and edges' bounds: TestOIDCBounds
+// checks that they agree.
+func policyIdentity(id oidcauth.Identity) policy.OIDCIdentity {
+	return policy.OIDCIdentity{Issuer: id.Issuer, Subject: id.Subject, Email: id.Email, EmailVerified: id.EmailVerified,
+		Name: id.Name, PreferredUsername: id.PreferredUsername}
 }
 
 // oidcGate is the Gate slot of a routeStatic.
