@@ -286,11 +286,21 @@ func (s *site) edgeTunnel(a *app) string {
 // proxy; req.host is the Host header.
 func TestConnVariables(t *testing.T) {
 	s, a, up := standalone(t, `{"inbound":[{"actions":[{"type":"add-headers","config":{"headers":{
-		"x-conn":"${conn.client_ip} ${conn.server_ip}:${string(conn.server_port)} ${req.url.scheme} ${req.host}"}}}]}]}`, siteOptions{})
-	a.get("/")
+		"x-conn":"${conn.client_ip} ${conn.server_ip}:${string(conn.server_port)} ${req.url.scheme} ${req.host}",
+		"x-endpoint":"${endpoint.edge_id} ${endpoint.route_id}"}}}]}],
+		"outbound":[{"actions":[{"type":"add-headers","config":{"headers":{"x-endpoint":"${endpoint.edge_id} ${endpoint.route_id}"}}}]}]}`, siteOptions{})
+	res := a.get("/")
 	server := strings.TrimPrefix(s.url, "http://")
-	if got, want := up.last(t).Header.Get("X-Conn"), "127.0.0.1 "+server+" http app.example.com:443"; got != want {
+	got := up.last(t)
+	if got, want := got.Header.Get("X-Conn"), "127.0.0.1 "+server+" http app.example.com:443"; got != want {
 		t.Errorf("X-Conn %q, want %q", got, want)
+	}
+	want := a.edge + " " + a.route
+	if got := got.Header.Get("X-Endpoint"); got != want {
+		t.Errorf("inbound: endpoint.edge_id and route_id %q, want %q", got, want)
+	}
+	if got := res.header.Get("X-Endpoint"); got != want {
+		t.Errorf("outbound: endpoint.edge_id and route_id %q, want %q", got, want)
 	}
 }
 

@@ -263,7 +263,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 2. Inbound traffic policy rules.
 	if pol := rc.TrafficPolicy; pol != nil {
 		req := policy.RequestFromHTTPWithClient(r, client, now)
-		req.OIDC = id
+		req.OIDC, req.RouteID, req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
 		in := pol.Inbound(&req)
 		if in.Verdict != policy.Continue {
 			ex.endedBy = in.Location
@@ -273,7 +273,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.ApplyHTTP(rw, r) // header edits and URL rewrite
 		if rt.static.hasOutbound {
 			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
-			ex.out.req.OIDC = id
+			ex.out.req.OIDC, ex.out.req.RouteID, ex.out.req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
 		}
 	}
 	// 3. The backend: a tunnel under lease, round-robin.
