@@ -12,7 +12,16 @@ import (
 // list of CIDR prefixes or single addresses ("10.0.0.0/8,192.0.2.7").
 // Empty means none. Addresses are unmapped, so an IPv4 prefix also covers
 // its IPv4-mapped IPv6 form.
-func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return parsePrefixes(s, "trusted proxy") }
+
+// ParseNetworks parses a list of networks (the -upstream-networks flag of
+// edgeplane proxy, [HandlerOptions.UpstreamNetworks]) as
+// [ParseTrustedProxies] does; errors name "network N".
+func ParseNetworks(s string) ([]netip.Prefix, error) { return parsePrefixes(s, "network") }
+
+// parsePrefixes parses a comma-separated list of CIDR prefixes or single
+// addresses; errors name the entry as what and its position.
+func parsePrefixes(s, what string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -23,18 +32,18 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 		if strings.Contains(part, "/") {
 			var err error
 			if p, err = netip.ParsePrefix(part); err != nil {
-				return nil, fmt.Errorf("trusted proxy %d: %q is not a CIDR prefix (10.0.0.0/8) or an address", i+1, part)
+				return nil, fmt.Errorf("%s %d: %q is not a CIDR prefix (10.0.0.0/8) or an address", what, i+1, part)
 			}
 			if p.Addr().Is4In6() {
 				if p.Bits() < 96 {
-					return nil, fmt.Errorf("trusted proxy %d: %q mixes an IPv4-mapped address with a prefix shorter than /96", i+1, part)
+					return nil, fmt.Errorf("%s %d: %q mixes an IPv4-mapped address with a prefix shorter than /96", what, i+1, part)
 				}
 				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 			}
 		} else {
 			a, err := netip.ParseAddr(part)
 			if err != nil || a.Zone() != "" {
-				return nil, fmt.Errorf("trusted proxy %d: %q is not a CIDR prefix (10.0.0.0/8) or an address", i+1, part)
+				return nil, fmt.Errorf("%s %d: %q is not a CIDR prefix (10.0.0.0/8) or an address", what, i+1, part)
 			}
 			a = a.Unmap()
 			p = netip.PrefixFrom(a, a.BitLen())

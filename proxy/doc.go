@@ -50,7 +50,13 @@
 // forwards_to URL (absolute http or https) is where the proxy sends the
 // request (this library has no tunnel transport of its own: the agent
 // that registers a tunnel names the address the proxy reaches it at; a
-// host with a transport sets [HandlerOptions.Transport]). Requests go
+// host with a transport sets [HandlerOptions.Transport]). So whoever may
+// register a tunnel (any holder of a credential whose ACL binds the
+// backend's labels) chooses an address the proxy connects to and whose
+// answers it serves publicly: in production, set
+// [HandlerOptions.UpstreamNetworks] to the networks the tunnels' servers
+// live in, and the proxy refuses (502) to connect anywhere else, checked
+// on the address dialled after name resolution. Requests go
 // round-robin across them; a tunnel whose lease has ended never receives
 // traffic, even before the reaper deletes it. A tunnel whose upstream
 // failed (a connection error or a timeout) is skipped for

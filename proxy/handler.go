@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/edgeplane/edgeplane/policy"
@@ -48,6 +50,14 @@ type HandlerOptions struct {
 	// when Transport is nil; past it the client gets 504. Zero means
 	// [DefaultUpstreamTimeout].
 	UpstreamTimeout time.Duration
+	// UpstreamNetworks, when not empty, are the only networks the default
+	// transport connects to (checked on the address it dials, after name
+	// resolution): a tunnel whose forwards_to reaches anywhere else gets
+	// 502. Whoever may register tunnels chooses where the proxy connects;
+	// set this to the networks the tunnels' servers live in (see the
+	// package doc's # Backends). Empty: any address. Ignored when
+	// Transport is set.
+	UpstreamNetworks []netip.Prefix
 	// FailureBackoff is how long a tunnel whose upstream failed is skipped
 	// (passive health). Zero means [DefaultFailureBackoff].
 	FailureBackoff time.Duration
@@ -119,6 +129,16 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 		if t.ResponseHeaderTimeout <= 0 {
 			t.ResponseHeaderTimeout = DefaultUpstreamTimeout
 		}
+		if nets := slices.Clone(o.UpstreamNetworks); len(nets) > 0 {
+			d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+				ap, err := netip.ParseAddrPort(address)
+				if err != nil || !trusts(nets, ap.Addr().Unmap()) {
+					return errUpstreamNetwork
+				}
+				return nil
+			}}
+			t.DialContext = d.DialContext
+		}
 		transport = t
 	}
 	h.rp = &httputil.ReverseProxy{
@@ -151,6 +171,10 @@ func (h *Handler) TLSConfig() *tls.Config {
 		},
 	}
 }
+
+// errUpstreamNetwork refuses a connection to an upstream outside
+// HandlerOptions.UpstreamNetworks.
+var errUpstreamNetwork = errors.New("proxy: the upstream's address is outside the allowed upstream networks")
 
 // errNoCertificate fails a handshake for a name no edge has a
 // certificate for; the client sees an alert, not this text.

@@ -553,3 +553,40 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 func (w *recorder) WriteHeader(code int) { w.status = code }
+
+// TestUpstreamNetworks: with HandlerOptions.UpstreamNetworks, the proxy
+// connects only to upstreams whose dialled address is in them; a tunnel
+// forwarding elsewhere (here the loopback upstream, outside 10.0.0.0/8)
+// gets a 502 that names nothing, and its upstream is never reached.
+func TestUpstreamNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		networks string
+		status   int
+	}{
+		{"", 200},
+		{"127.0.0.0/8", 200},
+		{"10.0.0.0/8, 192.0.2.7", 502},
+		{"::1", 502}, // the upstream listens on 127.0.0.1
+	} {
+		t.Run(tc.networks, func(t *testing.T) {
+			nets, err := ParseNetworks(tc.networks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, a, up := standalone(t, "", siteOptions{handler: HandlerOptions{UpstreamNetworks: nets}})
+			res := a.get("/")
+			if res.status != tc.status {
+				t.Fatalf("%d %q, want %d", res.status, res.body, tc.status)
+			}
+			if reached := len(up.requests()) > 0; reached != (tc.status == 200) {
+				t.Errorf("upstream reached: %v", reached)
+			}
+			if tc.status == 502 && res.body != "bad gateway: the upstream did not answer\n" {
+				t.Errorf("502 body %q", res.body)
+			}
+		})
+	}
+	if _, err := ParseNetworks("10.0.0.0/8,nope"); err == nil || !strings.Contains(err.Error(), `network 2: "nope"`) {
+		t.Errorf("ParseNetworks error %v, want one naming network 2", err)
+	}
+}

@@ -25,6 +25,8 @@ import (
 type dataPlaneConfig struct {
 	httpAddr, httpsAddr string
 	trustedProxies      string
+	upstreamNetworks    string
+	upstreamNets        []netip.Prefix // upstreamNetworks parsed, by check
 	upstreamTimeout     time.Duration
 	readTimeout         time.Duration
 	writeTimeout        time.Duration
@@ -40,6 +42,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.httpAddr, prefix+"http-addr", httpAddr, "address of the plain HTTP listener of the edges (\"\": none); a request reaches the edge that serves its Host header's host (HTTPS edges serve port 443; a port in Host is ignored)")
 	fs.StringVar(&c.httpsAddr, prefix+"https-addr", "", "address of the TLS listener of the edges (\"\": none); the certificate is the one of the reserved domain the client's SNI names")
 	fs.StringVar(&c.trustedProxies, prefix+"trusted-proxies", "", "comma-separated CIDR prefixes or addresses of proxies in front whose X-Forwarded-For is believed for conn.client_ip (default: none)")
+	fs.StringVar(&c.upstreamNetworks, prefix+"upstream-networks", "", "comma-separated CIDR prefixes or addresses: the only networks a tunnel's forwards_to may reach (default: any; whoever registers tunnels chooses where the proxy connects, so set it in production)")
 	fs.DurationVar(&c.upstreamTimeout, prefix+"upstream-timeout", proxy.DefaultUpstreamTimeout, "how long to wait for an upstream's response headers before answering 504")
 	fs.DurationVar(&c.readTimeout, prefix+"read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
 	fs.DurationVar(&c.writeTimeout, prefix+"write-timeout", defaultWriteTimeout, "longest time from a proxied request's headers to the end of its response")
@@ -62,6 +65,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	trusted, err := proxy.ParseTrustedProxies(c.trustedProxies)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("-%strusted-proxies: %v", prefix, err)}
+	}
+	if c.upstreamNets, err = proxy.ParseNetworks(c.upstreamNetworks); err != nil {
+		return nil, usageError{fmt.Sprintf("-%supstream-networks: %v", prefix, err)}
 	}
 	return trusted, nil
 }
@@ -100,7 +106,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	pm := proxy.NewMetrics(proxy.MetricsOptions{})
 	m.watchProxy(cfgs, pm)
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
-		OIDCKey: sealingKey})
+		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var lns []net.Listener
 	for _, l := range []struct {

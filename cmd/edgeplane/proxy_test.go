@@ -680,7 +680,8 @@ func TestDataPlaneFlags(t *testing.T) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		c.flags(fs, prefix, "")
 		env := map[string]string{"EDGEPLANE_" + strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "WRITE_TIMEOUT": "7m"}
-		if err := parseFlags(fs, []string{"-" + prefix + "https-addr", ":443", "-" + prefix + "read-timeout", "3s", "-" + prefix + "trusted-proxies", "10.0.0.0/8"},
+		if err := parseFlags(fs, []string{"-" + prefix + "https-addr", ":443", "-" + prefix + "read-timeout", "3s", "-" + prefix + "trusted-proxies", "10.0.0.0/8",
+			"-" + prefix + "upstream-networks", "192.0.2.0/24,::1"},
 			func(k string) string { return env[k] }, io.Discard); err != nil {
 			t.Fatal(err)
 		}
@@ -690,8 +691,12 @@ func TestDataPlaneFlags(t *testing.T) {
 		}
 		o := c.serverOptions(nil)
 		if c.httpsAddr != ":443" || len(trusted) != 1 || trusted[0].String() != "10.0.0.0/8" || o.ReadTimeout != 3*time.Second || o.WriteTimeout != 7*time.Minute ||
-			c.upstreamTimeout != 30*time.Second {
+			c.upstreamTimeout != 30*time.Second || fmt.Sprint(c.upstreamNets) != "[192.0.2.0/24 ::1/128]" {
 			t.Errorf("prefix %q: %+v, trusted %v, options %+v", prefix, c, trusted, o)
+		}
+		c.upstreamNetworks = "10.0.0.0/8,nope"
+		if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "-"+prefix+`upstream-networks: network 2: "nope"`) {
+			t.Errorf("prefix %q: a bad -upstream-networks gave %v", prefix, err)
 		}
 	}
 }
