@@ -31,11 +31,14 @@
 // answering keeps serving the last config it read, and catches up when
 // the store is back. With a sealed store the proxy needs the sealing key
 // serve uses (EDGEPLANE_SEAL_KEY, or the SQLite key file) to open the
-// certificates' private keys.
+// certificates' private keys. -upstream-networks limits the networks a
+// tunnel's forwards_to may reach (whoever registers a tunnel chooses where
+// the proxy connects: set it in production).
 //
 // edgeplane serve -proxy runs the data plane in the API's process too,
 // for development: -proxy-http-addr (default 127.0.0.1:8000),
-// -proxy-https-addr, -proxy-trusted-proxies, -proxy-upstream-timeout,
+// -proxy-https-addr, -proxy-trusted-proxies, -proxy-upstream-networks,
+// -proxy-upstream-timeout,
 // -proxy-read-timeout and -proxy-write-timeout are proxy's flags under
 // another name, and its metrics join serve's -metrics-addr. It works on
 // every store, memory: included (but edgeplane admin register-tunnel, in
