@@ -2,9 +2,11 @@ package edgeplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -329,5 +331,197 @@ func TestCacheFollowerStopsWithAnUnclosedService(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cache follower of a collected Service is still running")
+	}
+}
+
+// encodedPage lists svc's credentials with ItemsAsJSON and returns the
+// items' JSON.
+func encodedPage(t *testing.T, ctx context.Context, svc *Service, p Principal) string {
+	t.Helper()
+	page, err := svc.ListCredentials(ctx, p, ListOptions{ItemsAsJSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !page.Encoded() {
+		t.Fatal("the credentials' page is not encoded")
+	}
+	b, err := page.AppendItemsJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// valuesPage lists svc's credentials as values and returns their JSON.
+func valuesPage(t *testing.T, ctx context.Context, svc *Service, p Principal) string {
+	t.Helper()
+	page, err := svc.ListCredentials(ctx, p, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(page.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCacheListedJSON: a list answered as JSON caches each item's
+// encoding with its record and reuses it; an encoding cached for another
+// version of a record is never served for this one; a write through
+// another replica is seen by the next list once the feed shows it.
+func TestCacheListedJSON(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	var ids []string
+	for _, d := range []string{"one", "<two> & \u2028", "three"} {
+		c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{Description: d, ACL: []string{"bind:x.example.com"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	want := valuesPage(t, a.ctx, b, a.p)
+	if got := encodedPage(t, a.ctx, b, a.p); got != want {
+		t.Fatalf("encoded page\n%s\nvalues\n%s", got, want)
+	}
+	e, ok := b.cache.get(recordKey{KindCredential, a.p.AccountID, ids[0]})
+	if !ok || e.json.Load() == nil {
+		t.Fatal("a listed credential's encoding is not cached")
+	}
+	// An entry of an older version, with an encoding of its own, must not
+	// answer for the stored version.
+	rec, err := a.store.Get(a.ctx, KindCredential, a.p.AccountID, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := rec
+	old.Version--
+	stale := b.cache.put(b.cache.note(), old, e.doc)
+	b.cache.setJSON(stale, []byte(`{"stale":true}`))
+	if got := encodedPage(t, a.ctx, b, a.p); got != want {
+		t.Errorf("with an older version cached: encoded page\n%s\nwant\n%s", got, want)
+	}
+	if e, ok := b.cache.get(recordKey{KindCredential, a.p.AccountID, ids[0]}); !ok || e.rec.Version != rec.Version || e.json.Load() == nil {
+		t.Error("the list did not cache the stored version's encoding in place of the older one")
+	}
+	// A write through the other replica.
+	two := "renamed"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, ids[1], credentials.UpdateParams{Description: &two}); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, b)
+	want = valuesPage(t, a.ctx, a.svc, a.p)
+	if got := encodedPage(t, a.ctx, b, a.p); got != want || !strings.Contains(got, `"renamed"`) {
+		t.Errorf("after an update through the other replica: encoded page\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestCacheListedJSONConcurrentWrites: lists answered as JSON while
+// updates run (through this Service and through another) end showing the
+// last values: no encoding of an overwritten version stays cached.
+func TestCacheListedJSONConcurrentWrites(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	var ids []string
+	for range 5 {
+		c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w, svc := range []*Service{a.svc, b} {
+		go func() {
+			for i := range 200 {
+				d := fmt.Sprint("w", w, "-", i)
+				if _, err := svc.UpdateCredential(a.ctx, a.p, ids[i%len(ids)], credentials.UpdateParams{Description: &d}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for _, svc := range []*Service{a.svc, b} {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := svc.ListCredentials(a.ctx, a.p, ListOptions{ItemsAsJSON: true}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	want := valuesPage(t, a.ctx, New(a.store, Options{CacheBytes: -1}), a.p)
+	for name, svc := range map[string]*Service{"writer": a.svc, "other replica": b} {
+		if got := encodedPage(t, a.ctx, svc, a.p); got != want {
+			t.Errorf("%s: encoded page\n%s\nstore\n%s", name, got, want)
+		}
+	}
+}
+
+// TestCacheBoundedWithJSON: encodings count in the cache's bytes, which
+// stay within the bound and equal the sum of the entries' sizes.
+func TestCacheBoundedWithJSON(t *testing.T) {
+	const limit = 64 << 10
+	c := newRecordCache(limit)
+	c.ready.Store(true)
+	data, enc := make([]byte, 300), make([]byte, 500)
+	for i := range 5_000 {
+		rec := store.Record{Kind: KindCredential, AccountID: "a", ID: fmt.Sprint("r", i), Data: data}
+		c.setJSON(c.put(c.note(), rec, i), enc)
+		if i%3 == 0 { // a second encoding of an entry is not counted again
+			if e, ok := c.get(recordKey{rec.Kind, rec.AccountID, rec.ID}); ok {
+				c.setJSON(e, enc)
+			}
+		}
+		total, sum := 0, 0
+		for i := range c.shards {
+			total += c.shards[i].bytes
+			for _, e := range c.shards[i].m {
+				sum += e.size
+				if want := 300 + cacheEntryOverhead + len(enc); e.json.Load() != nil && e.size != want {
+					t.Fatalf("an entry with an encoding counts %d bytes, want %d", e.size, want)
+				}
+			}
+		}
+		if total > limit || sum != total {
+			t.Fatalf("after %d puts the cache counts %d bytes (its entries %d), limit %d", i+1, total, sum, limit)
+		}
+	}
+	// An encoding of an entry invalidated meanwhile is not counted.
+	rec := store.Record{Kind: KindCredential, AccountID: "a", ID: "gone", Data: data}
+	e := c.put(c.note(), rec, 0)
+	sh := c.shard(recordKey{rec.Kind, rec.AccountID, rec.ID})
+	c.invalidate(recordKey{rec.Kind, rec.AccountID, rec.ID}, false)
+	before := sh.bytes
+	if c.setJSON(e, enc); sh.bytes != before {
+		t.Errorf("an invalidated entry's encoding changed its shard's bytes from %d to %d", before, sh.bytes)
 	}
 }

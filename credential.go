@@ -86,7 +86,7 @@ func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*c
 // ListCredentials returns a page of the account's credentials, newest
 // first (GET /credentials).
 func (s *Service) ListCredentials(ctx context.Context, p Principal, opts ListOptions) (*Page[credentials.Credential], error) {
-	return list(ctx, s, p, credentialForm, "", credentialKind.collection, opts, s.presentCredential)
+	return listEncoded(ctx, s, p, credentialForm, "", credentialKind.collection, opts, s.presentCredential)
 }
 
 // UpdateCredential changes the fields present in params (PATCH

@@ -147,6 +147,38 @@ func (f form[M]) listed(s *Service, t ticket, rec store.Record) (*M, error) {
 	return f.model(s, doc, rec)
 }
 
+// listedJSON returns the JSON of the model of rec, presented, for a list
+// that read rec under t (see listEncoded): the encoding cached with this
+// version of the record, else one it makes and caches with it.
+func (f form[M]) listedJSON(s *Service, t ticket, rec store.Record, present func(*M, store.Record)) ([]byte, error) {
+	e, ok := s.cache.get(recordKey{rec.Kind, rec.AccountID, rec.ID})
+	var doc any
+	if ok && e.rec.Version == rec.Version {
+		if b := e.json.Load(); b != nil {
+			return *b, nil
+		}
+		doc = e.doc
+	} else {
+		d, err := f.parse(rec.Data)
+		if err != nil {
+			return nil, f.corrupt(s, rec, err)
+		}
+		doc, e = d, s.cache.put(t, rec, d)
+	}
+	m, err := f.model(s, doc, rec)
+	if err != nil {
+		return nil, err
+	}
+	present(m, rec)
+	b, err := json.Marshal(m)
+	if err != nil {
+		s.log.Error("cannot encode a listed resource", "kind", string(f.kind), "id", rec.ID, "err", err)
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	s.cache.setJSON(e, b)
+	return b, nil
+}
+
 // clonePtr returns a pointer to a copy of *p, nil when p is.
 func clonePtr[T any](p *T) *T {
 	if p == nil {

@@ -384,7 +384,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}()
 	buf.Reset()
 	w.Header().Set("Content-Type", "application/json")
-	if err := gojson.NewEncoder(buf).Encode(v); err != nil {
+	var err error
+	if a, ok := v.(jsonAppender); ok {
+		err = a.appendJSON(buf)
+	} else {
+		err = gojson.NewEncoder(buf).Encode(v)
+	}
+	if err != nil {
 		// Only a value the API never answers with fails; say nothing of it.
 		w.WriteHeader(http.StatusInternalServerError)
 		return
@@ -392,6 +398,79 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) // a write error means the client went away
+}
+
+// jsonAppender is a response that writes its own JSON, as Encode would:
+// followed by a newline.
+type jsonAppender interface {
+	appendJSON(buf *bytes.Buffer) error
+}
+
+// encodedPage is a page of a list whose items came encoded
+// ([edgeplane.ListOptions.ItemsAsJSON]): it writes what the map
+// {field: items, "uri": uri, "next_page_uri": next} encodes to, keys in
+// the same (sorted) order, copying the items' JSON.
+type encodedPage struct {
+	field string
+	items func(dst []byte) ([]byte, error)
+	uri   string
+	next  *string
+}
+
+func (p *encodedPage) appendJSON(buf *bytes.Buffer) error {
+	keys := [3]string{p.field, "next_page_uri", "uri"}
+	slices.Sort(keys[:])
+	b := buf.AvailableBuffer()
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendJSONString(b, k); err != nil {
+			return err
+		}
+		b = append(b, ':')
+		switch k {
+		case p.field:
+			b, err = p.items(b)
+		case "next_page_uri":
+			b, err = appendJSONValue(b, p.next)
+		case "uri":
+			b, err = appendJSONString(b, p.uri)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	b = append(b, '}', '\n')
+	buf.Write(b)
+	return nil
+}
+
+// appendJSONValue appends the JSON of s (null when nil) as writeJSON
+// encodes it.
+func appendJSONValue(b []byte, s *string) ([]byte, error) {
+	if s == nil {
+		return append(b, "null"...), nil
+	}
+	return appendJSONString(b, *s)
+}
+
+// appendJSONString appends s as a JSON string, as writeJSON encodes it.
+// The common case, printable ASCII that needs no escape (a URI, a key),
+// is copied as it is: the encoder would cost more than the copy (its
+// frame makes a connection's goroutine grow its stack).
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, err := gojson.Marshal(s)
+			return append(b, enc...), err
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
 }
 
 // jsonBuffers keeps response buffers for reuse; one larger than

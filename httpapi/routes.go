@@ -96,9 +96,13 @@ func pageRoute[T any](pattern, op, summary, field string, call func(*http.Reques
 			if err != nil {
 				return nil, err
 			}
+			opts.ItemsAsJSON = true
 			page, err := call(r, p, opts)
 			if err != nil {
 				return nil, err
+			}
+			if page.Encoded() {
+				return &encodedPage{field: field, items: page.AppendItemsJSON, uri: page.URI, next: page.NextPageURI}, nil
 			}
 			return map[string]any{field: page.Items, "uri": page.URI, "next_page_uri": page.NextPageURI}, nil
 		}}
