@@ -525,3 +525,77 @@ func TestCacheBoundedWithJSON(t *testing.T) {
 		t.Errorf("an invalidated entry's encoding changed its shard's bytes from %d to %d", before, sh.bytes)
 	}
 }
+
+// TestCacheAppendJSON: AppendCredentialJSON answers what encoding/json
+// makes of GetCredential's result, on a miss, on a hit (from the cached
+// encoding), after an update through this Service and after one through
+// another replica, and fails as GetCredential does; with the cache off it
+// answers the same.
+func TestCacheAppendJSON(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	off := New(a.store, Options{CacheBytes: -1})
+	c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{Description: "<one> & \u2028", ACL: []string{"bind:x.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	check := func(when string, svc *Service) {
+		t.Helper()
+		v, err := svc.GetCredential(a.ctx, a.p, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(v)
+		for i := range 2 {
+			got, err := svc.AppendCredentialJSON(a.ctx, a.p, c.ID, []byte("prefix:"))
+			if err != nil || string(got) != "prefix:"+string(want) {
+				t.Errorf("%s (read %d): %s, %v; want prefix:%s", when, i, got, err, want)
+			}
+		}
+	}
+	check("first reads", a.svc)
+	if e, ok := a.svc.cache.get(recordKey{KindCredential, a.p.AccountID, c.ID}); !ok || e.json.Load() == nil {
+		t.Error("the credential's encoding is not cached")
+	}
+	two := "two"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &two}); err != nil {
+		t.Fatal(err)
+	}
+	check("after an update", a.svc)
+	check("on the other replica, before it reads", b)
+	three := "three"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &three}); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, b)
+	check("on the other replica after an update through the first", b)
+	if got, _ := b.AppendCredentialJSON(a.ctx, a.p, c.ID, nil); !strings.Contains(string(got), `"three"`) {
+		t.Errorf("the other replica answers %s", got)
+	}
+	check("with the cache off", off)
+	acct, err := a.svc.createAccount(a.ctx, AccountParams{Name: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := a.svc.createUser(a.ctx, acct.ID, SubjectParams{Name: "admin", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
+	for name, tc := range map[string]struct {
+		p  Principal
+		id string
+	}{
+		"missing": {a.p, "cr_" + strings.Repeat("0", len(c.ID)-3)}, "malformed": {a.p, "x"}, "another account": {other, c.ID},
+		"no principal": {Principal{}, c.ID},
+	} {
+		_, wantErr := a.svc.GetCredential(a.ctx, tc.p, tc.id)
+		got, err := a.svc.AppendCredentialJSON(a.ctx, tc.p, tc.id, nil)
+		if wantErr == nil || err == nil || apierr.CodeOf(err) != apierr.CodeOf(wantErr) || err.Error() != wantErr.Error() || len(got) != 0 {
+			t.Errorf("%s: %q, %v; want GetCredential's error %v", name, got, err, wantErr)
+		}
+	}
+}

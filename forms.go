@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -165,6 +166,59 @@ func (f form[M]) listedJSON(s *Service, t ticket, rec store.Record, present func
 		}
 		doc, e = d, s.cache.put(t, rec, d)
 	}
+	b, err := f.encodeShown(s, doc, rec, present)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.setJSON(e, b)
+	return b, nil
+}
+
+// appendJSON appends to dst the JSON of the record id of f's kind in p's
+// account as present shows it (see listEncoded: present must be a pure
+// function of the model and the record): the encoding cached with the
+// record when there is one, else one it makes and caches. Errors are
+// get's.
+func appendJSON[M any](ctx context.Context, s *Service, p Principal, f form[M], id string, present func(*M, store.Record), dst []byte) ([]byte, error) {
+	if err := p.check(); err != nil {
+		return dst, err
+	}
+	if !ids.Valid(id, f.prefix) {
+		return dst, f.notFound(id)
+	}
+	e, ok := s.cache.get(recordKey{f.kind, p.AccountID, id})
+	var (
+		doc any
+		rec store.Record
+	)
+	if ok {
+		if b := e.json.Load(); b != nil {
+			return append(dst, *b...), nil
+		}
+		doc, rec = e.doc, e.rec
+	} else {
+		t := s.cache.note()
+		r, err := s.store.Get(ctx, f.kind, p.AccountID, id)
+		if err != nil {
+			return dst, s.storeErr(err, *f.kindInfo, id)
+		}
+		d, err := f.parse(r.Data)
+		if err != nil {
+			return dst, f.corrupt(s, r, err)
+		}
+		doc, rec, e = d, r, s.cache.put(t, r, d)
+	}
+	b, err := f.encodeShown(s, doc, rec, present)
+	if err != nil {
+		return dst, err
+	}
+	s.cache.setJSON(e, b)
+	return append(dst, b...), nil
+}
+
+// encodeShown returns the JSON of the model of doc, a parse of rec,
+// presented.
+func (f form[M]) encodeShown(s *Service, doc any, rec store.Record, present func(*M, store.Record)) ([]byte, error) {
 	m, err := f.model(s, doc, rec)
 	if err != nil {
 		return nil, err
@@ -172,10 +226,9 @@ func (f form[M]) listedJSON(s *Service, t ticket, rec store.Record, present func
 	present(m, rec)
 	b, err := json.Marshal(m)
 	if err != nil {
-		s.log.Error("cannot encode a listed resource", "kind", string(f.kind), "id", rec.ID, "err", err)
+		s.log.Error("cannot encode a resource", "kind", string(f.kind), "id", rec.ID, "err", err)
 		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
 	}
-	s.cache.setJSON(e, b)
 	return b, nil
 }
 

@@ -406,6 +406,15 @@ type jsonAppender interface {
 	appendJSON(buf *bytes.Buffer) error
 }
 
+// encoded is a response the Service gave as JSON.
+type encoded []byte
+
+func (b encoded) appendJSON(buf *bytes.Buffer) error {
+	buf.Write(b)
+	buf.WriteByte('\n')
+	return nil
+}
+
 // encodedPage is a page of a list whose items came encoded
 // ([edgeplane.ListOptions.ItemsAsJSON]): it writes what the map
 // {field: items, "uri": uri, "next_page_uri": next} encodes to, keys in
