@@ -521,8 +521,20 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 	// API's field names are exact and each key may appear once. The keys
 	// are checked first, so that every bad one is listed; malformed JSON
 	// is left to Decode, which says where it is.
-	if err := checkKeys(data, reflect.TypeFor[T]()); err != nil && !errors.Is(err, errMalformed) {
+	end, err := checkKeys(data, reflect.TypeFor[T]())
+	if err != nil && !errors.Is(err, errMalformed) {
 		return v, err
+	}
+	if err == nil && len(bytes.TrimSpace(data[end:])) == 0 {
+		// One valid JSON value whose every key names a field exactly
+		// (checkKeys): Unmarshal decodes it as the strict decoder below
+		// would, without the decoder's copy of the body. Should it fail
+		// (a type mismatch), the decoder below says how, as always.
+		if json.Unmarshal(data[:end], &v) == nil {
+			return v, nil
+		}
+		var zero T
+		v = zero
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -555,22 +567,22 @@ var errMalformed = errors.New("malformed JSON")
 // of it exactly (unknown, or matched only case-insensitively). It returns
 // errMalformed when data is not JSON (by the grammar encoding/json
 // enforces, nesting deeper than it allows included), and ignores what
-// follows the first value.
+// follows the first value, whose end (an offset in data) it returns.
 //
 // It keeps the first [MaxViolations] violations and counts the rest (a
 // body of nothing but duplicate keys would otherwise make a violation of
 // every six bytes): past the cap the error is a *cappedError.
-func checkKeys(data []byte, t reflect.Type) error {
+func checkKeys(data []byte, t reflect.Type) (end int, err error) {
 	k := keyChecker{data: data}
 	if err := k.value(t, location{root: true, index: -1}, 0); err != nil {
-		return errMalformed
+		return 0, errMalformed
 	}
 	if k.omitted == 0 {
-		return k.vs.Err()
+		return k.pos, k.vs.Err()
 	}
 	ae := &apierr.Error{Code: apierr.InvalidArgument, Violations: k.vs}
 	ae.Msg, _, _ = bounded(ae, k.omitted)
-	return &cappedError{err: ae, omitted: k.omitted}
+	return k.pos, &cappedError{err: ae, omitted: k.omitted}
 }
 
 // cappedError is a validation error that lists the first [MaxViolations]

@@ -21,13 +21,14 @@ type tokenChecker struct {
 }
 
 // checkKeysTokens is checkKeys by tokenChecker.
-func checkKeysTokens(data []byte, t reflect.Type) (apierr.Violations, int, error) {
+// The int is the offset of the first value's end.
+func checkKeysTokens(data []byte, t reflect.Type) (apierr.Violations, int, int, error) {
 	k := tokenChecker{dec: json.NewDecoder(bytes.NewReader(data))}
 	k.dec.UseNumber()
 	if err := k.value(t, location{root: true, index: -1}); err != nil {
-		return nil, 0, errMalformed
+		return nil, 0, 0, errMalformed
 	}
-	return k.vs, k.omitted, nil
+	return k.vs, k.omitted, int(k.dec.InputOffset()), nil
 }
 
 func (k *tokenChecker) add(l location, reason string) {
@@ -108,7 +109,7 @@ func (k *tokenChecker) value(t reflect.Type, l location) error {
 // exactly the violations (and counts exactly the omitted ones) the walk of
 // json.Decoder tokens found, in the same order, on valid JSON, typed and
 // untyped; on anything else it either calls it malformed or agrees with
-// the token walk.
+// the token walk. Both end the first value at the same offset.
 func FuzzCheckKeysMatchesTokenWalk(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `[]`, `1`, `-0.5e+7`, `{"acl":["a"],"acl":["*"]}`, `{"policy":{"authority":"a","authority":"b"}}`,
@@ -122,8 +123,8 @@ func FuzzCheckKeysMatchesTokenWalk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, typ := range []reflect.Type{nil, reflect.TypeFor[keyTestBody]()} {
-			err := checkKeys(data, typ)
-			vs, omitted, tokErr := checkKeysTokens(data, typ)
+			end, err := checkKeys(data, typ)
+			vs, omitted, tokEnd, tokErr := checkKeysTokens(data, typ)
 			if errors.Is(err, errMalformed) {
 				if json.Valid(data) {
 					t.Fatalf("checkKeys(%q) calls valid JSON malformed", data)
@@ -135,6 +136,9 @@ func FuzzCheckKeysMatchesTokenWalk(f *testing.F) {
 					t.Fatalf("the token walk calls valid JSON %q malformed", data)
 				}
 				t.Fatalf("checkKeys(%q) = %v; the token walk calls it malformed", data, err)
+			}
+			if end != tokEnd {
+				t.Errorf("checkKeys(%q) ends the first value at %d, the token walk at %d", data, end, tokEnd)
 			}
 			var capped *cappedError
 			gotOmitted := 0
