@@ -78,7 +78,9 @@ type Options struct {
 	// trip nor a decode, and invalidated by every write through the
 	// Service and, for writes by other processes sharing the store, by
 	// the store's change feed (see the package doc, # Storage). Counted
-	// as the stored size of each document plus a fixed overhead. Default
+	// as the stored size of each document plus a fixed overhead, plus the
+	// size of the API's JSON of the record when it is cached too
+	// ([ListOptions.ItemsAsJSON]). Default
 	// [DefaultCacheBytes] (64 MiB); negative turns the cache off.
 	CacheBytes int
 	// TunnelLease is how long a registered tunnel stays online without
