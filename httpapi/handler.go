@@ -467,18 +467,31 @@ func appendJSONValue(b []byte, s *string) ([]byte, error) {
 }
 
 // appendJSONString appends s as a JSON string, as writeJSON encodes it.
-// The common case, printable ASCII that needs no escape (a URI, a key),
-// is copied as it is: the encoder would cost more than the copy (its
-// frame makes a connection's goroutine grow its stack).
+// The common case, printable ASCII (a URI, a key), is written here, with
+// the HTML escapes the encoder makes of <, > and & (a next page's URI has
+// an &): the encoder would cost more than the copy (its frame makes a
+// connection's goroutine grow its stack). Anything else is the
+// encoder's.
 func appendJSONString(b []byte, s string) ([]byte, error) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			enc, err := gojson.Marshal(s)
 			return append(b, enc...), err
 		}
 	}
 	b = append(b, '"')
-	b = append(b, s...)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '<':
+			b = append(b, `\u003c`...)
+		case '>':
+			b = append(b, `\u003e`...)
+		case '&':
+			b = append(b, `\u0026`...)
+		default:
+			b = append(b, c)
+		}
+	}
 	return append(b, '"'), nil
 }
 
