@@ -62,7 +62,7 @@ type cacheEntry struct {
 type cacheShard struct {
 	mu    sync.Mutex
 	bytes int
-	m     map[recordKey]*cacheEntry
+	m     map[string]*cacheEntry // by ID: IDs are unique across the store
 }
 
 // recordCache is the cache; nil when turned off.
@@ -89,7 +89,7 @@ func newRecordCache(maxBytes int) *recordCache {
 	c := &recordCache{seed: maphash.MakeSeed(), perShard: max(maxBytes/cacheShards, 1), maxKids: max(maxBytes/512, 64),
 		byKids: map[string]map[recordKey]struct{}{}}
 	for i := range c.shards {
-		c.shards[i].m = map[recordKey]*cacheEntry{}
+		c.shards[i].m = map[string]*cacheEntry{}
 	}
 	return c
 }
@@ -107,9 +107,12 @@ func (c *recordCache) get(k recordKey) (*cacheEntry, bool) {
 	}
 	sh := c.shard(k)
 	sh.mu.Lock()
-	e, ok := sh.m[k]
+	e := sh.m[k.id]
 	sh.mu.Unlock()
-	return e, ok
+	if e == nil || e.rec.Kind != k.kind || e.rec.AccountID != k.account {
+		return nil, false
+	}
+	return e, true
 }
 
 // ticket is what a reader notes before it reads the store, so as to cache
@@ -160,12 +163,12 @@ func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
 	if c.gen.Load() != t.gen || !c.ready.Load() {
 		return nil
 	}
-	if old, ok := sh.m[k]; ok {
+	if old, ok := sh.m[k.id]; ok {
 		sh.bytes -= old.size
-		delete(sh.m, k)
+		delete(sh.m, k.id)
 	}
 	sh.makeRoom(e.size, c.perShard, nil)
-	sh.m[k] = e
+	sh.m[k.id] = e
 	sh.bytes += e.size
 	return e
 }
@@ -197,7 +200,7 @@ func (c *recordCache) setJSON(e *cacheEntry, b []byte) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.m[k] != e || e.json.Load() != nil || e.size+len(b) > c.perShard {
+	if sh.m[k.id] != e || e.json.Load() != nil || e.size+len(b) > c.perShard {
 		return
 	}
 	sh.makeRoom(len(b), c.perShard, e)
@@ -238,8 +241,8 @@ func (c *recordCache) invalidate(k recordKey, deleted bool) {
 	c.gen.Add(1)
 	sh := c.shard(k)
 	sh.mu.Lock()
-	if e, ok := sh.m[k]; ok {
-		delete(sh.m, k)
+	if e, ok := sh.m[k.id]; ok { // whatever its kind and account: the ID is the record's
+		delete(sh.m, k.id)
 		sh.bytes -= e.size
 	}
 	sh.mu.Unlock()

@@ -599,3 +599,21 @@ func TestCacheAppendJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheKeyedByRecord: the cache is indexed by ID, but an entry
+// answers only for its own kind and account: a read naming the same ID
+// in another account or as another kind misses.
+func TestCacheKeyedByRecord(t *testing.T) {
+	c := newRecordCache(0)
+	c.ready.Store(true)
+	rec := store.Record{Kind: KindCredential, AccountID: "a", ID: "cr_1", Data: []byte(`{}`)}
+	c.put(c.note(), rec, "doc")
+	if _, ok := c.get(recordKey{KindCredential, "a", "cr_1"}); !ok {
+		t.Fatal("the entry is not cached")
+	}
+	for _, k := range []recordKey{{KindCredential, "b", "cr_1"}, {KindAPIKey, "a", "cr_1"}} {
+		if e, ok := c.get(k); ok {
+			t.Errorf("get(%+v) answered with the entry of %s/%s/%s", k, e.rec.Kind, e.rec.AccountID, e.rec.ID)
+		}
+	}
+}
