@@ -206,10 +206,16 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 
 type ctxKey int
 
-const (
-	principalKey ctxKey = iota
-	opIDKey
-)
+// callKey is the context key of a request's *call.
+const callKey ctxKey = 0
+
+// call is what ServeHTTP learns of a request, in its context once (one
+// copy of the request, not one per value): its operation id, then its
+// principal, set before the route runs and never changed after.
+type call struct {
+	opID string
+	p    edgeplane.Principal
+}
 
 // Route returns the route pattern r matches, such as
 // "GET /credentials/{id}", or "/" (the not-found catch-all) when it
@@ -229,7 +235,8 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	opID := h.opIDs.New("op_")
 	w := &statusWriter{ResponseWriter: rw}
 	w.Header().Set(HeaderOperationID, opID)
-	r = r.WithContext(context.WithValue(r.Context(), opIDKey, opID))
+	c := &call{opID: opID}
+	r = r.WithContext(context.WithValue(r.Context(), callKey, c))
 	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		// r is a copy: net/http keeps its own view of the body.
 		w.body = &trackedBody{ReadCloser: r.Body}
@@ -239,8 +246,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if !h.log.Enabled(r.Context(), slog.LevelInfo) {
 			return // no attributes built for a log nobody reads
 		}
-		h.log.Info("request", "method", clip(r.Method, MaxEchoBytes), "path", clip(r.URL.Path, MaxEchoBytes), "status", w.status,
-			"duration", h.now().Sub(start), "operation_id", opID)
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", clip(r.Method, MaxEchoBytes)),
+			slog.String("path", clip(r.URL.Path, MaxEchoBytes)), slog.Int("status", w.status),
+			slog.Duration("duration", h.now().Sub(start)), slog.String("operation_id", opID))
 	}()
 
 	if origin := r.Header.Get("Origin"); len(h.opts.AllowedOrigins) > 0 {
@@ -280,7 +288,8 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	c.p = p
+	h.mux.ServeHTTP(w, r)
 }
 
 // cors adds the headers every CORS answer to an allowed origin carries
@@ -349,8 +358,10 @@ func (h *Handler) authenticate(r *http.Request) (edgeplane.Principal, error) {
 }
 
 func principal(r *http.Request) edgeplane.Principal {
-	p, _ := r.Context().Value(principalKey).(edgeplane.Principal)
-	return p
+	if c, ok := r.Context().Value(callKey).(*call); ok {
+		return c.p
+	}
+	return edgeplane.Principal{}
 }
 
 // endpoint adapts a route to an http.Handler.
@@ -1101,7 +1112,10 @@ func StatusOf(c apierr.Code) int {
 // message; their cause goes to the log only.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := apierr.CodeOf(err)
-	opID, _ := r.Context().Value(opIDKey).(string)
+	var opID string
+	if c, ok := r.Context().Value(callKey).(*call); ok {
+		opID = c.opID
+	}
 	body := errorBody{ErrorCode: code.Wire(), StatusCode: StatusOf(code), Details: errorDetails{OperationID: opID}}
 	var ae *apierr.Error
 	switch {
