@@ -254,11 +254,12 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if !strings.HasPrefix(secret, APIKeySecretPrefix) || len(secret) > 256 {
 		return Principal{}, errBadKey
 	}
-	key := apiKeyLookup(secret)
+	sum := sha256.Sum256([]byte(secret))
 	now := s.now()
-	if p, ok := s.auth.get(key, now); ok {
+	if p, ok := s.auth.get(sum, now); ok {
 		return p, nil
 	}
+	key := "api_key:" + hex.EncodeToString(sum[:]) // apiKeyLookup(secret)
 	gen := s.auth.note()
 	rec, err := s.store.Lookup(ctx, KindAPIKey, key)
 	if err != nil {
@@ -285,7 +286,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 		return Principal{}, errBadKey // a deactivated bot
 	}
 	p := Principal{AccountID: sub.AccountID, SubjectID: sub.ID, Admin: sub.Admin}
-	s.auth.put(key, k.ID, p, now, gen)
+	s.auth.put(sum, k.ID, p, now, gen)
 	return p, nil
 }
 

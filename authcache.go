@@ -1,6 +1,7 @@
 package edgeplane
 
 import (
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -13,13 +14,14 @@ const DefaultAuthCacheTTL = time.Minute
 // what an attacker sends.
 const maxAuthCacheEntries = 10_000
 
-// authCache remembers recent successful authentications by the store key
-// of the secret's hash, for at most ttl: a cache hit costs no store read.
+// authCache remembers recent successful authentications by the secret's
+// SHA-256 (the store's lookup key is made of it), for at most ttl: a
+// cache hit costs no store read, and no allocation.
 type authCache struct {
 	ttl time.Duration
 	mu  sync.Mutex
-	gen uint64 // bumped by every forget and clear
-	m   map[string]authEntry
+	gen uint64                          // bumped by every forget and clear
+	m   map[[sha256.Size]byte]authEntry // by the SHA-256 of the secret
 }
 
 type authEntry struct {
@@ -35,11 +37,12 @@ func newAuthCache(ttl time.Duration) *authCache {
 	if ttl < 0 {
 		return nil
 	}
-	return &authCache{ttl: ttl, m: make(map[string]authEntry)}
+	return &authCache{ttl: ttl, m: make(map[[sha256.Size]byte]authEntry)}
 }
 
-// get returns the principal of lookup key, if cached and fresh at now.
-func (c *authCache) get(key string, now time.Time) (Principal, bool) {
+// get returns the principal of the secret whose SHA-256 is key, if
+// cached and fresh at now.
+func (c *authCache) get(key [sha256.Size]byte, now time.Time) (Principal, bool) {
 	if c == nil {
 		return Principal{}, false
 	}
@@ -66,7 +69,7 @@ func (c *authCache) note() uint64 {
 
 // put remembers p for key until now+ttl, unless an entry was dropped
 // since gen was noted.
-func (c *authCache) put(key, keyID string, p Principal, now time.Time, gen uint64) {
+func (c *authCache) put(key [sha256.Size]byte, keyID string, p Principal, now time.Time, gen uint64) {
 	if c == nil {
 		return
 	}

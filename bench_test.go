@@ -52,6 +52,22 @@ func BenchmarkGetCredential(b *testing.B) {
 	}
 }
 
+// The same read as the JSON the API answers, from the cached encoding.
+func BenchmarkAppendCredentialJSON(b *testing.B) {
+	e := newEnv(b)
+	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{Description: "d"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		if buf, err = e.svc.AppendCredentialJSON(e.ctx, e.admin, c.ID, buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // A 100-item page out of 10,000: cost must depend on the page, not the total.
 func BenchmarkListCredentialsPage(b *testing.B) {
 	e := newEnv(b)
@@ -70,6 +86,33 @@ func BenchmarkListCredentialsPage(b *testing.B) {
 		page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{BeforeID: mid})
 		if err != nil || len(page.Items) != 100 {
 			b.Fatal(err, len(page.Items))
+		}
+	}
+}
+
+// The same page answered as its items' JSON (what the HTTP API asks
+// for), from the encodings cached with the records.
+func BenchmarkListCredentialsPageJSON(b *testing.B) {
+	e := newEnv(b)
+	var mid string
+	for i := range 10_000 {
+		c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 5_000 {
+			mid = c.ID
+		}
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{BeforeID: mid, ItemsAsJSON: true})
+		if err != nil || !page.Encoded() {
+			b.Fatal(err)
+		}
+		if buf, err = page.AppendItemsJSON(buf[:0]); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -49,17 +50,19 @@ type recordKey struct {
 }
 
 // cacheEntry is one cached record: its fields (without Data) and its
-// decoded document, which no one changes once cached.
+// decoded document, which no one changes once cached, and once a list has
+// shown it, the JSON the API answers for it (see listEncoded), set once.
 type cacheEntry struct {
 	rec  store.Record
 	doc  any
-	size int
+	json atomic.Pointer[[]byte]
+	size int // counted in its shard's bytes; guarded by the shard's mu
 }
 
 type cacheShard struct {
 	mu    sync.Mutex
 	bytes int
-	m     map[recordKey]*cacheEntry
+	m     map[string]*cacheEntry // by ID: IDs are unique across the store
 }
 
 // recordCache is the cache; nil when turned off.
@@ -86,18 +89,15 @@ func newRecordCache(maxBytes int) *recordCache {
 	c := &recordCache{seed: maphash.MakeSeed(), perShard: max(maxBytes/cacheShards, 1), maxKids: max(maxBytes/512, 64),
 		byKids: map[string]map[recordKey]struct{}{}}
 	for i := range c.shards {
-		c.shards[i].m = map[recordKey]*cacheEntry{}
+		c.shards[i].m = map[string]*cacheEntry{}
 	}
 	return c
 }
 
+// shard returns the shard of k, chosen by its ID alone: IDs are unique
+// across the store, and one string hashes faster than three.
 func (c *recordCache) shard(k recordKey) *cacheShard {
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteString(string(k.kind))
-	h.WriteString(k.account)
-	h.WriteString(k.id)
-	return &c.shards[h.Sum64()%cacheShards]
+	return &c.shards[maphash.String(c.seed, k.id)%cacheShards]
 }
 
 // get returns the cached entry of k.
@@ -107,9 +107,12 @@ func (c *recordCache) get(k recordKey) (*cacheEntry, bool) {
 	}
 	sh := c.shard(k)
 	sh.mu.Lock()
-	e, ok := sh.m[k]
+	e := sh.m[k.id]
 	sh.mu.Unlock()
-	return e, ok
+	if e == nil || e.rec.Kind != k.kind || e.rec.AccountID != k.account {
+		return nil, false
+	}
+	return e, true
 }
 
 // ticket is what a reader notes before it reads the store, so as to cache
@@ -131,42 +134,79 @@ func (c *recordCache) note() ticket {
 }
 
 // put caches doc as the document of rec, read under t, unless an
-// invalidation came since.
-func (c *recordCache) put(t ticket, rec store.Record, doc any) {
+// invalidation came since. It returns the entry it cached, nil when it
+// cached none.
+func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
 	if c == nil || !t.ok {
-		return
+		return nil
 	}
 	k := recordKey{rec.Kind, rec.AccountID, rec.ID}
 	e := &cacheEntry{rec: rec, doc: doc, size: len(rec.Data) + cacheEntryOverhead}
-	e.rec.Data = nil
 	if e.size > c.perShard {
-		return
+		return nil
 	}
+	// Copies of the slices: those of a listed record may be carved from
+	// an array of the whole list (memstore), which the entry must not
+	// keep alive uncounted.
+	e.rec.Data = nil
+	e.rec.Keys, e.rec.Refs, e.rec.Indexes = slices.Clone(rec.Keys), slices.Clone(rec.Refs), slices.Clone(rec.Indexes)
 	// The child is indexed before it is cached: a delete of its parent
 	// that bumps the generation after the check below finds it there.
 	// Entries of children evicted or never cached stay in the index until
 	// it reaches its bound, when the whole cache is emptied.
 	if rec.ParentID != "" && !c.addKid(rec.ParentID, k) {
-		return
+		return nil
 	}
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if c.gen.Load() != t.gen || !c.ready.Load() {
-		return
+		return nil
 	}
-	if old, ok := sh.m[k]; ok {
+	if old, ok := sh.m[k.id]; ok {
 		sh.bytes -= old.size
+		delete(sh.m, k.id)
 	}
-	for k2, e2 := range sh.m { // random victims until the entry fits
-		if sh.bytes+e.size <= c.perShard {
-			break
+	sh.makeRoom(e.size, c.perShard, nil)
+	sh.m[k.id] = e
+	sh.bytes += e.size
+	return e
+}
+
+// makeRoom evicts random entries other than keep until n more bytes fit
+// in the shard's budget of max. The caller holds sh.mu.
+func (sh *cacheShard) makeRoom(n, max int, keep *cacheEntry) {
+	for k2, e2 := range sh.m {
+		if sh.bytes+n <= max {
+			return
+		}
+		if e2 == keep {
+			continue
 		}
 		delete(sh.m, k2)
 		sh.bytes -= e2.size
 	}
-	sh.m[k] = e
-	sh.bytes += e.size
+}
+
+// setJSON records b as the API's JSON of the record e caches, counting it
+// in the cache's bytes, if e is still cached and nothing is recorded yet.
+// b must be a pure function of e's version of the record: a concurrent
+// invalidation drops e with what it holds.
+func (c *recordCache) setJSON(e *cacheEntry, b []byte) {
+	if c == nil || e == nil {
+		return
+	}
+	k := recordKey{e.rec.Kind, e.rec.AccountID, e.rec.ID}
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[k.id] != e || e.json.Load() != nil || e.size+len(b) > c.perShard {
+		return
+	}
+	sh.makeRoom(len(b), c.perShard, e)
+	e.size += len(b)
+	sh.bytes += len(b)
+	e.json.Store(&b)
 }
 
 // addKid indexes k as a child of parent; false when the index is full and
@@ -201,8 +241,8 @@ func (c *recordCache) invalidate(k recordKey, deleted bool) {
 	c.gen.Add(1)
 	sh := c.shard(k)
 	sh.mu.Lock()
-	if e, ok := sh.m[k]; ok {
-		delete(sh.m, k)
+	if e, ok := sh.m[k.id]; ok { // whatever its kind and account: the ID is the record's
+		delete(sh.m, k.id)
 		sh.bytes -= e.size
 	}
 	sh.mu.Unlock()

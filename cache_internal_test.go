@@ -2,9 +2,11 @@ package edgeplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -329,5 +331,289 @@ func TestCacheFollowerStopsWithAnUnclosedService(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cache follower of a collected Service is still running")
+	}
+}
+
+// encodedPage lists svc's credentials with ItemsAsJSON and returns the
+// items' JSON.
+func encodedPage(t *testing.T, ctx context.Context, svc *Service, p Principal) string {
+	t.Helper()
+	page, err := svc.ListCredentials(ctx, p, ListOptions{ItemsAsJSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !page.Encoded() {
+		t.Fatal("the credentials' page is not encoded")
+	}
+	b, err := page.AppendItemsJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// valuesPage lists svc's credentials as values and returns their JSON.
+func valuesPage(t *testing.T, ctx context.Context, svc *Service, p Principal) string {
+	t.Helper()
+	page, err := svc.ListCredentials(ctx, p, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(page.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCacheListedJSON: a list answered as JSON caches each item's
+// encoding with its record and reuses it; an encoding cached for another
+// version of a record is never served for this one; a write through
+// another replica is seen by the next list once the feed shows it.
+func TestCacheListedJSON(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	var ids []string
+	for _, d := range []string{"one", "<two> & \u2028", "three"} {
+		c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{Description: d, ACL: []string{"bind:x.example.com"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	want := valuesPage(t, a.ctx, b, a.p)
+	if got := encodedPage(t, a.ctx, b, a.p); got != want {
+		t.Fatalf("encoded page\n%s\nvalues\n%s", got, want)
+	}
+	e, ok := b.cache.get(recordKey{KindCredential, a.p.AccountID, ids[0]})
+	if !ok || e.json.Load() == nil {
+		t.Fatal("a listed credential's encoding is not cached")
+	}
+	// An entry of an older version, with an encoding of its own, must not
+	// answer for the stored version.
+	rec, err := a.store.Get(a.ctx, KindCredential, a.p.AccountID, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := rec
+	old.Version--
+	stale := b.cache.put(b.cache.note(), old, e.doc)
+	b.cache.setJSON(stale, []byte(`{"stale":true}`))
+	if got := encodedPage(t, a.ctx, b, a.p); got != want {
+		t.Errorf("with an older version cached: encoded page\n%s\nwant\n%s", got, want)
+	}
+	if e, ok := b.cache.get(recordKey{KindCredential, a.p.AccountID, ids[0]}); !ok || e.rec.Version != rec.Version || e.json.Load() == nil {
+		t.Error("the list did not cache the stored version's encoding in place of the older one")
+	}
+	// A write through the other replica.
+	two := "renamed"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, ids[1], credentials.UpdateParams{Description: &two}); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, b)
+	want = valuesPage(t, a.ctx, a.svc, a.p)
+	if got := encodedPage(t, a.ctx, b, a.p); got != want || !strings.Contains(got, `"renamed"`) {
+		t.Errorf("after an update through the other replica: encoded page\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestCacheListedJSONConcurrentWrites: lists answered as JSON while
+// updates run (through this Service and through another) end showing the
+// last values: no encoding of an overwritten version stays cached.
+func TestCacheListedJSONConcurrentWrites(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	var ids []string
+	for range 5 {
+		c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w, svc := range []*Service{a.svc, b} {
+		go func() {
+			for i := range 200 {
+				d := fmt.Sprint("w", w, "-", i)
+				if _, err := svc.UpdateCredential(a.ctx, a.p, ids[i%len(ids)], credentials.UpdateParams{Description: &d}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for _, svc := range []*Service{a.svc, b} {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := svc.ListCredentials(a.ctx, a.p, ListOptions{ItemsAsJSON: true}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	want := valuesPage(t, a.ctx, New(a.store, Options{CacheBytes: -1}), a.p)
+	for name, svc := range map[string]*Service{"writer": a.svc, "other replica": b} {
+		if got := encodedPage(t, a.ctx, svc, a.p); got != want {
+			t.Errorf("%s: encoded page\n%s\nstore\n%s", name, got, want)
+		}
+	}
+}
+
+// TestCacheBoundedWithJSON: encodings count in the cache's bytes, which
+// stay within the bound and equal the sum of the entries' sizes.
+func TestCacheBoundedWithJSON(t *testing.T) {
+	const limit = 64 << 10
+	c := newRecordCache(limit)
+	c.ready.Store(true)
+	data, enc := make([]byte, 300), make([]byte, 500)
+	for i := range 5_000 {
+		rec := store.Record{Kind: KindCredential, AccountID: "a", ID: fmt.Sprint("r", i), Data: data}
+		c.setJSON(c.put(c.note(), rec, i), enc)
+		if i%3 == 0 { // a second encoding of an entry is not counted again
+			if e, ok := c.get(recordKey{rec.Kind, rec.AccountID, rec.ID}); ok {
+				c.setJSON(e, enc)
+			}
+		}
+		total, sum := 0, 0
+		for i := range c.shards {
+			total += c.shards[i].bytes
+			for _, e := range c.shards[i].m {
+				sum += e.size
+				if want := 300 + cacheEntryOverhead + len(enc); e.json.Load() != nil && e.size != want {
+					t.Fatalf("an entry with an encoding counts %d bytes, want %d", e.size, want)
+				}
+			}
+		}
+		if total > limit || sum != total {
+			t.Fatalf("after %d puts the cache counts %d bytes (its entries %d), limit %d", i+1, total, sum, limit)
+		}
+	}
+	// An encoding of an entry invalidated meanwhile is not counted.
+	rec := store.Record{Kind: KindCredential, AccountID: "a", ID: "gone", Data: data}
+	e := c.put(c.note(), rec, 0)
+	sh := c.shard(recordKey{rec.Kind, rec.AccountID, rec.ID})
+	c.invalidate(recordKey{rec.Kind, rec.AccountID, rec.ID}, false)
+	before := sh.bytes
+	if c.setJSON(e, enc); sh.bytes != before {
+		t.Errorf("an invalidated entry's encoding changed its shard's bytes from %d to %d", before, sh.bytes)
+	}
+}
+
+// TestCacheAppendJSON: AppendCredentialJSON answers what encoding/json
+// makes of GetCredential's result, on a miss, on a hit (from the cached
+// encoding), after an update through this Service and after one through
+// another replica, and fails as GetCredential does; with the cache off it
+// answers the same.
+func TestCacheAppendJSON(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	off := New(a.store, Options{CacheBytes: -1})
+	c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{Description: "<one> & \u2028", ACL: []string{"bind:x.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	check := func(when string, svc *Service) {
+		t.Helper()
+		v, err := svc.GetCredential(a.ctx, a.p, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(v)
+		for i := range 2 {
+			got, err := svc.AppendCredentialJSON(a.ctx, a.p, c.ID, []byte("prefix:"))
+			if err != nil || string(got) != "prefix:"+string(want) {
+				t.Errorf("%s (read %d): %s, %v; want prefix:%s", when, i, got, err, want)
+			}
+		}
+	}
+	check("first reads", a.svc)
+	if e, ok := a.svc.cache.get(recordKey{KindCredential, a.p.AccountID, c.ID}); !ok || e.json.Load() == nil {
+		t.Error("the credential's encoding is not cached")
+	}
+	two := "two"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &two}); err != nil {
+		t.Fatal(err)
+	}
+	check("after an update", a.svc)
+	check("on the other replica, before it reads", b)
+	three := "three"
+	if _, err := a.svc.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &three}); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, b)
+	check("on the other replica after an update through the first", b)
+	if got, _ := b.AppendCredentialJSON(a.ctx, a.p, c.ID, nil); !strings.Contains(string(got), `"three"`) {
+		t.Errorf("the other replica answers %s", got)
+	}
+	check("with the cache off", off)
+	acct, err := a.svc.createAccount(a.ctx, AccountParams{Name: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := a.svc.createUser(a.ctx, acct.ID, SubjectParams{Name: "admin", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
+	for name, tc := range map[string]struct {
+		p  Principal
+		id string
+	}{
+		"missing": {a.p, "cr_" + strings.Repeat("0", len(c.ID)-3)}, "malformed": {a.p, "x"}, "another account": {other, c.ID},
+		"no principal": {Principal{}, c.ID},
+	} {
+		_, wantErr := a.svc.GetCredential(a.ctx, tc.p, tc.id)
+		got, err := a.svc.AppendCredentialJSON(a.ctx, tc.p, tc.id, nil)
+		if wantErr == nil || err == nil || apierr.CodeOf(err) != apierr.CodeOf(wantErr) || err.Error() != wantErr.Error() || len(got) != 0 {
+			t.Errorf("%s: %q, %v; want GetCredential's error %v", name, got, err, wantErr)
+		}
+	}
+}
+
+// TestCacheKeyedByRecord: the cache is indexed by ID, but an entry
+// answers only for its own kind and account: a read naming the same ID
+// in another account or as another kind misses.
+func TestCacheKeyedByRecord(t *testing.T) {
+	c := newRecordCache(0)
+	c.ready.Store(true)
+	rec := store.Record{Kind: KindCredential, AccountID: "a", ID: "cr_1", Data: []byte(`{}`)}
+	c.put(c.note(), rec, "doc")
+	if _, ok := c.get(recordKey{KindCredential, "a", "cr_1"}); !ok {
+		t.Fatal("the entry is not cached")
+	}
+	for _, k := range []recordKey{{KindCredential, "b", "cr_1"}, {KindAPIKey, "a", "cr_1"}} {
+		if e, ok := c.get(k); ok {
+			t.Errorf("get(%+v) answered with the entry of %s/%s/%s", k, e.rec.Kind, e.rec.AccountID, e.rec.ID)
+		}
 	}
 }

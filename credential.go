@@ -83,10 +83,20 @@ func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*c
 	return c, nil
 }
 
+// AppendCredentialJSON appends to dst the credential id as GET
+// /credentials/{id} answers it: the JSON encoding/json makes of what
+// [Service.GetCredential] returns, with its errors. It is copied from the
+// encoding cached with the record when the record cache holds one (see
+// [Options.CacheBytes]), so that a transport's read costs no decode and
+// no encode.
+func (s *Service) AppendCredentialJSON(ctx context.Context, p Principal, id string, dst []byte) ([]byte, error) {
+	return appendJSON(ctx, s, p, credentialForm, id, s.presentCredential, dst)
+}
+
 // ListCredentials returns a page of the account's credentials, newest
 // first (GET /credentials).
 func (s *Service) ListCredentials(ctx context.Context, p Principal, opts ListOptions) (*Page[credentials.Credential], error) {
-	return list(ctx, s, p, credentialForm, "", credentialKind.collection, opts, s.presentCredential)
+	return listEncoded(ctx, s, p, credentialForm, "", credentialKind.collection, opts, s.presentCredential)
 }
 
 // UpdateCredential changes the fields present in params (PATCH

@@ -168,7 +168,11 @@
 // by a goroutine that follows the change feed, so one replica sees
 // another's write as soon as the feed shows it (milliseconds on
 // PostgreSQL; within 100 ms on a SQLite file written by another process).
-// Lists read the store and reuse the cached documents of their items. A
+// Lists read the store and reuse the cached documents of their items.
+// Credentials also keep, once read, the JSON the API answers for them,
+// cached with the record's version and counted in the same bound: GET
+// /credentials/{id} and a page of /credentials ([ListOptions.ItemsAsJSON],
+// [Service.AppendCredentialJSON]) copy those bytes. A
 // Service that stops following the feed (the store unreachable) empties
 // the cache and reads the store until it follows again. [Service.Close]
 // stops the follower.

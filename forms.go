@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -145,6 +146,90 @@ func (f form[M]) listed(s *Service, t ticket, rec store.Record) (*M, error) {
 	}
 	s.cache.put(t, rec, doc)
 	return f.model(s, doc, rec)
+}
+
+// listedJSON returns the JSON of the model of rec, presented, for a list
+// that read rec under t (see listEncoded): the encoding cached with this
+// version of the record, else one it makes and caches with it.
+func (f form[M]) listedJSON(s *Service, t ticket, rec store.Record, present func(*M, store.Record)) ([]byte, error) {
+	e, ok := s.cache.get(recordKey{rec.Kind, rec.AccountID, rec.ID})
+	var doc any
+	if ok && e.rec.Version == rec.Version {
+		if b := e.json.Load(); b != nil {
+			return *b, nil
+		}
+		doc = e.doc
+	} else {
+		d, err := f.parse(rec.Data)
+		if err != nil {
+			return nil, f.corrupt(s, rec, err)
+		}
+		doc, e = d, s.cache.put(t, rec, d)
+	}
+	b, err := f.encodeShown(s, doc, rec, present)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.setJSON(e, b)
+	return b, nil
+}
+
+// appendJSON appends to dst the JSON of the record id of f's kind in p's
+// account as present shows it (see listEncoded: present must be a pure
+// function of the model and the record): the encoding cached with the
+// record when there is one, else one it makes and caches. Errors are
+// get's.
+func appendJSON[M any](ctx context.Context, s *Service, p Principal, f form[M], id string, present func(*M, store.Record), dst []byte) ([]byte, error) {
+	if err := p.check(); err != nil {
+		return dst, err
+	}
+	if !ids.Valid(id, f.prefix) {
+		return dst, f.notFound(id)
+	}
+	e, ok := s.cache.get(recordKey{f.kind, p.AccountID, id})
+	var (
+		doc any
+		rec store.Record
+	)
+	if ok {
+		if b := e.json.Load(); b != nil {
+			return append(dst, *b...), nil
+		}
+		doc, rec = e.doc, e.rec
+	} else {
+		t := s.cache.note()
+		r, err := s.store.Get(ctx, f.kind, p.AccountID, id)
+		if err != nil {
+			return dst, s.storeErr(err, *f.kindInfo, id)
+		}
+		d, err := f.parse(r.Data)
+		if err != nil {
+			return dst, f.corrupt(s, r, err)
+		}
+		doc, rec, e = d, r, s.cache.put(t, r, d)
+	}
+	b, err := f.encodeShown(s, doc, rec, present)
+	if err != nil {
+		return dst, err
+	}
+	s.cache.setJSON(e, b)
+	return append(dst, b...), nil
+}
+
+// encodeShown returns the JSON of the model of doc, a parse of rec,
+// presented.
+func (f form[M]) encodeShown(s *Service, doc any, rec store.Record, present func(*M, store.Record)) ([]byte, error) {
+	m, err := f.model(s, doc, rec)
+	if err != nil {
+		return nil, err
+	}
+	present(m, rec)
+	b, err := json.Marshal(m)
+	if err != nil {
+		s.log.Error("cannot encode a resource", "kind", string(f.kind), "id", rec.ID, "err", err)
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return b, nil
 }
 
 // clonePtr returns a pointer to a copy of *p, nil when p is.

@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"log/slog"
@@ -77,7 +78,9 @@ type Options struct {
 	// trip nor a decode, and invalidated by every write through the
 	// Service and, for writes by other processes sharing the store, by
 	// the store's change feed (see the package doc, # Storage). Counted
-	// as the stored size of each document plus a fixed overhead. Default
+	// as the stored size of each document plus a fixed overhead, plus the
+	// size of the API's JSON of the record when it is cached too
+	// ([ListOptions.ItemsAsJSON]). Default
 	// [DefaultCacheBytes] (64 MiB); negative turns the cache off.
 	CacheBytes int
 	// TunnelLease is how long a registered tunnel stays online without
@@ -234,6 +237,15 @@ type ListOptions struct {
 	// read per resource (a backend's obj.tunnels) scans at most
 	// [MaxPageSize] resources per page.
 	Filter string
+	// ItemsAsJSON asks for the page's items as the JSON the API answers
+	// for them ([Page.AppendItemsJSON]) instead of as values in
+	// [Page.Items], for a transport that only writes the page out. A list
+	// honours it where it can ([Page.Encoded] tells): without a Filter,
+	// for kinds whose items' JSON depends on the stored record alone
+	// (credentials); the page is then mostly copies of encodings cached
+	// with the records (see [Options.CacheBytes]). Elsewhere Items is
+	// filled as without it.
+	ItemsAsJSON bool
 }
 
 // MaxFilterScan is the largest number of resources one filtered page
@@ -261,6 +273,36 @@ type Page[T any] struct {
 	NextPageURI *string
 	// NextBeforeID is the cursor of the next page ("" on the last page).
 	NextBeforeID string
+
+	encoded   bool     // asked with ListOptions.ItemsAsJSON and given so: Items is nil
+	itemsJSON [][]byte // when encoded, each item's JSON; shared with the cache: never changed
+}
+
+// Encoded reports whether the page holds its items as JSON, asked for
+// with [ListOptions.ItemsAsJSON]: Items is then nil, and
+// [Page.AppendItemsJSON] gives them.
+func (pg *Page[T]) Encoded() bool { return pg.encoded }
+
+// AppendItemsJSON appends the page's items to dst as a JSON array, each
+// item as the API answers it (as encoding/json marshals Items), and
+// returns the extended buffer.
+func (pg *Page[T]) AppendItemsJSON(dst []byte) ([]byte, error) {
+	if !pg.encoded {
+		items := pg.Items
+		if items == nil {
+			items = []T{}
+		}
+		b, err := json.Marshal(items)
+		return append(dst, b...), err
+	}
+	dst = append(dst, '[')
+	for i, b := range pg.itemsJSON {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, b...)
+	}
+	return append(dst, ']'), nil
 }
 
 // ListFunc is the shape of the Service's list methods, for [All].
@@ -276,10 +318,11 @@ func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T,
 
 // AllWith is [All] from the page opts selects, with its page size and
 // filter: it yields every item opts.Filter matches, walking as many pages
-// as that takes.
+// as that takes. It ignores opts.ItemsAsJSON: it yields values.
 //
 //	for c, err := range edgeplane.AllWith(ctx, p, svc.ListCredentials, edgeplane.ListOptions{Filter: `obj.owner_id == "usr_..."`}) { ... }
 func AllWith[T any](ctx context.Context, p Principal, list ListFunc[T], opts ListOptions) iter.Seq2[T, error] {
+	opts.ItemsAsJSON = false
 	return func(yield func(T, error) bool) {
 		for {
 			page, err := list(ctx, p, opts)
@@ -436,16 +479,7 @@ func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], p
 		return nil, err
 	}
 	var vs apierr.Violations
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = MaxPageSize
-	case limit < 1 || limit > MaxPageSize:
-		vs.Add("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
-	}
-	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, f.prefix) {
-		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", f.noun, f.prefix, ids.Len)
-	}
+	limit := pageLimit(&vs, *f.kindInfo, opts)
 	var match *filter.Filter[V]
 	if opts.Filter != "" {
 		m, err := filter.Compile[V](s.filters, opts.Filter)
@@ -525,6 +559,62 @@ func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], p
 		}
 		chunk = min(2*chunk, MaxPageSize)
 	}
+}
+
+// pageLimit returns the page size opts asks for, and adds to vs what is
+// wrong with its limit and cursor for a list of kind k.
+func pageLimit(vs *apierr.Violations, k kindInfo, opts ListOptions) int {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = MaxPageSize
+	case limit < 1 || limit > MaxPageSize:
+		vs.Add("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
+	}
+	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, k.prefix) {
+		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", k.noun, k.prefix, ids.Len)
+	}
+	return limit
+}
+
+// listEncoded is list for a kind whose items' JSON is a function of the
+// stored record alone: present must read nothing but the model, the
+// record and the Service's configuration (no clock, no other record).
+// Asked for ItemsAsJSON without a filter, it answers the page as the JSON
+// of its items, each the encoding cached with its record's version when
+// the cache holds it (made and cached otherwise), so that a page costs a
+// store list and copies, not a decode, a model and an encode per item.
+func listEncoded[M any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
+	if !opts.ItemsAsJSON || opts.Filter != "" {
+		return list(ctx, s, p, f, parent, collectionPath, opts, present)
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	var vs apierr.Violations
+	limit := pageLimit(&vs, *f.kindInfo, opts)
+	if err := vs.Err(); err != nil {
+		return nil, err
+	}
+	t := s.cache.note()
+	recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
+	if err != nil {
+		return nil, s.storeErr(err, *f.kindInfo, "")
+	}
+	page := &Page[M]{URI: s.baseURL + "/" + collectionPath, encoded: true}
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.next(recs[limit-1].ID, limit, "")
+	}
+	page.itemsJSON = make([][]byte, len(recs))
+	for i, rec := range recs {
+		b, err := f.listedJSON(s, t, rec, present)
+		if err != nil {
+			return nil, err
+		}
+		page.itemsJSON[i] = b
+	}
+	return page, nil
 }
 
 // next sets the page's cursor to last and its next page URI.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/edgeplane/edgeplane"
@@ -40,5 +41,64 @@ func TestResponsesEncodeAsEncodingJSON(t *testing.T) {
 	want, _ = json.Marshal(map[string]any{"credentials": page.Items, "uri": page.URI, "next_page_uri": page.NextPageURI})
 	if r := call(t, s, "GET", "/credentials", s.keyA, ""); string(r.body) != string(want)+"\n" {
 		t.Errorf("list body\n%s\nencoding/json\n%s", r.body, want)
+	}
+}
+
+// TestEncodedPagesAsEncodingJSON: a list page answered from the items'
+// cached encodings (edgeplane.ListOptions.ItemsAsJSON) has the bytes
+// encoding/json makes of the page's values: on a first page with a next
+// page, on the page after it, and after a PATCH and a DELETE changed what
+// the cached encodings showed (the page then shows the new values).
+func TestEncodedPagesAsEncodingJSON(t *testing.T) {
+	s := newE2E(t)
+	ctx := context.Background()
+	p, err := s.svc.Authenticate(ctx, s.keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, body := range []string{`{}`, `{"description":"<b> & é \u2028"}`, `{"acl":["bind:*.example.com","bind:env=prod"]}`, `{"metadata":"{\"a\":1}"}`} {
+		ids = append(ids, create(t, s, s.keyA, "/credentials", body, "cr_"))
+	}
+	check := func(name, path string, opts edgeplane.ListOptions) {
+		t.Helper()
+		page, err := s.svc.ListCredentials(ctx, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Encoded() {
+			t.Fatal("a list without ItemsAsJSON gave no values")
+		}
+		want, _ := json.Marshal(map[string]any{"credentials": page.Items, "uri": page.URI, "next_page_uri": page.NextPageURI})
+		for i := range 2 { // a miss that caches the encodings, then a hit
+			if r := call(t, s, "GET", path, s.keyA, ""); string(r.body) != string(want)+"\n" {
+				t.Errorf("%s (read %d): body\n%s\nencoding/json\n%s", name, i, r.body, want)
+			}
+		}
+		opts.ItemsAsJSON = true
+		enc, err := s.svc.ListCredentials(ctx, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !enc.Encoded() || enc.Items != nil {
+			t.Fatalf("%s: ItemsAsJSON gave Encoded %v, %d items", name, enc.Encoded(), len(enc.Items))
+		}
+		items, _ := json.Marshal(page.Items)
+		if got, err := enc.AppendItemsJSON(nil); err != nil || string(got) != string(items) {
+			t.Errorf("%s: AppendItemsJSON %s, %v; want %s", name, got, err, items)
+		}
+	}
+	check("first page", "/credentials?limit=3", edgeplane.ListOptions{Limit: 3})
+	check("second page", "/credentials?limit=3&before_id="+ids[1], edgeplane.ListOptions{Limit: 3, BeforeID: ids[1]})
+	if r := call(t, s, "PATCH", "/credentials/"+ids[2], s.keyA, `{"description":"renamed","acl":[]}`); r.status != 200 {
+		t.Fatal(r.status, string(r.body))
+	}
+	if r := call(t, s, "DELETE", "/credentials/"+ids[3], s.keyA, ""); r.status != 204 {
+		t.Fatal(r.status, string(r.body))
+	}
+	check("after a patch and a delete", "/credentials", edgeplane.ListOptions{})
+	r := call(t, s, "GET", "/credentials", s.keyA, "")
+	if !strings.Contains(string(r.body), `"description":"renamed"`) || strings.Contains(string(r.body), ids[3]) {
+		t.Errorf("the page shows what was cached before the writes: %s", r.body)
 	}
 }

@@ -17,6 +17,7 @@ var goDocs = map[string]string{
 	"github.com/edgeplane/edgeplane.Account.Name":                                            "",
 	"github.com/edgeplane/edgeplane.AccountParams":                                           "AccountParams are the fields of a new account.",
 	"github.com/edgeplane/edgeplane.AccountParams.Name":                                      "Name is a display name, 1 to 255 bytes.",
+	"github.com/edgeplane/edgeplane.Service.AppendCredentialJSON":                            "AppendCredentialJSON appends to dst the credential id as GET /credentials/{id} answers it: the JSON encoding/json makes of what Service.GetCredential returns, with its errors. It is copied from the encoding cached with the record when the record cache holds one (see Options.CacheBytes), so that a transport's read costs no decode and no encode.",
 	"github.com/edgeplane/edgeplane.Service.Authenticate":                                    "Authenticate resolves a presented API key secret to the Principal it acts for. Any failure is apierr.Unauthenticated with the same message. The secret is hashed and the stored hash compared in constant time.",
 	"github.com/edgeplane/edgeplane.Service.BaseURL":                                         "BaseURL returns the base URL of the Service's uri fields.",
 	"github.com/edgeplane/edgeplane.Service.CheckIP":                                         "CheckIP reports whether ip may connect under the account's IP policies policyIDs (deny rules win; when any allow rule exists, an address no rule matches is denied).",

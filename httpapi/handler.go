@@ -206,10 +206,16 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 
 type ctxKey int
 
-const (
-	principalKey ctxKey = iota
-	opIDKey
-)
+// callKey is the context key of a request's *call.
+const callKey ctxKey = 0
+
+// call is what ServeHTTP learns of a request, in its context once (one
+// copy of the request, not one per value): its operation id, then its
+// principal, set before the route runs and never changed after.
+type call struct {
+	opID string
+	p    edgeplane.Principal
+}
 
 // Route returns the route pattern r matches, such as
 // "GET /credentials/{id}", or "/" (the not-found catch-all) when it
@@ -229,7 +235,8 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	opID := h.opIDs.New("op_")
 	w := &statusWriter{ResponseWriter: rw}
 	w.Header().Set(HeaderOperationID, opID)
-	r = r.WithContext(context.WithValue(r.Context(), opIDKey, opID))
+	c := &call{opID: opID}
+	r = r.WithContext(context.WithValue(r.Context(), callKey, c))
 	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		// r is a copy: net/http keeps its own view of the body.
 		w.body = &trackedBody{ReadCloser: r.Body}
@@ -239,8 +246,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if !h.log.Enabled(r.Context(), slog.LevelInfo) {
 			return // no attributes built for a log nobody reads
 		}
-		h.log.Info("request", "method", clip(r.Method, MaxEchoBytes), "path", clip(r.URL.Path, MaxEchoBytes), "status", w.status,
-			"duration", h.now().Sub(start), "operation_id", opID)
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", clip(r.Method, MaxEchoBytes)),
+			slog.String("path", clip(r.URL.Path, MaxEchoBytes)), slog.Int("status", w.status),
+			slog.Duration("duration", h.now().Sub(start)), slog.String("operation_id", opID))
 	}()
 
 	if origin := r.Header.Get("Origin"); len(h.opts.AllowedOrigins) > 0 {
@@ -280,7 +288,8 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	c.p = p
+	h.mux.ServeHTTP(w, r)
 }
 
 // cors adds the headers every CORS answer to an allowed origin carries
@@ -349,8 +358,10 @@ func (h *Handler) authenticate(r *http.Request) (edgeplane.Principal, error) {
 }
 
 func principal(r *http.Request) edgeplane.Principal {
-	p, _ := r.Context().Value(principalKey).(edgeplane.Principal)
-	return p
+	if c, ok := r.Context().Value(callKey).(*call); ok {
+		return c.p
+	}
+	return edgeplane.Principal{}
 }
 
 // endpoint adapts a route to an http.Handler.
@@ -384,7 +395,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}()
 	buf.Reset()
 	w.Header().Set("Content-Type", "application/json")
-	if err := gojson.NewEncoder(buf).Encode(v); err != nil {
+	var err error
+	if a, ok := v.(jsonAppender); ok {
+		err = a.appendJSON(buf)
+	} else {
+		err = gojson.NewEncoder(buf).Encode(v)
+	}
+	if err != nil {
 		// Only a value the API never answers with fails; say nothing of it.
 		w.WriteHeader(http.StatusInternalServerError)
 		return
@@ -392,6 +409,101 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) // a write error means the client went away
+}
+
+// jsonAppender is a response that writes its own JSON, as Encode would:
+// followed by a newline.
+type jsonAppender interface {
+	appendJSON(buf *bytes.Buffer) error
+}
+
+// encoded is a response the Service gave as JSON.
+type encoded []byte
+
+func (b encoded) appendJSON(buf *bytes.Buffer) error {
+	buf.Write(b)
+	buf.WriteByte('\n')
+	return nil
+}
+
+// encodedPage is a page of a list whose items came encoded
+// ([edgeplane.ListOptions.ItemsAsJSON]): it writes what the map
+// {field: items, "uri": uri, "next_page_uri": next} encodes to, keys in
+// the same (sorted) order, copying the items' JSON.
+type encodedPage struct {
+	field string
+	items func(dst []byte) ([]byte, error)
+	uri   string
+	next  *string
+}
+
+func (p *encodedPage) appendJSON(buf *bytes.Buffer) error {
+	keys := [3]string{p.field, "next_page_uri", "uri"}
+	slices.Sort(keys[:])
+	b := buf.AvailableBuffer()
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendJSONString(b, k); err != nil {
+			return err
+		}
+		b = append(b, ':')
+		switch k {
+		case p.field:
+			b, err = p.items(b)
+		case "next_page_uri":
+			b, err = appendJSONValue(b, p.next)
+		case "uri":
+			b, err = appendJSONString(b, p.uri)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	b = append(b, '}', '\n')
+	buf.Write(b)
+	return nil
+}
+
+// appendJSONValue appends the JSON of s (null when nil) as writeJSON
+// encodes it.
+func appendJSONValue(b []byte, s *string) ([]byte, error) {
+	if s == nil {
+		return append(b, "null"...), nil
+	}
+	return appendJSONString(b, *s)
+}
+
+// appendJSONString appends s as a JSON string, as writeJSON encodes it.
+// The common case, printable ASCII (a URI, a key), is written here, with
+// the HTML escapes the encoder makes of <, > and & (a next page's URI has
+// an &): the encoder would cost more than the copy (its frame makes a
+// connection's goroutine grow its stack). Anything else is the
+// encoder's.
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			enc, err := gojson.Marshal(s)
+			return append(b, enc...), err
+		}
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '<':
+			b = append(b, `\u003c`...)
+		case '>':
+			b = append(b, `\u003e`...)
+		case '&':
+			b = append(b, `\u0026`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"'), nil
 }
 
 // jsonBuffers keeps response buffers for reuse; one larger than
@@ -433,8 +545,20 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 	// API's field names are exact and each key may appear once. The keys
 	// are checked first, so that every bad one is listed; malformed JSON
 	// is left to Decode, which says where it is.
-	if err := checkKeys(data, reflect.TypeFor[T]()); err != nil && !errors.Is(err, errMalformed) {
+	end, err := checkKeys(data, reflect.TypeFor[T]())
+	if err != nil && !errors.Is(err, errMalformed) {
 		return v, err
+	}
+	if err == nil && len(bytes.TrimSpace(data[end:])) == 0 {
+		// One valid JSON value whose every key names a field exactly
+		// (checkKeys): Unmarshal decodes it as the strict decoder below
+		// would, without the decoder's copy of the body. Should it fail
+		// (a type mismatch), the decoder below says how, as always.
+		if json.Unmarshal(data[:end], &v) == nil {
+			return v, nil
+		}
+		var zero T
+		v = zero
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -460,29 +584,29 @@ const (
 // errMalformed is checkKeys' error for data that is not JSON.
 var errMalformed = errors.New("malformed JSON")
 
-// checkKeys walks the first JSON value of data once, as a stream of
-// tokens, and returns an InvalidArgument error listing every object key
-// that appears twice in its object (at every nesting level, whatever the
-// Go type) and every key of an object decoded into a struct of t that
-// names no field of it exactly (unknown, or matched only
-// case-insensitively). It returns errMalformed when data is not JSON,
-// and ignores what follows the first value.
+// checkKeys walks the first JSON value of data once, byte by byte, and
+// returns an InvalidArgument error listing every object key that appears
+// twice in its object (at every nesting level, whatever the Go type) and
+// every key of an object decoded into a struct of t that names no field
+// of it exactly (unknown, or matched only case-insensitively). It returns
+// errMalformed when data is not JSON (by the grammar encoding/json
+// enforces, nesting deeper than it allows included), and ignores what
+// follows the first value, whose end (an offset in data) it returns.
 //
 // It keeps the first [MaxViolations] violations and counts the rest (a
 // body of nothing but duplicate keys would otherwise make a violation of
 // every six bytes): past the cap the error is a *cappedError.
-func checkKeys(data []byte, t reflect.Type) error {
-	k := keyChecker{dec: json.NewDecoder(bytes.NewReader(data))}
-	k.dec.UseNumber()
-	if err := k.value(t, location{root: true, index: -1}); err != nil {
-		return errMalformed
+func checkKeys(data []byte, t reflect.Type) (end int, err error) {
+	k := keyChecker{data: data}
+	if err := k.value(t, location{root: true, index: -1}, 0); err != nil {
+		return 0, errMalformed
 	}
 	if k.omitted == 0 {
-		return k.vs.Err()
+		return k.pos, k.vs.Err()
 	}
 	ae := &apierr.Error{Code: apierr.InvalidArgument, Violations: k.vs}
 	ae.Msg, _, _ = bounded(ae, k.omitted)
-	return &cappedError{err: ae, omitted: k.omitted}
+	return k.pos, &cappedError{err: ae, omitted: k.omitted}
 }
 
 // cappedError is a validation error that lists the first [MaxViolations]
@@ -495,12 +619,19 @@ type cappedError struct {
 func (e *cappedError) Error() string { return e.err.Msg }
 func (e *cappedError) Unwrap() error { return e.err }
 
-// keyChecker is the state of one checkKeys walk.
+// keyChecker is the state of one checkKeys walk: a scanner over data
+// that reads it once, allocating only for violations, keys that need
+// unescaping and the key sets of large objects.
 type keyChecker struct {
-	dec     *json.Decoder
+	data    []byte
+	pos     int
 	vs      apierr.Violations
 	omitted int
 }
+
+// maxKeyDepth is the deepest nesting checkKeys walks: encoding/json's
+// decoder refuses deeper values (its maxNestingDepth).
+const maxKeyDepth = 10000
 
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
@@ -560,36 +691,88 @@ func (k *keyChecker) add(l location, reason string) {
 	k.vs = append(k.vs, apierr.Violation{Field: l.path(), Reason: reason})
 }
 
-// value walks one JSON value decoded into t (nil: unknown) at l.
-func (k *keyChecker) value(t reflect.Type, l location) error {
-	tok, err := k.dec.Token()
-	if err != nil {
+// skipSpace moves past JSON whitespace and returns the next byte, 0 at
+// the end.
+func (k *keyChecker) skipSpace() byte {
+	for k.pos < len(k.data) {
+		switch c := k.data[k.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			k.pos++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// value walks one JSON value decoded into t (nil: unknown) at l, depth
+// containers deep.
+func (k *keyChecker) value(t reflect.Type, l location, depth int) error {
+	switch c := k.skipSpace(); {
+	case c == '{' || c == '[':
+		if depth >= maxKeyDepth {
+			return errMalformed
+		}
+		k.pos++
+		if c == '[' {
+			return k.array(t, l, depth+1)
+		}
+		return k.object(t, l, depth+1)
+	case c == '"':
+		_, _, err := k.str()
 		return err
+	case c == '-' || c >= '0' && c <= '9':
+		return k.number()
+	case c == 't':
+		return k.literal("true")
+	case c == 'f':
+		return k.literal("false")
+	case c == 'n':
+		return k.literal("null")
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil // a scalar
-	}
+	return errMalformed
+}
+
+// array walks the elements of an array whose [ was read.
+func (k *keyChecker) array(t reflect.Type, l location, depth int) error {
 	path := l.path()
-	t = shape(t)
-	if d == '[' {
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
-		for i := 0; k.dec.More(); i++ {
-			if err := k.value(elem, location{parent: path, index: i}); err != nil {
-				return err
-			}
-		}
-		_, err := k.dec.Token() // ]
-		return err
+	var elem reflect.Type
+	if t = shape(t); t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		elem = t.Elem()
 	}
+	if k.skipSpace() == ']' {
+		k.pos++
+		return nil
+	}
+	for i := 0; ; i++ {
+		if err := k.value(elem, location{parent: path, index: i}, depth); err != nil {
+			return err
+		}
+		switch k.skipSpace() {
+		case ',':
+			k.pos++
+		case ']':
+			k.pos++
+			return nil
+		default:
+			return errMalformed
+		}
+	}
+}
+
+// smallObject is how many keys an object may have before its keys are
+// remembered in a map rather than a slice searched linearly.
+const smallObject = 16
+
+// object walks the members of an object whose { was read.
+func (k *keyChecker) object(t reflect.Type, l location, depth int) error {
+	path := l.path()
 	var (
 		fields map[string]reflect.Type // a struct's
 		elem   reflect.Type            // a map's
-		inMap  = t != nil && t.Kind() == reflect.Map
 	)
+	t = shape(t)
+	inMap := t != nil && t.Kind() == reflect.Map
 	switch {
 	case t == nil:
 	case t.Kind() == reflect.Struct:
@@ -597,33 +780,200 @@ func (k *keyChecker) value(t reflect.Type, l location) error {
 	case inMap:
 		elem = t.Elem()
 	}
-	seen := make(map[string]struct{})
-	for k.dec.More() {
-		tok, err := k.dec.Token()
+	if k.skipSpace() == '}' {
+		k.pos++
+		return nil
+	}
+	var (
+		few  [8]string
+		seen = few[:0]
+		many map[string]struct{}
+	)
+	for {
+		if k.skipSpace() != '"' {
+			return errMalformed
+		}
+		raw, err := k.key()
 		if err != nil {
 			return err
 		}
-		key, _ := tok.(string)
+		if k.skipSpace() != ':' {
+			return errMalformed
+		}
+		k.pos++
+		// The key is compared as bytes and made a string only when kept
+		// or named in a violation: a body of repeated keys past the cap
+		// of violations costs no allocation per key.
+		dup := false
+		if many != nil {
+			_, dup = many[string(raw)]
+		} else {
+			for _, s := range seen {
+				if s == string(raw) {
+					dup = true
+					break
+				}
+			}
+		}
+		var key string
+		if !dup || len(k.vs) < MaxViolations {
+			key = string(raw)
+		}
+		switch {
+		case dup:
+		case many != nil:
+			many[key] = struct{}{}
+		case len(seen) < smallObject:
+			seen = append(seen, key)
+		default:
+			many = make(map[string]struct{}, 2*smallObject)
+			for _, s := range seen {
+				many[s] = struct{}{}
+			}
+			many[key] = struct{}{}
+		}
+		// Past the cap, a duplicate's key is left out of its location:
+		// nothing below it is named in a violation any more.
 		at := location{parent: path, key: key, index: -1, inMap: inMap}
 		vt := elem
-		switch _, dup := seen[key]; {
+		switch {
 		case dup:
 			k.add(at, reasonDuplicateKey)
 			vt = nil // its keys were checked against the type at the first
 		case fields != nil:
-			ft, ok := fields[key]
+			ft, ok := fields[string(raw)]
 			if !ok {
 				k.add(at, reasonInexactKey)
 			}
 			vt = ft
 		}
-		seen[key] = struct{}{}
-		if err := k.value(vt, at); err != nil {
+		if err := k.value(vt, at, depth); err != nil {
 			return err
 		}
+		switch k.skipSpace() {
+		case ',':
+			k.pos++
+		case '}':
+			k.pos++
+			return nil
+		default:
+			return errMalformed
+		}
 	}
-	_, err = k.dec.Token() // }
-	return err
+}
+
+// key reads a string at the opening quote and returns it as
+// encoding/json decodes it (escapes resolved, invalid UTF-8 replaced): a
+// slice of data when it has no escape and is valid UTF-8.
+func (k *keyChecker) key() ([]byte, error) {
+	start := k.pos
+	raw, plain, err := k.str()
+	if err != nil || plain && utf8.Valid(raw) {
+		return raw, err
+	}
+	var s string
+	if err := json.Unmarshal(k.data[start:k.pos], &s); err != nil {
+		return nil, errMalformed
+	}
+	return []byte(s), nil
+}
+
+// str reads a string at the opening quote and returns the bytes between
+// the quotes, and whether they hold no escape.
+func (k *keyChecker) str() (raw []byte, plain bool, err error) {
+	start := k.pos
+	k.pos++
+	plain = true
+	for k.pos < len(k.data) {
+		c := k.data[k.pos]
+		switch {
+		case c == '"':
+			k.pos++
+			return k.data[start+1 : k.pos-1], plain, nil
+		case c < 0x20:
+			return nil, false, errMalformed
+		case c == '\\':
+			plain = false
+			if k.pos+1 >= len(k.data) {
+				return nil, false, errMalformed
+			}
+			switch k.data[k.pos+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				k.pos += 2
+			case 'u':
+				if k.pos+6 > len(k.data) {
+					return nil, false, errMalformed
+				}
+				for _, h := range k.data[k.pos+2 : k.pos+6] {
+					if !isHex(h) {
+						return nil, false, errMalformed
+					}
+				}
+				k.pos += 6
+			default:
+				return nil, false, errMalformed
+			}
+		default:
+			k.pos++
+		}
+	}
+	return nil, false, errMalformed
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// number reads a number by JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (k *keyChecker) number() error {
+	d := k.data
+	if k.pos < len(d) && d[k.pos] == '-' {
+		k.pos++
+	}
+	switch {
+	case k.pos < len(d) && d[k.pos] == '0':
+		k.pos++
+	case k.pos < len(d) && d[k.pos] >= '1' && d[k.pos] <= '9':
+		k.digits()
+	default:
+		return errMalformed
+	}
+	if k.pos < len(d) && d[k.pos] == '.' {
+		k.pos++
+		if k.digits() == 0 {
+			return errMalformed
+		}
+	}
+	if k.pos < len(d) && (d[k.pos] == 'e' || d[k.pos] == 'E') {
+		k.pos++
+		if k.pos < len(d) && (d[k.pos] == '+' || d[k.pos] == '-') {
+			k.pos++
+		}
+		if k.digits() == 0 {
+			return errMalformed
+		}
+	}
+	return nil
+}
+
+// digits moves past decimal digits and returns how many.
+func (k *keyChecker) digits() int {
+	n := 0
+	for k.pos < len(k.data) && k.data[k.pos] >= '0' && k.data[k.pos] <= '9' {
+		k.pos++
+		n++
+	}
+	return n
+}
+
+// literal reads the literal word.
+func (k *keyChecker) literal(word string) error {
+	if !bytes.HasPrefix(k.data[k.pos:], []byte(word)) {
+		return errMalformed
+	}
+	k.pos += len(word)
+	return nil
 }
 
 // jsonFields maps the JSON names of t's fields (including those of
@@ -762,7 +1112,10 @@ func StatusOf(c apierr.Code) int {
 // message; their cause goes to the log only.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := apierr.CodeOf(err)
-	opID, _ := r.Context().Value(opIDKey).(string)
+	var opID string
+	if c, ok := r.Context().Value(callKey).(*call); ok {
+		opID = c.opID
+	}
 	body := errorBody{ErrorCode: code.Wire(), StatusCode: StatusOf(code), Details: errorDetails{OperationID: opID}}
 	var ae *apierr.Error
 	switch {

@@ -58,6 +58,23 @@ func readBy[Resp any](pattern, op, summary, name string, call func(context.Conte
 		}}
 }
 
+// readEncoded is read for a resource the Service can answer as its JSON
+// (appendJSON, such as [edgeplane.Service.AppendCredentialJSON]): the
+// response is those bytes, copied from the record cache when it holds
+// them. call is what the route documents (and answers the same).
+func readEncoded[Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) (*Resp, error),
+	appendJSON func(context.Context, edgeplane.Principal, string, []byte) ([]byte, error)) route {
+	rt := read(pattern, op, summary, call)
+	rt.handle = func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+		b, err := appendJSON(r.Context(), p, r.PathValue("id"), nil)
+		if err != nil {
+			return nil, err
+		}
+		return encoded(b), nil
+	}
+	return rt
+}
+
 // patch builds a PATCH route of one resource addressed by {id}.
 func patch[Req, Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
 	return route{method: http.MethodPatch, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
@@ -96,9 +113,13 @@ func pageRoute[T any](pattern, op, summary, field string, call func(*http.Reques
 			if err != nil {
 				return nil, err
 			}
+			opts.ItemsAsJSON = true
 			page, err := call(r, p, opts)
 			if err != nil {
 				return nil, err
+			}
+			if page.Encoded() {
+				return &encodedPage{field: field, items: page.AppendItemsJSON, uri: page.URI, next: page.NextPageURI}, nil
 			}
 			return map[string]any{field: page.Items, "uri": page.URI, "next_page_uri": page.NextPageURI}, nil
 		}}
@@ -265,7 +286,7 @@ func (h *Handler) table() []route {
 		// Tunnel credentials (SPEC 4.1).
 		create("/credentials", "createCredential", "Create a tunnel credential; the token is returned only here", s.CreateCredential),
 		listOf("/credentials", "listCredentials", "List tunnel credentials", "credentials", s.ListCredentials),
-		read("/credentials/{id}", "getCredential", "Get a tunnel credential", s.GetCredential),
+		readEncoded("/credentials/{id}", "getCredential", "Get a tunnel credential", s.GetCredential, s.AppendCredentialJSON),
 		patch("/credentials/{id}", "updateCredential", "Update a tunnel credential", s.UpdateCredential),
 		remove("/credentials/{id}", "deleteCredential", "Delete a tunnel credential", s.DeleteCredential),
 

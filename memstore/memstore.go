@@ -568,9 +568,44 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	n := min(q.Limit, end)
 	out := make([]store.Record, 0, n)
 	for i := end - 1; i >= end-n; i-- {
-		out = append(out, s.recs[ids[i]].Clone())
+		out = append(out, *s.recs[ids[i]])
 	}
+	own(out)
 	return out, nil
+}
+
+// own turns out, shallow copies of stored records, into copies the caller
+// owns, as [store.Record.Clone] would, with a few allocations for the
+// whole answer instead of several per record: the copies' Data, Keys,
+// Refs and Indexes are carved from arrays the answer shares, each with
+// its capacity clipped to its length, so that a caller's append
+// reallocates rather than write over a neighbour.
+func own(out []store.Record) {
+	var nd, ns, ni int
+	for _, r := range out {
+		nd, ns, ni = nd+len(r.Data), ns+len(r.Keys)+len(r.Refs), ni+len(r.Indexes)
+	}
+	data := make([]byte, 0, nd)
+	strs := make([]string, 0, ns)
+	idx := make([]store.IndexEntry, 0, ni)
+	for i := range out {
+		r := &out[i]
+		r.Data = carve(&data, r.Data)
+		r.Keys = carve(&strs, r.Keys)
+		r.Refs = carve(&strs, r.Refs)
+		r.Indexes = carve(&idx, r.Indexes)
+	}
+}
+
+// carve appends s to *arena and returns the appended part, capacity
+// clipped; nil when s is empty (as Clone gives).
+func carve[T any](arena *[]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	start := len(*arena)
+	*arena = append(*arena, s...)
+	return (*arena)[start:len(*arena):len(*arena)]
 }
 
 // listSelected answers a List by secondary index or by reference, under
@@ -614,15 +649,17 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 		out := make([]store.Record, 0, min(q.Limit, hi-lo))
 		for i := hi - 1; i >= lo && len(out) < q.Limit; i-- {
 			if id := list[i].id; keep(id) {
-				out = append(out, s.recs[id].Clone())
+				out = append(out, *s.recs[id])
 			}
 		}
+		own(out)
 		return out
 	}
 	n := min(q.Limit, len(ids))
 	out := make([]store.Record, 0, n)
 	for i := len(ids) - 1; i >= len(ids)-n; i-- {
-		out = append(out, s.recs[ids[i]].Clone())
+		out = append(out, *s.recs[ids[i]])
 	}
+	own(out)
 	return out
 }
