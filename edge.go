@@ -333,6 +333,9 @@ func (s *Service) presentTLSEdge(v *edges.TLSEdge, _ store.Record) {
 	if m := v.TrafficPolicy; m != nil {
 		m.IPPolicyIDs = nil
 	}
+	if m := v.Backend; m != nil {
+		m.Backend = s.ref(backendKind.collection, m.Backend.ID)
+	}
 }
 
 func (s *Service) presentIPRestrictionModule(m *edges.IPRestriction) {
@@ -357,7 +360,8 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 	v := &edges.TLSEdge{ID: s.ids.New(edges.TLSEdgePrefix), CreatedAt: s.timestamp(),
 		Description: params.Description, Metadata: params.Metadata, Hostports: edges.CanonicalHostports(params.Hostports, edges.EdgeTLS),
 		IPRestriction:  moduleOf(params.IPRestriction, edges.IPRestrictionParams.Module),
-		TLSTermination: moduleOf(params.TLSTermination, edges.TLSTerminationParams.Module)}
+		TLSTermination: moduleOf(params.TLSTermination, edges.TLSTerminationParams.Module),
+		Backend:        moduleOf(params.Backend, edges.BackendParams.Module)}
 	tp, err := s.inlinePolicy(ctx, p, policy.TargetConnection, v.ID, params.TrafficPolicy)
 	if err != nil {
 		return nil, err
@@ -382,6 +386,7 @@ func tlsRefFields(v *edges.TLSEdge, domainIDs []string) refFields {
 	fields.hostports(domainIDs)
 	fields.ipRestriction(v.IPRestriction)
 	fields.trafficPolicy(v.TrafficPolicy)
+	fields.backend(v.Backend)
 	return fields
 }
 
@@ -448,6 +453,7 @@ func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, par
 		params.Apply(&v.Description, &v.Metadata)
 		setModule(&v.IPRestriction, params.IPRestriction, edges.IPRestrictionParams.Module)
 		setModule(&v.TLSTermination, params.TLSTermination, edges.TLSTerminationParams.Module)
+		setModule(&v.Backend, params.Backend, edges.BackendParams.Module)
 		if tp != nil {
 			v.TrafficPolicy = tp
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"github.com/edgeplane/edgeplane/backends"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -42,7 +43,7 @@ func TestTLSEdgeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.AccountID != acct || c.EdgeID != edge.ID || c.IPRestriction != nil || c.TrafficPolicy != nil ||
-		c.TerminateAt != "edge" || c.MinVersion != tls.VersionTLS12 {
+		c.TerminateAt != "edge" || c.MinVersion != tls.VersionTLS12 || c.Backend != nil {
 		t.Errorf("config without modules = %+v", c)
 	}
 
@@ -57,12 +58,18 @@ func TestTLSEdgeConfig(t *testing.T) {
 		{"name":"blocked clients","actions":[{"type":"restrict-ips","config":{"ip_policies":["` + blocked.ID + `"]}}]},
 		{"name":"no test range","expressions":["inCidrRange(conn.client_ip, '203.0.113.128/25')"],"actions":[{"type":"deny"}]}]}`}))
 	must(e.svc.ReplaceTLSEdgeTLSTermination(e.ctx, e.user, edge.ID, edges.TLSTerminationParams{MinVersion: ptr("1.3")}))
+	bk, err := e.svc.CreateTunnelGroupBackend(e.ctx, e.user, backends.CreateParams{Labels: map[string]string{"app": "tls"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(e.svc.ReplaceTLSEdgeBackend(e.ctx, e.user, edge.ID, edges.BackendParams{BackendID: bk.ID}))
 
 	c, err = e.svc.Host().TLSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TerminateAt != "edge" || c.MinVersion != tls.VersionTLS13 || c.TrafficPolicy == nil || c.TrafficPolicy.Target() != policy.TargetConnection {
+	if c.TerminateAt != "edge" || c.MinVersion != tls.VersionTLS13 || c.TrafficPolicy == nil || c.TrafficPolicy.Target() != policy.TargetConnection ||
+		c.Backend == nil || c.Backend.BackendID != bk.ID {
 		t.Fatalf("config = %+v", c)
 	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

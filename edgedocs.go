@@ -37,6 +37,7 @@ type (
 		IPRestriction  *ipRestrictionModuleDoc `json:"ip_restriction,omitempty"`
 		TrafficPolicy  *trafficPolicyDoc       `json:"traffic_policy,omitempty"`
 		TLSTermination *tlsTerminationDoc      `json:"tls_termination,omitempty"`
+		Backend        *backendModuleDoc       `json:"backend,omitempty"`
 	}
 	tcpEdgeDoc struct {
 		common
@@ -97,12 +98,12 @@ var (
 	tlsEdgeForm    = plainForm(&tlsEdgeKind,
 		func(e *edges.TLSEdge) *tlsEdgeDoc {
 			return &tlsEdgeDoc{common: common{e.CreatedAt, e.Description, e.Metadata}, Hostports: e.Hostports, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
-				TrafficPolicy: saveTrafficPolicy(e.TrafficPolicy), TLSTermination: saveTLSTermination(e.TLSTermination)}
+				TrafficPolicy: saveTrafficPolicy(e.TrafficPolicy), TLSTermination: saveTLSTermination(e.TLSTermination), Backend: saveBackendModule(e.Backend)}
 		},
 		func(d *tlsEdgeDoc, rec store.Record) *edges.TLSEdge {
 			return &edges.TLSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 				Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), TrafficPolicy: loadTrafficPolicy(d.TrafficPolicy),
-				TLSTermination: loadTLSTermination(d.TLSTermination)}
+				TLSTermination: loadTLSTermination(d.TLSTermination), Backend: loadBackendModule(d.Backend)}
 		})
 	tcpEdgeForm = plainForm(&tcpEdgeKind,
 		func(e *edges.TCPEdge) *tcpEdgeDoc {

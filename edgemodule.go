@@ -296,6 +296,7 @@ func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *
 func tlsIPRestriction(e *edges.TLSEdge) **edges.IPRestriction   { return &e.IPRestriction }
 func tlsTrafficPolicy(e *edges.TLSEdge) **edges.TrafficPolicy   { return &e.TrafficPolicy }
 func tlsTLSTermination(e *edges.TLSEdge) **edges.TLSTermination { return &e.TLSTermination }
+func tlsBackend(e *edges.TLSEdge) **edges.Backend               { return &e.Backend }
 func tcpIPRestriction(e *edges.TCPEdge) **edges.IPRestriction   { return &e.IPRestriction }
 func tcpBackend(e *edges.TCPEdge) **edges.Backend               { return &e.Backend }
 
@@ -378,6 +379,31 @@ func (s *Service) GetTLSEdgeTLSTermination(ctx context.Context, p Principal, id 
 // version); not found when the module is not set.
 func (s *Service) DeleteTLSEdgeTLSTermination(ctx context.Context, p Principal, id string) error {
 	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsTerminationModule, tlsTLSTermination)
+}
+
+// ReplaceTLSEdgeBackend replaces the backend module of a TLS edge (PUT
+// /edges/tls/{id}/backend), with the rules of
+// [Service.ReplaceHTTPSRouteBackend]. SPEC 2.7 gives TLS edges no backend
+// module; edgeplane adds one, as TCP edges have, so that an edge proxy
+// has tunnels to send a TLS edge's connections to.
+func (s *Service) ReplaceTLSEdgeBackend(ctx context.Context, p Principal, id string, params edges.BackendParams) (*edges.Backend, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := replaceEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsBackendModule, tlsBackend, params.Module())
+	return m, refViolation(err, "backend_id", false, nil)
+}
+
+// GetTLSEdgeBackend returns the backend module of a TLS edge; not found
+// when the module is not set.
+func (s *Service) GetTLSEdgeBackend(ctx context.Context, p Principal, id string) (*edges.Backend, error) {
+	return getEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsBackendModule, tlsBackend)
+}
+
+// DeleteTLSEdgeBackend removes the backend module of a TLS edge; not found
+// when the module is not set.
+func (s *Service) DeleteTLSEdgeBackend(ctx context.Context, p Principal, id string) error {
+	return deleteEdgeModule(ctx, s, p, s.tlsEdgeType(), id, tlsBackendModule, tlsBackend)
 }
 
 // ReplaceTCPEdgeIPRestriction replaces the IP restriction module of a TCP

@@ -117,6 +117,7 @@ var (
 	tlsTerminationModule       = moduleInfo{edges.ModuleTLSTermination, eventName{"tls_edge_tls_termination_module"}}
 	tcpIPRestrictionModule     = moduleInfo{edges.ModuleIPRestriction, eventName{"tcp_edge_ip_restriction_module"}}
 	tcpBackendModule           = moduleInfo{edges.ModuleBackend, eventName{"tcp_edge_backend_module"}}
+	tlsBackendModule           = moduleInfo{edges.ModuleBackend, eventName{"tls_edge_backend_module"}} // not in SPEC 2.7: see edges.TLSEdge.Backend
 )
 
 // kindTable and moduleTable list every kind and module, in order.
@@ -126,7 +127,7 @@ var (
 		&eventSubscriptionKind, &eventSourceKind, &httpsEdgeKind, &httpsRouteKind, &tlsEdgeKind, &tcpEdgeKind}
 	moduleTable = []*moduleInfo{&routeOIDCModule, &routeBackendModule, &routeResponseHeadersModule, &routeCompressionModule,
 		&routeTrafficPolicyModule, &tlsIPRestrictionModule, &tlsTrafficPolicyModule, &tlsTerminationModule,
-		&tcpIPRestrictionModule, &tcpBackendModule}
+		&tcpIPRestrictionModule, &tcpBackendModule, &tlsBackendModule}
 )
 
 // kindOf returns the table entry of a store kind.

@@ -309,6 +309,8 @@ type TLSEdgeConfig struct {
 	// MinVersion is the minimum TLS version as a crypto/tls constant
 	// (tls.VersionTLS12 by default); 0 when TLS terminates upstream.
 	MinVersion uint16
+	// Backend is nil unless the backend module is set and enabled.
+	Backend *BackendConfig
 }
 
 // NewTLSEdgeConfig returns the runtime form of a stored TLS edge, given
@@ -316,7 +318,7 @@ type TLSEdgeConfig struct {
 // (which need the Service: IP policy rules and the policy engine).
 func NewTLSEdgeConfig(accountID string, e *TLSEdge, ipr *IPRestrictionConfig, pol *policy.Policy) *TLSEdgeConfig {
 	c := &TLSEdgeConfig{AccountID: accountID, EdgeID: e.ID, IPRestriction: ipr, TrafficPolicy: pol,
-		TerminateAt: TerminateAtEdge, MinVersion: TLSVersion(DefaultMinTLSVersion)}
+		TerminateAt: TerminateAtEdge, MinVersion: TLSVersion(DefaultMinTLSVersion), Backend: e.Backend.Config()}
 	if m := e.TLSTermination; m != nil && m.Enabled {
 		c.TerminateAt = m.TerminateAt
 		c.MinVersion = TLSVersion(m.EffectiveMinVersion())

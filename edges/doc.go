@@ -78,9 +78,14 @@
 //     "", 0 and false; the cookie prefix in force is
 //     [OIDC.EffectiveCookiePrefix] ([DefaultCookiePrefix], "service.", when
 //     empty). Scopes are kept in order, never null.
-//   - Backend ([BackendParams]): the request names backend_id, which must be
-//     a tunnel group backend (bkdtg_) of the account; the response shows it
-//     as the backend Ref (under /backends/tunnel_group/).
+//   - Backend ([BackendParams]), on HTTPS routes, TCP edges and TLS edges:
+//     the request names backend_id, which must be a tunnel group backend
+//     (bkdtg_) of the account; the response shows it as the backend Ref
+//     (under /backends/tunnel_group/). SPEC 2.7 lists no backend module
+//     for TLS edges; edgeplane adds one (/edges/tls/{id}/backend, and
+//     backend on a TLS edge's create and update), the same as a TCP
+//     edge's, because an edge proxy must send a TLS edge's connections to
+//     some tunnels ([TLSEdgeConfig.Backend]).
 //   - Response headers ([ResponseHeadersParams]): add maps header names to
 //     values, remove lists names. Names are HTTP tokens ([IsToken]), stored
 //     and returned lower-cased; two names that differ only in case are

@@ -139,11 +139,16 @@ type TLSEdge struct {
 	TrafficPolicy *TrafficPolicy `json:"traffic_policy"`
 	// TLSTermination is the TLS termination module.
 	TLSTermination *TLSTermination `json:"tls_termination"`
+	// Backend is the backend module: the tunnel group backend whose
+	// tunnels receive the edge's connections. SPEC 2.7 lists no backend
+	// for TLS edges; an edge proxy needs one to send a TLS edge's traffic
+	// anywhere (see the package doc).
+	Backend *Backend `json:"backend"`
 }
 
 // Refs returns the identifiers of the records the edge's modules reference
-// (IP policies of the IP restriction and of the traffic policy), without
-// duplicates; never nil.
+// (IP policies of the IP restriction and of the traffic policy, and the
+// backend), without duplicates; never nil.
 func (e *TLSEdge) Refs() []string {
 	out := []string{}
 	if e.IPRestriction != nil {
@@ -155,6 +160,9 @@ func (e *TLSEdge) Refs() []string {
 		for _, id := range e.TrafficPolicy.IPPolicyIDs {
 			out = appendNew(out, id)
 		}
+	}
+	if e.Backend != nil {
+		out = appendNew(out, e.Backend.Backend.ID)
 	}
 	return out
 }
@@ -222,14 +230,16 @@ func (r *HTTPSRoute) ModuleReferencing(id string) string {
 }
 
 // ModuleReferencing returns the name of the edge's module that references
-// id ("ip_restriction" or "traffic_policy"), or "" when none does; for
-// messages.
+// id ("ip_restriction", "traffic_policy" or "backend"), or "" when none
+// does; for messages.
 func (e *TLSEdge) ModuleReferencing(id string) string {
 	switch {
 	case e.IPRestriction.names(id):
 		return "ip_restriction"
 	case e.TrafficPolicy != nil && slices.Contains(e.TrafficPolicy.IPPolicyIDs, id):
 		return "traffic_policy"
+	case e.Backend != nil && e.Backend.Backend.ID == id:
+		return "backend"
 	}
 	return ""
 }
@@ -326,6 +336,8 @@ type CreateTLSEdgeParams struct {
 	TrafficPolicy *TrafficPolicyParams `json:"traffic_policy"`
 	// TLSTermination sets the TLS termination module.
 	TLSTermination *TLSTerminationParams `json:"tls_termination"`
+	// Backend sets the backend module.
+	Backend *BackendParams `json:"backend"`
 }
 
 // Validate reports every broken rule of p, the modules' violations under
@@ -338,6 +350,7 @@ func (p CreateTLSEdgeParams) Validate() error {
 	checkModule(&vs, ModuleIPRestriction, p.IPRestriction)
 	checkModule(&vs, ModuleTrafficPolicy, p.TrafficPolicy)
 	checkModule(&vs, ModuleTLSTermination, p.TLSTermination)
+	checkModule(&vs, ModuleBackend, p.Backend)
 	return vs.Err()
 }
 
@@ -357,6 +370,8 @@ type UpdateTLSEdgeParams struct {
 	TrafficPolicy *TrafficPolicyParams `json:"traffic_policy"`
 	// TLSTermination replaces the TLS termination module.
 	TLSTermination *TLSTerminationParams `json:"tls_termination"`
+	// Backend replaces the backend module.
+	Backend *BackendParams `json:"backend"`
 }
 
 // Apply sets the description and metadata that p carries. Hostports and
@@ -377,6 +392,7 @@ func (p UpdateTLSEdgeParams) Validate() error {
 	checkModule(&vs, ModuleIPRestriction, p.IPRestriction)
 	checkModule(&vs, ModuleTrafficPolicy, p.TrafficPolicy)
 	checkModule(&vs, ModuleTLSTermination, p.TLSTermination)
+	checkModule(&vs, ModuleBackend, p.Backend)
 	return vs.Err()
 }
 

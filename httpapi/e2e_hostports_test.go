@@ -113,7 +113,27 @@ func TestE2EInlineModules(t *testing.T) {
 	tls := wantID(t, r.json["id"], "edgtls_")
 	exact(t, r, 201, `{"id":"{{id}}","uri":"`+base+`/edges/tls/{{id}}","created_at":"`+t0+`","description":"","metadata":"","hostports":[],
 		"ip_restriction":{"enabled":true,"ip_policies":[`+polRef+`]},"traffic_policy":null,
-		"tls_termination":{"enabled":true,"terminate_at":"upstream","min_version":null}}`, "id", tls)
+		"tls_termination":{"enabled":true,"terminate_at":"upstream","min_version":null},"backend":null}`, "id", tls)
+	// The TLS edge's backend module (edgeplane's addition to SPEC 2.7): set
+	// by its own operation or inline, read back, and it keeps the backend
+	// from being deleted, as a TCP edge's does.
+	exact(t, call(t, s, "PUT", "/edges/tls/"+tls+"/backend", s.keyA, `{"backend_id":"`+bk+`"}`), 200, `{"enabled":true,"backend":`+bkRef+`}`)
+	exact(t, call(t, s, "GET", "/edges/tls/"+tls+"/backend", s.keyA, ""), 200, `{"enabled":true,"backend":`+bkRef+`}`)
+	checkError(t, call(t, s, "DELETE", "/backends/tunnel_group/"+bk, s.keyA, ""),
+		apiError{status: 409, code: errConflict, msg: []string{"the backend module of TLS edge " + tls}})
+	if r := call(t, s, "DELETE", "/edges/tls/"+tls+"/backend", s.keyA, ""); r.status != 204 {
+		t.Fatalf("DELETE the TLS edge's backend module: %d %s", r.status, r.body)
+	}
+	checkError(t, call(t, s, "GET", "/edges/tls/"+tls+"/backend", s.keyA, ""), apiError{status: 404, code: errNotFound})
+	r = call(t, s, "POST", "/edges/tls", s.keyA, `{"backend":{"backend_id":"`+bk+`"}}`)
+	tls2 := wantID(t, r.json["id"], "edgtls_")
+	exact(t, r, 201, `{"id":"{{id}}","uri":"`+base+`/edges/tls/{{id}}","created_at":"`+t0+`","description":"","metadata":"","hostports":[],
+		"ip_restriction":null,"traffic_policy":null,"tls_termination":null,"backend":{"enabled":true,"backend":`+bkRef+`}}`, "id", tls2)
+	checkError(t, call(t, s, "PATCH", "/edges/tls/"+tls2, s.keyA, `{"backend":{"backend_id":"nope"}}`),
+		apiError{status: 400, code: errInvalid, fields: []string{"backend.backend_id"}})
+	if r := call(t, s, "DELETE", "/edges/tls/"+tls2, s.keyA, ""); r.status != 204 {
+		t.Fatalf("DELETE the second TLS edge: %d %s", r.status, r.body)
+	}
 	checkError(t, call(t, s, "PATCH", "/edges/tls/"+tls, s.keyA, `{"traffic_policy":{"value":"{\"inbound\":[{\"actions\":[{\"type\":\"deny\"}]}]}"}}`),
 		apiError{status: 409, code: errConflict, msg: []string{"terminate_at upstream"}})
 	checkError(t, call(t, s, "POST", "/edges/tls", s.keyA, `{"traffic_policy":{"value":"{\"inbound\":[{\"expressions\":[\"(\"],\"actions\":[{\"type\":\"deny\"}]}]}"}}`),

@@ -387,6 +387,7 @@ func (h *Handler) table() []route {
 	rs = append(rs, module("/edges/tls/{id}/tls_termination", "TLSEdgeTLSTermination", s.ReplaceTLSEdgeTLSTermination, s.GetTLSEdgeTLSTermination, s.DeleteTLSEdgeTLSTermination)...)
 	rs = append(rs, module("/edges/tcp/{id}/ip_restriction", "TCPEdgeIPRestriction", s.ReplaceTCPEdgeIPRestriction, s.GetTCPEdgeIPRestriction, s.DeleteTCPEdgeIPRestriction)...)
 	rs = append(rs, module("/edges/tcp/{id}/backend", "TCPEdgeBackend", s.ReplaceTCPEdgeBackend, s.GetTCPEdgeBackend, s.DeleteTCPEdgeBackend)...)
+	rs = append(rs, module("/edges/tls/{id}/backend", "TLSEdgeBackend", s.ReplaceTLSEdgeBackend, s.GetTLSEdgeBackend, s.DeleteTLSEdgeBackend)...)
 	return rs
 }
 
