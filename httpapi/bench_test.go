@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -19,26 +21,41 @@ func benchHandler(b *testing.B, s *server) (*httpapi.Handler, string) {
 // benchHandlerN is benchHandler with n credentials.
 func benchHandlerN(b *testing.B, s *server, n int) (*httpapi.Handler, string) {
 	b.Helper()
-	h, err := httpapi.New(edgeplane.New(s.store, edgeplane.Options{}), httpapi.Options{RateLimit: -1})
+	svc := edgeplane.New(s.store, edgeplane.Options{})
+	b.Cleanup(func() { _ = svc.Close(context.Background()) })
+	h, err := httpapi.New(svc, httpapi.Options{RateLimit: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var id string
 	for range n {
-		req := httptest.NewRequest("POST", "/credentials", strings.NewReader(`{"description":"bench","acl":["bind:*.example.com"]}`))
-		req.Header.Set("Authorization", "Bearer "+s.keyA)
-		req.Header.Set("Service-Version", "2")
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 201 {
-			b.Fatal(rec.Code, rec.Body)
-		}
+		rec := benchCall(b, h, s.keyA, "POST", "/credentials", `{"description":"bench","acl":["bind:*.example.com"]}`, 201)
 		var c struct{ ID string }
 		json.Unmarshal(rec.Body.Bytes(), &c)
 		id = c.ID
 	}
 	return h, id
+}
+
+// benchCall makes one request of key's through h, with a JSON body when
+// body is not "", and fails unless it is answered with status want.
+func benchCall(b *testing.B, h *httpapi.Handler, key, method, path, body string, want int) *httptest.ResponseRecorder {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Service-Version", "2")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != want {
+		b.Fatal(rec.Code, rec.Body)
+	}
+	return rec
 }
 
 // BenchmarkGetByID measures GET /credentials/{id} through the handler
@@ -48,14 +65,7 @@ func BenchmarkGetByID(b *testing.B) {
 	h, id := benchHandler(b, s)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("GET", "/credentials/"+id, nil)
-		req.Header.Set("Authorization", "Bearer "+s.keyA)
-		req.Header.Set("Service-Version", "2")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code, rec.Body)
-		}
+		benchCall(b, h, s.keyA, "GET", "/credentials/"+id, "", 200)
 	}
 }
 
@@ -66,14 +76,7 @@ func BenchmarkList(b *testing.B) {
 	h, _ := benchHandler(b, s)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("GET", "/credentials", nil)
-		req.Header.Set("Authorization", "Bearer "+s.keyA)
-		req.Header.Set("Service-Version", "2")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code, rec.Body)
-		}
+		benchCall(b, h, s.keyA, "GET", "/credentials", "", 200)
 	}
 }
 
@@ -84,14 +87,7 @@ func BenchmarkList100(b *testing.B) {
 	h, _ := benchHandlerN(b, s, 100)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("GET", "/credentials?limit=100", nil)
-		req.Header.Set("Authorization", "Bearer "+s.keyA)
-		req.Header.Set("Service-Version", "2")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code, rec.Body)
-		}
+		benchCall(b, h, s.keyA, "GET", "/credentials?limit=100", "", 200)
 	}
 }
 
@@ -101,15 +97,7 @@ func BenchmarkPatch(b *testing.B) {
 	h, id := benchHandler(b, s)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("PATCH", "/credentials/"+id, strings.NewReader(`{"metadata":"patched"}`))
-		req.Header.Set("Authorization", "Bearer "+s.keyA)
-		req.Header.Set("Service-Version", "2")
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code, rec.Body)
-		}
+		benchCall(b, h, s.keyA, "PATCH", "/credentials/"+id, `{"metadata":"patched"}`, 200)
 	}
 }
 
@@ -121,14 +109,6 @@ func BenchmarkCreate(b *testing.B) {
 	h, _ := benchHandler(b, s)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("POST", "/credentials", strings.NewReader(`{"description":"bench","acl":["bind:*.example.com"]}`))
-		req.Header.Set("Authorization", "Bearer "+s.keyA)
-		req.Header.Set("Service-Version", "2")
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 201 {
-			b.Fatal(rec.Code, rec.Body)
-		}
+		benchCall(b, h, s.keyA, "POST", "/credentials", `{"description":"bench","acl":["bind:*.example.com"]}`, 201)
 	}
 }
