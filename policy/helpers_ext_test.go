@@ -80,26 +80,7 @@ func withCookies(lines ...string) func(*Request) {
 func TestExtensionFunctions(t *testing.T) {
 	e, _ := newTestEngine(t, Options{})
 	for _, tc := range extCases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := mustCompile(t, e, phaseDoc(KeyInbound, tc.expr), CompileOptions{Target: tc.target})
-			req := testRequest()
-			if tc.req != nil {
-				tc.req(req)
-			}
-			native, lowered, celRes, celErr, cc := evalCondCost(t, p, Inbound, req, testResponse(), nil, 0)
-			if celRes != tc.want {
-				t.Errorf("CEL: got %v (%v), want %v", celRes, celErr, tc.want)
-			}
-			if tc.native && !lowered {
-				t.Errorf("expression not reduced to native code")
-			}
-			if lowered && native != celRes {
-				t.Errorf("native %v != CEL %v (%v)", native, celRes, celErr)
-			}
-			if lowered && !cc.nativeErr && native != triErr && cc.native != cc.cel {
-				t.Errorf("native cost %d != CEL cost %d", cc.native, cc.cel)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkExprCase(t, e, tc) })
 	}
 }
 

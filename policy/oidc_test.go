@@ -72,26 +72,8 @@ func TestOIDCVariables(t *testing.T) {
 			if ph == Outbound {
 				key = KeyOutbound
 			}
-			t.Run(tc.name+"/"+key, func(t *testing.T) {
-				p := mustCompile(t, e, phaseDoc(key, tc.expr), CompileOptions{})
-				req := testRequest()
-				if tc.req != nil {
-					tc.req(req)
-				}
-				native, lowered, celRes, celErr, cc := evalCondCost(t, p, ph, req, testResponse(), nil, 0)
-				if celRes != tc.want {
-					t.Errorf("CEL: got %v (%v), want %v", celRes, celErr, tc.want)
-				}
-				if tc.native && !lowered {
-					t.Errorf("expression not reduced to native code")
-				}
-				if lowered && native != celRes {
-					t.Errorf("native %v != CEL %v (%v)", native, celRes, celErr)
-				}
-				if lowered && !cc.nativeErr && native != triErr && cc.native != cc.cel {
-					t.Errorf("native cost %d != CEL cost %d", cc.native, cc.cel)
-				}
-			})
+			tc.phase = ph
+			t.Run(tc.name+"/"+key, func(t *testing.T) { checkExprCase(t, e, tc) })
 		}
 	}
 }

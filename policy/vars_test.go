@@ -216,34 +216,41 @@ var exprCases = []exprCase{
 func TestExpressions(t *testing.T) {
 	e, _ := newTestEngine(t, Options{})
 	for _, tc := range append(append([]exprCase(nil), exprCases...), costCases...) {
-		t.Run(tc.name, func(t *testing.T) {
-			key := KeyInbound
-			if tc.phase == Outbound {
-				key = KeyOutbound
-			}
-			p := mustCompile(t, e, phaseDoc(key, tc.expr), CompileOptions{Target: tc.target})
-			req := testRequest()
-			if tc.req != nil {
-				tc.req(req)
-			}
-			var prev *Result
-			if tc.prev != nil {
-				prev = tc.prev(e)
-			}
-			native, lowered, celRes, celErr, cc := evalCondCost(t, p, tc.phase, req, testResponse(), prev, 0)
-			if celRes != tc.want {
-				t.Errorf("CEL: got %v (%v), want %v", celRes, celErr, tc.want)
-			}
-			if tc.native && !lowered {
-				t.Errorf("expression not reduced to native code")
-			}
-			if lowered && native != celRes {
-				t.Errorf("native %v != CEL %v (%v)", native, celRes, celErr)
-			}
-			if lowered && !cc.nativeErr && native != triErr && cc.native != cc.cel {
-				t.Errorf("native cost %d != CEL cost %d", cc.native, cc.cel)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkExprCase(t, e, tc) })
+	}
+}
+
+// checkExprCase compiles tc's expression as the condition of a rule of
+// tc's phase and target, evaluates it on cel-go and natively, and checks
+// the result, that it was reduced to native code when tc says so, and
+// that both paths agree in result and cost.
+func checkExprCase(t *testing.T, e *Engine, tc exprCase) {
+	t.Helper()
+	key := KeyInbound
+	if tc.phase == Outbound {
+		key = KeyOutbound
+	}
+	p := mustCompile(t, e, phaseDoc(key, tc.expr), CompileOptions{Target: tc.target})
+	req := testRequest()
+	if tc.req != nil {
+		tc.req(req)
+	}
+	var prev *Result
+	if tc.prev != nil {
+		prev = tc.prev(e)
+	}
+	native, lowered, celRes, celErr, cc := evalCondCost(t, p, tc.phase, req, testResponse(), prev, 0)
+	if celRes != tc.want {
+		t.Errorf("CEL: got %v (%v), want %v", celRes, celErr, tc.want)
+	}
+	if tc.native && !lowered {
+		t.Errorf("expression not reduced to native code")
+	}
+	if lowered && native != celRes {
+		t.Errorf("native %v != CEL %v (%v)", native, celRes, celErr)
+	}
+	if lowered && !cc.nativeErr && native != triErr && cc.native != cc.cel {
+		t.Errorf("native cost %d != CEL cost %d", cc.native, cc.cel)
 	}
 }
 
