@@ -1,19 +1,14 @@
 package proxy
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
-	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
@@ -46,16 +41,8 @@ func showIdentity(prefix string) string {
 // without the module the identity is empty whatever Service-OIDC-*
 // headers the client forges.
 func TestOIDCTrafficPolicyVariables(t *testing.T) {
-	w := newWorld(t, memstore.New())
-	w.reserve(w.a, "a.example.com")
-	w.serveHosts(w.a, w.a1, "a.example.com:443")
-	up := &headerRecorder{}
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
-	_, err := w.api.Host().RegisterTunnel(w.ctx, w.tunnelToken, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: upSrv.URL})
-	w.check(err)
-	idp := oidctest.New("client-1", "secret-1", w.clock.Now)
-	t.Cleanup(idp.Close)
+	env := newOIDCEnv(t)
+	w, up, idp := env.world, env.up, env.idp
 
 	// "/" has no module; /secret has one and a policy that shows the
 	// identity under /secret/show, admits only ada@example.com, and tags
@@ -73,17 +60,8 @@ func TestOIDCTrafficPolicyVariables(t *testing.T) {
 
 	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{})
 	w.applied(c)
-	h := NewHandler(c, HandlerOptions{Clock: w.clock.Now, OIDCKey: []byte(strings.Repeat("k", 32)),
-		OIDCProviders: oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: idp.Client(), Now: w.clock.Now})})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	tr := idp.Client().Transport.(*http.Transport).Clone()
-	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
-		if strings.HasPrefix(a, "a.example.com:") {
-			a = srv.Listener.Addr().String()
-		}
-		return (&net.Dialer{}).DialContext(ctx, network, a)
-	}
+	addr := env.serve(c, []byte(strings.Repeat("k", 32)))
+	tr := env.transport(&addr)
 	// browser returns a client with cookies of its own that follows
 	// redirects (through the provider).
 	browser := func() *http.Client {

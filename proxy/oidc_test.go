@@ -39,6 +39,50 @@ func (u *headerRecorder) seen() (http.Header, int) {
 	return u.last, u.hits
 }
 
+// oidcEnv is a world whose edge a1 serves a.example.com, with its
+// route's tunnel forwarding to up, and an OIDC provider of the test's own.
+type oidcEnv struct {
+	*world
+	up  *headerRecorder
+	idp *oidctest.Provider
+}
+
+func newOIDCEnv(t *testing.T) *oidcEnv {
+	w := newWorld(t, memstore.New())
+	w.reserve(w.a, "a.example.com")
+	w.serveHosts(w.a, w.a1, "a.example.com:443")
+	e := &oidcEnv{world: w, up: &headerRecorder{}, idp: oidctest.New("client-1", "secret-1", w.clock.Now)}
+	t.Cleanup(e.idp.Close)
+	upSrv := httptest.NewServer(e.up)
+	t.Cleanup(upSrv.Close)
+	_, err := w.api.Host().RegisterTunnel(w.ctx, w.tunnelToken, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: upSrv.URL})
+	w.check(err)
+	return e
+}
+
+// serve starts a Handler over c with OIDC key key (none when nil) and the
+// provider's client, and returns its address.
+func (e *oidcEnv) serve(c *Configs, key []byte) string {
+	h := NewHandler(c, HandlerOptions{Clock: e.clock.Now, OIDCKey: key,
+		OIDCProviders: oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: e.idp.Client(), Now: e.clock.Now})})
+	srv := httptest.NewServer(h)
+	e.t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// transport reaches a.example.com at *addr (read at each dial) and the
+// provider as itself.
+func (e *oidcEnv) transport(addr *string) *http.Transport {
+	tr := e.idp.Client().Transport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+		if strings.HasPrefix(a, "a.example.com:") {
+			a = *addr
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, a)
+	}
+	return tr
+}
+
 // TestOIDCThroughTheHandler: a route with the OIDC module sends a
 // browser without a session to the provider; the browser signs in
 // (callback on the edge's host, whatever route its path matches),
@@ -47,35 +91,14 @@ func (u *headerRecorder) seen() (http.Header, int) {
 // stripped; a Handler without an OIDC key refuses the route (fail
 // closed).
 func TestOIDCThroughTheHandler(t *testing.T) {
-	w := newWorld(t, memstore.New())
-	w.reserve(w.a, "a.example.com")
-	w.serveHosts(w.a, w.a1, "a.example.com:443")
-	up := &headerRecorder{}
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
-	_, err := w.api.Host().RegisterTunnel(w.ctx, w.tunnelToken, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: upSrv.URL})
-	w.check(err)
-	idp := oidctest.New("client-1", "secret-1", w.clock.Now)
-	t.Cleanup(idp.Close)
-
+	env := newOIDCEnv(t)
+	w, up, idp := env.world, env.up, env.idp
 	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{})
-	serve := func(key []byte) string {
-		h := NewHandler(c, HandlerOptions{Clock: w.clock.Now, OIDCKey: key,
-			OIDCProviders: oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: idp.Client(), Now: w.clock.Now})})
-		srv := httptest.NewServer(h)
-		t.Cleanup(srv.Close)
-		return srv.Listener.Addr().String()
-	}
+	serve := func(key []byte) string { return env.serve(c, key) }
 	addr := serve([]byte(strings.Repeat("k", 32)))
 	// The browser reaches a.example.com at the proxy, the provider as
 	// itself; it keeps cookies and follows redirects.
-	tr := idp.Client().Transport.(*http.Transport).Clone()
-	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
-		if strings.HasPrefix(a, "a.example.com:") {
-			a = addr
-		}
-		return (&net.Dialer{}).DialContext(ctx, network, a)
-	}
+	tr := env.transport(&addr)
 	jar, err := cookiejar.New(nil)
 	w.check(err)
 	browser := &http.Client{Transport: tr, Jar: jar}
