@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"sync/atomic"
 
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
@@ -83,6 +82,3 @@ func policyIdentity(id oidcauth.Identity) policy.OIDCIdentity {
 	return policy.OIDCIdentity{Issuer: id.Issuer, Subject: id.Subject, Email: id.Email, EmailVerified: id.EmailVerified,
 		Name: id.Name, PreferredUsername: id.PreferredUsername}
 }
-
-// oidcGate is the Gate slot of a routeStatic.
-type oidcGate = atomic.Pointer[gateEntry]

@@ -40,7 +40,7 @@ type routeStatic struct {
 	actionTypes map[string]string
 	// gate is the route's OIDC Gate, built at its first request (see
 	// Handler.gate); unused without the module.
-	gate oidcGate
+	gate atomic.Pointer[gateEntry]
 }
 
 // upstream is one tunnel a route may send a request to.

@@ -459,18 +459,24 @@ func TestServeProxy(t *testing.T) {
 
 // TestProxyCommand: edgeplane proxy in this process on serve's SQLite
 // file: ready gives its first listener; the store's sealing key file is
-// shared; cancelling the context (SIGINT, SIGTERM) shuts it down
-// gracefully.
+// shared; -upstream-networks keeps it from connecting to a tunnel's
+// upstream outside them; cancelling the context (SIGINT, SIGTERM) shuts
+// it down gracefully.
 func TestProxyCommand(t *testing.T) {
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
-	startServe(t, []string{"-store", spec}, nil)
+	key := "epk_" + strings.Repeat("p", 40)
+	s := startServe(t, []string{"-store", spec}, map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	tn := newTenant(apiClient{t: t, base: "http://" + s.addr, key: key}, "net.example.com", "net")
+	up := newUpstream(t, "net")
+	tn.registerTunnel(t, spec, up.URL, time.Hour) // on 127.0.0.1, outside 192.0.2.0/24
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr syncBuffer
 	ready := make(chan string, 1)
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"proxy", "-store", spec, "-https-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0", "-log-format", "json"},
+		done <- run(ctx, []string{"proxy", "-store", spec, "-https-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0", "-log-format", "json",
+			"-upstream-networks", "192.0.2.0/24"},
 			func(string) string { return "" }, &stdout, &stderr, ready)
 	}()
 	var addr string
@@ -482,12 +488,15 @@ func TestProxyCommand(t *testing.T) {
 		t.Fatal("proxy not ready")
 	}
 	out := stdout.String()
-	if !strings.Contains(out, "proxy: 0 HTTPS edges loaded at revision ") || !strings.Contains(out, "proxy on http://"+addr+"\n") ||
+	if !strings.Contains(out, "proxy: 1 HTTPS edges loaded at revision ") || !strings.Contains(out, "proxy on http://"+addr+"\n") ||
 		!strings.Contains(out, "proxy on https://127.0.0.1:") || strings.Contains(out, "sealing key") {
 		t.Errorf("stdout: %s", out)
 	}
 	if code, body := fetch(through(addr, nil), "http://nothing.example.com:443/", "cmd"); code != 404 || body != "no edge serves this host\n" {
 		t.Errorf("unknown host: %d %q", code, body)
+	}
+	if code, body := fetch(through(addr, nil), "http://net.example.com:443/", "cmd"); code != 502 || up.count("cmd") != 0 {
+		t.Errorf("a tunnel outside -upstream-networks: %d %q, upstream reached %d times; want 502 and none", code, body, up.count("cmd"))
 	}
 	cancel()
 	select {
