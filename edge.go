@@ -47,7 +47,7 @@ func (s *Service) CreateHTTPSEdge(ctx context.Context, p Principal, params edges
 	if err != nil {
 		return nil, err
 	}
-	if err := create(ctx, s, p, httpsEdgeForm, v.ID, "", v, domainIDs, hostportKeys(v.Hostports)...); err != nil {
+	if err := create(ctx, s, p, httpsEdgeForm, v.ID, "", v, domainIDs, hostportKeys(v.Hostports, edges.EdgeHTTPS)...); err != nil {
 		fields := refFields{}
 		fields.hostports(domainIDs)
 		return nil, s.edgeWriteErr(err, httpsEdgeKind, v.ID, v.Hostports, fields)
@@ -89,7 +89,7 @@ func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, p
 		params.Apply(&v.Description, &v.Metadata)
 		if hostports != nil {
 			v.Hostports = hostports
-			rec.Keys = hostportKeys(hostports)
+			rec.Keys = hostportKeys(hostports, edges.EdgeHTTPS)
 			rec.Refs = edgeRefs(nil, domainIDs, rec.Refs)
 		}
 		return nil
@@ -374,7 +374,7 @@ func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.C
 	if err != nil {
 		return nil, err
 	}
-	if err := create(ctx, s, p, tlsEdgeForm, v.ID, "", v, edgeRefs(v.Refs(), domainIDs, nil), hostportKeys(v.Hostports)...); err != nil {
+	if err := create(ctx, s, p, tlsEdgeForm, v.ID, "", v, edgeRefs(v.Refs(), domainIDs, nil), hostportKeys(v.Hostports, edges.EdgeTLS)...); err != nil {
 		return nil, s.edgeWriteErr(err, tlsEdgeKind, v.ID, v.Hostports, tlsRefFields(v, domainIDs))
 	}
 	s.presentTLSEdge(v, store.Record{})
@@ -460,7 +460,7 @@ func (s *Service) UpdateTLSEdge(ctx context.Context, p Principal, id string, par
 		if refused = v.CheckModules(); refused != nil {
 			return refused
 		}
-		setHostports(&v.Hostports, rec, hostports, domainIDs, v.Refs())
+		setHostports(&v.Hostports, rec, hostports, domainIDs, v.Refs(), edges.EdgeTLS)
 		want = *v
 		return nil
 	})
@@ -484,10 +484,10 @@ func setModule[P, M any](field **M, params *P, module func(P) M) {
 // setHostports sets an edge's hostports, its record's keys and its Refs
 // (those of its modules, and the reserved domains of its hostports):
 // hostports nil leaves the hostports as they are.
-func setHostports(field *[]string, rec *store.Record, hostports, domainIDs, moduleRefs []string) {
+func setHostports(field *[]string, rec *store.Record, hostports, domainIDs, moduleRefs []string, t edges.EdgeType) {
 	if hostports != nil {
 		*field = hostports
-		rec.Keys = hostportKeys(hostports)
+		rec.Keys = hostportKeys(hostports, t)
 	}
 	rec.Refs = edgeRefs(moduleRefs, domainIDs, rec.Refs)
 }
@@ -527,7 +527,7 @@ func (s *Service) CreateTCPEdge(ctx context.Context, p Principal, params edges.C
 	if err != nil {
 		return nil, err
 	}
-	if err := create(ctx, s, p, tcpEdgeForm, v.ID, "", v, edgeRefs(v.Refs(), domainIDs, nil), hostportKeys(v.Hostports)...); err != nil {
+	if err := create(ctx, s, p, tcpEdgeForm, v.ID, "", v, edgeRefs(v.Refs(), domainIDs, nil), hostportKeys(v.Hostports, edges.EdgeTCP)...); err != nil {
 		return nil, s.edgeWriteErr(err, tcpEdgeKind, v.ID, v.Hostports, tcpRefFields(v, domainIDs))
 	}
 	s.presentTCPEdge(v, store.Record{})
@@ -575,7 +575,7 @@ func (s *Service) UpdateTCPEdge(ctx context.Context, p Principal, id string, par
 		params.Apply(&v.Description, &v.Metadata)
 		setModule(&v.IPRestriction, params.IPRestriction, edges.IPRestrictionParams.Module)
 		setModule(&v.Backend, params.Backend, edges.BackendParams.Module)
-		setHostports(&v.Hostports, rec, hostports, domainIDs, v.Refs())
+		setHostports(&v.Hostports, rec, hostports, domainIDs, v.Refs(), edges.EdgeTCP)
 		want = *v
 		return nil
 	})

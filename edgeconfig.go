@@ -128,7 +128,8 @@ func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (
 	if err != nil {
 		return nil, err
 	}
-	return &edges.TCPEdgeConfig{AccountID: accountID, EdgeID: edgeID, IPRestriction: ipr, Backend: e.Backend.Config()}, nil
+	return &edges.TCPEdgeConfig{AccountID: accountID, EdgeID: edgeID, Hostports: slices.Clone(e.Hostports),
+		IPRestriction: ipr, Backend: e.Backend.Config()}, nil
 }
 
 // newPolicyEngine returns engine, or when it is nil a traffic policy
@@ -212,5 +213,10 @@ func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (
 	if err != nil {
 		return nil, err
 	}
-	return edges.NewTLSEdgeConfig(accountID, e, ipr, pol), nil
+	c := edges.NewTLSEdgeConfig(accountID, e, ipr, pol)
+	c.Hostports = slices.Clone(e.Hostports)
+	if pol != nil {
+		c.PolicyIPPolicyIDs = slices.Clone(e.TrafficPolicy.IPPolicyIDs)
+	}
+	return c, nil
 }

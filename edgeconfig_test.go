@@ -72,6 +72,9 @@ func TestTLSEdgeConfig(t *testing.T) {
 		c.Backend == nil || c.Backend.BackendID != bk.ID {
 		t.Fatalf("config = %+v", c)
 	}
+	if got, want := c.IPPolicyIDs(), slices.Sorted(slices.Values([]string{office.ID, blocked.ID})); !slices.Equal(got, want) {
+		t.Errorf("IPPolicyIDs() = %v, want %v (the restriction's and restrict-ips')", got, want)
+	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		ip       string

@@ -272,6 +272,16 @@ func (h *Host) ListHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef,
 	return h.s.listHTTPSEdges(ctx, opts)
 }
 
+// ListTLSEdges is [Host.ListHTTPSEdges] for TLS edges.
+func (h *Host) ListTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
+	return h.s.listTLSEdges(ctx, opts)
+}
+
+// ListTCPEdges is [Host.ListHTTPSEdges] for TCP edges.
+func (h *Host) ListTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
+	return h.s.listTCPEdges(ctx, opts)
+}
+
 // WaitRevision waits until the Service's reads reflect every change of
 // the store up to revision (a [store.Change] Revision), or ctx ends. A
 // write through this Service is reflected before the write returns; a

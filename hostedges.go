@@ -10,9 +10,21 @@ import (
 // listHTTPSEdges is [Host.ListHTTPSEdges]: one page of the store's query
 // of HTTPS edges across accounts, paged as [Host.ListAccounts] is.
 func (s *Service) listHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return hostList(ctx, s, httpsEdgeKind, opts, func(rec store.Record) (EdgeRef, error) {
-		return EdgeRef{AccountID: rec.AccountID, ID: rec.ID}, nil
-	})
+	return hostList(ctx, s, httpsEdgeKind, opts, edgeRefOf)
+}
+
+// listTLSEdges is [Host.ListTLSEdges].
+func (s *Service) listTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
+	return hostList(ctx, s, tlsEdgeKind, opts, edgeRefOf)
+}
+
+// listTCPEdges is [Host.ListTCPEdges].
+func (s *Service) listTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
+	return hostList(ctx, s, tcpEdgeKind, opts, edgeRefOf)
+}
+
+func edgeRefOf(rec store.Record) (EdgeRef, error) {
+	return EdgeRef{AccountID: rec.AccountID, ID: rec.ID}, nil
 }
 
 // hostList returns one page, newest first, of the records of kind k across

@@ -12,52 +12,87 @@ import (
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
-// TestListHTTPSEdges: the host lists the HTTPS edges of every account,
-// newest first, page by page, and refuses a bad limit.
-func TestListHTTPSEdges(t *testing.T) {
+// TestListHostEdges: the host lists the HTTPS, TLS and TCP edges of
+// every account, each kind apart, newest first, page by page, and refuses
+// a bad limit.
+func TestListHostEdges(t *testing.T) {
 	e := newEnv(t)
-	var want []edgeplane.EdgeRef
-	for i, p := range []edgeplane.Principal{e.user, e.other, e.user, e.other, e.admin} {
-		edge, err := e.svc.CreateHTTPSEdge(e.ctx, p, edges.CreateEdgeParams{})
-		if err != nil {
-			t.Fatal(i, err)
-		}
-		want = append(want, edgeplane.EdgeRef{AccountID: p.AccountID, ID: edge.ID})
+	create := map[string]func(p edgeplane.Principal) (string, error){
+		"https": func(p edgeplane.Principal) (string, error) {
+			v, err := e.svc.CreateHTTPSEdge(e.ctx, p, edges.CreateEdgeParams{})
+			if err != nil {
+				return "", err
+			}
+			return v.ID, nil
+		},
+		"tls": func(p edgeplane.Principal) (string, error) {
+			v, err := e.svc.CreateTLSEdge(e.ctx, p, edges.CreateTLSEdgeParams{})
+			if err != nil {
+				return "", err
+			}
+			return v.ID, nil
+		},
+		"tcp": func(p edgeplane.Principal) (string, error) {
+			v, err := e.svc.CreateTCPEdge(e.ctx, p, edges.CreateTCPEdgeParams{})
+			if err != nil {
+				return "", err
+			}
+			return v.ID, nil
+		},
 	}
-	if _, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.user, want[0].ID, edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/"}); err != nil { // not listed
+	want := map[string][]edgeplane.EdgeRef{}
+	// Interleaved, so that each listing must leave the other kinds out.
+	for i, p := range []edgeplane.Principal{e.user, e.other, e.user, e.other, e.admin} {
+		for _, kind := range []string{"https", "tls", "tcp"} {
+			id, err := create[kind](p)
+			if err != nil {
+				t.Fatal(i, kind, err)
+			}
+			want[kind] = append(want[kind], edgeplane.EdgeRef{AccountID: p.AccountID, ID: id})
+		}
+	}
+	if _, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.user, want["https"][0].ID, edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/"}); err != nil { // not listed
 		t.Fatal(err)
 	}
 	if _, err := e.svc.CreateIPPolicy(e.ctx, e.user, ipaccess.CreatePolicyParams{}); err != nil { // not listed
 		t.Fatal(err)
 	}
-	slices.Reverse(want)
-	for _, limit := range []int{0, 1, 2, 5} {
-		var got []edgeplane.EdgeRef
-		opts := edgeplane.ListOptions{Limit: limit}
-		for pages := 0; ; pages++ {
-			refs, next, err := e.svc.Host().ListHTTPSEdges(e.ctx, opts)
-			if err != nil {
-				t.Fatal(err)
+	host := e.svc.Host()
+	for kind, list := range map[string]func(context.Context, edgeplane.ListOptions) ([]edgeplane.EdgeRef, string, error){
+		"https": host.ListHTTPSEdges, "tls": host.ListTLSEdges, "tcp": host.ListTCPEdges,
+	} {
+		t.Run(kind, func(t *testing.T) {
+			want := slices.Clone(want[kind])
+			slices.Reverse(want)
+			for _, limit := range []int{0, 1, 2, 5} {
+				var got []edgeplane.EdgeRef
+				opts := edgeplane.ListOptions{Limit: limit}
+				for pages := 0; ; pages++ {
+					refs, next, err := list(e.ctx, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if limit > 0 && len(refs) > limit {
+						t.Fatalf("limit %d: page of %d", limit, len(refs))
+					}
+					got = append(got, refs...)
+					if next == "" {
+						break
+					}
+					if pages > 10 {
+						t.Fatalf("limit %d: paging does not end", limit)
+					}
+					opts.BeforeID = next
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("limit %d: listed %v, want %v", limit, got, want)
+				}
 			}
-			if limit > 0 && len(refs) > limit {
-				t.Fatalf("limit %d: page of %d", limit, len(refs))
+			for _, limit := range []int{-1, edgeplane.MaxPageSize + 1} {
+				_, _, err := list(e.ctx, edgeplane.ListOptions{Limit: limit})
+				wantCode(t, err, apierr.InvalidArgument)
 			}
-			got = append(got, refs...)
-			if next == "" {
-				break
-			}
-			if pages > 10 {
-				t.Fatalf("limit %d: paging does not end", limit)
-			}
-			opts.BeforeID = next
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("limit %d: listed %v, want %v", limit, got, want)
-		}
-	}
-	for _, limit := range []int{-1, edgeplane.MaxPageSize + 1} {
-		_, _, err := e.svc.Host().ListHTTPSEdges(e.ctx, edgeplane.ListOptions{Limit: limit})
-		wantCode(t, err, apierr.InvalidArgument)
+		})
 	}
 }
 

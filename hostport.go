@@ -25,12 +25,32 @@ import (
 // hostportKey is the store key of a canonical hostport.
 func hostportKey(hostport string) string { return "edge_hostport:" + hostport }
 
-func hostportKeys(hostports []string) []string {
-	keys := make([]string, len(hostports))
-	for i, hp := range hostports {
-		keys[i] = hostportKey(hp)
+// tcpPortKey is the store key of a TCP edge's port: a TCP client names
+// no host, so an edge proxy tells TCP edges apart by port alone, and a
+// port serves one TCP edge in the whole store (a TCP edge may list
+// several hosts on one port).
+func tcpPortKey(port string) string { return "edge_tcp_port:" + port }
+
+// hostportKeys returns the store keys of the canonical hostports of an
+// edge of type t: one per hostport, and for a TCP edge one per port.
+func hostportKeys(hostports []string, t edges.EdgeType) []string {
+	keys := make([]string, 0, len(hostports))
+	for _, hp := range hostports {
+		keys = append(keys, hostportKey(hp))
+	}
+	if t == edges.EdgeTCP {
+		for _, hp := range hostports {
+			if k := tcpPortKey(hostportPort(hp)); !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
 	}
 	return keys
+}
+
+// hostportPort returns the port of a canonical hostport.
+func hostportPort(hostport string) string {
+	return hostport[strings.LastIndexByte(hostport, ':')+1:]
 }
 
 // reservedDomainOf returns the ID of the reserved domain of the account
@@ -154,6 +174,10 @@ func (s *Service) edgeWriteErr(err error, k kindInfo, id string, hostports []str
 			if dup.Key == hostportKey(hp) {
 				return &apierr.Error{Code: apierr.Conflict, Err: err,
 					Msg: "the hostport " + hp + " is already used by another edge; a hostport serves one edge"}
+			}
+			if k == tcpEdgeKind && dup.Key == tcpPortKey(hostportPort(hp)) {
+				return &apierr.Error{Code: apierr.Conflict, Err: err,
+					Msg: "the port of hostport " + hp + " is already used by another TCP edge; a TCP client names no host, so a port serves one TCP edge"}
 			}
 		}
 	case errors.As(err, &miss):

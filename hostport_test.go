@@ -70,6 +70,42 @@ func TestEdgeHostports(t *testing.T) {
 		}
 	})
 
+	t.Run("a TCP port serves one TCP edge", func(t *testing.T) {
+		e.reservedDomain(t, e.other, domains.CreateParams{Domain: "db.example.com"})
+		first, err := e.svc.CreateTCPEdge(e.ctx, e.user, edges.CreateTCPEdgeParams{Hostports: []string{"app.example.com:6000", "x.wild.example.com:6000"}})
+		if err != nil {
+			t.Fatalf("two hosts on one port of one TCP edge: %v", err)
+		}
+		// Another account's host on the same port: a TCP client names no
+		// host, so the port is taken.
+		_, err = e.svc.CreateTCPEdge(e.ctx, e.other, edges.CreateTCPEdgeParams{Hostports: []string{"db.example.com:6000"}})
+		wantConflictNaming(t, err, "db.example.com:6000", "port", "TCP edge")
+		if strings.Contains(err.Error(), first.ID) {
+			t.Errorf("the conflict names another account's edge: %v", err)
+		}
+		second, err := e.svc.CreateTCPEdge(e.ctx, e.other, edges.CreateTCPEdgeParams{Hostports: []string{"db.example.com:6001"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.svc.UpdateTCPEdge(e.ctx, e.other, second.ID, edges.UpdateTCPEdgeParams{Hostports: &[]string{"db.example.com:6000"}})
+		wantConflictNaming(t, err, "db.example.com:6000", "port")
+		// The port frees when the first edge moves off it.
+		if _, err := e.svc.UpdateTCPEdge(e.ctx, e.user, first.ID, edges.UpdateTCPEdgeParams{Hostports: &[]string{"app.example.com:6002"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.UpdateTCPEdge(e.ctx, e.other, second.ID, edges.UpdateTCPEdgeParams{Hostports: &[]string{"db.example.com:6000"}}); err != nil {
+			t.Fatalf("the freed port: %v", err)
+		}
+		for _, d := range []struct {
+			p  edgeplane.Principal
+			id string
+		}{{e.user, first.ID}, {e.other, second.ID}} {
+			if err := e.svc.DeleteTCPEdge(e.ctx, d.p, d.id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("unique across accounts", func(t *testing.T) {
 		// Account b reserves a name that a's wildcard covers and a's edge
 		// already serves: the hostport stays a's.

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -267,11 +268,31 @@ type TCPEdgeConfig struct {
 	AccountID string
 	// EdgeID identifies the edge.
 	EdgeID string
+	// Hostports are the host:port addresses the edge serves, in canonical
+	// form; an edge proxy serves the edge on their ports (a TCP port
+	// serves one TCP edge in the store).
+	Hostports []string
 	// IPRestriction is nil unless the module is set and enabled; its
 	// Allowed method works on nil too.
 	IPRestriction *IPRestrictionConfig
 	// Backend is nil unless the backend module is set and enabled.
 	Backend *BackendConfig
+}
+
+// IPPolicyIDs returns the IP policies whose rules the config was built
+// with, sorted and without repeats: a proxy that caches the config
+// rebuilds it when one of them, or one of their rules, changes.
+func (c *TCPEdgeConfig) IPPolicyIDs() []string { return c.IPRestriction.policyIDs(nil) }
+
+// policyIDs returns extra and the restriction's policies, sorted and
+// without repeats; a nil c has none.
+func (c *IPRestrictionConfig) policyIDs(extra []string) []string {
+	ids := slices.Clone(extra)
+	if c != nil {
+		ids = append(ids, c.PolicyIDs...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // TLSVersion returns the crypto/tls constant of a min_version value
@@ -296,6 +317,10 @@ type TLSEdgeConfig struct {
 	AccountID string
 	// EdgeID identifies the edge.
 	EdgeID string
+	// Hostports are the host:port addresses the edge serves, in canonical
+	// form; an edge proxy picks the edge by a ClientHello's server name.
+	// [NewTLSEdgeConfig] leaves it nil; the Service's configs fill it.
+	Hostports []string
 	// IPRestriction is nil unless the module is set and enabled; its
 	// Allowed method works on nil too.
 	IPRestriction *IPRestrictionConfig
@@ -303,6 +328,10 @@ type TLSEdgeConfig struct {
 	// is set and enabled. Run it on each new connection with
 	// [policy.Policy.Connect].
 	TrafficPolicy *policy.Policy
+	// PolicyIPPolicyIDs are the IP policies TrafficPolicy was compiled
+	// with (named by its restrict-ips actions). [NewTLSEdgeConfig] leaves
+	// it nil, as it leaves Hostports.
+	PolicyIPPolicyIDs []string
 	// TerminateAt is [TerminateAtEdge] or [TerminateAtUpstream]: edge
 	// unless an enabled TLS termination module says upstream.
 	TerminateAt string
@@ -311,6 +340,14 @@ type TLSEdgeConfig struct {
 	MinVersion uint16
 	// Backend is nil unless the backend module is set and enabled.
 	Backend *BackendConfig
+}
+
+// IPPolicyIDs returns the IP policies whose rules the config was built
+// with (the IP restriction's and the traffic policy's), sorted and
+// without repeats: a proxy that caches the config rebuilds it when one of
+// them, or one of their rules, changes.
+func (c *TLSEdgeConfig) IPPolicyIDs() []string {
+	return c.IPRestriction.policyIDs(c.PolicyIPPolicyIDs)
 }
 
 // NewTLSEdgeConfig returns the runtime form of a stored TLS edge, given

@@ -146,6 +146,12 @@
 //     the port the edge listens on. Since a hostport serves one edge of
 //     any kind, app.example.com:443 cannot be both an HTTPS edge's and a
 //     TCP edge's.
+//   - A TCP port serves one TCP edge in the whole service: a TCP client
+//     names no host, so an edge proxy can tell TCP edges apart by port
+//     only (as the original's reserved TCP addresses each have a port of
+//     their own). A TCP edge may list several hosts on one port; a
+//     second TCP edge, of any account, on a port in use is a conflict
+//     naming its hostport.
 //   - A reserved domain that an edge's hostport uses cannot be released:
 //     deleting it is a conflict naming the edge ("the hostports of HTTPS
 //     edge edghts_…"); change the edge's hostports first.
