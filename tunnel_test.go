@@ -219,8 +219,9 @@ func TestTunnelForwardsTo(t *testing.T) {
 	before, _ := e.svc.ListTunnels(e.ctx, e.user, edgeplane.ListOptions{})
 	for _, tc := range []struct{ name, forwardsTo, reason string }{
 		{"a path", "http://127.0.0.1:3000/app", `no path beyond "/"`},
-		{"not http", "tcp://127.0.0.1:22", "absolute http or https URL"},
-		{"no scheme", "127.0.0.1:3000", "absolute http or https URL"},
+		{"another scheme", "ssh://127.0.0.1:22", "absolute http, https, tcp or tls URL"},
+		{"no scheme", "127.0.0.1:3000", "absolute http, https, tcp or tls URL"},
+		{"tcp without a port", "tcp://127.0.0.1", "must have a port"},
 		{"a query", "http://h?x=1", "query or fragment"},
 		{"user information", "https://user:secret@h", "user information"},
 	} {

@@ -151,8 +151,8 @@ type RegisterTunnelParams struct {
 	// selects it.
 	Labels map[string]string `json:"labels"`
 	// ForwardsTo is optional: the upstream server the agent forwards to,
-	// an absolute http or https URL with a host and no path beyond "/"
-	// (see [CheckForwardsTo]).
+	// an absolute http, https, tcp or tls URL with a host and no path
+	// beyond "/" (see [CheckForwardsTo]).
 	ForwardsTo string `json:"forwards_to"`
 }
 

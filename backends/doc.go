@@ -48,12 +48,15 @@
 //     credential whose authtoken registered them; their URI is
 //     {base_url}/tunnels/<id>. A tunnel may have no labels.
 //   - A tunnel may also say where its agent forwards traffic: forwards_to,
-//     optional, an absolute http or https URL with a host (and optionally
-//     a port) and no path beyond "/", user information, query or fragment,
-//     at most [MaxForwardsToBytes] bytes ([CheckForwardsTo]); for example
-//     http://127.0.0.1:3000. It is stored as given and shown in tunnel
-//     responses, "" when the agent did not say. A data plane that routes a
-//     backend's traffic reads it from the tunnels the backend selects.
+//     optional, an absolute http, https, tcp or tls URL with a host and a
+//     port (optional for http and https) and no path beyond "/", user
+//     information, query or fragment, at most [MaxForwardsToBytes] bytes
+//     ([CheckForwardsTo]); for example http://127.0.0.1:3000 (an HTTPS
+//     edge's route sends HTTP requests there) or tcp://127.0.0.1:5432 (a
+//     TCP or TLS edge sends the connection's bytes there). It is stored
+//     as given and shown in tunnel responses, "" when the agent did not
+//     say. A data plane that routes a backend's traffic reads it from the
+//     tunnels the backend selects.
 //   - A tunnel is online under a lease: expires_at is when it ends unless
 //     the tunnel server renews it. An expired tunnel is offline at once
 //     ([Tunnel.Expired]): no backend selects it, and it is removed.

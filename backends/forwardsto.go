@@ -2,6 +2,7 @@ package backends
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,12 +12,14 @@ const MaxForwardsToBytes = 2048
 
 // CheckForwardsTo returns why s is not a valid forwards_to, or "" when it
 // is valid. An empty s is valid: the field is optional. Otherwise s is an
-// absolute http or https URL of at most [MaxForwardsToBytes] bytes with a
-// host (and optionally a port from 1 to 65535), without user information,
-// query or fragment, and with no path beyond "/": it names the upstream
-// server an agent forwards to, such as http://127.0.0.1:3000.
+// absolute http, https, tcp or tls URL of at most [MaxForwardsToBytes]
+// bytes with a host and a port from 1 to 65535 (optional for http and
+// https), without user information, query or fragment, and with no path
+// beyond "/": it names the upstream server an agent forwards to, such as
+// http://127.0.0.1:3000 for an HTTPS edge's route or tcp://127.0.0.1:5432
+// for a TCP or TLS edge.
 func CheckForwardsTo(s string) string {
-	const shape = "must be an absolute http or https URL with a host, such as http://127.0.0.1:3000"
+	const shape = "must be an absolute http, https, tcp or tls URL with a host, such as http://127.0.0.1:3000 or tcp://127.0.0.1:5432"
 	if s == "" {
 		return ""
 	}
@@ -30,7 +33,7 @@ func CheckForwardsTo(s string) string {
 	}
 	u, err := url.Parse(s)
 	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Host == "":
+	case err != nil || !slices.Contains([]string{"http", "https", "tcp", "tls"}, u.Scheme) || u.Opaque != "" || u.Host == "":
 		return shape
 	case u.Hostname() == "":
 		return shape + "; the host is missing"
@@ -40,6 +43,9 @@ func CheckForwardsTo(s string) string {
 		return "must not have a query or fragment"
 	case u.Path != "" && u.Path != "/":
 		return `must have no path beyond "/": it names an upstream server, not a resource on it`
+	}
+	if u.Port() == "" && (u.Scheme == "tcp" || u.Scheme == "tls") {
+		return "must have a port: " + u.Scheme + " URLs name no default port"
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {

@@ -23,12 +23,17 @@ func TestCheckForwardsTo(t *testing.T) {
 		{"upper-case scheme", "HTTP://h", ""},
 		{"at the limit", "http://" + strings.Repeat("a", backends.MaxForwardsToBytes-7), ""},
 		{"over the limit", "http://" + strings.Repeat("a", backends.MaxForwardsToBytes-6), "at most 2048 bytes"},
-		{"no scheme", "127.0.0.1:3000", "absolute http or https URL"},
-		{"host without scheme", "localhost", "absolute http or https URL"},
-		{"other scheme", "tcp://127.0.0.1:22", "absolute http or https URL"},
-		{"file", "file:///etc/passwd", "absolute http or https URL"},
-		{"opaque", "http:localhost", "absolute http or https URL"},
-		{"no host", "http://", "absolute http or https URL"},
+		{"no scheme", "127.0.0.1:3000", "absolute http, https, tcp or tls URL"},
+		{"host without scheme", "localhost", "absolute http, https, tcp or tls URL"},
+		{"tcp", "tcp://127.0.0.1:22", ""},
+		{"tls", "tls://db.internal:5432", ""},
+		{"tcp without port", "tcp://127.0.0.1", "must have a port"},
+		{"tls without port", "tls://h/", "must have a port"},
+		{"tcp path", "tcp://h:22/x", `no path beyond "/"`},
+		{"other scheme", "ssh://127.0.0.1:22", "absolute http, https, tcp or tls URL"},
+		{"file", "file:///etc/passwd", "absolute http, https, tcp or tls URL"},
+		{"opaque", "http:localhost", "absolute http, https, tcp or tls URL"},
+		{"no host", "http://", "absolute http, https, tcp or tls URL"},
 		{"port only", "http://:3000", "host is missing"},
 		{"path", "http://127.0.0.1:3000/app", `no path beyond "/"`},
 		{"double slash", "http://h//", `no path beyond "/"`},
@@ -39,11 +44,11 @@ func TestCheckForwardsTo(t *testing.T) {
 		{"user info", "http://u:p@h", "user information"},
 		{"port 0", "http://h:0", "port from 1 to 65535"},
 		{"port too high", "http://h:65536", "port from 1 to 65535"},
-		{"port not a number", "http://h:http", "absolute http or https URL"},
+		{"port not a number", "http://h:http", "absolute http, https, tcp or tls URL"},
 		{"space", "http://h /", "spaces and control characters"},
 		{"newline", "http://h\n", "spaces and control characters"},
 		{"DEL", "http://h\x7f", "spaces and control characters"},
-		{"bad escape", "http://h%zz", "absolute http or https URL"},
+		{"bad escape", "http://h%zz", "absolute http, https, tcp or tls URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,11 +107,13 @@ func FuzzCheckForwardsTo(f *testing.F) {
 // An agent may say where it forwards a tunnel's traffic: an http or https
 // origin, nothing more.
 func ExampleCheckForwardsTo() {
-	for _, s := range []string{"http://127.0.0.1:3000", "http://127.0.0.1:3000/app", "tcp://127.0.0.1:22"} {
+	for _, s := range []string{"http://127.0.0.1:3000", "http://127.0.0.1:3000/app", "tcp://127.0.0.1:22", "tcp://127.0.0.1", "ftp://127.0.0.1"} {
 		fmt.Printf("%q: %q\n", s, backends.CheckForwardsTo(s))
 	}
 	// Output:
 	// "http://127.0.0.1:3000": ""
 	// "http://127.0.0.1:3000/app": "must have no path beyond \"/\": it names an upstream server, not a resource on it"
-	// "tcp://127.0.0.1:22": "must be an absolute http or https URL with a host, such as http://127.0.0.1:3000"
+	// "tcp://127.0.0.1:22": ""
+	// "tcp://127.0.0.1": "must have a port: tcp URLs name no default port"
+	// "ftp://127.0.0.1": "must be an absolute http, https, tcp or tls URL with a host, such as http://127.0.0.1:3000 or tcp://127.0.0.1:5432"
 }

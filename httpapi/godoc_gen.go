@@ -283,7 +283,7 @@ var goDocs = map[string]string{
 	"github.com/edgeplane/edgeplane/backends.CreateParams.Labels":                            "Labels are required: 1 to MaxLabels labels (see ValidateLabels).",
 	"github.com/edgeplane/edgeplane/backends.CreateParams.Metadata":                          "Metadata is optional, at most 4096 bytes.",
 	"github.com/edgeplane/edgeplane/backends.RegisterTunnelParams":                           "RegisterTunnelParams are what a tunnel server knows about a tunnel an agent opens.",
-	"github.com/edgeplane/edgeplane/backends.RegisterTunnelParams.ForwardsTo":                "ForwardsTo is optional: the upstream server the agent forwards to, an absolute http or https URL with a host and no path beyond \"/\" (see CheckForwardsTo).",
+	"github.com/edgeplane/edgeplane/backends.RegisterTunnelParams.ForwardsTo":                "ForwardsTo is optional: the upstream server the agent forwards to, an absolute http, https, tcp or tls URL with a host and no path beyond \"/\" (see CheckForwardsTo).",
 	"github.com/edgeplane/edgeplane/backends.RegisterTunnelParams.Labels":                    "Labels are the tunnel's labels, 0 to MaxLabels of them (see ValidateLabels). A tunnel without labels is online but no backend selects it.",
 	"github.com/edgeplane/edgeplane/backends.Tunnel":                                         "Tunnel is an online tunnel: registered by a tunnel server when an agent opens it, removed when it closes. The specification shows only its identifier and URI; the other fields are this library's.",
 	"github.com/edgeplane/edgeplane/backends.Tunnel.AccountID":                               "AccountID is the account the tunnel belongs to: its credential's.",

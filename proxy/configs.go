@@ -8,6 +8,8 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,30 +56,42 @@ type Options struct {
 	// of the retry backoff. Nil means time.After. Tests give a fake one.
 	After func(d time.Duration) <-chan time.Time
 
-	// Test hooks: Host.HTTPSEdgeConfig, Host.BackendTunnels,
-	// Host.HostCertificate and Host.WaitRevision when nil.
-	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
-	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
-	certs   func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
-	synced  func(ctx context.Context, rev int64) error
+	// Test hooks: Host.HTTPSEdgeConfig, Host.TLSEdgeConfig,
+	// Host.TCPEdgeConfig, Host.BackendTunnels, Host.HostCertificate and
+	// Host.WaitRevision when nil.
+	compile    func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
+	compileTLS func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error)
+	compileTCP func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error)
+	tunnels    func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	certs      func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
+	synced     func(ctx context.Context, rev int64) error
 }
 
-// Edge is the snapshot of one HTTPS edge: its compiled config and the
-// online tunnels of the backends its routes use. It is immutable: a
-// change makes a new Edge, so a reader may keep one for the whole of a
-// request. Do not modify it or anything it holds.
+// Edge is the snapshot of one edge (HTTPS, TLS or TCP): its compiled
+// config and the online tunnels of the backends it uses. It is
+// immutable: a change makes a new Edge, so a reader may keep one for the
+// whole of a request or connection. Do not modify it or anything it
+// holds.
 type Edge struct {
-	// Config is the edge's routes in matching order, their modules and
-	// compiled traffic policies ([edgeplane.Host.HTTPSEdgeConfig]).
+	// Config is an HTTPS edge's routes in matching order, their modules
+	// and compiled traffic policies ([edgeplane.Host.HTTPSEdgeConfig]);
+	// nil for a TLS or TCP edge.
 	Config *edges.HTTPSEdgeConfig
+	// TLS is a TLS edge's modules ([edgeplane.Host.TLSEdgeConfig]); nil
+	// for an HTTPS or TCP edge.
+	TLS *edges.TLSEdgeConfig
+	// TCP is a TCP edge's modules ([edgeplane.Host.TCPEdgeConfig]); nil
+	// for an HTTPS or TLS edge.
+	TCP *edges.TCPEdgeConfig
 	// Tunnels holds, by backend ID, the online tunnels of each backend
-	// that a route of Config uses, newest first, as
+	// that the edge (a TLS or TCP edge's backend module, an HTTPS edge's
+	// routes) uses, newest first, as
 	// [edgeplane.Host.BackendTunnels] read them. A lease can end without
 	// a change in the store (until the reaper deletes the tunnel), so a
 	// user must still skip tunnels whose ExpiresAt has passed.
 	Tunnels map[string][]backends.Tunnel
-	// Certificates holds, by host (the host of a hostport of Config,
-	// wildcards as "*.example.com"), the TLS certificate of the reserved
+	// Certificates holds, by host (the host of a hostport of an HTTPS or
+	// TLS edge, wildcards as "*.example.com"), the TLS certificate of the reserved
 	// domain that serves it ([edgeplane.Host.HostCertificate]), parsed,
 	// with Leaf set. A host whose domain has no certificate (or one that
 	// does not parse) is absent: TLS for it fails the handshake.
@@ -90,11 +104,112 @@ type Edge struct {
 	// oidcRoutes those with the OIDC module, in Config order.
 	routes     map[string]*route
 	oidcRoutes []*route
+	// stream is a TLS or TCP edge's upstreams.
+	stream *pool
+}
+
+// AccountID returns the account that owns the edge.
+func (e *Edge) AccountID() string {
+	switch {
+	case e.TLS != nil:
+		return e.TLS.AccountID
+	case e.TCP != nil:
+		return e.TCP.AccountID
+	}
+	return e.Config.AccountID
+}
+
+// ID returns the edge's ID.
+func (e *Edge) ID() string {
+	switch {
+	case e.TLS != nil:
+		return e.TLS.EdgeID
+	case e.TCP != nil:
+		return e.TCP.EdgeID
+	}
+	return e.Config.EdgeID
+}
+
+// Hostports returns the hostports the edge serves, in canonical form.
+func (e *Edge) Hostports() []string {
+	switch {
+	case e.TLS != nil:
+		return e.TLS.Hostports
+	case e.TCP != nil:
+		return e.TCP.Hostports
+	}
+	return e.Config.Hostports
+}
+
+// base returns an Edge holding only e's config, for [newEdge].
+func (e *Edge) base() Edge { return Edge{Config: e.Config, TLS: e.TLS, TCP: e.TCP} }
+
+// backendIDs returns the backends the edge uses, without repeats.
+func (e *Edge) backendIDs() []string {
+	var ids []string
+	add := func(b *edges.BackendConfig) {
+		if b != nil && !slices.Contains(ids, b.BackendID) {
+			ids = append(ids, b.BackendID)
+		}
+	}
+	switch {
+	case e.TLS != nil:
+		add(e.TLS.Backend)
+	case e.TCP != nil:
+		add(e.TCP.Backend)
+	default:
+		for _, r := range e.Config.Routes {
+			add(r.Backend)
+		}
+	}
+	return ids
+}
+
+// ipPolicyIDs returns the IP policies the edge's config was built with,
+// without repeats.
+func (e *Edge) ipPolicyIDs() []string {
+	switch {
+	case e.TLS != nil:
+		return e.TLS.IPPolicyIDs()
+	case e.TCP != nil:
+		return e.TCP.IPPolicyIDs()
+	}
+	var ids []string
+	for _, r := range e.Config.Routes {
+		for _, p := range r.IPPolicyIDs {
+			if !slices.Contains(ids, p) {
+				ids = append(ids, p)
+			}
+		}
+	}
+	return ids
+}
+
+// edgeKind returns the kind of the edge an ID names, by its prefix.
+func edgeKind(id string) store.Kind {
+	switch {
+	case strings.HasPrefix(id, edges.TLSEdgePrefix):
+		return edgeplane.KindTLSEdge
+	case strings.HasPrefix(id, edges.TCPEdgePrefix):
+		return edgeplane.KindTCPEdge
+	}
+	return edgeplane.KindHTTPSEdge
+}
+
+// edgeNoun names the kind of the edge id in log lines.
+func edgeNoun(id string) string {
+	switch edgeKind(id) {
+	case edgeplane.KindTLSEdge:
+		return "TLS edge"
+	case edgeplane.KindTCPEdge:
+		return "TCP edge"
+	}
+	return "HTTPS edge"
 }
 
 // Stats are counters of a [Configs] since it started.
 type Stats struct {
-	// Edges is the number of edges served now.
+	// Edges is the number of edges (of every kind) served now.
 	Edges int
 	// Compiles counts the edge configs read and compiled (attempts, failed
 	// ones included); Refreshes the snapshots rebuilt with the same config
@@ -110,27 +225,36 @@ type Stats struct {
 	Failures, Dropped uint64
 }
 
-// Configs keeps the runtime config of every HTTPS edge of every account
-// current: it loads them all when it starts, then follows the store's
+// Configs keeps the runtime config of every edge (HTTPS, TLS and TCP) of
+// every account current: it loads them all when it starts, then follows the store's
 // change feed and rebuilds, in the background, only the edges a change
 // affects. See the package documentation. It is safe for concurrent use.
 type Configs struct {
-	host    *edgeplane.Host
-	feed    store.Feed
-	log     *slog.Logger
-	par     int
-	after   func(time.Duration) <-chan time.Time
-	compile func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
-	tunnels func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
-	certs   func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
-	synced  func(ctx context.Context, rev int64) error
+	host       *edgeplane.Host
+	feed       store.Feed
+	log        *slog.Logger
+	par        int
+	after      func(time.Duration) <-chan time.Time
+	compile    func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
+	compileTLS func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error)
+	compileTCP func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error)
+	tunnels    func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
+	certs      func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
+	synced     func(ctx context.Context, rev int64) error
 
-	// The published tables: edges by ID, and by the host of each
-	// hostport they serve (exact or wildcard, as the edge lists it). An
-	// HTTPS edge's hostports are all on port 443 and unique in the store,
-	// so a host names one edge.
-	edges, hosts *table
-	count        atomic.Int64
+	// The published tables: edges by ID; HTTPS and TLS edges by the host
+	// of each hostport they serve (exact or wildcard, as the edge lists
+	// it); TCP edges by port. HTTPS and TLS edges' hostports are all on
+	// port 443 and unique in the store, so a host names one edge; a TCP
+	// port serves one TCP edge in the store.
+	edges, hosts, ports *table
+	count               atomic.Int64
+
+	// The TCP ports served, and a channel closed when they change
+	// ([Configs.TCPPorts]).
+	portsMu   sync.Mutex
+	portList  []int
+	portsNext chan struct{}
 
 	compiles, refreshes, reloads, failures, dropped atomic.Uint64
 
@@ -140,6 +264,7 @@ type Configs struct {
 	byBackend  map[string]map[string]map[string]bool // account -> backend -> edge IDs
 	byAccount  map[string]map[string]bool            // account -> edge IDs
 	hostOf     map[string]string                     // host -> edge ID serving it
+	portOf     map[string]string                     // TCP port -> edge ID serving it
 
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -158,7 +283,8 @@ type tracked struct {
 	slot       *slot
 	ipPolicies []string
 	backends   []string
-	hosts      []string
+	hosts      []string // of an HTTPS or TLS edge
+	ports      []string // of a TCP edge
 }
 
 // backendKey names a backend of an account.
@@ -182,7 +308,7 @@ func (p *pending) empty() bool {
 	return len(p.compile) == 0 && len(p.remove) == 0 && len(p.tunnels) == 0 && len(p.acctTun) == 0 && len(p.acctDom) == 0
 }
 
-// New loads the config of every HTTPS edge of the store that feed is the
+// New loads the config of every edge (HTTPS, TLS and TCP) of the store that feed is the
 // change feed of (the store host's Service reads), and starts following
 // the feed. It returns once every edge is loaded, or fails with the first
 // read of the store that failed (ctx bounds the load; it is not kept).
@@ -191,10 +317,11 @@ func (p *pending) empty() bool {
 func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
-		compile: opts.compile, tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced,
-		edges: newTable(), hosts: newTable(),
+		compile: opts.compile, compileTLS: opts.compileTLS, compileTCP: opts.compileTCP,
+		tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced,
+		edges: newTable(), hosts: newTable(), ports: newTable(), portsNext: make(chan struct{}),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
-		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{},
+		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{}, portOf: map[string]string{},
 		done: make(chan struct{}),
 	}
 	if c.log == nil {
@@ -208,6 +335,12 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	}
 	if c.compile == nil {
 		c.compile = host.HTTPSEdgeConfig
+	}
+	if c.compileTLS == nil {
+		c.compileTLS = host.TLSEdgeConfig
+	}
+	if c.compileTCP == nil {
+		c.compileTCP = host.TCPEdgeConfig
 	}
 	if c.tunnels == nil {
 		c.tunnels = host.BackendTunnels
@@ -246,8 +379,8 @@ func (c *Configs) Close() {
 	})
 }
 
-// Edge returns the current snapshot of the HTTPS edge edgeID of the
-// account, or nil when the account has no such edge (or it is not loaded:
+// Edge returns the current snapshot of the edge edgeID (HTTPS, TLS or
+// TCP) of the account, or nil when the account has no such edge (or it is not loaded:
 // its config cannot be built). It never waits for a rebuild: a rebuild
 // in progress publishes its result when done, and until then Edge returns
 // the previous snapshot. It does not allocate.
@@ -257,7 +390,7 @@ func (c *Configs) Edge(accountID, edgeID string) *Edge {
 		return nil
 	}
 	e := s.p.Load()
-	if e == nil || e.Config.AccountID != accountID {
+	if e == nil || e.AccountID() != accountID {
 		return nil
 	}
 	return e
@@ -378,7 +511,7 @@ func (c *Configs) follow(ctx context.Context, rev int64, p *pending) {
 func (c *Configs) note(p *pending, ch store.Change) {
 	a := ch.AccountID
 	switch ch.Kind {
-	case edgeplane.KindHTTPSEdge:
+	case edgeplane.KindHTTPSEdge, edgeplane.KindTLSEdge, edgeplane.KindTCPEdge:
 		if ch.Op == store.OpDelete {
 			delete(p.compile, ch.ID)
 			p.remove[ch.ID] = a
@@ -424,7 +557,7 @@ func (c *Configs) compileUsers(p *pending, users map[string]bool, account string
 	}
 }
 
-// reload lists every HTTPS edge and puts in p the work of loading them
+// reload lists every edge of every kind and puts in p the work of loading them
 // all again: each listed edge is compiled, each known one not listed is
 // removed. It returns the revision read before the listing: the listing,
 // and every read after it, reflects at least that revision.
@@ -434,19 +567,23 @@ func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
 		return 0, err
 	}
 	listed := map[string]string{}
-	opts := edgeplane.ListOptions{}
-	for {
-		refs, next, err := c.host.ListHTTPSEdges(ctx, opts)
-		if err != nil {
-			return 0, err
+	for _, list := range []func(context.Context, edgeplane.ListOptions) ([]edgeplane.EdgeRef, string, error){
+		c.host.ListHTTPSEdges, c.host.ListTLSEdges, c.host.ListTCPEdges,
+	} {
+		opts := edgeplane.ListOptions{}
+		for {
+			refs, next, err := list(ctx, opts)
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range refs {
+				listed[r.ID] = r.AccountID
+			}
+			if next == "" {
+				break
+			}
+			opts.BeforeID = next
 		}
-		for _, r := range refs {
-			listed[r.ID] = r.AccountID
-		}
-		if next == "" {
-			break
-		}
-		opts.BeforeID = next
 	}
 	for id, t := range c.known {
 		if _, ok := listed[id]; !ok {
@@ -550,18 +687,43 @@ type built struct {
 
 // updates are the table changes of one apply, published together by
 // flush: a new slot or nil (removed) by key.
-type updates struct{ edges, hosts map[string]*slot }
+type updates struct{ edges, hosts, ports map[string]*slot }
 
 func newUpdates() *updates {
-	return &updates{edges: map[string]*slot{}, hosts: map[string]*slot{}}
+	return &updates{edges: map[string]*slot{}, hosts: map[string]*slot{}, ports: map[string]*slot{}}
 }
 
 // flush publishes u's changes and empties it.
 func (c *Configs) flush(u *updates) {
 	c.count.Add(int64(c.edges.set(u.edges)))
 	c.hosts.set(u.hosts)
+	c.ports.set(u.ports)
+	if len(u.ports) > 0 {
+		ports := make([]int, 0, len(c.portOf))
+		for p := range c.portOf {
+			n, _ := strconv.Atoi(p)
+			ports = append(ports, n)
+		}
+		slices.Sort(ports)
+		c.portsMu.Lock()
+		c.portList = ports
+		close(c.portsNext)
+		c.portsNext = make(chan struct{})
+		c.portsMu.Unlock()
+	}
 	clear(u.edges)
 	clear(u.hosts)
+	clear(u.ports)
+}
+
+// TCPPorts returns the ports of the TCP edges served now, sorted, and a
+// channel that is closed when they next change: a TCP listener manager
+// opens a listener per port (those it is configured to serve) and waits
+// on the channel to open and close listeners as edges come and go.
+func (c *Configs) TCPPorts() (ports []int, changed <-chan struct{}) {
+	c.portsMu.Lock()
+	defer c.portsMu.Unlock()
+	return slices.Clone(c.portList), c.portsNext
 }
 
 // apply does the work p holds, reading the store at rev or later, and
@@ -612,7 +774,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 			case permanent(b.err):
 				if apierr.CodeOf(b.err) != apierr.NotFound {
 					c.dropped.Add(1)
-					c.log.Error("edge configs: the config of an HTTPS edge cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
+					c.log.Error("edge configs: the config of a "+edgeNoun(b.id)+" cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
 				}
 				c.drop(b.id, u)
 				delete(p.compile, b.id)
@@ -689,7 +851,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 				certs = old.Certificates
 			}
 		}
-		t.slot.p.Store(newEdge(old.Config, tunnels, certs, rev, old))
+		t.slot.p.Store(newEdge(old.base(), tunnels, certs, rev, old))
 		c.refreshes.Add(1)
 	}
 	if !failedCerts {
@@ -718,33 +880,40 @@ func (c *Configs) readCerts(ctx context.Context, rd *reads, account string, host
 // certificates.
 func (c *Configs) build(ctx context.Context, rd *reads, account, id string, rev int64) built {
 	b := built{id: id, account: account}
-	cfg, err := c.compile(ctx, account, id)
+	var (
+		base Edge
+		err  error
+	)
+	switch edgeKind(id) {
+	case edgeplane.KindTLSEdge:
+		base.TLS, err = c.compileTLS(ctx, account, id)
+	case edgeplane.KindTCPEdge:
+		base.TCP, err = c.compileTCP(ctx, account, id)
+	default:
+		base.Config, err = c.compile(ctx, account, id)
+	}
 	c.compiles.Add(1)
 	if err != nil {
 		b.err = err
 		return b
 	}
 	tunnels := map[string][]backends.Tunnel{}
-	for _, r := range cfg.Routes {
-		if r.Backend == nil {
-			continue
-		}
-		if _, ok := tunnels[r.Backend.BackendID]; ok {
-			continue
-		}
-		ts, err := rd.tunnelsOf(ctx, backendKey{account, r.Backend.BackendID})
+	for _, bid := range base.backendIDs() {
+		ts, err := rd.tunnelsOf(ctx, backendKey{account, bid})
 		if err != nil {
 			b.err = err
 			return b
 		}
-		tunnels[r.Backend.BackendID] = ts
+		tunnels[bid] = ts
 	}
-	certs, err := c.readCerts(ctx, rd, account, hostsOf(cfg.Hostports))
-	if err != nil {
-		b.err = err
-		return b
+	var certs map[string]*tls.Certificate
+	if base.TCP == nil {
+		if certs, err = c.readCerts(ctx, rd, account, hostsOf(base.Hostports())); err != nil {
+			b.err = err
+			return b
+		}
 	}
-	b.edge = newEdge(cfg, tunnels, certs, rev, nil)
+	b.edge = newEdge(base, tunnels, certs, rev, nil)
 	return b
 }
 
@@ -774,17 +943,7 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 		c.byAccount[account][id] = true
 	}
 	c.unindex(id, t)
-	t.ipPolicies, t.backends = nil, nil
-	for _, r := range e.Config.Routes {
-		for _, p := range r.IPPolicyIDs {
-			if !slices.Contains(t.ipPolicies, p) {
-				t.ipPolicies = append(t.ipPolicies, p)
-			}
-		}
-		if r.Backend != nil && !slices.Contains(t.backends, r.Backend.BackendID) {
-			t.backends = append(t.backends, r.Backend.BackendID)
-		}
-	}
+	t.ipPolicies, t.backends = e.ipPolicyIDs(), e.backendIDs()
 	for _, p := range t.ipPolicies {
 		addEdge(c.byIPPolicy, account, p, id)
 	}
@@ -794,7 +953,11 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	// The snapshot first, then the tables: a reader that finds the slot
 	// by a new host finds the edge that serves it.
 	t.slot.p.Store(e)
-	c.serve(id, t, e.Config.Hostports, u)
+	if e.TCP != nil {
+		c.servePorts(id, t, e.TCP.Hostports, u)
+	} else {
+		c.serve(id, t, e.Hostports(), u)
+	}
 }
 
 // serve makes the hosts table send the hosts of edge id's hostports to
@@ -817,6 +980,34 @@ func (c *Configs) serve(id string, t *tracked, hostports []string, u *updates) {
 	t.hosts = hosts
 }
 
+// servePorts makes the ports table send the ports of TCP edge id's
+// hostports to its slot, and drop the ones it no longer serves (unless
+// another edge took them meanwhile).
+func (c *Configs) servePorts(id string, t *tracked, hostports []string, u *updates) {
+	var ports []string
+	for _, hp := range hostports {
+		if p := hostportPort(hp); !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	for _, p := range t.ports {
+		if !slices.Contains(ports, p) && c.portOf[p] == id {
+			delete(c.portOf, p)
+			u.ports[p] = nil
+		}
+	}
+	for _, p := range ports {
+		if c.portOf[p] != id {
+			c.portOf[p] = id
+			u.ports[p] = t.slot
+		}
+	}
+	t.ports = ports
+}
+
+// hostportPort returns the port of a canonical hostport.
+func hostportPort(hp string) string { return hp[strings.LastIndexByte(hp, ':')+1:] }
+
 // drop removes edge id: its snapshot at once, its slot and hosts from
 // the tables with the next flush, and its index entries.
 func (c *Configs) drop(id string, u *updates) {
@@ -825,6 +1016,7 @@ func (c *Configs) drop(id string, u *updates) {
 		return
 	}
 	c.serve(id, t, nil, u)
+	c.servePorts(id, t, nil, u)
 	c.unindex(id, t)
 	delete(c.known, id)
 	delete(c.byAccount[t.account], id)

@@ -253,7 +253,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := h.configs.EdgeByHost(host)
-	if e == nil {
+	if e == nil || e.Config == nil { // none, or a TLS edge's host
+
 		h.metrics.unrouted(reasonUnknownHost)
 		http.Error(rw, "no edge serves this host", http.StatusNotFound)
 		return

@@ -107,20 +107,16 @@ func newHooks(host *edgeplane.Host) *hooks {
 
 func (h *hooks) options(o Options) Options {
 	o.compile = func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
-		h.mu.Lock()
-		h.compiles[edgeID]++
-		release := h.hold[edgeID]
-		delete(h.hold, edgeID)
-		onCompile := h.onCompile
-		h.mu.Unlock()
-		if onCompile != nil {
-			onCompile(edgeID)
-		}
-		if release != nil {
-			h.entered <- edgeID
-			<-release
-		}
+		h.compiling(edgeID)
 		return h.host.HTTPSEdgeConfig(ctx, accountID, edgeID)
+	}
+	o.compileTLS = func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
+		h.compiling(edgeID)
+		return h.host.TLSEdgeConfig(ctx, accountID, edgeID)
+	}
+	o.compileTCP = func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
+		h.compiling(edgeID)
+		return h.host.TCPEdgeConfig(ctx, accountID, edgeID)
 	}
 	o.tunnels = func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
 		h.mu.Lock()
@@ -138,6 +134,23 @@ func (h *hooks) options(o Options) Options {
 		return h.host.WaitRevision(ctx, rev)
 	}
 	return o
+}
+
+// compiling counts a compile of edgeID, and holds it when a test asked.
+func (h *hooks) compiling(edgeID string) {
+	h.mu.Lock()
+	h.compiles[edgeID]++
+	release := h.hold[edgeID]
+	delete(h.hold, edgeID)
+	onCompile := h.onCompile
+	h.mu.Unlock()
+	if onCompile != nil {
+		onCompile(edgeID)
+	}
+	if release != nil {
+		h.entered <- edgeID
+		<-release
+	}
 }
 
 // holdNext makes the next compile of edgeID wait until the returned

@@ -12,13 +12,14 @@ import (
 // httpsPort is the port of every HTTPS edge's hostports.
 var httpsPort = ":" + strconv.Itoa(edges.HTTPSPort)
 
-// EdgeByHost returns the current snapshot of the HTTPS edge that serves
-// host (lower-case, without a trailing dot or port): the edge that lists
-// host:443, else the edge whose wildcard hostport covers host
+// EdgeByHost returns the current snapshot of the HTTPS or TLS edge that
+// serves host (lower-case, without a trailing dot or port): the edge that
+// lists host:443, else the edge whose wildcard hostport covers host
 // ("*.example.com:443" serves "a.example.com", one label deep, as
-// [edgeplane.Host.EdgeByHostport] resolves). HTTPS edges serve port 443
-// only, and a hostport is used by one edge in the store, so at most one
-// edge serves a host. It returns nil when none does. Like [Configs.Edge]
+// [edgeplane.Host.EdgeByHostport] resolves). HTTPS and TLS edges serve
+// port 443 only, and a hostport is used by one edge in the store, so at
+// most one edge serves a host: its Config is set for an HTTPS edge, its
+// TLS for a TLS edge. It returns nil when none does. Like [Configs.Edge]
 // it never waits for a rebuild; it allocates only to form the wildcard
 // when no edge lists host itself.
 func (c *Configs) EdgeByHost(host string) *Edge {
@@ -32,8 +33,8 @@ func (c *Configs) EdgeByHost(host string) *Edge {
 }
 
 // EdgeByHostport is [Configs.EdgeByHost] for a canonical hostport
-// ("a.example.com:443"); a port other than 443 is served by no HTTPS
-// edge.
+// ("a.example.com:443"); a port other than 443 is served by no HTTPS or
+// TLS edge.
 func (c *Configs) EdgeByHostport(hostport string) *Edge {
 	host, ok := strings.CutSuffix(hostport, httpsPort)
 	if !ok {
@@ -51,7 +52,7 @@ func (c *Configs) edgeListing(host string) *Edge {
 	e := s.p.Load()
 	// The tables are published after the snapshots: an edge that just
 	// stopped serving host may still be in the table; never route to it.
-	if e == nil || !servesHost(e.Config.Hostports, host) {
+	if e == nil || !servesHost(e.Hostports(), host) {
 		return nil
 	}
 	return e
@@ -95,6 +96,27 @@ func (c *Configs) Certificate(serverName string) *tls.Certificate {
 		}
 	}
 	return nil
+}
+
+// EdgeByPort returns the current snapshot of the TCP edge that serves
+// port (a TCP port serves one TCP edge in the store), or nil when none
+// does. Like [Configs.Edge] it never waits for a rebuild.
+func (c *Configs) EdgeByPort(port int) *Edge {
+	if port < 1 || port > 65535 {
+		return nil
+	}
+	p := strconv.Itoa(port)
+	s := c.ports.get(p)
+	if s == nil {
+		return nil
+	}
+	e := s.p.Load()
+	// As for hosts: the table may still name an edge that just moved off
+	// the port.
+	if e == nil || e.TCP == nil || !slices.ContainsFunc(e.TCP.Hostports, func(hp string) bool { return hostportPort(hp) == p }) {
+		return nil
+	}
+	return e
 }
 
 // maxHostBytes bounds a host name (RFC 1035: 253 bytes, 255 on the

@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -18,12 +21,7 @@ import (
 type route struct {
 	cfg    *edges.HTTPSRouteConfig
 	static *routeStatic
-	// upstreams are the tunnels of the route's backend that say where
-	// they forward, newest first; pick skips those whose lease ended.
-	// noUpstream says why a request gets 503 when none is usable.
-	upstreams  []upstream
-	noUpstream string
-	next       atomic.Uint32 // round-robin position
+	pool
 	// series are the route's metric children (see [Metrics]), resolved
 	// at its first request.
 	series atomic.Pointer[routeSeries]
@@ -43,10 +41,23 @@ type routeStatic struct {
 	gate atomic.Pointer[gateEntry]
 }
 
-// upstream is one tunnel a route may send a request to.
+// pool is the upstreams of one backend as a route or a TLS or TCP edge
+// uses them.
+type pool struct {
+	// upstreams are the tunnels of the backend that say where they
+	// forward, newest first; pick skips those whose lease ended.
+	// noUpstream says why a request gets 503 (a connection is closed)
+	// when none is usable.
+	upstreams  []upstream
+	noUpstream string
+	next       atomic.Uint32 // round-robin position
+}
+
+// upstream is one tunnel a route or edge may send traffic to.
 type upstream struct {
 	tunnelID string
-	url      *url.URL
+	url      *url.URL  // where an HTTP request goes
+	addr     string    // where a TLS or TCP edge's connection goes: host:port
 	expires  time.Time // the lease's end
 	health   *health
 }
@@ -74,7 +85,7 @@ func (h *health) succeed() {
 // while another is available. With every live tunnel in backoff it still
 // returns one (the next in turn) rather than refuse the request; with no
 // live tunnel it returns nil.
-func (r *route) pick(now time.Time) *upstream {
+func (r *pool) pick(now time.Time) *upstream {
 	n := len(r.upstreams)
 	if n == 0 {
 		return nil
@@ -96,19 +107,57 @@ func (r *route) pick(now time.Time) *upstream {
 	return fallback
 }
 
-// newEdge returns the snapshot of an edge with its route pipelines. What
-// derives from the config alone, and each tunnel's health, is taken from
-// old when it has the same config.
-func newEdge(cfg *edges.HTTPSEdgeConfig, tunnels map[string][]backends.Tunnel, certs map[string]*tls.Certificate, rev int64, old *Edge) *Edge {
-	e := &Edge{Config: cfg, Tunnels: tunnels, Certificates: certs, Revision: rev, routes: make(map[string]*route, len(cfg.Routes))}
+// newEdge returns the snapshot of an edge (base holds its config: one of
+// Config, TLS and TCP) with its route pipelines or its upstream pool.
+// What derives from the config alone, and each tunnel's health, is taken
+// from old when it has the same config.
+func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*tls.Certificate, rev int64, old *Edge) *Edge {
+	e := &Edge{Config: base.Config, TLS: base.TLS, TCP: base.TCP, Tunnels: tunnels, Certificates: certs, Revision: rev}
 	healths := map[string]*health{}
 	if old != nil {
-		for _, r := range old.routes {
-			for _, u := range r.upstreams {
+		old.eachPool(func(p *pool) {
+			for _, u := range p.upstreams {
 				healths[u.tunnelID] = u.health
 			}
+		})
+	}
+	fill := func(p *pool, b *edges.BackendConfig, what string) {
+		if b == nil {
+			p.noUpstream = "this " + what + " has no backend"
+			return
+		}
+		p.noUpstream = "no online tunnel serves this " + what
+		for _, t := range tunnels[b.BackendID] {
+			u := upstream{tunnelID: t.ID, expires: t.ExpiresAt}
+			var ok bool
+			if e.Config != nil {
+				u.url, ok = tunnelUpstream(t.ForwardsTo)
+			} else {
+				u.addr, ok = tunnelAddr(t.ForwardsTo)
+			}
+			if !ok {
+				continue // the tunnel does not say where it forwards
+			}
+			u.health = healths[t.ID]
+			if u.health == nil {
+				u.health = &health{}
+				healths[t.ID] = u.health
+			}
+			p.upstreams = append(p.upstreams, u)
 		}
 	}
+	switch {
+	case e.TLS != nil:
+		e.stream = &pool{}
+		fill(e.stream, e.TLS.Backend, "edge")
+		return e
+	case e.TCP != nil:
+		e.stream = &pool{}
+		fill(e.stream, e.TCP.Backend, "edge")
+		return e
+	}
+	cfg := e.Config
+	e.routes = make(map[string]*route, len(cfg.Routes))
 	for _, rc := range cfg.Routes {
 		rt := &route{cfg: rc}
 		if old != nil && old.Config == cfg {
@@ -116,29 +165,50 @@ func newEdge(cfg *edges.HTTPSEdgeConfig, tunnels map[string][]backends.Tunnel, c
 		} else {
 			rt.static = newRouteStatic(rc.TrafficPolicy)
 		}
-		if rc.Backend == nil {
-			rt.noUpstream = "this route has no backend"
-		} else {
-			rt.noUpstream = "no online tunnel serves this route"
-			for _, t := range tunnels[rc.Backend.BackendID] {
-				u, ok := tunnelUpstream(t.ForwardsTo)
-				if !ok {
-					continue // the tunnel does not say where it forwards
-				}
-				h := healths[t.ID]
-				if h == nil {
-					h = &health{}
-					healths[t.ID] = h
-				}
-				rt.upstreams = append(rt.upstreams, upstream{tunnelID: t.ID, url: u, expires: t.ExpiresAt, health: h})
-			}
-		}
+		fill(&rt.pool, rc.Backend, "route")
 		e.routes[rc.RouteID] = rt
 		if rc.OIDC != nil {
 			e.oidcRoutes = append(e.oidcRoutes, rt)
 		}
 	}
 	return e
+}
+
+// eachPool calls f with each upstream pool of e: its routes' or its own.
+func (e *Edge) eachPool(f func(*pool)) {
+	if e.stream != nil {
+		f(e.stream)
+	}
+	for _, r := range e.routes {
+		f(&r.pool)
+	}
+}
+
+// tunnelAddr returns where a TLS or TCP edge's connection to a tunnel
+// goes, host:port, from the tunnel's forwards_to: a tcp or tls URL (the
+// connection's bytes go to its host and port as they are: a TLS edge
+// that terminates TLS sends plaintext, one that passes TLS through sends
+// the client's TLS), or an http or https URL (port 80 or 443 unless
+// given). Anything else is not an upstream.
+func tunnelAddr(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+		return "", false
+	}
+	port := u.Port()
+	switch u.Scheme {
+	case "http":
+		port = cmp.Or(port, "80")
+	case "https":
+		port = cmp.Or(port, "443")
+	case "tcp", "tls":
+	default:
+		return "", false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", false
+	}
+	return net.JoinHostPort(u.Hostname(), port), true
 }
 
 // tunnelUpstream parses a tunnel's forwards_to as the URL the proxy
