@@ -50,7 +50,8 @@ func newCert(t testing.TB, names ...string) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
-// tcpPair returns the two ends of a loopback TCP connection.
+// tcpPair returns the two ends of a loopback TCP connection; the
+// client's end has a 10 s deadline.
 func tcpPair(t testing.TB) (client, server *net.TCPConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -76,6 +77,8 @@ func tcpPair(t testing.TB) (client, server *net.TCPConn) {
 		t.Fatal(r.err)
 	}
 	t.Cleanup(func() { c.Close(); r.c.Close() })
+	// A broken peek fails a test instead of hanging it.
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	return c.(*net.TCPConn), r.c.(*net.TCPConn)
 }
 
@@ -90,6 +93,7 @@ func helloBytes(t testing.TB, cfg *tls.Config) []byte {
 	if err != nil {
 		t.Fatalf("peeking a crypto/tls hello: %v", err)
 	}
+	server.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, hello.Bytes)
 	if _, err := io.ReadFull(conn, buf); err != nil {
 		t.Fatal(err)

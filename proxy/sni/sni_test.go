@@ -75,6 +75,7 @@ func TestPeekHello(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Peek: %v", err)
 			}
+			server.SetReadDeadline(time.Now().Add(2 * time.Second)) // a guard, not a timing
 			if hello.ServerName != tt.want.ServerName {
 				t.Errorf("ServerName = %q, want %q", hello.ServerName, tt.want.ServerName)
 			}
@@ -114,6 +115,7 @@ func TestPeekTerminate(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
+		defer client.Close() // so the server's reads end too
 		tc := tls.Client(client, &tls.Config{ServerName: "app.example.com", RootCAs: pool, NextProtos: []string{"h2"}})
 		if _, err := tc.Write([]byte("ping")); err != nil {
 			done <- err
@@ -185,6 +187,7 @@ func TestPeekPassthrough(t *testing.T) {
 			done := make(chan error, 1)
 			var state tls.ConnectionState
 			go func() {
+				defer client.Close()
 				tc := tls.Client(client, &tls.Config{ServerName: "backend.example.com", RootCAs: pool, MaxVersion: version})
 				if err := tc.Handshake(); err != nil {
 					done <- err
@@ -421,4 +424,25 @@ func TestPeekWriteTo(t *testing.T) {
 			t.Errorf("io.Copy gave %d bytes, %v; want the %d sent", buf.Len(), err, len(want))
 		}
 	})
+}
+
+// TestPeekGREASE: a GREASE version (RFC 8701) is listed in Versions but
+// never taken as MaxVersion.
+func TestPeekGREASE(t *testing.T) {
+	hello := helloBytes(t, &tls.Config{ServerName: "a.test"})
+	// supported_versions: type 0x002b, 5 bytes, a 4-byte list: TLS 1.3, 1.2.
+	ext := []byte{0x00, 0x2b, 0x00, 0x05, 0x04, 0x03, 0x04, 0x03, 0x03}
+	i := bytes.Index(hello, ext)
+	if i < 0 {
+		t.Fatalf("no supported_versions [1.3, 1.2] in %x", hello)
+	}
+	hello[i+5], hello[i+6] = 0xfa, 0xfa // TLS 1.3 -> GREASE
+	hello[i+7], hello[i+8] = 0x03, 0x03 // TLS 1.2 stays
+	h, _, err := sni.Peek(context.Background(), newMemConn(hello), sni.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Versions, []uint16{0xfafa, tls.VersionTLS12}) || h.MaxVersion != tls.VersionTLS12 {
+		t.Errorf("Versions = %#x, MaxVersion = %#x; want [0xfafa 0x303], 0x303", h.Versions, h.MaxVersion)
+	}
 }
