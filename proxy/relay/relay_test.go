@@ -278,3 +278,29 @@ func TestPipeOptions(t *testing.T) {
 		t.Error("the client conn is still open after bad options")
 	}
 }
+
+// TestPipeUsesWriteTo: into a TCP conn, a source with a WriteTo method
+// copies itself (package sni's conn splices that way), and the data
+// arrives.
+func TestPipeUsesWriteTo(t *testing.T) {
+	var src *writerToConn
+	v := variant{"writerTo", func(t testing.TB, ca, rc, ru *net.TCPConn) (net.Conn, net.Conn, net.Conn) {
+		src = &writerToConn{TCPConn: rc}
+		return ca, src, ru
+	}}
+	w := newWorld(t, context.Background(), v, relay.Options{})
+	if err := send(w.client, []byte("spliced")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(w.upstream)
+	if err != nil || string(got) != "spliced" {
+		t.Fatalf("upstream read %q, %v", got, err)
+	}
+	w.upstream.CloseWrite()
+	if r := w.wait(t); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if src.calls == 0 {
+		t.Error("the relay did not use the source's WriteTo")
+	}
+}
