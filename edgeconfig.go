@@ -132,6 +132,61 @@ func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (
 		IPRestriction: ipr, Backend: e.Backend.Config()}, nil
 }
 
+// EndpointRestrictions is what an edge proxy applies to the traffic of
+// every edge of an account before the edge's own modules: the account's
+// IP restrictions of type endpoints ([Host.EndpointRestrictions]).
+type EndpointRestrictions struct {
+	// Enforcer checks a source address against each restriction's IP
+	// policies: an enforced restriction that refuses it refuses the
+	// traffic; one that is not enforced only warns. Nil when the account
+	// has no such restriction.
+	Enforcer *ipaccess.Enforcer
+	// IPPolicyIDs are the IP policies the restrictions use, sorted and
+	// without repeats: a proxy that caches the value reads it again when
+	// one of them, or one of their rules, changes (and when an IP
+	// restriction of the account changes).
+	IPPolicyIDs []string
+}
+
+// endpointRestrictions is [Host.EndpointRestrictions].
+func (s *Service) endpointRestrictions(ctx context.Context, accountID string) (*EndpointRestrictions, error) {
+	if !ids.Valid(accountID, AccountPrefix) {
+		return nil, accountKind.notFound(accountID)
+	}
+	recs, err := s.listCapped(ctx, accountID, ipRestrictionKind, "", ipaccess.MaxRestrictionsPerAccount)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		rs   []ipaccess.Restriction
+		sets []*ipaccess.Set
+	)
+	for _, rec := range recs {
+		r, err := ipRestrictionForm.decode(s, rec)
+		if err != nil {
+			return nil, err
+		}
+		if r.Type != ipaccess.TypeEndpoints {
+			continue
+		}
+		policyIDs := make([]string, len(r.IPPolicies))
+		for i, p := range r.IPPolicies {
+			policyIDs[i] = p.ID
+		}
+		set, err := s.ipSet(ctx, accountID, policyIDs)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, *r)
+		sets = append(sets, set)
+	}
+	out := &EndpointRestrictions{IPPolicyIDs: ipaccess.PolicyIDs(rs)}
+	if len(rs) > 0 {
+		out.Enforcer = ipaccess.NewEnforcer(rs, sets)
+	}
+	return out, nil
+}
+
 // newPolicyEngine returns engine, or when it is nil a traffic policy
 // engine with the built-in actions, the Service's clock and a sink on its
 // logger.

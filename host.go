@@ -163,6 +163,17 @@ func (h *Host) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*ed
 	return h.s.tcpEdgeConfig(ctx, accountID, edgeID)
 }
 
+// EndpointRestrictions returns the account's IP restrictions of type
+// endpoints, ready to check a source address: an edge proxy applies them
+// to every connection and request of the account's edges, before the
+// edge's own modules (an enforced restriction refuses, one not enforced
+// logs a warning). At most [ipaccess.MaxRestrictionsPerAccount]
+// restrictions are read; a store with more (written by other code) is a
+// failed precondition, never a check of part of them. A host operation.
+func (h *Host) EndpointRestrictions(ctx context.Context, accountID string) (*EndpointRestrictions, error) {
+	return h.s.endpointRestrictions(ctx, accountID)
+}
+
 // CertificateOrders returns up to limit (0 means
 // [DefaultCertificateOrders]) reserved domains, across all accounts,
 // whose managed certificate needs issuing or renewing now (see

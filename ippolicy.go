@@ -241,7 +241,9 @@ func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ store.Record) 
 
 // CreateIPRestriction creates an IP restriction (POST /ip_restrictions).
 // Every ip_policy_ids entry must name an IP policy of the account; the
-// check and the write are one atomic step.
+// check and the write are one atomic step. An account has at most
+// [ipaccess.MaxRestrictionsPerAccount] restrictions: one more is a
+// failed precondition.
 func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params ipaccess.CreateRestrictionParams) (*ipaccess.Restriction, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -252,7 +254,11 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 	r := params.Restriction()
 	v := &r
 	v.ID, v.CreatedAt = s.ids.New(ipaccess.RestrictionPrefix), s.timestamp()
-	if err := create(ctx, s, p, ipRestrictionForm, v.ID, "", v, params.IPPolicyIDs); err != nil {
+	full := func() error {
+		return apierr.New(apierr.FailedPrecondition, "the account already has %d IP restrictions, the most one account may have; delete one first",
+			ipaccess.MaxRestrictionsPerAccount)
+	}
+	if err := createInSlot(ctx, s, p, ipRestrictionForm, v.ID, "", v, params.IPPolicyIDs, ipaccess.MaxRestrictionsPerAccount, full); err != nil {
 		return nil, refViolation(err, "ip_policy_ids", true, params.IPPolicyIDs)
 	}
 	s.presentIPRestriction(v, store.Record{})

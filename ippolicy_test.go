@@ -3,6 +3,7 @@ package edgeplane_test
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -383,4 +384,73 @@ func TestIPPolicySetOverCapFailsClosed(t *testing.T) {
 	if ok || apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "more than 1000 IP policy rules") {
 		t.Fatalf("CheckIP over the cap = %v, %v; want false and a failed-precondition error naming the cap", ok, err)
 	}
+}
+
+// TestEndpointRestrictions: the host reads an account's IP restrictions
+// of type endpoints (and no other type, no other account's) as an
+// Enforcer: enforced ones refuse, the others warn; an account has at most
+// ipaccess.MaxRestrictionsPerAccount restrictions.
+func TestEndpointRestrictions(t *testing.T) {
+	e := newEnv(t)
+	office := e.policy(t, e.admin, [2]string{"203.0.113.0/24", "allow"})
+	blocked := e.policy(t, e.admin, [2]string{"203.0.113.128/25", "deny"})
+	theirs := e.policy(t, e.other, [2]string{"0.0.0.0/0", "deny"})
+	create := func(p edgeplane.Principal, typ string, enforced bool, policies ...string) *ipaccess.Restriction {
+		t.Helper()
+		r, err := e.svc.CreateIPRestriction(e.ctx, p, ipaccess.CreateRestrictionParams{Type: typ, Enforced: enforced, IPPolicyIDs: policies})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	host := e.svc.Host()
+	got, err := host.EndpointRestrictions(e.ctx, e.admin.AccountID)
+	if err != nil || got.Enforcer != nil || len(got.IPPolicyIDs) != 0 {
+		t.Fatalf("no restrictions: %+v, %v", got, err)
+	}
+	create(e.admin, ipaccess.TypeAPI, true, office.ID) // another type: not applied to endpoints
+	warn := create(e.admin, ipaccess.TypeEndpoints, false, blocked.ID)
+	enforce := create(e.admin, ipaccess.TypeEndpoints, true, office.ID)
+	create(e.other, ipaccess.TypeEndpoints, true, theirs.ID) // another account's
+	got, err = host.EndpointRestrictions(e.ctx, e.admin.AccountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Enforcer.Len() != 2 || !slices.Equal(got.IPPolicyIDs, slices.Sorted(slices.Values([]string{office.ID, blocked.ID}))) {
+		t.Errorf("restrictions %d, policies %v", got.Enforcer.Len(), got.IPPolicyIDs)
+	}
+	for _, tc := range []struct {
+		ip, refused string
+		warned      []string
+	}{
+		{"203.0.113.1", "", nil},
+		{"192.0.2.1", enforce.ID, nil},
+		{"203.0.113.200", "", []string{warn.ID}},
+	} {
+		refused, warned := got.Enforcer.Check(netip.MustParseAddr(tc.ip))
+		if refused != tc.refused || !slices.Equal(warned, tc.warned) {
+			t.Errorf("%s: refused by %q, warned %v; want %q, %v", tc.ip, refused, warned, tc.refused, tc.warned)
+		}
+	}
+	_, err = host.EndpointRestrictions(e.ctx, "acct_x")
+	wantCode(t, err, apierr.NotFound)
+
+	// The cap: three exist; fill up to it, then one more is refused and
+	// nothing is stored.
+	for range ipaccess.MaxRestrictionsPerAccount - 3 {
+		create(e.admin, ipaccess.TypeDashboard, true, office.ID)
+	}
+	_, err = e.svc.CreateIPRestriction(e.ctx, e.admin, ipaccess.CreateRestrictionParams{Type: ipaccess.TypeEndpoints, IPPolicyIDs: []string{office.ID}})
+	wantCode(t, err, apierr.FailedPrecondition)
+	page, err := e.svc.ListIPRestrictions(e.ctx, e.admin, edgeplane.ListOptions{Limit: edgeplane.MaxPageSize})
+	if err != nil || len(page.Items) != ipaccess.MaxRestrictionsPerAccount {
+		t.Errorf("after the refused create: %d restrictions, %v; want %d", len(page.Items), err, ipaccess.MaxRestrictionsPerAccount)
+	}
+	// Another account is not affected by this one's cap.
+	create(e.other, ipaccess.TypeAPI, true, theirs.ID)
+	// Deleting one frees a slot.
+	if err := e.svc.DeleteIPRestriction(e.ctx, e.admin, warn.ID); err != nil {
+		t.Fatal(err)
+	}
+	create(e.admin, ipaccess.TypeEndpoints, false, blocked.ID)
 }

@@ -75,6 +75,9 @@ func createInSlot[M any](ctx context.Context, s *Service, p Principal, f form[M]
 		}
 		return err
 	}
+	if k.parent == nil {
+		return apierr.New(apierr.Conflict, "the account's %ss are changing too fast to add to; try again", k.noun)
+	}
 	return apierr.New(apierr.Conflict, "%s %s is changing too fast to add to; try again", k.parent.noun, parentID)
 }
 
@@ -88,6 +91,10 @@ func (s *Service) listCapped(ctx context.Context, accountID string, k kindInfo, 
 	}
 	if len(recs) > capacity {
 		s.log.Error("a record has more children than its cap; refusing to use it", "kind", string(k.kind), "parent", parentID, "cap", capacity)
+		if k.parent == nil {
+			return nil, apierr.New(apierr.FailedPrecondition, "the account has more than %d %ss and they cannot be used; delete some until it has at most %d",
+				capacity, k.noun, capacity)
+		}
 		return nil, apierr.New(apierr.FailedPrecondition, "%s %s has more than %d %ss and cannot be used; delete some until it has at most %d",
 			k.parent.noun, parentID, capacity, k.noun, capacity)
 	}
