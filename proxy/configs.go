@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"
@@ -57,14 +58,15 @@ type Options struct {
 	After func(d time.Duration) <-chan time.Time
 
 	// Test hooks: Host.HTTPSEdgeConfig, Host.TLSEdgeConfig,
-	// Host.TCPEdgeConfig, Host.BackendTunnels, Host.HostCertificate and
-	// Host.WaitRevision when nil.
+	// Host.TCPEdgeConfig, Host.BackendTunnels, Host.HostCertificate,
+	// Host.EndpointRestrictions and Host.WaitRevision when nil.
 	compile    func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
 	compileTLS func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error)
 	compileTCP func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error)
 	tunnels    func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
 	certs      func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
 	synced     func(ctx context.Context, rev int64) error
+	restrict   func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error)
 }
 
 // Edge is the snapshot of one edge (HTTPS, TLS or TCP): its compiled
@@ -96,6 +98,11 @@ type Edge struct {
 	// with Leaf set. A host whose domain has no certificate (or one that
 	// does not parse) is absent: TLS for it fails the handshake.
 	Certificates map[string]*tls.Certificate
+	// Restrictions are the account's IP restrictions of type endpoints
+	// ([edgeplane.Host.EndpointRestrictions]), applied to every request
+	// and connection of the edge before its own modules; shared by the
+	// account's edges.
+	Restrictions *edgeplane.EndpointRestrictions
 	// Revision is the store revision the snapshot was read at: it
 	// reflects every change up to it.
 	Revision int64
@@ -142,7 +149,9 @@ func (e *Edge) Hostports() []string {
 }
 
 // base returns an Edge holding only e's config, for [newEdge].
-func (e *Edge) base() Edge { return Edge{Config: e.Config, TLS: e.TLS, TCP: e.TCP} }
+func (e *Edge) base() Edge {
+	return Edge{Config: e.Config, TLS: e.TLS, TCP: e.TCP, Restrictions: e.Restrictions}
+}
 
 // backendIDs returns the backends the edge uses, without repeats.
 func (e *Edge) backendIDs() []string {
@@ -183,6 +192,16 @@ func (e *Edge) ipPolicyIDs() []string {
 		}
 	}
 	return ids
+}
+
+// restrictedBy checks ip against the account's endpoint restrictions: the
+// ID of the enforced one that refuses it ("" when none does) and those
+// not enforced that would.
+func (e *Edge) restrictedBy(ip netip.Addr) (refusedBy string, warnings []string) {
+	if e.Restrictions == nil {
+		return "", nil
+	}
+	return e.Restrictions.Enforcer.Check(ip)
 }
 
 // edgeKind returns the kind of the edge an ID names, by its prefix.
@@ -241,6 +260,7 @@ type Configs struct {
 	tunnels    func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
 	certs      func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
 	synced     func(ctx context.Context, rev int64) error
+	restrict   func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error)
 
 	// The published tables: edges by ID; HTTPS and TLS edges by the host
 	// of each hostport they serve (exact or wildcard, as the edge lists
@@ -265,6 +285,7 @@ type Configs struct {
 	byAccount  map[string]map[string]bool            // account -> edge IDs
 	hostOf     map[string]string                     // host -> edge ID serving it
 	portOf     map[string]string                     // TCP port -> edge ID serving it
+	restrictBy map[string]map[string]bool            // account -> IP policies its endpoint restrictions use
 
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -297,15 +318,16 @@ type pending struct {
 	tunnels map[backendKey]bool // backends whose tunnel lists to read again
 	acctTun map[string]bool     // accounts with tunnel changes: all their used backends
 	acctDom map[string]bool     // accounts with reserved domain changes: their edges' certificates
+	acctIPX map[string]bool     // accounts whose endpoint restrictions changed: their edges' Restrictions
 }
 
 func newPending() *pending {
 	return &pending{compile: map[string]string{}, remove: map[string]string{}, tunnels: map[backendKey]bool{},
-		acctTun: map[string]bool{}, acctDom: map[string]bool{}}
+		acctTun: map[string]bool{}, acctDom: map[string]bool{}, acctIPX: map[string]bool{}}
 }
 
 func (p *pending) empty() bool {
-	return len(p.compile) == 0 && len(p.remove) == 0 && len(p.tunnels) == 0 && len(p.acctTun) == 0 && len(p.acctDom) == 0
+	return len(p.compile) == 0 && len(p.remove) == 0 && len(p.tunnels) == 0 && len(p.acctTun) == 0 && len(p.acctDom) == 0 && len(p.acctIPX) == 0
 }
 
 // New loads the config of every edge (HTTPS, TLS and TCP) of the store that feed is the
@@ -318,10 +340,10 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
 		compile: opts.compile, compileTLS: opts.compileTLS, compileTCP: opts.compileTCP,
-		tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced,
+		tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced, restrict: opts.restrict,
 		edges: newTable(), hosts: newTable(), ports: newTable(), portsNext: make(chan struct{}),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
-		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{}, portOf: map[string]string{},
+		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{}, portOf: map[string]string{}, restrictBy: map[string]map[string]bool{},
 		done: make(chan struct{}),
 	}
 	if c.log == nil {
@@ -350,6 +372,9 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	}
 	if c.synced == nil {
 		c.synced = host.WaitRevision
+	}
+	if c.restrict == nil {
+		c.restrict = host.EndpointRestrictions
 	}
 	p := newPending()
 	rev, err := c.reload(ctx, p)
@@ -524,8 +549,21 @@ func (c *Configs) note(p *pending, ch store.Change) {
 		}
 	case edgeplane.KindIPPolicy:
 		c.compileUsers(p, c.byIPPolicy[a][ch.ID], a)
+		if c.restrictBy[a][ch.ID] {
+			p.acctIPX[a] = true
+		}
 	case edgeplane.KindIPPolicyRule:
 		c.compileUsers(p, c.byIPPolicy[a][ch.ParentID], a)
+		if c.restrictBy[a][ch.ParentID] {
+			p.acctIPX[a] = true
+		}
+	case edgeplane.KindIPRestriction:
+		// Any restriction of the account: its type says whether it is an
+		// endpoints one, and reading them is one listing per page of
+		// changes.
+		if c.byAccount[a] != nil {
+			p.acctIPX[a] = true
+		}
 	case edgeplane.KindTunnelGroupBackend:
 		if c.byBackend[a][ch.ID] != nil {
 			p.tunnels[backendKey{a, ch.ID}] = true
@@ -599,6 +637,7 @@ func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
 	clear(p.tunnels)
 	clear(p.acctTun)
 	clear(p.acctDom)
+	clear(p.acctIPX)
 	return rev, nil
 }
 
@@ -617,14 +656,34 @@ func permanent(err error) bool {
 // certificate of each host it read, so that edges sharing them read them
 // once.
 type reads struct {
-	c       *Configs
-	mu      sync.Mutex
-	tunnels map[backendKey][]backends.Tunnel
-	certs   map[backendKey]*tls.Certificate // {account, host}; nil: none
+	c        *Configs
+	mu       sync.Mutex
+	tunnels  map[backendKey][]backends.Tunnel
+	certs    map[backendKey]*tls.Certificate // {account, host}; nil: none
+	restrict map[string]*edgeplane.EndpointRestrictions
 }
 
 func newReads(c *Configs) *reads {
-	return &reads{c: c, tunnels: map[backendKey][]backends.Tunnel{}, certs: map[backendKey]*tls.Certificate{}}
+	return &reads{c: c, tunnels: map[backendKey][]backends.Tunnel{}, certs: map[backendKey]*tls.Certificate{},
+		restrict: map[string]*edgeplane.EndpointRestrictions{}}
+}
+
+// restrictionsOf returns the endpoint restrictions of an account.
+func (r *reads) restrictionsOf(ctx context.Context, account string) (*edgeplane.EndpointRestrictions, error) {
+	r.mu.Lock()
+	v, ok := r.restrict[account]
+	r.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := r.c.restrict(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.restrict[account] = v
+	r.mu.Unlock()
+	return v, nil
 }
 
 func (r *reads) tunnelsOf(ctx context.Context, k backendKey) ([]backends.Tunnel, error) {
@@ -794,8 +853,9 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	}
 	clear(p.acctTun)
 	type refresh struct {
-		tunnels map[string][]backends.Tunnel // by backend
-		certs   bool
+		tunnels  map[string][]backends.Tunnel // by backend
+		certs    bool
+		restrict *edgeplane.EndpointRestrictions
 	}
 	refreshed := map[string]*refresh{} // by edge ID
 	get := func(id string) *refresh {
@@ -833,6 +893,29 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 			}
 		}
 	}
+	for a := range p.acctIPX {
+		users := c.byAccount[a]
+		needed := false
+		for id := range users {
+			needed = needed || !compiled[id]
+		}
+		if !needed {
+			delete(p.acctIPX, a)
+			continue
+		}
+		v, err := rd.restrictionsOf(ctx, a)
+		if err != nil {
+			keep(err)
+			continue
+		}
+		delete(p.acctIPX, a)
+		c.noteRestrictions(a, v)
+		for id := range users {
+			if !compiled[id] {
+				get(id).restrict = v
+			}
+		}
+	}
 	failedCerts := false
 	for id, r := range refreshed {
 		t := c.known[id]
@@ -851,7 +934,11 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 				certs = old.Certificates
 			}
 		}
-		t.slot.p.Store(newEdge(old.base(), tunnels, certs, rev, old))
+		base := old.base()
+		if r.restrict != nil {
+			base.Restrictions = r.restrict
+		}
+		t.slot.p.Store(newEdge(base, tunnels, certs, rev, old))
 		c.refreshes.Add(1)
 	}
 	if !failedCerts {
@@ -893,6 +980,9 @@ func (c *Configs) build(ctx context.Context, rd *reads, account, id string, rev 
 		base.Config, err = c.compile(ctx, account, id)
 	}
 	c.compiles.Add(1)
+	if err == nil {
+		base.Restrictions, err = rd.restrictionsOf(ctx, account)
+	}
 	if err != nil {
 		b.err = err
 		return b
@@ -944,6 +1034,7 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	}
 	c.unindex(id, t)
 	t.ipPolicies, t.backends = e.ipPolicyIDs(), e.backendIDs()
+	c.noteRestrictions(account, e.Restrictions)
 	for _, p := range t.ipPolicies {
 		addEdge(c.byIPPolicy, account, p, id)
 	}
@@ -1022,9 +1113,24 @@ func (c *Configs) drop(id string, u *updates) {
 	delete(c.byAccount[t.account], id)
 	if len(c.byAccount[t.account]) == 0 {
 		delete(c.byAccount, t.account)
+		delete(c.restrictBy, t.account)
 	}
 	t.slot.p.Store(nil)
 	u.edges[id] = nil
+}
+
+// noteRestrictions records the IP policies the endpoint restrictions of
+// account use, so that a change to one refreshes the account's edges.
+func (c *Configs) noteRestrictions(account string, r *edgeplane.EndpointRestrictions) {
+	if r == nil || len(r.IPPolicyIDs) == 0 {
+		delete(c.restrictBy, account)
+		return
+	}
+	m := make(map[string]bool, len(r.IPPolicyIDs))
+	for _, p := range r.IPPolicyIDs {
+		m[p] = true
+	}
+	c.restrictBy[account] = m
 }
 
 func (c *Configs) unindex(id string, t *tracked) {

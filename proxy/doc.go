@@ -1,20 +1,24 @@
 // Package proxy is edgeplane's edge data plane as a library: what an edge
-// proxy that serves every HTTPS edge of every account in a store needs.
+// proxy that serves every edge (HTTPS, TLS and TCP) of every account in
+// a store needs.
 //
 // It has two layers:
 //
-//   - [Configs] keeps the runtime config of every HTTPS edge current by
-//     following the store's change feed (below), and indexes the edges
-//     by the hosts they serve, with the hosts' TLS certificates.
+//   - [Configs] keeps the runtime config of every edge current by
+//     following the store's change feed (below), and indexes the HTTPS
+//     and TLS edges by the hosts they serve, with the hosts' TLS
+//     certificates, and the TCP edges by port.
 //   - [Handler] is the http.Handler over a Configs: it matches a request
 //     to its edge by host, then to a route, and runs the route's
 //     pipeline; [Handler.TLSConfig] terminates TLS with the certificate
 //     of the reserved domain the ClientHello names; [Handler.Server]
 //     wraps both in an http.Server with package httpserver's bounds; [Metrics]
 //     is its Prometheus collector.
-//
-// The TLS and TCP edges (connection traffic) will get listeners of their
-// own beside the Handler, over the same Configs pattern.
+//   - [Streams] serves the TLS and TCP edges (connection traffic):
+//     [Streams.SplitTLS] puts the TLS edges on the HTTPS port beside the
+//     Handler's server, [Streams.ServeTCP] listens on the TCP edges'
+//     ports; each connection is relayed to a tunnel of its edge's backend
+//     (packages sni and relay).
 //
 // # Routing
 //
@@ -32,6 +36,24 @@
 // connection whose certificate was chosen for one tenant's name never
 // reaches another tenant's edge. Within the edge, the path picks the
 // route ([edges.HTTPSEdgeConfig.Route]); none matching is a 404.
+//
+// # The account's IP restrictions
+//
+// An account's IP restrictions of type endpoints
+// ([edgeplane.Host.EndpointRestrictions]) apply to every request and
+// connection of every edge of the account, before anything of the
+// edge's (OIDC, traffic policy, the TLS handshake), on the client's
+// address (for HTTP, conn.client_ip: the trusted proxies' X-Forwarded-For
+// applies). An enforced restriction whose IP policies refuse the address
+// refuses the traffic: 403 for HTTP, the connection closed for TLS and
+// TCP edges (counted as ip_restricted). A restriction that is not
+// enforced lets it through and the proxy logs a warning naming it, one
+// per request or connection. Their changes (a restriction created,
+// updated or deleted, a rule of one of their IP policies) give the
+// account's edges new snapshots without compiling anything. An account
+// whose restrictions cannot be read (more than
+// [ipaccess.MaxRestrictionsPerAccount], from a store written by other
+// code) has none of its edges served (fail closed) until that is fixed.
 //
 // # TLS
 //
@@ -91,6 +113,56 @@
 // module, and for an OPTIONS request let through without a session, they
 // are false and "".
 //
+// # TLS and TCP edges
+//
+// HTTPS and TLS edges share the hostports on port 443 (a hostport is one
+// edge's), so they share the HTTPS port: [Streams.SplitTLS] reads each
+// connection's ClientHello without consuming it ([sni.Peek], within
+// [StreamOptions.HandshakeTimeout]); a server name that is a TLS edge's
+// host (exact, or covered by its wildcard hostport) is served by the
+// Streams, any other connection is handed, its ClientHello replayed, to
+// the HTTPS server. A TLS edge's connection then meets, before any byte
+// goes back to the client (a refused client never completes a
+// handshake):
+//
+//   - the IP restriction module, on the socket's source address;
+//   - the traffic policy module's inbound (on_tcp_connect) rules, run
+//     with [policy.Policy.Connect]: deny, restrict-ips and log; conn.*
+//     and conn.tls.sni are set, while conn.tls.version, cipher_suite,
+//     alpn and client_cert are empty, since the handshake has not
+//     happened (decision: refusing before the handshake is worth more
+//     than those variables);
+//   - the bound of [StreamOptions.MaxConnsPerEdge] open connections.
+//
+// Then the TLS termination module: terminate_at edge (the default)
+// completes the handshake with the certificate of the reserved domain
+// that serves the name and the module's min_version (TLS 1.2 by
+// default), and relays the plaintext; terminate_at upstream relays the
+// client's bytes, ClientHello first, untouched, so the client's TLS
+// session is with the upstream and it sees the upstream's certificate.
+//
+// A TCP client names no host, so a TCP edge is found by the port the
+// connection arrived on: a port serves one TCP edge in the store (the API
+// refuses a second). [Streams.ServeTCP] listens on each port of its
+// range that a TCP edge names, opening and closing listeners as the
+// Configs change ([Configs.TCPPorts]). A TCP edge's connection meets its
+// IP restriction module and the per-edge bound, then is relayed.
+//
+// The relay ([relay.Pipe]) copies both ways; the end of one direction is
+// passed on as a half-close, and the connection ends when both
+// directions have, when nothing moved either way for
+// [StreamOptions.IdleTimeout], or when the edge is deleted (decision: a
+// deleted edge carries no traffic; any other change, a module or an IP
+// policy, applies to new connections only and never cuts an open one).
+// The upstream is a tunnel of the edge's backend, round-robin with
+// passive health as for HTTPS, at the host and port of its forwards_to
+// (tcp:// or tls:// URLs, or http(s):// with their default ports); when
+// one refuses, the next is tried (no byte has been sent yet), within
+// [StreamOptions.ConnectTimeout] each. [StreamOptions.UpstreamNetworks]
+// restricts them as [HandlerOptions.UpstreamNetworks] does. A refused
+// connection is closed, counted in [Metrics] by outcome and logged; a
+// served one is logged when it ends, with the bytes each way.
+//
 // # Observability
 //
 // [Metrics] counts requests by edge, route, the policy action that
@@ -102,21 +174,23 @@
 //
 // # Following the store
 //
-// [New] reads the feed's revision, lists every HTTPS edge of every
-// account ([edgeplane.Host.ListHTTPSEdges]) and loads each one: its config
-// compiled ([edgeplane.Host.HTTPSEdgeConfig]: routes, modules, traffic
-// policies) and the online tunnels of the backends its routes use
-// ([edgeplane.Host.BackendTunnels]). It then follows the feed from that
+// [New] reads the feed's revision, lists every edge of every account
+// ([edgeplane.Host.ListHTTPSEdges], ListTLSEdges, ListTCPEdges) and loads
+// each one: its config compiled ([edgeplane.Host.HTTPSEdgeConfig]: routes,
+// modules, traffic policies; [edgeplane.Host.TLSEdgeConfig],
+// [edgeplane.Host.TCPEdgeConfig]) and the online tunnels of the backends
+// it uses ([edgeplane.Host.BackendTunnels]). It then follows the feed from that
 // revision, as etcd's watch and Kubernetes' informers do, in one
 // goroutine that reads a page of changes at a time and rebuilds only what
 // they affect:
 //
-//   - an HTTPS edge created or updated, or one of its routes created,
-//     updated or deleted: that edge is compiled again; an edge deleted is
-//     removed;
-//   - an IP policy, or a rule of one: the edges whose routes' traffic
-//     policies read its rules ([edges.HTTPSRouteConfig.IPPolicyIDs]) are
-//     compiled again;
+//   - an edge created or updated (its modules are inside it), or one of an
+//     HTTPS edge's routes created, updated or deleted: that edge is
+//     compiled again; an edge deleted is removed;
+//   - an IP policy, or a rule of one: the edges whose configs read its
+//     rules (routes' traffic policies, [edges.HTTPSRouteConfig.IPPolicyIDs];
+//     TLS and TCP edges' IP restriction and traffic policy,
+//     [edges.TLSEdgeConfig.IPPolicyIDs]) are compiled again;
 //   - a tunnel registered, renewed or unregistered in an account, or a
 //     backend changed: the tunnel lists of the backends the account's
 //     edges use are read again, and the edges that use them get a new
@@ -160,7 +234,7 @@
 // # Limits
 //
 // The number of edges is not bounded here: a proxy that serves a store
-// serves every HTTPS edge in it, and leaving some out would answer their
+// serves every edge in it, and leaving some out would answer their
 // hostnames with 404s chosen by memory rather than by configuration. Its
 // memory is one compiled [edges.HTTPSEdgeConfig] per edge (at most
 // [edges.MaxRoutesPerEdge] routes, each with at most one compiled traffic
@@ -186,4 +260,12 @@
 // cost the policy engine bounds by the request bounds of
 // [Handler.Server] (package httpserver). Passive health is one word per
 // tunnel; the metrics' label pairs are at most [MetricsOptions.MaxSeries].
+//
+// Per connection, [Streams] holds one goroutine and at most
+// [sni.DefaultMaxBytes] of ClientHello while it reads one (for at most
+// [StreamOptions.HandshakeTimeout]: a client that sends nothing is
+// closed), then two copy buffers of the relay; an edge has at most
+// [StreamOptions.MaxConnsPerEdge] open connections on one proxy. The
+// connection metrics' labels are two kinds by nine outcomes, and two
+// directions.
 package proxy

@@ -10,11 +10,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/edgeplane/edgeplane/policy"
@@ -129,15 +127,8 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 		if t.ResponseHeaderTimeout <= 0 {
 			t.ResponseHeaderTimeout = DefaultUpstreamTimeout
 		}
-		if nets := slices.Clone(o.UpstreamNetworks); len(nets) > 0 {
-			d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
-				ap, err := netip.ParseAddrPort(address)
-				if err != nil || !trusts(nets, ap.Addr().Unmap()) {
-					return errUpstreamNetwork
-				}
-				return nil
-			}}
-			t.DialContext = d.DialContext
+		if len(o.UpstreamNetworks) > 0 {
+			t.DialContext = upstreamDialer(o.UpstreamNetworks, 30*time.Second).DialContext
 		}
 		transport = t
 	}
@@ -260,6 +251,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.edge = e
+	// The account's IP restrictions of type endpoints, before anything
+	// of the edge's.
+	if refusedBy, warnings := e.restrictedBy(client.Addr()); refusedBy != "" || warnings != nil {
+		logRestricted(h.log, e, client.Addr(), refusedBy, warnings)
+		if refusedBy != "" {
+			http.Error(rw, "forbidden: an IP restriction of this endpoint refuses the client's address", http.StatusForbidden)
+			return
+		}
+	}
 	oidcauth.StripHeaders(r.Header) // only the OIDC module sets them
 	if len(e.oidcRoutes) > 0 && h.oidcCallback(rw, r, e) {
 		return
@@ -317,6 +317,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ex.Context = r.Context()
 	h.rp.ServeHTTP(rw, r.WithContext(ex))
+}
+
+// logRestricted logs what an account's endpoint restrictions said of a
+// client of edge e: a refusal at Info, each warning of a restriction not
+// enforced at Warn.
+func logRestricted(log *slog.Logger, e *Edge, ip netip.Addr, refusedBy string, warnings []string) {
+	ctx := context.Background()
+	for _, id := range warnings {
+		log.LogAttrs(ctx, slog.LevelWarn, "an IP restriction that is not enforced would refuse this client", slog.String("account", e.AccountID()),
+			slog.String("edge", e.ID()), slog.String("restriction", id), slog.String("client_ip", ip.String()))
+	}
+	if refusedBy != "" && log.Enabled(ctx, slog.LevelInfo) {
+		log.LogAttrs(ctx, slog.LevelInfo, "refused by an IP restriction", slog.String("account", e.AccountID()),
+			slog.String("edge", e.ID()), slog.String("restriction", refusedBy), slog.String("client_ip", ip.String()))
+	}
 }
 
 // requestHost returns the host a request was addressed to: the Host

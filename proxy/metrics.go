@@ -49,7 +49,14 @@ type MetricsOptions struct {
 //     upstream failed (502, 504);
 //   - edgeplane_proxy_unrouted_total{reason}: requests that reached no
 //     edge: unknown_host, misdirected (Host is not the TLS server name),
-//     no_certificate (handshakes failed for want of a certificate).
+//     no_certificate (handshakes failed for want of a certificate);
+//   - edgeplane_proxy_connections_total{kind, outcome}: connections to
+//     TLS and TCP edges ([Streams]), kind tls or tcp, by outcome: served,
+//     ip_restricted, policy_denied, over_limit, no_certificate,
+//     handshake_failed, no_upstream, upstream_failed, unrouted;
+//   - edgeplane_proxy_connection_bytes_total{kind, direction}: bytes
+//     those connections relayed, direction in (client to upstream) or
+//     out.
 //
 // The edge and route labels are IDs; route is "" for a request no route
 // matched. Their cardinality is bounded by [MetricsOptions.MaxSeries];
@@ -61,6 +68,8 @@ type Metrics struct {
 	upstreamErrors *prometheus.CounterVec
 	unroutedTotal  *prometheus.CounterVec
 	unroutedBy     map[string]prometheus.Counter // the children of unroutedTotal, by reason; read-only
+	connections    *prometheus.CounterVec        // {kind, outcome}
+	streamBytesVec *prometheus.CounterVec        // {kind, direction}
 
 	max    int
 	mu     sync.Mutex
@@ -96,6 +105,14 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		Name: "edgeplane_proxy_unrouted_total",
 		Help: "Requests and TLS handshakes that reached no edge, by reason.",
 	}, []string{"reason"})
+	m.connections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgeplane_proxy_connections_total",
+		Help: "Connections to TLS and TCP edges, by kind (tls, tcp) and outcome.",
+	}, []string{"kind", "outcome"})
+	m.streamBytesVec = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgeplane_proxy_connection_bytes_total",
+		Help: "Bytes relayed by TLS and TCP edges' connections, by kind and direction (in: client to upstream, out: upstream to client).",
+	}, []string{"kind", "direction"})
 	m.unroutedBy = map[string]prometheus.Counter{}
 	for _, r := range []string{reasonUnknownHost, reasonMisdirected, reasonNoCertificate} {
 		m.unroutedBy[r] = m.unroutedTotal.WithLabelValues(r)
@@ -109,6 +126,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
 	m.upstreamErrors.Describe(ch)
 	m.unroutedTotal.Describe(ch)
+	m.connections.Describe(ch)
+	m.streamBytesVec.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -117,6 +136,23 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.duration.Collect(ch)
 	m.upstreamErrors.Collect(ch)
 	m.unroutedTotal.Collect(ch)
+	m.connections.Collect(ch)
+	m.streamBytesVec.Collect(ch)
+}
+
+// connection counts a TLS or TCP edge's connection by its outcome.
+func (m *Metrics) connection(kind, outcome string) {
+	if m != nil {
+		m.connections.WithLabelValues(kind, outcome).Inc()
+	}
+}
+
+// streamBytes counts the bytes a connection relayed each way.
+func (m *Metrics) streamBytes(kind string, in, out int64) {
+	if m != nil {
+		m.streamBytesVec.WithLabelValues(kind, "in").Add(float64(in))
+		m.streamBytesVec.WithLabelValues(kind, "out").Add(float64(out))
+	}
 }
 
 // labels returns the edge and route labels of a pair: their own while

@@ -112,7 +112,7 @@ func (r *pool) pick(now time.Time) *upstream {
 // What derives from the config alone, and each tunnel's health, is taken
 // from old when it has the same config.
 func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*tls.Certificate, rev int64, old *Edge) *Edge {
-	e := &Edge{Config: base.Config, TLS: base.TLS, TCP: base.TCP, Tunnels: tunnels, Certificates: certs, Revision: rev}
+	e := &Edge{Config: base.Config, TLS: base.TLS, TCP: base.TCP, Restrictions: base.Restrictions, Tunnels: tunnels, Certificates: certs, Revision: rev}
 	healths := map[string]*health{}
 	if old != nil {
 		old.eachPool(func(p *pool) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
@@ -30,6 +33,10 @@ type dataPlaneConfig struct {
 	upstreamTimeout     time.Duration
 	readTimeout         time.Duration
 	writeTimeout        time.Duration
+	tcpHost, tcpPorts   string
+	tcpLow, tcpHigh     int // tcpPorts parsed, by check; 0: none
+	idleTimeout         time.Duration
+	maxConnsPerEdge     int
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -46,6 +53,10 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.DurationVar(&c.upstreamTimeout, prefix+"upstream-timeout", proxy.DefaultUpstreamTimeout, "how long to wait for an upstream's response headers before answering 504")
 	fs.DurationVar(&c.readTimeout, prefix+"read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
 	fs.DurationVar(&c.writeTimeout, prefix+"write-timeout", defaultWriteTimeout, "longest time from a proxied request's headers to the end of its response")
+	fs.StringVar(&c.tcpPorts, prefix+"tcp-ports", "", "LOW-HIGH: the ports TCP edges may be served on; the proxy listens on each port of the range that a TCP edge's hostport names (default: no TCP edges)")
+	fs.StringVar(&c.tcpHost, prefix+"tcp-host", "", "the address the TCP edges' listeners bind (default: all interfaces)")
+	fs.DurationVar(&c.idleTimeout, prefix+"idle-timeout", proxy.DefaultIdleTimeout, "a TLS or TCP edge's connection on which no byte moved either way for this long is closed")
+	fs.IntVar(&c.maxConnsPerEdge, prefix+"max-conns-per-edge", proxy.DefaultMaxConnsPerEdge, "the most open connections of one TLS or TCP edge; more are closed at once")
 }
 
 // check validates c's flags (named with prefix) and returns the trusted
@@ -57,9 +68,21 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"upstream-timeout", c.upstreamTimeout}, {"read-timeout", c.readTimeout}, {"write-timeout", c.writeTimeout}} {
+	}{{"upstream-timeout", c.upstreamTimeout}, {"read-timeout", c.readTimeout}, {"write-timeout", c.writeTimeout}, {"idle-timeout", c.idleTimeout}} {
 		if d.v <= 0 {
 			return nil, usageError{fmt.Sprintf("-%s%s %v: want a positive duration", prefix, d.name, d.v)}
+		}
+	}
+	if c.maxConnsPerEdge < 1 {
+		return nil, usageError{fmt.Sprintf("-%smax-conns-per-edge %d: want at least 1", prefix, c.maxConnsPerEdge)}
+	}
+	if c.tcpPorts != "" {
+		lo, hi, ok := strings.Cut(c.tcpPorts, "-")
+		var err1, err2 error
+		c.tcpLow, err1 = strconv.Atoi(lo)
+		c.tcpHigh, err2 = strconv.Atoi(hi)
+		if !ok || err1 != nil || err2 != nil || c.tcpLow < 1 || c.tcpHigh > 65535 || c.tcpLow > c.tcpHigh {
+			return nil, usageError{fmt.Sprintf("-%stcp-ports %q: want LOW-HIGH, ports from 1 to 65535, such as 20000-20999", prefix, c.tcpPorts)}
 		}
 	}
 	trusted, err := proxy.ParseTrustedProxies(c.trustedProxies)
@@ -81,12 +104,15 @@ func (c *dataPlaneConfig) serverOptions(errLog *log.Logger) httpserver.Options {
 // configs that follow the store and the servers of its listeners.
 type dataPlane struct {
 	configs *proxy.Configs
+	streams *proxy.Streams
+	stopTCP context.CancelFunc
+	tcpDone chan struct{}
 	servers []*http.Server
 	// addrs are the listeners' URLs, http:// first.
 	addrs []string
 }
 
-// startDataPlane loads every HTTPS edge of the store svc serves (feed is
+// startDataPlane loads every edge of the store svc serves (feed is
 // its change feed), opens the listeners of c and serves them; a server
 // that stops sends its error on errc (which must have room for one error
 // per listener). It fails when the edges cannot be loaded (the store does
@@ -107,6 +133,8 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	m.watchProxy(cfgs, pm)
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
 		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey})
+	d.streams = proxy.NewStreams(cfgs, proxy.StreamOptions{Logger: logger, UpstreamNetworks: c.upstreamNets, IdleTimeout: c.idleTimeout,
+		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var lns []net.Listener
 	for _, l := range []struct {
@@ -121,8 +149,14 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			for _, ln := range lns {
 				ln.Close()
 			}
+			d.streams.Close()
 			cfgs.Close()
 			return nil, err
+		}
+		if l.tls {
+			// TLS edges share the HTTPS port: their connections are
+			// served by the Streams, the others by the HTTPS server.
+			ln = d.streams.SplitTLS(ln)
 		}
 		lns = append(lns, ln)
 		srv := h.Server(l.tls, c.serverOptions(errLog))
@@ -132,6 +166,21 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			scheme = "https"
 		}
 		d.addrs = append(d.addrs, scheme+"://"+ln.Addr().String())
+	}
+	d.tcpDone = make(chan struct{})
+	tcpCtx, stop := context.WithCancel(context.Background())
+	d.stopTCP = stop
+	go func() {
+		defer close(d.tcpDone)
+		if c.tcpLow == 0 {
+			return
+		}
+		if err := d.streams.ServeTCP(tcpCtx, c.tcpHost, c.tcpLow, c.tcpHigh); err != nil {
+			errc <- err
+		}
+	}()
+	if c.tcpLow != 0 {
+		d.addrs = append(d.addrs, fmt.Sprintf("tcp://%s:%d-%d", cmp.Or(c.tcpHost, "*"), c.tcpLow, c.tcpHigh))
 	}
 	for i, srv := range d.servers {
 		ln := lns[i]
@@ -149,15 +198,21 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 // report prints the data plane's listeners on w.
 func (d *dataPlane) report(w io.Writer) {
 	st := d.configs.Stats()
-	fmt.Fprintf(w, "proxy: %d HTTPS edges loaded at revision %d\n", st.Edges, d.configs.Revision())
+	fmt.Fprintf(w, "proxy: %d edges loaded at revision %d\n", st.Edges, d.configs.Revision())
 	for _, a := range d.addrs {
 		fmt.Fprintf(w, "proxy on %s\n", a)
 	}
 }
 
-// close stops following the store; the servers are shut down by the
-// caller, with its others.
-func (d *dataPlane) close() { d.configs.Close() }
+// close stops the TCP edges' listeners, ends the TLS and TCP edges'
+// connections and stops following the store; the HTTP servers are shut
+// down by the caller, with its others.
+func (d *dataPlane) close() {
+	d.stopTCP()
+	<-d.tcpDone
+	d.streams.Close()
+	d.configs.Close()
+}
 
 // serveUntil waits until ctx ends or a server fails (on errc), then shuts
 // every server down gracefully, within 10 seconds.

@@ -16,16 +16,24 @@
 //
 // # The data plane
 //
-// edgeplane proxy serves every HTTPS edge of every account in the store
-// (package proxy): a request reaches the edge that lists the hostport it
-// was addressed to, then its route's pipeline, then a tunnel of the
-// route's backend. It runs in a process of its own beside edgeplane
+// edgeplane proxy serves every edge of every account in the store
+// (package proxy): an HTTP request reaches the HTTPS edge that lists the
+// hostport it was addressed to, then its route's pipeline, then a tunnel
+// of the route's backend; a TLS connection on -https-addr whose
+// ClientHello names a TLS edge's host is served by that edge (IP
+// restriction, on_tcp_connect rules, TLS terminated at the edge or
+// passed through) and relayed to a tunnel of its backend; a TCP
+// connection on a port of -tcp-ports reaches the TCP edge on that port. It runs in a process of its own beside edgeplane
 // serve, on the same store (a SQLite file, or PostgreSQL for several
 // proxies and API replicas), and applies the changes made through the
 // API as it reads them from the store's change feed (within about a
 // second). Its listeners: -http-addr (plain HTTP) and -https-addr (TLS,
-// with the certificate of the reserved domain the client's SNI names), at
-// least one; -metrics-addr serves /metrics and GET /healthz. The store must
+// with the certificate of the reserved domain the client's SNI names; TLS
+// edges share it), at least one; -tcp-ports LOW-HIGH (with -tcp-host) the
+// ports TCP edges are served on, a listener opened for each port of the
+// range a TCP edge names; -idle-timeout and -max-conns-per-edge bound TLS
+// and TCP edges' connections; -metrics-addr serves /metrics and GET
+// /healthz. The store must
 // answer at start (the proxy loads every edge before it listens, and
 // exits when it cannot); once running, a proxy whose store stops
 // answering keeps serving the last config it read, and catches up when
@@ -38,8 +46,9 @@
 // edgeplane serve -proxy runs the data plane in the API's process too,
 // for development: -proxy-http-addr (default 127.0.0.1:8000),
 // -proxy-https-addr, -proxy-trusted-proxies, -proxy-upstream-networks,
-// -proxy-upstream-timeout,
-// -proxy-read-timeout and -proxy-write-timeout are proxy's flags under
+// -proxy-upstream-timeout, -proxy-read-timeout, -proxy-write-timeout,
+// -proxy-tcp-ports, -proxy-tcp-host, -proxy-idle-timeout and
+// -proxy-max-conns-per-edge are proxy's flags under
 // another name, and its metrics join serve's -metrics-addr. It works on
 // every store, memory: included (but edgeplane admin register-tunnel, in
 // a process of its own, cannot reach a memory: store: register tunnels on
@@ -86,7 +95,7 @@ const usage = `usage: edgeplane <command> [flags]
 
 commands:
   serve    run the management API server
-  proxy    run the edge data plane: every HTTPS edge in the store
+  proxy    run the edge data plane: every HTTPS, TLS and TCP edge in the store
   admin    host operations against a store: accounts, users, bots, API keys, tunnels
 
 Run edgeplane <command> -h for a command's flags.

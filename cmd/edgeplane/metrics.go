@@ -64,7 +64,7 @@ func (m *metrics) watchProxy(cfgs *proxy.Configs, pm *proxy.Metrics) {
 		return func() float64 { return float64(f(cfgs.Stats())) }
 	}
 	m.reg.MustRegister(pm,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_proxy_edges", Help: "HTTPS edges the data plane serves."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_proxy_edges", Help: "Edges (HTTPS, TLS and TCP) the data plane serves."},
 			func() float64 { return float64(cfgs.Stats().Edges) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_proxy_config_revision", Help: "Store revision the edge configs reflect: every change up to it is applied."},
 			func() float64 { return float64(cfgs.Revision()) }),

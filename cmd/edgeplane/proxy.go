@@ -33,9 +33,11 @@ func proxyFlags(c *proxyConfig) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: edgeplane proxy [flags]
 
-Serves every HTTPS edge of every account in the store, following the
-changes edgeplane serve (or another process) writes to it. -http-addr or
--https-addr (or both) is required.
+Serves every edge of every account in the store, following the changes
+edgeplane serve (or another process) writes to it: HTTPS edges on
+-http-addr and -https-addr, TLS edges on -https-addr too (by the
+ClientHello's server name), TCP edges on their ports within -tcp-ports.
+-http-addr or -https-addr (or both) is required.
 
 Every flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_HTTPS_ADDR...).
 
@@ -87,7 +89,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err // certificate keys could not be opened: refuse rather than fail every handshake
 	}
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	dp, err := startDataPlane(ctx, svc, ts, c.data, trusted, key, logger, m, errc)
 	if err != nil {
 		return err

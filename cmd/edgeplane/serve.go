@@ -150,7 +150,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	apiServer := httpserver.New(mux, httpserver.Options{ErrorLog: errLog})
 	servers := []*http.Server{apiServer}
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	go func() {
 		if c.tlsCert != "" {
 			errc <- apiServer.ServeTLS(ln, c.tlsCert, c.tlsKey)

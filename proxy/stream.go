@@ -1,0 +1,627 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/proxy/relay"
+	"github.com/edgeplane/edgeplane/proxy/sni"
+)
+
+// Defaults of [StreamOptions].
+const (
+	// DefaultHandshakeTimeout bounds the wait for a client's ClientHello
+	// and, when the edge terminates TLS, for the whole handshake.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultConnectTimeout bounds a connection to a tunnel's upstream.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a TLS or TCP edge's connection on which
+	// no byte moved, either way, for this long.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultMaxConnsPerEdge bounds the open connections of one TLS or
+	// TCP edge on one proxy.
+	DefaultMaxConnsPerEdge = 1024
+	// reapInterval is how often connections of deleted edges are cut.
+	reapInterval = 250 * time.Millisecond
+)
+
+// Outcomes of a TLS or TCP edge's connection, the values of the outcome
+// label of edgeplane_proxy_connections_total.
+const (
+	outcomeServed          = "served"           // relayed to an upstream until either side ended
+	outcomeIPRestricted    = "ip_restricted"    // the IP restriction module refused the source address
+	outcomePolicyDenied    = "policy_denied"    // the traffic policy's on_tcp_connect rules closed it
+	outcomeOverLimit       = "over_limit"       // the edge had MaxConnsPerEdge open connections
+	outcomeNoCertificate   = "no_certificate"   // TLS terminates at the edge and its host has no certificate
+	outcomeHandshakeFailed = "handshake_failed" // the client's TLS handshake with the edge failed
+	outcomeNoUpstream      = "no_upstream"      // no backend, or no tunnel under lease
+	outcomeUpstreamFailed  = "upstream_failed"  // every tunnel's upstream refused the connection
+	outcomeUnrouted        = "unrouted"         // no TLS or TCP edge serves the name or port
+)
+
+// StreamOptions configures [Streams]. The zero value means the documented
+// defaults.
+type StreamOptions struct {
+	// Logger receives one line per connection (at Info: refused ones with
+	// the reason, served ones when they end, with bytes each way). Nil
+	// discards them.
+	Logger *slog.Logger
+	// UpstreamNetworks, when not empty, are the only networks connections
+	// go to (checked on the dialled address, after name resolution), as
+	// [HandlerOptions.UpstreamNetworks]. Ignored when Dial is set.
+	UpstreamNetworks []netip.Prefix
+	// Dial connects to a tunnel's upstream (host:port from its
+	// forwards_to). Nil: a net.Dialer bounded by ConnectTimeout and
+	// UpstreamNetworks. A host with a tunnel transport gives its own.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// HandshakeTimeout bounds the ClientHello and the TLS handshake; zero
+	// means [DefaultHandshakeTimeout].
+	HandshakeTimeout time.Duration
+	// ConnectTimeout bounds each connection attempt to an upstream; zero
+	// means [DefaultConnectTimeout].
+	ConnectTimeout time.Duration
+	// IdleTimeout closes a connection on which no byte moved either way
+	// for this long; zero means [DefaultIdleTimeout].
+	IdleTimeout time.Duration
+	// MaxConnsPerEdge bounds the open connections of one edge; more are
+	// closed at once. Zero means [DefaultMaxConnsPerEdge].
+	MaxConnsPerEdge int
+	// FailureBackoff is how long a tunnel whose upstream refused a
+	// connection is skipped while another is usable; zero means
+	// [DefaultFailureBackoff].
+	FailureBackoff time.Duration
+	// Clock gives the time of traffic policy evaluation and tunnel
+	// leases. Nil: time.Now.
+	Clock func() time.Time
+	// Metrics receives the connections' outcomes; nil measures nothing.
+	Metrics *Metrics
+}
+
+// Streams is the data plane of TLS and TCP edges: it serves the TLS edges
+// of a [Configs] on the HTTPS port ([Streams.SplitTLS]) and its TCP edges
+// on their ports ([Streams.ServeTCP]), and relays each connection's bytes
+// to a tunnel of the edge's backend. See the package documentation's
+// # TLS and TCP edges. It is safe for concurrent use.
+type Streams struct {
+	configs *Configs
+	log     *slog.Logger
+	dial    func(ctx context.Context, network, address string) (net.Conn, error)
+	clock   func() time.Time
+	metrics *Metrics
+
+	handshake, connect, idle, backoff time.Duration
+	maxConns                          int
+
+	mu     sync.Mutex
+	open   map[string]*edgeConns // by edge ID
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// edgeConns are the open connections of one edge.
+type edgeConns struct {
+	account string
+	cancels map[*int]context.CancelFunc // one per connection, by a unique key
+}
+
+// NewStreams returns the TLS and TCP data plane of the edges c serves.
+// Call [Streams.Close] to end its connections.
+func NewStreams(c *Configs, o StreamOptions) *Streams {
+	s := &Streams{configs: c, log: o.Logger, dial: o.Dial, clock: o.Clock, metrics: o.Metrics,
+		handshake: positiveOr(o.HandshakeTimeout, DefaultHandshakeTimeout), connect: positiveOr(o.ConnectTimeout, DefaultConnectTimeout),
+		idle: positiveOr(o.IdleTimeout, DefaultIdleTimeout), backoff: positiveOr(o.FailureBackoff, DefaultFailureBackoff),
+		maxConns: o.MaxConnsPerEdge, open: map[string]*edgeConns{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if s.maxConns <= 0 {
+		s.maxConns = DefaultMaxConnsPerEdge
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.dial == nil {
+		s.dial = upstreamDialer(o.UpstreamNetworks, s.connect).DialContext
+	}
+	go s.reap()
+	return s
+}
+
+// positiveOr returns d, or def when d is not positive.
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// upstreamDialer returns a dialer bounded by timeout that connects only
+// to addresses in nets (any when nets is empty).
+func upstreamDialer(nets []netip.Prefix, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if nets = slices.Clone(nets); len(nets) > 0 {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil || !trusts(nets, ap.Addr().Unmap()) {
+				return errUpstreamNetwork
+			}
+			return nil
+		}
+	}
+	return d
+}
+
+// Close ends every connection the Streams relays and stops cutting the
+// connections of deleted edges. Listeners are the caller's to close
+// (ServeTCP's end with its context). It may be called more than once.
+func (s *Streams) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	for _, ec := range s.open {
+		for _, cancel := range ec.cancels {
+			cancel()
+		}
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+}
+
+// reap cuts the connections of edges that are no longer served (deleted,
+// or dropped because their config cannot be built), every reapInterval:
+// a deleted edge carries no traffic, while any other change applies to
+// new connections only.
+func (s *Streams) reap() {
+	defer close(s.done)
+	t := time.NewTicker(reapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		for id, ec := range s.open {
+			if s.configs.Edge(ec.account, id) == nil {
+				for _, cancel := range ec.cancels {
+					cancel()
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// admit registers a connection of edge e, or reports false when the edge
+// has its maximum of open connections (or the Streams is closed). The
+// returned context ends when the edge is deleted or the Streams closed;
+// release must be called when the connection ends.
+func (s *Streams) admit(e *Edge) (ctx context.Context, release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := e.ID()
+	ec := s.open[id]
+	if s.closed || (ec != nil && len(ec.cancels) >= s.maxConns) {
+		return nil, nil, false
+	}
+	if ec == nil {
+		ec = &edgeConns{account: e.AccountID(), cancels: map[*int]context.CancelFunc{}}
+		s.open[id] = ec
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	key := new(int)
+	ec.cancels[key] = cancel
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		delete(ec.cancels, key)
+		if len(ec.cancels) == 0 && s.open[id] == ec {
+			delete(s.open, id)
+		}
+		s.mu.Unlock()
+	}, true
+}
+
+// OpenConns returns the number of connections of edge edgeID open now.
+func (s *Streams) OpenConns(edgeID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ec := s.open[edgeID]; ec != nil {
+		return len(ec.cancels)
+	}
+	return 0
+}
+
+// conn is one connection being served, for its log line and metrics.
+type conn struct {
+	kind   string // "tls" or "tcp"
+	edge   *Edge
+	client netip.AddrPort
+	start  time.Time
+}
+
+// refuse closes c for a reason, counts and logs it.
+func (s *Streams) refuse(c net.Conn, cn *conn, outcome string) {
+	_ = c.Close()
+	s.metrics.connection(cn.kind, outcome)
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		attrs := []slog.Attr{slog.String("kind", cn.kind), slog.String("outcome", outcome), slog.String("client", cn.client.String())}
+		if cn.edge != nil {
+			attrs = append(attrs, slog.String("account", cn.edge.AccountID()), slog.String("edge", cn.edge.ID()))
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, "connection refused", attrs...)
+	}
+}
+
+// addrPort returns the address a of a connection as netip.AddrPort; the
+// zero AddrPort when it is not a TCP address.
+func addrPort(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	if a != nil {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// relayTo connects to a tunnel of e and relays client's bytes to it and
+// back until either side ends, ctx ends (the edge was deleted) or the
+// connection is idle for IdleTimeout.
+func (s *Streams) relayTo(ctx context.Context, client net.Conn, cn *conn) {
+	up, u, outcome := s.connectUpstream(ctx, cn.edge.stream)
+	if up == nil {
+		s.refuse(client, cn, outcome)
+		return
+	}
+	st, err := relay.Pipe(ctx, client, up, relay.Options{IdleTimeout: s.idle})
+	s.metrics.connection(cn.kind, outcomeServed)
+	s.metrics.streamBytes(cn.kind, st.ClientToUpstream, st.UpstreamToClient)
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		attrs := []slog.Attr{slog.String("kind", cn.kind), slog.String("account", cn.edge.AccountID()), slog.String("edge", cn.edge.ID()),
+			slog.String("tunnel", u.tunnelID), slog.String("client", cn.client.String()),
+			slog.Int64("bytes_in", st.ClientToUpstream), slog.Int64("bytes_out", st.UpstreamToClient),
+			slog.Duration("duration", s.clock().Sub(cn.start))}
+		if err != nil {
+			attrs = append(attrs, slog.String("end", err.Error()))
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+	}
+}
+
+// connectUpstream connects to the next usable tunnel of p, trying each
+// tunnel at most once: a tunnel whose upstream refuses is skipped for
+// FailureBackoff. No bytes have been sent yet, so another tunnel can take
+// the connection.
+func (s *Streams) connectUpstream(ctx context.Context, p *pool) (net.Conn, *upstream, string) {
+	tried := 0
+	for tried < len(p.upstreams) {
+		now := s.clock()
+		u := p.pick(now)
+		if u == nil {
+			break
+		}
+		tried++
+		dctx, cancel := context.WithTimeout(ctx, s.connect)
+		c, err := s.dial(dctx, "tcp", u.addr)
+		cancel()
+		if err == nil {
+			u.health.succeed()
+			return c, u, ""
+		}
+		u.health.fail(now.Add(s.backoff))
+		s.log.Warn("upstream connection failed", "tunnel", u.tunnelID, "err", err)
+	}
+	if tried == 0 {
+		return nil, nil, outcomeNoUpstream
+	}
+	return nil, nil, outcomeUpstreamFailed
+}
+
+// SplitTLS serves the TLS edges on l, the HTTPS port, and returns a
+// listener of l's other connections, for the HTTPS edges' server (which
+// does its own TLS handshake on them). For each connection it reads the
+// ClientHello without consuming it (within HandshakeTimeout): when its
+// server name is the host of a TLS edge, the Streams serves the
+// connection; otherwise the connection, its ClientHello replayed, is
+// returned by the listener's Accept. HTTPS and TLS edges share the
+// hostports on port 443 (a hostport is one edge's), so one port serves
+// both. A connection that sends no ClientHello in time is closed.
+// Closing the returned listener closes l.
+func (s *Streams) SplitTLS(l net.Listener) net.Listener {
+	f := &front{l: l, s: s, conns: make(chan net.Conn), done: make(chan struct{})}
+	go f.run()
+	return f
+}
+
+// front is the listener SplitTLS returns.
+type front struct {
+	l     net.Listener
+	s     *Streams
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	err   error // why Accept fails; set before done closes
+}
+
+func (f *front) run() {
+	var delay time.Duration
+	for {
+		c, err := f.l.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(delay):
+					continue
+				case <-f.done:
+				}
+			}
+			f.shut(err)
+			return
+		}
+		delay = 0
+		go f.route(c)
+	}
+}
+
+func (f *front) shut(err error) {
+	f.once.Do(func() {
+		if errors.Is(err, net.ErrClosed) || err == nil {
+			err = net.ErrClosed
+		}
+		f.err = err
+		close(f.done)
+	})
+}
+
+// route peeks at c's ClientHello and serves it as a TLS edge's or hands
+// it to Accept.
+func (f *front) route(c net.Conn) {
+	hello, replay, err := sni.Peek(context.Background(), c, sni.Options{Timeout: f.s.handshake})
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
+	if e := f.s.configs.EdgeByHost(name); e != nil && e.TLS != nil && name != "" && !strings.Contains(name, "*") {
+		f.s.serveTLS(replay, name, e)
+		return
+	}
+	select {
+	case f.conns <- replay:
+	case <-f.done:
+		_ = replay.Close()
+	}
+}
+
+// Accept returns the next connection that is not a TLS edge's.
+func (f *front) Accept() (net.Conn, error) {
+	select {
+	case c := <-f.conns:
+		return c, nil
+	case <-f.done:
+		return nil, f.err
+	}
+}
+
+// Close closes the underlying listener.
+func (f *front) Close() error {
+	err := f.l.Close()
+	f.shut(net.ErrClosed)
+	return err
+}
+
+// Addr returns the underlying listener's address.
+func (f *front) Addr() net.Addr { return f.l.Addr() }
+
+// serveTLS serves a connection of TLS edge e whose ClientHello named
+// host; c replays the ClientHello.
+func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
+	cn := &conn{kind: "tls", edge: e, client: addrPort(c.RemoteAddr()), start: s.clock()}
+	cfg := e.TLS
+	// The account's endpoint restrictions, the IP restriction module and
+	// the on_tcp_connect rules, before any byte goes back: a refused
+	// client never completes a handshake.
+	if !s.accountAllows(c, cn) {
+		return
+	}
+	if !cfg.IPRestriction.Allowed(cn.client.Addr()) {
+		s.refuse(c, cn, outcomeIPRestricted)
+		return
+	}
+	if cfg.TrafficPolicy != nil {
+		res := cfg.TrafficPolicy.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()), Start: cn.start,
+			TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock())
+		if res.Verdict != policy.Continue {
+			s.refuse(c, cn, outcomePolicyDenied)
+			return
+		}
+	}
+	ctx, release, ok := s.admit(e)
+	if !ok {
+		s.refuse(c, cn, outcomeOverLimit)
+		return
+	}
+	defer release()
+	client := c
+	if cfg.TerminateAt != edges.TerminateAtUpstream {
+		cert := edgeCertificate(e, host)
+		if cert == nil {
+			s.metrics.unrouted(reasonNoCertificate)
+			s.refuse(c, cn, outcomeNoCertificate)
+			return
+		}
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: cfg.MinVersion})
+		hctx, cancel := context.WithTimeout(ctx, s.handshake)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			s.refuse(c, cn, outcomeHandshakeFailed)
+			return
+		}
+		client = tc
+	}
+	s.relayTo(ctx, client, cn)
+}
+
+// accountAllows checks the connection's client against its account's
+// endpoint restrictions, logging what they say; a refused connection is
+// closed and counted.
+func (s *Streams) accountAllows(c net.Conn, cn *conn) bool {
+	refusedBy, warnings := cn.edge.restrictedBy(cn.client.Addr())
+	if refusedBy == "" && warnings == nil {
+		return true
+	}
+	logRestricted(s.log, cn.edge, cn.client.Addr(), refusedBy, warnings)
+	if refusedBy == "" {
+		return true
+	}
+	_ = c.Close()
+	s.metrics.connection(cn.kind, outcomeIPRestricted)
+	return false
+}
+
+// edgeCertificate returns the certificate of host (or of the wildcard
+// that covers it) in e's snapshot, or nil.
+func edgeCertificate(e *Edge, host string) *tls.Certificate {
+	if cert := e.Certificates[host]; cert != nil {
+		return cert
+	}
+	if w, ok := wildcardOf(host); ok {
+		return e.Certificates[w]
+	}
+	return nil
+}
+
+// ServeTCP serves the TCP edges whose ports are from lo to hi: it
+// listens on host:port for each such port a TCP edge serves, opening and
+// closing listeners as edges take and leave ports (following the
+// Configs), until ctx ends; then it closes its listeners and returns nil.
+// A port outside the range is not served (logged when it appears). A
+// port that cannot be listened on is logged and tried again at the next
+// change, or after a few seconds. Open connections are not cut when their
+// port's listener closes (only when their edge is deleted).
+func (s *Streams) ServeTCP(ctx context.Context, host string, lo, hi int) error {
+	if lo < 1 || hi > 65535 || lo > hi {
+		return errors.New("proxy: the TCP port range must be within 1-65535, low to high, got " + strconv.Itoa(lo) + "-" + strconv.Itoa(hi))
+	}
+	listeners := map[int]net.Listener{}
+	warned := map[int]bool{}
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for {
+		ports, changed := s.configs.TCPPorts()
+		retry := false
+		want := map[int]bool{}
+		for _, p := range ports {
+			if p < lo || p > hi {
+				if !warned[p] {
+					warned[p] = true
+					s.log.Warn("a TCP edge's port is outside the proxy's TCP port range; not served", "port", p, "range", strconv.Itoa(lo)+"-"+strconv.Itoa(hi))
+				}
+				continue
+			}
+			want[p] = true
+		}
+		for p, l := range listeners {
+			if !want[p] {
+				_ = l.Close()
+				delete(listeners, p)
+			}
+		}
+		for p := range want {
+			if listeners[p] != nil {
+				continue
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+			if err != nil {
+				retry = true
+				s.log.Error("cannot listen on a TCP edge's port; retrying", "port", p, "err", err)
+				continue
+			}
+			listeners[p] = l
+			go s.acceptTCP(l, p)
+		}
+		var again <-chan time.Time
+		if retry {
+			again = time.After(5 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-again:
+		}
+	}
+}
+
+// acceptTCP serves the connections of l, the listener of TCP port port,
+// until it is closed.
+func (s *Streams) acceptTCP(l net.Listener, port int) {
+	var delay time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return
+		}
+		delay = 0
+		go s.serveTCP(c, port)
+	}
+}
+
+// serveTCP serves a connection that arrived on TCP port port.
+func (s *Streams) serveTCP(c net.Conn, port int) {
+	cn := &conn{kind: "tcp", client: addrPort(c.RemoteAddr()), start: s.clock()}
+	e := s.configs.EdgeByPort(port)
+	if e == nil {
+		s.refuse(c, cn, outcomeUnrouted)
+		return
+	}
+	cn.edge = e
+	if !s.accountAllows(c, cn) {
+		return
+	}
+	if !e.TCP.IPRestriction.Allowed(cn.client.Addr()) {
+		s.refuse(c, cn, outcomeIPRestricted)
+		return
+	}
+	ctx, release, ok := s.admit(e)
+	if !ok {
+		s.refuse(c, cn, outcomeOverLimit)
+		return
+	}
+	defer release()
+	s.relayTo(ctx, c, cn)
+}
