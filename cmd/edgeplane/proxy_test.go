@@ -713,5 +713,23 @@ func TestDataPlaneFlags(t *testing.T) {
 		if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "-"+prefix+`upstream-networks: network 2: "nope"`) {
 			t.Errorf("prefix %q: a bad -upstream-networks gave %v", prefix, err)
 		}
+		c.upstreamNetworks = ""
+		if c.tcpLow != 0 || c.idleTimeout != 5*time.Minute || c.maxConnsPerEdge != 1024 {
+			t.Errorf("prefix %q: TCP defaults %+v", prefix, c)
+		}
+		c.tcpPorts = "20000-20999"
+		if _, err := c.check(prefix); err != nil || c.tcpLow != 20000 || c.tcpHigh != 20999 {
+			t.Errorf("prefix %q: -tcp-ports 20000-20999: %d-%d, %v", prefix, c.tcpLow, c.tcpHigh, err)
+		}
+		for _, bad := range []string{"20000", "0-10", "10-5", "1-65536", "a-b", "-", "20000-"} {
+			c.tcpPorts = bad
+			if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "-"+prefix+"tcp-ports") {
+				t.Errorf("prefix %q: -tcp-ports %q gave %v", prefix, bad, err)
+			}
+		}
+		c.tcpPorts, c.maxConnsPerEdge = "", 0
+		if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "max-conns-per-edge") {
+			t.Errorf("prefix %q: -max-conns-per-edge 0 gave %v", prefix, err)
+		}
 	}
 }
