@@ -866,11 +866,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	}
 	for k := range p.tunnels {
 		users := c.byBackend[k.account][k.id]
-		needed := false
-		for id := range users {
-			needed = needed || !compiled[id]
-		}
-		if !needed {
+		if !anyNotIn(users, compiled) {
 			delete(p.tunnels, k)
 			continue
 		}
@@ -895,11 +891,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	}
 	for a := range p.acctIPX {
 		users := c.byAccount[a]
-		needed := false
-		for id := range users {
-			needed = needed || !compiled[id]
-		}
-		if !needed {
+		if !anyNotIn(users, compiled) {
 			delete(p.acctIPX, a)
 			continue
 		}
@@ -946,6 +938,17 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	}
 	c.flush(u)
 	return firstErr
+}
+
+// anyNotIn reports whether an edge of users is not in compiled: it needs
+// a refresh, since compiling read everything anew.
+func anyNotIn(users, compiled map[string]bool) bool {
+	for id := range users {
+		if !compiled[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // readCerts reads the certificates of an edge's hosts.

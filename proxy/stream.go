@@ -365,25 +365,28 @@ type front struct {
 	err   error // why Accept fails; set before done closes
 }
 
-func (f *front) run() {
+func (f *front) run() { f.shut(acceptLoop(f.l, f.route)) }
+
+// acceptLoop serves each connection of l in a goroutine of its own until
+// l is closed (it returns the error saying so). Any other error of
+// Accept (too many open files, a connection aborted before it was
+// accepted) is retried after a pause of 5 ms, doubling up to 1 s, as
+// net/http's servers do: a burst that exhausts file descriptors never
+// stops a listener for good.
+func acceptLoop(l net.Listener, serve func(net.Conn)) error {
 	var delay time.Duration
 	for {
-		c, err := f.l.Accept()
+		c, err := l.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				select {
-				case <-time.After(delay):
-					continue
-				case <-f.done:
-				}
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			f.shut(err)
-			return
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
 		}
 		delay = 0
-		go f.route(c)
+		go serve(c)
 	}
 }
 
@@ -584,21 +587,7 @@ func (s *Streams) ServeTCP(ctx context.Context, host string, lo, hi int) error {
 // acceptTCP serves the connections of l, the listener of TCP port port,
 // until it is closed.
 func (s *Streams) acceptTCP(l net.Listener, port int) {
-	var delay time.Duration
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return
-		}
-		delay = 0
-		go s.serveTCP(c, port)
-	}
+	_ = acceptLoop(l, func(c net.Conn) { s.serveTCP(c, port) })
 }
 
 // serveTCP serves a connection that arrived on TCP port port.

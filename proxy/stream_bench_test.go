@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/backends"
@@ -18,34 +17,10 @@ import (
 // sends and, at its end of stream, answers the byte count (8 bytes, big
 // endian); with config it speaks TLS. It returns its address.
 func sinkServer(tb testing.TB, config *tls.Config) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if config != nil {
-		l = tls.NewListener(l, config)
-	}
-	var wg sync.WaitGroup
-	tb.Cleanup(func() { _ = l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				n, _ := io.Copy(io.Discard, c)
-				_ = binary.Write(c, binary.BigEndian, n)
-			}()
-		}
-	}()
-	return l.Addr().String()
+	return testServer(tb, config, func(c net.Conn) {
+		n, _ := io.Copy(io.Discard, c)
+		_ = binary.Write(c, binary.BigEndian, n)
+	})
 }
 
 // benchSend writes b.N chunks of 1 MiB on c, half-closes it and checks

@@ -138,6 +138,19 @@ func freePort(t testing.TB) int {
 // receives and, at the client's end of stream, half-closes its side; with
 // config it speaks TLS. It returns its address.
 func echoServer(t testing.TB, config *tls.Config) string {
+	return testServer(t, config, func(c net.Conn) {
+		_, _ = io.Copy(c, c)
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, c)
+	})
+}
+
+// testServer starts a server on 127.0.0.1 that runs handle on each
+// connection (and closes it after); with config it speaks TLS. It
+// returns its address; the server stops at the test's end.
+func testServer(t testing.TB, config *tls.Config, handle func(net.Conn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,11 +173,7 @@ func echoServer(t testing.TB, config *tls.Config) string {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				_, _ = io.Copy(c, c)
-				if cw, ok := c.(interface{ CloseWrite() error }); ok {
-					_ = cw.CloseWrite()
-				}
-				_, _ = io.Copy(io.Discard, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -565,4 +574,45 @@ func (e *streamEnv) httpsStatus(t *testing.T, host string) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// flakyListener fails its first Accept with an error that is not
+// net.ErrClosed, then hands out conn once, then is closed.
+type flakyListener struct {
+	net.Listener
+	calls int
+	conn  net.Conn
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	l.calls++
+	switch l.calls {
+	case 1:
+		return nil, errors.New("accept4: too many open files")
+	case 2:
+		return l.conn, nil
+	}
+	return nil, net.ErrClosed
+}
+
+// TestAcceptLoopSurvivesErrors: an Accept error other than a closed
+// listener (file descriptors exhausted) pauses the loop; it does not end
+// it.
+func TestAcceptLoopSurvivesErrors(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	l := &flakyListener{conn: a}
+	served := make(chan net.Conn, 1)
+	if err := acceptLoop(l, func(c net.Conn) { served <- c }); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("acceptLoop returned %v, want net.ErrClosed", err)
+	}
+	select {
+	case c := <-served:
+		c.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection after the error was not served")
+	}
+	if l.calls != 3 {
+		t.Errorf("Accept called %d times, want 3", l.calls)
+	}
 }
