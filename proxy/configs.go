@@ -1055,28 +1055,13 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 }
 
 // serve makes the hosts table send the hosts of edge id's hostports to
-// its slot, and drop the ones it no longer serves (unless another edge
-// took them meanwhile: changes are applied in any order).
+// its slot, and drop the ones it no longer serves.
 func (c *Configs) serve(id string, t *tracked, hostports []string, u *updates) {
-	hosts := hostsOf(hostports)
-	for _, h := range t.hosts {
-		if !slices.Contains(hosts, h) && c.hostOf[h] == id {
-			delete(c.hostOf, h)
-			u.hosts[h] = nil
-		}
-	}
-	for _, h := range hosts {
-		if c.hostOf[h] != id {
-			c.hostOf[h] = id
-			u.hosts[h] = t.slot
-		}
-	}
-	t.hosts = hosts
+	t.hosts = claim(id, t.slot, t.hosts, hostsOf(hostports), c.hostOf, u.hosts)
 }
 
 // servePorts makes the ports table send the ports of TCP edge id's
-// hostports to its slot, and drop the ones it no longer serves (unless
-// another edge took them meanwhile).
+// hostports to its slot, and drop the ones it no longer serves.
 func (c *Configs) servePorts(id string, t *tracked, hostports []string, u *updates) {
 	var ports []string
 	for _, hp := range hostports {
@@ -1084,19 +1069,27 @@ func (c *Configs) servePorts(id string, t *tracked, hostports []string, u *updat
 			ports = append(ports, p)
 		}
 	}
-	for _, p := range t.ports {
-		if !slices.Contains(ports, p) && c.portOf[p] == id {
-			delete(c.portOf, p)
-			u.ports[p] = nil
+	t.ports = claim(id, t.slot, t.ports, ports, c.portOf, u.ports)
+}
+
+// claim records in owner, and in the table updates u, that edge id (its
+// slot) serves keys, and drops the keys it held (held) and no longer
+// serves, unless another edge took them meanwhile (changes are applied in
+// any order). It returns keys.
+func claim(id string, s *slot, held, keys []string, owner map[string]string, u map[string]*slot) []string {
+	for _, k := range held {
+		if !slices.Contains(keys, k) && owner[k] == id {
+			delete(owner, k)
+			u[k] = nil
 		}
 	}
-	for _, p := range ports {
-		if c.portOf[p] != id {
-			c.portOf[p] = id
-			u.ports[p] = t.slot
+	for _, k := range keys {
+		if owner[k] != id {
+			owner[k] = id
+			u[k] = s
 		}
 	}
-	t.ports = ports
+	return keys
 }
 
 // hostportPort returns the port of a canonical hostport.

@@ -445,27 +445,13 @@ func (f *front) Addr() net.Addr { return f.l.Addr() }
 func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 	cn := &conn{kind: "tls", edge: e, client: addrPort(c.RemoteAddr()), start: s.clock()}
 	cfg := e.TLS
-	// The account's endpoint restrictions, the IP restriction module and
-	// the on_tcp_connect rules, before any byte goes back: a refused
-	// client never completes a handshake.
-	if !s.accountAllows(c, cn) {
-		return
-	}
-	if !cfg.IPRestriction.Allowed(cn.client.Addr()) {
-		s.refuse(c, cn, outcomeIPRestricted)
-		return
-	}
-	if cfg.TrafficPolicy != nil {
-		res := cfg.TrafficPolicy.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()), Start: cn.start,
-			TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock())
-		if res.Verdict != policy.Continue {
-			s.refuse(c, cn, outcomePolicyDenied)
-			return
-		}
-	}
-	ctx, release, ok := s.admit(e)
+	// Everything before any byte goes back: a refused client never
+	// completes a handshake.
+	ctx, release, ok := s.gate(c, cn, cfg.IPRestriction, func() bool {
+		return cfg.TrafficPolicy == nil || cfg.TrafficPolicy.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
+			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue
+	})
 	if !ok {
-		s.refuse(c, cn, outcomeOverLimit)
 		return
 	}
 	defer release()
@@ -488,6 +474,28 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 		client = tc
 	}
 	s.relayTo(ctx, client, cn)
+}
+
+// gate applies to a connection of edge cn.edge, in order: the account's
+// endpoint restrictions, the edge's IP restriction module ipr, connect
+// (the traffic policy's on_tcp_connect rules; nil: none) and the bound
+// of open connections per edge. It returns what [Streams.admit] does, or
+// ok false after refusing c.
+func (s *Streams) gate(c net.Conn, cn *conn, ipr *edges.IPRestrictionConfig, connect func() bool) (ctx context.Context, release func(), ok bool) {
+	switch {
+	case !s.accountAllows(c, cn):
+		return nil, nil, false
+	case !ipr.Allowed(cn.client.Addr()):
+		s.refuse(c, cn, outcomeIPRestricted)
+		return nil, nil, false
+	case connect != nil && !connect():
+		s.refuse(c, cn, outcomePolicyDenied)
+		return nil, nil, false
+	}
+	if ctx, release, ok = s.admit(cn.edge); !ok {
+		s.refuse(c, cn, outcomeOverLimit)
+	}
+	return ctx, release, ok
 }
 
 // accountAllows checks the connection's client against its account's
@@ -599,16 +607,8 @@ func (s *Streams) serveTCP(c net.Conn, port int) {
 		return
 	}
 	cn.edge = e
-	if !s.accountAllows(c, cn) {
-		return
-	}
-	if !e.TCP.IPRestriction.Allowed(cn.client.Addr()) {
-		s.refuse(c, cn, outcomeIPRestricted)
-		return
-	}
-	ctx, release, ok := s.admit(e)
+	ctx, release, ok := s.gate(c, cn, e.TCP.IPRestriction, nil)
 	if !ok {
-		s.refuse(c, cn, outcomeOverLimit)
 		return
 	}
 	defer release()
