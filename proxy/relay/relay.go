@@ -98,6 +98,7 @@ func Pipe(ctx context.Context, client, upstream net.Conn, opts Options) (Stats, 
 	p := &pipe{
 		conns: [2]net.Conn{client, upstream},
 		idle:  opts.IdleTimeout,
+		now:   time.Now,
 	}
 	p.dirs[0] = direction{from: Client, src: client, dst: upstream, quiet: now, covered: now}
 	p.dirs[1] = direction{from: Upstream, src: upstream, dst: client, quiet: now, covered: now}
@@ -131,6 +132,7 @@ type pipe struct {
 	conns [2]net.Conn
 	idle  time.Duration
 	dirs  [2]direction
+	now   func() time.Time // time.Now; tests inject a clock
 
 	mu       sync.Mutex
 	ended    bool  // both conns are closed
@@ -224,7 +226,7 @@ func (p *pipe) finish(d *direction, moved bool, last time.Time, err error) {
 func (p *pipe) report(d *direction, moved bool, last time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
+	now := p.now()
 	if moved {
 		d.quiet = last
 	}
