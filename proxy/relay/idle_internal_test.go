@@ -32,8 +32,9 @@ func TestReportIdle(t *testing.T) {
 			{at: 100, dir: 1, idle: true},
 		}},
 		{"not before both vouch for it", []step{
-			{at: 50, dir: 0}, {at: 100, dir: 0}, {at: 150, dir: 0},
-			// direction 1 has not reported since t0: it may be moving bytes
+			{at: 50, dir: 0}, {at: 100, dir: 0}, {at: 149, dir: 0},
+			// direction 1 has not reported since t0: it may be moving
+			// bytes (until 150, an idle timeout past its window's end)
 		}},
 		{"the other direction is in a window that may be moving bytes", []step{
 			{at: 50, dir: 0}, {at: 50, dir: 1}, {at: 100, dir: 0},
@@ -57,6 +58,12 @@ func TestReportIdle(t *testing.T) {
 			{at: 189, dir: 1},
 			{at: 190, dir: 1, idle: true},
 		}},
+		{"a direction stuck writing an idle timeout past its window vouches", []step{
+			{at: 50, dir: 1, moved: true, last: 20}, // then stuck in a write: its window ends at 100
+			{at: 50, dir: 0}, {at: 100, dir: 0}, {at: 150, dir: 0},
+			{at: 199, dir: 0},
+			{at: 200, dir: 0, idle: true},
+		}},
 		{"the quiet time counts from the later direction's last byte", []step{
 			{at: 50, dir: 0, moved: true, last: 10},
 			{at: 50, dir: 1, moved: true, last: 40},
@@ -69,7 +76,7 @@ func TestReportIdle(t *testing.T) {
 			var clock time.Time
 			p := &pipe{idle: idle, now: func() time.Time { return clock }}
 			for i := range p.dirs {
-				p.dirs[i] = direction{from: Side(i + 1), quiet: t0, covered: t0}
+				p.dirs[i] = direction{from: Side(i + 1), quiet: t0, covered: t0, windowEnd: t0.Add(idle / 2)}
 			}
 			for i, s := range tt.steps {
 				clock = at(s.at)
@@ -84,6 +91,7 @@ func TestReportIdle(t *testing.T) {
 				if got := p.report(&p.dirs[s.dir], s.moved, last); got != s.idle {
 					t.Fatalf("step %d (%+v): idle = %v, want %v", i, s, got, s.idle)
 				}
+				p.dirs[s.dir].windowEnd = clock.Add(idle / 2) // its next window
 			}
 		})
 	}

@@ -152,7 +152,11 @@ type direction struct {
 	// path, the end of the window in which it last did); covered is when
 	// its last window ended: no byte moved in [quiet, covered].
 	quiet, covered time.Time
-	done           bool
+	// windowEnd is the read deadline of its current window: a direction
+	// still in its window an idle timeout past it is stuck writing to a
+	// peer that does not read.
+	windowEnd time.Time
+	done      bool
 }
 
 // end closes both connections once; a first non-nil cause is kept.
@@ -178,7 +182,11 @@ func (p *pipe) run(d *direction) {
 	window := p.idle / 2
 	for {
 		if window > 0 {
-			d.src.SetReadDeadline(time.Now().Add(window))
+			end := time.Now().Add(window)
+			p.mu.Lock()
+			d.windowEnd = end
+			p.mu.Unlock()
+			d.src.SetReadDeadline(end)
 		}
 		n, last, err := copyOnce(d.dst, d.src, window > 0)
 		d.n += n
@@ -236,12 +244,14 @@ func (p *pipe) report(d *direction, moved bool, last time.Time) bool {
 	if b.quiet.After(quietSince) {
 		quietSince = b.quiet
 	}
-	coveredTo := now // a done direction vouches for ever
-	if !a.done && a.covered.Before(coveredTo) {
-		coveredTo = a.covered
-	}
-	if !b.done && b.covered.Before(coveredTo) {
-		coveredTo = b.covered
+	coveredTo := now
+	for _, x := range []*direction{a, b} {
+		// A done direction vouches for ever; so does one stuck in a
+		// write for an idle timeout past its window's end (its peer
+		// took that long without taking a buffer: idle too).
+		if !x.done && now.Sub(x.windowEnd) < p.idle && x.covered.Before(coveredTo) {
+			coveredTo = x.covered
+		}
 	}
 	return coveredTo.Sub(quietSince) >= p.idle
 }
