@@ -31,7 +31,9 @@
 // within [Options.Timeout]), [ErrTooLarge] (more than [Options.MaxBytes]
 // read without a whole hello), [ErrBadHello] (TLS records that crypto/tls
 // rejects as a ClientHello), and [ErrOptions] for bad [Options]. A
-// cancelled context gives an error that wraps the context's error.
+// cancelled context gives an error that wraps context.Canceled (its
+// cause); a context deadline before the timeout gives [ErrTimeout] that
+// also wraps context.DeadlineExceeded.
 //
 // # Limits
 //
