@@ -180,6 +180,9 @@ func (p *pipe) end(cause error) {
 // direction reports whether it moved bytes and the pipe checks for idle.
 func (p *pipe) run(d *direction) {
 	window := p.idle / 2
+	if window == 0 {
+		window = p.idle // 1 ns: still a timeout
+	}
 	for {
 		if window > 0 {
 			end := time.Now().Add(window)

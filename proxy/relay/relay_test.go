@@ -328,3 +328,12 @@ func TestPipeStalledReader(t *testing.T) {
 		})
 	}
 }
+
+// TestPipeTinyIdleTimeout: an idle timeout too small to halve (1 ns) is
+// still a timeout, not none.
+func TestPipeTinyIdleTimeout(t *testing.T) {
+	w := newWorld(t, context.Background(), variants[0], relay.Options{IdleTimeout: time.Nanosecond})
+	if r := w.wait(t); !errors.Is(r.err, relay.ErrIdle) {
+		t.Errorf("Pipe = %v, want ErrIdle", r.err)
+	}
+}
