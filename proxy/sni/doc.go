@@ -24,7 +24,9 @@
 //
 // # Errors
 //
-// Every failure wraps one of the sentinels, for errors.Is:
+// Every failure to read a hello wraps one of the sentinels, for
+// errors.Is (the others: setting the conn's read deadline failed, or a
+// context's error, below):
 // [ErrNotTLS] (the first bytes are not a TLS handshake record: plain HTTP,
 // SSH, random bytes, an SSLv2 hello), [ErrTruncated] (the client closed
 // before a whole hello arrived), [ErrTimeout] (the hello did not arrive
