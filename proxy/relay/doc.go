@@ -23,18 +23,23 @@
 // After each window a direction reports whether it moved bytes, and the
 // pipe is closed when both directions vouch for a whole IdleTimeout in
 // which neither moved a byte: a download-only stream keeps the pipe open
-// however quiet the upload side is.
+// however quiet the upload side is. A direction that has ended vouches
+// from its last byte on, and so does one stuck writing (see Limits).
 //
 // # Limits
 //
 //   - The idle timeout is coarse: the pipe closes between IdleTimeout and
 //     twice IdleTimeout after the last byte moved, never sooner. An idle
 //     pipe wakes each direction every IdleTimeout/2.
-//   - A direction blocked writing to a peer that does not read (its
-//     window full) does not report, so it keeps the pipe from being idle
-//     closed; cancel ctx to end such a pipe. Pipe sets no write deadlines:
-//     a write timeout loses the data in flight on the splice path and
-//     makes a *tls.Conn unusable.
+//   - A direction blocked writing to a peer that does not read counts as
+//     idle once it is an IdleTimeout past the end of its window, so a
+//     client that stops reading (a slow-read attack) does not hold a pipe
+//     open. The flip side: a peer so slow that one buffer takes it longer
+//     than that is cut too, and the buffer is 32 KiB on the buffered path
+//     but up to 1 MiB on the splice path (Go's splice pipe size): with a
+//     5 minute IdleTimeout, a reader slower than about 3.5 KB/s. Pipe sets
+//     no write deadlines: a write timeout loses the data in flight on the
+//     splice path and makes a *tls.Conn unusable.
 //   - A connection without a CloseWrite method cannot be half-closed: its
 //     peer sees EOF only when the pipe ends (when the other direction
 //     ends too).

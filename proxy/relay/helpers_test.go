@@ -118,8 +118,8 @@ func newWorld(t testing.TB, ctx context.Context, v variant, opts relay.Options) 
 	w := &world{client: client, upstream: ua, done: make(chan result, 1)}
 	// Guards, not timings: a broken relay fails the test instead of
 	// hanging it.
-	ca.SetDeadline(time.Now().Add(20 * time.Second))
-	ua.SetDeadline(time.Now().Add(20 * time.Second))
+	ca.SetDeadline(time.Now().Add(10 * time.Second))
+	ua.SetDeadline(time.Now().Add(10 * time.Second))
 	go func() {
 		s, err := relay.Pipe(ctx, relayClient, relayUp, opts)
 		w.done <- result{s, err}
@@ -133,7 +133,7 @@ func (w *world) wait(t testing.TB) result {
 	select {
 	case r := <-w.done:
 		return r
-	case <-time.After(20 * time.Second): // a guard, not a timing
+	case <-time.After(10 * time.Second): // a guard, not a timing
 		t.Fatal("Pipe did not return")
 		return result{}
 	}

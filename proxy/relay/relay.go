@@ -98,6 +98,7 @@ func Pipe(ctx context.Context, client, upstream net.Conn, opts Options) (Stats, 
 	p := &pipe{
 		conns: [2]net.Conn{client, upstream},
 		idle:  opts.IdleTimeout,
+		now:   time.Now,
 	}
 	p.dirs[0] = direction{from: Client, src: client, dst: upstream, quiet: now, covered: now}
 	p.dirs[1] = direction{from: Upstream, src: upstream, dst: client, quiet: now, covered: now}
@@ -131,6 +132,7 @@ type pipe struct {
 	conns [2]net.Conn
 	idle  time.Duration
 	dirs  [2]direction
+	now   func() time.Time // time.Now; tests inject a clock
 
 	mu       sync.Mutex
 	ended    bool  // both conns are closed
@@ -150,7 +152,11 @@ type direction struct {
 	// path, the end of the window in which it last did); covered is when
 	// its last window ended: no byte moved in [quiet, covered].
 	quiet, covered time.Time
-	done           bool
+	// windowEnd is the read deadline of its current window: a direction
+	// still in its window an idle timeout past it is stuck writing to a
+	// peer that does not read.
+	windowEnd time.Time
+	done      bool
 }
 
 // end closes both connections once; a first non-nil cause is kept.
@@ -174,9 +180,16 @@ func (p *pipe) end(cause error) {
 // direction reports whether it moved bytes and the pipe checks for idle.
 func (p *pipe) run(d *direction) {
 	window := p.idle / 2
+	if window == 0 {
+		window = p.idle // 1 ns: still a timeout
+	}
 	for {
 		if window > 0 {
-			d.src.SetReadDeadline(time.Now().Add(window))
+			end := time.Now().Add(window)
+			p.mu.Lock()
+			d.windowEnd = end
+			p.mu.Unlock()
+			d.src.SetReadDeadline(end)
 		}
 		n, last, err := copyOnce(d.dst, d.src, window > 0)
 		d.n += n
@@ -224,7 +237,7 @@ func (p *pipe) finish(d *direction, moved bool, last time.Time, err error) {
 func (p *pipe) report(d *direction, moved bool, last time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
+	now := p.now()
 	if moved {
 		d.quiet = last
 	}
@@ -234,12 +247,14 @@ func (p *pipe) report(d *direction, moved bool, last time.Time) bool {
 	if b.quiet.After(quietSince) {
 		quietSince = b.quiet
 	}
-	coveredTo := now // a done direction vouches for ever
-	if !a.done && a.covered.Before(coveredTo) {
-		coveredTo = a.covered
-	}
-	if !b.done && b.covered.Before(coveredTo) {
-		coveredTo = b.covered
+	coveredTo := now
+	for _, x := range []*direction{a, b} {
+		// A done direction vouches for ever; so does one stuck in a
+		// write for an idle timeout past its window's end (its peer
+		// took that long without taking a buffer: idle too).
+		if !x.done && now.Sub(x.windowEnd) < p.idle && x.covered.Before(coveredTo) {
+			coveredTo = x.covered
+		}
 	}
 	return coveredTo.Sub(quietSince) >= p.idle
 }

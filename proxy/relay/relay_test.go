@@ -30,7 +30,7 @@ func send(c net.Conn, data []byte) error {
 func TestPipeTransfer(t *testing.T) {
 	const size = 8 << 20
 	for _, v := range variants {
-		for _, idle := range []time.Duration{0, 100 * time.Millisecond} {
+		for _, idle := range []time.Duration{0, time.Second} {
 			t.Run(fmt.Sprintf("%s/idle=%v", v.name, idle), func(t *testing.T) {
 				up, down := make([]byte, size), make([]byte, size)
 				rand.Read(up)
@@ -302,5 +302,38 @@ func TestPipeUsesWriteTo(t *testing.T) {
 	}
 	if src.calls == 0 {
 		t.Error("the relay did not use the source's WriteTo")
+	}
+}
+
+// TestPipeStalledReader: a client that stops reading while the upstream
+// has data for it stalls the upstream->client direction in a write; with
+// the client->upstream direction quiet too, the idle timeout still closes
+// the pipe (a slow-read attack does not hold it open).
+func TestPipeStalledReader(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			w := newWorld(t, context.Background(), v, relay.Options{IdleTimeout: 50 * time.Millisecond})
+			go func() {
+				buf := make([]byte, 1<<20)
+				for {
+					if _, err := w.upstream.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			r := w.wait(t)
+			if !errors.Is(r.err, relay.ErrIdle) {
+				t.Errorf("Pipe = %v, want ErrIdle", r.err)
+			}
+		})
+	}
+}
+
+// TestPipeTinyIdleTimeout: an idle timeout too small to halve (1 ns) is
+// still a timeout, not none.
+func TestPipeTinyIdleTimeout(t *testing.T) {
+	w := newWorld(t, context.Background(), variants[0], relay.Options{IdleTimeout: time.Nanosecond})
+	if r := w.wait(t); !errors.Is(r.err, relay.ErrIdle) {
+		t.Errorf("Pipe = %v, want ErrIdle", r.err)
 	}
 }

@@ -24,14 +24,18 @@
 //
 // # Errors
 //
-// Every failure wraps one of the sentinels, for errors.Is:
+// Every failure to read a hello wraps one of the sentinels, for
+// errors.Is (the others: setting the conn's read deadline failed, or a
+// context's error, below):
 // [ErrNotTLS] (the first bytes are not a TLS handshake record: plain HTTP,
 // SSH, random bytes, an SSLv2 hello), [ErrTruncated] (the client closed
 // before a whole hello arrived), [ErrTimeout] (the hello did not arrive
 // within [Options.Timeout]), [ErrTooLarge] (more than [Options.MaxBytes]
 // read without a whole hello), [ErrBadHello] (TLS records that crypto/tls
 // rejects as a ClientHello), and [ErrOptions] for bad [Options]. A
-// cancelled context gives an error that wraps the context's error.
+// cancelled context gives an error that wraps context.Canceled (its
+// cause); a context deadline before the timeout gives [ErrTimeout] that
+// also wraps context.DeadlineExceeded.
 //
 // # Limits
 //
