@@ -1043,7 +1043,7 @@ func TestProviderResponseBounded(t *testing.T) {
 func TestConcurrentSignIns(t *testing.T) {
 	h := newHarness(t, nil)
 	var wg sync.WaitGroup
-	errs := make(chan string, 8)
+	errs := make(chan string, 8*3) // room for every failure: a full channel would hang the test
 	for i := range 8 {
 		wg.Go(func() {
 			c := h.browser()

@@ -55,7 +55,7 @@ func newAddressPolicy(opts ProvidersOptions) *addressPolicy {
 		if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
 			n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
 		}
-		p.networks = append(p.networks, n.Masked())
+		p.networks = append(p.networks, n)
 	}
 	return p
 }
@@ -139,10 +139,10 @@ var nonPublicNetworks = []struct {
 	reason string
 }{
 	// IPv4 (IANA IPv4 Special-Purpose Address Registry, RFC 6890 and on).
+	// 0.0.0.0 and 127.0.0.0/8 are handled before this table.
 	{netip.MustParsePrefix("0.0.0.0/8"), "in \"this network\" (0.0.0.0/8)"},
 	{netip.MustParsePrefix("10.0.0.0/8"), "private (10.0.0.0/8)"},
 	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT, 100.64.0.0/10)"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16, where cloud metadata services live)"},
 	{netip.MustParsePrefix("172.16.0.0/12"), "private (172.16.0.0/12)"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "reserved for IETF protocol assignments (192.0.0.0/24)"},
