@@ -27,7 +27,7 @@
 // the proxy hands a request for the callback path to the Gate whose
 // [Gate.IsCallback] is true, whichever route the path would match:
 //
-//	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{}) // one per proxy
+//	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{}) // one per proxy: public providers only
 //	gate, err := oidcauth.New(routeConfig.OIDC, oidcauth.Options{
 //		Key:       sealingKey, // the proxy's 32-byte sealing key
 //		Scope:     edgeID + "/" + routeID,
@@ -113,6 +113,39 @@
 // provider bounded by [DefaultTimeout]. An authenticated request never
 // contacts the provider.
 //
+// # Provider networks
+//
+// Whoever configures a route chooses its issuer, and the proxy fetches
+// the discovery document from it, then the key set and the token endpoint
+// that document names, following redirects: left alone, a route could
+// make the proxy call its own network (127.0.0.1, the cloud metadata
+// service at 169.254.169.254, 10.0.0.0/8 ...) — server-side request
+// forgery. So by default [Providers] connects only to public unicast
+// addresses: loopback, private (RFC 1918, fc00::/7), link-local
+// (169.254.0.0/16, fe80::/10), unspecified, multicast, carrier-grade NAT
+// (100.64.0.0/10) and the other special-purpose ranges are refused, as are
+// IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) forms of
+// refused IPv4 addresses, and IPv6 outside 2000::/3. The check runs in the
+// dialer, on the address actually dialled after name resolution, for
+// every connection: a name that resolves to a private address (DNS
+// rebinding), a redirect, the key set's and the token endpoint's hosts
+// are all covered. [ProvidersOptions.AllowPrivateNetworks] lifts the
+// restriction; [ProvidersOptions.Networks] replaces it with a list of the
+// only networks allowed (for an IdP inside the operator's network).
+//
+// The restriction belongs to the transport the Providers makes: a
+// [ProvidersOptions.Client] with a Transport of its own is used as is (its
+// owner answers for where it connects). That default transport uses no
+// HTTP proxy (HTTPS_PROXY is ignored: the dialer would only see the
+// proxy's address); [ProvidersOptions.RootCAs] lets it trust a private CA.
+//
+// A refused connection fails the call like an unreachable provider: the
+// browser gets the Gate's fixed 503 (discovery) or 502 (token endpoint)
+// text, or 403 when the key set cannot be fetched, and [Options.Logger]
+// gets the cause, which wraps [ErrAddressNotAllowed] and names the address
+// and why ("127.0.0.1 is loopback", "10.1.2.3 is outside
+// ProvidersOptions.Networks").
+//
 // # Limits
 //
 //   - Cookie values written or read: at most [MaxCookieBytes] (4096)
@@ -132,6 +165,12 @@
 //     [ProvidersOptions.Timeout] (default 10s).
 //   - Discovery cache: at most [ProvidersOptions.MaxIssuers] issuers
 //     (default 256), least recently used dropped first.
+//   - Provider addresses: public unicast only, unless
+//     [ProvidersOptions.AllowPrivateNetworks] or
+//     [ProvidersOptions.Networks] say otherwise (see # Provider networks);
+//     not enforced on a Client with its own Transport.
+//   - Provider redirects: at most [MaxProviderRedirects] (3) per call, never
+//     from https to http; each target is dialled through the same check.
 //   - The redirect URI's scheme is https when the request reached the
 //     proxy over TLS (r.TLS set) and http otherwise; a proxy behind
 //     another TLS terminator must present requests accordingly.

@@ -21,8 +21,13 @@ func ExampleGate_Wrap() {
 	defer idp.Close()
 
 	// One Providers per proxy: the discovery cache and the HTTP client
-	// that reaches the providers.
-	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: idp.Client()})
+	// that reaches the providers. By default it reaches public addresses
+	// only; this test provider is on 127.0.0.1, with a certificate of its
+	// own.
+	providers := oidcauth.NewProviders(oidcauth.ProvidersOptions{
+		AllowPrivateNetworks: true,
+		RootCAs:              idp.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,
+	})
 	module := &edges.OIDC{Enabled: true, Issuer: idp.Issuer(), ClientID: "client-1", ClientSecret: "secret-1", Scopes: []string{"email"}}
 	gate, err := oidcauth.New(module.Config(), oidcauth.Options{
 		Key:       []byte("a 32-byte or longer secret key!!"), // a proxy passes its sealing key

@@ -1,15 +1,19 @@
 package oidcauth_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -71,11 +75,51 @@ type harness struct {
 	prefixes  []string // route prefixes, longest first
 	gates     map[string]*oidcauth.Gate
 	reached   atomic.Int64
+	logs      logBuffer // the Gates' log
 }
+
+// loopback is where the test servers listen. The tests' Providers must be
+// allowed to connect there: by default they reach public addresses only.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// rootCAs returns the certificate authorities the test client c trusts
+// (those of httptest's TLS servers).
+func rootCAs(c *http.Client) *x509.CertPool {
+	return c.Transport.(*http.Transport).TLSClientConfig.RootCAs
+}
+
+// logBuffer collects a Gate's log for a test to read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logger returns a logger writing to b.
+func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // newHarness starts a provider and an app with one OIDC route per prefix
 // (default "/"), each with the config edited by edit.
 func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) *harness {
+	t.Helper()
+	return newHarnessWith(t, nil, edit, prefixes...)
+}
+
+// newHarnessWith is newHarness whose Providers' options are edited by
+// popts (when not nil) after the defaults: the package's own transport,
+// trusting the provider's certificate and allowed to reach loopback.
+func newHarnessWith(t *testing.T, popts func(*oidcauth.ProvidersOptions), edit func(*edges.OIDCConfig), prefixes ...string) *harness {
 	t.Helper()
 	if len(prefixes) == 0 {
 		prefixes = []string{"/"}
@@ -83,7 +127,11 @@ func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) 
 	h := &harness{t: t, clock: newClock(), gates: map[string]*oidcauth.Gate{}}
 	h.prov = oidctest.New("client-1", "secret-1", h.clock.Now)
 	t.Cleanup(h.prov.Close)
-	h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: h.prov.Client(), Now: h.clock.Now})
+	o := oidcauth.ProvidersOptions{RootCAs: rootCAs(h.prov.Client()), Networks: loopback, Now: h.clock.Now}
+	if popts != nil {
+		popts(&o)
+	}
+	h.providers = oidcauth.NewProviders(o)
 	for _, prefix := range prefixes {
 		cfg := &edges.OIDCConfig{
 			Issuer:       h.prov.Issuer(),
@@ -95,7 +143,8 @@ func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) 
 		if edit != nil {
 			edit(cfg)
 		}
-		g, err := oidcauth.New(cfg, oidcauth.Options{Key: testKey, Scope: "edghts_1/" + prefix, Providers: h.providers, Now: h.clock.Now})
+		g, err := oidcauth.New(cfg, oidcauth.Options{Key: testKey, Scope: "edghts_1/" + prefix, Providers: h.providers, Now: h.clock.Now,
+			Logger: h.logs.logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -784,7 +833,7 @@ func TestDiscoveryFailureRemembered(t *testing.T) {
 		http.Error(w, "internal detail: db down at 10.0.0.7", http.StatusInternalServerError)
 	}))
 	defer down.Close()
-	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: down.Client(), Now: clock.Now})
+	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{RootCAs: rootCAs(down.Client()), Networks: loopback, Now: clock.Now})
 	g, err := oidcauth.New(&edges.OIDCConfig{Issuer: down.URL, ClientID: "c", ClientSecret: "s"},
 		oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Now: clock.Now})
 	if err != nil {
@@ -822,7 +871,7 @@ func TestProvidersBounded(t *testing.T) {
 		issuers = append(issuers, p.Issuer())
 		client = p.Client()
 	}
-	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: client, MaxIssuers: 2, Now: clock.Now})
+	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{RootCAs: rootCAs(client), Networks: loopback, MaxIssuers: 2, Now: clock.Now})
 	for i, iss := range issuers {
 		g, err := oidcauth.New(&edges.OIDCConfig{Issuer: iss, ClientID: "c", ClientSecret: "s"},
 			oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Now: clock.Now})
@@ -976,7 +1025,7 @@ func TestProviderResponseBounded(t *testing.T) {
 				io.WriteString(w, body)
 			}))
 			defer big.Close()
-			ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: big.Client()})
+			ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{RootCAs: rootCAs(big.Client()), Networks: loopback})
 			g, err := oidcauth.New(&edges.OIDCConfig{Issuer: big.URL, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
 			if err != nil {
 				t.Fatal(err)
@@ -994,7 +1043,7 @@ func TestProviderResponseBounded(t *testing.T) {
 func TestConcurrentSignIns(t *testing.T) {
 	h := newHarness(t, nil)
 	var wg sync.WaitGroup
-	errs := make(chan string, 8)
+	errs := make(chan string, 8*3) // room for every failure: a full channel would hang the test
 	for i := range 8 {
 		wg.Go(func() {
 			c := h.browser()

@@ -3,9 +3,11 @@ package oidcauth
 import (
 	"container/list"
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -39,11 +41,45 @@ var errProviderTooLarge = errors.New("provider response too large")
 // ProvidersOptions configure [NewProviders]. The zero value means the
 // documented defaults.
 type ProvidersOptions struct {
-	// Client reaches the providers. Nil means a client with
-	// http.DefaultTransport. The client is copied: its Transport is wrapped
-	// to bound response bodies to [MaxProviderResponseBytes], and its
-	// Timeout, when 0, is set to Timeout.
+	// Client reaches the providers. Nil means a client of the package's
+	// own. The client is copied: its Transport is wrapped to bound response
+	// bodies to [MaxProviderResponseBytes], its Timeout, when 0, is set to
+	// Timeout, and its redirects are limited (see [MaxProviderRedirects];
+	// its own CheckRedirect, if any, runs after that).
+	//
+	// When the client's Transport is nil, the Providers uses a transport
+	// of its own, like http.DefaultTransport but without an HTTP proxy,
+	// that enforces AllowPrivateNetworks and Networks. A Transport of the
+	// caller's is used as is: it connects wherever it does, and
+	// AllowPrivateNetworks, Networks and RootCAs do not apply to it (the
+	// caller answers for where it connects, as with
+	// proxy.HandlerOptions.Transport).
 	Client *http.Client
+	// AllowPrivateNetworks lets the default transport connect to any
+	// address. When false (the default), it connects only to public
+	// unicast addresses: not loopback, private (RFC 1918, fc00::/7),
+	// link-local (169.254.0.0/16, where cloud metadata services live,
+	// fe80::/10), unspecified, multicast, carrier-grade NAT
+	// (100.64.0.0/10) or another special-purpose range. The issuer is
+	// chosen by whoever configures a route, and the discovery document
+	// names further URLs (key set, token endpoint) that are fetched too;
+	// without the restriction they could make the proxy call its own
+	// network. The check is on the address dialled, after name
+	// resolution, for every connection (redirects, key set and token
+	// endpoint included); a refused call fails with
+	// [ErrAddressNotAllowed] in its chain. Ignored when Networks is set.
+	AllowPrivateNetworks bool
+	// Networks, when not empty, are the only networks the default
+	// transport connects to, private or not (an IPv4-mapped prefix counts
+	// as its IPv4 network); it replaces the public-only rule, so list
+	// only what is meant (an IdP inside the operator's network, say).
+	// Invalid prefixes are ignored.
+	Networks []netip.Prefix
+	// RootCAs, when not nil, are the certificate authorities the default
+	// transport trusts instead of the system's (a provider with a private
+	// CA keeps the network restriction this way, where a Client with its
+	// own Transport would lose it).
+	RootCAs *x509.CertPool
 	// MaxIssuers bounds the cache; the least recently used issuer is
 	// dropped beyond it. 0 means [DefaultMaxIssuers].
 	MaxIssuers int
@@ -65,8 +101,10 @@ type ProvidersOptions struct {
 // discovery for that issuer, bounded by the timeout, which concurrent
 // lookups of the same issuer wait for; a lookup never waits longer than
 // its own context allows. The discovered provider also caches the
-// issuer's key set (refetched when a token names an unknown key).
-// Providers is safe for concurrent use.
+// issuer's key set (refetched when a token names an unknown key). Unless
+// its options say otherwise, it connects to public addresses only (see
+// [ProvidersOptions.AllowPrivateNetworks] and the package doc's
+// # Provider networks). Providers is safe for concurrent use.
 type Providers struct {
 	client     *http.Client
 	max        int
@@ -121,9 +159,10 @@ func NewProviders(opts ProvidersOptions) *Providers {
 	}
 	base := c.Transport
 	if base == nil {
-		base = http.DefaultTransport
+		base = defaultTransport(newAddressPolicy(opts), opts)
 	}
 	c.Transport = limitTransport{base: base}
+	c.CheckRedirect = limitRedirects(c.CheckRedirect)
 	if c.Timeout == 0 {
 		c.Timeout = ps.timeout
 	}

@@ -1,0 +1,206 @@
+package oidcauth
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// MaxProviderRedirects is how many redirects a call to a provider
+// (discovery, key set, token) follows; one more fails the call.
+const MaxProviderRedirects = 3
+
+// ErrAddressNotAllowed is the cause (under errors.Is) of a provider call
+// that the network restriction of [ProvidersOptions] refused: the address
+// the default transport was about to connect to, after name resolution,
+// is not a public one (or is outside [ProvidersOptions.Networks]). The
+// full error names the address and why; it goes to the Gate's logger,
+// never to the browser.
+var ErrAddressNotAllowed = errors.New("oidcauth: provider address not allowed")
+
+// errRedirectLimit and errRedirectDowngrade stop a provider's redirects.
+var (
+	errRedirectLimit     = fmt.Errorf("oidcauth: provider redirected more than %d times", MaxProviderRedirects)
+	errRedirectDowngrade = errors.New("oidcauth: provider redirected from https to http")
+)
+
+// addressPolicy decides which addresses the default transport connects to.
+// The zero value allows public addresses only.
+type addressPolicy struct {
+	// networks, when not nil, are the only networks allowed.
+	networks []netip.Prefix
+}
+
+// newAddressPolicy returns the policy of opts, or nil when opts allow every
+// address (AllowPrivateNetworks without Networks).
+func newAddressPolicy(opts ProvidersOptions) *addressPolicy {
+	if len(opts.Networks) == 0 {
+		if opts.AllowPrivateNetworks {
+			return nil
+		}
+		return &addressPolicy{}
+	}
+	p := &addressPolicy{networks: make([]netip.Prefix, 0, len(opts.Networks))}
+	for _, n := range opts.Networks {
+		if !n.IsValid() {
+			continue
+		}
+		// An IPv4-mapped prefix (::ffff:10.0.0.0/104) stands for its IPv4
+		// network: the address checked is unmapped.
+		if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
+			n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
+		}
+		p.networks = append(p.networks, n)
+	}
+	return p
+}
+
+// check returns nil when a may be dialled, else an error wrapping
+// ErrAddressNotAllowed that says why.
+func (p *addressPolicy) check(a netip.Addr) error {
+	a = a.Unmap().WithZone("")
+	if p.networks != nil {
+		for _, n := range p.networks {
+			if n.Contains(a) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: %s is outside ProvidersOptions.Networks", ErrAddressNotAllowed, a)
+	}
+	if reason := nonPublic(a); reason != "" {
+		return fmt.Errorf("%w: %s is %s (see ProvidersOptions.AllowPrivateNetworks and Networks)", ErrAddressNotAllowed, a, reason)
+	}
+	return nil
+}
+
+// control is the net.Dialer Control function of the default transport:
+// it runs on every address actually dialled (each address a name resolves
+// to, each redirect's target, the key set's and the token endpoint's
+// hosts), before the connection is attempted.
+func (p *addressPolicy) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %q is not an IP address and port", ErrAddressNotAllowed, address)
+	}
+	return p.check(ap.Addr())
+}
+
+// defaultTransport returns the transport of a Providers whose client has
+// none: http.DefaultTransport's settings, without an HTTP proxy (the
+// proxy's address would be the only one checked), trusting rootCAs when
+// set, and dialling through policy when it is not nil.
+func defaultTransport(policy *addressPolicy, opts ProvidersOptions) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if policy != nil {
+		d.Control = policy.control
+	}
+	t := &http.Transport{
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+	if opts.RootCAs != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: opts.RootCAs}
+	}
+	return t
+}
+
+// limitRedirects returns the CheckRedirect of a Providers' client: at most
+// MaxProviderRedirects redirects, never from https to http, then next
+// (the caller's own check) when not nil.
+func limitRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > MaxProviderRedirects {
+			return errRedirectLimit
+		}
+		if len(via) > 0 && via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return errRedirectDowngrade
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+}
+
+// Non-public networks, by the reason they are refused. IPv4-mapped IPv6
+// addresses are unmapped before the lookup; NAT64 addresses are judged by
+// the IPv4 address they embed.
+var nonPublicNetworks = []struct {
+	prefix netip.Prefix
+	reason string
+}{
+	// IPv4 (IANA IPv4 Special-Purpose Address Registry, RFC 6890 and on).
+	// 0.0.0.0 and 127.0.0.0/8 are handled before this table.
+	{netip.MustParsePrefix("0.0.0.0/8"), "in \"this network\" (0.0.0.0/8)"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private (10.0.0.0/8)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT, 100.64.0.0/10)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16, where cloud metadata services live)"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private (172.16.0.0/12)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "reserved for IETF protocol assignments (192.0.0.0/24)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "reserved for documentation"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "the deprecated 6to4 relay anycast (192.88.99.0/24)"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private (192.168.0.0/16)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "reserved for benchmarking (198.18.0.0/15)"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "reserved for documentation"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "reserved for documentation"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (240.0.0.0/4, broadcast included)"},
+	// IPv6 (IANA IPv6 Special-Purpose Address Registry). ::/128, ::1 and
+	// 64:ff9b::/96 are handled before this table.
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (64:ff9b:1::/48)"},
+	{netip.MustParsePrefix("::/8"), "reserved (::/8)"},
+	{netip.MustParsePrefix("100::/64"), "discard-only (100::/64)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "reserved for documentation"},
+	{netip.MustParsePrefix("2001::/23"), "reserved for IETF protocol assignments (2001::/23, Teredo included)"},
+	{netip.MustParsePrefix("2002::/16"), "6to4 (2002::/16)"},
+	{netip.MustParsePrefix("3fff::/20"), "reserved for documentation"},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (private, fc00::/7)"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local (fe80::/10)"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local (fec0::/10)"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
+}
+
+var (
+	nat64Prefix     = netip.MustParsePrefix("64:ff9b::/96")
+	globalUnicastV6 = netip.MustParsePrefix("2000::/3")
+)
+
+// nonPublic returns why a is not a public unicast address, or "" when it
+// is one. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the
+// IPv4 address, NAT64 ones (64:ff9b::a.b.c.d) by the IPv4 address they
+// embed; an IPv6 address outside global unicast (2000::/3) is not public.
+func nonPublic(a netip.Addr) string {
+	a = a.Unmap().WithZone("")
+	switch {
+	case !a.IsValid():
+		return "not an IP address"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLoopback():
+		return "loopback"
+	case a.Is6() && nat64Prefix.Contains(a):
+		b := a.As16()
+		if r := nonPublic(netip.AddrFrom4([4]byte(b[12:]))); r != "" {
+			return "NAT64 of an address that is " + r
+		}
+		return ""
+	}
+	for _, n := range nonPublicNetworks {
+		if n.prefix.Contains(a) {
+			return n.reason
+		}
+	}
+	if a.Is6() && !globalUnicastV6.Contains(a) {
+		return "outside IPv6 global unicast (2000::/3)"
+	}
+	return ""
+}
