@@ -73,8 +73,16 @@ type HandlerOptions struct {
 	// module answer 503 (fail closed).
 	OIDCKey []byte
 	// OIDCProviders caches the OIDC providers' discovery; nil means one
-	// of the Handler's own with the package defaults.
+	// of the Handler's own with the package defaults, which connects to
+	// public addresses only (an OIDC module's issuer is chosen by the
+	// tenant: see [oidcauth.ProvidersOptions]) unless OIDCNetworks says
+	// otherwise.
 	OIDCProviders *oidcauth.Providers
+	// OIDCNetworks, when not empty and OIDCProviders is nil, are the only
+	// networks the Handler's own providers connect to, private ones
+	// included (an identity provider inside the operator's network).
+	// Empty: public addresses only.
+	OIDCNetworks []netip.Prefix
 }
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
@@ -106,7 +114,7 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
 		oidcKey: o.OIDCKey, providers: o.OIDCProviders}
 	if h.providers == nil {
-		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{})
+		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: o.OIDCNetworks})
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -162,5 +163,39 @@ func TestOIDCThroughTheHandler(t *testing.T) {
 	fresh := &http.Client{Transport: tr.Clone(), Jar: jar} // no connection to the first Handler
 	if res := get(fresh, "http://a.example.com/secret"); res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("a Handler without an OIDC key answered %d, want 503 (%s)", res.StatusCode, res.Request.URL)
+	}
+}
+
+// TestOIDCProviderOnAPrivateAddress: a Handler with its own providers
+// (OIDCProviders nil) never connects to an issuer on a private address
+// (here loopback), whoever configured it: the route answers 503 and the
+// provider sees no discovery.
+func TestOIDCProviderOnAPrivateAddress(t *testing.T) {
+	env := newOIDCEnv(t)
+	w, idp := env.world, env.idp
+	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{})
+	_, err := w.api.ReplaceHTTPSRouteOIDC(w.ctx, w.a, w.a1, w.a1r, edges.OIDCParams{Issuer: idp.Issuer(), ClientID: "client-1", ClientSecret: "secret-1"})
+	w.check(err)
+	w.applied(c)
+	logs := &syncBuffer{}
+	srv := httptest.NewServer(NewHandler(c, HandlerOptions{Clock: env.clock.Now, OIDCKey: []byte(strings.Repeat("k", 32)),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+	w.check(err)
+	req.Host = "a.example.com"
+	res, err := srv.Client().Do(req)
+	w.check(err)
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("an issuer on a loopback address: %d, want 503", res.StatusCode)
+	}
+	if _, discovered := idp.Counts(); discovered != 0 {
+		t.Errorf("the provider on a private address was asked for discovery %d times", discovered)
+	}
+	// Refused for its address, not for anything else (its certificate,
+	// which this Handler does not trust either).
+	if !strings.Contains(logs.String(), "provider address not allowed: 127.0.0.1 is loopback") {
+		t.Errorf("the log does not say the address was refused: %s", logs)
 	}
 }

@@ -30,6 +30,8 @@ type dataPlaneConfig struct {
 	trustedProxies      string
 	upstreamNetworks    string
 	upstreamNets        []netip.Prefix // upstreamNetworks parsed, by check
+	oidcNetworks        string
+	oidcNets            []netip.Prefix // oidcNetworks parsed, by check
 	upstreamTimeout     time.Duration
 	readTimeout         time.Duration
 	writeTimeout        time.Duration
@@ -50,6 +52,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.httpsAddr, prefix+"https-addr", "", "address of the TLS listener of the edges (\"\": none); the certificate is the one of the reserved domain the client's SNI names")
 	fs.StringVar(&c.trustedProxies, prefix+"trusted-proxies", "", "comma-separated CIDR prefixes or addresses of proxies in front whose X-Forwarded-For is believed for conn.client_ip (default: none)")
 	fs.StringVar(&c.upstreamNetworks, prefix+"upstream-networks", "", "comma-separated CIDR prefixes or addresses: the only networks a tunnel's forwards_to may reach (default: any; whoever registers tunnels chooses where the proxy connects, so set it in production)")
+	fs.StringVar(&c.oidcNetworks, prefix+"oidc-networks", "", "comma-separated CIDR prefixes or addresses: the only networks the OIDC module's identity providers may be reached at, private ones included (default: public addresses only, since a tenant chooses the issuer)")
 	fs.DurationVar(&c.upstreamTimeout, prefix+"upstream-timeout", proxy.DefaultUpstreamTimeout, "how long to wait for an upstream's response headers before answering 504")
 	fs.DurationVar(&c.readTimeout, prefix+"read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
 	fs.DurationVar(&c.writeTimeout, prefix+"write-timeout", defaultWriteTimeout, "longest time from a proxied request's headers to the end of its response")
@@ -92,6 +95,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	if c.upstreamNets, err = proxy.ParseNetworks(c.upstreamNetworks); err != nil {
 		return nil, usageError{fmt.Sprintf("-%supstream-networks: %v", prefix, err)}
 	}
+	if c.oidcNets, err = proxy.ParseNetworks(c.oidcNetworks); err != nil {
+		return nil, usageError{fmt.Sprintf("-%soidc-networks: %v", prefix, err)}
+	}
 	return trusted, nil
 }
 
@@ -132,7 +138,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	pm := proxy.NewMetrics(proxy.MetricsOptions{})
 	m.watchProxy(cfgs, pm)
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
-		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey})
+		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets})
 	d.streams = proxy.NewStreams(cfgs, proxy.StreamOptions{Logger: logger, UpstreamNetworks: c.upstreamNets, IdleTimeout: c.idleTimeout,
 		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)

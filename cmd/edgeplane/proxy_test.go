@@ -713,7 +713,15 @@ func TestDataPlaneFlags(t *testing.T) {
 		if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "-"+prefix+`upstream-networks: network 2: "nope"`) {
 			t.Errorf("prefix %q: a bad -upstream-networks gave %v", prefix, err)
 		}
-		c.upstreamNetworks = ""
+		c.upstreamNetworks, c.oidcNetworks = "", "10.9.0.0/16"
+		if _, err := c.check(prefix); err != nil || fmt.Sprint(c.oidcNets) != "[10.9.0.0/16]" {
+			t.Errorf("prefix %q: -oidc-networks 10.9.0.0/16: %v, %v", prefix, c.oidcNets, err)
+		}
+		c.oidcNetworks = "bad"
+		if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "-"+prefix+"oidc-networks") {
+			t.Errorf("prefix %q: a bad -oidc-networks gave %v", prefix, err)
+		}
+		c.oidcNetworks = ""
 		if c.tcpLow != 0 || c.idleTimeout != 5*time.Minute || c.maxConnsPerEdge != 1024 {
 			t.Errorf("prefix %q: TCP defaults %+v", prefix, c)
 		}
