@@ -37,7 +37,9 @@
 //     open. The flip side: a peer so slow that one buffer takes it longer
 //     than that is cut too, and the buffer is 32 KiB on the buffered path
 //     but up to 1 MiB on the splice path (Go's splice pipe size): with a
-//     5 minute IdleTimeout, a reader slower than about 3.5 KB/s. Pipe sets
+//     5 minute IdleTimeout, a reader slower than about 3.5 KB/s. (A
+//     relay goroutine not scheduled for a whole IdleTimeout looks stuck
+//     too: keep the timeout in seconds, not milliseconds.) Pipe sets
 //     no write deadlines: a write timeout loses the data in flight on the
 //     splice path and makes a *tls.Conn unusable.
 //   - A connection without a CloseWrite method cannot be half-closed: its

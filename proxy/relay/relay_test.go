@@ -166,15 +166,18 @@ func TestPipeIdle(t *testing.T) {
 // TestPipeOneWay: traffic in one direction only keeps the pipe open across
 // many idle timeouts: the quiet direction does not get it closed.
 func TestPipeOneWay(t *testing.T) {
+	// The timeout is long enough that a loaded machine (the whole suite
+	// on two cores) does not starve a relay goroutine for all of it.
 	const (
-		idle  = 100 * time.Millisecond
+		idle  = 500 * time.Millisecond
 		ticks = 40
-		every = 10 * time.Millisecond // paces the stream over 4 idle timeouts
+		every = 50 * time.Millisecond // paces the stream over 4 idle timeouts
 		chunk = 1024
 	)
 	for _, v := range variants[:2] {
 		for _, download := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/download=%v", v.name, download), func(t *testing.T) {
+				t.Parallel()
 				w := newWorld(t, context.Background(), v, relay.Options{IdleTimeout: idle})
 				from, to := net.Conn(w.client), net.Conn(w.upstream)
 				if download {
