@@ -151,7 +151,9 @@
 // The relay ([relay.Pipe]) copies both ways; the end of one direction is
 // passed on as a half-close, and the connection ends when both
 // directions have, when nothing moved either way for
-// [StreamOptions.IdleTimeout], or when the edge is deleted (decision: a
+// [StreamOptions.IdleTimeout] (a side that stops reading while the other
+// sends counts as idle too: a slow-read client cannot hold a connection
+// open), or when the edge is deleted (decision: a
 // deleted edge carries no traffic; any other change, a module or an IP
 // policy, applies to new connections only and never cuts an open one).
 // The upstream is a tunnel of the edge's backend, round-robin with
