@@ -41,7 +41,9 @@
 // serve uses (EDGEPLANE_SEAL_KEY, or the SQLite key file) to open the
 // certificates' private keys. -upstream-networks limits the networks a
 // tunnel's forwards_to may reach (whoever registers a tunnel chooses where
-// the proxy connects: set it in production).
+// the proxy connects: set it in production); -oidc-networks the networks
+// an OIDC module's identity provider may be reached at (default: public
+// addresses only, since a tenant chooses the issuer).
 //
 // edgeplane serve -proxy runs the data plane in the API's process too,
 // for development: -proxy-http-addr (default 127.0.0.1:8000),
