@@ -2,9 +2,11 @@ package edgeplane
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -40,14 +42,18 @@ func loadEdgeRecord[M any](ctx context.Context, s *Service, accountID string, f 
 // ipSet returns the combined rules of the account's IP policies. It reads
 // every rule of each policy or fails: a policy with more than
 // ipaccess.MaxRulesPerPolicy rules (which CreateIPPolicyRule never makes)
-// is an error, never a set built from part of its rules.
+// is an error, never a set built from part of its rules. Each policy's
+// set is shared with every other config that names the policy with the
+// same rules (see policySets), so that many edges naming the same big
+// policies hold their rules once.
 func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []string) (*ipaccess.Set, error) {
-	var rules []ipaccess.Rule
+	sets := make([]*ipaccess.Set, 0, len(policyIDs))
 	for _, id := range policyIDs {
 		recs, err := s.listCapped(ctx, accountID, ipRuleKind, id, ipaccess.MaxRulesPerPolicy)
 		if err != nil {
 			return nil, err
 		}
+		rules := make([]ipaccess.Rule, 0, len(recs))
 		for _, rec := range recs {
 			r, err := ipRuleForm.decode(s, rec)
 			if err != nil {
@@ -55,11 +61,69 @@ func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []strin
 			}
 			rules = append(rules, *r)
 		}
+		set, err := s.ipSets.get(accountID+"/"+id, rules)
+		if err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+		}
+		sets = append(sets, set)
+	}
+	if len(sets) == 1 {
+		return sets[0], nil
+	}
+	return ipaccess.Union(sets...), nil
+}
+
+// maxPolicySets bounds the policy sets kept for sharing; past it, one is
+// forgotten (its users keep it; a new user builds another).
+const maxPolicySets = 4096
+
+// policySets keeps the set built for each IP policy with the digest of
+// the rules it was built from: a config that names the policy while its
+// rules are the same gets the same *Set. The zero value is ready.
+type policySets struct {
+	mu   sync.Mutex
+	sets map[string]policySet // by account/policy ID
+}
+
+type policySet struct {
+	sum [sha256.Size]byte
+	set *ipaccess.Set
+}
+
+// get returns the set of rules, the one already built for key when its
+// rules were the same.
+func (c *policySets) get(key string, rules []ipaccess.Rule) (*ipaccess.Set, error) {
+	h := sha256.New()
+	for _, r := range rules {
+		h.Write([]byte(r.CIDR))
+		h.Write([]byte{0})
+		h.Write([]byte(r.Action))
+		h.Write([]byte{0})
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	c.mu.Lock()
+	e, ok := c.sets[key]
+	c.mu.Unlock()
+	if ok && e.sum == sum {
+		return e.set, nil
 	}
 	set, err := ipaccess.NewSet(rules)
 	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sets == nil {
+		c.sets = map[string]policySet{}
+	}
+	if _, ok := c.sets[key]; !ok && len(c.sets) >= maxPolicySets {
+		for k := range c.sets { // forget one, any
+			delete(c.sets, k)
+			break
+		}
+	}
+	c.sets[key] = policySet{sum: sum, set: set}
 	return set, nil
 }
 

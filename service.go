@@ -112,6 +112,7 @@ type Service struct {
 	queue      *events.Queue    // nil when delivery is off
 	follow     *follower        // reads the change feed into queue; nil when delivery is off
 
+	ipSets  policySets       // built IP policy sets, shared by every config that names a policy
 	policy  *policy.Engine   // Options.Policy or a default engine; never nil
 	filters *filter.Compiler // compiles and caches the filters of lists
 	lease   time.Duration    // Options.TunnelLease or its default

@@ -162,6 +162,30 @@ func (t *table) build(evs []event) {
 type Set struct {
 	v4, v6   table
 	hasAllow bool
+	// parts, when not nil, make the Set the union of these sets (see
+	// [Union]); its own tables are then empty.
+	parts []*Set
+}
+
+// Union returns the Set of the rules of sets together: it decides every
+// address exactly as NewSet of all their rules would, but shares the
+// sets' tables rather than copying them, so that sets built once per IP
+// policy can serve every restriction and traffic policy that names the
+// policy. Allowed then costs one lookup per set. Nil sets are skipped.
+func Union(sets ...*Set) *Set {
+	u := &Set{parts: []*Set{}}
+	for _, s := range sets {
+		if s == nil {
+			continue
+		}
+		if s.parts != nil {
+			u.parts = append(u.parts, s.parts...)
+		} else {
+			u.parts = append(u.parts, s)
+		}
+		u.hasAllow = u.hasAllow || s.hasAllow
+	}
+	return u
 }
 
 // NewSet builds a Set from rules; only their CIDR and Action are used. A
@@ -252,7 +276,7 @@ func toU128(a netip.Addr) u128 {
 // else allowed if an allow rule matches it, else allowed only when the set
 // has no allow rule. IPv4-mapped IPv6 addresses are matched as IPv4 and a
 // zone is ignored. The zero Addr is never allowed. Allowed takes O(log n)
-// time and does not allocate.
+// time (per set of a [Union]) and does not allocate.
 func (s *Set) Allowed(ip netip.Addr) bool {
 	if !ip.IsValid() {
 		return false
@@ -261,11 +285,19 @@ func (s *Set) Allowed(ip netip.Addr) bool {
 		return true
 	}
 	ip = ip.Unmap()
+	x, is4 := toU128(ip), ip.Is4()
 	var v verdict
-	if ip.Is4() {
-		v = s.v4.lookup(toU128(ip))
+	if s.parts == nil {
+		v = s.lookup(x, is4)
 	} else {
-		v = s.v6.lookup(toU128(ip))
+		for _, p := range s.parts {
+			switch p.lookup(x, is4) {
+			case deny:
+				return false
+			case allow:
+				v = allow
+			}
+		}
 	}
 	switch v {
 	case deny:
@@ -274,4 +306,12 @@ func (s *Set) Allowed(ip netip.Addr) bool {
 		return true
 	}
 	return !s.hasAllow
+}
+
+// lookup returns what the rules of a Set built by NewSet say of x.
+func (s *Set) lookup(x u128, is4 bool) verdict {
+	if is4 {
+		return s.v4.lookup(x)
+	}
+	return s.v6.lookup(x)
 }

@@ -260,14 +260,31 @@ func TestSetMatchesLinearScan(t *testing.T) {
 			last := lastAddr(p)
 			probes = append(probes, first, first.Prev(), last, last.Next())
 		}
+		// The same rules split over up to four sets, as a Union (nested
+		// once, with a nil set among them), decide alike.
+		var parts []*ipaccess.Set
+		rest := rules
+		for len(rest) > 0 && len(parts) < 3 {
+			n := r.IntN(len(rest) + 1)
+			parts = append(parts, mustSet(t, rest[:n]...))
+			rest = rest[n:]
+		}
+		u := ipaccess.Union(ipaccess.Union(parts...), nil, mustSet(t, rest...))
 		for _, ip := range probes {
 			if !ip.IsValid() {
 				continue
 			}
-			if got, want := s.Allowed(ip), linearAllowed(rules, ip); got != want {
+			want := linearAllowed(rules, ip)
+			if got := s.Allowed(ip); got != want {
 				t.Fatalf("round %d: Allowed(%s) = %v, linear scan says %v; rules %v", round, ip, got, want, rules)
 			}
+			if got := u.Allowed(ip); got != want {
+				t.Fatalf("round %d: Union(%d sets).Allowed(%s) = %v, linear scan says %v; rules %v", round, len(parts)+1, ip, got, want, rules)
+			}
 		}
+	}
+	if !ipaccess.Union().Allowed(netip.MustParseAddr("192.0.2.1")) {
+		t.Error("an empty Union refuses an address; it has no rules")
 	}
 }
 
