@@ -129,7 +129,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.corsOrigins != "" {
 		origins = strings.Split(c.corsOrigins, ",")
 	}
-	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins})
+	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, Observe: m.observe, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins})
 	if err != nil {
 		return usageError{"-rate-window: " + err.Error()}
 	}
@@ -145,7 +145,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		io.WriteString(w, "ok\n")
 	})
-	mux.Handle("/", m.wrap(api))
+	mux.Handle("/", api)
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	apiServer := httpserver.New(mux, httpserver.Options{ErrorLog: errLog})
