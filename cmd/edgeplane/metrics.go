@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
@@ -25,14 +26,13 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	storeOps *prometheus.HistogramVec
 
-	mu     sync.RWMutex
-	series map[seriesKey]series // see seriesOf
+	series  sync.Map     // seriesKey -> series: see seriesOf
+	nSeries atomic.Int32 // entries of series
 }
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg:    prometheus.NewRegistry(),
-		series: make(map[seriesKey]series),
+		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeplane_http_requests_total", Help: "Management API requests by route, method and status code.",
 		}, []string{"route", "method", "code"}),
@@ -121,20 +121,19 @@ type series struct {
 const maxSeries = 4096
 
 // seriesOf returns the metrics of a request's route, method and status.
+// It reads without a lock (a sync.Map: each key is written once, then
+// only read, on every core at once).
 func (m *metrics) seriesOf(route, method string, code int) (prometheus.Counter, prometheus.Observer) {
 	k := seriesKey{route, method, code}
-	m.mu.RLock()
-	s, ok := m.series[k]
-	m.mu.RUnlock()
-	if ok {
-		return s.count, s.duration
+	if s, ok := m.series.Load(k); ok {
+		return s.(series).count, s.(series).duration
 	}
-	s = series{m.requests.WithLabelValues(route, method, strconv.Itoa(code)), m.duration.WithLabelValues(route)}
-	m.mu.Lock()
-	if len(m.series) < maxSeries {
-		m.series[k] = s
+	s := series{m.requests.WithLabelValues(route, method, strconv.Itoa(code)), m.duration.WithLabelValues(route)}
+	if m.nSeries.Load() < maxSeries {
+		if _, loaded := m.series.LoadOrStore(k, s); !loaded {
+			m.nSeries.Add(1)
+		}
 	}
-	m.mu.Unlock()
 	return s.count, s.duration
 }
 
