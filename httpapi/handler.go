@@ -553,8 +553,9 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// jsonBuffers keeps response buffers for reuse; one larger than
-// maxPooledBuffer (a rare huge page) is left to the garbage collector.
+// jsonBuffers keeps response and request body buffers for reuse; one
+// larger than maxPooledBuffer (a rare huge page or body) is left to the
+// garbage collector.
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBuffer = 1 << 20
@@ -569,7 +570,17 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		return v, tooLarge(h)
 	}
 	body := http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes)
-	data, err := io.ReadAll(body)
+	// The body is read into a pooled buffer: nothing decoded from it
+	// keeps its memory (json.Unmarshal and checkKeys copy what they keep).
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			jsonBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	_, err := buf.ReadFrom(body)
+	data := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
