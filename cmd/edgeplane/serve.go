@@ -221,7 +221,7 @@ func reapTunnels(ctx context.Context, host *edgeplane.Host, interval time.Durati
 func newLogger(format string, w *batchWriter) (*slog.Logger, error) {
 	switch format {
 	case "text":
-		return slog.New(urgentHandler{slog.NewTextHandler(w, nil), w}), nil
+		return slog.New(urgentHandler{plainText{slog.NewTextHandler(w, nil), w}, w}), nil
 	case "json":
 		return slog.New(urgentHandler{slog.NewJSONHandler(w, nil), w}), nil
 	}
