@@ -16,12 +16,15 @@ const maxAuthCacheEntries = 10_000
 
 // authCache remembers recent successful authentications by the secret's
 // SHA-256 (the store's lookup key is made of it), for at most ttl: a
-// cache hit costs no store read, and no allocation.
+// cache hit costs no store read, no allocation and no lock (every request
+// reads it, on every core: a mutex there was contended).
 type authCache struct {
 	ttl time.Duration
-	mu  sync.Mutex
-	gen uint64                          // bumped by every forget and clear
-	m   map[[sha256.Size]byte]authEntry // by the SHA-256 of the secret
+	m   sync.Map // [sha256.Size]byte -> *authEntry
+
+	mu  sync.Mutex // held by the writers: put, forget, clear
+	gen uint64     // bumped by every forget and clear
+	n   int        // entries in m
 }
 
 type authEntry struct {
@@ -37,7 +40,7 @@ func newAuthCache(ttl time.Duration) *authCache {
 	if ttl < 0 {
 		return nil
 	}
-	return &authCache{ttl: ttl, m: make(map[[sha256.Size]byte]authEntry)}
+	return &authCache{ttl: ttl}
 }
 
 // get returns the principal of the secret whose SHA-256 is key, if
@@ -46,10 +49,12 @@ func (c *authCache) get(key [sha256.Size]byte, now time.Time) (Principal, bool) 
 	if c == nil {
 		return Principal{}, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || !now.Before(e.expires) {
+	v, ok := c.m.Load(key)
+	if !ok {
+		return Principal{}, false
+	}
+	e := v.(*authEntry)
+	if !now.Before(e.expires) {
 		return Principal{}, false
 	}
 	return e.p, true
@@ -78,17 +83,22 @@ func (c *authCache) put(key [sha256.Size]byte, keyID string, p Principal, now ti
 	if c.gen != gen {
 		return
 	}
-	if len(c.m) >= maxAuthCacheEntries {
-		for k, e := range c.m {
-			if !now.Before(e.expires) {
-				delete(c.m, k)
+	if c.n >= maxAuthCacheEntries {
+		c.m.Range(func(k, v any) bool {
+			if !now.Before(v.(*authEntry).expires) {
+				c.m.Delete(k)
+				c.n--
 			}
-		}
-		if len(c.m) >= maxAuthCacheEntries {
-			clear(c.m)
+			return true
+		})
+		if c.n >= maxAuthCacheEntries {
+			c.m.Clear()
+			c.n = 0
 		}
 	}
-	c.m[key] = authEntry{p: p, keyID: keyID, expires: now.Add(c.ttl)}
+	if _, had := c.m.Swap(key, &authEntry{p: p, keyID: keyID, expires: now.Add(c.ttl)}); !had {
+		c.n++
+	}
 }
 
 // clear drops every entry.
@@ -97,9 +107,10 @@ func (c *authCache) clear() {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.gen++
-	clear(c.m)
-	c.mu.Unlock()
+	c.m.Clear()
+	c.n = 0
 }
 
 // forget drops the entries of API key id.
@@ -110,9 +121,11 @@ func (c *authCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	for k, e := range c.m {
-		if e.keyID == id {
-			delete(c.m, k)
+	c.m.Range(func(k, v any) bool {
+		if v.(*authEntry).keyID == id {
+			c.m.Delete(k)
+			c.n--
 		}
-	}
+		return true
+	})
 }

@@ -173,6 +173,16 @@ func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
 	return e
 }
 
+// putWritten caches doc as the document of rec, which a write through
+// this Service just stored, t having been noted before the write. The
+// write's own invalidation (invalidating) advanced the generation once
+// since t; any other invalidation means another write may have followed
+// it, and nothing is cached.
+func (c *recordCache) putWritten(t ticket, rec store.Record, doc any) {
+	t.gen++
+	c.put(t, rec, doc)
+}
+
 // makeRoom evicts random entries other than keep until n more bytes fit
 // in the shard's budget of max. The caller holds sh.mu.
 func (sh *cacheShard) makeRoom(n, max int, keep *cacheEntry) {
@@ -257,6 +267,29 @@ func (c *recordCache) invalidate(k recordKey, deleted bool) {
 	for kid := range kids {
 		c.invalidate(kid, true)
 	}
+}
+
+// applyChange invalidates what a change the feed shows may have made
+// stale, as invalidate does, except that an entry of the record at the
+// change's revision or a later one is kept: it was read, or written by
+// this Service (putWritten), after the change, whose revision is the
+// version it gave the record (see [store.Record.Version]). The generation
+// still advances: a fill that read the store before the change is not
+// cached.
+func (c *recordCache) applyChange(ch store.Change) {
+	k := recordKey{ch.Kind, ch.AccountID, ch.ID}
+	if ch.Op == store.OpDelete {
+		c.invalidate(k, true)
+		return
+	}
+	c.gen.Add(1)
+	sh := c.shard(k)
+	sh.mu.Lock()
+	if e, ok := sh.m[k.id]; ok && e.rec.Version < ch.Revision {
+		delete(sh.m, k.id)
+		sh.bytes -= e.size
+	}
+	sh.mu.Unlock()
 }
 
 // empty drops every entry; the cache stays in use.
@@ -411,7 +444,7 @@ func (f *cacheFollower) follow(ctx context.Context) {
 				continue
 			}
 			if c != nil {
-				c.invalidate(recordKey{ch.Kind, ch.AccountID, ch.ID}, ch.Op == store.OpDelete)
+				c.applyChange(ch)
 			}
 			f.forgetAuth(ch)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -614,6 +615,221 @@ func TestCacheKeyedByRecord(t *testing.T) {
 	for _, k := range []recordKey{{KindCredential, "b", "cr_1"}, {KindAPIKey, "a", "cr_1"}} {
 		if e, ok := c.get(k); ok {
 			t.Errorf("get(%+v) answered with the entry of %s/%s/%s", k, e.rec.Kind, e.rec.AccountID, e.rec.ID)
+		}
+	}
+}
+
+// TestCacheWriteFills: an update through the Service caches the version
+// it wrote, which the next read is served from (the store is not asked)
+// and the follower keeps when it applies that very change; a change of
+// the record through another replica still replaces it.
+func TestCacheWriteFills(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	synced(t, a.ctx, a.svc)
+	c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{Description: "one", ACL: []string{"bind:a.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fill is refused when the follower applies a change between the
+	// write and the fill (the update's own, too): a few tries.
+	var (
+		e      *cacheEntry
+		ok     bool
+		stored store.Record
+	)
+	for try := 0; try < 20 && !(ok && e.rec.Version == stored.Version); try++ {
+		d := fmt.Sprint("two-", try)
+		if _, err := a.svc.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &d}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if stored, err = a.store.Get(a.ctx, KindCredential, a.p.AccountID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		e, ok = a.svc.cache.get(recordKey{KindCredential, a.p.AccountID, c.ID})
+	}
+	if !ok || e.rec.Version != stored.Version {
+		t.Fatalf("after an update the cache holds %v (version %d); want the stored version %d", ok, versionOf(e), stored.Version)
+	}
+	synced(t, a.ctx, a.svc) // the follower applies the update it wrote
+	if !cached(a.svc, KindCredential, a.p.AccountID, c.ID) {
+		t.Error("the follower dropped the version its own Service wrote")
+	}
+	uncached := New(a.store, Options{CacheBytes: -1})
+	want, err := uncached.GetCredential(a.ctx, a.p, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets := countGets(a.svc)
+	got, err := a.svc.GetCredential(a.ctx, a.p, c.ID)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("read after an update: %+v, %v; want %+v", got, err, want)
+	}
+	wantJSON, _ := json.Marshal(want)
+	if b, err := a.svc.AppendCredentialJSON(a.ctx, a.p, c.ID, nil); err != nil || string(b) != string(wantJSON) {
+		t.Errorf("JSON after an update: %s, %v; want %s", b, err, wantJSON)
+	}
+	if n := gets(); n != 0 {
+		t.Errorf("reads after an update asked the store %d times", n)
+	}
+	three := "three"
+	if _, err := b.UpdateCredential(a.ctx, a.p, c.ID, credentials.UpdateParams{Description: &three}); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, a.ctx, a.svc)
+	if got, err := a.svc.GetCredential(a.ctx, a.p, c.ID); err != nil || got.Description != "three" {
+		t.Errorf("read after the other replica's update: %+v, %v; want description three", got, err)
+	}
+}
+
+func versionOf(e *cacheEntry) int64 {
+	if e == nil {
+		return 0
+	}
+	return e.rec.Version
+}
+
+// TestCacheWriteFillRaces: a write's fill is refused when any other
+// invalidation came between the note before the write and the fill; the
+// follower keeps an entry at or after a change's revision, drops an older
+// one, and drops any on a delete; each change it applies fails the fills
+// read before it.
+func TestCacheWriteFillRaces(t *testing.T) {
+	c := newRecordCache(0)
+	c.ready.Store(true)
+	k := recordKey{KindCredential, "a", "cr_1"}
+	rec := store.Record{Kind: k.kind, AccountID: k.account, ID: k.id, Version: 5, Data: []byte(`{}`)}
+	held := func() int64 {
+		e, ok := c.get(k)
+		if !ok {
+			return 0
+		}
+		return e.rec.Version
+	}
+
+	t1 := c.note()
+	c.invalidate(k, false) // the write's own
+	c.putWritten(t1, rec, "v5")
+	if held() != 5 {
+		t.Fatal("a write's fill with no other invalidation was not cached")
+	}
+	t2 := c.note()
+	c.invalidate(k, false)                                      // the write's own
+	c.invalidate(recordKey{KindCredential, "a", "cr_2"}, false) // another write
+	rec.Version = 6
+	c.putWritten(t2, rec, "v6")
+	if held() != 0 {
+		t.Error("a write's fill was cached after another invalidation")
+	}
+
+	rec.Version = 5
+	c.put(c.note(), rec, "v5")
+	before := c.note()
+	c.applyChange(store.Change{Revision: 5, Op: store.OpUpdate, Kind: k.kind, AccountID: k.account, ID: k.id})
+	if held() != 5 {
+		t.Error("the follower dropped an entry at the change's revision")
+	}
+	if c.put(before, rec, "v4") != nil {
+		t.Error("a fill read before a change the follower applied was cached")
+	}
+	c.applyChange(store.Change{Revision: 7, Op: store.OpUpdate, Kind: k.kind, AccountID: k.account, ID: k.id})
+	if held() != 0 {
+		t.Error("the follower kept an entry older than a change")
+	}
+	rec.Version = 8
+	c.put(c.note(), rec, "v8")
+	child := store.Record{Kind: KindHTTPSEdgeRoute, AccountID: "a", ID: "edghtsrt_1", ParentID: k.id, Version: 10, Data: []byte(`{}`)}
+	c.put(c.note(), child, "route")
+	c.applyChange(store.Change{Revision: 11, Op: store.OpDelete, Kind: k.kind, AccountID: k.account, ID: k.id})
+	if held() != 0 {
+		t.Error("the follower kept an entry of a deleted record")
+	}
+	if _, ok := c.get(recordKey{child.Kind, child.AccountID, child.ID}); ok {
+		t.Error("the follower kept a child of a deleted record")
+	}
+}
+
+// TestCacheWritesAndReadsConcurrent: updates through two replicas, with
+// reads (models and JSON) through both meanwhile, end with both serving
+// the stored values.
+func TestCacheWritesAndReadsConcurrent(t *testing.T) {
+	a := newCacheEnv(t, Options{})
+	b := New(a.store, Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	var ids []string
+	for range 3 {
+		c, err := a.svc.CreateCredential(a.ctx, a.p, credentials.CreateParams{ACL: []string{"bind:x.example.com"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w, svc := range []*Service{a.svc, b} {
+		go func() {
+			for i := range 300 {
+				d := fmt.Sprint("w", w, "-", i)
+				acl := []string{fmt.Sprintf("bind:w%d-%d.example.com", w, i)}
+				if _, err := svc.UpdateCredential(a.ctx, a.p, ids[i%len(ids)], credentials.UpdateParams{Description: &d, ACL: &acl}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for _, svc := range []*Service{a.svc, b} {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				id := ids[i%len(ids)]
+				if _, err := svc.GetCredential(a.ctx, a.p, id); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := svc.AppendCredentialJSON(a.ctx, a.p, id, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced(t, a.ctx, a.svc)
+	synced(t, a.ctx, b)
+	uncached := New(a.store, Options{CacheBytes: -1})
+	for _, id := range ids {
+		want, err := uncached.GetCredential(a.ctx, a.p, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, _ := json.Marshal(want)
+		for name, svc := range map[string]*Service{"writer a": a.svc, "writer b": b} {
+			got, err := svc.GetCredential(a.ctx, a.p, id)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: %+v, %v; store has %+v", name, got, err, want)
+			}
+			if j, err := svc.AppendCredentialJSON(a.ctx, a.p, id, nil); err != nil || string(j) != string(wantJSON) {
+				t.Errorf("%s: JSON %s, %v; store has %s", name, j, err, wantJSON)
+			}
 		}
 	}
 }

@@ -24,13 +24,26 @@ type credentialDoc struct {
 	OwnerID string   `json:"owner_id"`
 }
 
-var credentialForm = plainForm(&credentialKind,
+var credentialForm = withOwn(plainForm(&credentialKind,
 	func(c *credentials.Credential) *credentialDoc {
 		return &credentialDoc{common: common{c.CreatedAt, c.Description, c.Metadata}, ACL: c.ACL, OwnerID: c.OwnerID}
 	},
 	func(d *credentialDoc, rec store.Record) *credentials.Credential {
 		return &credentials.Credential{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, ACL: slices.Clone(d.ACL), OwnerID: d.OwnerID}
-	})
+	}), ownCredentialDoc)
+
+// ownCredentialDoc is the form's own: a copy of d as decoding its JSON
+// makes it (an empty ACL is left out of the JSON and decodes as nil; the
+// time is UTC without a monotonic reading, see [resource.Timestamp], and
+// decodes as it was).
+func ownCredentialDoc(d *credentialDoc) *credentialDoc {
+	c := *d
+	c.ACL = nil
+	if len(d.ACL) > 0 {
+		c.ACL = slices.Clone(d.ACL)
+	}
+	return &c
+}
 
 func (s *Service) presentCredential(c *credentials.Credential, _ store.Record) {
 	c.URI = s.uri(credentialKind.collection, c.ID)

@@ -36,6 +36,12 @@ type form[M any] struct {
 	// pointers) and never changes it.
 	parse func(data []byte) (any, error)
 	build func(s *Service, doc any, rec store.Record) (*M, error)
+	// own, when set, returns a copy of a document save made that shares
+	// no memory with the model it was made of and equals what parse
+	// makes of its JSON: update caches it as the record's new version
+	// (putWritten), so that the next read or update of the record
+	// decodes nothing. Unset, a write leaves the next read to decode.
+	own func(doc any) any
 }
 
 // docForm returns the form of kind k whose document is a D: save makes
@@ -72,17 +78,30 @@ func plainForm[M, D any](k *kindInfo, save func(m *M) *D, load func(d *D, rec st
 		func(_ *Service, d *D, rec store.Record) (*M, error) { return load(d, rec), nil })
 }
 
+// withOwn returns f with own (see form.own).
+func withOwn[M, D any](f form[M], own func(d *D) *D) form[M] {
+	f.own = func(doc any) any { return own(doc.(*D)) }
+	return f
+}
+
 // encode sets rec.Data to the document of m.
 func (f form[M]) encode(s *Service, m *M, rec *store.Record) error {
+	_, err := f.encodeDoc(s, m, rec)
+	return err
+}
+
+// encodeDoc is encode, and returns the document it encoded (which may
+// share memory with m).
+func (f form[M]) encodeDoc(s *Service, m *M, rec *store.Record) (any, error) {
 	d, err := f.save(s, m, rec)
 	if err == nil {
 		rec.Data, err = json.Marshal(d)
 	}
 	if err != nil {
 		s.log.Error("cannot encode a stored document", "kind", string(f.kind), "id", rec.ID, "err", err)
-		return apierr.Wrap(apierr.Internal, err, "internal error")
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
 	}
-	return nil
+	return d, nil
 }
 
 // decode returns the model of the stored record rec, computed fields
@@ -94,6 +113,16 @@ func (f form[M]) decode(s *Service, rec store.Record) (*M, error) {
 		return nil, f.corrupt(s, rec, err)
 	}
 	return f.model(s, doc, rec)
+}
+
+// current returns the model of rec, the version of a record an update is
+// about to change: built from the document the record cache holds for
+// that version when it holds one, else decoded.
+func (f form[M]) current(s *Service, rec store.Record) (*M, error) {
+	if e, ok := s.cache.get(recordKey{rec.Kind, rec.AccountID, rec.ID}); ok && e.rec.Version == rec.Version {
+		return f.model(s, e.doc, rec)
+	}
+	return f.decode(s, rec)
 }
 
 // model builds the model of a parsed document.

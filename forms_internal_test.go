@@ -163,6 +163,51 @@ func roundTrip[M any](t *testing.T, s *Service, f form[M], rec func(m *M) store.
 	if diff := cmp.Diff(m, got, ignoreComputed); diff != "" {
 		t.Errorf("%s: the model does not survive its stored form (-saved +loaded):\n%s\ndocument: %s", f.kind, diff, r.Data)
 	}
+	if f.own != nil {
+		checkOwn(t, s, f, m, r)
+	}
+}
+
+// checkOwn checks f.own on the document of m, stored as r: it equals what
+// parse makes of the document's JSON, and shares no memory with m.
+func checkOwn[M any](t *testing.T, s *Service, f form[M], m *M, r store.Record) {
+	t.Helper()
+	d, err := f.save(s, m, &r)
+	if err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	owned := f.own(d)
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := f.parse(data)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if !reflect.DeepEqual(owned, parsed) {
+		t.Errorf("%s: own made %#v; parse makes %#v of %s", f.kind, owned, parsed, data)
+	}
+	scribble(reflect.ValueOf(m).Elem())
+	if !reflect.DeepEqual(owned, parsed) {
+		t.Errorf("%s: changing a model changed the document own made of it: %#v", f.kind, owned)
+	}
+}
+
+// TestOwnCredentialDoc checks the credential form's own on the documents
+// whose JSON drops something: no ACL, an empty one, and a time with a
+// monotonic reading and a fraction of a second.
+func TestOwnCredentialDoc(t *testing.T) {
+	s := New(memstore.New(), Options{})
+	for name, c := range map[string]credentials.Credential{
+		"no acl":    {ID: "cr_1", Description: "d", OwnerID: "usr_1", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		"empty acl": {ID: "cr_1", ACL: []string{}, Metadata: "m", OwnerID: "usr_1", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		"now":       {ID: "cr_1", ACL: []string{"bind:a.example.com", "bind:b.example.com"}, OwnerID: "bot_1", CreatedAt: time.Now().UTC()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkOwn(t, s, credentialForm, &c, store.Record{Kind: KindCredential, AccountID: "acc_1", ID: c.ID})
+		})
+	}
 }
 
 // checkDocKeys fails on a key of the API's computed or identifying

@@ -410,23 +410,31 @@ func update[M any](ctx context.Context, s *Service, p Principal, f form[M], id s
 	if !ids.Valid(id, f.prefix) {
 		return nil, f.notFound(id)
 	}
-	var out *M
-	_, err := s.store.Update(s.reporting(ctx, f.event, events.Updated), f.kind, p.AccountID, id, func(rec *store.Record) error {
-		v, err := f.decode(s, *rec)
+	var (
+		out *M
+		doc any // what out was saved as
+	)
+	t := s.cache.note()
+	rec, err := s.store.Update(s.reporting(ctx, f.event, events.Updated), f.kind, p.AccountID, id, func(rec *store.Record) error {
+		v, err := f.current(s, *rec)
 		if err != nil {
 			return err
 		}
 		if err := mutate(v, rec); err != nil {
 			return err
 		}
-		if err := f.encode(s, v, rec); err != nil {
+		d, err := f.encodeDoc(s, v, rec)
+		if err != nil {
 			return err
 		}
-		out = v
+		out, doc = v, d
 		return nil
 	})
 	if err != nil {
 		return nil, s.storeErr(err, *f.kindInfo, id)
+	}
+	if f.own != nil {
+		s.cache.putWritten(t, rec, f.own(doc))
 	}
 	return out, nil
 }

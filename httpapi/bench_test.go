@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -20,10 +21,15 @@ func benchHandler(b *testing.B, s *server) (*httpapi.Handler, string) {
 
 // benchHandlerN is benchHandler with n credentials.
 func benchHandlerN(b *testing.B, s *server, n int) (*httpapi.Handler, string) {
+	return benchHandlerWith(b, s, n, httpapi.Options{RateLimit: -1})
+}
+
+// benchHandlerWith is benchHandlerN with the handler's options.
+func benchHandlerWith(b *testing.B, s *server, n int, opts httpapi.Options) (*httpapi.Handler, string) {
 	b.Helper()
 	svc := edgeplane.New(s.store, edgeplane.Options{})
 	b.Cleanup(func() { _ = svc.Close(context.Background()) })
-	h, err := httpapi.New(svc, httpapi.Options{RateLimit: -1})
+	h, err := httpapi.New(svc, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,6 +69,19 @@ func benchCall(b *testing.B, h *httpapi.Handler, key, method, path, body string,
 func BenchmarkGetByID(b *testing.B) {
 	s := newServer(b, httpapi.Options{RateLimit: -1})
 	h, id := benchHandler(b, s)
+	b.ReportAllocs()
+	for b.Loop() {
+		benchCall(b, h, s.keyA, "GET", "/credentials/"+id, "", 200)
+	}
+}
+
+// BenchmarkGetByIDServed is BenchmarkGetByID with what edgeplane serve
+// adds: a request log line (a text handler, to io.Discard) and an Observe
+// function.
+func BenchmarkGetByIDServed(b *testing.B) {
+	s := newServer(b, httpapi.Options{RateLimit: -1})
+	h, id := benchHandlerWith(b, s, 10, httpapi.Options{RateLimit: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observe: func(httpapi.Served) {}})
 	b.ReportAllocs()
 	for b.Loop() {
 		benchCall(b, h, s.keyA, "GET", "/credentials/"+id, "", 200)

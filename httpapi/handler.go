@@ -84,6 +84,25 @@ type Options struct {
 	// Clock returns the current time (rate limiting, durations). Default
 	// time.Now.
 	Clock func() time.Time
+	// Observe, when set, is called once for every request the Handler
+	// answers, after the answer (for metrics: counts and latencies by
+	// route and status). It runs on the request's goroutine, so it must be
+	// safe for concurrent use and quick.
+	Observe func(Served)
+}
+
+// Served describes a request a [Handler] answered, for [Options.Observe].
+type Served struct {
+	// Route is the route pattern the request matched, as [Handler.Route]
+	// returns it: such as "GET /credentials/{id}", or "/" when it matched
+	// none.
+	Route string
+	// Method is the request's method, as sent.
+	Method string
+	// Status is the HTTP status of the answer.
+	Status int
+	// Duration is the time the Handler took to answer.
+	Duration time.Duration
 }
 
 // Handler serves the management API over JSON/HTTP. Create it with [New];
@@ -242,13 +261,40 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.body = &trackedBody{ReadCloser: r.Body}
 		r.Body = w.body
 	}
+	routed := false
 	defer func() {
-		if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+		// One clock reading ends the request for the log line and for
+		// Observe; the line is handed to the log's handler without the
+		// caller's program counter (slog.Logger would look it up on
+		// every request; the server logs no source).
+		logs := h.log.Handler()
+		logging := logs.Enabled(r.Context(), slog.LevelInfo)
+		if !logging && h.opts.Observe == nil {
 			return // no attributes built for a log nobody reads
 		}
-		h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", clip(r.Method, MaxEchoBytes)),
-			slog.String("path", clip(r.URL.Path, MaxEchoBytes)), slog.Int("status", w.status),
-			slog.Duration("duration", h.now().Sub(start)), slog.String("operation_id", opID))
+		end := h.now()
+		d := end.Sub(start)
+		if h.opts.Observe != nil {
+			status := w.status
+			if status == 0 {
+				status = http.StatusOK // what net/http sends
+			}
+			route := r.Pattern // set by the mux on r, this request's copy
+			if !routed || route == "" {
+				route = h.Route(r)
+			}
+			h.opts.Observe(Served{Route: route, Method: r.Method, Status: status, Duration: d})
+		}
+		if logging {
+			if h.opts.Clock != nil {
+				end = time.Now() // a log line is stamped with the wall clock
+			}
+			line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+			line.AddAttrs(slog.String("method", clip(r.Method, MaxEchoBytes)),
+				slog.String("path", clip(r.URL.Path, MaxEchoBytes)), slog.Int("status", w.status),
+				slog.Duration("duration", d), slog.String("operation_id", opID))
+			_ = logs.Handle(r.Context(), line)
+		}
 	}()
 
 	if origin := r.Header.Get("Origin"); len(h.opts.AllowedOrigins) > 0 {
@@ -289,6 +335,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.p = p
+	routed = true
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -506,8 +553,9 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// jsonBuffers keeps response buffers for reuse; one larger than
-// maxPooledBuffer (a rare huge page) is left to the garbage collector.
+// jsonBuffers keeps response and request body buffers for reuse; one
+// larger than maxPooledBuffer (a rare huge page or body) is left to the
+// garbage collector.
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBuffer = 1 << 20
@@ -522,7 +570,17 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		return v, tooLarge(h)
 	}
 	body := http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes)
-	data, err := io.ReadAll(body)
+	// The body is read into a pooled buffer: nothing decoded from it
+	// keeps its memory (json.Unmarshal and checkKeys copy what they keep).
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			jsonBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	_, err := buf.ReadFrom(body)
+	data := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

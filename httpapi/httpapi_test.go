@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -512,6 +513,81 @@ func TestRoute(t *testing.T) {
 		r := httptest.NewRequest("GET", path, nil)
 		if got := h.Route(r); got != want {
 			t.Errorf("Route(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// TestObserve shows that Options.Observe is told of every request once,
+// after its answer: the route pattern it matched (also when it was refused
+// before routing: the pattern its path and method match), its method, its
+// status and the duration the request log reports.
+func TestObserve(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []httpapi.Served
+		tick = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	)
+	s := newServer(t, httpapi.Options{RateLimit: -1,
+		Clock: func() time.Time { // every reading is a millisecond after the last
+			mu.Lock()
+			defer mu.Unlock()
+			tick = tick.Add(time.Millisecond)
+			return tick
+		},
+		Observe: func(sv httpapi.Served) { mu.Lock(); seen = append(seen, sv); mu.Unlock() },
+	})
+	created := s.do("POST", "/credentials", s.keyA, `{"description":"observed"}`)
+	id, _ := created.json["id"].(string)
+	cases := []struct {
+		method, path, key string
+		hdr               []string
+		want              httpapi.Served
+	}{
+		{"GET", "/credentials/" + id, s.keyA, nil, httpapi.Served{Route: "GET /credentials/{id}", Method: "GET", Status: 200}},
+		{"GET", "/credentials", s.keyA, []string{"Service-Version", ""}, httpapi.Served{Route: "GET /credentials", Method: "GET", Status: 400}},
+		{"GET", "/credentials/" + id, "", nil, httpapi.Served{Route: "GET /credentials/{id}", Method: "GET", Status: 401}},
+		{"BREW", "/credentials", s.keyA, nil, httpapi.Served{Route: "/credentials", Method: "BREW", Status: 405}},
+		{"GET", "/no/such/path", s.keyA, nil, httpapi.Served{Route: "/", Method: "GET", Status: 404}},
+		{"DELETE", "/credentials/" + id, s.keyA, nil, httpapi.Served{Route: "DELETE /credentials/{id}", Method: "DELETE", Status: 204}},
+	}
+	for _, c := range cases {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		s.logs.Reset()
+		r := s.do(c.method, c.path, c.key, "", c.hdr...)
+		mu.Lock()
+		got := slices.Clone(seen)
+		mu.Unlock()
+		if r.status != c.want.Status || len(got) != 1 {
+			t.Errorf("%s %s: status %d, observed %+v", c.method, c.path, r.status, got)
+			continue
+		}
+		if got[0].Duration <= 0 || !strings.Contains(s.logs.String(), "duration="+got[0].Duration.String()+" ") {
+			t.Errorf("%s %s: observed duration %v, logged: %s", c.method, c.path, got[0].Duration, s.logs)
+		}
+		got[0].Duration = 0
+		if got[0] != c.want {
+			t.Errorf("%s %s: observed %+v, want %+v", c.method, c.path, got[0], c.want)
+		}
+	}
+	// Served through a host's mux, which sets the request's Pattern to
+	// its own ("/"): a request refused before routing still gets the
+	// API's route.
+	h, err := httpapi.New(s.svc, httpapi.Options{Observe: func(sv httpapi.Served) { mu.Lock(); seen = append(seen, sv); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := http.NewServeMux()
+	host.Handle("/", h)
+	for _, version := range []string{"", "2"} {
+		seen = nil
+		req := httptest.NewRequest("GET", "/credentials", nil)
+		req.Header.Set("Authorization", "Bearer "+s.keyA)
+		req.Header.Set("Service-Version", version)
+		host.ServeHTTP(httptest.NewRecorder(), req)
+		if len(seen) != 1 || seen[0].Route != "GET /credentials" {
+			t.Errorf("through a host's mux, Service-Version %q: observed %+v", version, seen)
 		}
 	}
 }

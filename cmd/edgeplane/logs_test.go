@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestBatchWriter: lines wait until a batch is full or a flush; every
@@ -82,5 +85,73 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// FuzzPlainText: plainText writes every record exactly as
+// slog.TextHandler does: the request log's records itself, the others
+// through the TextHandler.
+func FuzzPlainText(f *testing.F) {
+	f.Add("request", "method", "GET", "/credentials/cr_1", int64(200), int64(1234567), "op_1", int64(1795000000123456789), 0)
+	f.Add("request", "path", "/a b", "x=y", int64(-1), int64(0), "", int64(0), 4)
+	f.Add("request", "path", "/a b", "ok", int64(1), int64(1), "op", int64(1), 0)
+	f.Add("request", "method", "GET", "/\x7f", int64(1), int64(1), "op", int64(1), 0)
+	f.Add("internal error", "err", `"quoted"`, "é\u00a0", int64(7), int64(-5), "back\\slash", int64(-62135596800000000), 8)
+	f.Fuzz(func(t *testing.T, msg, key, s1, s2 string, n, d int64, s3 string, nanos int64, level int) {
+		r := slog.NewRecord(time.Unix(0, nanos).UTC(), slog.Level(level), msg, 0)
+		r.AddAttrs(slog.String(key, s1), slog.String("path", s2), slog.Int64("status", n), slog.Duration("duration", time.Duration(d)), slog.String("operation_id", s3))
+		var want, got bytes.Buffer
+		if err := slog.NewTextHandler(&want, nil).Handle(context.Background(), r); err != nil {
+			t.Skip(err)
+		}
+		w := &batchWriter{w: &got}
+		h := plainText{slog.NewTextHandler(w, nil), w}
+		if err := h.Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		if got.String() != want.String() {
+			t.Errorf("plainText wrote\n%q\nslog.TextHandler writes\n%q", got.String(), want.String())
+		}
+	})
+}
+
+// TestPlainTextFormatsRequestLines: the request log's lines are formatted
+// by plainText itself (not handed to the TextHandler), and a record with
+// any other kind of value is handed over.
+func TestPlainTextFormatsRequestLines(t *testing.T) {
+	r := slog.NewRecord(time.Date(2026, 11, 23, 12, 0, 0, 5e6, time.UTC), slog.LevelInfo, "request", 0)
+	r.AddAttrs(slog.String("method", "GET"), slog.String("path", "/credentials"), slog.Int("status", 200),
+		slog.Duration("duration", 1500*time.Microsecond), slog.String("operation_id", "op_1"))
+	line, ok := appendPlainText(nil, r)
+	if want := "time=2026-11-23T12:00:00.005Z level=INFO msg=request method=GET path=/credentials status=200 duration=1.5ms operation_id=op_1\n"; !ok || string(line) != want {
+		t.Errorf("appendPlainText = %q, %v; want %q", line, ok, want)
+	}
+	r.AddAttrs(slog.Bool("retried", true))
+	if _, ok := appendPlainText(nil, r); ok {
+		t.Error("a record with a bool was formatted by plainText")
+	}
+}
+
+// BenchmarkRequestLine measures a request log line through slog's
+// TextHandler and through plainText, both into a batchWriter, from both
+// cores at once.
+func BenchmarkRequestLine(b *testing.B) {
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(slog.String("method", "GET"), slog.String("path", "/credentials/cr_0ERe6j4ClRDcz8lozSM8f4AKmxg"), slog.Int("status", 200),
+		slog.Duration("duration", 1234567), slog.String("operation_id", "op_0ERe6j4ClRDcz8lozSM8f4AKmxg"))
+	for name, h := range map[string]func(w *batchWriter) slog.Handler{
+		"TextHandler": func(w *batchWriter) slog.Handler { return slog.NewTextHandler(w, nil) },
+		"plainText":   func(w *batchWriter) slog.Handler { return plainText{slog.NewTextHandler(w, nil), w} },
+	} {
+		b.Run(name, func(b *testing.B) {
+			h := h(&batchWriter{w: io.Discard})
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_ = h.Handle(context.Background(), r)
+				}
+			})
+		})
 	}
 }

@@ -119,12 +119,29 @@ func TestServe(t *testing.T) {
 	if code, _ := get(t, base+"/credentials", nil); code != 401 && code != 400 {
 		t.Errorf("without a key: %d", code)
 	}
+	// A method of the client's own invention is counted as "other": each
+	// would be a new series.
+	brew, err := http.NewRequest("BREW", base+"/credentials", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brew.Header = auth
+	if resp, err := http.DefaultClient.Do(brew); err != nil || resp.StatusCode != 405 {
+		t.Errorf("BREW /credentials: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	metricsAddr := regexp.MustCompile(`metrics on http://(\S+)/metrics`).FindStringSubmatch(out)
 	if metricsAddr == nil {
 		t.Fatalf("no metrics address: %s", out)
 	}
 	_, metrics := get(t, "http://"+metricsAddr[1]+"/metrics", nil)
+	if strings.Contains(metrics, "BREW") {
+		t.Errorf("metrics name the method BREW")
+	}
 	for _, want := range []string{`edgeplane_http_requests_total{code="200",method="GET",route="GET /credentials"} 1`,
+		`edgeplane_http_requests_total{code="400",method="GET",route="GET /credentials"} 1`,
+		`edgeplane_http_requests_total{code="405",method="other",route="/credentials"} 1`,
 		`edgeplane_http_request_duration_seconds_bucket{route="GET /credentials"`, `edgeplane_store_operation_duration_seconds_count{op="get"}`,
 		"edgeplane_event_queue_depth", "go_goroutines"} {
 		if !strings.Contains(metrics, want) {

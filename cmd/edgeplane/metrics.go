@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
@@ -23,6 +25,9 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	storeOps *prometheus.HistogramVec
+
+	series  sync.Map     // seriesKey -> series: see seriesOf
+	nSeries atomic.Int32 // entries of series
 }
 
 func newMetrics() *metrics {
@@ -86,32 +91,62 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// wrap counts and times the requests api serves, labelled by its route
-// pattern (bounded cardinality: never the raw path).
-func (m *metrics) wrap(api *httpapi.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
-		api.ServeHTTP(sw, r)
-		route := api.Route(r)
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.code)).Inc()
-		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
-	})
+// observe counts and times a request the API answered (it is the API's
+// [httpapi.Options.Observe]), labelled by its route pattern (bounded
+// cardinality: never the raw path) and its method, named only when it is
+// one of HTTP's (methodLabel). The counter and histogram of each label set
+// are looked up once and kept (seriesOf): the client's own lookup hashes
+// and checks every label value on every request.
+func (m *metrics) observe(s httpapi.Served) {
+	c, d := m.seriesOf(s.Route, methodLabel(s.Method), s.Status)
+	c.Inc()
+	d.Observe(s.Duration.Seconds())
 }
 
-// codeWriter remembers the status code written.
-type codeWriter struct {
-	http.ResponseWriter
-	code int
+// seriesKey names the request metrics of one route, method and status.
+type seriesKey struct {
+	route, method string
+	code          int
 }
 
-func (w *codeWriter) WriteHeader(code int) {
-	w.code = code
-	w.ResponseWriter.WriteHeader(code)
+// series are the request metrics of one seriesKey.
+type series struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
-// Unwrap lets http.ResponseController reach the connection.
-func (w *codeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// maxSeries bounds the series kept by seriesOf. Routes, methods and
+// statuses are bounded sets, so it is not reached; were it, the metrics
+// are still counted, through the client's lookup.
+const maxSeries = 4096
+
+// seriesOf returns the metrics of a request's route, method and status.
+// It reads without a lock (a sync.Map: each key is written once, then
+// only read, on every core at once).
+func (m *metrics) seriesOf(route, method string, code int) (prometheus.Counter, prometheus.Observer) {
+	k := seriesKey{route, method, code}
+	if s, ok := m.series.Load(k); ok {
+		return s.(series).count, s.(series).duration
+	}
+	s := series{m.requests.WithLabelValues(route, method, strconv.Itoa(code)), m.duration.WithLabelValues(route)}
+	if m.nSeries.Load() < maxSeries {
+		if _, loaded := m.series.LoadOrStore(k, s); !loaded {
+			m.nSeries.Add(1)
+		}
+	}
+	return s.count, s.duration
+}
+
+// methodLabel returns method when it is one of HTTP's, else "other": a
+// client may send any token as a method, and each would be a new series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
+}
 
 // timedStore times every store call.
 type timedStore struct {

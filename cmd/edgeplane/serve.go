@@ -129,7 +129,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.corsOrigins != "" {
 		origins = strings.Split(c.corsOrigins, ",")
 	}
-	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins})
+	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, Observe: m.observe, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins})
 	if err != nil {
 		return usageError{"-rate-window: " + err.Error()}
 	}
@@ -145,10 +145,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		io.WriteString(w, "ok\n")
 	})
-	mux.Handle("/", m.wrap(api))
+	mux.Handle("/", api)
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	apiServer := httpserver.New(mux, httpserver.Options{ErrorLog: errLog})
+	apiServer := httpserver.New(apiFirst(mux, api), httpserver.Options{ErrorLog: errLog})
 	servers := []*http.Server{apiServer}
 	errc := make(chan error, 5)
 	go func() {
@@ -221,9 +221,50 @@ func reapTunnels(ctx context.Context, host *edgeplane.Host, interval time.Durati
 func newLogger(format string, w *batchWriter) (*slog.Logger, error) {
 	switch format {
 	case "text":
-		return slog.New(urgentHandler{slog.NewTextHandler(w, nil), w}), nil
+		return slog.New(urgentHandler{plainText{slog.NewTextHandler(w, nil), w}, w}), nil
 	case "json":
 		return slog.New(urgentHandler{slog.NewJSONHandler(w, nil), w}), nil
 	}
 	return nil, usageError{fmt.Sprintf("-log-format %q: want text or json", format)}
+}
+
+// apiFirst serves a request straight from api when mux would route it
+// there unchanged: a path of the API (not /healthz or /readyz) that mux
+// would not clean and redirect, and not a CONNECT. The others go through
+// mux. The API matches its own routes, so the common request is matched
+// once, not twice.
+func apiFirst(mux *http.ServeMux, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if r.Method != http.MethodConnect && r.URL.RawPath == "" && p != "/healthz" && p != "/readyz" && isCleanPath(p) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// isCleanPath reports whether p is a path [http.ServeMux] leaves as it is
+// (it redirects the others to their cleaned form): rooted, without an
+// empty, "." or ".." element; a trailing slash is kept.
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	start := 1 // of the current element
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		switch elem := p[start:i]; elem {
+		case ".", "..":
+			return false
+		case "":
+			if i < len(p) { // "//"
+				return false
+			}
+		}
+		start = i + 1
+	}
+	return true
 }

@@ -58,28 +58,60 @@ func (g *Generator) New(prefix string) string {
 	var b [20]byte
 	binary.BigEndian.PutUint64(b[0:8], ms<<16|uint64(seq))
 	rand.Read(b[8:]) // never fails (crypto/rand panics on an unusable source)
-	return prefix + encode(b)
+	if len(prefix) > maxPrefix {
+		return prefix + encode(b)
+	}
+	var out [maxPrefix + Len]byte
+	n := copy(out[:], prefix)
+	appendBase62(out[n:n:n+Len], b)
+	return string(out[:n+Len]) // the identifier's one allocation
 }
+
+// maxPrefix is the longest prefix New builds an identifier of without a
+// second allocation.
+const maxPrefix = 16
 
 // encode writes 20 bytes as 27 base62 digits, most significant first.
 func encode(b [20]byte) string {
-	// Treat b as a 160-bit big-endian number held in five uint32 words and
-	// divide by 62 repeatedly.
+	var out [Len]byte
+	appendBase62(out[:0], b)
+	return string(out[:])
+}
+
+// chunk is 62^5, the largest power of 62 below 2^32: dividing by it
+// yields five base62 digits per pass over the number's words.
+const chunk = 62 * 62 * 62 * 62 * 62
+
+// appendBase62 writes b, a 160-bit big-endian number, as [Len] base62
+// digits into dst[:Len], most significant first, and returns dst[:Len].
+// dst must have room for them.
+func appendBase62(dst []byte, b [20]byte) []byte {
 	var words [5]uint32
 	for i := range words {
 		words[i] = binary.BigEndian.Uint32(b[i*4:])
 	}
-	var out [Len]byte
-	for i := Len - 1; i >= 0; i-- {
+	out := dst[:Len]
+	// Five passes divide by 62^5 and give the 25 least significant
+	// digits; what is left is below 62^2 (2^160 < 62^27) and gives the
+	// first two.
+	i := Len
+	for range 5 {
 		var rem uint64
 		for j := range words {
 			cur := rem<<32 | uint64(words[j])
-			words[j] = uint32(cur / 62)
-			rem = cur % 62
+			words[j] = uint32(cur / chunk)
+			rem = cur % chunk
 		}
-		out[i] = alphabet[rem]
+		for range 5 {
+			i--
+			out[i] = alphabet[rem%62]
+			rem /= 62
+		}
 	}
-	return string(out[:])
+	top := words[4] // words[0..3] are zero: the rest is below 62^2
+	out[1] = alphabet[top%62]
+	out[0] = alphabet[top/62]
+	return out
 }
 
 // Valid reports whether id has the given prefix followed by exactly [Len]

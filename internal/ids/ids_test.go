@@ -1,6 +1,9 @@
 package ids
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math/big"
 	"strings"
 	"sync"
 	"testing"
@@ -93,5 +96,55 @@ func BenchmarkNew(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		g.New("cr_")
+	}
+}
+
+// encodeBig is the reference encoding: the number's base62 digits by
+// math/big, zero-padded to Len.
+func encodeBig(b [20]byte) string {
+	n := new(big.Int).SetBytes(b[:])
+	var out [Len]byte
+	base, rem := big.NewInt(62), new(big.Int)
+	for i := Len - 1; i >= 0; i-- {
+		n.QuoRem(n, base, rem)
+		out[i] = alphabet[rem.Int64()]
+	}
+	return string(out[:])
+}
+
+// FuzzEncode: encode agrees with the reference encoding on every input.
+func FuzzEncode(f *testing.F) {
+	f.Add(make([]byte, 20))
+	f.Add(bytes.Repeat([]byte{0xFF}, 20))
+	f.Add([]byte("\x00\x00\x01\x9a\xb2\xc3\x00\x01abcdefghijkl"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var b [20]byte
+		copy(b[:], in)
+		if got, want := encode(b), encodeBig(b); got != want {
+			t.Errorf("encode(%x) = %s, want %s", b, got, want)
+		}
+	})
+}
+
+// TestNewEncodes: New's identifier is its prefix and the encoding of its
+// bytes (the time and sequence in front), for short and long prefixes.
+func TestNewEncodes(t *testing.T) {
+	now := time.UnixMilli(0x19ab2c3d4e5)
+	g := NewGenerator(func() time.Time { return now })
+	for _, prefix := range []string{"", "cr_", strings.Repeat("p", maxPrefix), strings.Repeat("q", maxPrefix+1)} {
+		id := g.New(prefix)
+		if !Valid(id, prefix) {
+			t.Fatalf("Valid(%q, %q) = false", id, prefix)
+		}
+		var b [20]byte
+		binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16|uint64(g.seq))
+		lo := encodeBig(b) // the random bytes zero: the least id of that time and sequence
+		for i := 8; i < 20; i++ {
+			b[i] = 0xFF
+		}
+		hi := encodeBig(b)
+		if rest := id[len(prefix):]; rest < lo || rest > hi {
+			t.Errorf("New(%q) = %s: not between %s and %s", prefix, id, lo, hi)
+		}
 	}
 }
