@@ -258,9 +258,10 @@ type conn struct {
 	start  time.Time
 }
 
-// refuse closes c for a reason, counts and logs it.
+// refuse counts and logs a refusal of c for a reason, then closes c
+// (in that order: whoever sees the close sees the count).
 func (s *Streams) refuse(c net.Conn, cn *conn, outcome string) {
-	_ = c.Close()
+	defer c.Close()
 	s.metrics.connection(cn.kind, outcome)
 	if s.log.Enabled(context.Background(), slog.LevelInfo) {
 		attrs := []slog.Attr{slog.String("kind", cn.kind), slog.String("outcome", outcome), slog.String("client", cn.client.String())}
@@ -510,8 +511,8 @@ func (s *Streams) accountAllows(c net.Conn, cn *conn) bool {
 	if refusedBy == "" {
 		return true
 	}
-	_ = c.Close()
 	s.metrics.connection(cn.kind, outcomeIPRestricted)
+	_ = c.Close()
 	return false
 }
 
