@@ -116,36 +116,23 @@ type Edge struct {
 }
 
 // AccountID returns the account that owns the edge.
-func (e *Edge) AccountID() string {
-	switch {
-	case e.TLS != nil:
-		return e.TLS.AccountID
-	case e.TCP != nil:
-		return e.TCP.AccountID
-	}
-	return e.Config.AccountID
-}
+func (e *Edge) AccountID() string { a, _, _ := e.names(); return a }
 
 // ID returns the edge's ID.
-func (e *Edge) ID() string {
-	switch {
-	case e.TLS != nil:
-		return e.TLS.EdgeID
-	case e.TCP != nil:
-		return e.TCP.EdgeID
-	}
-	return e.Config.EdgeID
-}
+func (e *Edge) ID() string { _, id, _ := e.names(); return id }
 
 // Hostports returns the hostports the edge serves, in canonical form.
-func (e *Edge) Hostports() []string {
+func (e *Edge) Hostports() []string { _, _, hps := e.names(); return hps }
+
+// names returns the account, ID and hostports of the config e holds.
+func (e *Edge) names() (account, id string, hostports []string) {
 	switch {
 	case e.TLS != nil:
-		return e.TLS.Hostports
+		return e.TLS.AccountID, e.TLS.EdgeID, e.TLS.Hostports
 	case e.TCP != nil:
-		return e.TCP.Hostports
+		return e.TCP.AccountID, e.TCP.EdgeID, e.TCP.Hostports
 	}
-	return e.Config.Hostports
+	return e.Config.AccountID, e.Config.EdgeID, e.Config.Hostports
 }
 
 // base returns an Edge holding only e's config, for [newEdge].
