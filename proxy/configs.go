@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/revwait"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -655,7 +656,11 @@ func newReads(c *Configs) *reads {
 		restrict: map[string]*edgeplane.EndpointRestrictions{}}
 }
 
-// restrictionsOf returns the endpoint restrictions of an account.
+// restrictionsOf returns the endpoint restrictions of an account. When
+// what is stored cannot be read as restrictions (more than the cap, from
+// a store written by other code), it returns [unreadableRestrictions]:
+// the account's edges stay tracked and refuse every client (fail closed)
+// until a change to the account's restrictions reads them again.
 func (r *reads) restrictionsOf(ctx context.Context, account string) (*edgeplane.EndpointRestrictions, error) {
 	r.mu.Lock()
 	v, ok := r.restrict[account]
@@ -664,6 +669,10 @@ func (r *reads) restrictionsOf(ctx context.Context, account string) (*edgeplane.
 		return v, nil
 	}
 	v, err := r.c.restrict(ctx, account)
+	if permanent(err) {
+		r.c.log.Error("edge configs: the IP restrictions of an account cannot be read; its edges refuse every client", "account", account, "err", err)
+		v, err = unreadableRestrictions, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -851,24 +860,9 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 		}
 		return refreshed[id]
 	}
-	for k := range p.tunnels {
-		users := c.byBackend[k.account][k.id]
-		if !anyNotIn(users, compiled) {
-			delete(p.tunnels, k)
-			continue
-		}
-		ts, err := rd.tunnelsOf(ctx, k)
-		if err != nil {
-			keep(err)
-			continue
-		}
-		delete(p.tunnels, k)
-		for id := range users {
-			if !compiled[id] {
-				get(id).tunnels[k.id] = ts
-			}
-		}
-	}
+	refreshUsers(p.tunnels, func(k backendKey) map[string]bool { return c.byBackend[k.account][k.id] }, compiled, keep,
+		func(k backendKey) ([]backends.Tunnel, error) { return rd.tunnelsOf(ctx, k) },
+		func(id string, k backendKey, ts []backends.Tunnel) { get(id).tunnels[k.id] = ts })
 	for a := range p.acctDom {
 		for id := range c.byAccount[a] {
 			if !compiled[id] && len(c.known[id].hosts) > 0 {
@@ -876,25 +870,15 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 			}
 		}
 	}
-	for a := range p.acctIPX {
-		users := c.byAccount[a]
-		if !anyNotIn(users, compiled) {
-			delete(p.acctIPX, a)
-			continue
-		}
-		v, err := rd.restrictionsOf(ctx, a)
-		if err != nil {
-			keep(err)
-			continue
-		}
-		delete(p.acctIPX, a)
-		c.noteRestrictions(a, v)
-		for id := range users {
-			if !compiled[id] {
-				get(id).restrict = v
+	refreshUsers(p.acctIPX, func(a string) map[string]bool { return c.byAccount[a] }, compiled, keep,
+		func(a string) (*edgeplane.EndpointRestrictions, error) {
+			v, err := rd.restrictionsOf(ctx, a)
+			if err == nil {
+				c.noteRestrictions(a, v)
 			}
-		}
-	}
+			return v, err
+		},
+		func(id, _ string, v *edgeplane.EndpointRestrictions) { get(id).restrict = v })
 	failedCerts := false
 	for id, r := range refreshed {
 		t := c.known[id]
@@ -927,15 +911,49 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	return firstErr
 }
 
-// anyNotIn reports whether an edge of users is not in compiled: it needs
-// a refresh, since compiling read everything anew.
-func anyNotIn(users, compiled map[string]bool) bool {
-	for id := range users {
-		if !compiled[id] {
-			return true
+// unreadableRestrictions stand for an account's endpoint restrictions
+// that cannot be read: one enforced restriction that refuses every
+// address.
+var unreadableRestrictions = func() *edgeplane.EndpointRestrictions {
+	all, err := ipaccess.NewSet([]ipaccess.Rule{{CIDR: "0.0.0.0/0", Action: ipaccess.ActionDeny}, {CIDR: "::/0", Action: ipaccess.ActionDeny}})
+	if err != nil {
+		panic(err) // two valid rules
+	}
+	return &edgeplane.EndpointRestrictions{Enforcer: ipaccess.NewEnforcer(
+		[]ipaccess.Restriction{{ID: "(unreadable IP restrictions)", Enforced: true}}, []*ipaccess.Set{all})}
+}()
+
+// refreshUsers does the refresh work pending holds: for each key whose
+// users (edges) include one not compiled in this apply (compiling read
+// everything anew), it reads the key's new value once and sets it on each
+// such edge, and the key's work is done; a read that fails is kept (keep)
+// and stays pending, to be retried.
+func refreshUsers[K comparable, V any](pending map[K]bool, users func(K) map[string]bool, compiled map[string]bool, keep func(error),
+	read func(K) (V, error), set func(id string, k K, v V)) {
+	for k := range pending {
+		us := users(k)
+		needed := false
+		for id := range us {
+			if needed = !compiled[id]; needed {
+				break
+			}
+		}
+		if !needed {
+			delete(pending, k)
+			continue
+		}
+		v, err := read(k)
+		if err != nil {
+			keep(err)
+			continue
+		}
+		delete(pending, k)
+		for id := range us {
+			if !compiled[id] {
+				set(id, k, v)
+			}
 		}
 	}
-	return false
 }
 
 // readCerts reads the certificates of an edge's hosts.

@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
@@ -178,5 +182,45 @@ func TestTunnelAddr(t *testing.T) {
 		if got != tc.want || ok != (tc.want != "") {
 			t.Errorf("tunnelAddr(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
 		}
+	}
+}
+
+// TestUnreadableRestrictionsFailClosed: when an account's IP restrictions
+// cannot be read as restrictions (a failed precondition: more than the
+// cap, from a store written by other code), its edges stay served and
+// refuse every client; once a change to the account's restrictions reads
+// them again, traffic goes on.
+func TestUnreadableRestrictionsFailClosed(t *testing.T) {
+	w := newWorld(t, memstore.New())
+	w.reserve(w.a, "a.example.com")
+	w.serveHosts(w.a, w.a1, "a.example.com:443")
+	var broken atomic.Bool
+	broken.Store(true)
+	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{
+		restrict: func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error) {
+			if broken.Load() && accountID == w.a.AccountID {
+				return nil, apierr.New(apierr.FailedPrecondition, "the account has more than 100 IP restrictions")
+			}
+			return w.api.Host().EndpointRestrictions(ctx, accountID)
+		}})
+	h := NewHandler(c, HandlerOptions{})
+	status := func() int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://a.example.com/", nil))
+		return rec.Code
+	}
+	if c.Edge(w.a.AccountID, w.a1) == nil || c.Edge(w.b.AccountID, w.b1) == nil {
+		t.Fatal("the edges are not served")
+	}
+	if code := status(); code != http.StatusForbidden {
+		t.Errorf("with unreadable restrictions: %d, want 403", code)
+	}
+	broken.Store(false)
+	ipp := w.ipPolicy()
+	_, err := w.api.CreateIPRestriction(w.ctx, w.a, ipaccess.CreateRestrictionParams{Type: ipaccess.TypeAPI, IPPolicyIDs: []string{ipp}})
+	w.check(err)
+	w.applied(c)
+	if code := status(); code != http.StatusServiceUnavailable { // a1's route has no tunnel
+		t.Errorf("after the restrictions read again: %d, want 503 from the route", code)
 	}
 }

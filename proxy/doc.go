@@ -50,10 +50,11 @@
 // enforced lets it through and the proxy logs a warning naming it, one
 // per request or connection. Their changes (a restriction created,
 // updated or deleted, a rule of one of their IP policies) give the
-// account's edges new snapshots without compiling anything. An account
-// whose restrictions cannot be read (more than
+// account's edges new snapshots without compiling anything. When an
+// account's restrictions cannot be read (more than
 // [ipaccess.MaxRestrictionsPerAccount], from a store written by other
-// code) has none of its edges served (fail closed) until that is fixed.
+// code), its edges refuse every client (fail closed) until a change to
+// its restrictions reads them again.
 //
 // # TLS
 //
