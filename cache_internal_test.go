@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -466,17 +467,7 @@ func TestCacheListedJSONConcurrentWrites(t *testing.T) {
 			}
 		}()
 	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(done)
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	writersThenReaders(t, errs, done, 2, 2)
 	synced(t, a.ctx, a.svc)
 	synced(t, a.ctx, b)
 	want := valuesPage(t, a.ctx, New(a.store, Options{CacheBytes: -1}), a.p)
@@ -802,17 +793,7 @@ func TestCacheWritesAndReadsConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(done)
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	writersThenReaders(t, errs, done, 2, 2)
 	synced(t, a.ctx, a.svc)
 	synced(t, a.ctx, b)
 	uncached := New(a.store, Options{CacheBytes: -1})
@@ -830,6 +811,27 @@ func TestCacheWritesAndReadsConcurrent(t *testing.T) {
 			if j, err := svc.AppendCredentialJSON(a.ctx, a.p, id, nil); err != nil || string(j) != string(wantJSON) {
 				t.Errorf("%s: JSON %s, %v; store has %s", name, j, err, wantJSON)
 			}
+		}
+	}
+}
+
+// writersThenReaders waits for writers results on errs, then closes done
+// (the readers' signal to stop) and waits for readers more; the first
+// error fails the test, and done is closed then too, so that no reader
+// outlives the test.
+func writersThenReaders(t *testing.T, errs <-chan error, done chan struct{}, writers, readers int) {
+	t.Helper()
+	stop := sync.OnceFunc(func() { close(done) })
+	defer stop()
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
