@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
@@ -23,30 +25,11 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
-	"github.com/google/go-cmp/cmp"
 )
-
-// syncBuffer is a log destination the delivery goroutine and the test may
-// use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // eventRecorder is a sink that records every event.
 type eventRecorder struct {
@@ -69,9 +52,9 @@ func (r *eventRecorder) events() []events.Event {
 
 // newEventEnv is newEnv with event delivery configured by opts; the
 // Service is closed when the test ends. Logs go to the returned buffer.
-func newEventEnv(t testing.TB, st store.Store, opts events.Options) (*env, *syncBuffer) {
+func newEventEnv(t testing.TB, st store.Store, opts events.Options) (*env, *syncbuf.Buffer) {
 	t.Helper()
-	logs := new(syncBuffer)
+	logs := new(syncbuf.Buffer)
 	e := &env{
 		store: st,
 		clock: &fakeClock{now: time.Date(2026, 11, 21, 10, 30, 15, 123456789, time.FixedZone("X", 3600))},

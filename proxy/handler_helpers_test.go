@@ -14,13 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/memstore"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The Handler's tests run a real Service on memstore, a Configs over its
@@ -28,24 +30,6 @@ import (
 // in front of httptest upstreams that tunnels forward to. Writes go
 // through the Service; each write is followed by s.sync, which waits
 // until the Configs has applied the store's revision.
-
-// syncBuffer is a goroutine-safe log destination.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // seen is a request as an upstream received it.
 type seen struct {
@@ -144,7 +128,7 @@ type site struct {
 	h       *Handler
 	metrics *Metrics
 	reg     *prometheus.Registry // metrics is registered with it
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	url     string // the proxy's base URL, http://127.0.0.1:port
 }
 
@@ -157,7 +141,7 @@ type siteOptions struct {
 
 func newSite(t testing.TB, o siteOptions) *site {
 	t.Helper()
-	s := &site{t: t, ctx: context.Background(), st: memstore.New(), clock: &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, logs: &syncBuffer{}}
+	s := &site{t: t, ctx: context.Background(), st: memstore.New(), clock: &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, logs: &syncbuf.Buffer{}}
 	log := slog.New(slog.NewTextHandler(s.logs, nil))
 	if o.lease == 0 {
 		o.lease = 24 * time.Hour

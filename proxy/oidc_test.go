@@ -15,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
@@ -177,7 +178,7 @@ func TestOIDCProviderOnAPrivateAddress(t *testing.T) {
 	_, err := w.api.ReplaceHTTPSRouteOIDC(w.ctx, w.a, w.a1, w.a1r, edges.OIDCParams{Issuer: idp.Issuer(), ClientID: "client-1", ClientSecret: "secret-1"})
 	w.check(err)
 	w.applied(c)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	srv := httptest.NewServer(NewHandler(c, HandlerOptions{Clock: env.clock.Now, OIDCKey: []byte(strings.Repeat("k", 32)),
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}))
 	t.Cleanup(srv.Close)

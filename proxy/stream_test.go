@@ -17,13 +17,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpserver"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // streamEnv serves the world's edges through Streams: the HTTPS port
@@ -494,7 +496,7 @@ func TestServeTCPBadRange(t *testing.T) {
 // the restriction is logged. Their changes refresh the edges without a
 // compile.
 func TestEndpointRestrictions(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	e := newStreamEnv(t, StreamOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ipp := e.ipPolicy()
 	_, err := e.api.CreateIPPolicyRule(e.ctx, e.a, ipaccess.CreateRuleParams{IPPolicyID: ipp, CIDR: "127.0.0.0/8", Action: "deny"})

@@ -19,35 +19,23 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // server is a serve run in progress.
 type server struct {
 	addr           string
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuf.Buffer
 	stop           func() int
 }
 
 func startServe(t *testing.T, args []string, env map[string]string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	s := &server{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	ready := make(chan string, 1)
 	done := make(chan int, 1)
 	if !slices.Contains(args, "-store") {

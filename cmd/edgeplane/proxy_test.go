@@ -22,13 +22,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 )
 
 // proxyProc is an edgeplane proxy process.
 type proxyProc struct {
 	name                 string
 	http, https, metrics string // addresses
-	stderr               *syncBuffer
+	stderr               *syncbuf.Buffer
 	cmd                  *exec.Cmd
 }
 
@@ -47,7 +49,7 @@ func startProxyArgs(t *testing.T, name, spec string, args []string, env ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxyProc{name: name, stderr: &syncBuffer{}}
+	p := &proxyProc{name: name, stderr: &syncbuf.Buffer{}}
 	p.cmd = exec.Command(bin, append([]string{"proxy", "-store", spec, "-http-addr", "127.0.0.1:0", "-https-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0"}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
@@ -477,7 +479,7 @@ func TestProxyCommand(t *testing.T) {
 	tn.registerTunnel(t, spec, up.URL, time.Hour) // on 127.0.0.1, outside 192.0.2.0/24
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	ready := make(chan string, 1)
 	done := make(chan int, 1)
 	go func() {

@@ -7,30 +7,18 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/policy"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestRunServesAndShutsDown(t *testing.T) {
 	key := "epk_" + strings.Repeat("t", 40)
 	env := map[string]string{"EDGEPLANE_API_KEY": key}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -105,7 +93,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 
 func TestGeneratedKeyAndBadEnvKey(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {

@@ -1,35 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 )
-
-// syncBuffer is a goroutine-safe output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // get sends GET url with Host host (and the API key when not empty) and
 // returns the status and body.
@@ -66,7 +48,7 @@ func TestRun(t *testing.T) {
 	key := "epk_" + strings.Repeat("k", 40)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ready, done := make(chan [2]string, 1), make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-api-addr", "127.0.0.1:0", "-host", "demo.example.com", "-upstream", up.URL},

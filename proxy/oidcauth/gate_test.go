@@ -1,13 +1,11 @@
 package oidcauth_test
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
-	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,6 +24,8 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/oidctest"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
 
@@ -75,7 +75,7 @@ type harness struct {
 	prefixes  []string // route prefixes, longest first
 	gates     map[string]*oidcauth.Gate
 	reached   atomic.Int64
-	logs      logBuffer // the Gates' log
+	logs      syncbuf.Buffer // the Gates' log
 }
 
 // loopback is where the test servers listen. The tests' Providers must be
@@ -88,26 +88,9 @@ func rootCAs(c *http.Client) *x509.CertPool {
 	return c.Transport.(*http.Transport).TLSClientConfig.RootCAs
 }
 
-// logBuffer collects a Gate's log for a test to read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // logger returns a logger writing to b.
-func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+// logger returns a text logger writing to b.
+func logger(b *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // newHarness starts a provider and an app with one OIDC route per prefix
 // (default "/"), each with the config edited by edit.
@@ -144,7 +127,7 @@ func newHarnessWith(t *testing.T, popts func(*oidcauth.ProvidersOptions), edit f
 			edit(cfg)
 		}
 		g, err := oidcauth.New(cfg, oidcauth.Options{Key: testKey, Scope: "edghts_1/" + prefix, Providers: h.providers, Now: h.clock.Now,
-			Logger: h.logs.logger()})
+			Logger: logger(&h.logs)})
 		if err != nil {
 			t.Fatal(err)
 		}

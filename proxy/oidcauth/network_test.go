@@ -20,6 +20,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
 
@@ -184,10 +185,10 @@ func TestProviderNetworksEveryDial(t *testing.T) {
 			idp := startFake(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) { tc.idp(w, r, issuer, other.URL) })
 			issuer = idp.URL
 
-			var logs logBuffer
+			var logs syncbuf.Buffer
 			ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 			g, err := oidcauth.New(&edges.OIDCConfig{Issuer: issuer, ClientID: "c", ClientSecret: "s"},
-				oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Logger: logs.logger()})
+				oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Logger: logger(&logs)})
 			if err != nil {
 				t.Fatal(err)
 			}
