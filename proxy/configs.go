@@ -58,9 +58,15 @@ type Options struct {
 	// of the retry backoff. Nil means time.After. Tests give a fake one.
 	After func(d time.Duration) <-chan time.Time
 
-	// Test hooks: Host.HTTPSEdgeConfig, Host.TLSEdgeConfig,
-	// Host.TCPEdgeConfig, Host.BackendTunnels, Host.HostCertificate,
-	// Host.EndpointRestrictions and Host.WaitRevision when nil.
+	// Test hooks in place of the Host's calls.
+	hostCalls
+}
+
+// hostCalls are the Host's calls a Configs makes: Host.HTTPSEdgeConfig,
+// Host.TLSEdgeConfig, Host.TCPEdgeConfig, Host.BackendTunnels,
+// Host.HostCertificate, Host.WaitRevision and Host.EndpointRestrictions
+// where nil. Tests give their own.
+type hostCalls struct {
 	compile    func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
 	compileTLS func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error)
 	compileTCP func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error)
@@ -237,18 +243,12 @@ type Stats struct {
 // change feed and rebuilds, in the background, only the edges a change
 // affects. See the package documentation. It is safe for concurrent use.
 type Configs struct {
-	host       *edgeplane.Host
-	feed       store.Feed
-	log        *slog.Logger
-	par        int
-	after      func(time.Duration) <-chan time.Time
-	compile    func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error)
-	compileTLS func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error)
-	compileTCP func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error)
-	tunnels    func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
-	certs      func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
-	synced     func(ctx context.Context, rev int64) error
-	restrict   func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error)
+	host  *edgeplane.Host
+	feed  store.Feed
+	log   *slog.Logger
+	par   int
+	after func(time.Duration) <-chan time.Time
+	hostCalls
 
 	// The published tables: edges by ID; HTTPS and TLS edges by the host
 	// of each hostport they serve (exact or wildcard, as the edge lists
@@ -327,9 +327,8 @@ func (p *pending) empty() bool {
 func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism, after: opts.After,
-		compile: opts.compile, compileTLS: opts.compileTLS, compileTCP: opts.compileTCP,
-		tunnels: opts.tunnels, certs: opts.certs, synced: opts.synced, restrict: opts.restrict,
-		edges: newTable(), hosts: newTable(), ports: newTable(), portsNext: make(chan struct{}),
+		hostCalls: opts.hostCalls,
+		edges:     newTable(), hosts: newTable(), ports: newTable(), portsNext: make(chan struct{}),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
 		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{}, portOf: map[string]string{}, restrictBy: map[string]map[string]bool{},
 		done: make(chan struct{}),

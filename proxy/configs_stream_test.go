@@ -196,13 +196,14 @@ func TestUnreadableRestrictionsFailClosed(t *testing.T) {
 	w.serveHosts(w.a, w.a1, "a.example.com:443")
 	var broken atomic.Bool
 	broken.Store(true)
-	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{
-		restrict: func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error) {
-			if broken.Load() && accountID == w.a.AccountID {
-				return nil, apierr.New(apierr.FailedPrecondition, "the account has more than 100 IP restrictions")
-			}
-			return w.api.Host().EndpointRestrictions(ctx, accountID)
-		}})
+	var o Options
+	o.restrict = func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error) {
+		if broken.Load() && accountID == w.a.AccountID {
+			return nil, apierr.New(apierr.FailedPrecondition, "the account has more than 100 IP restrictions")
+		}
+		return w.api.Host().EndpointRestrictions(ctx, accountID)
+	}
+	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), o)
 	h := NewHandler(c, HandlerOptions{})
 	status := func() int {
 		rec := httptest.NewRecorder()
