@@ -80,8 +80,9 @@ func ExampleStreams() {
 	streams := proxy.NewStreams(configs, proxy.StreamOptions{})
 	defer streams.Close()
 	tcpCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go streams.ServeTCP(tcpCtx, "127.0.0.1", port, port)
+	served := make(chan error, 1)
+	go func() { served <- streams.ServeTCP(tcpCtx, "127.0.0.1", port, port) }()
+	defer func() { stop(); <-served }() // the listeners are closed when ServeTCP returns
 
 	var c net.Conn
 	for range 200 { // until the listener is up
