@@ -44,7 +44,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/edgeplane/edgeplane/store"
@@ -62,8 +61,8 @@ type Store struct {
 	keys     map[string]string              // lookup key -> ID
 	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
 	children map[string]map[string]struct{} // parent ID -> child IDs
-	index    map[indexKey][]string          // sorted IDs
-	values   map[valueKey][]valueEntry      // secondary indexes, sorted by (value, id)
+	index    map[indexKey]ids               // record IDs, ascending
+	values   map[valueKey]values            // secondary indexes: (value, id) pairs, ascending
 	rev      int64                          // the revision of the last committed change
 	floor    int64                          // changes up to this revision are compacted away
 	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
@@ -97,23 +96,17 @@ type valueKey struct {
 	name    string
 }
 
-type valueEntry struct{ value, id string }
-
-func compareEntries(a, b valueEntry) int {
-	if c := strings.Compare(a.value, b.value); c != 0 {
-		return c
-	}
-	return strings.Compare(a.id, b.id)
-}
-
 // addValues and dropValues keep r's secondary index entries.
 func (s *Store) addValues(r *store.Record) {
 	for _, e := range store.UniqueIndexes(r.Indexes) {
 		for _, acct := range []string{r.AccountID, ""} {
-			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
-			list := s.values[k]
-			i, _ := slices.BinarySearchFunc(list, v, compareEntries)
-			s.values[k] = slices.Insert(list, i, v)
+			k := valueKey{r.Kind, acct, e.Name}
+			x, ok := s.values[k]
+			if !ok {
+				x = newValues()
+				s.values[k] = x
+			}
+			x.add(valueEntry{e.Value, r.ID})
 		}
 	}
 }
@@ -121,15 +114,12 @@ func (s *Store) addValues(r *store.Record) {
 func (s *Store) dropValues(r *store.Record) {
 	for _, e := range store.UniqueIndexes(r.Indexes) {
 		for _, acct := range []string{r.AccountID, ""} {
-			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
-			list := s.values[k]
-			if i, ok := slices.BinarySearchFunc(list, v, compareEntries); ok {
-				list = slices.Delete(list, i, i+1)
-			}
-			if len(list) == 0 {
-				delete(s.values, k)
-			} else {
-				s.values[k] = list
+			k := valueKey{r.Kind, acct, e.Name}
+			if x, ok := s.values[k]; ok {
+				x.drop(valueEntry{e.Value, r.ID})
+				if x.empty() {
+					delete(s.values, k)
+				}
 			}
 		}
 	}
@@ -150,8 +140,8 @@ func NewWithOptions(o Options) *Store {
 		keys:     make(map[string]string),
 		refBy:    make(map[string]map[string]struct{}),
 		children: make(map[string]map[string]struct{}),
-		index:    make(map[indexKey][]string),
-		values:   make(map[valueKey][]valueEntry),
+		index:    make(map[indexKey]ids),
+		values:   make(map[valueKey]values),
 	}
 }
 
@@ -199,9 +189,12 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		addTo(s.children, r.ParentID, r.ID)
 	}
 	for _, k := range indexKeys(&r) {
-		ids := s.index[k]
-		i, _ := slices.BinarySearch(ids, r.ID)
-		s.index[k] = slices.Insert(ids, i, r.ID)
+		x, ok := s.index[k]
+		if !ok {
+			x = newIDs()
+			s.index[k] = x
+		}
+		x.add(r.ID)
 	}
 	s.addValues(&r)
 	return nil
@@ -534,14 +527,11 @@ func (s *Store) remove(r *store.Record) {
 		removeFrom(s.children, r.ParentID, r.ID)
 	}
 	for _, k := range indexKeys(r) {
-		ids := s.index[k]
-		if i, ok := slices.BinarySearch(ids, r.ID); ok {
-			ids = slices.Delete(ids, i, i+1)
-		}
-		if len(ids) == 0 {
-			delete(s.index, k)
-		} else {
-			s.index[k] = ids
+		if x, ok := s.index[k]; ok {
+			x.drop(r.ID)
+			if x.empty() {
+				delete(s.index, k)
+			}
 		}
 	}
 	delete(s.recs, r.ID)
@@ -560,15 +550,14 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if q.Index != "" || q.RefersTo != "" {
 		return s.listSelected(q), nil
 	}
-	ids := s.index[indexKey{q.Kind, q.AccountID, q.ParentID}]
-	end := len(ids)
-	if q.BeforeID != "" {
-		end, _ = slices.BinarySearch(ids, q.BeforeID)
+	x, ok := s.index[indexKey{q.Kind, q.AccountID, q.ParentID}]
+	if !ok {
+		return []store.Record{}, nil
 	}
-	n := min(q.Limit, end)
-	out := make([]store.Record, 0, n)
-	for i := end - 1; i >= end-n; i-- {
-		out = append(out, *s.recs[ids[i]])
+	page := pageOf(x, q.BeforeID, q.Limit)
+	out := make([]store.Record, 0, len(page))
+	for _, id := range page {
+		out = append(out, *s.recs[id])
 	}
 	own(out)
 	return out, nil
@@ -628,29 +617,27 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 		}
 		slices.Sort(ids)
 	case q.Below:
-		list := s.values[valueKey{q.Kind, q.AccountID, q.Index}]
-		end, _ := slices.BinarySearchFunc(list, valueEntry{q.Value, ""}, compareEntries)
-		for _, e := range list[:end] {
-			if keep(e.id) {
-				ids = append(ids, e.id)
-			}
+		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
+			below(x, q.Value, func(id string) {
+				if keep(id) {
+					ids = append(ids, id)
+				}
+			})
 		}
 		slices.Sort(ids)
 		ids = slices.Compact(ids) // several values of one record below the bound
 	default:
-		list := s.values[valueKey{q.Kind, q.AccountID, q.Index}]
-		lo, _ := slices.BinarySearchFunc(list, valueEntry{q.Value, ""}, compareEntries)
-		// Entries of value v sort before (v+"\x00", ""), and those before
-		// the cursor before (v, cursor).
-		hi, _ := slices.BinarySearchFunc(list, valueEntry{q.Value + "\x00", ""}, compareEntries)
-		if q.BeforeID != "" {
-			hi, _ = slices.BinarySearchFunc(list, valueEntry{q.Value, q.BeforeID}, compareEntries)
+		var out []store.Record
+		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
+			equal(x, q.Value, q.BeforeID, func(id string) bool {
+				if keep(id) {
+					out = append(out, *s.recs[id])
+				}
+				return len(out) < q.Limit
+			})
 		}
-		out := make([]store.Record, 0, min(q.Limit, hi-lo))
-		for i := hi - 1; i >= lo && len(out) < q.Limit; i-- {
-			if id := list[i].id; keep(id) {
-				out = append(out, *s.recs[id])
-			}
+		if out == nil {
+			out = []store.Record{}
 		}
 		own(out)
 		return out
