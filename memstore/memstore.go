@@ -11,18 +11,18 @@
 // # Lists
 //
 // Each (kind, account) pair, and each (kind, account, parent) triple, has an
-// index of record IDs kept sorted. Because IDs are time-ordered, new records
-// almost always append at the end. A list is a binary search for the cursor
-// followed by a walk of at most Limit entries: O(log n + page), never
-// O(all).
+// index of record IDs kept in order in a B-tree (github.com/google/btree).
+// A list is a descent from the cursor of at most Limit entries:
+// O(log n + page), never O(all). An insert or a delete touches one path of
+// small nodes, so no write copies a whole index while it holds the lock.
 //
 // # Secondary indexes
 //
 // Each (kind, account, index name), and each (kind, index name) across
-// accounts, has a slice of (value, record ID) pairs kept sorted. A query
-// for one value is a binary search and a walk of at most the page; a query
-// for values below a bound, and one for the referrers of a record, collect
-// their matches and sort them by ID.
+// accounts, has a B-tree of (value, record ID) pairs. A query for one
+// value is a descent of at most the page; a query for values below a
+// bound, and one for the referrers of a record, collect their matches and
+// sort them by ID.
 //
 // # Update callbacks
 //
