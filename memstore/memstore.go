@@ -67,7 +67,12 @@ type Store struct {
 	floor    int64                          // changes up to this revision are compacted away
 	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
 	keep     int                            // how many changes log keeps
-	commits  chan struct{}                  // made by a waiter, closed (and dropped) by the next commit
+
+	// Waiters: Wait takes wake, not mu, so that followers of the feed
+	// waiting for the next commit do not queue on the write lock.
+	wake      sync.Mutex
+	published int64         // rev as of the last commit's wake-up, guarded by wake
+	commits   chan struct{} // made by a waiter, closed (and dropped) by the next commit; guarded by wake
 }
 
 // DefaultFeedRetention is the default of Options.FeedRetention.
@@ -433,10 +438,13 @@ func (s *Store) commit(ctx context.Context, op store.Op, r *store.Record) int64 
 		s.log = append(make([]store.Change, 0, 2*s.keep), s.log[len(s.log)-s.keep+1:]...)
 	}
 	s.log = append(s.log, c)
+	s.wake.Lock()
+	s.published = s.rev
 	if s.commits != nil { // someone waits: wake them; writes without waiters allocate nothing
 		close(s.commits)
 		s.commits = nil
 	}
+	s.wake.Unlock()
 	return s.rev
 }
 
@@ -497,16 +505,16 @@ func (s *Store) Compact(ctx context.Context, through int64) error {
 // Wait implements [store.Feed].
 func (s *Store) Wait(ctx context.Context, after int64) error {
 	for {
-		s.mu.Lock()
-		rev := s.rev
+		s.wake.Lock()
+		if s.published > after {
+			s.wake.Unlock()
+			return nil
+		}
 		if s.commits == nil {
 			s.commits = make(chan struct{})
 		}
 		ch := s.commits
-		s.mu.Unlock()
-		if rev > after {
-			return nil
-		}
+		s.wake.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
