@@ -5,8 +5,28 @@
 //
 // All records live in maps behind one read-write mutex: reads share it,
 // writes hold it exclusively, so every write is atomic and serialised.
-// Records are deep-copied on the way in and on the way out; a caller can
+// Records are copied on the way in and on the way out; a caller can
 // never reach stored state.
+//
+// # Stored form
+//
+// A store of hundreds of thousands of records is mostly work for the
+// garbage collector: each cycle marks every live heap object, and a
+// record kept as a [store.Record] with its own slices and strings is
+// half a dozen of them. So a record is stored packed: one immutable
+// string holds all its bytes (kind, account, parent, document, keys,
+// refs, index entries), its fields are offsets into that string, and the
+// ID is a second string, kept by the record's updates. The packed record
+// is a value in the records map, and the lookup keys, index values and
+// set members that name it are substrings of its two strings: a record
+// costs two heap objects, neither of which the collector has to scan.
+//
+// A write packs the record it is given once; a read copies the fields
+// out (a fresh Data; strings that share the packed, immutable bytes).
+// [Store.Update] hands its callback such a copy and returns it, with its
+// new Version, as the stored result; [Store.Replace] returns the record
+// it was given, with its new Version. Neither shares anything with what
+// is stored.
 //
 // # Lists
 //
@@ -32,9 +52,10 @@
 // # Change feed
 //
 // Every committed change is appended to an in-memory log under the same
-// lock as the write, so the feed's order is the commit order. The log
-// keeps the newest [Options].FeedRetention changes (default
-// [DefaultFeedRetention]); a reader behind them gets a
+// lock as the write, so the feed's order is the commit order. The log is
+// a ring of the newest [Options].FeedRetention changes (default
+// [DefaultFeedRetention]), each holding the packed record the write left
+// (shared with the records map, not copied); a reader behind them gets a
 // [store.CompactedError]. [Store.Wait] wakes on the next commit through a
 // channel a waiter makes and the next commit closes (a write with nobody
 // waiting allocates none).
@@ -47,9 +68,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/edgeplane/edgeplane/store"
-
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -58,7 +78,7 @@ var _ store.Store = (*Store)(nil)
 // call [New]. It is safe for concurrent use.
 type Store struct {
 	mu       sync.RWMutex
-	recs     map[string]*store.Record       // by ID
+	recs     map[string]packed              // by ID
 	keys     map[string]string              // lookup key -> ID
 	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
 	children map[string]map[string]struct{} // parent ID -> child IDs
@@ -66,8 +86,7 @@ type Store struct {
 	values   map[valueKey][]valueEntry      // secondary indexes, sorted by (value, id)
 	rev      int64                          // the revision of the last committed change
 	floor    int64                          // changes up to this revision are compacted away
-	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
-	keep     int                            // how many changes log keeps
+	log      feedLog                        // the newest changes, the last of revision rev
 	commits  chan struct{}                  // made by a waiter, closed (and dropped) by the next commit
 }
 
@@ -106,30 +125,38 @@ func compareEntries(a, b valueEntry) int {
 	return strings.Compare(a.id, b.id)
 }
 
-// addValues and dropValues keep r's secondary index entries.
-func (s *Store) addValues(r *store.Record) {
-	for _, e := range store.UniqueIndexes(r.Indexes) {
-		for _, acct := range []string{r.AccountID, ""} {
-			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
+// addValues and dropValues keep r's secondary index entries. An entry
+// that r names twice is kept once.
+func (s *Store) addValues(r *packed) {
+	l := r.indexes()
+	for range r.nindexes {
+		name := l.next()
+		value := l.next()
+		for _, acct := range [2]string{r.account(), ""} {
+			k, v := valueKey{r.kind(), acct, name}, valueEntry{value, r.id}
 			list := s.values[k]
-			i, _ := slices.BinarySearchFunc(list, v, compareEntries)
-			s.values[k] = slices.Insert(list, i, v)
+			if i, found := slices.BinarySearchFunc(list, v, compareEntries); !found {
+				s.values[k] = slices.Insert(list, i, v)
+			}
 		}
 	}
 }
 
-func (s *Store) dropValues(r *store.Record) {
-	for _, e := range store.UniqueIndexes(r.Indexes) {
-		for _, acct := range []string{r.AccountID, ""} {
-			k, v := valueKey{r.Kind, acct, e.Name}, valueEntry{e.Value, r.ID}
+func (s *Store) dropValues(r *packed) {
+	l := r.indexes()
+	for range r.nindexes {
+		name := l.next()
+		value := l.next()
+		for _, acct := range [2]string{r.account(), ""} {
+			k, v := valueKey{r.kind(), acct, name}, valueEntry{value, r.id}
 			list := s.values[k]
-			if i, ok := slices.BinarySearchFunc(list, v, compareEntries); ok {
-				list = slices.Delete(list, i, i+1)
-			}
-			if len(list) == 0 {
+			i, found := slices.BinarySearchFunc(list, v, compareEntries)
+			switch {
+			case !found:
+			case len(list) == 1:
 				delete(s.values, k)
-			} else {
-				s.values[k] = list
+			default:
+				s.values[k] = slices.Delete(list, i, i+1)
 			}
 		}
 	}
@@ -145,8 +172,8 @@ func NewWithOptions(o Options) *Store {
 		keep = DefaultFeedRetention
 	}
 	return &Store{
-		keep:     keep,
-		recs:     make(map[string]*store.Record),
+		log:      feedLog{keep: keep},
+		recs:     make(map[string]packed),
 		keys:     make(map[string]string),
 		refBy:    make(map[string]map[string]struct{}),
 		children: make(map[string]map[string]struct{}),
@@ -155,13 +182,14 @@ func NewWithOptions(o Options) *Store {
 	}
 }
 
-// indexKeys lists the indexes a record belongs to.
-func indexKeys(r *store.Record) []indexKey {
-	ks := []indexKey{{r.Kind, r.AccountID, ""}, {r.Kind, "", ""}}
-	if r.ParentID != "" {
-		ks = append(ks, indexKey{r.Kind, r.AccountID, r.ParentID}, indexKey{r.Kind, "", r.ParentID})
+// indexKeys lists the indexes a record belongs to: the first n of ks.
+func indexKeys(r *packed) (ks [4]indexKey, n int) {
+	ks[0], ks[1] = indexKey{r.kind(), r.account(), ""}, indexKey{r.kind(), "", ""}
+	if p := r.parent(); p != "" {
+		ks[2], ks[3] = indexKey{r.kind(), r.account(), p}, indexKey{r.kind(), "", p}
+		return ks, 4
 	}
-	return ks
+	return ks, 2
 }
 
 func notFound(kind store.Kind, id string) error {
@@ -173,35 +201,35 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := rec.Clone()
-	r.Refs = store.UniqueRefs(r.Refs)
+	rec.Refs = store.UniqueRefs(rec.Refs)
+	r := pack(strings.Clone(rec.ID), &rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.recs[r.ID]; ok {
-		return &store.DuplicateError{Key: r.ID}
+	if _, ok := s.recs[r.id]; ok {
+		return &store.DuplicateError{Key: r.id}
 	}
 	if err := s.checkKeys(&r, ""); err != nil {
 		return err
 	}
-	if r.ParentID != "" && !s.existsIn(r.ParentID, r.AccountID) {
-		return &store.MissingRefError{ID: r.ParentID}
+	parent, ok := s.recs[r.parent()]
+	if r.parent() != "" && (!ok || parent.account() != r.account()) {
+		return &store.MissingRefError{ID: r.parent()}
 	}
 	if err := s.checkRefs(&r); err != nil {
 		return err
 	}
-	r.Version = s.commit(ctx, store.OpCreate, &r)
-	s.recs[r.ID] = &r
-	for _, k := range r.Keys {
-		s.keys[k] = r.ID
+	s.commit(ctx, store.OpCreate, &r)
+	s.recs[r.id] = r
+	s.addKeys(&r)
+	s.addRefs(&r)
+	if r.parent() != "" {
+		addTo(s.children, parent.id, r.id)
 	}
-	s.addRefs(r.ID, r.Refs)
-	if r.ParentID != "" {
-		addTo(s.children, r.ParentID, r.ID)
-	}
-	for _, k := range indexKeys(&r) {
+	ks, n := indexKeys(&r)
+	for _, k := range ks[:n] {
 		ids := s.index[k]
-		i, _ := slices.BinarySearch(ids, r.ID)
-		s.index[k] = slices.Insert(ids, i, r.ID)
+		i, _ := slices.BinarySearch(ids, r.id)
+		s.index[k] = slices.Insert(ids, i, r.id)
 	}
 	s.addValues(&r)
 	return nil
@@ -209,44 +237,77 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 
 func (s *Store) existsIn(id, account string) bool {
 	r, ok := s.recs[id]
-	return ok && r.AccountID == account
+	return ok && r.account() == account
 }
 
-// checkKeys fails if one of r's keys is held by a record other than self.
-func (s *Store) checkKeys(r *store.Record, self string) error {
-	seen := make(map[string]bool, len(r.Keys))
-	for _, k := range r.Keys {
-		if owner, ok := s.keys[k]; (ok && owner != self) || seen[k] {
+// checkKeys fails if one of r's keys is held by a record other than self,
+// or named twice by r.
+func (s *Store) checkKeys(r *packed, self string) error {
+	var seen map[string]bool // for records with many keys; few are compared pairwise
+	if r.nkeys > 8 {
+		seen = make(map[string]bool, r.nkeys)
+	}
+	l := r.keys()
+	for i := range r.nkeys {
+		k := l.next()
+		if owner, ok := s.keys[k]; ok && owner != self {
 			return &store.DuplicateError{Key: k}
 		}
-		seen[k] = true
+		twice := seen[k]
+		if seen != nil {
+			seen[k] = true
+		} else {
+			prev := r.keys()
+			for range i {
+				twice = twice || prev.next() == k
+			}
+		}
+		if twice {
+			return &store.DuplicateError{Key: k}
+		}
 	}
 	return nil
 }
 
-func (s *Store) checkRefs(r *store.Record) error {
-	for _, ref := range r.Refs {
-		if ref == r.ID {
-			continue
-		}
-		if !s.existsIn(ref, r.AccountID) {
+func (s *Store) checkRefs(r *packed) error {
+	l := r.refs()
+	for range r.nrefs {
+		if ref := l.next(); ref != r.id && !s.existsIn(ref, r.account()) {
 			return &store.MissingRefError{ID: ref}
 		}
 	}
 	return nil
 }
 
-func (s *Store) addRefs(from string, refs []string) {
-	for _, ref := range refs {
-		if ref != from {
-			addTo(s.refBy, ref, from)
+func (s *Store) addKeys(r *packed) {
+	l := r.keys()
+	for range r.nkeys {
+		s.keys[l.next()] = r.id
+	}
+}
+
+func (s *Store) dropKeys(r *packed) {
+	l := r.keys()
+	for range r.nkeys {
+		delete(s.keys, l.next())
+	}
+}
+
+// addRefs enters r in the referrers of each record it references (which
+// exist: checkRefs said so), under that record's own ID string.
+func (s *Store) addRefs(r *packed) {
+	l := r.refs()
+	for range r.nrefs {
+		if ref := l.next(); ref != r.id {
+			addTo(s.refBy, s.recs[ref].id, r.id)
 		}
 	}
 }
 
-func (s *Store) dropRefs(from string, refs []string) {
-	for _, ref := range refs {
-		removeFrom(s.refBy, ref, from)
+func (s *Store) dropRefs(r *packed) {
+	l := r.refs()
+	for range r.nrefs {
+		removeFrom(s.refBy, l.next(), r.id)
 	}
 }
 
@@ -276,10 +337,10 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.recs[id]
-	if !ok || r.Kind != kind || r.AccountID != accountID {
+	if !ok || r.kind() != kind || r.account() != accountID {
 		return store.Record{}, notFound(kind, id)
 	}
-	return r.Clone(), nil
+	return r.record(), nil
 }
 
 // Lookup implements [store.Store].
@@ -294,13 +355,14 @@ func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
 	r := s.recs[id]
-	if r.Kind != kind {
+	if r.kind() != kind {
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
-	return r.Clone(), nil
+	return r.record(), nil
 }
 
-// Update implements [store.Store].
+// Update implements [store.Store]. It returns the record its callback
+// changed, the store's copy that no one else holds, with its new Version.
 func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
@@ -308,60 +370,96 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[id]
-	if !ok || old.Kind != kind || old.AccountID != accountID {
+	if !ok || old.kind() != kind || old.account() != accountID {
 		return store.Record{}, notFound(kind, id)
 	}
-	work := old.Clone()
+	work := old.record()
 	if err := fn(&work); err != nil {
 		return store.Record{}, err
 	}
-	return s.put(ctx, old, work)
+	if err := sameIdentity(&work, &old); err != nil {
+		return store.Record{}, err
+	}
+	work.Refs = store.UniqueRefs(work.Refs)
+	r := pack(old.id, &work)
+	if err := s.put(ctx, &old, &r); err != nil {
+		return store.Record{}, err
+	}
+	return stored(work, r.version), nil
 }
 
-// Replace implements [store.Store].
+// Replace implements [store.Store]. It returns rec, with its new Version:
+// the store keeps a copy of its own.
 func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
+	rec.Refs = store.UniqueRefs(rec.Refs)
+	r := pack("", &rec) // the ID is the stored record's own, below
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[rec.ID]
-	if !ok || old.Kind != rec.Kind || old.AccountID != rec.AccountID {
+	if !ok || old.kind() != rec.Kind || old.account() != rec.AccountID {
 		return store.Record{}, notFound(rec.Kind, rec.ID)
 	}
-	if old.Version != rec.Version {
-		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.Version}
+	if old.version != rec.Version {
+		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.version}
 	}
-	return s.put(ctx, old, rec)
+	if err := sameIdentity(&rec, &old); err != nil {
+		return store.Record{}, err
+	}
+	r.id = old.id
+	if err := s.put(ctx, &old, &r); err != nil {
+		return store.Record{}, err
+	}
+	return stored(rec, r.version), nil
 }
 
-// put writes rec in place of old, under the write lock, and returns a copy
-// of what it stored.
-func (s *Store) put(ctx context.Context, old *store.Record, rec store.Record) (store.Record, error) {
-	r := rec.Clone() // the caller may keep the record or the slices it set
-	r.Refs = store.UniqueRefs(r.Refs)
-	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
-		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
+// sameIdentity fails unless rec is old's kind, account, ID and parent.
+func sameIdentity(rec *store.Record, old *packed) error {
+	if rec.Kind != old.kind() || rec.AccountID != old.account() || rec.ID != old.id || rec.ParentID != old.parent() {
+		return apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
-	if err := s.checkKeys(&r, r.ID); err != nil {
-		return store.Record{}, err
+	return nil
+}
+
+// stored returns rec, which a write just stored, as a read of it would:
+// at version, empty slices nil.
+func stored(rec store.Record, version int64) store.Record {
+	rec.Version = version
+	if len(rec.Data) == 0 {
+		rec.Data = nil
 	}
-	if err := s.checkRefs(&r); err != nil {
-		return store.Record{}, err
+	if len(rec.Keys) == 0 {
+		rec.Keys = nil
 	}
-	for _, k := range old.Keys {
-		delete(s.keys, k)
+	if len(rec.Refs) == 0 {
+		rec.Refs = nil
 	}
-	for _, k := range r.Keys {
-		s.keys[k] = r.ID
+	if len(rec.Indexes) == 0 {
+		rec.Indexes = nil
 	}
-	s.dropRefs(r.ID, old.Refs)
-	s.addRefs(r.ID, r.Refs)
+	return rec
+}
+
+// put stores r in place of old, under the write lock, if r's keys and
+// refs hold.
+func (s *Store) put(ctx context.Context, old, r *packed) error {
+	if err := s.checkKeys(r, r.id); err != nil {
+		return err
+	}
+	if err := s.checkRefs(r); err != nil {
+		return err
+	}
+	s.dropKeys(old)
+	s.addKeys(r)
+	s.dropRefs(old)
+	s.addRefs(r)
 	s.dropValues(old)
-	s.addValues(&r)
-	r.Version = s.commit(ctx, store.OpUpdate, &r)
-	s.recs[r.ID] = &r
-	return r.Clone(), nil
+	s.addValues(r)
+	s.commit(ctx, store.OpUpdate, r)
+	s.recs[r.id] = *r
+	return nil
 }
 
 // Delete implements [store.Store].
@@ -383,11 +481,11 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[id]
-	if !ok || r.Kind != kind || r.AccountID != accountID {
+	if !ok || r.kind() != kind || r.account() != accountID {
 		return notFound(kind, id)
 	}
-	if version >= 0 && r.Version != version {
-		return &store.VersionError{ID: id, Want: version, Have: r.Version}
+	if version >= 0 && r.version != version {
+		return &store.VersionError{ID: id, Want: version, Have: r.version}
 	}
 	// Collect the record and its descendants.
 	doomed := map[string]bool{id: true}
@@ -422,120 +520,28 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	slices.Sort(cascade)
 	for _, d := range cascade {
-		s.commit(context.Background(), store.OpDelete, s.recs[d]) // cascaded changes carry no note
-		s.remove(s.recs[d])
+		c := s.recs[d]
+		s.commit(context.Background(), store.OpDelete, &c) // cascaded changes carry no note
+		s.remove(&c)
 	}
-	s.commit(ctx, store.OpDelete, r)
-	s.remove(r)
+	s.commit(ctx, store.OpDelete, &r)
+	s.remove(&r)
 	return nil
 }
 
-// commit appends the change op of r to the feed and wakes its waiters,
-// under the write lock, and returns its revision.
-func (s *Store) commit(ctx context.Context, op store.Op, r *store.Record) int64 {
-	s.rev++
-	// Stored records are never mutated in place, so sharing Data is safe.
-	c := store.Change{Revision: s.rev, Op: op, Kind: r.Kind, AccountID: r.AccountID, ID: r.ID, ParentID: r.ParentID, Data: r.Data, Note: store.NoteFrom(ctx)}
-	if len(s.log) >= 2*s.keep {
-		s.log = append(make([]store.Change, 0, 2*s.keep), s.log[len(s.log)-s.keep+1:]...)
-	}
-	s.log = append(s.log, c)
-	if s.commits != nil { // someone waits: wake them; writes without waiters allocate nothing
-		close(s.commits)
-		s.commits = nil
-	}
-	return s.rev
-}
-
-// Revision implements [store.Feed].
-func (s *Store) Revision(ctx context.Context) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rev, nil
-}
-
-// Changes implements [store.Feed]. A revision above the store's is also
-// a [store.CompactedError]: this store never held it.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, apierr.Invalidf("limit", "must be positive")
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	oldest := s.rev - int64(len(s.log)) + 1 // revision of s.log[0], or rev+1 when empty
-	kept := max(oldest, s.rev-int64(s.keep)+1, s.floor+1)
-	if after+1 < kept || after > s.rev {
-		return nil, &store.CompactedError{After: after, Oldest: kept}
-	}
-	i := int(after + 1 - oldest)
-	n := min(limit, len(s.log)-i)
-	out := make([]store.Change, n)
-	for j := range n {
-		out[j] = s.log[i+j].Clone()
-	}
-	return out, nil
-}
-
-// Compact implements [store.Feed].
-func (s *Store) Compact(ctx context.Context, through int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	through = min(through, s.rev)
-	if through <= s.floor {
-		return nil
-	}
-	s.floor = through
-	oldest := s.rev - int64(len(s.log)) + 1
-	if drop := int(through - oldest + 1); drop > 0 {
-		s.log = append([]store.Change(nil), s.log[drop:]...)
-	}
-	return nil
-}
-
-// Wait implements [store.Feed].
-func (s *Store) Wait(ctx context.Context, after int64) error {
-	for {
-		s.mu.Lock()
-		rev := s.rev
-		if s.commits == nil {
-			s.commits = make(chan struct{})
-		}
-		ch := s.commits
-		s.mu.Unlock()
-		if rev > after {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (s *Store) remove(r *store.Record) {
+func (s *Store) remove(r *packed) {
 	s.dropValues(r)
-	for _, k := range r.Keys {
-		delete(s.keys, k)
+	s.dropKeys(r)
+	s.dropRefs(r)
+	delete(s.refBy, r.id)
+	delete(s.children, r.id)
+	if p := r.parent(); p != "" {
+		removeFrom(s.children, p, r.id)
 	}
-	s.dropRefs(r.ID, r.Refs)
-	delete(s.refBy, r.ID)
-	delete(s.children, r.ID)
-	if r.ParentID != "" {
-		removeFrom(s.children, r.ParentID, r.ID)
-	}
-	for _, k := range indexKeys(r) {
+	ks, n := indexKeys(r)
+	for _, k := range ks[:n] {
 		ids := s.index[k]
-		if i, ok := slices.BinarySearch(ids, r.ID); ok {
+		if i, ok := slices.BinarySearch(ids, r.id); ok {
 			ids = slices.Delete(ids, i, i+1)
 		}
 		if len(ids) == 0 {
@@ -544,7 +550,7 @@ func (s *Store) remove(r *store.Record) {
 			s.index[k] = ids
 		}
 	}
-	delete(s.recs, r.ID)
+	delete(s.recs, r.id)
 }
 
 // List implements [store.Store].
@@ -565,47 +571,25 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if q.BeforeID != "" {
 		end, _ = slices.BinarySearch(ids, q.BeforeID)
 	}
-	n := min(q.Limit, end)
-	out := make([]store.Record, 0, n)
-	for i := end - 1; i >= end-n; i-- {
-		out = append(out, *s.recs[ids[i]])
-	}
-	own(out)
-	return out, nil
+	return s.newestFirst(ids[end-min(q.Limit, end) : end]), nil
 }
 
-// own turns out, shallow copies of stored records, into copies the caller
-// owns, as [store.Record.Clone] would, with a few allocations for the
-// whole answer instead of several per record: the copies' Data, Keys,
-// Refs and Indexes are carved from arrays the answer shares, each with
-// its capacity clipped to its length, so that a caller's append
-// reallocates rather than write over a neighbour.
-func own(out []store.Record) {
-	var nd, ns, ni int
-	for _, r := range out {
-		nd, ns, ni = nd+len(r.Data), ns+len(r.Keys)+len(r.Refs), ni+len(r.Indexes)
+// newestFirst returns copies of the records ids names, which sort
+// ascending, in the opposite order, under the read lock. The copies are
+// carved from a few arrays for the whole answer (see copies).
+func (s *Store) newestFirst(ids []string) []store.Record {
+	var c copies
+	for _, id := range ids {
+		r := s.recs[id]
+		c.need(&r)
 	}
-	data := make([]byte, 0, nd)
-	strs := make([]string, 0, ns)
-	idx := make([]store.IndexEntry, 0, ni)
-	for i := range out {
-		r := &out[i]
-		r.Data = carve(&data, r.Data)
-		r.Keys = carve(&strs, r.Keys)
-		r.Refs = carve(&strs, r.Refs)
-		r.Indexes = carve(&idx, r.Indexes)
+	c.alloc()
+	out := make([]store.Record, 0, len(ids))
+	for i := len(ids) - 1; i >= 0; i-- {
+		r := s.recs[ids[i]]
+		out = append(out, c.record(&r))
 	}
-}
-
-// carve appends s to *arena and returns the appended part, capacity
-// clipped; nil when s is empty (as Clone gives).
-func carve[T any](arena *[]T, s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	start := len(*arena)
-	*arena = append(*arena, s...)
-	return (*arena)[start:len(*arena):len(*arena)]
+	return out
 }
 
 // listSelected answers a List by secondary index or by reference, under
@@ -615,8 +599,8 @@ func carve[T any](arena *[]T, s []T) []T {
 func (s *Store) listSelected(q store.Query) []store.Record {
 	keep := func(id string) bool {
 		r := s.recs[id]
-		return r.Kind == q.Kind && (q.AccountID == "" || r.AccountID == q.AccountID) &&
-			(q.ParentID == "" || r.ParentID == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
+		return r.kind() == q.Kind && (q.AccountID == "" || r.account() == q.AccountID) &&
+			(q.ParentID == "" || r.parent() == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
 	}
 	var ids []string // matching IDs, ascending, possibly more than a page
 	switch {
@@ -646,20 +630,14 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 		if q.BeforeID != "" {
 			hi, _ = slices.BinarySearchFunc(list, valueEntry{q.Value, q.BeforeID}, compareEntries)
 		}
-		out := make([]store.Record, 0, min(q.Limit, hi-lo))
-		for i := hi - 1; i >= lo && len(out) < q.Limit; i-- {
+		page := make([]string, 0, min(q.Limit, hi-lo))
+		for i := hi - 1; i >= lo && len(page) < q.Limit; i-- {
 			if id := list[i].id; keep(id) {
-				out = append(out, *s.recs[id])
+				page = append(page, id)
 			}
 		}
-		own(out)
-		return out
+		slices.Reverse(page)
+		return s.newestFirst(page)
 	}
-	n := min(q.Limit, len(ids))
-	out := make([]store.Record, 0, n)
-	for i := len(ids) - 1; i >= len(ids)-n; i-- {
-		out = append(out, *s.recs[ids[i]])
-	}
-	own(out)
-	return out
+	return s.newestFirst(ids[len(ids)-min(q.Limit, len(ids)):])
 }
