@@ -162,6 +162,22 @@ func (s *Store) dropValues(r *packed) {
 	}
 }
 
+// repointValues makes r's secondary index entries, which are in place,
+// hold r's strings: an update that leaves them equal moves none.
+func (s *Store) repointValues(r *packed) {
+	l := r.indexes()
+	for range r.nindexes {
+		name := l.next()
+		value := l.next()
+		for _, acct := range [2]string{r.account(), ""} {
+			list := s.values[valueKey{r.kind(), acct, name}]
+			if i, found := slices.BinarySearchFunc(list, valueEntry{value, r.id}, compareEntries); found {
+				list[i].value = value
+			}
+		}
+	}
+}
+
 // New returns an empty Store with the default [Options].
 func New() *Store { return NewWithOptions(Options{}) }
 
@@ -451,12 +467,24 @@ func (s *Store) put(ctx context.Context, old, r *packed) error {
 	if err := s.checkRefs(r); err != nil {
 		return err
 	}
-	s.dropKeys(old)
+	// What names the record must name it by r's strings, not old's, so
+	// that old's blob can go; the refs name it by its ID, which r keeps.
+	oldKeys, oldRefs, oldIndexes := old.sections()
+	keys, refs, indexes := r.sections()
+	if keys != oldKeys {
+		s.dropKeys(old)
+	}
 	s.addKeys(r)
-	s.dropRefs(old)
-	s.addRefs(r)
-	s.dropValues(old)
-	s.addValues(r)
+	if refs != oldRefs {
+		s.dropRefs(old)
+		s.addRefs(r)
+	}
+	if indexes != oldIndexes {
+		s.dropValues(old)
+		s.addValues(r)
+	} else {
+		s.repointValues(r)
+	}
 	s.commit(ctx, store.OpUpdate, r)
 	s.recs[r.id] = *r
 	return nil

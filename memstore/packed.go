@@ -56,6 +56,18 @@ func (r *packed) indexes() lists {
 	return l
 }
 
+// sections returns r's packed keys, refs and index entries, as stored:
+// two records whose sections are equal have equal lists.
+func (r *packed) sections() (keys, refs, indexes string) {
+	all := r.blob[r.dataEnd:]
+	l := r.keys()
+	l.skip(int(r.nkeys))
+	afterKeys := len(all) - len(l)
+	l.skip(int(r.nrefs))
+	afterRefs := len(all) - len(l)
+	return all[:afterKeys], all[afterKeys:afterRefs], all[afterRefs:]
+}
+
 // lists reads the strings of a packed record's lists in turn.
 type lists string
 
