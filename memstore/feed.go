@@ -103,19 +103,19 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	n := min(limit, s.log.n-i)
 	size := 0
 	for j := range n {
-		r := &s.log.at(i + j).rec
-		size += r.dataEnd - r.parentEnd
+		o := s.log.at(i + j).rec.open()
+		size += len(o.data)
 	}
 	data := make([]byte, 0, size)
 	out := make([]store.Change, n)
 	for j := range n {
 		c := s.log.at(i + j)
-		r := &c.rec
-		out[j] = store.Change{Revision: after + 1 + int64(j), Op: c.op, Kind: r.kind(), AccountID: r.account(),
-			ID: r.id, ParentID: r.parent(), Note: c.note}
-		if d := r.data(); d != "" {
+		o := c.rec.open()
+		out[j] = store.Change{Revision: after + 1 + int64(j), Op: c.op, Kind: o.kind, AccountID: o.account,
+			ID: c.rec.id, ParentID: o.parent, Note: c.note}
+		if o.data != "" {
 			start := len(data)
-			data = append(data, d...)
+			data = append(data, o.data...)
 			out[j].Data = data[start:len(data):len(data)]
 		}
 	}

@@ -13,13 +13,14 @@
 // A store of hundreds of thousands of records is mostly work for the
 // garbage collector: each cycle marks every live heap object, and a
 // record kept as a [store.Record] with its own slices and strings is
-// half a dozen of them. So a record is stored packed: one immutable
-// string holds all its bytes (kind, account, parent, document, keys,
-// refs, index entries), its fields are offsets into that string, and the
-// ID is a second string, kept by the record's updates. The packed record
-// is a value in the records map, and the lookup keys, index values and
-// set members that name it are substrings of its two strings: a record
-// costs two heap objects, neither of which the collector has to scan.
+// half a dozen of them, and the map of pointers to them. So a record is
+// stored packed: one immutable string holds all its bytes (a header of
+// lengths, then kind, account, parent, document, keys, refs, index
+// entries), and the ID is a second string, kept by the record's updates.
+// The packed record, the two strings and the version, is a value in the
+// records map, and the lookup keys, index values and set members that
+// name it are substrings of its two strings: a record costs two heap
+// objects, neither of which the collector has to scan.
 //
 // A write packs the record it is given once; a read copies the fields
 // out (a fresh Data; strings that share the packed, immutable bytes).
@@ -127,13 +128,13 @@ func compareEntries(a, b valueEntry) int {
 
 // addValues and dropValues keep r's secondary index entries. An entry
 // that r names twice is kept once.
-func (s *Store) addValues(r *packed) {
-	l := r.indexes()
-	for range r.nindexes {
+func (s *Store) addValues(r *packed, o *layout) {
+	l := o.indexes()
+	for range o.nindexes {
 		name := l.next()
 		value := l.next()
-		for _, acct := range [2]string{r.account(), ""} {
-			k, v := valueKey{r.kind(), acct, name}, valueEntry{value, r.id}
+		for _, acct := range [2]string{o.account, ""} {
+			k, v := valueKey{o.kind, acct, name}, valueEntry{value, r.id}
 			list := s.values[k]
 			if i, found := slices.BinarySearchFunc(list, v, compareEntries); !found {
 				s.values[k] = slices.Insert(list, i, v)
@@ -142,13 +143,13 @@ func (s *Store) addValues(r *packed) {
 	}
 }
 
-func (s *Store) dropValues(r *packed) {
-	l := r.indexes()
-	for range r.nindexes {
+func (s *Store) dropValues(r *packed, o *layout) {
+	l := o.indexes()
+	for range o.nindexes {
 		name := l.next()
 		value := l.next()
-		for _, acct := range [2]string{r.account(), ""} {
-			k, v := valueKey{r.kind(), acct, name}, valueEntry{value, r.id}
+		for _, acct := range [2]string{o.account, ""} {
+			k, v := valueKey{o.kind, acct, name}, valueEntry{value, r.id}
 			list := s.values[k]
 			i, found := slices.BinarySearchFunc(list, v, compareEntries)
 			switch {
@@ -164,13 +165,13 @@ func (s *Store) dropValues(r *packed) {
 
 // repointValues makes r's secondary index entries, which are in place,
 // hold r's strings: an update that leaves them equal moves none.
-func (s *Store) repointValues(r *packed) {
-	l := r.indexes()
-	for range r.nindexes {
+func (s *Store) repointValues(r *packed, o *layout) {
+	l := o.indexes()
+	for range o.nindexes {
 		name := l.next()
 		value := l.next()
-		for _, acct := range [2]string{r.account(), ""} {
-			list := s.values[valueKey{r.kind(), acct, name}]
+		for _, acct := range [2]string{o.account, ""} {
+			list := s.values[valueKey{o.kind, acct, name}]
 			if i, found := slices.BinarySearchFunc(list, valueEntry{value, r.id}, compareEntries); found {
 				list[i].value = value
 			}
@@ -199,10 +200,10 @@ func NewWithOptions(o Options) *Store {
 }
 
 // indexKeys lists the indexes a record belongs to: the first n of ks.
-func indexKeys(r *packed) (ks [4]indexKey, n int) {
-	ks[0], ks[1] = indexKey{r.kind(), r.account(), ""}, indexKey{r.kind(), "", ""}
-	if p := r.parent(); p != "" {
-		ks[2], ks[3] = indexKey{r.kind(), r.account(), p}, indexKey{r.kind(), "", p}
+func indexKeys(o *layout) (ks [4]indexKey, n int) {
+	ks[0], ks[1] = indexKey{o.kind, o.account, ""}, indexKey{o.kind, "", ""}
+	if p := o.parent; p != "" {
+		ks[2], ks[3] = indexKey{o.kind, o.account, p}, indexKey{o.kind, "", p}
 		return ks, 4
 	}
 	return ks, 2
@@ -219,52 +220,56 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	}
 	rec.Refs = store.UniqueRefs(rec.Refs)
 	r := pack(strings.Clone(rec.ID), &rec)
+	o := r.open()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.recs[r.id]; ok {
 		return &store.DuplicateError{Key: r.id}
 	}
-	if err := s.checkKeys(&r, ""); err != nil {
+	if err := s.checkKeys(&r, &o, ""); err != nil {
 		return err
 	}
-	parent, ok := s.recs[r.parent()]
-	if r.parent() != "" && (!ok || parent.account() != r.account()) {
-		return &store.MissingRefError{ID: r.parent()}
+	var parent packed
+	if o.parent != "" {
+		var ok bool
+		if parent, ok = s.recs[o.parent]; !ok || parent.open().account != o.account {
+			return &store.MissingRefError{ID: o.parent}
+		}
 	}
-	if err := s.checkRefs(&r); err != nil {
+	if err := s.checkRefs(&r, &o); err != nil {
 		return err
 	}
 	s.commit(ctx, store.OpCreate, &r)
 	s.recs[r.id] = r
-	s.addKeys(&r)
-	s.addRefs(&r)
-	if r.parent() != "" {
+	s.addKeys(&r, &o)
+	s.addRefs(&r, &o)
+	if o.parent != "" {
 		addTo(s.children, parent.id, r.id)
 	}
-	ks, n := indexKeys(&r)
+	ks, n := indexKeys(&o)
 	for _, k := range ks[:n] {
 		ids := s.index[k]
 		i, _ := slices.BinarySearch(ids, r.id)
 		s.index[k] = slices.Insert(ids, i, r.id)
 	}
-	s.addValues(&r)
+	s.addValues(&r, &o)
 	return nil
 }
 
 func (s *Store) existsIn(id, account string) bool {
 	r, ok := s.recs[id]
-	return ok && r.account() == account
+	return ok && r.open().account == account
 }
 
 // checkKeys fails if one of r's keys is held by a record other than self,
 // or named twice by r.
-func (s *Store) checkKeys(r *packed, self string) error {
+func (s *Store) checkKeys(r *packed, o *layout, self string) error {
 	var seen map[string]bool // for records with many keys; few are compared pairwise
-	if r.nkeys > 8 {
-		seen = make(map[string]bool, r.nkeys)
+	if o.nkeys > 8 {
+		seen = make(map[string]bool, o.nkeys)
 	}
-	l := r.keys()
-	for i := range r.nkeys {
+	l := o.keys()
+	for i := range o.nkeys {
 		k := l.next()
 		if owner, ok := s.keys[k]; ok && owner != self {
 			return &store.DuplicateError{Key: k}
@@ -273,7 +278,7 @@ func (s *Store) checkKeys(r *packed, self string) error {
 		if seen != nil {
 			seen[k] = true
 		} else {
-			prev := r.keys()
+			prev := o.keys()
 			for range i {
 				twice = twice || prev.next() == k
 			}
@@ -285,44 +290,44 @@ func (s *Store) checkKeys(r *packed, self string) error {
 	return nil
 }
 
-func (s *Store) checkRefs(r *packed) error {
-	l := r.refs()
-	for range r.nrefs {
-		if ref := l.next(); ref != r.id && !s.existsIn(ref, r.account()) {
+func (s *Store) checkRefs(r *packed, o *layout) error {
+	l := o.refs()
+	for range o.nrefs {
+		if ref := l.next(); ref != r.id && !s.existsIn(ref, o.account) {
 			return &store.MissingRefError{ID: ref}
 		}
 	}
 	return nil
 }
 
-func (s *Store) addKeys(r *packed) {
-	l := r.keys()
-	for range r.nkeys {
+func (s *Store) addKeys(r *packed, o *layout) {
+	l := o.keys()
+	for range o.nkeys {
 		s.keys[l.next()] = r.id
 	}
 }
 
-func (s *Store) dropKeys(r *packed) {
-	l := r.keys()
-	for range r.nkeys {
+func (s *Store) dropKeys(o *layout) {
+	l := o.keys()
+	for range o.nkeys {
 		delete(s.keys, l.next())
 	}
 }
 
 // addRefs enters r in the referrers of each record it references (which
 // exist: checkRefs said so), under that record's own ID string.
-func (s *Store) addRefs(r *packed) {
-	l := r.refs()
-	for range r.nrefs {
+func (s *Store) addRefs(r *packed, o *layout) {
+	l := o.refs()
+	for range o.nrefs {
 		if ref := l.next(); ref != r.id {
 			addTo(s.refBy, s.recs[ref].id, r.id)
 		}
 	}
 }
 
-func (s *Store) dropRefs(r *packed) {
-	l := r.refs()
-	for range r.nrefs {
+func (s *Store) dropRefs(r *packed, o *layout) {
+	l := o.refs()
+	for range o.nrefs {
 		removeFrom(s.refBy, l.next(), r.id)
 	}
 }
@@ -353,7 +358,10 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.recs[id]
-	if !ok || r.kind() != kind || r.account() != accountID {
+	if !ok {
+		return store.Record{}, notFound(kind, id)
+	}
+	if o := r.open(); o.kind != kind || o.account != accountID {
 		return store.Record{}, notFound(kind, id)
 	}
 	return r.record(), nil
@@ -371,7 +379,7 @@ func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
 	r := s.recs[id]
-	if r.kind() != kind {
+	if r.open().kind != kind {
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
 	return r.record(), nil
@@ -386,7 +394,10 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[id]
-	if !ok || old.kind() != kind || old.account() != accountID {
+	if !ok {
+		return store.Record{}, notFound(kind, id)
+	}
+	if o := old.open(); o.kind != kind || o.account != accountID {
 		return store.Record{}, notFound(kind, id)
 	}
 	work := old.record()
@@ -415,7 +426,10 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[rec.ID]
-	if !ok || old.kind() != rec.Kind || old.account() != rec.AccountID {
+	if !ok {
+		return store.Record{}, notFound(rec.Kind, rec.ID)
+	}
+	if o := old.open(); o.kind != rec.Kind || o.account != rec.AccountID {
 		return store.Record{}, notFound(rec.Kind, rec.ID)
 	}
 	if old.version != rec.Version {
@@ -433,7 +447,7 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 
 // sameIdentity fails unless rec is old's kind, account, ID and parent.
 func sameIdentity(rec *store.Record, old *packed) error {
-	if rec.Kind != old.kind() || rec.AccountID != old.account() || rec.ID != old.id || rec.ParentID != old.parent() {
+	if o := old.open(); rec.Kind != o.kind || rec.AccountID != o.account || rec.ID != old.id || rec.ParentID != o.parent {
 		return apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
 	return nil
@@ -461,29 +475,31 @@ func stored(rec store.Record, version int64) store.Record {
 // put stores r in place of old, under the write lock, if r's keys and
 // refs hold.
 func (s *Store) put(ctx context.Context, old, r *packed) error {
-	if err := s.checkKeys(r, r.id); err != nil {
+	o := r.open()
+	if err := s.checkKeys(r, &o, r.id); err != nil {
 		return err
 	}
-	if err := s.checkRefs(r); err != nil {
+	if err := s.checkRefs(r, &o); err != nil {
 		return err
 	}
 	// What names the record must name it by r's strings, not old's, so
 	// that old's blob can go; the refs name it by its ID, which r keeps.
-	oldKeys, oldRefs, oldIndexes := old.sections()
-	keys, refs, indexes := r.sections()
+	oo := old.open()
+	oldKeys, oldRefs, oldIndexes := oo.sections()
+	keys, refs, indexes := o.sections()
 	if keys != oldKeys {
-		s.dropKeys(old)
+		s.dropKeys(&oo)
 	}
-	s.addKeys(r)
+	s.addKeys(r, &o)
 	if refs != oldRefs {
-		s.dropRefs(old)
-		s.addRefs(r)
+		s.dropRefs(old, &oo)
+		s.addRefs(r, &o)
 	}
 	if indexes != oldIndexes {
-		s.dropValues(old)
-		s.addValues(r)
+		s.dropValues(old, &oo)
+		s.addValues(r, &o)
 	} else {
-		s.repointValues(r)
+		s.repointValues(r, &o)
 	}
 	s.commit(ctx, store.OpUpdate, r)
 	s.recs[r.id] = *r
@@ -509,7 +525,10 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[id]
-	if !ok || r.kind() != kind || r.account() != accountID {
+	if !ok {
+		return notFound(kind, id)
+	}
+	if o := r.open(); o.kind != kind || o.account != accountID {
 		return notFound(kind, id)
 	}
 	if version >= 0 && r.version != version {
@@ -558,15 +577,16 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 }
 
 func (s *Store) remove(r *packed) {
-	s.dropValues(r)
-	s.dropKeys(r)
-	s.dropRefs(r)
+	o := r.open()
+	s.dropValues(r, &o)
+	s.dropKeys(&o)
+	s.dropRefs(r, &o)
 	delete(s.refBy, r.id)
 	delete(s.children, r.id)
-	if p := r.parent(); p != "" {
-		removeFrom(s.children, p, r.id)
+	if o.parent != "" {
+		removeFrom(s.children, o.parent, r.id)
 	}
-	ks, n := indexKeys(r)
+	ks, n := indexKeys(&o)
 	for _, k := range ks[:n] {
 		ids := s.index[k]
 		if i, ok := slices.BinarySearch(ids, r.id); ok {
@@ -609,13 +629,15 @@ func (s *Store) newestFirst(ids []string) []store.Record {
 	var c copies
 	for _, id := range ids {
 		r := s.recs[id]
-		c.need(&r)
+		o := r.open()
+		c.need(&o)
 	}
 	c.alloc()
 	out := make([]store.Record, 0, len(ids))
 	for i := len(ids) - 1; i >= 0; i-- {
 		r := s.recs[ids[i]]
-		out = append(out, c.record(&r))
+		o := r.open()
+		out = append(out, c.record(&r, &o))
 	}
 	return out
 }
@@ -627,8 +649,9 @@ func (s *Store) newestFirst(ids []string) []store.Record {
 func (s *Store) listSelected(q store.Query) []store.Record {
 	keep := func(id string) bool {
 		r := s.recs[id]
-		return r.kind() == q.Kind && (q.AccountID == "" || r.account() == q.AccountID) &&
-			(q.ParentID == "" || r.parent() == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
+		o := r.open()
+		return o.kind == q.Kind && (q.AccountID == "" || o.account == q.AccountID) &&
+			(q.ParentID == "" || o.parent == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
 	}
 	var ids []string // matching IDs, ascending, possibly more than a page
 	switch {

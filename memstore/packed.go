@@ -8,81 +8,104 @@ import (
 )
 
 // packed is the stored form of a record: one immutable string, blob,
-// holds all its bytes (kind, account, parent, document, then its keys,
-// refs and index entries, each a uvarint length and its bytes), and the
-// fields are offsets into it. The ID is a string of its own, made once
-// when the record is created and kept by its updates, because every
-// index holds it: were it part of the blob, each index would keep the
-// first version's blob alive after an update.
+// holds all its bytes, and a second, id, its ID.
 //
-// So a record is two heap objects that hold no pointers (the blob and
-// the ID), stored by value in the records map: the garbage collector
-// marks them without scanning them. Everything else that names the
-// record (lookup keys, index values, set members) is a substring of one
-// of the two. The struct stays well under the 128 bytes above which a Go
-// map stores its values out of line.
+// The blob is a header of seven uvarints (the lengths of the kind,
+// account, parent and document, the numbers of keys, refs and index
+// entries), then the kind, account, parent and document, then the keys,
+// refs and index entries (name, value), each a uvarint length and its
+// bytes. [packed.open] takes it apart without allocating.
+//
+// The ID is a string of its own, made once when the record is created
+// and kept by its updates, because every index holds it: were it part of
+// the blob, the indexes would keep the first version's blob alive after
+// an update.
+//
+// So a record is two heap objects that hold no pointers, which the
+// garbage collector marks without scanning, and a small value in the
+// records map (five words, of which two are pointers). Everything else
+// that names the record (lookup keys, index values, set members) is a
+// substring of one of the two strings.
 type packed struct {
-	id   string
-	blob string
-	// version is the record's Version.
-	version int64
-	// The ends of the kind, account, parent and document in blob; the
-	// lists follow the document.
-	kindEnd, accountEnd, parentEnd, dataEnd int
-	// How many keys, refs and index entries the lists hold.
-	nkeys, nrefs, nindexes int32
+	id      string
+	blob    string
+	version int64 // the record's Version
 }
 
-func (r *packed) kind() store.Kind { return store.Kind(r.blob[:r.kindEnd]) }
-func (r *packed) account() string  { return r.blob[r.kindEnd:r.accountEnd] }
-func (r *packed) parent() string   { return r.blob[r.accountEnd:r.parentEnd] }
-func (r *packed) data() string     { return r.blob[r.parentEnd:r.dataEnd] }
+// layout is a packed record taken apart: its fields, substrings of the
+// blob.
+type layout struct {
+	kind                   store.Kind
+	account, parent, data  string
+	lists                  lists // keys, then refs, then index entries
+	nkeys, nrefs, nindexes int
+}
 
-// keys returns a reader of r's keys, then its refs, then its index
+// open takes r apart.
+func (r *packed) open() layout {
+	l := lists(r.blob)
+	nk, na, np, nd := l.uvarint(), l.uvarint(), l.uvarint(), l.uvarint()
+	o := layout{nkeys: l.uvarint(), nrefs: l.uvarint(), nindexes: l.uvarint()}
+	rest := string(l)
+	o.kind = store.Kind(rest[:nk])
+	rest = rest[nk:]
+	o.account, rest = rest[:na], rest[na:]
+	o.parent, rest = rest[:np], rest[np:]
+	o.data, o.lists = rest[:nd], lists(rest[nd:])
+	return o
+}
+
+// keys returns a reader of the keys, then the refs, then the index
 // entries (name, value).
-func (r *packed) keys() lists { return lists(r.blob[r.dataEnd:]) }
+func (o *layout) keys() lists { return o.lists }
 
-// refs returns a reader of r's refs, then its index entries.
-func (r *packed) refs() lists {
-	l := r.keys()
-	l.skip(int(r.nkeys))
+// refs returns a reader of the refs, then the index entries.
+func (o *layout) refs() lists {
+	l := o.lists
+	l.skip(o.nkeys)
 	return l
 }
 
-// indexes returns a reader of r's index entries, name then value.
-func (r *packed) indexes() lists {
-	l := r.refs()
-	l.skip(int(r.nrefs))
+// indexes returns a reader of the index entries, name then value.
+func (o *layout) indexes() lists {
+	l := o.refs()
+	l.skip(o.nrefs)
 	return l
 }
 
-// sections returns r's packed keys, refs and index entries, as stored:
-// two records whose sections are equal have equal lists.
-func (r *packed) sections() (keys, refs, indexes string) {
-	all := r.blob[r.dataEnd:]
-	l := r.keys()
-	l.skip(int(r.nkeys))
+// sections returns the packed keys, refs and index entries: two records
+// whose sections are equal have equal lists.
+func (o *layout) sections() (keys, refs, indexes string) {
+	all := string(o.lists)
+	l := o.lists
+	l.skip(o.nkeys)
 	afterKeys := len(all) - len(l)
-	l.skip(int(r.nrefs))
+	l.skip(o.nrefs)
 	afterRefs := len(all) - len(l)
 	return all[:afterKeys], all[afterKeys:afterRefs], all[afterRefs:]
 }
 
-// lists reads the strings of a packed record's lists in turn.
+// lists reads the strings of a packed record in turn.
 type lists string
 
-// next returns the next string; the caller knows how many there are.
-func (l *lists) next() string {
+func (l *lists) uvarint() int {
 	var n int
 	for i, shift := 0, 0; ; i, shift = i+1, shift+7 {
 		c := (*l)[i]
 		n |= int(c&0x7f) << shift
 		if c < 0x80 {
-			s := string((*l)[i+1 : i+1+n])
-			*l = (*l)[i+1+n:]
-			return s
+			*l = (*l)[i+1:]
+			return n
 		}
 	}
+}
+
+// next returns the next string; the caller knows how many there are.
+func (l *lists) next() string {
+	n := l.uvarint()
+	s := string((*l)[:n])
+	*l = (*l)[n:]
+	return s
 }
 
 func (l *lists) skip(n int) {
@@ -91,31 +114,33 @@ func (l *lists) skip(n int) {
 	}
 }
 
-// pack returns the stored form of rec with ID id (rec.ID is not read).
-// rec.Refs must be unique already (store.UniqueRefs). It makes one
-// allocation, the blob, which shares nothing with rec.
+// pack returns the stored form of rec with ID id (rec.ID is not read)
+// at version 0. rec.Refs must be unique already (store.UniqueRefs). It
+// makes one allocation, the blob, which shares nothing with rec.
 func pack(id string, rec *store.Record) packed {
+	head := [...]int{len(rec.Kind), len(rec.AccountID), len(rec.ParentID), len(rec.Data), len(rec.Keys), len(rec.Refs), len(rec.Indexes)}
 	n := len(rec.Kind) + len(rec.AccountID) + len(rec.ParentID) + len(rec.Data)
+	for _, x := range head {
+		n += uvarintLen(x)
+	}
 	for _, k := range rec.Keys {
-		n += packedLen(k)
+		n += uvarintLen(len(k)) + len(k)
 	}
 	for _, ref := range rec.Refs {
-		n += packedLen(ref)
+		n += uvarintLen(len(ref)) + len(ref)
 	}
 	for _, e := range rec.Indexes {
-		n += packedLen(e.Name) + packedLen(e.Value)
+		n += uvarintLen(len(e.Name)) + len(e.Name) + uvarintLen(len(e.Value)) + len(e.Value)
 	}
 	var b strings.Builder
 	b.Grow(n)
-	r := packed{id: id, nkeys: int32(len(rec.Keys)), nrefs: int32(len(rec.Refs)), nindexes: int32(len(rec.Indexes))}
+	for _, x := range head {
+		putUvarint(&b, x)
+	}
 	b.WriteString(string(rec.Kind))
-	r.kindEnd = b.Len()
 	b.WriteString(rec.AccountID)
-	r.accountEnd = b.Len()
 	b.WriteString(rec.ParentID)
-	r.parentEnd = b.Len()
 	b.Write(rec.Data)
-	r.dataEnd = b.Len()
 	for _, k := range rec.Keys {
 		putString(&b, k)
 	}
@@ -126,21 +151,24 @@ func pack(id string, rec *store.Record) packed {
 		putString(&b, e.Name)
 		putString(&b, e.Value)
 	}
-	r.blob = b.String()
-	return r
+	return packed{id: id, blob: b.String()}
 }
 
-func packedLen(s string) int {
+func uvarintLen(x int) int {
 	n := 1
-	for x := len(s); x >= 0x80; x >>= 7 {
+	for ; x >= 0x80; x >>= 7 {
 		n++
 	}
-	return n + len(s)
+	return n
+}
+
+func putUvarint(b *strings.Builder, x int) {
+	var buf [binary.MaxVarintLen64]byte
+	b.Write(buf[:binary.PutUvarint(buf[:], uint64(x))])
 }
 
 func putString(b *strings.Builder, s string) {
-	var buf [binary.MaxVarintLen64]byte
-	b.Write(buf[:binary.PutUvarint(buf[:], uint64(len(s)))])
+	putUvarint(b, len(s))
 	b.WriteString(s)
 }
 
@@ -157,11 +185,11 @@ type copies struct {
 	nd, ns, ni int
 }
 
-// need counts what a copy of r takes.
-func (c *copies) need(r *packed) {
-	c.nd += r.dataEnd - r.parentEnd
-	c.ns += int(r.nkeys + r.nrefs)
-	c.ni += int(r.nindexes)
+// need counts what a copy of a record laid out as o takes.
+func (c *copies) need(o *layout) {
+	c.nd += len(o.data)
+	c.ns += o.nkeys + o.nrefs
+	c.ni += o.nindexes
 }
 
 func (c *copies) alloc() {
@@ -176,21 +204,21 @@ func (c *copies) alloc() {
 	}
 }
 
-// record returns a copy of r that the caller owns, carved from c's
-// arrays. Its strings share r's immutable bytes.
-func (c *copies) record(r *packed) store.Record {
-	out := store.Record{Kind: r.kind(), AccountID: r.account(), ID: r.id, ParentID: r.parent(), Version: r.version}
-	if d := r.data(); d != "" {
+// record returns a copy of r, laid out as o, that the caller owns, carved
+// from c's arrays. Its strings share r's immutable bytes.
+func (c *copies) record(r *packed, o *layout) store.Record {
+	out := store.Record{Kind: o.kind, AccountID: o.account, ID: r.id, ParentID: o.parent, Version: r.version}
+	if o.data != "" {
 		start := len(c.data)
-		c.data = append(c.data, d...)
+		c.data = append(c.data, o.data...)
 		out.Data = c.data[start:len(c.data):len(c.data)]
 	}
-	l := r.keys()
-	out.Keys = c.strings(&l, int(r.nkeys))
-	out.Refs = c.strings(&l, int(r.nrefs))
-	if r.nindexes > 0 {
+	l := o.keys()
+	out.Keys = c.strings(&l, o.nkeys)
+	out.Refs = c.strings(&l, o.nrefs)
+	if o.nindexes > 0 {
 		start := len(c.idx)
-		for range r.nindexes {
+		for range o.nindexes {
 			name := l.next()
 			c.idx = append(c.idx, store.IndexEntry{Name: name, Value: l.next()})
 		}
@@ -215,7 +243,8 @@ func (c *copies) strings(l *lists, n int) []string {
 // record returns a copy of r that the caller owns.
 func (r *packed) record() store.Record {
 	var c copies
-	c.need(r)
+	o := r.open()
+	c.need(&o)
 	c.alloc()
-	return c.record(r)
+	return c.record(r, &o)
 }
