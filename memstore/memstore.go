@@ -386,7 +386,8 @@ func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.
 }
 
 // Update implements [store.Store]. It returns the record its callback
-// changed, the store's copy that no one else holds, with its new Version.
+// changed (a copy the store made for the callback, which nothing stored
+// shares), with its new Version.
 func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
