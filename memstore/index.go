@@ -24,8 +24,17 @@ func newSorted[T any](less btree.LessFunc[T]) sorted[T] {
 	return sorted[T]{btree.NewG(indexDegree, less)}
 }
 
-func (s sorted[T]) add(v T)     { s.t.ReplaceOrInsert(v) }
-func (s sorted[T]) drop(v T)    { s.t.Delete(v) }
+func (s sorted[T]) add(v T)  { s.t.ReplaceOrInsert(v) }
+func (s sorted[T]) drop(v T) { s.t.Delete(v) }
+
+// repoint replaces the entry equal to v, if there is one, by v itself:
+// the entry then holds v's strings (those of a record's new version)
+// without moving.
+func (s sorted[T]) repoint(v T) {
+	if _, ok := s.t.Get(v); ok {
+		s.t.ReplaceOrInsert(v)
+	}
+}
 func (s sorted[T]) empty() bool { return s.t.Len() == 0 }
 
 // ids is a list index: record IDs in ascending order.

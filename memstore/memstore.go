@@ -5,8 +5,29 @@
 //
 // All records live in maps behind one read-write mutex: reads share it,
 // writes hold it exclusively, so every write is atomic and serialised.
-// Records are deep-copied on the way in and on the way out; a caller can
+// Records are copied on the way in and on the way out; a caller can
 // never reach stored state.
+//
+// # Stored form
+//
+// A store of hundreds of thousands of records is mostly work for the
+// garbage collector: each cycle marks every live heap object, and a
+// record kept as a [store.Record] with its own slices and strings is
+// half a dozen of them, and the map of pointers to them. So a record is
+// stored packed: one immutable string holds all its bytes (a header of
+// lengths, then kind, account, parent, document, keys, refs, index
+// entries), and the ID is a second string, kept by the record's updates.
+// The packed record, the two strings and the version, is a value in the
+// records map, and the lookup keys, index values and set members that
+// name it are substrings of its two strings: a record costs two heap
+// objects, neither of which the collector has to scan.
+//
+// A write packs the record it is given once; a read copies the fields
+// out (a fresh Data; strings that share the packed, immutable bytes).
+// [Store.Update] hands its callback such a copy and returns it, with its
+// new Version, as the stored result; [Store.Replace] returns the record
+// it was given, with its new Version. Neither shares anything with what
+// is stored.
 //
 // # Lists
 //
@@ -32,9 +53,10 @@
 // # Change feed
 //
 // Every committed change is appended to an in-memory log under the same
-// lock as the write, so the feed's order is the commit order. The log
-// keeps the newest [Options].FeedRetention changes (default
-// [DefaultFeedRetention]); a reader behind them gets a
+// lock as the write, so the feed's order is the commit order. The log is
+// a ring of the newest [Options].FeedRetention changes (default
+// [DefaultFeedRetention]), each holding the packed record the write left
+// (shared with the records map, not copied); a reader behind them gets a
 // [store.CompactedError]. [Store.Wait] wakes on the next commit through a
 // channel a waiter makes and the next commit closes (a write with nobody
 // waiting allocates none).
@@ -44,11 +66,11 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
-	"github.com/edgeplane/edgeplane/store"
-
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -57,7 +79,7 @@ var _ store.Store = (*Store)(nil)
 // call [New]. It is safe for concurrent use.
 type Store struct {
 	mu       sync.RWMutex
-	recs     map[string]*store.Record       // by ID
+	recs     map[string]packed              // by ID
 	keys     map[string]string              // lookup key -> ID
 	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
 	children map[string]map[string]struct{} // parent ID -> child IDs
@@ -65,8 +87,7 @@ type Store struct {
 	values   map[valueKey]values            // secondary indexes: (value, id) pairs, ascending
 	rev      int64                          // the revision of the last committed change
 	floor    int64                          // changes up to this revision are compacted away
-	log      []store.Change                 // the newest changes, log[i].Revision == rev-len(log)+1+i
-	keep     int                            // how many changes log keeps
+	log      feedLog                        // the newest changes, the last of revision rev
 
 	// Waiters: Wait takes wake, not mu, so that followers of the feed
 	// waiting for the next commit do not queue on the write lock.
@@ -101,30 +122,52 @@ type valueKey struct {
 	name    string
 }
 
-// addValues and dropValues keep r's secondary index entries.
-func (s *Store) addValues(r *store.Record) {
-	for _, e := range store.UniqueIndexes(r.Indexes) {
-		for _, acct := range []string{r.AccountID, ""} {
-			k := valueKey{r.Kind, acct, e.Name}
+// addValues and dropValues keep r's secondary index entries. An entry
+// that r names twice is kept once.
+func (s *Store) addValues(r *packed, o *layout) {
+	l := o.indexes()
+	for range o.nindexes {
+		name := l.next()
+		value := l.next()
+		for _, acct := range [2]string{o.account, ""} {
+			k := valueKey{o.kind, acct, name}
 			x, ok := s.values[k]
 			if !ok {
 				x = newValues()
 				s.values[k] = x
 			}
-			x.add(valueEntry{e.Value, r.ID})
+			x.add(valueEntry{value, r.id})
 		}
 	}
 }
 
-func (s *Store) dropValues(r *store.Record) {
-	for _, e := range store.UniqueIndexes(r.Indexes) {
-		for _, acct := range []string{r.AccountID, ""} {
-			k := valueKey{r.Kind, acct, e.Name}
+func (s *Store) dropValues(r *packed, o *layout) {
+	l := o.indexes()
+	for range o.nindexes {
+		name := l.next()
+		value := l.next()
+		for _, acct := range [2]string{o.account, ""} {
+			k := valueKey{o.kind, acct, name}
 			if x, ok := s.values[k]; ok {
-				x.drop(valueEntry{e.Value, r.ID})
+				x.drop(valueEntry{value, r.id})
 				if x.empty() {
 					delete(s.values, k)
 				}
+			}
+		}
+	}
+}
+
+// repointValues makes r's secondary index entries, which are in place,
+// hold r's strings: an update that leaves them equal moves none.
+func (s *Store) repointValues(r *packed, o *layout) {
+	l := o.indexes()
+	for range o.nindexes {
+		name := l.next()
+		value := l.next()
+		for _, acct := range [2]string{o.account, ""} {
+			if x, ok := s.values[valueKey{o.kind, acct, name}]; ok {
+				x.repoint(valueEntry{value, r.id})
 			}
 		}
 	}
@@ -140,8 +183,8 @@ func NewWithOptions(o Options) *Store {
 		keep = DefaultFeedRetention
 	}
 	return &Store{
-		keep:     keep,
-		recs:     make(map[string]*store.Record),
+		log:      feedLog{keep: keep},
+		recs:     make(map[string]packed),
 		keys:     make(map[string]string),
 		refBy:    make(map[string]map[string]struct{}),
 		children: make(map[string]map[string]struct{}),
@@ -150,13 +193,14 @@ func NewWithOptions(o Options) *Store {
 	}
 }
 
-// indexKeys lists the indexes a record belongs to.
-func indexKeys(r *store.Record) []indexKey {
-	ks := []indexKey{{r.Kind, r.AccountID, ""}, {r.Kind, "", ""}}
-	if r.ParentID != "" {
-		ks = append(ks, indexKey{r.Kind, r.AccountID, r.ParentID}, indexKey{r.Kind, "", r.ParentID})
+// indexKeys lists the indexes a record belongs to: the first n of ks.
+func indexKeys(o *layout) (ks [4]indexKey, n int) {
+	ks[0], ks[1] = indexKey{o.kind, o.account, ""}, indexKey{o.kind, "", ""}
+	if p := o.parent; p != "" {
+		ks[2], ks[3] = indexKey{o.kind, o.account, p}, indexKey{o.kind, "", p}
+		return ks, 4
 	}
-	return ks
+	return ks, 2
 }
 
 func notFound(kind store.Kind, id string) error {
@@ -168,83 +212,120 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := rec.Clone()
-	r.Refs = store.UniqueRefs(r.Refs)
+	rec.Refs = store.UniqueRefs(rec.Refs)
+	r := pack(strings.Clone(rec.ID), &rec)
+	o := r.open()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.recs[r.ID]; ok {
-		return &store.DuplicateError{Key: r.ID}
+	if _, ok := s.recs[r.id]; ok {
+		return &store.DuplicateError{Key: r.id}
 	}
-	if err := s.checkKeys(&r, ""); err != nil {
+	if err := s.checkKeys(&r, &o, ""); err != nil {
 		return err
 	}
-	if r.ParentID != "" && !s.existsIn(r.ParentID, r.AccountID) {
-		return &store.MissingRefError{ID: r.ParentID}
+	var parent packed
+	if o.parent != "" {
+		var ok bool
+		if parent, ok = s.recs[o.parent]; !ok || parent.open().account != o.account {
+			return &store.MissingRefError{ID: o.parent}
+		}
 	}
-	if err := s.checkRefs(&r); err != nil {
+	if err := s.checkRefs(&r, &o); err != nil {
 		return err
 	}
-	r.Version = s.commit(ctx, store.OpCreate, &r)
-	s.recs[r.ID] = &r
-	for _, k := range r.Keys {
-		s.keys[k] = r.ID
+	s.commit(ctx, store.OpCreate, &r)
+	s.recs[r.id] = r
+	s.addKeys(&r, &o)
+	s.addRefs(&r, &o)
+	if o.parent != "" {
+		addTo(s.children, parent.id, r.id)
 	}
-	s.addRefs(r.ID, r.Refs)
-	if r.ParentID != "" {
-		addTo(s.children, r.ParentID, r.ID)
-	}
-	for _, k := range indexKeys(&r) {
+	ks, n := indexKeys(&o)
+	for _, k := range ks[:n] {
 		x, ok := s.index[k]
 		if !ok {
 			x = newIDs()
 			s.index[k] = x
 		}
-		x.add(r.ID)
+		x.add(r.id)
 	}
-	s.addValues(&r)
+	s.addValues(&r, &o)
 	return nil
 }
 
 func (s *Store) existsIn(id, account string) bool {
 	r, ok := s.recs[id]
-	return ok && r.AccountID == account
+	return ok && r.open().account == account
 }
 
-// checkKeys fails if one of r's keys is held by a record other than self.
-func (s *Store) checkKeys(r *store.Record, self string) error {
-	seen := make(map[string]bool, len(r.Keys))
-	for _, k := range r.Keys {
-		if owner, ok := s.keys[k]; (ok && owner != self) || seen[k] {
+// checkKeys fails if one of r's keys is held by a record other than self,
+// or named twice by r.
+func (s *Store) checkKeys(r *packed, o *layout, self string) error {
+	var seen map[string]bool // for records with many keys; few are compared pairwise
+	if o.nkeys > 8 {
+		seen = make(map[string]bool, o.nkeys)
+	}
+	l := o.keys()
+	for i := range o.nkeys {
+		k := l.next()
+		if owner, ok := s.keys[k]; ok && owner != self {
 			return &store.DuplicateError{Key: k}
 		}
-		seen[k] = true
+		twice := seen[k]
+		if seen != nil {
+			seen[k] = true
+		} else {
+			prev := o.keys()
+			for range i {
+				twice = twice || prev.next() == k
+			}
+		}
+		if twice {
+			return &store.DuplicateError{Key: k}
+		}
 	}
 	return nil
 }
 
-func (s *Store) checkRefs(r *store.Record) error {
-	for _, ref := range r.Refs {
-		if ref == r.ID {
-			continue
-		}
-		if !s.existsIn(ref, r.AccountID) {
+func (s *Store) checkRefs(r *packed, o *layout) error {
+	l := o.refs()
+	for range o.nrefs {
+		if ref := l.next(); ref != r.id && !s.existsIn(ref, o.account) {
 			return &store.MissingRefError{ID: ref}
 		}
 	}
 	return nil
 }
 
-func (s *Store) addRefs(from string, refs []string) {
-	for _, ref := range refs {
-		if ref != from {
-			addTo(s.refBy, ref, from)
+func (s *Store) addKeys(r *packed, o *layout) {
+	l := o.keys()
+	for range o.nkeys {
+		s.keys[l.next()] = r.id
+	}
+}
+
+func (s *Store) dropKeys(o *layout) {
+	l := o.keys()
+	for range o.nkeys {
+		delete(s.keys, l.next())
+	}
+}
+
+// addRefs enters r in the referrers of each record it references (which
+// exist: checkRefs said so), under that record's own ID string.
+func (s *Store) addRefs(r *packed, o *layout) {
+	l := o.refs()
+	for range o.nrefs {
+		if ref := l.next(); ref != r.id {
+			addTo(s.refBy, s.recs[ref].id, r.id)
 		}
 	}
 }
 
-func (s *Store) dropRefs(from string, refs []string) {
-	for _, ref := range refs {
-		removeFrom(s.refBy, ref, from)
+func (s *Store) dropRefs(r *packed, o *layout) {
+	l := o.refs()
+	for range o.nrefs {
+		removeFrom(s.refBy, l.next(), r.id)
 	}
 }
 
@@ -274,10 +355,13 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.recs[id]
-	if !ok || r.Kind != kind || r.AccountID != accountID {
+	if !ok {
 		return store.Record{}, notFound(kind, id)
 	}
-	return r.Clone(), nil
+	if o := r.open(); o.kind != kind || o.account != accountID {
+		return store.Record{}, notFound(kind, id)
+	}
+	return r.record(), nil
 }
 
 // Lookup implements [store.Store].
@@ -292,13 +376,15 @@ func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
 	r := s.recs[id]
-	if r.Kind != kind {
+	if r.open().kind != kind {
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
-	return r.Clone(), nil
+	return r.record(), nil
 }
 
-// Update implements [store.Store].
+// Update implements [store.Store]. It returns the record its callback
+// changed (a copy the store made for the callback, which nothing stored
+// shares), with its new Version.
 func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
@@ -306,60 +392,116 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[id]
-	if !ok || old.Kind != kind || old.AccountID != accountID {
+	if !ok {
 		return store.Record{}, notFound(kind, id)
 	}
-	work := old.Clone()
+	if o := old.open(); o.kind != kind || o.account != accountID {
+		return store.Record{}, notFound(kind, id)
+	}
+	work := old.record()
 	if err := fn(&work); err != nil {
 		return store.Record{}, err
 	}
-	return s.put(ctx, old, work)
+	if err := sameIdentity(&work, &old); err != nil {
+		return store.Record{}, err
+	}
+	work.Refs = store.UniqueRefs(work.Refs)
+	r := pack(old.id, &work)
+	if err := s.put(ctx, &old, &r); err != nil {
+		return store.Record{}, err
+	}
+	return stored(work, r.version), nil
 }
 
-// Replace implements [store.Store].
+// Replace implements [store.Store]. It returns rec, with its new Version:
+// the store keeps a copy of its own.
 func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
+	rec.Refs = store.UniqueRefs(rec.Refs)
+	r := pack("", &rec) // the ID is the stored record's own, below
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.recs[rec.ID]
-	if !ok || old.Kind != rec.Kind || old.AccountID != rec.AccountID {
+	if !ok {
 		return store.Record{}, notFound(rec.Kind, rec.ID)
 	}
-	if old.Version != rec.Version {
-		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.Version}
+	if o := old.open(); o.kind != rec.Kind || o.account != rec.AccountID {
+		return store.Record{}, notFound(rec.Kind, rec.ID)
 	}
-	return s.put(ctx, old, rec)
+	if old.version != rec.Version {
+		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.version}
+	}
+	if err := sameIdentity(&rec, &old); err != nil {
+		return store.Record{}, err
+	}
+	r.id = old.id
+	if err := s.put(ctx, &old, &r); err != nil {
+		return store.Record{}, err
+	}
+	return stored(rec, r.version), nil
 }
 
-// put writes rec in place of old, under the write lock, and returns a copy
-// of what it stored.
-func (s *Store) put(ctx context.Context, old *store.Record, rec store.Record) (store.Record, error) {
-	r := rec.Clone() // the caller may keep the record or the slices it set
-	r.Refs = store.UniqueRefs(r.Refs)
-	if r.Kind != old.Kind || r.AccountID != old.AccountID || r.ID != old.ID || r.ParentID != old.ParentID {
-		return store.Record{}, apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
+// sameIdentity fails unless rec is old's kind, account, ID and parent.
+func sameIdentity(rec *store.Record, old *packed) error {
+	if o := old.open(); rec.Kind != o.kind || rec.AccountID != o.account || rec.ID != old.id || rec.ParentID != o.parent {
+		return apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
-	if err := s.checkKeys(&r, r.ID); err != nil {
-		return store.Record{}, err
+	return nil
+}
+
+// stored returns rec, which a write just stored, as a read of it would:
+// at version, empty slices nil.
+func stored(rec store.Record, version int64) store.Record {
+	rec.Version = version
+	if len(rec.Data) == 0 {
+		rec.Data = nil
 	}
-	if err := s.checkRefs(&r); err != nil {
-		return store.Record{}, err
+	if len(rec.Keys) == 0 {
+		rec.Keys = nil
 	}
-	for _, k := range old.Keys {
-		delete(s.keys, k)
+	if len(rec.Refs) == 0 {
+		rec.Refs = nil
 	}
-	for _, k := range r.Keys {
-		s.keys[k] = r.ID
+	if len(rec.Indexes) == 0 {
+		rec.Indexes = nil
 	}
-	s.dropRefs(r.ID, old.Refs)
-	s.addRefs(r.ID, r.Refs)
-	s.dropValues(old)
-	s.addValues(&r)
-	r.Version = s.commit(ctx, store.OpUpdate, &r)
-	s.recs[r.ID] = &r
-	return r.Clone(), nil
+	return rec
+}
+
+// put stores r in place of old, under the write lock, if r's keys and
+// refs hold.
+func (s *Store) put(ctx context.Context, old, r *packed) error {
+	o := r.open()
+	if err := s.checkKeys(r, &o, r.id); err != nil {
+		return err
+	}
+	if err := s.checkRefs(r, &o); err != nil {
+		return err
+	}
+	// What names the record must name it by r's strings, not old's, so
+	// that old's blob can go; the refs name it by its ID, which r keeps.
+	oo := old.open()
+	oldKeys, oldRefs, oldIndexes := oo.sections()
+	keys, refs, indexes := o.sections()
+	if keys != oldKeys {
+		s.dropKeys(&oo)
+	}
+	s.addKeys(r, &o)
+	if refs != oldRefs {
+		s.dropRefs(old, &oo)
+		s.addRefs(r, &o)
+	}
+	if indexes != oldIndexes {
+		s.dropValues(old, &oo)
+		s.addValues(r, &o)
+	} else {
+		s.repointValues(r, &o)
+	}
+	s.commit(ctx, store.OpUpdate, r)
+	s.recs[r.id] = *r
+	return nil
 }
 
 // Delete implements [store.Store].
@@ -381,11 +523,14 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[id]
-	if !ok || r.Kind != kind || r.AccountID != accountID {
+	if !ok {
 		return notFound(kind, id)
 	}
-	if version >= 0 && r.Version != version {
-		return &store.VersionError{ID: id, Want: version, Have: r.Version}
+	if o := r.open(); o.kind != kind || o.account != accountID {
+		return notFound(kind, id)
+	}
+	if version >= 0 && r.version != version {
+		return &store.VersionError{ID: id, Want: version, Have: r.version}
 	}
 	// Collect the record and its descendants.
 	doomed := map[string]bool{id: true}
@@ -420,129 +565,35 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	slices.Sort(cascade)
 	for _, d := range cascade {
-		s.commit(context.Background(), store.OpDelete, s.recs[d]) // cascaded changes carry no note
-		s.remove(s.recs[d])
+		c := s.recs[d]
+		s.commit(context.Background(), store.OpDelete, &c) // cascaded changes carry no note
+		s.remove(&c)
 	}
-	s.commit(ctx, store.OpDelete, r)
-	s.remove(r)
+	s.commit(ctx, store.OpDelete, &r)
+	s.remove(&r)
 	return nil
 }
 
-// commit appends the change op of r to the feed and wakes its waiters,
-// under the write lock, and returns its revision.
-func (s *Store) commit(ctx context.Context, op store.Op, r *store.Record) int64 {
-	s.rev++
-	// Stored records are never mutated in place, so sharing Data is safe.
-	c := store.Change{Revision: s.rev, Op: op, Kind: r.Kind, AccountID: r.AccountID, ID: r.ID, ParentID: r.ParentID, Data: r.Data, Note: store.NoteFrom(ctx)}
-	if len(s.log) >= 2*s.keep {
-		s.log = append(make([]store.Change, 0, 2*s.keep), s.log[len(s.log)-s.keep+1:]...)
+func (s *Store) remove(r *packed) {
+	o := r.open()
+	s.dropValues(r, &o)
+	s.dropKeys(&o)
+	s.dropRefs(r, &o)
+	delete(s.refBy, r.id)
+	delete(s.children, r.id)
+	if o.parent != "" {
+		removeFrom(s.children, o.parent, r.id)
 	}
-	s.log = append(s.log, c)
-	s.wake.Lock()
-	s.published = s.rev
-	if s.commits != nil { // someone waits: wake them; writes without waiters allocate nothing
-		close(s.commits)
-		s.commits = nil
-	}
-	s.wake.Unlock()
-	return s.rev
-}
-
-// Revision implements [store.Feed].
-func (s *Store) Revision(ctx context.Context) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rev, nil
-}
-
-// Changes implements [store.Feed]. A revision above the store's is also
-// a [store.CompactedError]: this store never held it.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, apierr.Invalidf("limit", "must be positive")
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	oldest := s.rev - int64(len(s.log)) + 1 // revision of s.log[0], or rev+1 when empty
-	kept := max(oldest, s.rev-int64(s.keep)+1, s.floor+1)
-	if after+1 < kept || after > s.rev {
-		return nil, &store.CompactedError{After: after, Oldest: kept}
-	}
-	i := int(after + 1 - oldest)
-	n := min(limit, len(s.log)-i)
-	out := make([]store.Change, n)
-	for j := range n {
-		out[j] = s.log[i+j].Clone()
-	}
-	return out, nil
-}
-
-// Compact implements [store.Feed].
-func (s *Store) Compact(ctx context.Context, through int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	through = min(through, s.rev)
-	if through <= s.floor {
-		return nil
-	}
-	s.floor = through
-	oldest := s.rev - int64(len(s.log)) + 1
-	if drop := int(through - oldest + 1); drop > 0 {
-		s.log = append([]store.Change(nil), s.log[drop:]...)
-	}
-	return nil
-}
-
-// Wait implements [store.Feed].
-func (s *Store) Wait(ctx context.Context, after int64) error {
-	for {
-		s.wake.Lock()
-		if s.published > after {
-			s.wake.Unlock()
-			return nil
-		}
-		if s.commits == nil {
-			s.commits = make(chan struct{})
-		}
-		ch := s.commits
-		s.wake.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (s *Store) remove(r *store.Record) {
-	s.dropValues(r)
-	for _, k := range r.Keys {
-		delete(s.keys, k)
-	}
-	s.dropRefs(r.ID, r.Refs)
-	delete(s.refBy, r.ID)
-	delete(s.children, r.ID)
-	if r.ParentID != "" {
-		removeFrom(s.children, r.ParentID, r.ID)
-	}
-	for _, k := range indexKeys(r) {
+	ks, n := indexKeys(&o)
+	for _, k := range ks[:n] {
 		if x, ok := s.index[k]; ok {
-			x.drop(r.ID)
+			x.drop(r.id)
 			if x.empty() {
 				delete(s.index, k)
 			}
 		}
 	}
-	delete(s.recs, r.ID)
+	delete(s.recs, r.id)
 }
 
 // List implements [store.Store].
@@ -562,47 +613,27 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if !ok {
 		return []store.Record{}, nil
 	}
-	page := pageOf(x, q.BeforeID, q.Limit)
-	out := make([]store.Record, 0, len(page))
-	for _, id := range page {
-		out = append(out, *s.recs[id])
-	}
-	own(out)
-	return out, nil
+	return s.newestFirst(pageOf(x, q.BeforeID, q.Limit)), nil
 }
 
-// own turns out, shallow copies of stored records, into copies the caller
-// owns, as [store.Record.Clone] would, with a few allocations for the
-// whole answer instead of several per record: the copies' Data, Keys,
-// Refs and Indexes are carved from arrays the answer shares, each with
-// its capacity clipped to its length, so that a caller's append
-// reallocates rather than write over a neighbour.
-func own(out []store.Record) {
-	var nd, ns, ni int
-	for _, r := range out {
-		nd, ns, ni = nd+len(r.Data), ns+len(r.Keys)+len(r.Refs), ni+len(r.Indexes)
+// newestFirst returns copies of the records ids names, newest first (ids
+// sort descending), under the read lock. The copies are
+// carved from a few arrays for the whole answer (see copies).
+func (s *Store) newestFirst(ids []string) []store.Record {
+	var c copies
+	for _, id := range ids {
+		r := s.recs[id]
+		o := r.open()
+		c.need(&o)
 	}
-	data := make([]byte, 0, nd)
-	strs := make([]string, 0, ns)
-	idx := make([]store.IndexEntry, 0, ni)
-	for i := range out {
-		r := &out[i]
-		r.Data = carve(&data, r.Data)
-		r.Keys = carve(&strs, r.Keys)
-		r.Refs = carve(&strs, r.Refs)
-		r.Indexes = carve(&idx, r.Indexes)
+	c.alloc()
+	out := make([]store.Record, 0, len(ids))
+	for _, id := range ids {
+		r := s.recs[id]
+		o := r.open()
+		out = append(out, c.record(&r, &o))
 	}
-}
-
-// carve appends s to *arena and returns the appended part, capacity
-// clipped; nil when s is empty (as Clone gives).
-func carve[T any](arena *[]T, s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	start := len(*arena)
-	*arena = append(*arena, s...)
-	return (*arena)[start:len(*arena):len(*arena)]
+	return out
 }
 
 // listSelected answers a List by secondary index or by reference, under
@@ -612,8 +643,9 @@ func carve[T any](arena *[]T, s []T) []T {
 func (s *Store) listSelected(q store.Query) []store.Record {
 	keep := func(id string) bool {
 		r := s.recs[id]
-		return r.Kind == q.Kind && (q.AccountID == "" || r.AccountID == q.AccountID) &&
-			(q.ParentID == "" || r.ParentID == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
+		o := r.open()
+		return o.kind == q.Kind && (q.AccountID == "" || o.account == q.AccountID) &&
+			(q.ParentID == "" || o.parent == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
 	}
 	var ids []string // matching IDs, ascending, possibly more than a page
 	switch {
@@ -635,26 +667,18 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 		slices.Sort(ids)
 		ids = slices.Compact(ids) // several values of one record below the bound
 	default:
-		var out []store.Record
+		var page []string // descending
 		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
 			equal(x, q.Value, q.BeforeID, func(id string) bool {
 				if keep(id) {
-					out = append(out, *s.recs[id])
+					page = append(page, id)
 				}
-				return len(out) < q.Limit
+				return len(page) < q.Limit
 			})
 		}
-		if out == nil {
-			out = []store.Record{}
-		}
-		own(out)
-		return out
+		return s.newestFirst(page)
 	}
-	n := min(q.Limit, len(ids))
-	out := make([]store.Record, 0, n)
-	for i := len(ids) - 1; i >= len(ids)-n; i-- {
-		out = append(out, *s.recs[ids[i]])
-	}
-	own(out)
-	return out
+	page := ids[len(ids)-min(q.Limit, len(ids)):]
+	slices.Reverse(page)
+	return s.newestFirst(page)
 }

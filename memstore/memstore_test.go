@@ -30,9 +30,41 @@ func TestFeedRetention(t *testing.T) {
 	if err != nil || len(got) != 4 || got[0].Revision != 22 || got[3].Revision != 25 {
 		t.Fatalf("the newest 4 changes: %d changes, %v", len(got), err)
 	}
+	for i, c := range got {
+		if id := "st_" + string(rune('a'+21+i)); c.ID != id || c.Op != store.OpCreate || string(c.Data) != `{}` {
+			t.Errorf("change %d: %s %s %s, want a create of %s", c.Revision, c.Op, c.ID, c.Data, id)
+		}
+	}
 	var ce *store.CompactedError
 	if _, err := s.Changes(ctx, 20, 100); !errors.As(err, &ce) || ce.Oldest != 22 {
 		t.Errorf("a reader behind the retention: %v, want a CompactedError with oldest 22", err)
+	}
+	// Compacting, then writing past the retention again.
+	if err := s.Compact(ctx, 23); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Changes(ctx, 22, 100); !errors.As(err, &ce) || ce.Oldest != 24 {
+		t.Errorf("a reader behind the compaction: %v, want a CompactedError with oldest 24", err)
+	}
+	for i := range 3 {
+		if _, err := s.Update(ctx, "k", "acct", "st_a", func(r *store.Record) error {
+			r.Data = []byte(`{"n":` + string(rune('0'+i)) + `}`)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "k", "acct", "st_b"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Changes(ctx, 25, 100)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("the newest 4 changes after the compaction: %d changes, %v", len(got), err)
+	}
+	for i, want := range []string{`update st_a {"n":0}`, `update st_a {"n":1}`, `update st_a {"n":2}`, `delete st_b {}`} {
+		if c := got[i]; c.Revision != int64(26+i) || c.Op.String()+" "+c.ID+" "+string(c.Data) != want {
+			t.Errorf("change %d: %d %s %s %s, want %d %s", i, c.Revision, c.Op, c.ID, c.Data, 26+i, want)
+		}
 	}
 }
 
@@ -82,6 +114,165 @@ func TestListCopiesShareNothing(t *testing.T) {
 		got, err := s.Get(ctx, "k", "acct", want[0].ID)
 		if err != nil || !reflect.DeepEqual(got, want[0]) {
 			t.Errorf("%+v: the stored record changed by a write to a listed copy: %+v, %v", q, got, err)
+		}
+	}
+}
+
+// TestCopies: the records and changes the store hands out, and the
+// records it is given, share nothing with what it stores: writing into or
+// appending to any of their Data, Keys, Refs and Indexes changes no read
+// of the store, neither of the record nor of its keys and index entries.
+// (The conformance suite checks some of these; this checks each.)
+func TestCopies(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	if err := s.Create(ctx, store.Record{Kind: "t", AccountID: "acct", ID: "t_1"}); err != nil {
+		t.Fatal(err)
+	}
+	in := store.Record{Kind: "k", AccountID: "acct", ID: "r_1", Data: []byte(`{"a":1}`),
+		Keys: []string{"key"}, Refs: []string{"t_1"}, Indexes: []store.IndexEntry{{Name: "i", Value: "v"}}}
+	scribble := func(r *store.Record) {
+		if len(r.Data) > 0 {
+			r.Data[0] = 'X'
+		}
+		if len(r.Keys) > 0 {
+			r.Keys[0] = "x"
+		}
+		if len(r.Refs) > 0 {
+			r.Refs[0] = "x"
+		}
+		if len(r.Indexes) > 0 {
+			r.Indexes[0] = store.IndexEntry{Name: "x", Value: "x"}
+		}
+		_ = append(r.Data, 'X')
+		_ = append(r.Keys, "x")
+		_ = append(r.Refs, "x")
+		_ = append(r.Indexes, store.IndexEntry{Name: "x"})
+	}
+	want := in.Clone()
+	check := func(when string) {
+		t.Helper()
+		got, err := s.Get(ctx, "k", "acct", "r_1")
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		want.Version = got.Version
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s changed the stored record:\n%+v\nwant\n%+v", when, got, want)
+		}
+		if got, err := s.Lookup(ctx, "k", "key"); err != nil || got.ID != "r_1" {
+			t.Errorf("%s: Lookup by the key: %+v, %v", when, got, err)
+		}
+		for _, q := range []store.Query{
+			{Kind: "k", AccountID: "acct", Index: "i", Value: "v", Limit: 1},
+			{Kind: "k", AccountID: "acct", RefersTo: "t_1", Limit: 1},
+		} {
+			if list, err := s.List(ctx, q); err != nil || len(list) != 1 || !reflect.DeepEqual(list[0], got) {
+				t.Errorf("%s: List %+v: %+v, %v", when, q, list, err)
+			}
+		}
+		if cs, err := s.Changes(ctx, got.Version-1, 1); err != nil || len(cs) != 1 || string(cs[0].Data) != string(want.Data) {
+			t.Errorf("%s: the record's change: %+v, %v", when, cs, err)
+		}
+	}
+	if err := s.Create(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	scribble(&in)
+	check("writing into the Create argument")
+
+	got, err := s.Get(ctx, "k", "acct", "r_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scribble(&got)
+	check("writing into a Get result")
+	got, err = s.Lookup(ctx, "k", "key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scribble(&got)
+	check("writing into a Lookup result")
+	list, err := s.List(ctx, store.Query{Kind: "k", AccountID: "acct", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scribble(&list[0])
+	check("writing into a List result")
+	cs, err := s.Changes(ctx, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs[0].Data[0] = 'X'
+	check("writing into a change")
+
+	var kept *store.Record
+	got, err = s.Update(ctx, "k", "acct", "r_1", func(r *store.Record) error {
+		kept = r
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scribble(kept)
+	scribble(&got)
+	check("writing into what Update handed out")
+
+	next := want.Clone()
+	next.Data = []byte(`{"a":2}`)
+	got, err = s.Replace(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = next.Clone()
+	scribble(&next)
+	scribble(&got)
+	check("writing into the Replace argument and result")
+}
+
+// TestUpdateReturnsStored: what Update and Replace return is what a Get
+// reads after them, exactly: refs named twice once, empty slices nil, the
+// new version.
+func TestUpdateReturnsStored(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	if err := s.Create(ctx, store.Record{Kind: "t", AccountID: "acct", ID: "t_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "acct", ID: "r_1", Data: []byte(`{}`),
+		Keys: []string{"key"}, Indexes: []store.IndexEntry{{Name: "i", Value: "v"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*store.Record){
+		"unchanged":  func(*store.Record) {},
+		"new data":   func(r *store.Record) { r.Data = []byte(`{"n":1}`) },
+		"refs twice": func(r *store.Record) { r.Refs = []string{"t_1", "t_1"} },
+		"all emptied": func(r *store.Record) {
+			r.Data, r.Keys, r.Refs, r.Indexes = []byte{}, []string{}, []string{}, []store.IndexEntry{}
+		},
+		"refilled": func(r *store.Record) {
+			r.Data, r.Keys, r.Indexes = []byte(`{}`), []string{"key", "key2"}, []store.IndexEntry{{Name: "i", Value: "v"}, {Name: "i", Value: "v"}}
+		},
+	} {
+		out, err := s.Update(ctx, "k", "acct", "r_1", func(r *store.Record) error {
+			edit(r)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := s.Get(ctx, "k", "acct", "r_1")
+		if err != nil || !reflect.DeepEqual(out, got) {
+			t.Errorf("%s: Update returned\n%+v\nGet reads\n%+v, %v", name, out, got, err)
+		}
+		rec := got.Clone()
+		edit(&rec)
+		if out, err = s.Replace(ctx, rec); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err = s.Get(ctx, "k", "acct", "r_1")
+		if err != nil || !reflect.DeepEqual(out, got) {
+			t.Errorf("%s: Replace returned\n%+v\nGet reads\n%+v, %v", name, out, got, err)
 		}
 	}
 }

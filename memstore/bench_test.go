@@ -1,0 +1,134 @@
+package memstore_test
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// The records of these benchmarks are shaped like the Service's
+// credentials: a document of about 300 bytes, one lookup key (the token's
+// hash) and one reference (the owner).
+
+const benchOwner = "own_0000000000000001"
+
+var benchDoc = []byte(`{"id":"cr_2p9Xk3vT7qLmN4wRz8YbHc1","description":"the credential of a load test","acl":["bind:*.example.com"],` +
+	`"owner_id":"own_0000000000000001","created_at":"2026-11-21T10:30:15.123456789Z","metadata":"` +
+	strings.Repeat("m", 96) + `","token_hash":"0123456789abcdef0123456789abcdef"}`)
+
+// benchRecord returns the i-th credential-like record. Its ID and key
+// are new strings, as the Service's are (whether they reach the heap
+// depends on whether the store keeps them).
+func benchRecord(i int) store.Record {
+	var b [19]byte
+	copy(b[:], "cr_0000000000000000")
+	for j := len(b) - 1; i > 0; j, i = j-1, i/10 { // IDs sort in creation order
+		b[j] = byte('0' + i%10)
+	}
+	id := string(b[:])
+	return store.Record{Kind: "credential", AccountID: "acct_1", ID: id, Data: benchDoc,
+		Keys: []string{"tok:" + id}, Refs: []string{benchOwner}}
+}
+
+func benchStore(b *testing.B) *memstore.Store {
+	s := memstore.New()
+	if err := s.Create(context.Background(), store.Record{Kind: "owner", AccountID: "acct_1", ID: benchOwner, Data: []byte(`{}`)}); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkCreate creates one credential-like record per op.
+func BenchmarkCreate(b *testing.B) {
+	ctx := context.Background()
+	s := benchStore(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if err := s.Create(ctx, benchRecord(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdate rewrites one credential-like record's document per op.
+func BenchmarkUpdate(b *testing.B) {
+	ctx := context.Background()
+	s := benchStore(b)
+	r := benchRecord(1)
+	if err := s.Create(ctx, r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Update(ctx, r.Kind, r.AccountID, r.ID, func(rec *store.Record) error {
+			rec.Data = append(rec.Data[:0], benchDoc...)
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGet reads one credential-like record per op.
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	s := benchStore(b)
+	r := benchRecord(1)
+	if err := s.Create(ctx, r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Get(ctx, r.Kind, r.AccountID, r.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHeap measures what a store of 200k credential-like records
+// costs the garbage collector: the heap objects and bytes that stay live
+// per record, the bytes of them the collector scans for pointers, and the time of one forced collection over that heap (the
+// fastest of five: the machine's other work only ever adds to it). Its
+// ns/op is the time to fill the store.
+func BenchmarkHeap(b *testing.B) {
+	const n = 200_000
+	ctx := context.Background()
+	var ms runtime.MemStats
+	scan := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		metrics.Read(scan)
+		objects, bytes, scanned := ms.HeapObjects, ms.HeapAlloc, scan[0].Value.Uint64()
+		s := benchStore(b)
+		for i := range n {
+			if err := s.Create(ctx, benchRecord(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapObjects-objects)/n, "objects/record")
+		b.ReportMetric(float64(ms.HeapAlloc-bytes)/n, "heapB/record")
+		metrics.Read(scan)
+		b.ReportMetric(float64(scan[0].Value.Uint64()-scanned)/n, "scanB/record")
+		var fastest time.Duration
+		for i := range 5 {
+			start := time.Now()
+			runtime.GC()
+			if d := time.Since(start); i == 0 || d < fastest {
+				fastest = d
+			}
+		}
+		b.ReportMetric(float64(fastest.Nanoseconds()), "gc-ns")
+		runtime.KeepAlive(s)
+	}
+}

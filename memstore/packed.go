@@ -1,0 +1,250 @@
+package memstore
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// packed is the stored form of a record: one immutable string, blob,
+// holds all its bytes, and a second, id, its ID.
+//
+// The blob is a header of seven uvarints (the lengths of the kind,
+// account, parent and document, the numbers of keys, refs and index
+// entries), then the kind, account, parent and document, then the keys,
+// refs and index entries (name, value), each a uvarint length and its
+// bytes. [packed.open] takes it apart without allocating.
+//
+// The ID is a string of its own, made once when the record is created
+// and kept by its updates, because every index holds it: were it part of
+// the blob, the indexes would keep the first version's blob alive after
+// an update.
+//
+// So a record is two heap objects that hold no pointers, which the
+// garbage collector marks without scanning, and a small value in the
+// records map (five words, of which two are pointers). Everything else
+// that names the record (lookup keys, index values, set members) is a
+// substring of one of the two strings.
+type packed struct {
+	id      string
+	blob    string
+	version int64 // the record's Version
+}
+
+// layout is a packed record taken apart: its fields, substrings of the
+// blob.
+type layout struct {
+	kind                   store.Kind
+	account, parent, data  string
+	lists                  lists // keys, then refs, then index entries
+	nkeys, nrefs, nindexes int
+}
+
+// open takes r apart.
+func (r *packed) open() layout {
+	l := lists(r.blob)
+	nk, na, np, nd := l.uvarint(), l.uvarint(), l.uvarint(), l.uvarint()
+	o := layout{nkeys: l.uvarint(), nrefs: l.uvarint(), nindexes: l.uvarint()}
+	rest := string(l)
+	o.kind = store.Kind(rest[:nk])
+	rest = rest[nk:]
+	o.account, rest = rest[:na], rest[na:]
+	o.parent, rest = rest[:np], rest[np:]
+	o.data, o.lists = rest[:nd], lists(rest[nd:])
+	return o
+}
+
+// keys returns a reader of the keys, then the refs, then the index
+// entries (name, value).
+func (o *layout) keys() lists { return o.lists }
+
+// refs returns a reader of the refs, then the index entries.
+func (o *layout) refs() lists {
+	l := o.lists
+	l.skip(o.nkeys)
+	return l
+}
+
+// indexes returns a reader of the index entries, name then value.
+func (o *layout) indexes() lists {
+	l := o.refs()
+	l.skip(o.nrefs)
+	return l
+}
+
+// sections returns the packed keys, refs and index entries: two records
+// whose sections are equal have equal lists.
+func (o *layout) sections() (keys, refs, indexes string) {
+	all := string(o.lists)
+	l := o.lists
+	l.skip(o.nkeys)
+	afterKeys := len(all) - len(l)
+	l.skip(o.nrefs)
+	afterRefs := len(all) - len(l)
+	return all[:afterKeys], all[afterKeys:afterRefs], all[afterRefs:]
+}
+
+// lists reads the strings of a packed record in turn.
+type lists string
+
+func (l *lists) uvarint() int {
+	var n int
+	for i, shift := 0, 0; ; i, shift = i+1, shift+7 {
+		c := (*l)[i]
+		n |= int(c&0x7f) << shift
+		if c < 0x80 {
+			*l = (*l)[i+1:]
+			return n
+		}
+	}
+}
+
+// next returns the next string; the caller knows how many there are.
+func (l *lists) next() string {
+	n := l.uvarint()
+	s := string((*l)[:n])
+	*l = (*l)[n:]
+	return s
+}
+
+func (l *lists) skip(n int) {
+	for range n {
+		l.next()
+	}
+}
+
+// pack returns the stored form of rec with ID id (rec.ID is not read)
+// at version 0. rec.Refs must be unique already (store.UniqueRefs). It
+// makes one allocation, the blob, which shares nothing with rec.
+func pack(id string, rec *store.Record) packed {
+	head := [...]int{len(rec.Kind), len(rec.AccountID), len(rec.ParentID), len(rec.Data), len(rec.Keys), len(rec.Refs), len(rec.Indexes)}
+	n := len(rec.Kind) + len(rec.AccountID) + len(rec.ParentID) + len(rec.Data)
+	for _, x := range head {
+		n += uvarintLen(x)
+	}
+	for _, k := range rec.Keys {
+		n += uvarintLen(len(k)) + len(k)
+	}
+	for _, ref := range rec.Refs {
+		n += uvarintLen(len(ref)) + len(ref)
+	}
+	for _, e := range rec.Indexes {
+		n += uvarintLen(len(e.Name)) + len(e.Name) + uvarintLen(len(e.Value)) + len(e.Value)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, x := range head {
+		putUvarint(&b, x)
+	}
+	b.WriteString(string(rec.Kind))
+	b.WriteString(rec.AccountID)
+	b.WriteString(rec.ParentID)
+	b.Write(rec.Data)
+	for _, k := range rec.Keys {
+		putString(&b, k)
+	}
+	for _, ref := range rec.Refs {
+		putString(&b, ref)
+	}
+	for _, e := range rec.Indexes {
+		putString(&b, e.Name)
+		putString(&b, e.Value)
+	}
+	return packed{id: id, blob: b.String()}
+}
+
+func uvarintLen(x int) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+func putUvarint(b *strings.Builder, x int) {
+	var buf [binary.MaxVarintLen64]byte
+	b.Write(buf[:binary.PutUvarint(buf[:], uint64(x))])
+}
+
+func putString(b *strings.Builder, s string) {
+	putUvarint(b, len(s))
+	b.WriteString(s)
+}
+
+// copies holds the arrays the copies of one answer's records are carved
+// from: a few allocations for the whole answer instead of several per
+// record. Each copy's Data, Keys, Refs and Indexes has its capacity
+// clipped to its length, so that a caller's append reallocates rather
+// than write over a neighbour.
+type copies struct {
+	data []byte
+	strs []string
+	idx  []store.IndexEntry
+	// What the arrays must hold, counted by need before they are made.
+	nd, ns, ni int
+}
+
+// need counts what a copy of a record laid out as o takes.
+func (c *copies) need(o *layout) {
+	c.nd += len(o.data)
+	c.ns += o.nkeys + o.nrefs
+	c.ni += o.nindexes
+}
+
+func (c *copies) alloc() {
+	if c.nd > 0 {
+		c.data = make([]byte, 0, c.nd)
+	}
+	if c.ns > 0 {
+		c.strs = make([]string, 0, c.ns)
+	}
+	if c.ni > 0 {
+		c.idx = make([]store.IndexEntry, 0, c.ni)
+	}
+}
+
+// record returns a copy of r, laid out as o, that the caller owns, carved
+// from c's arrays. Its strings share r's immutable bytes.
+func (c *copies) record(r *packed, o *layout) store.Record {
+	out := store.Record{Kind: o.kind, AccountID: o.account, ID: r.id, ParentID: o.parent, Version: r.version}
+	if o.data != "" {
+		start := len(c.data)
+		c.data = append(c.data, o.data...)
+		out.Data = c.data[start:len(c.data):len(c.data)]
+	}
+	l := o.keys()
+	out.Keys = c.strings(&l, o.nkeys)
+	out.Refs = c.strings(&l, o.nrefs)
+	if o.nindexes > 0 {
+		start := len(c.idx)
+		for range o.nindexes {
+			name := l.next()
+			c.idx = append(c.idx, store.IndexEntry{Name: name, Value: l.next()})
+		}
+		out.Indexes = c.idx[start:len(c.idx):len(c.idx)]
+	}
+	return out
+}
+
+// strings carves the next n strings of l; nil when n is 0 (as
+// [store.Record.Clone] gives).
+func (c *copies) strings(l *lists, n int) []string {
+	if n == 0 {
+		return nil
+	}
+	start := len(c.strs)
+	for range n {
+		c.strs = append(c.strs, l.next())
+	}
+	return c.strs[start:len(c.strs):len(c.strs)]
+}
+
+// record returns a copy of r that the caller owns.
+func (r *packed) record() store.Record {
+	var c copies
+	o := r.open()
+	c.need(&o)
+	c.alloc()
+	return c.record(r, &o)
+}
