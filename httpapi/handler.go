@@ -160,7 +160,7 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 		h.mux.HandleFunc(pattern, h.methodNotAllowed(pattern))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, r, noSuchPath(r))
+		h.writeError(exchangeOf(w), r, noSuchPath(r))
 	})
 	var api map[string]any
 	api, h.docProblems = h.openAPI()
@@ -172,19 +172,65 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// statusWriter records the status for the request log, and closes the
-// connection after a response to a request whose body was not read to the
-// end.
-type statusWriter struct {
+// exchange is one request's state from ServeHTTP to its answer, in one
+// allocation: the ResponseWriter the routes answer through (recording the
+// status for the request log, and closing the connection after a response
+// to a request whose body was not read to the end), the operation id, and
+// the principal, set before the route runs and never changed after. It
+// reaches the routes as the ResponseWriter the mux hands them (see
+// [exchangeOf]), not in the request's context: that would copy the request
+// (WithContext) and add a context to every request.
+type exchange struct {
 	http.ResponseWriter
 	status int
-	body   *trackedBody // nil when the request has no HTTP/1 body
+	opID   string
+	p      edgeplane.Principal
+	// unread is whether the request has an HTTP/1 body not read to its
+	// end; decodeBody, the only reader of bodies, clears it at the end.
+	unread bool
+	// vals holds the values of the headers set with setHeader (see
+	// there), indexed by the hdr constants.
+	vals [hdrCount]string
 }
 
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-		if w.body != nil && !w.body.eof {
+// Indexes in exchange.vals.
+const (
+	hdrOperationID = iota
+	hdrContentType
+	hdrContentLength
+	hdrCount
+)
+
+// setHeader sets the response header key (canonical) to the one value v,
+// as Header().Set does, without allocating a slice for it: the value's
+// slice is c.vals[i:i+1] with a capacity of 1, so that an Add to the key
+// appends to a copy, never into the next value. The slice is this
+// response's alone (an exchange is never reused), so no other response sees
+// anything done to it; and net/http snapshots the header when the status
+// is written (response.WriteHeader, and Header after it, store
+// handlerHeader.Clone(), which copies every value slice; http2 and
+// httptest.ResponseRecorder clone likewise), so a value set again after
+// that (it never is) would not change what was sent.
+func (c *exchange) setHeader(i int, key, v string) {
+	c.vals[i] = v
+	c.ResponseWriter.Header()[key] = c.vals[i : i+1 : i+1]
+}
+
+// exchangeOf returns the exchange of a ResponseWriter ServeHTTP handed to
+// the mux: the exchange itself. Anything else (the mux is never served but
+// by ServeHTTP) gets an exchange of its own, without operation id or
+// principal.
+func exchangeOf(w http.ResponseWriter) *exchange {
+	if c, ok := w.(*exchange); ok {
+		return c
+	}
+	return &exchange{ResponseWriter: w}
+}
+
+func (c *exchange) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+		if c.unread {
 			// net/http would read up to 256 KiB of the unread body
 			// before sending this response and again when the handler
 			// returns (a client trickling it would hold the answer
@@ -192,49 +238,22 @@ func (w *statusWriter) WriteHeader(code int) {
 			// answers at once; a read deadline in the past makes the
 			// second read fail at once, so the connection is closed
 			// with the body unread.
-			w.Header().Set("Connection", "close")
-			http.NewResponseController(w.ResponseWriter).SetReadDeadline(longAgo) // unsupported: the host's ReadTimeout bounds the read
+			c.Header().Set("Connection", "close")
+			http.NewResponseController(c.ResponseWriter).SetReadDeadline(longAgo) // unsupported: the host's ReadTimeout bounds the read
 		}
 	}
-	w.ResponseWriter.WriteHeader(code)
+	c.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
+func (c *exchange) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
 	}
-	return w.ResponseWriter.Write(b)
+	return c.ResponseWriter.Write(b)
 }
 
 // longAgo is a deadline that has passed.
 var longAgo = time.Unix(1, 0)
-
-// trackedBody records whether a request body was read to its end.
-type trackedBody struct {
-	io.ReadCloser
-	eof bool
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.eof = true
-	}
-	return n, err
-}
-
-type ctxKey int
-
-// callKey is the context key of a request's *call.
-const callKey ctxKey = 0
-
-// call is what ServeHTTP learns of a request, in its context once (one
-// copy of the request, not one per value): its operation id, then its
-// principal, set before the route runs and never changed after.
-type call struct {
-	opID string
-	p    edgeplane.Principal
-}
 
 // Route returns the route pattern r matches, such as
 // "GET /credentials/{id}", or "/" (the not-found catch-all) when it
@@ -252,15 +271,9 @@ func (h *Handler) Route(r *http.Request) string {
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := h.now()
 	opID := h.opIDs.New("op_")
-	w := &statusWriter{ResponseWriter: rw}
-	w.Header().Set(HeaderOperationID, opID)
-	c := &call{opID: opID}
-	r = r.WithContext(context.WithValue(r.Context(), callKey, c))
-	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		// r is a copy: net/http keeps its own view of the body.
-		w.body = &trackedBody{ReadCloser: r.Body}
-		r.Body = w.body
-	}
+	w := &exchange{ResponseWriter: rw, opID: opID}
+	w.setHeader(hdrOperationID, HeaderOperationID, opID)
+	w.unread = r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	routed := false
 	defer func() {
 		// One clock reading ends the request for the log line and for
@@ -279,7 +292,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			if status == 0 {
 				status = http.StatusOK // what net/http sends
 			}
-			route := r.Pattern // set by the mux on r, this request's copy
+			route := r.Pattern // set by the mux on r
 			if !routed || route == "" {
 				route = h.Route(r)
 			}
@@ -334,14 +347,16 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c.p = p
+	w.p = p
 	routed = true
+	// r is not copied: the mux records the route it matched on r itself
+	// (Pattern, the path values), as a ServeMux mounted in another does.
 	h.mux.ServeHTTP(w, r)
 }
 
 // cors adds the headers every CORS answer to an allowed origin carries
 // and answers a preflight, reporting whether it did.
-func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
+func (h *Handler) cors(w *exchange, r *http.Request) bool {
 	w.Header().Set("Access-Control-Expose-Headers", HeaderOperationID+", Retry-After")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.preflight(w, r)
@@ -351,7 +366,7 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // preflight answers a CORS preflight with the methods of the path.
-func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) preflight(w *exchange, r *http.Request) {
 	methods := h.allowed(r)
 	if methods == nil {
 		h.writeError(w, r, noSuchPath(r))
@@ -386,7 +401,7 @@ func (h *Handler) methodNotAllowed(pattern string) http.HandlerFunc {
 	methods := h.methods[pattern]
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(methods, ", "))
-		h.writeError(w, r, apierr.New(apierr.MethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
+		h.writeError(exchangeOf(w), r, apierr.New(apierr.MethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
 			clip(r.Method, MaxEchoBytes), clip(r.URL.Path, MaxEchoBytes), strings.Join(methods, ", ")))
 	}
 }
@@ -404,26 +419,20 @@ func (h *Handler) authenticate(r *http.Request) (edgeplane.Principal, error) {
 	return h.svc.Authenticate(r.Context(), strings.TrimSpace(key))
 }
 
-func principal(r *http.Request) edgeplane.Principal {
-	if c, ok := r.Context().Value(callKey).(*call); ok {
-		return c.p
-	}
-	return edgeplane.Principal{}
-}
-
 // endpoint adapts a route to an http.Handler.
 func (h *Handler) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out, err := rt.handle(h, r, principal(r))
+		c := exchangeOf(w)
+		out, err := rt.handle(h, c, r)
 		if err != nil {
-			h.writeError(w, r, err)
+			h.writeError(c, r, err)
 			return
 		}
 		if rt.status == http.StatusNoContent {
-			w.WriteHeader(http.StatusNoContent)
+			c.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeJSON(w, rt.status, out)
+		writeJSON(c, rt.status, out)
 	})
 }
 
@@ -433,27 +442,22 @@ func (h *Handler) endpoint(rt route) http.Handler {
 // reflecting on every value of every response: on a page of 100
 // credentials, encoding was a fifth of the server's CPU (see the README's
 // load harness).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			jsonBuffers.Put(buf)
-		}
-	}()
-	buf.Reset()
-	w.Header().Set("Content-Type", "application/json")
+func writeJSON(w *exchange, status int, v any) {
+	buf := getJSONBuffer()
+	defer putJSONBuffer(buf)
+	w.setHeader(hdrContentType, "Content-Type", "application/json")
 	var err error
 	if a, ok := v.(jsonAppender); ok {
-		err = a.appendJSON(buf)
+		err = a.appendJSON(&buf.Buffer)
 	} else {
-		err = gojson.NewEncoder(buf).Encode(v)
+		err = buf.enc.Encode(v)
 	}
 	if err != nil {
 		// Only a value the API never answers with fails; say nothing of it.
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.setHeader(hdrContentLength, "Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) // a write error means the client went away
 }
@@ -553,41 +557,60 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// jsonBuffers keeps response and request body buffers for reuse; one
-// larger than maxPooledBuffer (a rare huge page or body) is left to the
-// garbage collector.
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// jsonBuffers keeps response and request body buffers for reuse (a
+// *jsonBuffer); one larger than maxPooledBuffer (a rare huge page or body)
+// is left to the garbage collector.
+var jsonBuffers = sync.Pool{New: func() any {
+	b := new(jsonBuffer)
+	b.enc = gojson.NewEncoder(&b.Buffer)
+	return b
+}}
 
 const maxPooledBuffer = 1 << 20
+
+// jsonBuffer is a buffer with an encoder that writes to it (an encoder
+// keeps no state between values but its writer): one made per buffer, not
+// per response.
+type jsonBuffer struct {
+	bytes.Buffer
+	enc *gojson.Encoder
+}
+
+// getJSONBuffer returns an empty buffer from jsonBuffers.
+func getJSONBuffer() *jsonBuffer {
+	b := jsonBuffers.Get().(*jsonBuffer)
+	b.Reset()
+	return b
+}
+
+// putJSONBuffer returns b to jsonBuffers unless it grew too large.
+func putJSONBuffer(b *jsonBuffer) {
+	if b.Cap() <= maxPooledBuffer {
+		jsonBuffers.Put(b)
+	}
+}
 
 // decodeBody decodes a JSON request body into a T, strictly: the content
 // type must be JSON, unknown fields, differently-cased and duplicate keys
 // and trailing data are refused, and every failure names what was wrong.
 // An empty body decodes as {}.
-func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
+func decodeBody[T any](h *Handler, c *exchange, r *http.Request) (T, error) {
 	var v T
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return v, tooLarge(h)
 	}
-	body := http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes)
 	// The body is read into a pooled buffer: nothing decoded from it
 	// keeps its memory (json.Unmarshal and checkKeys copy what they keep).
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			jsonBuffers.Put(buf)
-		}
-	}()
-	buf.Reset()
-	_, err := buf.ReadFrom(body)
-	data := buf.Bytes()
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return v, tooLarge(h)
-		}
+	buf := getJSONBuffer()
+	defer putJSONBuffer(buf)
+	switch ended, err := readBody(&buf.Buffer, r.Body, h.opts.MaxBodyBytes); {
+	case err != nil:
 		return v, apierr.New(apierr.InvalidArgument, "the request body could not be read")
+	case !ended:
+		return v, tooLarge(h)
 	}
+	c.unread = false
+	data := buf.Bytes()
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return v, nil
@@ -627,6 +650,33 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must hold one JSON value; found more data after it")
 	}
 	return v, nil
+}
+
+// readBody appends body to buf up to its end or past max bytes, and
+// reports whether it ended within max bytes (a nil body is empty). It
+// reads as buf.ReadFrom(http.MaxBytesReader(nil, body, max)) would,
+// without the reader that allocates: one bound, checked here (net/http
+// bounds a body by its Content-Length, which decodeBody compared with max
+// before; a chunked one has no other bound).
+func readBody(buf *bytes.Buffer, body io.Reader, max int64) (ended bool, err error) {
+	if body == nil {
+		return true, nil
+	}
+	for {
+		buf.Grow(bytes.MinRead)
+		b := buf.AvailableBuffer()
+		b = b[:min(int64(cap(b)), max+1-int64(buf.Len()))]
+		n, err := body.Read(b)
+		buf.Write(b[:n])
+		switch {
+		case int64(buf.Len()) > max:
+			return false, nil
+		case err == io.EOF:
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+	}
 }
 
 func tooLarge(h *Handler) error {
@@ -1168,12 +1218,9 @@ func StatusOf(c apierr.Code) int {
 
 // writeError writes err as the wire error. Internal errors get a generic
 // message; their cause goes to the log only.
-func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Handler) writeError(w *exchange, r *http.Request, err error) {
 	code := apierr.CodeOf(err)
-	var opID string
-	if c, ok := r.Context().Value(callKey).(*call); ok {
-		opID = c.opID
-	}
+	opID := w.opID
 	body := errorBody{ErrorCode: code.Wire(), StatusCode: StatusOf(code), Details: errorDetails{OperationID: opID}}
 	var ae *apierr.Error
 	switch {
