@@ -193,6 +193,25 @@ type exchange struct {
 	vals [hdrCount]string
 }
 
+// Canonical names of headers read or set on every request, for
+// headerValue and setHeader (which take them as they are).
+const (
+	headerOrigin        = "Origin"
+	headerAuthorization = "Authorization"
+	headerContentType   = "Content-Type"
+	headerContentLength = "Content-Length"
+)
+
+// headerValue returns h.Get(key) for a key in canonical form (the
+// header names above, HeaderVersion): the map lookup Get makes, without
+// canonicalising the key first.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // Indexes in exchange.vals.
 const (
 	hdrOperationID = iota
@@ -310,7 +329,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if origin := r.Header.Get("Origin"); len(h.opts.AllowedOrigins) > 0 {
+	if origin := headerValue(r.Header, headerOrigin); len(h.opts.AllowedOrigins) > 0 {
 		w.Header().Add("Vary", "Origin")
 		if origin != "" && slices.Contains(h.opts.AllowedOrigins, origin) {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
@@ -330,7 +349,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.Write(h.openapi)
 		return
 	}
-	if v := r.Header.Get(HeaderVersion); v != Version {
+	if v := headerValue(r.Header, HeaderVersion); v != Version {
 		h.writeError(w, r, apierr.Invalidf(HeaderVersion, "the %s header is required and must be one of the supported versions: %s; got %q", HeaderVersion, Version, clip(v, MaxEchoBytes)))
 		return
 	}
@@ -408,7 +427,7 @@ func (h *Handler) methodNotAllowed(pattern string) http.HandlerFunc {
 
 // authenticate resolves the bearer API key.
 func (h *Handler) authenticate(r *http.Request) (edgeplane.Principal, error) {
-	auth := r.Header.Get("Authorization")
+	auth := headerValue(r.Header, headerAuthorization)
 	scheme, key, ok := strings.Cut(auth, " ")
 	if auth == "" {
 		return edgeplane.Principal{}, apierr.New(apierr.Unauthenticated, "the Authorization header is required: Authorization: Bearer <API key>")
@@ -445,7 +464,7 @@ func (h *Handler) endpoint(rt route) http.Handler {
 func writeJSON(w *exchange, status int, v any) {
 	buf := getJSONBuffer()
 	defer putJSONBuffer(buf)
-	w.setHeader(hdrContentType, "Content-Type", "application/json")
+	w.setHeader(hdrContentType, headerContentType, "application/json")
 	var err error
 	if a, ok := v.(jsonAppender); ok {
 		err = a.appendJSON(&buf.Buffer)
@@ -457,7 +476,7 @@ func writeJSON(w *exchange, status int, v any) {
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	w.setHeader(hdrContentLength, "Content-Length", strconv.Itoa(buf.Len()))
+	w.setHeader(hdrContentLength, headerContentLength, strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) // a write error means the client went away
 }
@@ -618,7 +637,7 @@ func decodeBody[T any](h *Handler, c *exchange, r *http.Request) (T, error) {
 	if string(trimmed) == "null" {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must be a JSON object")
 	}
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+	if ct := headerValue(r.Header, headerContentType); !isJSON(ct) {
 		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", clip(ct, MaxEchoBytes))
 	}
 	// encoding/json matches keys to fields case-insensitively, even with
