@@ -791,10 +791,13 @@ func shape(t reflect.Type) reflect.Type {
 // a container to walk into), not for every scalar.
 type location struct {
 	parent string
-	key    string // an object's key; "" for an array element or the root
-	index  int    // an array element's index, else -1
-	inMap  bool   // the key is a Go map's: written ["key"]
-	root   bool
+	// key is an object's key (nil for an array element or the root): the
+	// bytes checkKeys read, made a string only for a path, so that a key
+	// of a scalar value costs no allocation.
+	key   []byte
+	index int  // an array element's index, else -1
+	inMap bool // the key is a Go map's: written ["key"]
+	root  bool
 }
 
 func (l location) path() string {
@@ -804,9 +807,9 @@ func (l location) path() string {
 	case l.index >= 0:
 		return l.parent + "[" + strconv.Itoa(l.index) + "]"
 	case l.inMap:
-		return l.parent + "[" + strconv.Quote(l.key) + "]"
+		return l.parent + "[" + strconv.Quote(string(l.key)) + "]"
 	}
-	return apierr.JoinPath(l.parent, l.key)
+	return apierr.JoinPath(l.parent, string(l.key))
 }
 
 // add records a violation of the value at l, or counts it past the cap.
@@ -912,7 +915,7 @@ func (k *keyChecker) object(t reflect.Type, l location, depth int) error {
 		return nil
 	}
 	var (
-		few  [8]string
+		few  [8][]byte
 		seen = few[:0]
 		many map[string]struct{}
 	)
@@ -929,35 +932,36 @@ func (k *keyChecker) object(t reflect.Type, l location, depth int) error {
 		}
 		k.pos++
 		// The key is compared as bytes and made a string only when kept
-		// or named in a violation: a body of repeated keys past the cap
-		// of violations costs no allocation per key.
+		// in a large object's set or named in a path: a body of scalar
+		// values, or of repeated keys past the cap of violations, costs no
+		// allocation per key.
 		dup := false
 		if many != nil {
 			_, dup = many[string(raw)]
 		} else {
 			for _, s := range seen {
-				if s == string(raw) {
+				if string(s) == string(raw) {
 					dup = true
 					break
 				}
 			}
 		}
-		var key string
+		var key []byte
 		if !dup || len(k.vs) < MaxViolations {
-			key = string(raw)
+			key = raw
 		}
 		switch {
 		case dup:
 		case many != nil:
-			many[key] = struct{}{}
+			many[string(raw)] = struct{}{}
 		case len(seen) < smallObject:
-			seen = append(seen, key)
+			seen = append(seen, raw)
 		default:
 			many = make(map[string]struct{}, 2*smallObject)
 			for _, s := range seen {
-				many[s] = struct{}{}
+				many[string(s)] = struct{}{}
 			}
-			many[key] = struct{}{}
+			many[string(raw)] = struct{}{}
 		}
 		// Past the cap, a duplicate's key is left out of its location:
 		// nothing below it is named in a violation any more.
