@@ -201,3 +201,36 @@ func TestBodyLimitWithoutContentLength(t *testing.T) {
 		})
 	}
 }
+
+// GET /credentials/{id} answers the Service's JSON of the credential,
+// whether it fits in the room of the reused buffer the Service appends it
+// to or not: credentials of short and long descriptions in turn.
+func TestGetAnswersTheCredentialWhateverTheBuffer(t *testing.T) {
+	s := newServer(t, httpapi.Options{RateLimit: -1})
+	ctx := t.Context()
+	p, err := s.svc.Authenticate(ctx, s.keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range []int{1, 255, 2} {
+		r := s.do("POST", "/credentials", s.keyA, `{"description":"`+strings.Repeat("d", n)+`","metadata":"`+strings.Repeat("m", 16*n)+`"}`)
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		ids = append(ids, r.json["id"].(string))
+	}
+	for round := range 4 {
+		for _, id := range ids {
+			c, err := s.svc.GetCredential(ctx, p, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := json.Marshal(c)
+			r := s.do("GET", "/credentials/"+id, s.keyA, "")
+			if r.status != 200 || string(r.body) != string(want)+"\n" {
+				t.Errorf("round %d: GET %s: %d\n%s\nwant\n%s", round, id, r.status, r.body, want)
+			}
+		}
+	}
+}

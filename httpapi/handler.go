@@ -462,13 +462,18 @@ func (h *Handler) endpoint(rt route) http.Handler {
 // credentials, encoding was a fifth of the server's CPU (see the README's
 // load harness).
 func writeJSON(w *exchange, status int, v any) {
-	buf := getJSONBuffer()
+	buf, ready := v.(*jsonBuffer) // the JSON itself (see jsonBuffer)
+	if !ready {
+		buf = getJSONBuffer()
+	}
 	defer putJSONBuffer(buf)
 	w.setHeader(hdrContentType, headerContentType, "application/json")
 	var err error
-	if a, ok := v.(jsonAppender); ok {
+	switch a, ok := v.(jsonAppender); {
+	case ready: // the JSON is in buf
+	case ok:
 		err = a.appendJSON(&buf.Buffer)
-	} else {
+	default:
 		err = buf.enc.Encode(v)
 	}
 	if err != nil {
@@ -485,15 +490,6 @@ func writeJSON(w *exchange, status int, v any) {
 // followed by a newline.
 type jsonAppender interface {
 	appendJSON(buf *bytes.Buffer) error
-}
-
-// encoded is a response the Service gave as JSON.
-type encoded []byte
-
-func (b encoded) appendJSON(buf *bytes.Buffer) error {
-	buf.Write(b)
-	buf.WriteByte('\n')
-	return nil
 }
 
 // encodedPage is a page of a list whose items came encoded
@@ -589,7 +585,9 @@ const maxPooledBuffer = 1 << 20
 
 // jsonBuffer is a buffer with an encoder that writes to it (an encoder
 // keeps no state between values but its writer): one made per buffer, not
-// per response.
+// per response. A route may answer with a *jsonBuffer from
+// getJSONBuffer: it holds the response's JSON, as Encode writes it (with
+// a newline), and writeJSON answers with it and returns it to the pool.
 type jsonBuffer struct {
 	bytes.Buffer
 	enc *gojson.Encoder

@@ -61,16 +61,25 @@ func readBy[Resp any](pattern, op, summary, name string, call func(context.Conte
 // readEncoded is read for a resource the Service can answer as its JSON
 // (appendJSON, such as [edgeplane.Service.AppendCredentialJSON]): the
 // response is those bytes, copied from the record cache when it holds
-// them. call is what the route documents (and answers the same).
+// them, followed by a newline as the encoder writes it. call is what the
+// route documents (and answers the same).
 func readEncoded[Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) (*Resp, error),
 	appendJSON func(context.Context, edgeplane.Principal, string, []byte) ([]byte, error)) route {
 	rt := read(pattern, op, summary, call)
 	rt.handle = func(h *Handler, x *exchange, r *http.Request) (any, error) {
-		b, err := appendJSON(r.Context(), x.p, r.PathValue("id"), nil)
+		// The Service appends to the room of a pooled buffer (a copy of
+		// what it caches; it keeps nothing of dst): the response costs no
+		// buffer of its own. writeJSON answers with buf and returns it to
+		// the pool.
+		buf := getJSONBuffer()
+		b, err := appendJSON(r.Context(), x.p, r.PathValue("id"), buf.AvailableBuffer())
 		if err != nil {
+			putJSONBuffer(buf)
 			return nil, err
 		}
-		return encoded(b), nil
+		buf.Write(b) // onto itself when b fit in the room
+		buf.WriteByte('\n')
+		return buf, nil
 	}
 	return rt
 }
