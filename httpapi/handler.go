@@ -160,7 +160,7 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 		h.mux.HandleFunc(pattern, h.methodNotAllowed(pattern))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, r, noSuchPath(r))
+		h.writeError(exchangeOf(w), r, noSuchPath(r))
 	})
 	var api map[string]any
 	api, h.docProblems = h.openAPI()
@@ -172,19 +172,84 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// statusWriter records the status for the request log, and closes the
-// connection after a response to a request whose body was not read to the
-// end.
-type statusWriter struct {
+// exchange is one request's state from ServeHTTP to its answer, in one
+// allocation: the ResponseWriter the routes answer through (recording the
+// status for the request log, and closing the connection after a response
+// to a request whose body was not read to the end), the operation id, and
+// the principal, set before the route runs and never changed after. It
+// reaches the routes as the ResponseWriter the mux hands them (see
+// [exchangeOf]), not in the request's context: that would copy the request
+// (WithContext) and add a context to every request.
+type exchange struct {
 	http.ResponseWriter
 	status int
-	body   *trackedBody // nil when the request has no HTTP/1 body
+	opID   string
+	p      edgeplane.Principal
+	// unread is whether the request has an HTTP/1 body not read to its
+	// end; decodeBody, the only reader of bodies, clears it at the end.
+	unread bool
+	// vals holds the values of the headers set with setHeader (see
+	// there), indexed by the hdr constants.
+	vals [hdrCount]string
 }
 
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-		if w.body != nil && !w.body.eof {
+// Canonical names of headers read or set on every request, for
+// headerValue and setHeader (which take them as they are).
+const (
+	headerOrigin        = "Origin"
+	headerAuthorization = "Authorization"
+	headerContentType   = "Content-Type"
+	headerContentLength = "Content-Length"
+)
+
+// headerValue returns h.Get(key) for a key in canonical form (the
+// header names above, HeaderVersion): the map lookup Get makes, without
+// canonicalising the key first.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Indexes in exchange.vals.
+const (
+	hdrOperationID = iota
+	hdrContentType
+	hdrContentLength
+	hdrCount
+)
+
+// setHeader sets the response header key (canonical) to the one value v,
+// as Header().Set does, without allocating a slice for it: the value's
+// slice is c.vals[i:i+1] with a capacity of 1, so that an Add to the key
+// appends to a copy, never into the next value. The slice is this
+// response's alone (an exchange is never reused), so no other response sees
+// anything done to it; and net/http snapshots the header when the status
+// is written (response.WriteHeader, and Header after it, store
+// handlerHeader.Clone(), which copies every value slice; http2 and
+// httptest.ResponseRecorder clone likewise), so a value set again after
+// that (it never is) would not change what was sent.
+func (c *exchange) setHeader(i int, key, v string) {
+	c.vals[i] = v
+	c.ResponseWriter.Header()[key] = c.vals[i : i+1 : i+1]
+}
+
+// exchangeOf returns the exchange of a ResponseWriter ServeHTTP handed to
+// the mux: the exchange itself. Anything else (the mux is never served but
+// by ServeHTTP) gets an exchange of its own, without operation id or
+// principal.
+func exchangeOf(w http.ResponseWriter) *exchange {
+	if c, ok := w.(*exchange); ok {
+		return c
+	}
+	return &exchange{ResponseWriter: w}
+}
+
+func (c *exchange) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+		if c.unread {
 			// net/http would read up to 256 KiB of the unread body
 			// before sending this response and again when the handler
 			// returns (a client trickling it would hold the answer
@@ -192,49 +257,22 @@ func (w *statusWriter) WriteHeader(code int) {
 			// answers at once; a read deadline in the past makes the
 			// second read fail at once, so the connection is closed
 			// with the body unread.
-			w.Header().Set("Connection", "close")
-			http.NewResponseController(w.ResponseWriter).SetReadDeadline(longAgo) // unsupported: the host's ReadTimeout bounds the read
+			c.Header().Set("Connection", "close")
+			http.NewResponseController(c.ResponseWriter).SetReadDeadline(longAgo) // unsupported: the host's ReadTimeout bounds the read
 		}
 	}
-	w.ResponseWriter.WriteHeader(code)
+	c.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
+func (c *exchange) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
 	}
-	return w.ResponseWriter.Write(b)
+	return c.ResponseWriter.Write(b)
 }
 
 // longAgo is a deadline that has passed.
 var longAgo = time.Unix(1, 0)
-
-// trackedBody records whether a request body was read to its end.
-type trackedBody struct {
-	io.ReadCloser
-	eof bool
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.eof = true
-	}
-	return n, err
-}
-
-type ctxKey int
-
-// callKey is the context key of a request's *call.
-const callKey ctxKey = 0
-
-// call is what ServeHTTP learns of a request, in its context once (one
-// copy of the request, not one per value): its operation id, then its
-// principal, set before the route runs and never changed after.
-type call struct {
-	opID string
-	p    edgeplane.Principal
-}
 
 // Route returns the route pattern r matches, such as
 // "GET /credentials/{id}", or "/" (the not-found catch-all) when it
@@ -252,15 +290,9 @@ func (h *Handler) Route(r *http.Request) string {
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := h.now()
 	opID := h.opIDs.New("op_")
-	w := &statusWriter{ResponseWriter: rw}
-	w.Header().Set(HeaderOperationID, opID)
-	c := &call{opID: opID}
-	r = r.WithContext(context.WithValue(r.Context(), callKey, c))
-	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		// r is a copy: net/http keeps its own view of the body.
-		w.body = &trackedBody{ReadCloser: r.Body}
-		r.Body = w.body
-	}
+	w := &exchange{ResponseWriter: rw, opID: opID}
+	w.setHeader(hdrOperationID, HeaderOperationID, opID)
+	w.unread = r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	routed := false
 	defer func() {
 		// One clock reading ends the request for the log line and for
@@ -279,7 +311,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			if status == 0 {
 				status = http.StatusOK // what net/http sends
 			}
-			route := r.Pattern // set by the mux on r, this request's copy
+			route := r.Pattern // set by the mux on r
 			if !routed || route == "" {
 				route = h.Route(r)
 			}
@@ -297,7 +329,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if origin := r.Header.Get("Origin"); len(h.opts.AllowedOrigins) > 0 {
+	if origin := headerValue(r.Header, headerOrigin); len(h.opts.AllowedOrigins) > 0 {
 		w.Header().Add("Vary", "Origin")
 		if origin != "" && slices.Contains(h.opts.AllowedOrigins, origin) {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
@@ -317,7 +349,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.Write(h.openapi)
 		return
 	}
-	if v := r.Header.Get(HeaderVersion); v != Version {
+	if v := headerValue(r.Header, HeaderVersion); v != Version {
 		h.writeError(w, r, apierr.Invalidf(HeaderVersion, "the %s header is required and must be one of the supported versions: %s; got %q", HeaderVersion, Version, clip(v, MaxEchoBytes)))
 		return
 	}
@@ -334,14 +366,16 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c.p = p
+	w.p = p
 	routed = true
+	// r is not copied: the mux records the route it matched on r itself
+	// (Pattern, the path values), as a ServeMux mounted in another does.
 	h.mux.ServeHTTP(w, r)
 }
 
 // cors adds the headers every CORS answer to an allowed origin carries
 // and answers a preflight, reporting whether it did.
-func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
+func (h *Handler) cors(w *exchange, r *http.Request) bool {
 	w.Header().Set("Access-Control-Expose-Headers", HeaderOperationID+", Retry-After")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.preflight(w, r)
@@ -351,7 +385,7 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // preflight answers a CORS preflight with the methods of the path.
-func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) preflight(w *exchange, r *http.Request) {
 	methods := h.allowed(r)
 	if methods == nil {
 		h.writeError(w, r, noSuchPath(r))
@@ -386,14 +420,14 @@ func (h *Handler) methodNotAllowed(pattern string) http.HandlerFunc {
 	methods := h.methods[pattern]
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(methods, ", "))
-		h.writeError(w, r, apierr.New(apierr.MethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
+		h.writeError(exchangeOf(w), r, apierr.New(apierr.MethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
 			clip(r.Method, MaxEchoBytes), clip(r.URL.Path, MaxEchoBytes), strings.Join(methods, ", ")))
 	}
 }
 
 // authenticate resolves the bearer API key.
 func (h *Handler) authenticate(r *http.Request) (edgeplane.Principal, error) {
-	auth := r.Header.Get("Authorization")
+	auth := headerValue(r.Header, headerAuthorization)
 	scheme, key, ok := strings.Cut(auth, " ")
 	if auth == "" {
 		return edgeplane.Principal{}, apierr.New(apierr.Unauthenticated, "the Authorization header is required: Authorization: Bearer <API key>")
@@ -404,26 +438,20 @@ func (h *Handler) authenticate(r *http.Request) (edgeplane.Principal, error) {
 	return h.svc.Authenticate(r.Context(), strings.TrimSpace(key))
 }
 
-func principal(r *http.Request) edgeplane.Principal {
-	if c, ok := r.Context().Value(callKey).(*call); ok {
-		return c.p
-	}
-	return edgeplane.Principal{}
-}
-
 // endpoint adapts a route to an http.Handler.
 func (h *Handler) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out, err := rt.handle(h, r, principal(r))
+		c := exchangeOf(w)
+		out, err := rt.handle(h, c, r)
 		if err != nil {
-			h.writeError(w, r, err)
+			h.writeError(c, r, err)
 			return
 		}
 		if rt.status == http.StatusNoContent {
-			w.WriteHeader(http.StatusNoContent)
+			c.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeJSON(w, rt.status, out)
+		writeJSON(c, rt.status, out)
 	})
 }
 
@@ -433,27 +461,27 @@ func (h *Handler) endpoint(rt route) http.Handler {
 // reflecting on every value of every response: on a page of 100
 // credentials, encoding was a fifth of the server's CPU (see the README's
 // load harness).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			jsonBuffers.Put(buf)
-		}
-	}()
-	buf.Reset()
-	w.Header().Set("Content-Type", "application/json")
+func writeJSON(w *exchange, status int, v any) {
+	buf, ready := v.(*jsonBuffer) // the JSON itself (see jsonBuffer)
+	if !ready {
+		buf = getJSONBuffer()
+	}
+	defer putJSONBuffer(buf)
+	w.setHeader(hdrContentType, headerContentType, "application/json")
 	var err error
-	if a, ok := v.(jsonAppender); ok {
-		err = a.appendJSON(buf)
-	} else {
-		err = gojson.NewEncoder(buf).Encode(v)
+	switch a, ok := v.(jsonAppender); {
+	case ready: // the JSON is in buf
+	case ok:
+		err = a.appendJSON(&buf.Buffer)
+	default:
+		err = buf.enc.Encode(v)
 	}
 	if err != nil {
 		// Only a value the API never answers with fails; say nothing of it.
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.setHeader(hdrContentLength, headerContentLength, strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) // a write error means the client went away
 }
@@ -462,15 +490,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // followed by a newline.
 type jsonAppender interface {
 	appendJSON(buf *bytes.Buffer) error
-}
-
-// encoded is a response the Service gave as JSON.
-type encoded []byte
-
-func (b encoded) appendJSON(buf *bytes.Buffer) error {
-	buf.Write(b)
-	buf.WriteByte('\n')
-	return nil
 }
 
 // encodedPage is a page of a list whose items came encoded
@@ -553,41 +572,62 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// jsonBuffers keeps response and request body buffers for reuse; one
-// larger than maxPooledBuffer (a rare huge page or body) is left to the
-// garbage collector.
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// jsonBuffers keeps response and request body buffers for reuse (a
+// *jsonBuffer); one larger than maxPooledBuffer (a rare huge page or body)
+// is left to the garbage collector.
+var jsonBuffers = sync.Pool{New: func() any {
+	b := new(jsonBuffer)
+	b.enc = gojson.NewEncoder(&b.Buffer)
+	return b
+}}
 
 const maxPooledBuffer = 1 << 20
+
+// jsonBuffer is a buffer with an encoder that writes to it (an encoder
+// keeps no state between values but its writer): one made per buffer, not
+// per response. A route may answer with a *jsonBuffer from
+// getJSONBuffer: it holds the response's JSON, as Encode writes it (with
+// a newline), and writeJSON answers with it and returns it to the pool.
+type jsonBuffer struct {
+	bytes.Buffer
+	enc *gojson.Encoder
+}
+
+// getJSONBuffer returns an empty buffer from jsonBuffers.
+func getJSONBuffer() *jsonBuffer {
+	b := jsonBuffers.Get().(*jsonBuffer)
+	b.Reset()
+	return b
+}
+
+// putJSONBuffer returns b to jsonBuffers unless it grew too large.
+func putJSONBuffer(b *jsonBuffer) {
+	if b.Cap() <= maxPooledBuffer {
+		jsonBuffers.Put(b)
+	}
+}
 
 // decodeBody decodes a JSON request body into a T, strictly: the content
 // type must be JSON, unknown fields, differently-cased and duplicate keys
 // and trailing data are refused, and every failure names what was wrong.
 // An empty body decodes as {}.
-func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
+func decodeBody[T any](h *Handler, c *exchange, r *http.Request) (T, error) {
 	var v T
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return v, tooLarge(h)
 	}
-	body := http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes)
 	// The body is read into a pooled buffer: nothing decoded from it
 	// keeps its memory (json.Unmarshal and checkKeys copy what they keep).
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			jsonBuffers.Put(buf)
-		}
-	}()
-	buf.Reset()
-	_, err := buf.ReadFrom(body)
-	data := buf.Bytes()
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return v, tooLarge(h)
-		}
+	buf := getJSONBuffer()
+	defer putJSONBuffer(buf)
+	switch ended, err := readBody(&buf.Buffer, r.Body, h.opts.MaxBodyBytes); {
+	case err != nil:
 		return v, apierr.New(apierr.InvalidArgument, "the request body could not be read")
+	case !ended:
+		return v, tooLarge(h)
 	}
+	c.unread = false
+	data := buf.Bytes()
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return v, nil
@@ -595,7 +635,7 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 	if string(trimmed) == "null" {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must be a JSON object")
 	}
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+	if ct := headerValue(r.Header, headerContentType); !isJSON(ct) {
 		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", clip(ct, MaxEchoBytes))
 	}
 	// encoding/json matches keys to fields case-insensitively, even with
@@ -627,6 +667,33 @@ func decodeBody[T any](h *Handler, r *http.Request) (T, error) {
 		return v, apierr.New(apierr.InvalidArgument, "the request body must hold one JSON value; found more data after it")
 	}
 	return v, nil
+}
+
+// readBody appends body to buf up to its end or past max bytes, and
+// reports whether it ended within max bytes (a nil body is empty). It
+// reads as buf.ReadFrom(http.MaxBytesReader(nil, body, max)) would,
+// without the reader that allocates: one bound, checked here (net/http
+// bounds a body by its Content-Length, which decodeBody compared with max
+// before; a chunked one has no other bound).
+func readBody(buf *bytes.Buffer, body io.Reader, max int64) (ended bool, err error) {
+	if body == nil {
+		return true, nil
+	}
+	for {
+		buf.Grow(bytes.MinRead)
+		b := buf.AvailableBuffer()
+		b = b[:min(int64(cap(b)), max+1-int64(buf.Len()))]
+		n, err := body.Read(b)
+		buf.Write(b[:n])
+		switch {
+		case int64(buf.Len()) > max:
+			return false, nil
+		case err == io.EOF:
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+	}
 }
 
 func tooLarge(h *Handler) error {
@@ -722,10 +789,13 @@ func shape(t reflect.Type) reflect.Type {
 // a container to walk into), not for every scalar.
 type location struct {
 	parent string
-	key    string // an object's key; "" for an array element or the root
-	index  int    // an array element's index, else -1
-	inMap  bool   // the key is a Go map's: written ["key"]
-	root   bool
+	// key is an object's key (nil for an array element or the root): the
+	// bytes checkKeys read, made a string only for a path, so that a key
+	// of a scalar value costs no allocation.
+	key   []byte
+	index int  // an array element's index, else -1
+	inMap bool // the key is a Go map's: written ["key"]
+	root  bool
 }
 
 func (l location) path() string {
@@ -735,9 +805,9 @@ func (l location) path() string {
 	case l.index >= 0:
 		return l.parent + "[" + strconv.Itoa(l.index) + "]"
 	case l.inMap:
-		return l.parent + "[" + strconv.Quote(l.key) + "]"
+		return l.parent + "[" + strconv.Quote(string(l.key)) + "]"
 	}
-	return apierr.JoinPath(l.parent, l.key)
+	return apierr.JoinPath(l.parent, string(l.key))
 }
 
 // add records a violation of the value at l, or counts it past the cap.
@@ -843,7 +913,7 @@ func (k *keyChecker) object(t reflect.Type, l location, depth int) error {
 		return nil
 	}
 	var (
-		few  [8]string
+		few  [8][]byte
 		seen = few[:0]
 		many map[string]struct{}
 	)
@@ -860,35 +930,36 @@ func (k *keyChecker) object(t reflect.Type, l location, depth int) error {
 		}
 		k.pos++
 		// The key is compared as bytes and made a string only when kept
-		// or named in a violation: a body of repeated keys past the cap
-		// of violations costs no allocation per key.
+		// in a large object's set or named in a path: a body of scalar
+		// values, or of repeated keys past the cap of violations, costs no
+		// allocation per key.
 		dup := false
 		if many != nil {
 			_, dup = many[string(raw)]
 		} else {
 			for _, s := range seen {
-				if s == string(raw) {
+				if string(s) == string(raw) {
 					dup = true
 					break
 				}
 			}
 		}
-		var key string
+		var key []byte
 		if !dup || len(k.vs) < MaxViolations {
-			key = string(raw)
+			key = raw
 		}
 		switch {
 		case dup:
 		case many != nil:
-			many[key] = struct{}{}
+			many[string(raw)] = struct{}{}
 		case len(seen) < smallObject:
-			seen = append(seen, key)
+			seen = append(seen, raw)
 		default:
 			many = make(map[string]struct{}, 2*smallObject)
 			for _, s := range seen {
-				many[s] = struct{}{}
+				many[string(s)] = struct{}{}
 			}
-			many[key] = struct{}{}
+			many[string(raw)] = struct{}{}
 		}
 		// Past the cap, a duplicate's key is left out of its location:
 		// nothing below it is named in a violation any more.
@@ -1168,12 +1239,9 @@ func StatusOf(c apierr.Code) int {
 
 // writeError writes err as the wire error. Internal errors get a generic
 // message; their cause goes to the log only.
-func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Handler) writeError(w *exchange, r *http.Request, err error) {
 	code := apierr.CodeOf(err)
-	var opID string
-	if c, ok := r.Context().Value(callKey).(*call); ok {
-		opID = c.opID
-	}
+	opID := w.opID
 	body := errorBody{ErrorCode: code.Wire(), StatusCode: StatusOf(code), Details: errorDetails{OperationID: opID}}
 	var ae *apierr.Error
 	switch {

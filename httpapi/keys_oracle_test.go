@@ -83,7 +83,7 @@ func (k *tokenChecker) value(t reflect.Type, l location) error {
 			return err
 		}
 		key, _ := tok.(string)
-		at := location{parent: path, key: key, index: -1, inMap: inMap}
+		at := location{parent: path, key: []byte(key), index: -1, inMap: inMap}
 		vt := elem
 		switch _, dup := seen[key]; {
 		case dup:

@@ -281,3 +281,19 @@ func keysErr(data []byte, t reflect.Type) error {
 	_, err := checkKeys(data, t)
 	return err
 }
+
+// checkKeys allocates nothing for a body of known keys with scalar values
+// (the common request): keys are compared as the bytes read, and made
+// strings only for a path or a large object's set.
+func TestCheckKeysAllocatesNothingForScalars(t *testing.T) {
+	data := []byte(`{"extra":"x","raw":1,"any":true}`)
+	typ := reflect.TypeFor[keyTestBody]()
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := checkKeys(data, typ); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("checkKeys allocates %v times per call, want 0", allocs)
+	}
+}

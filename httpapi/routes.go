@@ -26,7 +26,7 @@ type route struct {
 	list    string       // for paged lists: the collection field name
 	filter  bool         // the route takes the filter query parameter (every list does)
 	call    any          // the Service method the route calls: its doc comment describes the operation
-	handle  func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error)
+	handle  func(h *Handler, x *exchange, r *http.Request) (any, error)
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -35,12 +35,12 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 func create[Req, Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, Req) (*Resp, error)) route {
 	return route{method: http.MethodPost, pattern: pattern, op: op, summary: summary, status: http.StatusCreated,
 		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			body, err := decodeBody[Req](h, r)
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			body, err := decodeBody[Req](h, x, r)
 			if err != nil {
 				return nil, err
 			}
-			return call(r.Context(), p, body)
+			return call(r.Context(), x.p, body)
 		}}
 }
 
@@ -53,24 +53,33 @@ func read[Resp any](pattern, op, summary string, call func(context.Context, edge
 // name.
 func readBy[Resp any](pattern, op, summary, name string, call func(context.Context, edgeplane.Principal, string) (*Resp, error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](), call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			return call(r.Context(), p, r.PathValue(name))
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			return call(r.Context(), x.p, r.PathValue(name))
 		}}
 }
 
 // readEncoded is read for a resource the Service can answer as its JSON
 // (appendJSON, such as [edgeplane.Service.AppendCredentialJSON]): the
 // response is those bytes, copied from the record cache when it holds
-// them. call is what the route documents (and answers the same).
+// them, followed by a newline as the encoder writes it. call is what the
+// route documents (and answers the same).
 func readEncoded[Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) (*Resp, error),
 	appendJSON func(context.Context, edgeplane.Principal, string, []byte) ([]byte, error)) route {
 	rt := read(pattern, op, summary, call)
-	rt.handle = func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-		b, err := appendJSON(r.Context(), p, r.PathValue("id"), nil)
+	rt.handle = func(h *Handler, x *exchange, r *http.Request) (any, error) {
+		// The Service appends to the room of a pooled buffer (a copy of
+		// what it caches; it keeps nothing of dst): the response costs no
+		// buffer of its own. writeJSON answers with buf and returns it to
+		// the pool.
+		buf := getJSONBuffer()
+		b, err := appendJSON(r.Context(), x.p, r.PathValue("id"), buf.AvailableBuffer())
 		if err != nil {
+			putJSONBuffer(buf)
 			return nil, err
 		}
-		return encoded(b), nil
+		buf.Write(b) // onto itself when b fit in the room
+		buf.WriteByte('\n')
+		return buf, nil
 	}
 	return rt
 }
@@ -79,20 +88,20 @@ func readEncoded[Resp any](pattern, op, summary string, call func(context.Contex
 func patch[Req, Resp any](pattern, op, summary string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
 	return route{method: http.MethodPatch, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
 		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			body, err := decodeBody[Req](h, r)
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			body, err := decodeBody[Req](h, x, r)
 			if err != nil {
 				return nil, err
 			}
-			return call(r.Context(), p, r.PathValue("id"), body)
+			return call(r.Context(), x.p, r.PathValue("id"), body)
 		}}
 }
 
 // remove builds a DELETE route answering 204.
 func remove(pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) error) route {
 	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent, call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			return nil, call(r.Context(), p, r.PathValue("id"))
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			return nil, call(r.Context(), x.p, r.PathValue("id"))
 		}}
 }
 
@@ -108,13 +117,13 @@ func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T
 func pageRoute[T any](pattern, op, summary, field string, call func(*http.Request, edgeplane.Principal, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
 		resp: typeOf[T](), list: field, filter: true,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
 			opts, err := listOptions(r)
 			if err != nil {
 				return nil, err
 			}
 			opts.ItemsAsJSON = true
-			page, err := call(r, p, opts)
+			page, err := call(r, x.p, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -133,12 +142,12 @@ func pageRoute[T any](pattern, op, summary, field string, call func(*http.Reques
 func createIn[Req, Resp any](pattern, op, summary, parent string, call func(context.Context, edgeplane.Principal, string, Req) (*Resp, error)) route {
 	return route{method: http.MethodPost, pattern: pattern, op: op, summary: summary, status: http.StatusCreated,
 		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			body, err := decodeBody[Req](h, r)
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			body, err := decodeBody[Req](h, x, r)
 			if err != nil {
 				return nil, err
 			}
-			return call(r.Context(), p, r.PathValue(parent), body)
+			return call(r.Context(), x.p, r.PathValue(parent), body)
 		}}
 }
 
@@ -158,8 +167,8 @@ func withCall(call any, rt route) route {
 // read2 builds a GET route of a resource addressed by two path values.
 func read2[Resp any](pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string) (*Resp, error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK, resp: typeOf[Resp](), call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			return call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]))
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			return call(r.Context(), x.p, r.PathValue(names[0]), r.PathValue(names[1]))
 		}}
 }
 
@@ -168,20 +177,20 @@ func read2[Resp any](pattern, op, summary string, names [2]string, call func(con
 func write2[Req, Resp any](method, pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string, Req) (*Resp, error)) route {
 	return route{method: method, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
 		req: typeOf[Req](), resp: typeOf[Resp](), call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			body, err := decodeBody[Req](h, r)
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			body, err := decodeBody[Req](h, x, r)
 			if err != nil {
 				return nil, err
 			}
-			return call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]), body)
+			return call(r.Context(), x.p, r.PathValue(names[0]), r.PathValue(names[1]), body)
 		}}
 }
 
 // remove2 builds a DELETE route of a resource addressed by two path values.
 func remove2(pattern, op, summary string, names [2]string, call func(context.Context, edgeplane.Principal, string, string) error) route {
 	return route{method: http.MethodDelete, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent, call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
-			return nil, call(r.Context(), p, r.PathValue(names[0]), r.PathValue(names[1]))
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			return nil, call(r.Context(), x.p, r.PathValue(names[0]), r.PathValue(names[1]))
 		}}
 }
 
@@ -225,12 +234,12 @@ func routeModule[Req, Resp any](pattern, name string,
 func listSources(pattern, op, summary string, call func(context.Context, edgeplane.Principal, string, string) (*events.SourceList, error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
 		resp: typeOf[events.SourceList](), filter: true, call: call,
-		handle: func(h *Handler, r *http.Request, p edgeplane.Principal) (any, error) {
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
 			expr, err := filterParam(r.URL.Query())
 			if err != nil {
 				return nil, err
 			}
-			return call(r.Context(), p, r.PathValue("subscription_id"), expr)
+			return call(r.Context(), x.p, r.PathValue("subscription_id"), expr)
 		}}
 }
 
