@@ -122,55 +122,52 @@ type valueKey struct {
 	name    string
 }
 
-// addValues and dropValues keep r's secondary index entries. An entry
-// that r names twice is kept once.
-func (s *Store) addValues(r *packed, o *layout) {
+// eachValue calls f with each of r's secondary index entries and the key
+// of each index it belongs to (its account's, and the one across
+// accounts).
+func eachValue(r *packed, o *layout, f func(valueKey, valueEntry)) {
 	l := o.indexes()
 	for range o.nindexes {
 		name := l.next()
 		value := l.next()
 		for _, acct := range [2]string{o.account, ""} {
-			k := valueKey{o.kind, acct, name}
-			x, ok := s.values[k]
-			if !ok {
-				x = newValues()
-				s.values[k] = x
-			}
-			x.add(valueEntry{value, r.id})
+			f(valueKey{o.kind, acct, name}, valueEntry{value, r.id})
 		}
 	}
 }
 
+// addValues and dropValues keep r's secondary index entries. An entry
+// that r names twice is kept once.
+func (s *Store) addValues(r *packed, o *layout) {
+	eachValue(r, o, func(k valueKey, e valueEntry) {
+		x, ok := s.values[k]
+		if !ok {
+			x = newValues()
+			s.values[k] = x
+		}
+		x.add(e)
+	})
+}
+
 func (s *Store) dropValues(r *packed, o *layout) {
-	l := o.indexes()
-	for range o.nindexes {
-		name := l.next()
-		value := l.next()
-		for _, acct := range [2]string{o.account, ""} {
-			k := valueKey{o.kind, acct, name}
-			if x, ok := s.values[k]; ok {
-				x.drop(valueEntry{value, r.id})
-				if x.empty() {
-					delete(s.values, k)
-				}
+	eachValue(r, o, func(k valueKey, e valueEntry) {
+		if x, ok := s.values[k]; ok {
+			x.drop(e)
+			if x.empty() {
+				delete(s.values, k)
 			}
 		}
-	}
+	})
 }
 
 // repointValues makes r's secondary index entries, which are in place,
 // hold r's strings: an update that leaves them equal moves none.
 func (s *Store) repointValues(r *packed, o *layout) {
-	l := o.indexes()
-	for range o.nindexes {
-		name := l.next()
-		value := l.next()
-		for _, acct := range [2]string{o.account, ""} {
-			if x, ok := s.values[valueKey{o.kind, acct, name}]; ok {
-				x.repoint(valueEntry{value, r.id})
-			}
+	eachValue(r, o, func(k valueKey, e valueEntry) {
+		if x, ok := s.values[k]; ok {
+			x.repoint(e)
 		}
-	}
+	})
 }
 
 // New returns an empty Store with the default [Options].
