@@ -42,6 +42,27 @@ const DefaultCacheBytes = 64 << 20
 // stored size: the key, the record's fields and the map's share.
 const cacheEntryOverhead = 256
 
+// entrySize is what an entry of rec is counted as: its decoded document
+// (about its stored size), the overhead, and the bytes of rec as stored,
+// which its strings may keep alive: memstore returns a record's strings
+// (account, parent, keys, refs, index entries) as substrings of the one
+// string it stores the whole record in, document included, so an entry
+// that keeps them keeps all of it. For other backends this overcounts
+// by about the document's size: the bound holds either way.
+func entrySize(rec store.Record) int {
+	n := 2*len(rec.Data) + len(rec.Kind) + len(rec.AccountID) + len(rec.ParentID) + cacheEntryOverhead
+	for _, k := range rec.Keys {
+		n += len(k)
+	}
+	for _, r := range rec.Refs {
+		n += len(r)
+	}
+	for _, e := range rec.Indexes {
+		n += len(e.Name) + len(e.Value)
+	}
+	return n
+}
+
 const cacheShards = 32
 
 type recordKey struct {
@@ -141,7 +162,7 @@ func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
 		return nil
 	}
 	k := recordKey{rec.Kind, rec.AccountID, rec.ID}
-	e := &cacheEntry{rec: rec, doc: doc, size: len(rec.Data) + cacheEntryOverhead}
+	e := &cacheEntry{rec: rec, doc: doc, size: entrySize(rec)}
 	if e.size > c.perShard {
 		return nil
 	}

@@ -247,7 +247,11 @@ func TestCacheBounded(t *testing.T) {
 		total, n := 0, 0
 		for i := range c.shards {
 			total += c.shards[i].bytes
-			n += len(c.shards[i].m) * (300 + cacheEntryOverhead)
+			for _, e := range c.shards[i].m {
+				r := e.rec
+				r.Data = data // what the entry was made of: it keeps no Data
+				n += entrySize(r)
+			}
 		}
 		if total > limit || n != total {
 			t.Fatalf("after %d puts the cache holds %d bytes (%d counted from its entries), limit %d", i+1, n, total, limit)
@@ -498,7 +502,9 @@ func TestCacheBoundedWithJSON(t *testing.T) {
 			total += c.shards[i].bytes
 			for _, e := range c.shards[i].m {
 				sum += e.size
-				if want := 300 + cacheEntryOverhead + len(enc); e.json.Load() != nil && e.size != want {
+				r := e.rec
+				r.Data = data
+				if want := entrySize(r) + len(enc); e.json.Load() != nil && e.size != want {
 					t.Fatalf("an entry with an encoding counts %d bytes, want %d", e.size, want)
 				}
 			}
@@ -832,6 +838,31 @@ func writersThenReaders(t *testing.T, errs <-chan error, done chan struct{}, wri
 	for range readers {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestEntrySize: an entry counts its document twice (decoded, and in the
+// record as stored, which memstore's strings share) and every string of
+// the record it keeps.
+func TestEntrySize(t *testing.T) {
+	base := store.Record{Kind: KindCredential, AccountID: "acct", ID: "cr_1", Data: make([]byte, 100)}
+	for _, tc := range []struct {
+		name string
+		rec  func(store.Record) store.Record
+		want int
+	}{
+		{"bare", func(r store.Record) store.Record { return r }, 2*100 + len(KindCredential) + len("acct") + cacheEntryOverhead},
+		{"parent", func(r store.Record) store.Record { r.ParentID = "edghts_1"; return r }, 2*100 + len(KindCredential) + len("acct") + len("edghts_1") + cacheEntryOverhead},
+		{"keys and refs", func(r store.Record) store.Record { r.Keys, r.Refs = []string{"k1", "key2"}, []string{"usr_1"}; return r },
+			2*100 + len(KindCredential) + len("acct") + len("k1key2") + len("usr_1") + cacheEntryOverhead},
+		{"index entries", func(r store.Record) store.Record {
+			r.Indexes = []store.IndexEntry{{Name: "label", Value: "env=prod"}}
+			return r
+		}, 2*100 + len(KindCredential) + len("acct") + len("label") + len("env=prod") + cacheEntryOverhead},
+	} {
+		if got := entrySize(tc.rec(base)); got != tc.want {
+			t.Errorf("%s: entrySize = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }
