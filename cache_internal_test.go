@@ -854,7 +854,10 @@ func TestEntrySize(t *testing.T) {
 	}{
 		{"bare", func(r store.Record) store.Record { return r }, 2*100 + len(KindCredential) + len("acct") + cacheEntryOverhead},
 		{"parent", func(r store.Record) store.Record { r.ParentID = "edghts_1"; return r }, 2*100 + len(KindCredential) + len("acct") + len("edghts_1") + cacheEntryOverhead},
-		{"keys and refs", func(r store.Record) store.Record { r.Keys, r.Refs = []string{"k1", "key2"}, []string{"usr_1"}; return r },
+		{"keys and refs", func(r store.Record) store.Record {
+			r.Keys, r.Refs = []string{"k1", "key2"}, []string{"usr_1"}
+			return r
+		},
 			2*100 + len(KindCredential) + len("acct") + len("k1key2") + len("usr_1") + cacheEntryOverhead},
 		{"index entries", func(r store.Record) store.Record {
 			r.Indexes = []store.IndexEntry{{Name: "label", Value: "env=prod"}}
