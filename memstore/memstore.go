@@ -634,7 +634,7 @@ func (s *Store) newestFirst(ids []string) []store.Record {
 }
 
 // listSelected answers a List by secondary index or by reference, under
-// the read lock. An equality match is a binary search and a walk of at
+// the read lock. An equality match is a B-tree descent and a walk of at
 // most the page; a Below match and a RefersTo match collect their matches
 // and sort them: O(m log m) for m matching records.
 func (s *Store) listSelected(q store.Query) []store.Record {
