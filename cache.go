@@ -158,6 +158,13 @@ func (c *recordCache) note() ticket {
 // invalidation came since. It returns the entry it cached, nil when it
 // cached none.
 func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
+	return c.putRecord(t, rec, doc, false)
+}
+
+// putRecord is put; owned says that rec's slices are the cache's to keep
+// (a record a write returned, carved from nothing larger), so that they
+// need no copy.
+func (c *recordCache) putRecord(t ticket, rec store.Record, doc any, owned bool) *cacheEntry {
 	if c == nil || !t.ok {
 		return nil
 	}
@@ -170,7 +177,9 @@ func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
 	// an array of the whole list (memstore), which the entry must not
 	// keep alive uncounted.
 	e.rec.Data = nil
-	e.rec.Keys, e.rec.Refs, e.rec.Indexes = slices.Clone(rec.Keys), slices.Clone(rec.Refs), slices.Clone(rec.Indexes)
+	if !owned {
+		e.rec.Keys, e.rec.Refs, e.rec.Indexes = slices.Clone(rec.Keys), slices.Clone(rec.Refs), slices.Clone(rec.Indexes)
+	}
 	// The child is indexed before it is cached: a delete of its parent
 	// that bumps the generation after the check below finds it there.
 	// Entries of children evicted or never cached stay in the index until
@@ -198,10 +207,12 @@ func (c *recordCache) put(t ticket, rec store.Record, doc any) *cacheEntry {
 // this Service just stored, t having been noted before the write. The
 // write's own invalidation (invalidating) advanced the generation once
 // since t; any other invalidation means another write may have followed
-// it, and nothing is cached.
+// it, and nothing is cached. rec is what the store's write returned (a
+// copy the caller owns): its slices become the cache's, uncopied, and the
+// caller must not change them.
 func (c *recordCache) putWritten(t ticket, rec store.Record, doc any) {
 	t.gen++
-	c.put(t, rec, doc)
+	c.putRecord(t, rec, doc, true)
 }
 
 // makeRoom evicts random entries other than keep until n more bytes fit

@@ -38,7 +38,10 @@ func (s *Service) reporting(ctx context.Context, ev eventName, verb string) cont
 	if ev == (eventName{}) || store.NoteFrom(ctx) != "" {
 		return ctx
 	}
-	return store.WithNote(ctx, ev.typ(verb)+noteSep+s.now().UTC().Format(time.RFC3339Nano))
+	var buf [96]byte // room for every note: one allocation, the string
+	note := append(events.AppendType(buf[:0], ev.name, verb), noteSep...)
+	note = s.now().UTC().AppendFormat(note, time.RFC3339Nano)
+	return store.WithNote(ctx, string(note))
 }
 
 // parseNote splits a note written by reporting.

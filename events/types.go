@@ -28,7 +28,15 @@ func Verbs() []string { return []string{Created, Updated, Deleted} }
 
 // TypeOf returns the version-0 event type of a change: TypeOf("ip_policy",
 // Created) is "ip_policy_created.v0".
-func TypeOf(name, verb string) string { return name + "_" + verb + ".v0" }
+func TypeOf(name, verb string) string { return string(AppendType(nil, name, verb)) }
+
+// AppendType appends TypeOf(name, verb) to dst.
+func AppendType(dst []byte, name, verb string) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, '_')
+	dst = append(dst, verb...)
+	return append(dst, ".v0"...)
+}
 
 // ParseType splits an event type of the shape <event_name>.v<N> into its
 // name and version. The name is 1 or more lowercase ASCII letters, digits
