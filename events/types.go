@@ -28,7 +28,10 @@ func Verbs() []string { return []string{Created, Updated, Deleted} }
 
 // TypeOf returns the version-0 event type of a change: TypeOf("ip_policy",
 // Created) is "ip_policy_created.v0".
-func TypeOf(name, verb string) string { return string(AppendType(nil, name, verb)) }
+func TypeOf(name, verb string) string {
+	var buf [64]byte // room for every registered type: the string is the one allocation
+	return string(AppendType(buf[:0], name, verb))
+}
 
 // AppendType appends TypeOf(name, verb) to dst.
 func AppendType(dst []byte, name, verb string) []byte {
