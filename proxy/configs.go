@@ -639,20 +639,46 @@ func permanent(err error) bool {
 	return false
 }
 
-// reads caches, for one apply, the tunnels of each backend and the
-// certificate of each host it read, so that edges sharing them read them
-// once.
+// reads caches, for one apply, the tunnels of each backend, the
+// certificate of each host and the endpoint restrictions of each account
+// it read, so that edges sharing them read them once.
 type reads struct {
 	c        *Configs
-	mu       sync.Mutex
-	tunnels  map[backendKey][]backends.Tunnel
-	certs    map[backendKey]*tls.Certificate // {account, host}; nil: none
-	restrict map[string]*edgeplane.EndpointRestrictions
+	tunnels  memo[backendKey, []backends.Tunnel]
+	certs    memo[backendKey, *tls.Certificate] // {account, host}; nil: none
+	restrict memo[string, *edgeplane.EndpointRestrictions]
 }
 
-func newReads(c *Configs) *reads {
-	return &reads{c: c, tunnels: map[backendKey][]backends.Tunnel{}, certs: map[backendKey]*tls.Certificate{},
-		restrict: map[string]*edgeplane.EndpointRestrictions{}}
+func newReads(c *Configs) *reads { return &reads{c: c} }
+
+// memo is one kind of read of an apply: each key read at most once, its
+// value shared by every edge that asks. A failed read is not kept, so the
+// next edge that asks reads again.
+type memo[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]V
+}
+
+// get returns k's value, from read the first time.
+func (m *memo[K, V]) get(k K, read func() (V, error)) (V, error) {
+	m.mu.Lock()
+	v, ok := m.m[k]
+	m.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := read()
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[K]V{}
+	}
+	m.m[k] = v
+	m.mu.Unlock()
+	return v, nil
 }
 
 // restrictionsOf returns the endpoint restrictions of an account. When
@@ -661,75 +687,46 @@ func newReads(c *Configs) *reads {
 // the account's edges stay tracked and refuse every client (fail closed)
 // until a change to the account's restrictions reads them again.
 func (r *reads) restrictionsOf(ctx context.Context, account string) (*edgeplane.EndpointRestrictions, error) {
-	r.mu.Lock()
-	v, ok := r.restrict[account]
-	r.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	v, err := r.c.restrict(ctx, account)
-	if permanent(err) {
-		r.c.log.Error("edge configs: the IP restrictions of an account cannot be read; its edges refuse every client", "account", account, "err", err)
-		v, err = unreadableRestrictions, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	r.restrict[account] = v
-	r.mu.Unlock()
-	return v, nil
+	return r.restrict.get(account, func() (*edgeplane.EndpointRestrictions, error) {
+		v, err := r.c.restrict(ctx, account)
+		if permanent(err) {
+			r.c.log.Error("edge configs: the IP restrictions of an account cannot be read; its edges refuse every client", "account", account, "err", err)
+			return unreadableRestrictions, nil
+		}
+		return v, err
+	})
 }
 
 func (r *reads) tunnelsOf(ctx context.Context, k backendKey) ([]backends.Tunnel, error) {
-	r.mu.Lock()
-	ts, ok := r.tunnels[k]
-	r.mu.Unlock()
-	if ok {
-		return ts, nil
-	}
-	ts, err := r.c.tunnels(ctx, k.account, k.id)
-	if apierr.CodeOf(err) == apierr.NotFound {
-		// Deleted meanwhile (a route that uses a backend keeps it from
-		// being deleted, so the route is changing too): no tunnels.
-		ts, err = []backends.Tunnel{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	r.tunnels[k] = ts
-	r.mu.Unlock()
-	return ts, nil
+	return r.tunnels.get(k, func() ([]backends.Tunnel, error) {
+		ts, err := r.c.tunnels(ctx, k.account, k.id)
+		if apierr.CodeOf(err) == apierr.NotFound {
+			// Deleted meanwhile (a route that uses a backend keeps it from
+			// being deleted, so the route is changing too): no tunnels.
+			return []backends.Tunnel{}, nil
+		}
+		return ts, err
+	})
 }
 
 // certOf returns the parsed certificate of a host of an account, nil
 // when it has none (no certificate, or one that does not parse: logged).
 func (r *reads) certOf(ctx context.Context, k backendKey) (*tls.Certificate, error) {
-	r.mu.Lock()
-	cert, ok := r.certs[k]
-	r.mu.Unlock()
-	if ok {
-		return cert, nil
-	}
-	hc, err := r.c.certs(ctx, k.account, k.id)
-	switch {
-	case err == nil:
-		pair, perr := tls.X509KeyPair([]byte(hc.CertificatePEM), []byte(hc.KeyPEM))
-		if perr != nil {
-			r.c.log.Error("edge configs: the TLS certificate of a host does not load; TLS for it fails", "account", k.account, "host", k.id, "certificate", hc.CertificateID, "err", perr)
-			break
+	return r.certs.get(k, func() (*tls.Certificate, error) {
+		hc, err := r.c.certs(ctx, k.account, k.id)
+		switch {
+		case err == nil:
+			pair, perr := tls.X509KeyPair([]byte(hc.CertificatePEM), []byte(hc.KeyPEM))
+			if perr != nil {
+				r.c.log.Error("edge configs: the TLS certificate of a host does not load; TLS for it fails", "account", k.account, "host", k.id, "certificate", hc.CertificateID, "err", perr)
+				return nil, nil
+			}
+			return &pair, nil
+		case permanent(err):
+			return nil, nil // no certificate: the host is served without TLS only
 		}
-		cert = &pair
-	case permanent(err):
-		// No certificate: the host is served without TLS only.
-	default:
 		return nil, err
-	}
-	r.mu.Lock()
-	r.certs[k] = cert
-	r.mu.Unlock()
-	return cert, nil
+	})
 }
 
 // built is the outcome of compiling one edge.
