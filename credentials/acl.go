@@ -126,29 +126,71 @@ func ParseACL(rules []string) (*ACL, error) {
 // parseACL parses rules, returning the ACL (meaningful only without
 // violations) and every violation.
 func parseACL(rules []string) (*ACL, apierr.Violations) {
+	a := &ACL{rules: make([]BindRule, 0, len(rules))}
+	vs := eachRule(rules, a.add)
+	return a, vs
+}
+
+// checkACL reports every violation of rules, as parseACL does, without
+// building the ACL's lookup tables: what Validate needs.
+func checkACL(rules []string) apierr.Violations {
+	return eachRule(rules, func(BindRule) {})
+}
+
+// eachRule parses rules, calls keep with each good rule that does not
+// repeat an earlier one, in order, and returns every violation. A short
+// list is checked for repeats pairwise, a long one through a map.
+func eachRule(rules []string, keep func(BindRule)) apierr.Violations {
 	var vs apierr.Violations
 	if len(rules) > MaxACLRules {
 		vs.Add("acl", "must have at most %d rules, got %d", MaxACLRules, len(rules))
-		return nil, vs
+		return vs
 	}
-	a := &ACL{rules: make([]BindRule, 0, len(rules))}
-	seen := make(map[BindRule]int, len(rules))
+	const pairwise = 8
+	var (
+		short [pairwise]BindRule // the good rules so far, when len(rules) <= pairwise
+		at    [pairwise]int      // and their indexes
+		n     int
+		seen  map[BindRule]int
+	)
+	if len(rules) > pairwise {
+		seen = make(map[BindRule]int, len(rules))
+	}
 	for i, s := range rules {
-		field := "acl[" + strconv.Itoa(i) + "]"
 		r, reason := parseRule(s)
 		if reason != "" {
-			vs.Add(field, "%s", reason)
+			vs.Add(aclField(i), "%s", reason)
 			continue
 		}
-		if j, dup := seen[r]; dup {
-			vs.Add(field, "duplicates acl[%d]; each rule may appear once", j)
+		j, dup := -1, false
+		if seen != nil {
+			j, dup = seen[r]
+			if !dup {
+				seen[r] = i
+			}
+		} else {
+			for k := range n {
+				if short[k] == r {
+					j, dup = at[k], true
+					break
+				}
+			}
+			if !dup {
+				short[n], at[n] = r, i
+				n++
+			}
+		}
+		if dup {
+			vs.Add(aclField(i), "duplicates acl[%d]; each rule may appear once", j)
 			continue
 		}
-		seen[r] = i
-		a.add(r)
+		keep(r)
 	}
-	return a, vs
+	return vs
 }
+
+// aclField names rule i of the acl field in a violation.
+func aclField(i int) string { return "acl[" + strconv.Itoa(i) + "]" }
 
 // add records r in a's lookup tables.
 func (a *ACL) add(r BindRule) {

@@ -179,6 +179,12 @@ func TestParseACLList(t *testing.T) {
 		{name: "three copies", rules: []string{"bind:k=v", "bind:k=v", "bind:k=v"},
 			want: []string{"acl[1]", "acl[2]"}, reasons: []string{"duplicates acl[0]", "duplicates acl[0]"}},
 		{name: "wildcard and exact are different", rules: []string{"bind:*.example.com", "bind:example.com"}},
+		{name: "duplicate after a bad rule", rules: []string{"bind:", "bind:a.example.com", "bind:b.example.com", "bind:a.example.com"},
+			want: []string{"acl[0]", "acl[3]"}, reasons: []string{"must not be empty", "duplicates acl[1]"}},
+		{name: "duplicate in a long list", rules: append(manyRules(11), "bind:h3.example.com"),
+			want: []string{"acl[11]"}, reasons: []string{"duplicates acl[3]"}},
+		{name: "duplicate in a long list after a bad rule", rules: append(append([]string{"bind:"}, manyRules(10)...), "bind:h9.example.com"),
+			want: []string{"acl[0]", "acl[11]"}, reasons: []string{"must not be empty", "duplicates acl[10]"}},
 		{name: "every bad rule reported", rules: []string{"x", "bind:ok.example.com", "bind:", "bind:k="},
 			want: []string{"acl[0]", "acl[2]", "acl[3]"}},
 	}
@@ -189,6 +195,10 @@ func TestParseACLList(t *testing.T) {
 			if err == nil && len(a.Rules()) != len(tt.rules) {
 				t.Fatalf("len(Rules()) = %d, want %d", len(a.Rules()), len(tt.rules))
 			}
+			// Validate checks the rules without building an ACL: it must
+			// find exactly what ParseACL finds.
+			checkViolations(t, credentials.CreateParams{ACL: tt.rules}.Validate(), tt.want, tt.reasons...)
+			checkViolations(t, credentials.UpdateParams{ACL: &tt.rules}.Validate(), tt.want, tt.reasons...)
 		})
 	}
 }

@@ -73,8 +73,7 @@ type CreateParams struct {
 func (p CreateParams) Validate() error {
 	var vs apierr.Violations
 	validate.Into(&vs, "", p)
-	_, acl := parseACL(p.ACL)
-	vs = append(vs, acl...)
+	vs = append(vs, checkACL(p.ACL)...)
 	if p.OwnerID != "" && !ValidOwnerID(p.OwnerID) {
 		vs.Add("owner_id", "must be a user ID (usr_ followed by %d base62 characters) or a bot ID (bot_ followed by %d base62 characters)", ids.Len, ids.Len)
 	}
@@ -123,8 +122,7 @@ func (p UpdateParams) Validate() error {
 	var vs apierr.Violations
 	validate.Into(&vs, "", p)
 	if p.ACL != nil {
-		_, acl := parseACL(*p.ACL)
-		vs = append(vs, acl...)
+		vs = append(vs, checkACL(*p.ACL)...)
 	}
 	if p.OwnerID != nil {
 		vs.Add("owner_id", "cannot be changed by update")
