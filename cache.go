@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/edgeplane/edgeplane/internal/revwait"
 	"github.com/edgeplane/edgeplane/store"
@@ -26,7 +27,9 @@ import (
 //   - a goroutine follows the store's change feed and invalidates each
 //     record another process (another replica, edgeplane admin) wrote,
 //     as soon as the feed shows it (PostgreSQL: at its NOTIFY; a SQLite
-//     file written by another process: within its 100 ms poll).
+//     file written by another process: within its 100 ms poll), and at
+//     most followGather (1 ms) later, which lets a burst of commits be
+//     read as one batch.
 //
 // A read that misses notes a generation before it reads the store and
 // caches what it read only if no invalidation touched the record's shard
@@ -426,6 +429,14 @@ func (s *Service) stopCache() {
 	}
 }
 
+// followGather is how long the cache's follower lets commits gather
+// after it wakes for one, before it reads them: under a stream of writes
+// it reads a batch per followGather instead of waking (a goroutine
+// switch, a feed read, a new wait) for every commit. It delays the
+// invalidation of another process's write by as much; a write through
+// this Service invalidates its own records before it returns.
+const followGather = time.Millisecond
+
 // follow is the cache's follower: it invalidates every change after the
 // revision it starts at, and keeps the cache bypassed while it is not
 // current.
@@ -437,6 +448,8 @@ func (f *cacheFollower) follow(ctx context.Context) {
 		}
 	}()
 	rev := int64(-1)
+	gather := time.NewTimer(followGather)
+	defer gather.Stop()
 	for ctx.Err() == nil {
 		if rev < 0 {
 			r, err := f.store.Revision(ctx)
@@ -485,7 +498,16 @@ func (f *cacheFollower) follow(ctx context.Context) {
 				c.ready.Store(true) // current: every change up to rev is applied
 			}
 			f.applied.Advance(rev)
-			_ = f.store.Wait(ctx, rev)
+			if f.store.Wait(ctx, rev) == nil {
+				// A commit: let the next ones gather, so that a busy
+				// store wakes the follower once per followGather, not
+				// once per commit.
+				gather.Reset(followGather)
+				select {
+				case <-gather.C:
+				case <-ctx.Done():
+				}
+			}
 		}
 	}
 }
