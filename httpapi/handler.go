@@ -6,7 +6,6 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
-	gojson "github.com/goccy/go-json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,9 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	gojson "github.com/goccy/go-json"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -617,7 +619,7 @@ func decodeBody[T any](h *Handler, c *exchange, r *http.Request) (T, error) {
 		return v, tooLarge(h)
 	}
 	// The body is read into a pooled buffer: nothing decoded from it
-	// keeps its memory (json.Unmarshal and checkKeys copy what they keep).
+	// keeps its memory (the decoders and checkKeys copy what they keep).
 	buf := getJSONBuffer()
 	defer putJSONBuffer(buf)
 	switch ended, err := readBody(&buf.Buffer, r.Body, h.opts.MaxBodyBytes); {
@@ -638,35 +640,52 @@ func decodeBody[T any](h *Handler, c *exchange, r *http.Request) (T, error) {
 	if ct := headerValue(r.Header, headerContentType); !isJSON(ct) {
 		return v, apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON with Content-Type: application/json; got %q", clip(ct, MaxEchoBytes))
 	}
+	// The strict decoder of github.com/go-json-experiment/json (the
+	// mirror of encoding/json/v2) refuses unknown, differently-cased and
+	// duplicate names, trailing data and invalid UTF-8 in one pass. What
+	// it accepts, decodeChecked accepts too, with the same result
+	// (FuzzStrictAgreesWithChecked); when it refuses, decodeChecked
+	// decodes again, to say what was wrong in the API's words.
+	if jsonv2.Unmarshal(data, &v, jsonv2.RejectUnknownMembers(true)) == nil {
+		return v, nil
+	}
+	var checked T
+	err := decodeChecked(data, &checked, reflect.TypeFor[T]())
+	return checked, err
+}
+
+// decodeChecked decodes data, a JSON request body, into *ptr, of type
+// typ, strictly, with encoding/json, and names what was wrong when it
+// cannot. *ptr must be the zero value.
+func decodeChecked(data []byte, ptr any, typ reflect.Type) error {
 	// encoding/json matches keys to fields case-insensitively, even with
 	// DisallowUnknownFields, and keeps the last of duplicate keys; the
 	// API's field names are exact and each key may appear once. The keys
 	// are checked first, so that every bad one is listed; malformed JSON
 	// is left to Decode, which says where it is.
-	end, err := checkKeys(data, reflect.TypeFor[T]())
+	end, err := checkKeys(data, typ)
 	if err != nil && !errors.Is(err, errMalformed) {
-		return v, err
+		return err
 	}
 	if err == nil && len(bytes.TrimSpace(data[end:])) == 0 {
 		// One valid JSON value whose every key names a field exactly
 		// (checkKeys): Unmarshal decodes it as the strict decoder below
 		// would, without the decoder's copy of the body. Should it fail
 		// (a type mismatch), the decoder below says how, as always.
-		if json.Unmarshal(data[:end], &v) == nil {
-			return v, nil
+		if json.Unmarshal(data[:end], ptr) == nil {
+			return nil
 		}
-		var zero T
-		v = zero
+		reflect.ValueOf(ptr).Elem().SetZero()
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return v, jsonError(err)
+	if err := dec.Decode(ptr); err != nil {
+		return jsonError(err)
 	}
 	if dec.More() {
-		return v, apierr.New(apierr.InvalidArgument, "the request body must hold one JSON value; found more data after it")
+		return apierr.New(apierr.InvalidArgument, "the request body must hold one JSON value; found more data after it")
 	}
-	return v, nil
+	return nil
 }
 
 // readBody appends body to buf up to its end or past max bytes, and
