@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
@@ -91,11 +93,14 @@ func (f form[M]) encode(s *Service, m *M, rec *store.Record) error {
 }
 
 // encodeDoc is encode, and returns the document it encoded (which may
-// share memory with m).
+// share memory with m). It encodes with github.com/goccy/go-json, as the
+// API's responses are (httpapi): the bytes are encoding/json's (every
+// form's round-trip test compares them), in about half the time, which
+// every write pays.
 func (f form[M]) encodeDoc(s *Service, m *M, rec *store.Record) (any, error) {
 	d, err := f.save(s, m, rec)
 	if err == nil {
-		rec.Data, err = json.Marshal(d)
+		rec.Data, err = gojson.Marshal(d)
 	}
 	if err != nil {
 		s.log.Error("cannot encode a stored document", "kind", string(f.kind), "id", rec.ID, "err", err)
