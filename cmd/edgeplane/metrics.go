@@ -151,54 +151,69 @@ func methodLabel(method string) string {
 // timedStore times every store call.
 type timedStore struct {
 	store.Store
-	ops *prometheus.HistogramVec
+	ops *storeOps
 }
 
-func (s timedStore) observe(op string, start time.Time) {
-	s.ops.WithLabelValues(op).Observe(time.Since(start).Seconds())
+// storeOps are the duration series of the store's operations, resolved
+// once: a label lookup per call (hashing the label, a locked map) would
+// cost every request.
+type storeOps struct {
+	create, get, lookup, update, replace, delete, list, changes prometheus.Observer
 }
+
+// newTimedStore returns st, each call timed into the series of ops.
+func newTimedStore(st store.Store, ops *prometheus.HistogramVec) timedStore {
+	return timedStore{Store: st, ops: &storeOps{
+		create: ops.WithLabelValues("create"), get: ops.WithLabelValues("get"),
+		lookup: ops.WithLabelValues("lookup"), update: ops.WithLabelValues("update"),
+		replace: ops.WithLabelValues("replace"), delete: ops.WithLabelValues("delete"),
+		list: ops.WithLabelValues("list"), changes: ops.WithLabelValues("changes"),
+	}}
+}
+
+func observe(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
 
 func (s timedStore) Create(ctx context.Context, rec store.Record) error {
-	defer s.observe("create", time.Now())
+	defer observe(s.ops.create, time.Now())
 	return s.Store.Create(ctx, rec)
 }
 
 func (s timedStore) Get(ctx context.Context, kind store.Kind, accountID, id string) (store.Record, error) {
-	defer s.observe("get", time.Now())
+	defer observe(s.ops.get, time.Now())
 	return s.Store.Get(ctx, kind, accountID, id)
 }
 
 func (s timedStore) Lookup(ctx context.Context, kind store.Kind, key string) (store.Record, error) {
-	defer s.observe("lookup", time.Now())
+	defer observe(s.ops.lookup, time.Now())
 	return s.Store.Lookup(ctx, kind, key)
 }
 
 func (s timedStore) Update(ctx context.Context, kind store.Kind, accountID, id string, fn func(*store.Record) error) (store.Record, error) {
-	defer s.observe("update", time.Now())
+	defer observe(s.ops.update, time.Now())
 	return s.Store.Update(ctx, kind, accountID, id, fn)
 }
 
 func (s timedStore) Replace(ctx context.Context, rec store.Record) (store.Record, error) {
-	defer s.observe("replace", time.Now())
+	defer observe(s.ops.replace, time.Now())
 	return s.Store.Replace(ctx, rec)
 }
 
 func (s timedStore) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
-	defer s.observe("delete", time.Now())
+	defer observe(s.ops.delete, time.Now())
 	return s.Store.Delete(ctx, kind, accountID, id)
 }
 
 func (s timedStore) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
-	defer s.observe("delete", time.Now())
+	defer observe(s.ops.delete, time.Now())
 	return s.Store.DeleteIf(ctx, kind, accountID, id, version)
 }
 
 func (s timedStore) List(ctx context.Context, q store.Query) ([]store.Record, error) {
-	defer s.observe("list", time.Now())
+	defer observe(s.ops.list, time.Now())
 	return s.Store.List(ctx, q)
 }
 
 func (s timedStore) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	defer s.observe("changes", time.Now())
+	defer observe(s.ops.changes, time.Now())
 	return s.Store.Changes(ctx, after, limit)
 }

@@ -78,7 +78,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	m := newMetrics()
-	ts := timedStore{Store: st, ops: m.storeOps}
+	ts := newTimedStore(st, m.storeOps)
 	svc := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

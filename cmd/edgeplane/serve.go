@@ -101,7 +101,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		c.baseURL = scheme + "://" + ln.Addr().String()
 	}
 
-	ts := timedStore{Store: st, ops: m.storeOps}
+	ts := newTimedStore(st, m.storeOps)
 	svc := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
