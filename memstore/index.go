@@ -37,27 +37,75 @@ func (s sorted[T]) repoint(v T) {
 }
 func (s sorted[T]) empty() bool { return s.t.Len() == 0 }
 
-// ids is a list index: record IDs in ascending order.
-type ids = sorted[string]
+// idHead is how many of an ID's first bytes a list index's item keeps.
+// Service IDs are 30 bytes, of which the first 24 hold the 3-byte prefix
+// and 21 random or time-ordered characters: two of them almost never tie.
+const idHead = 24
 
-func newIDs() ids { return newSorted(func(a, b string) bool { return a < b }) }
+// item is an entry of a list index: a record's handle and its ID's first
+// idHead bytes, zero-padded. It holds no pointer, so the index's nodes
+// are not scanned by the garbage collector, and a comparison of two
+// items whose heads differ reads no record.
+//
+// Items are ordered as their records' IDs. Two heads that differ are
+// ordered as the IDs: at the first byte where the heads differ, either
+// both IDs have that byte, or the shorter ID has ended (its padding is
+// 0), is a prefix of the other and sorts first. Two equal heads are
+// ordered by the full IDs, read from the records' slots.
+type item struct {
+	head [idHead]byte
+	h    uint32 // the record's handle; noHandle in a probe (see itemOf)
+}
 
-// page returns up to n IDs below before (all IDs when before is ""),
-// descending.
-func pageOf(x ids, before string, n int) []string {
-	out := make([]string, 0, min(n, x.t.Len()))
-	take := func(id string) bool {
-		if id == before {
-			return true // the cursor itself is not part of the page
+// itemOf returns the item of the record of ID id and handle h. With h
+// noHandle, it is a probe: it sorts after every item of its head.
+func itemOf(id string, h uint32) item {
+	it := item{h: h}
+	copy(it.head[:], id)
+	return it
+}
+
+// ids is a list index: items in the ascending order of their IDs.
+type ids = sorted[item]
+
+// newIDs returns an empty list index of records stored in t.
+func newIDs(t *table) ids {
+	return newSorted(func(a, b item) bool {
+		if a.head != b.head {
+			return string(a.head[:]) < string(b.head[:])
 		}
-		out = append(out, id)
-		return len(out) < n
-	}
+		switch {
+		case a.h == b.h, a.h == noHandle:
+			return false
+		case b.h == noHandle:
+			return true
+		}
+		return t.at(a.h).id() < t.at(b.h).id()
+	})
+}
+
+// pageOf returns the handles of up to n records of x whose IDs sort
+// before before (all when before is ""), descending. before need not be
+// the ID of a record.
+func pageOf(x ids, t *table, before string, n int) []uint32 {
+	out := make([]uint32, 0, min(n, x.t.Len()))
 	if before == "" {
-		x.t.Descend(take)
-	} else {
-		x.t.DescendLessOrEqual(before, take)
+		x.t.Descend(func(it item) bool {
+			out = append(out, it.h)
+			return len(out) < n
+		})
+		return out
 	}
+	// The descent starts at the last item of before's head; those of
+	// that head that are not below before come first and are skipped.
+	p := itemOf(before, noHandle)
+	x.t.DescendLessOrEqual(p, func(it item) bool {
+		if it.head == p.head && t.at(it.h).id() >= before {
+			return true
+		}
+		out = append(out, it.h)
+		return len(out) < n
+	})
 	return out
 }
 

@@ -4,24 +4,50 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // TestIndexesMatchASortedModel drives the B-tree indexes with random
 // inserts and deletes and checks every kind of read against a sorted
-// slice of the same entries: pages of IDs from any cursor, equality
-// matches from any cursor, and matches below a bound.
+// slice of the same entries: pages of IDs from any cursor (stored or
+// not), equality matches from any cursor, and matches below a bound.
+// The IDs are short and long; many long ones share their first idHead
+// bytes, so that their items tie on the head and are ordered by the IDs
+// in their slots, some are a short one padded with NULs, and the records'
+// slots are released and reused as they are deleted and created again.
 func TestIndexesMatchASortedModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	x, v := newIDs(), newValues()
+	var slots table
+	handle := map[string]uint32{} // the handles of the IDs in x
+	x, v := newIDs(&slots), newValues()
 	var ids []string      // model of x, ascending
 	var vals []valueEntry // model of v, ascending
-	id := func() string { return fmt.Sprintf("id_%03d", r.IntN(300)) }
+	long := strings.Repeat("p", idHead)
+	id := func() string {
+		n := r.IntN(300)
+		switch r.IntN(4) {
+		case 0:
+			return fmt.Sprintf("id_%03d", n)
+		case 1:
+			return fmt.Sprintf("id_%03d", n) + strings.Repeat("\x00", r.IntN(idHead)) // ties with id_n's head
+		case 2:
+			return long + fmt.Sprint(n) // all of one head
+		default:
+			return long[2:] + fmt.Sprintf("%03d", n) // ten of each head
+		}
+	}
 	val := func() string { return fmt.Sprintf("v%d", r.IntN(8)) }
-	for step := range 4000 {
+	for step := range 6000 {
 		switch e := (valueEntry{val(), id()}); r.IntN(3) {
 		case 0, 1: // inserts twice as often as deletes, with repeats
-			x.add(e.id)
+			if _, ok := handle[e.id]; !ok {
+				h := slots.add(pack(e.id, &store.Record{}))
+				handle[e.id] = h
+				x.add(itemOf(e.id, h))
+			}
 			if i, ok := slices.BinarySearch(ids, e.id); !ok {
 				ids = slices.Insert(ids, i, e.id)
 			}
@@ -30,7 +56,11 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 				vals = slices.Insert(vals, i, e)
 			}
 		default:
-			x.drop(e.id)
+			if h, ok := handle[e.id]; ok {
+				x.drop(itemOf(e.id, h))
+				slots.release(h)
+				delete(handle, e.id)
+			}
 			if i, ok := slices.BinarySearch(ids, e.id); ok {
 				ids = slices.Delete(ids, i, i+1)
 			}
@@ -43,7 +73,11 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 			t.Fatalf("step %d: empty() disagrees with the model", step)
 		}
 		before, limit := "", 1+r.IntN(20)
-		if r.IntN(4) > 0 {
+		switch r.IntN(8) {
+		case 0:
+		case 1: // a prefix of IDs, not itself one
+			before = long[:idHead-r.IntN(2)] + fmt.Sprint(r.IntN(10))[:r.IntN(2)]
+		default:
 			before = id() // present or not
 		}
 		// pageOf: up to limit IDs below before, descending.
@@ -53,7 +87,11 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 				want = append(want, ids[i])
 			}
 		}
-		if got := pageOf(x, before, limit); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+		var got []string
+		for _, h := range pageOf(x, &slots, before, limit) {
+			got = append(got, slots.at(h).id())
+		}
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("step %d: pageOf(%q, %d) = %v, want %v", step, before, limit, got, want)
 		}
 		// equal: the IDs of value w from the cursor down (the cursor's own
@@ -65,7 +103,7 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 				want = append(want, e.id)
 			}
 		}
-		var got []string
+		got = got[:0]
 		equal(v, w, before, func(id string) bool { got = append(got, id); return true })
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("step %d: equal(%q, %q) = %v, want %v", step, w, before, got, want)
