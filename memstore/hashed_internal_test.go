@@ -89,11 +89,13 @@ func TestHashedMatchesAMap(t *testing.T) {
 	}
 }
 
-// TestCollidingIDsAndKeys drives stores with random creates, key
-// updates and deletes of records with several keys each, and checks every
-// Get and Lookup against a model, for each hash: with the colliding ones,
-// a record's own keys collide with each other and with other records'
-// IDs and keys, and deletes promote overflowing entries.
+// TestCollidingIDsAndKeys drives stores with random creates, updates
+// and deletes of records with several keys and index values each, and
+// checks every Get, Lookup and List by value against a model, for each
+// hash: with the colliding ones, a record's own keys collide with each
+// other and with other records' IDs and keys, and deletes promote
+// overflowing entries; a record's own index values, which share their
+// first 16 bytes, are told apart by the values in its slot.
 func TestCollidingIDsAndKeys(t *testing.T) {
 	ctx := context.Background()
 	for _, hf := range hashes {
@@ -102,6 +104,16 @@ func TestCollidingIDsAndKeys(t *testing.T) {
 			s := newWithHash(Options{}, hf.hash)
 			owner := map[string]string{}    // key -> ID
 			keysOf := map[string][]string{} // ID -> keys
+			valuesOf := map[string][]store.IndexEntry{}
+			// Six values, of two heads of 16 bytes.
+			value := func(i int) string { return fmt.Sprintf("%016d", 0)[:15+i%2] + fmt.Sprint(i) }
+			randomValues := func() []store.IndexEntry {
+				var es []store.IndexEntry
+				for range r.IntN(4) {
+					es = append(es, store.IndexEntry{Name: "i", Value: value(r.IntN(6))})
+				}
+				return es
+			}
 			randomKeys := func() []string {
 				var ks []string
 				for range r.IntN(4) {
@@ -122,18 +134,23 @@ func TestCollidingIDsAndKeys(t *testing.T) {
 			}
 			for step := range 3000 {
 				id := fmt.Sprintf("r%d", r.IntN(40))
-				ks := randomKeys()
+				ks, vs := randomKeys(), randomValues()
 				_, exists := keysOf[id]
 				var err error
 				switch op := r.IntN(3); {
 				case !exists && op < 2:
-					err = s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: id, Keys: ks})
+					err = s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: id, Keys: ks, Indexes: vs})
 					if want := free(id, ks); (err == nil) != want {
 						t.Fatalf("step %d: create %s %v: %v, want success %v", step, id, ks, err, want)
 					}
 				case exists && op == 0:
 					_, err = s.Update(ctx, "k", "a", id, func(rec *store.Record) error {
 						rec.Keys = ks
+						if r.IntN(2) == 0 { // else the values stay
+							rec.Indexes = vs
+						} else {
+							vs = rec.Indexes
+						}
 						return nil
 					})
 					if want := free(id, ks); (err == nil) != want {
@@ -152,12 +169,13 @@ func TestCollidingIDsAndKeys(t *testing.T) {
 						delete(owner, k)
 					}
 					delete(keysOf, id)
+					delete(valuesOf, id)
 					err = errors.New("deleted")
 				default:
 					err = errors.New("nothing to do")
 				}
 				if err == nil {
-					keysOf[id] = ks
+					keysOf[id], valuesOf[id] = ks, vs
 					for _, k := range ks {
 						owner[k] = id
 					}
@@ -176,9 +194,61 @@ func TestCollidingIDsAndKeys(t *testing.T) {
 						t.Fatalf("step %d: Lookup(%s) = %s, %v; want %q", step, k, got.ID, err, id)
 					}
 				}
+				for i := range 6 {
+					v := value(i)
+					list, err := s.List(ctx, store.Query{Kind: "k", AccountID: "a", Index: "i", Value: v, Limit: 100})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got, want []string
+					for _, rec := range list {
+						got = append(got, rec.ID)
+					}
+					for id, vs := range valuesOf {
+						if slices.Contains(vs, store.IndexEntry{Name: "i", Value: v}) {
+							want = append(want, id)
+						}
+					}
+					slices.Sort(want)
+					slices.Reverse(want)
+					if !slices.Equal(got, want) {
+						t.Fatalf("step %d: List by %q = %v, want %v", step, v, got, want)
+					}
+				}
 			}
 			if hf.name == "all collide" && len(s.recs.over) == 0 {
 				t.Error("no ID overflowed: the test did not test the overflow map")
+			}
+		})
+	}
+}
+
+// TestKeysReordered: an update that reorders a record's keys, whose
+// places among its keys name them in the keys map, keeps every key, for
+// each hash. (With one that collides every key, entering the new keys
+// while the slot still held the old record would find key b's entry in
+// key a's old place and write over it.)
+func TestKeysReordered(t *testing.T) {
+	ctx := context.Background()
+	for _, hf := range hashes {
+		t.Run(hf.name, func(t *testing.T) {
+			s := newWithHash(Options{}, hf.hash)
+			if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "r", Keys: []string{"b", "a"}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, keys := range [][]string{{"a", "b"}, {"b", "c", "a"}, {"a"}} {
+				if _, err := s.Update(ctx, "k", "a", "r", func(rec *store.Record) error {
+					rec.Keys = keys
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range []string{"a", "b", "c"} {
+					_, err := s.Lookup(ctx, "k", k)
+					if want := slices.Contains(keys, k); want != (err == nil) {
+						t.Errorf("keys %v: Lookup(%s): %v", keys, k, err)
+					}
+				}
 			}
 		})
 	}

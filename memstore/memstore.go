@@ -23,11 +23,10 @@
 // are keyed by the strings' hashes (hash/maphash, with a seed of the
 // store's own; a string whose hash is taken goes to a small map of its
 // own) and hold handles, the sets of referrers and children hold handles,
-// and the list indexes hold handles and copies of the IDs' first bytes.
-// None of them holds a pointer, so the collector scans none of them: a
-// record is one heap object, which holds no pointer, and one pointer, its
-// slot's. (The secondary indexes still hold substrings of the blob; see
-// below.)
+// and the list and secondary indexes hold handles and copies of the first
+// bytes of IDs and values (see below). None of them holds a pointer, so
+// the collector scans none of them: a record is one heap object, which
+// holds no pointer, and one pointer, its slot's.
 //
 // A write packs the record it is given once, outside the lock for a
 // create or replace. An update puts a new blob in the record's slot (a
@@ -54,11 +53,13 @@
 // # Secondary indexes
 //
 // Each (kind, account, index name), and each (kind, index name) across
-// accounts, has a B-tree of (value, record ID) pairs, substrings of the
-// record's blob that an update points at its new blob. A query for one
-// value is a descent of at most the page; a query for values below a
-// bound, and one for the referrers of a record, collect their matches and
-// sort them by ID.
+// accounts, has a B-tree of entries, each a record's handle, the place of
+// the entry among the record's, and copies of what orders it: the value's
+// first 16 bytes, the value's hash and the ID's first 16 bytes (the full
+// value and ID, read from the slot, break ties). The entries of one value
+// are one range, in ID order: a query for one value is a descent of at
+// most the page. A query for values below a bound, and one for the
+// referrers of a record, collect their matches and sort them by ID.
 //
 // # Update callbacks
 //
@@ -137,52 +138,46 @@ type valueKey struct {
 	name    string
 }
 
-// eachValue calls f with each of r's secondary index entries and the key
-// of each index it belongs to (its account's, and the one across
-// accounts).
-func eachValue(o *layout, f func(valueKey, valueEntry)) {
+// eachValue calls f with each secondary index entry of the record of
+// handle h, laid out as o, and the key of each index it belongs to (its
+// account's, and the one across accounts).
+func (s *Store) eachValue(h uint32, o *layout, f func(valueKey, entry)) {
 	l := o.indexes()
-	for range o.nindexes {
+	for i := range o.nindexes {
 		name := l.next()
 		value := l.next()
+		e := entryOf(value, s.recs.hash(value), o.id, h, uint32(i))
 		for _, acct := range [2]string{o.account, ""} {
-			f(valueKey{o.kind, acct, name}, valueEntry{value, o.id})
+			f(valueKey{o.kind, acct, name}, e)
 		}
 	}
 }
 
-// addValues and dropValues keep the secondary index entries of a record
-// laid out as o. An entry that it names twice is kept once. A new index's
-// key is a copy: the strings of o are a blob that an update replaces.
-func (s *Store) addValues(o *layout) {
-	eachValue(o, func(k valueKey, e valueEntry) {
+// addValues enters the secondary index entries of the record of handle
+// h, laid out as o, which its slot holds. An entry that it names twice is
+// entered once. A new index's key is a copy: the strings of o are a blob
+// that an update replaces.
+func (s *Store) addValues(h uint32, o *layout) {
+	s.eachValue(h, o, func(k valueKey, e entry) {
 		x, ok := s.values[k]
 		if !ok {
-			x = newValues()
+			x = newValues(&s.slots)
 			s.values[valueKey{store.Kind(strings.Clone(string(k.kind))), strings.Clone(k.account), strings.Clone(k.name)}] = x
 		}
 		x.add(e)
 	})
 }
 
-func (s *Store) dropValues(o *layout) {
-	eachValue(o, func(k valueKey, e valueEntry) {
+// dropValues removes the secondary index entries of the record of handle
+// h, laid out as o, which its slot still holds (the indexes compare
+// entries by the values in the slot).
+func (s *Store) dropValues(h uint32, o *layout) {
+	s.eachValue(h, o, func(k valueKey, e entry) {
 		if x, ok := s.values[k]; ok {
 			x.drop(e)
 			if x.empty() {
 				delete(s.values, k)
 			}
-		}
-	})
-}
-
-// repointValues makes the secondary index entries of a record laid out as
-// o, which are in place, hold o's strings: an update that leaves them
-// equal moves none.
-func (s *Store) repointValues(o *layout) {
-	eachValue(o, func(k valueKey, e valueEntry) {
-		if x, ok := s.values[k]; ok {
-			x.repoint(e)
 		}
 	})
 }
@@ -282,7 +277,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		}
 		x.add(it)
 	}
-	s.addValues(&o)
+	s.addValues(h, &o)
 	return nil
 }
 
@@ -527,11 +522,12 @@ func (s *Store) put(ctx context.Context, h uint32, old, r *packed) error {
 	if err := s.checkRefs(&o); err != nil {
 		return err
 	}
-	// The maps, sets and list indexes name the record by its handle,
-	// which it keeps, and by its ID, which it keeps; its keys are entered
-	// by their place among its keys, so only changed lists move. The old
-	// keys go while the slot still holds them (the keys map checks its
-	// entries against the slot), the new come once it holds them.
+	// The maps, sets and indexes name the record by its handle and its
+	// ID, which it keeps; its keys and index entries are entered by their
+	// place among the record's, so only changed lists move. The old keys
+	// and index entries go while the slot still holds them (the keys map
+	// and the indexes compare their entries by what the slot holds), the
+	// new come once it holds them.
 	oo := old.open()
 	oldKeys, oldRefs, oldIndexes := oo.sections()
 	keys, refs, indexes := o.sections()
@@ -543,15 +539,15 @@ func (s *Store) put(ctx context.Context, h uint32, old, r *packed) error {
 		s.addRefs(h, &o)
 	}
 	if indexes != oldIndexes {
-		s.dropValues(&oo)
-		s.addValues(&o)
-	} else {
-		s.repointValues(&o)
+		s.dropValues(h, &oo)
 	}
 	s.commit(ctx, store.OpUpdate, r)
 	*s.slots.at(h) = *r
 	if keys != oldKeys {
 		s.addKeys(h, &o)
+	}
+	if indexes != oldIndexes {
+		s.addValues(h, &o)
 	}
 	return nil
 }
@@ -633,7 +629,7 @@ func (s *Store) sortByID(hs []uint32) {
 // then empties its slot.
 func (s *Store) remove(h uint32, r *packed) {
 	o := r.open()
-	s.dropValues(&o)
+	s.dropValues(h, &o)
 	s.dropKeys(&o)
 	s.dropRefs(h, &o)
 	delete(s.refBy, h)
@@ -719,8 +715,8 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 		s.sortByID(hs)
 	case q.Below:
 		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
-			below(x, q.Value, func(id string) {
-				if h, ok := s.recs.get(id); ok && keep(h) {
+			below(x, &s.slots, q.Value, func(h uint32) {
+				if keep(h) {
 					hs = append(hs, h)
 				}
 			})
@@ -730,8 +726,8 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 	default:
 		var page []uint32 // descending
 		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
-			equal(x, q.Value, q.BeforeID, func(id string) bool {
-				if h, ok := s.recs.get(id); ok && keep(h) {
+			equal(x, &s.slots, q.Value, s.recs.hash(q.Value), q.BeforeID, func(h uint32) bool {
+				if keep(h) {
 					page = append(page, h)
 				}
 				return len(page) < q.Limit

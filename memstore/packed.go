@@ -21,12 +21,11 @@ import (
 // garbage collector marks without scanning, and the one pointer to it is
 // its slot in the store's table (see [table]). Nothing else that names the
 // record holds a string of it: the maps and sets that find it hold its
-// handle (its slot's number), and the list indexes a handle and a copy of
-// the ID's first bytes. (The secondary value indexes are the exception:
-// their entries are substrings of the blob, repointed to the new blob by
-// an update.) So an update replaces the blob whole, and the old one goes
-// once no change in the feed and no answer handed out holds it: a blob is
-// never written to after it is made.
+// handle (its slot's number), and the indexes a handle, the place of a
+// key or an index entry among the record's, and copies of the first bytes
+// of the ID and the value. So an update replaces the blob whole, and the
+// old one goes once no change in the feed and no answer handed out holds
+// it: a blob is never written to after it is made.
 type packed struct {
 	blob    string
 	version int64 // the record's Version
@@ -75,6 +74,20 @@ func (r *packed) key(i int) (string, bool) {
 	l := o.keys()
 	l.skip(i)
 	return l.next(), true
+}
+
+// value returns the value of r's i-th index entry ("" if it has none).
+func (r *packed) value(i int) string {
+	if r.blob == "" {
+		return ""
+	}
+	o := r.open()
+	if i >= o.nindexes {
+		return ""
+	}
+	l := o.indexes()
+	l.skip(2*i + 1)
+	return l.next()
 }
 
 // keys returns a reader of the keys, then the refs, then the index
