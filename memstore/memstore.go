@@ -3,10 +3,10 @@
 //
 // # Model
 //
-// All records live in maps behind one read-write mutex: reads share it,
-// writes hold it exclusively, so every write is atomic and serialised.
-// Records are copied on the way in and on the way out; a caller can
-// never reach stored state.
+// All records live in one table behind one read-write mutex: reads share
+// it, writes hold it exclusively, so every write is atomic and
+// serialised. Records are copied on the way in and on the way out; a
+// caller can never reach stored state.
 //
 // # Stored form
 //
@@ -24,9 +24,9 @@
 // store's own; a string whose hash is taken goes to a small map of its
 // own) and hold handles, the sets of referrers and children hold handles,
 // and the list and secondary indexes hold handles and copies of the first
-// bytes of IDs and values (see below). None of them holds a pointer, so
-// the collector scans none of them: a record is one heap object, which
-// holds no pointer, and one pointer, its slot's.
+// bytes of IDs and values (see below). None of them holds a pointer per
+// record, and the collector scans none of their entries: a record is one
+// heap object, which holds no pointer, and one pointer, its slot's.
 //
 // A write packs the record it is given once, outside the lock for a
 // create or replace. An update puts a new blob in the record's slot (a
@@ -73,9 +73,9 @@
 // a ring of the newest [Options].FeedRetention changes (default
 // [DefaultFeedRetention]), each holding the packed record the write left
 // (its blob shared with the record's slot, not copied); a reader behind
-// them gets a [store.CompactedError]. [Store.Wait] wakes on the next commit through a
-// channel a waiter makes and the next commit closes (a write with nobody
-// waiting allocates none).
+// them gets a [store.CompactedError]. [Store.Wait] wakes on the next
+// commit through a channel a waiter makes and the next commit closes (a
+// write with nobody waiting allocates none).
 package memstore
 
 import (

@@ -21,11 +21,13 @@ import (
 // garbage collector marks without scanning, and the one pointer to it is
 // its slot in the store's table (see [table]). Nothing else that names the
 // record holds a string of it: the maps and sets that find it hold its
-// handle (its slot's number), and the indexes a handle, the place of a
-// key or an index entry among the record's, and copies of the first bytes
-// of the ID and the value. So an update replaces the blob whole, and the
-// old one goes once no change in the feed and no answer handed out holds
-// it: a blob is never written to after it is made.
+// handle (its slot's number; the keys map also the key's place among the
+// record's keys), the list indexes a handle and a copy of the ID's first
+// bytes, and the secondary indexes a handle, the entry's place among the
+// record's and copies of the first bytes of the ID and the value. So an
+// update replaces the blob whole, and the old one goes once no change in
+// the feed and no answer handed out holds it: a blob is never written to
+// after it is made.
 type packed struct {
 	blob    string
 	version int64 // the record's Version
