@@ -40,6 +40,7 @@ func seededHash() func(string) uint64 {
 	return func(s string) uint64 { return maphash.String(seed, s) }
 }
 
+// get returns the value of s, if the map holds s.
 func (h *hashed[V]) get(s string) (V, bool) {
 	if v, ok := h.m[h.hash(s)]; ok {
 		if h.owns(v, s) {

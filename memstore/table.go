@@ -19,7 +19,7 @@ const noHandle = math.MaxUint32
 type table struct {
 	chunks [][]packed // each 1<<chunkBits slots long
 	n      uint32     // the handles below n are taken or free
-	free   []uint32   // emptied slots, the next reused last
+	free   []uint32   // emptied slots; the last emptied is taken first
 }
 
 // at returns the slot of handle h, which must be below t.n.
