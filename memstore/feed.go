@@ -9,8 +9,8 @@ import (
 
 // change is one committed change in the feed's log: the record as the
 // write left it (a delete: as it was), in its stored form, which is
-// immutable, so the log shares it with the records map instead of
-// copying the document.
+// immutable, so the log shares its blob with the record's slot (until
+// the next update or the delete) instead of copying the document.
 type change struct {
 	op   store.Op
 	note string
@@ -115,7 +115,7 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 		c := s.log.at(i + j)
 		o := c.rec.open()
 		out[j] = store.Change{Revision: after + 1 + int64(j), Op: c.op, Kind: o.kind, AccountID: o.account,
-			ID: c.rec.id, ParentID: o.parent, Note: c.note}
+			ID: o.id, ParentID: o.parent, Note: c.note}
 		if o.data != "" {
 			start := len(data)
 			data = append(data, o.data...)

@@ -1,49 +1,126 @@
 package memstore
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/store"
 )
+
+// pair is an entry of the model of a secondary index.
+type pair struct{ value, id string }
+
+func comparePairs(a, b pair) int {
+	return cmp.Or(strings.Compare(a.value, b.value), strings.Compare(a.id, b.id))
+}
 
 // TestIndexesMatchASortedModel drives the B-tree indexes with random
 // inserts and deletes and checks every kind of read against a sorted
-// slice of the same entries: pages of IDs from any cursor, equality
-// matches from any cursor, and matches below a bound.
+// slice of the same entries: pages of IDs from any cursor (stored or
+// not), equality matches from any cursor, and matches below a bound.
+//
+// The IDs are short and long; many long ones share their first idHead
+// (and valueHead) bytes, so that their items tie on the head and are
+// ordered by the IDs in their slots, some are a short one padded with
+// NULs, and the records' slots are released and reused as they are
+// deleted and created again. So are the values, and the secondary index
+// runs with the store's hash and with one that collides every value, so
+// that the entries of values of one head interleave.
 func TestIndexesMatchASortedModel(t *testing.T) {
+	for _, hf := range hashes {
+		if hf.name == "last byte" {
+			continue
+		}
+		t.Run(hf.name, func(t *testing.T) { testIndexesMatchASortedModel(t, hf.hash) })
+	}
+}
+
+func testIndexesMatchASortedModel(t *testing.T, hash func(string) uint64) {
 	r := rand.New(rand.NewPCG(1, 2))
-	x, v := newIDs(), newValues()
-	var ids []string      // model of x, ascending
-	var vals []valueEntry // model of v, ascending
-	id := func() string { return fmt.Sprintf("id_%03d", r.IntN(300)) }
-	val := func() string { return fmt.Sprintf("v%d", r.IntN(8)) }
-	for step := range 4000 {
-		switch e := (valueEntry{val(), id()}); r.IntN(3) {
+	var slots table
+	handle := map[string]uint32{} // the handles of the IDs in x
+	x := newIDs(&slots)
+	var ids []string // model of x, ascending
+	long := strings.Repeat("p", idHead)
+	id := func() string {
+		n := r.IntN(300)
+		switch r.IntN(4) {
+		case 0:
+			return fmt.Sprintf("id_%03d", n)
+		case 1:
+			return fmt.Sprintf("id_%03d", n) + strings.Repeat("\x00", r.IntN(idHead)) // ties with id_n's head
+		case 2:
+			return long + fmt.Sprint(n) // all of one head
+		default:
+			return long[2:] + fmt.Sprintf("%03d", n) // ten of each head
+		}
+	}
+	// The secondary index's records hold every value, the n-th as their
+	// n-th index entry; they are made on first use and kept.
+	vlong := strings.Repeat("w", valueHead)
+	allValues := []string{"", "v0", "v1", "v1\x00", "v1\x00\x00", "v2", vlong, vlong + "0", vlong + "1", vlong + "10", vlong + "2", vlong[1:] + "3"}
+	bounds := append([]string{"v", "v1\x00\x00\x00", vlong[:valueHead-1], vlong + "00", "z"}, allValues...)
+	var vslots table
+	vhandle := map[string]uint32{}
+	vrecord := func(id string) uint32 {
+		h, ok := vhandle[id]
+		if !ok {
+			rec := store.Record{}
+			for _, v := range allValues {
+				rec.Indexes = append(rec.Indexes, store.IndexEntry{Name: "i", Value: v})
+			}
+			h = vslots.add(pack(id, &rec))
+			vhandle[id] = h
+		}
+		return h
+	}
+	v := newValues(&vslots)
+	var vals []pair // model of v, ascending
+	for step := range 6000 {
+		n := r.IntN(len(allValues))
+		e := pair{allValues[n], id()}
+		ve := entryOf(e.value, hash(e.value), e.id, vrecord(e.id), uint32(n))
+		switch r.IntN(3) {
 		case 0, 1: // inserts twice as often as deletes, with repeats
-			x.add(e.id)
+			if _, ok := handle[e.id]; !ok {
+				h := slots.add(pack(e.id, &store.Record{}))
+				handle[e.id] = h
+				x.add(itemOf(e.id, h))
+			}
 			if i, ok := slices.BinarySearch(ids, e.id); !ok {
 				ids = slices.Insert(ids, i, e.id)
 			}
-			v.add(e)
-			if i, ok := slices.BinarySearchFunc(vals, e, compareEntries); !ok {
+			v.add(ve)
+			if i, ok := slices.BinarySearchFunc(vals, e, comparePairs); !ok {
 				vals = slices.Insert(vals, i, e)
 			}
 		default:
-			x.drop(e.id)
+			if h, ok := handle[e.id]; ok {
+				x.drop(itemOf(e.id, h))
+				slots.release(h)
+				delete(handle, e.id)
+			}
 			if i, ok := slices.BinarySearch(ids, e.id); ok {
 				ids = slices.Delete(ids, i, i+1)
 			}
-			v.drop(e)
-			if i, ok := slices.BinarySearchFunc(vals, e, compareEntries); ok {
+			v.drop(ve)
+			if i, ok := slices.BinarySearchFunc(vals, e, comparePairs); ok {
 				vals = slices.Delete(vals, i, i+1)
 			}
 		}
-		if x.empty() != (len(ids) == 0) || v.empty() != (len(vals) == 0) {
-			t.Fatalf("step %d: empty() disagrees with the model", step)
+		if x.empty() != (len(ids) == 0) || v.empty() != (len(vals) == 0) || v.t.Len() != len(vals) {
+			t.Fatalf("step %d: %d IDs and %d entries, want %d and %d", step, x.t.Len(), v.t.Len(), len(ids), len(vals))
 		}
 		before, limit := "", 1+r.IntN(20)
-		if r.IntN(4) > 0 {
+		switch r.IntN(8) {
+		case 0:
+		case 1: // a prefix of IDs, not itself one
+			before = long[:idHead-r.IntN(2)] + fmt.Sprint(r.IntN(10))[:r.IntN(2)]
+		default:
 			before = id() // present or not
 		}
 		// pageOf: up to limit IDs below before, descending.
@@ -53,24 +130,29 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 				want = append(want, ids[i])
 			}
 		}
-		if got := pageOf(x, before, limit); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
-			t.Fatalf("step %d: pageOf(%q, %d) = %v, want %v", step, before, limit, got, want)
+		var got []string
+		for _, h := range pageOf(x, &slots, before, limit) {
+			got = append(got, slots.at(h).id())
+		}
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("step %d: pageOf(%q, %d) = %q, want %q", step, before, limit, got, want)
 		}
 		// equal: the IDs of value w from the cursor down (the cursor's own
 		// entry included: the caller skips it), descending.
-		w := val()
+		w := bounds[r.IntN(len(bounds))]
 		want = want[:0]
 		for i := len(vals) - 1; i >= 0; i-- {
 			if e := vals[i]; e.value == w && (before == "" || e.id <= before) {
 				want = append(want, e.id)
 			}
 		}
-		var got []string
-		equal(v, w, before, func(id string) bool { got = append(got, id); return true })
+		got = got[:0]
+		equal(v, &vslots, w, hash(w), before, func(h uint32) bool { got = append(got, vslots.at(h).id()); return true })
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
-			t.Fatalf("step %d: equal(%q, %q) = %v, want %v", step, w, before, got, want)
+			t.Fatalf("step %d: equal(%q, %q) = %q, want %q", step, w, before, got, want)
 		}
-		// below: the IDs of every entry whose value sorts before w, ascending.
+		// below: the IDs of every entry whose value sorts before w, in any
+		// order.
 		want = want[:0]
 		for _, e := range vals {
 			if e.value < w {
@@ -78,9 +160,11 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 			}
 		}
 		got = got[:0]
-		below(v, w, func(id string) { got = append(got, id) })
+		below(v, &vslots, w, func(h uint32) { got = append(got, vslots.at(h).id()) })
+		slices.Sort(want)
+		slices.Sort(got)
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
-			t.Fatalf("step %d: below(%q) = %v, want %v", step, w, got, want)
+			t.Fatalf("step %d: below(%q) = %q, want %q", step, w, got, want)
 		}
 	}
 }

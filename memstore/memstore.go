@@ -3,47 +3,63 @@
 //
 // # Model
 //
-// All records live in maps behind one read-write mutex: reads share it,
-// writes hold it exclusively, so every write is atomic and serialised.
-// Records are copied on the way in and on the way out; a caller can
-// never reach stored state.
+// All records live in one table behind one read-write mutex: reads share
+// it, writes hold it exclusively, so every write is atomic and
+// serialised. Records are copied on the way in and on the way out; a
+// caller can never reach stored state.
 //
 // # Stored form
 //
 // A store of hundreds of thousands of records is mostly work for the
-// garbage collector: each cycle marks every live heap object, and a
-// record kept as a [store.Record] with its own slices and strings is
-// half a dozen of them, and the map of pointers to them. So a record is
-// stored packed: one immutable string holds all its bytes (a header of
-// lengths, then kind, account, parent, document, keys, refs, index
-// entries), and the ID is a second string, kept by the record's updates.
-// The packed record, the two strings and the version, is a value in the
-// records map, and the lookup keys, index values and set members that
-// name it are substrings of its two strings: a record costs two heap
-// objects, neither of which the collector has to scan.
+// garbage collector: each cycle marks every live heap object and follows
+// every pointer it finds, one cache miss each. A record kept as a
+// [store.Record] with its own slices and strings is half a dozen heap
+// objects, and each map, set and index that names it by a string adds a
+// pointer more. So a record is stored packed: one immutable string, its
+// blob, holds all its bytes (ID, kind, account, parent, document, keys,
+// refs, index entries), and it lives with its version in a slot of a
+// table, numbered by its handle (a uint32). What names a record holds its
+// handle, not its strings: the maps that find it by ID and by lookup key
+// are keyed by the strings' hashes (hash/maphash, with a seed of the
+// store's own; a string whose hash is taken goes to a small map of its
+// own) and hold handles, the sets of referrers and children hold handles,
+// and the list and secondary indexes hold handles and copies of the first
+// bytes of IDs and values (see below). None of them holds a pointer per
+// record, and the collector scans none of their entries: a record is one
+// heap object, which holds no pointer, and one pointer, its slot's.
 //
-// A write packs the record it is given once; a read copies the fields
-// out (a fresh Data; strings that share the packed, immutable bytes).
-// [Store.Update] hands its callback such a copy and returns it, with its
-// new Version, as the stored result; [Store.Replace] returns the record
-// it was given, with its new Version. Neither shares anything with what
-// is stored.
+// A write packs the record it is given once, outside the lock for a
+// create or replace. An update puts a new blob in the record's slot (a
+// blob is never written to: the feed and the records handed out share
+// it), and moves only the keys, refs and index entries that changed; a
+// delete empties the slot, for a later record to take. A read copies the
+// fields out (a fresh Data; strings that share the packed, immutable
+// bytes). [Store.Update] hands its callback such a copy and returns it,
+// with its new Version, as the stored result; [Store.Replace] returns the
+// record it was given, with its new Version. Neither shares anything with
+// what is stored.
 //
 // # Lists
 //
-// Each (kind, account) pair, and each (kind, account, parent) triple, has an
-// index of record IDs kept in order in a B-tree (github.com/google/btree).
-// A list is a descent from the cursor of at most Limit entries:
-// O(log n + page), never O(all). An insert or a delete touches one path of
-// small nodes, so no write copies a whole index while it holds the lock.
+// Each (kind, account) pair, and each (kind, account, parent) triple, has
+// an index of its records in ID order, kept in a B-tree
+// (github.com/google/btree) of items that hold a record's handle and its
+// ID's first 24 bytes: two items compare by those bytes, and only when
+// they are equal by the full IDs, read from the slots. A list is a descent
+// from the cursor of at most Limit entries: O(log n + page), never O(all).
+// An insert or a delete touches one path of small nodes, so no write
+// copies a whole index while it holds the lock.
 //
 // # Secondary indexes
 //
 // Each (kind, account, index name), and each (kind, index name) across
-// accounts, has a B-tree of (value, record ID) pairs. A query for one
-// value is a descent of at most the page; a query for values below a
-// bound, and one for the referrers of a record, collect their matches and
-// sort them by ID.
+// accounts, has a B-tree of entries, each a record's handle, the place of
+// the entry among the record's, and copies of what orders it: the value's
+// first 16 bytes, the value's hash and the ID's first 16 bytes (the full
+// value and ID, read from the slot, break ties). The entries of one value
+// are one range, in ID order: a query for one value is a descent of at
+// most the page. A query for values below a bound, and one for the
+// referrers of a record, collect their matches and sort them by ID.
 //
 // # Update callbacks
 //
@@ -56,16 +72,15 @@
 // lock as the write, so the feed's order is the commit order. The log is
 // a ring of the newest [Options].FeedRetention changes (default
 // [DefaultFeedRetention]), each holding the packed record the write left
-// (shared with the records map, not copied); a reader behind them gets a
-// [store.CompactedError]. [Store.Wait] wakes on the next commit through a
-// channel a waiter makes and the next commit closes (a write with nobody
-// waiting allocates none).
+// (its blob shared with the record's slot, not copied); a reader behind
+// them gets a [store.CompactedError]. [Store.Wait] wakes on the next
+// commit through a channel a waiter makes and the next commit closes (a
+// write with nobody waiting allocates none).
 package memstore
 
 import (
 	"context"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -79,11 +94,12 @@ var _ store.Store = (*Store)(nil)
 // call [New]. It is safe for concurrent use.
 type Store struct {
 	mu       sync.RWMutex
-	recs     map[string]packed              // by ID
-	keys     map[string]string              // lookup key -> ID
-	refBy    map[string]map[string]struct{} // referenced ID -> referrer IDs
-	children map[string]map[string]struct{} // parent ID -> child IDs
-	index    map[indexKey]ids               // record IDs, ascending
+	slots    table                          // the records, by handle
+	recs     hashed[uint32]                 // ID -> handle
+	keys     hashed[uint64]                 // lookup key -> handle<<32 | the key's place among its record's keys
+	refBy    map[uint32]map[uint32]struct{} // referenced record -> referrers, by handle
+	children map[uint32]map[uint32]struct{} // parent -> children, by handle
+	index    map[indexKey]ids               // list indexes: records in ID order
 	values   map[valueKey]values            // secondary indexes: (value, id) pairs, ascending
 	rev      int64                          // the revision of the last committed change
 	floor    int64                          // changes up to this revision are compacted away
@@ -122,35 +138,41 @@ type valueKey struct {
 	name    string
 }
 
-// eachValue calls f with each of r's secondary index entries and the key
-// of each index it belongs to (its account's, and the one across
-// accounts).
-func eachValue(r *packed, o *layout, f func(valueKey, valueEntry)) {
+// eachValue calls f with each secondary index entry of the record of
+// handle h, laid out as o, and the key of each index it belongs to (its
+// account's, and the one across accounts).
+func (s *Store) eachValue(h uint32, o *layout, f func(valueKey, entry)) {
 	l := o.indexes()
-	for range o.nindexes {
+	for i := range o.nindexes {
 		name := l.next()
 		value := l.next()
+		e := entryOf(value, s.recs.hash(value), o.id, h, uint32(i))
 		for _, acct := range [2]string{o.account, ""} {
-			f(valueKey{o.kind, acct, name}, valueEntry{value, r.id})
+			f(valueKey{o.kind, acct, name}, e)
 		}
 	}
 }
 
-// addValues and dropValues keep r's secondary index entries. An entry
-// that r names twice is kept once.
-func (s *Store) addValues(r *packed, o *layout) {
-	eachValue(r, o, func(k valueKey, e valueEntry) {
+// addValues enters the secondary index entries of the record of handle
+// h, laid out as o, which its slot holds. An entry that it names twice is
+// entered once. A new index's key is a copy: the strings of o are a blob
+// that an update replaces.
+func (s *Store) addValues(h uint32, o *layout) {
+	s.eachValue(h, o, func(k valueKey, e entry) {
 		x, ok := s.values[k]
 		if !ok {
-			x = newValues()
-			s.values[k] = x
+			x = newValues(&s.slots)
+			s.values[valueKey{store.Kind(strings.Clone(string(k.kind))), strings.Clone(k.account), strings.Clone(k.name)}] = x
 		}
 		x.add(e)
 	})
 }
 
-func (s *Store) dropValues(r *packed, o *layout) {
-	eachValue(r, o, func(k valueKey, e valueEntry) {
+// dropValues removes the secondary index entries of the record of handle
+// h, laid out as o, which its slot still holds (the indexes compare
+// entries by the values in the slot).
+func (s *Store) dropValues(h uint32, o *layout) {
+	s.eachValue(h, o, func(k valueKey, e entry) {
 		if x, ok := s.values[k]; ok {
 			x.drop(e)
 			if x.empty() {
@@ -160,34 +182,35 @@ func (s *Store) dropValues(r *packed, o *layout) {
 	})
 }
 
-// repointValues makes r's secondary index entries, which are in place,
-// hold r's strings: an update that leaves them equal moves none.
-func (s *Store) repointValues(r *packed, o *layout) {
-	eachValue(r, o, func(k valueKey, e valueEntry) {
-		if x, ok := s.values[k]; ok {
-			x.repoint(e)
-		}
-	})
-}
-
 // New returns an empty Store with the default [Options].
 func New() *Store { return NewWithOptions(Options{}) }
 
 // NewWithOptions returns an empty Store configured by o.
-func NewWithOptions(o Options) *Store {
+func NewWithOptions(o Options) *Store { return newWithHash(o, seededHash()) }
+
+// newWithHash returns an empty Store configured by o whose maps of IDs
+// and keys hash strings with hash.
+func newWithHash(o Options, hash func(string) uint64) *Store {
 	keep := o.FeedRetention
 	if keep <= 0 {
 		keep = DefaultFeedRetention
 	}
-	return &Store{
+	s := &Store{
 		log:      feedLog{keep: keep},
-		recs:     make(map[string]packed),
-		keys:     make(map[string]string),
-		refBy:    make(map[string]map[string]struct{}),
-		children: make(map[string]map[string]struct{}),
+		refBy:    make(map[uint32]map[uint32]struct{}),
+		children: make(map[uint32]map[uint32]struct{}),
 		index:    make(map[indexKey]ids),
 		values:   make(map[valueKey]values),
 	}
+	s.recs = newHashed(hash, func(h uint32, id string) bool {
+		r := s.slots.at(h)
+		return r.blob != "" && r.id() == id
+	})
+	s.keys = newHashed(hash, func(v uint64, key string) bool {
+		k, ok := s.slots.at(uint32(v >> 32)).key(int(uint32(v)))
+		return ok && k == key
+	})
+	return s
 }
 
 // indexKeys lists the indexes a record belongs to: the first n of ks.
@@ -210,54 +233,74 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		return err
 	}
 	rec.Refs = store.UniqueRefs(rec.Refs)
-	r := pack(strings.Clone(rec.ID), &rec)
+	r := pack(rec.ID, &rec)
 	o := r.open()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.recs[r.id]; ok {
-		return &store.DuplicateError{Key: r.id}
+	if _, ok := s.recs.get(o.id); ok {
+		return &store.DuplicateError{Key: strings.Clone(rec.ID)}
 	}
-	if err := s.checkKeys(&r, &o, ""); err != nil {
+	if err := s.checkKeys(&o, noHandle); err != nil {
 		return err
 	}
-	var parent packed
+	parent := uint32(noHandle)
 	if o.parent != "" {
-		var ok bool
-		if parent, ok = s.recs[o.parent]; !ok || parent.open().account != o.account {
-			return &store.MissingRefError{ID: o.parent}
+		p, ok := s.recs.get(o.parent)
+		if !ok || s.slots.at(p).open().account != o.account {
+			return &store.MissingRefError{ID: strings.Clone(rec.ParentID)}
 		}
+		parent = p
 	}
-	if err := s.checkRefs(&r, &o); err != nil {
+	if err := s.checkRefs(&o); err != nil {
 		return err
+	}
+	if s.slots.full() {
+		return apierr.New(apierr.ResourceExhausted, "the store holds as many records as it can")
 	}
 	s.commit(ctx, store.OpCreate, &r)
-	s.recs[r.id] = r
-	s.addKeys(&r, &o)
-	s.addRefs(&r, &o)
-	if o.parent != "" {
-		addTo(s.children, parent.id, r.id)
+	h := s.slots.add(r)
+	s.recs.put(o.id, h)
+	s.addKeys(h, &o)
+	s.addRefs(h, &o)
+	if parent != noHandle {
+		addTo(s.children, parent, h)
 	}
 	ks, n := indexKeys(&o)
+	it := itemOf(o.id, h)
 	for _, k := range ks[:n] {
 		x, ok := s.index[k]
 		if !ok {
-			x = newIDs()
-			s.index[k] = x
+			x = newIDs(&s.slots)
+			// A copy of the key: o's strings are a blob that an update
+			// replaces.
+			s.index[indexKey{store.Kind(strings.Clone(string(k.kind))), strings.Clone(k.account), strings.Clone(k.parent)}] = x
 		}
-		x.add(r.id)
+		x.add(it)
 	}
-	s.addValues(&r, &o)
+	s.addValues(h, &o)
 	return nil
 }
 
-func (s *Store) existsIn(id, account string) bool {
-	r, ok := s.recs[id]
-	return ok && r.open().account == account
+// find returns the handle of the record id of kind in account.
+func (s *Store) find(kind store.Kind, account, id string) (uint32, bool) {
+	h, ok := s.recs.get(id)
+	if !ok {
+		return 0, false
+	}
+	if o := s.slots.at(h).open(); o.kind != kind || o.account != account {
+		return 0, false
+	}
+	return h, true
 }
 
-// checkKeys fails if one of r's keys is held by a record other than self,
-// or named twice by r.
-func (s *Store) checkKeys(r *packed, o *layout, self string) error {
+func (s *Store) existsIn(id, account string) bool {
+	h, ok := s.recs.get(id)
+	return ok && s.slots.at(h).open().account == account
+}
+
+// checkKeys fails if one of the keys of a record laid out as o is held by
+// a record other than the one of handle self, or named twice by it.
+func (s *Store) checkKeys(o *layout, self uint32) error {
 	var seen map[string]bool // for records with many keys; few are compared pairwise
 	if o.nkeys > 8 {
 		seen = make(map[string]bool, o.nkeys)
@@ -265,8 +308,8 @@ func (s *Store) checkKeys(r *packed, o *layout, self string) error {
 	l := o.keys()
 	for i := range o.nkeys {
 		k := l.next()
-		if owner, ok := s.keys[k]; ok && owner != self {
-			return &store.DuplicateError{Key: k}
+		if v, ok := s.keys.get(k); ok && uint32(v>>32) != self {
+			return &store.DuplicateError{Key: strings.Clone(k)}
 		}
 		twice := seen[k]
 		if seen != nil {
@@ -278,64 +321,74 @@ func (s *Store) checkKeys(r *packed, o *layout, self string) error {
 			}
 		}
 		if twice {
-			return &store.DuplicateError{Key: k}
+			return &store.DuplicateError{Key: strings.Clone(k)}
 		}
 	}
 	return nil
 }
 
-func (s *Store) checkRefs(r *packed, o *layout) error {
+func (s *Store) checkRefs(o *layout) error {
 	l := o.refs()
 	for range o.nrefs {
-		if ref := l.next(); ref != r.id && !s.existsIn(ref, o.account) {
-			return &store.MissingRefError{ID: ref}
+		if ref := l.next(); ref != o.id && !s.existsIn(ref, o.account) {
+			return &store.MissingRefError{ID: strings.Clone(ref)}
 		}
 	}
 	return nil
 }
 
-func (s *Store) addKeys(r *packed, o *layout) {
+// addKeys enters the keys of the record of handle h, laid out as o, which
+// its slot holds.
+func (s *Store) addKeys(h uint32, o *layout) {
 	l := o.keys()
-	for range o.nkeys {
-		s.keys[l.next()] = r.id
+	for i := range o.nkeys {
+		s.keys.put(l.next(), uint64(h)<<32|uint64(i))
 	}
 }
 
+// dropKeys removes the keys of a record laid out as o, which its slot
+// still holds.
 func (s *Store) dropKeys(o *layout) {
 	l := o.keys()
 	for range o.nkeys {
-		delete(s.keys, l.next())
+		s.keys.del(l.next())
 	}
 }
 
-// addRefs enters r in the referrers of each record it references (which
-// exist: checkRefs said so), under that record's own ID string.
-func (s *Store) addRefs(r *packed, o *layout) {
+// addRefs enters the record of handle h, laid out as o, in the referrers
+// of each record it references (which exist: checkRefs said so).
+func (s *Store) addRefs(h uint32, o *layout) {
 	l := o.refs()
 	for range o.nrefs {
-		if ref := l.next(); ref != r.id {
-			addTo(s.refBy, s.recs[ref].id, r.id)
+		if ref := l.next(); ref != o.id {
+			if to, ok := s.recs.get(ref); ok {
+				addTo(s.refBy, to, h)
+			}
 		}
 	}
 }
 
-func (s *Store) dropRefs(r *packed, o *layout) {
+func (s *Store) dropRefs(h uint32, o *layout) {
 	l := o.refs()
 	for range o.nrefs {
-		removeFrom(s.refBy, l.next(), r.id)
+		if ref := l.next(); ref != o.id {
+			if to, ok := s.recs.get(ref); ok {
+				removeFrom(s.refBy, to, h)
+			}
+		}
 	}
 }
 
-func addTo(m map[string]map[string]struct{}, k, v string) {
+func addTo(m map[uint32]map[uint32]struct{}, k, v uint32) {
 	set := m[k]
 	if set == nil {
-		set = make(map[string]struct{})
+		set = make(map[uint32]struct{})
 		m[k] = set
 	}
 	set[v] = struct{}{}
 }
 
-func removeFrom(m map[string]map[string]struct{}, k, v string) {
+func removeFrom(m map[uint32]map[uint32]struct{}, k, v uint32) {
 	if set := m[k]; set != nil {
 		delete(set, v)
 		if len(set) == 0 {
@@ -351,14 +404,11 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) 
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r, ok := s.recs[id]
+	h, ok := s.find(kind, accountID, id)
 	if !ok {
 		return store.Record{}, notFound(kind, id)
 	}
-	if o := r.open(); o.kind != kind || o.account != accountID {
-		return store.Record{}, notFound(kind, id)
-	}
-	return r.record(), nil
+	return s.slots.at(h).record(), nil
 }
 
 // Lookup implements [store.Store].
@@ -368,11 +418,11 @@ func (s *Store) Lookup(ctx context.Context, kind store.Kind, key string) (store.
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	id, ok := s.keys[key]
+	v, ok := s.keys.get(key)
 	if !ok {
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
-	r := s.recs[id]
+	r := s.slots.at(uint32(v >> 32))
 	if r.open().kind != kind {
 		return store.Record{}, apierr.NotFoundf("no %s with that key", kind)
 	}
@@ -388,13 +438,11 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.recs[id]
+	h, ok := s.find(kind, accountID, id)
 	if !ok {
 		return store.Record{}, notFound(kind, id)
 	}
-	if o := old.open(); o.kind != kind || o.account != accountID {
-		return store.Record{}, notFound(kind, id)
-	}
+	old := *s.slots.at(h)
 	work := old.record()
 	if err := fn(&work); err != nil {
 		return store.Record{}, err
@@ -403,8 +451,8 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 		return store.Record{}, err
 	}
 	work.Refs = store.UniqueRefs(work.Refs)
-	r := pack(old.id, &work)
-	if err := s.put(ctx, &old, &r); err != nil {
+	r := pack(work.ID, &work)
+	if err := s.put(ctx, h, &old, &r); err != nil {
 		return store.Record{}, err
 	}
 	return stored(work, r.version), nil
@@ -417,24 +465,21 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 		return store.Record{}, err
 	}
 	rec.Refs = store.UniqueRefs(rec.Refs)
-	r := pack("", &rec) // the ID is the stored record's own, below
+	r := pack(rec.ID, &rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.recs[rec.ID]
+	h, ok := s.find(rec.Kind, rec.AccountID, rec.ID)
 	if !ok {
 		return store.Record{}, notFound(rec.Kind, rec.ID)
 	}
-	if o := old.open(); o.kind != rec.Kind || o.account != rec.AccountID {
-		return store.Record{}, notFound(rec.Kind, rec.ID)
-	}
+	old := *s.slots.at(h)
 	if old.version != rec.Version {
 		return store.Record{}, &store.VersionError{ID: rec.ID, Want: rec.Version, Have: old.version}
 	}
 	if err := sameIdentity(&rec, &old); err != nil {
 		return store.Record{}, err
 	}
-	r.id = old.id
-	if err := s.put(ctx, &old, &r); err != nil {
+	if err := s.put(ctx, h, &old, &r); err != nil {
 		return store.Record{}, err
 	}
 	return stored(rec, r.version), nil
@@ -442,7 +487,7 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 
 // sameIdentity fails unless rec is old's kind, account, ID and parent.
 func sameIdentity(rec *store.Record, old *packed) error {
-	if o := old.open(); rec.Kind != o.kind || rec.AccountID != o.account || rec.ID != old.id || rec.ParentID != o.parent {
+	if o := old.open(); rec.Kind != o.kind || rec.AccountID != o.account || rec.ID != o.id || rec.ParentID != o.parent {
 		return apierr.New(apierr.Internal, "update may not change a record's kind, account, id or parent")
 	}
 	return nil
@@ -467,37 +512,43 @@ func stored(rec store.Record, version int64) store.Record {
 	return rec
 }
 
-// put stores r in place of old, under the write lock, if r's keys and
-// refs hold.
-func (s *Store) put(ctx context.Context, old, r *packed) error {
+// put stores r in the slot of handle h in place of old, under the write
+// lock, if r's keys and refs hold.
+func (s *Store) put(ctx context.Context, h uint32, old, r *packed) error {
 	o := r.open()
-	if err := s.checkKeys(r, &o, r.id); err != nil {
+	if err := s.checkKeys(&o, h); err != nil {
 		return err
 	}
-	if err := s.checkRefs(r, &o); err != nil {
+	if err := s.checkRefs(&o); err != nil {
 		return err
 	}
-	// What names the record must name it by r's strings, not old's, so
-	// that old's blob can go; the refs name it by its ID, which r keeps.
+	// The maps, sets and indexes name the record by its handle and its
+	// ID, which it keeps; its keys and index entries are entered by their
+	// place among the record's, so only changed lists move. The old keys
+	// and index entries go while the slot still holds them (the keys map
+	// and the indexes compare their entries by what the slot holds), the
+	// new come once it holds them.
 	oo := old.open()
 	oldKeys, oldRefs, oldIndexes := oo.sections()
 	keys, refs, indexes := o.sections()
 	if keys != oldKeys {
 		s.dropKeys(&oo)
 	}
-	s.addKeys(r, &o)
 	if refs != oldRefs {
-		s.dropRefs(old, &oo)
-		s.addRefs(r, &o)
+		s.dropRefs(h, &oo)
+		s.addRefs(h, &o)
 	}
 	if indexes != oldIndexes {
-		s.dropValues(old, &oo)
-		s.addValues(r, &o)
-	} else {
-		s.repointValues(r, &o)
+		s.dropValues(h, &oo)
 	}
 	s.commit(ctx, store.OpUpdate, r)
-	s.recs[r.id] = *r
+	*s.slots.at(h) = *r
+	if keys != oldKeys {
+		s.addKeys(h, &o)
+	}
+	if indexes != oldIndexes {
+		s.addValues(h, &o)
+	}
 	return nil
 }
 
@@ -519,19 +570,17 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.recs[id]
+	h, ok := s.find(kind, accountID, id)
 	if !ok {
 		return notFound(kind, id)
 	}
-	if o := r.open(); o.kind != kind || o.account != accountID {
-		return notFound(kind, id)
-	}
+	r := *s.slots.at(h)
 	if version >= 0 && r.version != version {
 		return &store.VersionError{ID: id, Want: version, Have: r.version}
 	}
 	// Collect the record and its descendants.
-	doomed := map[string]bool{id: true}
-	queue := []string{id}
+	doomed := map[uint32]bool{h: true}
+	queue := []uint32{h}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
@@ -546,51 +595,62 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 		var refs []string
 		for by := range s.refBy[d] {
 			if !doomed[by] {
-				refs = append(refs, by)
+				refs = append(refs, strings.Clone(s.slots.at(by).id()))
 			}
 		}
 		if len(refs) > 0 {
-			sort.Strings(refs)
-			return &store.InUseError{ID: d, Referrers: refs}
+			slices.Sort(refs)
+			return &store.InUseError{ID: strings.Clone(s.slots.at(d).id()), Referrers: refs}
 		}
 	}
 	// Children first, in ID order, the named record last: one change each.
-	delete(doomed, id)
-	cascade := make([]string, 0, len(doomed))
+	delete(doomed, h)
+	cascade := make([]uint32, 0, len(doomed))
 	for d := range doomed {
 		cascade = append(cascade, d)
 	}
-	slices.Sort(cascade)
+	s.sortByID(cascade)
 	for _, d := range cascade {
-		c := s.recs[d]
+		c := *s.slots.at(d)
 		s.commit(context.Background(), store.OpDelete, &c) // cascaded changes carry no note
-		s.remove(&c)
+		s.remove(d, &c)
 	}
 	s.commit(ctx, store.OpDelete, &r)
-	s.remove(&r)
+	s.remove(h, &r)
 	return nil
 }
 
-func (s *Store) remove(r *packed) {
+// sortByID sorts the handles hs in the order of their records' IDs.
+func (s *Store) sortByID(hs []uint32) {
+	slices.SortFunc(hs, func(a, b uint32) int { return strings.Compare(s.slots.at(a).id(), s.slots.at(b).id()) })
+}
+
+// remove removes the record r of handle h from everything that names it,
+// then empties its slot.
+func (s *Store) remove(h uint32, r *packed) {
 	o := r.open()
-	s.dropValues(r, &o)
+	s.dropValues(h, &o)
 	s.dropKeys(&o)
-	s.dropRefs(r, &o)
-	delete(s.refBy, r.id)
-	delete(s.children, r.id)
+	s.dropRefs(h, &o)
+	delete(s.refBy, h)
+	delete(s.children, h)
 	if o.parent != "" {
-		removeFrom(s.children, o.parent, r.id)
+		if p, ok := s.recs.get(o.parent); ok { // not when the cascade removed it first
+			removeFrom(s.children, p, h)
+		}
 	}
 	ks, n := indexKeys(&o)
+	it := itemOf(o.id, h)
 	for _, k := range ks[:n] {
 		if x, ok := s.index[k]; ok {
-			x.drop(r.id)
+			x.drop(it)
 			if x.empty() {
 				delete(s.index, k)
 			}
 		}
 	}
-	delete(s.recs, r.id)
+	s.recs.del(o.id)
+	s.slots.release(h)
 }
 
 // List implements [store.Store].
@@ -610,25 +670,24 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if !ok {
 		return []store.Record{}, nil
 	}
-	return s.newestFirst(pageOf(x, q.BeforeID, q.Limit)), nil
+	return s.newestFirst(pageOf(x, &s.slots, q.BeforeID, q.Limit)), nil
 }
 
-// newestFirst returns copies of the records ids names, newest first (ids
-// sort descending), under the read lock. The copies are
-// carved from a few arrays for the whole answer (see copies).
-func (s *Store) newestFirst(ids []string) []store.Record {
+// newestFirst returns copies of the records of handles hs, in that order
+// (newest first: their IDs descending), under the read lock. The copies
+// are carved from a few arrays for the whole answer (see copies).
+func (s *Store) newestFirst(hs []uint32) []store.Record {
 	var c copies
-	for _, id := range ids {
-		r := s.recs[id]
-		o := r.open()
+	for _, h := range hs {
+		o := s.slots.at(h).open()
 		c.need(&o)
 	}
 	c.alloc()
-	out := make([]store.Record, 0, len(ids))
-	for _, id := range ids {
-		r := s.recs[id]
+	out := make([]store.Record, 0, len(hs))
+	for _, h := range hs {
+		r := s.slots.at(h)
 		o := r.open()
-		out = append(out, c.record(&r, &o))
+		out = append(out, c.record(r, &o))
 	}
 	return out
 }
@@ -638,44 +697,45 @@ func (s *Store) newestFirst(ids []string) []store.Record {
 // most the page; a Below match and a RefersTo match collect their matches
 // and sort them: O(m log m) for m matching records.
 func (s *Store) listSelected(q store.Query) []store.Record {
-	keep := func(id string) bool {
-		r := s.recs[id]
-		o := r.open()
+	keep := func(h uint32) bool {
+		o := s.slots.at(h).open()
 		return o.kind == q.Kind && (q.AccountID == "" || o.account == q.AccountID) &&
-			(q.ParentID == "" || o.parent == q.ParentID) && (q.BeforeID == "" || id < q.BeforeID)
+			(q.ParentID == "" || o.parent == q.ParentID) && (q.BeforeID == "" || o.id < q.BeforeID)
 	}
-	var ids []string // matching IDs, ascending, possibly more than a page
+	var hs []uint32 // matching records, ascending by ID, possibly more than a page
 	switch {
 	case q.RefersTo != "":
-		for id := range s.refBy[q.RefersTo] {
-			if keep(id) {
-				ids = append(ids, id)
+		if to, ok := s.recs.get(q.RefersTo); ok {
+			for by := range s.refBy[to] {
+				if keep(by) {
+					hs = append(hs, by)
+				}
 			}
 		}
-		slices.Sort(ids)
+		s.sortByID(hs)
 	case q.Below:
 		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
-			below(x, q.Value, func(id string) {
-				if keep(id) {
-					ids = append(ids, id)
+			below(x, &s.slots, q.Value, func(h uint32) {
+				if keep(h) {
+					hs = append(hs, h)
 				}
 			})
 		}
-		slices.Sort(ids)
-		ids = slices.Compact(ids) // several values of one record below the bound
+		s.sortByID(hs)
+		hs = slices.Compact(hs) // several values of one record below the bound
 	default:
-		var page []string // descending
+		var page []uint32 // descending
 		if x, ok := s.values[valueKey{q.Kind, q.AccountID, q.Index}]; ok {
-			equal(x, q.Value, q.BeforeID, func(id string) bool {
-				if keep(id) {
-					page = append(page, id)
+			equal(x, &s.slots, q.Value, s.recs.hash(q.Value), q.BeforeID, func(h uint32) bool {
+				if keep(h) {
+					page = append(page, h)
 				}
 				return len(page) < q.Limit
 			})
 		}
 		return s.newestFirst(page)
 	}
-	page := ids[len(ids)-min(q.Limit, len(ids)):]
+	page := hs[len(hs)-min(q.Limit, len(hs)):]
 	slices.Reverse(page)
 	return s.newestFirst(page)
 }

@@ -276,3 +276,64 @@ func TestUpdateReturnsStored(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedIndexEntries: a record that names one index entry twice is
+// found once by it, and its update and its delete leave no entry behind,
+// even when its slot is taken by the next record.
+func TestRepeatedIndexEntries(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	twice := func(v string) []store.IndexEntry {
+		return []store.IndexEntry{{Name: "i", Value: v}, {Name: "j", Value: v}, {Name: "i", Value: v}}
+	}
+	found := func(when, value string, want ...string) {
+		t.Helper()
+		for _, name := range []string{"i", "j"} {
+			for _, q := range []store.Query{
+				{Kind: "k", AccountID: "acct", Index: name, Value: value, Limit: 10},
+				{Kind: "k", Index: name, Value: value, Limit: 10},
+				{Kind: "k", AccountID: "acct", Index: name, Value: value + "\x00", Below: true, Limit: 10},
+			} {
+				list, err := s.List(ctx, q)
+				if err != nil {
+					t.Fatalf("%s: %+v: %v", when, q, err)
+				}
+				var got []string
+				for _, r := range list {
+					got = append(got, r.ID)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: %+v found %q, want %q", when, q, got, want)
+				}
+			}
+		}
+	}
+	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "acct", ID: "r_1", Indexes: twice("a")}); err != nil {
+		t.Fatal(err)
+	}
+	found("created", "a", "r_1")
+	if _, err := s.Update(ctx, "k", "acct", "r_1", func(r *store.Record) error {
+		r.Indexes = append(twice("b"), store.IndexEntry{Name: "i", Value: "a"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	found("updated", "b", "r_1")
+	if _, err := s.Update(ctx, "k", "acct", "r_1", func(r *store.Record) error {
+		r.Indexes = twice("b")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	found("updated again", "a")
+	found("updated again", "b", "r_1")
+	if err := s.Delete(ctx, "k", "acct", "r_1"); err != nil {
+		t.Fatal(err)
+	}
+	found("deleted", "b")
+	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "acct", ID: "r_2", Indexes: twice("c")}); err != nil {
+		t.Fatal(err)
+	}
+	found("another created in its place", "b")
+	found("another created in its place", "c", "r_2")
+}

@@ -8,26 +8,27 @@ import (
 )
 
 // packed is the stored form of a record: one immutable string, blob,
-// holds all its bytes, and a second, id, its ID.
+// holds all its bytes, ID included, and version its Version.
 //
-// The blob is a header of seven uvarints (the lengths of the kind,
-// account, parent and document, the numbers of keys, refs and index
-// entries), then the kind, account, parent and document, then the keys,
-// refs and index entries (name, value), each a uvarint length and its
-// bytes. [packed.open] takes it apart without allocating.
+// The blob is the ID (a uvarint length and its bytes), then a header of
+// seven uvarints (the lengths of the kind, account, parent and document,
+// the numbers of keys, refs and index entries), then the kind, account,
+// parent and document, then the keys, refs and index entries (name,
+// value), each a uvarint length and its bytes. [packed.open] takes it
+// apart without allocating; [packed.id] reads just the ID.
 //
-// The ID is a string of its own, made once when the record is created
-// and kept by its updates, because every index holds it: were it part of
-// the blob, the indexes would keep the first version's blob alive after
-// an update.
-//
-// So a record is two heap objects that hold no pointers, which the
-// garbage collector marks without scanning, and a small value in the
-// records map (five words, of which two are pointers). Everything else
-// that names the record (lookup keys, index values, set members) is a
-// substring of one of the two strings.
+// A record is thus one heap object that holds no pointers, which the
+// garbage collector marks without scanning, and the one pointer to it is
+// its slot in the store's table (see [table]). Nothing else that names the
+// record holds a string of it: the maps and sets that find it hold its
+// handle (its slot's number; the keys map also the key's place among the
+// record's keys), the list indexes a handle and a copy of the ID's first
+// bytes, and the secondary indexes a handle, the entry's place among the
+// record's and copies of the first bytes of the ID and the value. So an
+// update replaces the blob whole, and the old one goes once no change in
+// the feed and no answer handed out holds it: a blob is never written to
+// after it is made.
 type packed struct {
-	id      string
 	blob    string
 	version int64 // the record's Version
 }
@@ -35,17 +36,25 @@ type packed struct {
 // layout is a packed record taken apart: its fields, substrings of the
 // blob.
 type layout struct {
+	id                     string
 	kind                   store.Kind
 	account, parent, data  string
 	lists                  lists // keys, then refs, then index entries
 	nkeys, nrefs, nindexes int
 }
 
+// id returns r's ID.
+func (r *packed) id() string {
+	l := lists(r.blob)
+	return l.next()
+}
+
 // open takes r apart.
 func (r *packed) open() layout {
 	l := lists(r.blob)
+	id := l.next()
 	nk, na, np, nd := l.uvarint(), l.uvarint(), l.uvarint(), l.uvarint()
-	o := layout{nkeys: l.uvarint(), nrefs: l.uvarint(), nindexes: l.uvarint()}
+	o := layout{id: id, nkeys: l.uvarint(), nrefs: l.uvarint(), nindexes: l.uvarint()}
 	rest := string(l)
 	o.kind = store.Kind(rest[:nk])
 	rest = rest[nk:]
@@ -53,6 +62,34 @@ func (r *packed) open() layout {
 	o.parent, rest = rest[:np], rest[np:]
 	o.data, o.lists = rest[:nd], lists(rest[nd:])
 	return o
+}
+
+// key returns r's i-th key, if it has one.
+func (r *packed) key(i int) (string, bool) {
+	if r.blob == "" {
+		return "", false
+	}
+	o := r.open()
+	if i >= o.nkeys {
+		return "", false
+	}
+	l := o.keys()
+	l.skip(i)
+	return l.next(), true
+}
+
+// value returns the value of r's i-th index entry ("" if it has none).
+func (r *packed) value(i int) string {
+	if r.blob == "" {
+		return ""
+	}
+	o := r.open()
+	if i >= o.nindexes {
+		return ""
+	}
+	l := o.indexes()
+	l.skip(2*i + 1)
+	return l.next()
 }
 
 // keys returns a reader of the keys, then the refs, then the index
@@ -116,10 +153,10 @@ func (l *lists) skip(n int) {
 
 // pack returns the stored form of rec with ID id (rec.ID is not read)
 // at version 0. rec.Refs must be unique already (store.UniqueRefs). It
-// makes one allocation, the blob, which shares nothing with rec.
+// makes one allocation, the blob, which shares nothing with rec or id.
 func pack(id string, rec *store.Record) packed {
-	head := [...]int{len(rec.Kind), len(rec.AccountID), len(rec.ParentID), len(rec.Data), len(rec.Keys), len(rec.Refs), len(rec.Indexes)}
-	n := len(rec.Kind) + len(rec.AccountID) + len(rec.ParentID) + len(rec.Data)
+	head := [...]int{len(id), len(rec.Kind), len(rec.AccountID), len(rec.ParentID), len(rec.Data), len(rec.Keys), len(rec.Refs), len(rec.Indexes)}
+	n := len(id) + len(rec.Kind) + len(rec.AccountID) + len(rec.ParentID) + len(rec.Data)
 	for _, x := range head {
 		n += uvarintLen(x)
 	}
@@ -134,7 +171,8 @@ func pack(id string, rec *store.Record) packed {
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for _, x := range head {
+	putString(&b, id)
+	for _, x := range head[1:] {
 		putUvarint(&b, x)
 	}
 	b.WriteString(string(rec.Kind))
@@ -151,7 +189,7 @@ func pack(id string, rec *store.Record) packed {
 		putString(&b, e.Name)
 		putString(&b, e.Value)
 	}
-	return packed{id: id, blob: b.String()}
+	return packed{blob: b.String()}
 }
 
 func uvarintLen(x int) int {
@@ -207,7 +245,7 @@ func (c *copies) alloc() {
 // record returns a copy of r, laid out as o, that the caller owns, carved
 // from c's arrays. Its strings share r's immutable bytes.
 func (c *copies) record(r *packed, o *layout) store.Record {
-	out := store.Record{Kind: o.kind, AccountID: o.account, ID: r.id, ParentID: o.parent, Version: r.version}
+	out := store.Record{Kind: o.kind, AccountID: o.account, ID: o.id, ParentID: o.parent, Version: r.version}
 	if o.data != "" {
 		start := len(c.data)
 		c.data = append(c.data, o.data...)
