@@ -459,7 +459,8 @@ func (f *cacheFollower) follow(ctx context.Context) {
 			}
 			rev = r
 		}
-		changes, err := f.store.Changes(ctx, rev, followPage)
+		// Invalidation needs only which records changed.
+		changes, err := f.store.Changes(store.WithoutData(ctx), rev, followPage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -759,6 +759,7 @@ var goDocs = map[string]string{
 	"github.com/edgeplane/edgeplane/resource.Ref":                                            "Ref points at another resource: its identifier and the URI that locates it, {base_url}/<collection>/<id>.",
 	"github.com/edgeplane/edgeplane/resource.Ref.ID":                                         "ID is the referenced resource's identifier.",
 	"github.com/edgeplane/edgeplane/resource.Ref.URI":                                        "URI locates the referenced resource.",
+	"github.com/edgeplane/edgeplane/store.noDataKey":                                         "",
 	"github.com/edgeplane/edgeplane/store.noteKey":                                           "",
 	"github.com/edgeplane/edgeplane/storetest.document":                                      "",
 	"github.com/edgeplane/edgeplane/storetest.document.Count":                                "",

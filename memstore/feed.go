@@ -104,10 +104,13 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	}
 	i := int(after + 1 - oldest)
 	n := min(limit, s.log.n-i)
+	wanted := store.DataWanted(ctx)
 	size := 0
-	for j := range n {
-		o := s.log.at(i + j).rec.open()
-		size += len(o.data)
+	if wanted {
+		for j := range n {
+			o := s.log.at(i + j).rec.open()
+			size += len(o.data)
+		}
 	}
 	data := make([]byte, 0, size)
 	out := make([]store.Change, n)
@@ -116,7 +119,7 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 		o := c.rec.open()
 		out[j] = store.Change{Revision: after + 1 + int64(j), Op: c.op, Kind: o.kind, AccountID: o.account,
 			ID: o.id, ParentID: o.parent, Note: c.note}
-		if o.data != "" {
+		if wanted && o.data != "" {
 			start := len(data)
 			data = append(data, o.data...)
 			out[j].Data = data[start:len(data):len(data)]

@@ -337,3 +337,7 @@ func TestRepeatedIndexEntries(t *testing.T) {
 	found("another created in its place", "b")
 	found("another created in its place", "c", "r_2")
 }
+
+func TestChangesWithoutData(t *testing.T) {
+	storetest.LeavesDataOut(t, memstore.New())
+}

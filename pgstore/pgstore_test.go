@@ -371,3 +371,8 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatalf("Wait after the listener reconnected: %v", err)
 	}
 }
+
+func TestChangesWithoutData(t *testing.T) {
+	baseURL(t)
+	storetest.LeavesDataOut(t, open(t, freshSchema(t), pgstore.Options{}))
+}

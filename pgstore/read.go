@@ -146,7 +146,11 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	if limit <= 0 {
 		return nil, apierr.Invalidf("limit", "must be positive")
 	}
-	rows, err := s.pool.Query(ctx, `SELECT h.rev, h.floor, c.revision, c.op, c.kind, c.account_id, c.id, c.parent_id, c.data, c.note
+	data := "c.data"
+	if !store.DataWanted(ctx) {
+		data = "NULL::bytea"
+	}
+	rows, err := s.pool.Query(ctx, `SELECT h.rev, h.floor, c.revision, c.op, c.kind, c.account_id, c.id, c.parent_id, `+data+`, c.note
 		FROM feed_head h LEFT JOIN LATERAL (
 			SELECT * FROM changes WHERE revision > $1 ORDER BY revision LIMIT $2
 		) c ON true

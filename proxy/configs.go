@@ -493,7 +493,8 @@ func (c *Configs) follow(ctx context.Context, rev int64, p *pending) {
 				_ = c.feed.Wait(ctx, rev) // an error: Changes says what it is
 			}
 		}
-		changes, err := c.feed.Changes(ctx, rev, followPage)
+		// Only which records changed matters: each is read again.
+		changes, err := c.feed.Changes(store.WithoutData(ctx), rev, followPage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -43,7 +43,11 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	if after+1 < kept || after > rev {
 		return nil, &store.CompactedError{After: after, Oldest: kept}
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT revision, op, kind, account_id, id, parent_id, data, note FROM feed WHERE revision > ? ORDER BY revision LIMIT ?", after, limit)
+	data := "data"
+	if !store.DataWanted(ctx) {
+		data = "NULL"
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT revision, op, kind, account_id, id, parent_id, "+data+", note FROM feed WHERE revision > ? ORDER BY revision LIMIT ?", after, limit)
 	if err != nil {
 		return nil, dbError(ctx, err)
 	}

@@ -331,3 +331,7 @@ func TestCascadeWithReferencesInside(t *testing.T) {
 		t.Errorf("a child survived the cascade: %v", err)
 	}
 }
+
+func TestChangesWithoutData(t *testing.T) {
+	storetest.LeavesDataOut(t, open(t, filepath.Join(t.TempDir(), "store.db"), sqlitestore.Options{}))
+}

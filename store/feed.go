@@ -80,7 +80,8 @@ type Feed interface {
 	// revision order: every committed change of that range exactly once,
 	// and none that is not committed. limit must be positive. When the
 	// store no longer holds the change after+1 it fails with a
-	// [*CompactedError].
+	// [*CompactedError]. Under a context from [WithoutData] a change's
+	// Data may be nil.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 	// Wait blocks until the store's revision is above after, and returns
 	// nil then (at once if it already is), or ctx's error when ctx ends
@@ -118,6 +119,24 @@ type noteKey struct{}
 // (see [Change].Note). A backend reads it with [NoteFrom].
 func WithNote(ctx context.Context, note string) context.Context {
 	return context.WithValue(ctx, noteKey{}, note)
+}
+
+type noDataKey struct{}
+
+// WithoutData returns a context under which [Feed.Changes] may leave each
+// change's Data nil: for a reader that only needs to know which records
+// changed (a cache that invalidates them), so that a backend need not
+// copy or fetch documents it will not read. A backend reads it with
+// [DataWanted]; one that ignores it returns Data as always.
+func WithoutData(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noDataKey{}, true)
+}
+
+// DataWanted reports whether Changes under ctx must fill each change's
+// Data: true unless ctx comes from [WithoutData].
+func DataWanted(ctx context.Context) bool {
+	no, _ := ctx.Value(noDataKey{}).(bool)
+	return !no
 }
 
 // NoteFrom returns the note [WithNote] put in ctx, or "".

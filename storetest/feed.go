@@ -101,6 +101,20 @@ func testFeedOrderAndContent(t *testing.T, s store.Store) {
 	if _, err := s.Changes(ctx, start, 0); !errors.Is(err, apierr.ErrInvalidArgument) {
 		t.Errorf("Changes with limit 0: %v, want invalid argument", err)
 	}
+	// Without data: the same changes, each Data nil or as it is with data.
+	bare, err := s.Changes(store.WithoutData(ctx), start, len(got))
+	must(t, err)
+	if len(bare) != len(got) {
+		t.Fatalf("Changes without data gave %d changes, want %d", len(bare), len(got))
+	}
+	for i, c := range bare {
+		if c.Data == nil {
+			c.Data = got[i].Data // left out, as it may be
+		}
+		if diff := cmp.Diff(got[i], c); diff != "" {
+			t.Errorf("change %d without data differs (-with +without):\n%s", i, diff)
+		}
+	}
 }
 
 // testFeedFailedWrites: a write that fails leaves no change.
@@ -282,5 +296,33 @@ func testFeedCompaction(t *testing.T, s store.Store) {
 	must(t, s.Compact(ctx, start)) // compacting less than before is a no-op
 	if _, err := s.Changes(ctx, start+2, 10); !errors.As(err, &ce) {
 		t.Errorf("a smaller Compact brought back compacted changes: %v", err)
+	}
+}
+
+// LeavesDataOut checks what a backend that honours [store.WithoutData]
+// promises beyond the suite (which allows Data either way): under it,
+// Changes leaves every change's Data nil, and without it fills them.
+func LeavesDataOut(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	f := newFixture()
+	start, err := s.Revision(ctx)
+	must(t, err)
+	a := f.record(kindA, f.account())
+	create(t, s, a)
+	_, err = s.Update(ctx, kindA, a.AccountID, a.ID, func(r *store.Record) error { r.Data = doc("a2", 2); return nil })
+	must(t, err)
+	must(t, s.Delete(ctx, kindA, a.AccountID, a.ID))
+	with, err := s.Changes(ctx, start, 10)
+	must(t, err)
+	without, err := s.Changes(store.WithoutData(ctx), start, 10)
+	must(t, err)
+	if len(with) != 3 || len(without) != 3 {
+		t.Fatalf("%d changes with data, %d without; want 3 and 3", len(with), len(without))
+	}
+	for i := range with {
+		if with[i].Data == nil || without[i].Data != nil {
+			t.Errorf("change %d: Data %q with data, %q without; want it filled, then nil", i, with[i].Data, without[i].Data)
+		}
 	}
 }
