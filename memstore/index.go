@@ -8,8 +8,8 @@ import (
 	"github.com/google/btree"
 )
 
-// indexDegree is the degree of the B-trees of the list and secondary
-// indexes: a node holds up to 2*indexDegree-1 entries.
+// indexDegree is the degree of the B-trees of the secondary indexes: a
+// node holds up to 2*indexDegree-1 entries.
 const indexDegree = 32
 
 // sorted is an ordered set kept in a B-tree (github.com/google/btree).
@@ -37,7 +37,7 @@ func (s sorted[T]) empty() bool { return s.t.Len() == 0 }
 const idHead = 24
 
 // item is an entry of a list index: a record's handle and its ID's first
-// idHead bytes, zero-padded. It holds no pointer, so the index's nodes
+// idHead bytes, zero-padded. It holds no pointer, so the index's chunks
 // are not scanned by the garbage collector, and a comparison of two
 // items whose heads differ reads no record.
 //
@@ -59,12 +59,13 @@ func itemOf(id string, h uint32) item {
 	return it
 }
 
-// ids is a list index: items in the ascending order of their IDs.
-type ids = sorted[item]
-
 // newIDs returns an empty list index of records stored in t.
-func newIDs(t *table) ids {
-	return newSorted(func(a, b item) bool {
+func newIDs(t *table) ids { return newIDsOf(t, listChunk) }
+
+// newIDsOf is newIDs with chunks of at most max items (tests use small
+// ones, to split and merge often).
+func newIDsOf(t *table, max int) ids {
+	return &idList{max: max, less: func(a, b item) bool {
 		if a.head != b.head {
 			return string(a.head[:]) < string(b.head[:])
 		}
@@ -75,16 +76,16 @@ func newIDs(t *table) ids {
 			return true
 		}
 		return t.at(a.h).id() < t.at(b.h).id()
-	})
+	}}
 }
 
 // pageOf returns the handles of up to n records of x whose IDs sort
 // before before (all when before is ""), descending. before need not be
 // the ID of a record.
 func pageOf(x ids, t *table, before string, n int) []uint32 {
-	out := make([]uint32, 0, min(n, x.t.Len()))
+	out := make([]uint32, 0, min(n, x.n))
 	if before == "" {
-		x.t.Descend(func(it item) bool {
+		x.descend(item{}, false, func(it item) bool {
 			out = append(out, it.h)
 			return len(out) < n
 		})
@@ -93,7 +94,7 @@ func pageOf(x ids, t *table, before string, n int) []uint32 {
 	// The descent starts at the last item of before's head; those of
 	// that head that are not below before come first and are skipped.
 	p := itemOf(before, noHandle)
-	x.t.DescendLessOrEqual(p, func(it item) bool {
+	x.descend(p, true, func(it item) bool {
 		if it.head == p.head && t.at(it.h).id() >= before {
 			return true
 		}

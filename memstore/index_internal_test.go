@@ -35,15 +35,17 @@ func TestIndexesMatchASortedModel(t *testing.T) {
 		if hf.name == "last byte" {
 			continue
 		}
-		t.Run(hf.name, func(t *testing.T) { testIndexesMatchASortedModel(t, hf.hash) })
+		for _, max := range []int{listChunk, 8} { // 8: chunks split, merge and shrink often
+			t.Run(fmt.Sprintf("%s/chunks of %d", hf.name, max), func(t *testing.T) { testIndexesMatchASortedModel(t, hf.hash, max) })
+		}
 	}
 }
 
-func testIndexesMatchASortedModel(t *testing.T, hash func(string) uint64) {
+func testIndexesMatchASortedModel(t *testing.T, hash func(string) uint64, max int) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var slots table
 	handle := map[string]uint32{} // the handles of the IDs in x
-	x := newIDs(&slots)
+	x := newIDsOf(&slots, max)
 	var ids []string // model of x, ascending
 	long := strings.Repeat("p", idHead)
 	id := func() string {
@@ -112,8 +114,21 @@ func testIndexesMatchASortedModel(t *testing.T, hash func(string) uint64) {
 				vals = slices.Delete(vals, i, i+1)
 			}
 		}
-		if x.empty() != (len(ids) == 0) || v.empty() != (len(vals) == 0) || v.t.Len() != len(vals) {
-			t.Fatalf("step %d: %d IDs and %d entries, want %d and %d", step, x.t.Len(), v.t.Len(), len(ids), len(vals))
+		if x.empty() != (len(ids) == 0) || x.n != len(ids) || v.empty() != (len(vals) == 0) || v.t.Len() != len(vals) {
+			t.Fatalf("step %d: %d IDs and %d entries, want %d and %d", step, x.n, v.t.Len(), len(ids), len(vals))
+		}
+		// The chunks: none empty or over max, in order, the model's IDs.
+		var all []string
+		for _, ch := range x.chunks {
+			if len(ch) == 0 || len(ch) > max {
+				t.Fatalf("step %d: a chunk of %d items (max %d)", step, len(ch), max)
+			}
+			for _, it := range ch {
+				all = append(all, slots.at(it.h).id())
+			}
+		}
+		if !slices.Equal(all, ids) && len(all)+len(ids) > 0 {
+			t.Fatalf("step %d: the list holds %q, want %q", step, all, ids)
 		}
 		before, limit := "", 1+r.IntN(20)
 		switch r.IntN(8) {
@@ -166,5 +181,74 @@ func testIndexesMatchASortedModel(t *testing.T, hash func(string) uint64) {
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("step %d: below(%q) = %q, want %q", step, w, got, want)
 		}
+	}
+}
+
+// TestIDListMatchesAModel drives a list index with small chunks through
+// repeated adds (replacing), drops of absent items, and phases that
+// grow it, thin it out and empty it, checking after each step its items
+// and chunks against a sorted model and a descent from a random bound.
+func TestIDListMatchesAModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var slots table
+	handle := map[string]uint32{}
+	idOf := func(n int) string { return fmt.Sprintf("id_%03d", n) }
+	for _, n := range r.Perm(400) {
+		handle[idOf(n)] = slots.add(pack(idOf(n), &store.Record{}))
+	}
+	const max = 8
+	x := newIDsOf(&slots, max)
+	var model []string
+	for step := range 8000 {
+		addShare := []int{5, 2, 8, 1}[step/2000] // in tenths: mixed, thinning, growing, emptying
+		id := idOf(r.IntN(400))
+		if step%4000 >= 3000 && r.IntN(2) == 0 {
+			id = idOf(400 - 1 - step%1000/3) // descending runs: inserts before the last chunk
+		}
+		if step >= 8000-400 {
+			id, addShare = idOf(step-(8000-400)), 0 // the end: every ID dropped, the list emptied
+		}
+		it := itemOf(id, handle[id])
+		i, present := slices.BinarySearch(model, id)
+		if r.IntN(10) < addShare {
+			x.add(it)
+			if !present {
+				model = slices.Insert(model, i, id)
+			}
+		} else {
+			x.drop(it)
+			if present {
+				model = slices.Delete(model, i, i+1)
+			}
+		}
+		var all []string
+		for _, ch := range x.chunks {
+			if len(ch) == 0 || len(ch) > max {
+				t.Fatalf("step %d: a chunk of %d items (max %d)", step, len(ch), max)
+			}
+			for _, it := range ch {
+				all = append(all, slots.at(it.h).id())
+			}
+		}
+		if x.n != len(model) || !slices.Equal(all, model) && len(all)+len(model) > 0 {
+			t.Fatalf("step %d: the list holds %d %q, want %q", step, x.n, all, model)
+		}
+		bound := idOf(r.IntN(420)) + []string{"", "\x00", "5"}[r.IntN(3)]
+		var want, got []string
+		for i := len(model) - 1; i >= 0; i-- {
+			if model[i] <= bound {
+				want = append(want, model[i])
+			}
+		}
+		x.descend(itemOf(bound, noHandle), true, func(it item) bool {
+			got = append(got, slots.at(it.h).id())
+			return true
+		})
+		if !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Fatalf("step %d: descent from %q = %q, want %q", step, bound, got, want)
+		}
+	}
+	if !x.empty() || len(x.chunks) != 0 {
+		t.Fatalf("the emptied list has %d items in %d chunks", x.n, len(x.chunks))
 	}
 }

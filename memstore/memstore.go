@@ -42,13 +42,14 @@
 // # Lists
 //
 // Each (kind, account) pair, and each (kind, account, parent) triple, has
-// an index of its records in ID order, kept in a B-tree
-// (github.com/google/btree) of items that hold a record's handle and its
-// ID's first 24 bytes: two items compare by those bytes, and only when
-// they are equal by the full IDs, read from the slots. A list is a descent
-// from the cursor of at most Limit entries: O(log n + page), never O(all).
-// An insert or a delete touches one path of small nodes, so no write
-// copies a whole index while it holds the lock.
+// an index of its records in ID order: items that hold a record's handle
+// and its ID's first 24 bytes, in sorted chunks of at most 256 (see
+// idList). Two items compare by those bytes, and only when they are equal
+// by the full IDs, read from the slots. A list is a binary search for the
+// cursor and a walk down of at most Limit items: O(log n + page), never
+// O(all). The Service's IDs grow with time, so a create appends to the
+// last chunk; any other insert or delete moves at most a chunk's items,
+// so no write copies a whole index while it holds the lock.
 //
 // # Secondary indexes
 //
