@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"slices"
@@ -13,7 +14,11 @@ import (
 )
 
 // tokenLookup is the store lookup key of a tunnel token.
-func tokenLookup(token string) string { return "credential_token:" + credentials.HashToken(token) }
+func tokenLookup(token string) string {
+	const prefix = "credential_token:"
+	var b [len(prefix) + 2*sha256.Size]byte
+	return string(credentials.AppendTokenHash(append(b[:0], prefix...), token))
+}
 
 // credentialDoc is the stored form of a credential (see forms.go). The
 // token is not part of it: only its hash is stored, as the record's lookup

@@ -361,3 +361,13 @@ func BenchmarkEncodeDoc(b *testing.B) {
 		}
 	})
 }
+
+// TestTokenLookupKey: the lookup key a credential is stored under (and
+// found by, on every agent connection) keeps its format, which stored
+// records already hold.
+func TestTokenLookupKey(t *testing.T) {
+	tok := credentials.TokenPrefix + strings.Repeat("x", credentials.TokenLen-len(credentials.TokenPrefix))
+	if got, want := tokenLookup(tok), "credential_token:"+credentials.HashToken(tok); got != want {
+		t.Fatalf("tokenLookup = %q, want %q", got, want)
+	}
+}

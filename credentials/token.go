@@ -34,7 +34,8 @@ func newToken(r io.Reader) (string, error) {
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return "", err
 	}
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+	var t [TokenLen]byte // the token is built here and copied once
+	return string(base64.RawURLEncoding.AppendEncode(append(t[:0], TokenPrefix...), b[:])), nil
 }
 
 // WellFormedToken reports whether s has the shape of a token from
@@ -60,6 +61,15 @@ func WellFormedToken(s string) bool {
 // token up by its digest in one indexed read on every agent connection,
 // without per-request CPU cost.
 func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
+	var b [2 * sha256.Size]byte
+	return string(AppendTokenHash(b[:0], token))
+}
+
+// AppendTokenHash appends [HashToken] of token to dst: for a caller that
+// builds a lookup key around it in one allocation.
+func AppendTokenHash(dst []byte, token string) []byte {
+	h := sha256.New()
+	_, _ = io.WriteString(h, token) // a hash never fails to write
+	var sum [sha256.Size]byte
+	return hex.AppendEncode(dst, h.Sum(sum[:0]))
 }

@@ -1,7 +1,9 @@
 package credentials_test
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -63,12 +65,23 @@ func TestHashToken(t *testing.T) {
 	}{
 		{name: "empty", tok: "", want: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
 		{name: "abc", tok: "abc", want: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		// A token's length: longer than the 32 bytes a conversion to
+		// []byte may keep on the stack.
+		{name: "token length", tok: "ept_" + strings.Repeat("A", 43), want: sha256Hex("ept_" + strings.Repeat("A", 43))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := credentials.HashToken(tt.tok); got != tt.want {
 				t.Fatalf("HashToken(%q) = %s, want %s", tt.tok, got, tt.want)
 			}
+			if got := string(credentials.AppendTokenHash([]byte("key:"), tt.tok)); got != "key:"+tt.want {
+				t.Fatalf("AppendTokenHash(key:, %q) = %s, want key:%s", tt.tok, got, tt.want)
+			}
 		})
 	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
