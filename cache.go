@@ -448,6 +448,7 @@ func (f *cacheFollower) follow(ctx context.Context) {
 		}
 	}()
 	rev := int64(-1)
+	feed := store.WithoutData(ctx) // invalidation needs only which records changed
 	gather := time.NewTimer(followGather)
 	defer gather.Stop()
 	for ctx.Err() == nil {
@@ -459,8 +460,7 @@ func (f *cacheFollower) follow(ctx context.Context) {
 			}
 			rev = r
 		}
-		// Invalidation needs only which records changed.
-		changes, err := f.store.Changes(store.WithoutData(ctx), rev, followPage)
+		changes, err := f.store.Changes(feed, rev, followPage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

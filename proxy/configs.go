@@ -465,6 +465,7 @@ func (c *Configs) follow(ctx context.Context, rev int64, p *pending) {
 		c.pause(ctx, attempt)
 	}
 	current := true
+	feed := store.WithoutData(ctx) // only which records changed matters: each is read again
 	for ctx.Err() == nil {
 		if rev < 0 {
 			r, err := c.reload(ctx, p)
@@ -493,8 +494,7 @@ func (c *Configs) follow(ctx context.Context, rev int64, p *pending) {
 				_ = c.feed.Wait(ctx, rev) // an error: Changes says what it is
 			}
 		}
-		// Only which records changed matters: each is read again.
-		changes, err := c.feed.Changes(store.WithoutData(ctx), rev, followPage)
+		changes, err := c.feed.Changes(feed, rev, followPage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
