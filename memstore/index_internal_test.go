@@ -117,19 +117,7 @@ func testIndexesMatchASortedModel(t *testing.T, hash func(string) uint64, max in
 		if x.empty() != (len(ids) == 0) || x.n != len(ids) || v.empty() != (len(vals) == 0) || v.t.Len() != len(vals) {
 			t.Fatalf("step %d: %d IDs and %d entries, want %d and %d", step, x.n, v.t.Len(), len(ids), len(vals))
 		}
-		// The chunks: none empty or over max, in order, the model's IDs.
-		var all []string
-		for _, ch := range x.chunks {
-			if len(ch) == 0 || len(ch) > max {
-				t.Fatalf("step %d: a chunk of %d items (max %d)", step, len(ch), max)
-			}
-			for _, it := range ch {
-				all = append(all, slots.at(it.h).id())
-			}
-		}
-		if !slices.Equal(all, ids) && len(all)+len(ids) > 0 {
-			t.Fatalf("step %d: the list holds %q, want %q", step, all, ids)
-		}
+		checkIDList(t, step, x, &slots, max, ids)
 		before, limit := "", 1+r.IntN(20)
 		switch r.IntN(8) {
 		case 0:
@@ -221,18 +209,7 @@ func TestIDListMatchesAModel(t *testing.T) {
 				model = slices.Delete(model, i, i+1)
 			}
 		}
-		var all []string
-		for _, ch := range x.chunks {
-			if len(ch) == 0 || len(ch) > max {
-				t.Fatalf("step %d: a chunk of %d items (max %d)", step, len(ch), max)
-			}
-			for _, it := range ch {
-				all = append(all, slots.at(it.h).id())
-			}
-		}
-		if x.n != len(model) || !slices.Equal(all, model) && len(all)+len(model) > 0 {
-			t.Fatalf("step %d: the list holds %d %q, want %q", step, x.n, all, model)
-		}
+		checkIDList(t, step, x, &slots, max, model)
 		bound := idOf(r.IntN(420)) + []string{"", "\x00", "5"}[r.IntN(3)]
 		var want, got []string
 		for i := len(model) - 1; i >= 0; i-- {
@@ -250,5 +227,23 @@ func TestIDListMatchesAModel(t *testing.T) {
 	}
 	if !x.empty() || len(x.chunks) != 0 {
 		t.Fatalf("the emptied list has %d items in %d chunks", x.n, len(x.chunks))
+	}
+}
+
+// checkIDList checks x's chunks after step: none empty or over max, and
+// in order they hold the IDs of model (ascending), n of them.
+func checkIDList(t *testing.T, step int, x ids, slots *table, max int, model []string) {
+	t.Helper()
+	var all []string
+	for _, ch := range x.chunks {
+		if len(ch) == 0 || len(ch) > max {
+			t.Fatalf("step %d: a chunk of %d items (max %d)", step, len(ch), max)
+		}
+		for _, it := range ch {
+			all = append(all, slots.at(it.h).id())
+		}
+	}
+	if x.n != len(model) || !slices.Equal(all, model) && len(all)+len(model) > 0 {
+		t.Fatalf("step %d: the list holds %d %q, want %q", step, x.n, all, model)
 	}
 }
