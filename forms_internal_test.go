@@ -155,6 +155,16 @@ func roundTrip[M any](t *testing.T, s *Service, f form[M], rec func(m *M) store.
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
+	// Documents are decoded with go-json-experiment's v1 options: into
+	// what encoding/json makes of them.
+	want := reflect.New(reflect.TypeOf(parsed).Elem())
+	if err := json.Unmarshal(r.Data, want.Interface()); err != nil {
+		t.Fatalf("encoding/json cannot decode the document: %v", err)
+	}
+	all := cmp.Exporter(func(reflect.Type) bool { return true })
+	if diff := cmp.Diff(want.Interface(), parsed, all); diff != "" {
+		t.Errorf("%s: parse decodes differently from encoding/json (-encoding/json +parse):\n%s", f.kind, diff)
+	}
 	first, err := f.model(s, parsed, r)
 	if err != nil {
 		t.Fatalf("model: %v", err)
@@ -370,4 +380,27 @@ func TestTokenLookupKey(t *testing.T) {
 	if got, want := tokenLookup(tok), "credential_token:"+credentials.HashToken(tok); got != want {
 		t.Fatalf("tokenLookup = %q, want %q", got, want)
 	}
+}
+
+// BenchmarkParseDoc is what a read the record cache misses pays to
+// decode a credential's stored document: parse (go-json-experiment with
+// encoding/json's options) and encoding/json itself.
+func BenchmarkParseDoc(b *testing.B) {
+	data := []byte(`{"created_at":"2026-11-24T00:56:43Z","description":"load","metadata":"patched","acl":["bind:*.example.com"],"owner_id":"usr_0EReVdL2T2cUX9nyK3mkUB5X59l"}`)
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := credentialForm.parse(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := json.Unmarshal(data, new(credentialDoc)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
