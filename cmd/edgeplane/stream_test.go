@@ -103,13 +103,21 @@ func TestProxyTLSAndTCPEdges(t *testing.T) {
 	} else {
 		t.Logf("the TLS edge served %v after it was created", took.Round(time.Millisecond))
 	}
-	if out, err := curlTLS("pass.example.com", upstreamCAFile); err != nil || out != "upstream secure /curl" {
+	// The three edges were created one after another: the proxy may read
+	// them in separate reads of the feed, so each is waited for.
+	if _, ok := within(5*time.Second, func() bool {
+		out, _ := curlTLS("pass.example.com", upstreamCAFile)
+		return out == "upstream secure /curl"
+	}); !ok {
+		out, err := curlTLS("pass.example.com", upstreamCAFile)
 		t.Errorf("passthrough TLS edge, trusting the upstream's CA: %v %q", err, out)
 	}
 	if out, err := curlTLS("pass.example.com", edgeCAFile); err == nil {
 		t.Errorf("passthrough TLS edge, trusting only the edge's CA: succeeded %q; want the upstream's certificate refused", out)
 	}
-	if out, err := curl("http://127.0.0.1:" + strconv.Itoa(tcpPort) + "/tcp"); err != nil || out != "upstream plain /tcp" {
+	tcpURL := "http://127.0.0.1:" + strconv.Itoa(tcpPort) + "/tcp"
+	if _, ok := within(5*time.Second, func() bool { out, _ := curl(tcpURL); return out == "upstream plain /tcp" }); !ok {
+		out, err := curl(tcpURL)
 		t.Errorf("TCP edge: %v %q", err, out)
 	}
 
@@ -128,7 +136,7 @@ func TestProxyTLSAndTCPEdges(t *testing.T) {
 	ipp := api.must(201, "POST", "/ip_policies", `{}`)["id"].(string)
 	api.must(201, "POST", "/ip_policy_rules", `{"ip_policy_id":"`+ipp+`","cidr":"127.0.0.1/32","action":"deny"}`)
 	api.must(200, "PUT", "/edges/tcp/"+tcp+"/ip_restriction", `{"ip_policy_ids":["`+ipp+`"]}`)
-	if took, ok := within(time.Second, func() bool { _, err := curl("http://127.0.0.1:" + strconv.Itoa(tcpPort) + "/tcp"); return err != nil }); !ok {
+	if took, ok := within(time.Second, func() bool { _, err := curl(tcpURL); return err != nil }); !ok {
 		t.Errorf("the TCP edge still serves 127.0.0.1 1s after the IP restriction")
 	} else {
 		t.Logf("the IP restriction applied %v after the PUT", took.Round(time.Millisecond))
