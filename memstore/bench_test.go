@@ -44,6 +44,15 @@ func benchStore(b *testing.B) *memstore.Store {
 	return s
 }
 
+// benchStoreWithOne returns a benchStore holding benchRecord(1), and it.
+func benchStoreWithOne(b *testing.B) (*memstore.Store, store.Record) {
+	s, r := benchStore(b), benchRecord(1)
+	if err := s.Create(context.Background(), r); err != nil {
+		b.Fatal(err)
+	}
+	return s, r
+}
+
 // BenchmarkCreate creates one credential-like record per op.
 func BenchmarkCreate(b *testing.B) {
 	ctx := context.Background()
@@ -61,11 +70,7 @@ func BenchmarkCreate(b *testing.B) {
 // BenchmarkUpdate rewrites one credential-like record's document per op.
 func BenchmarkUpdate(b *testing.B) {
 	ctx := context.Background()
-	s := benchStore(b)
-	r := benchRecord(1)
-	if err := s.Create(ctx, r); err != nil {
-		b.Fatal(err)
-	}
+	s, r := benchStoreWithOne(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Update(ctx, r.Kind, r.AccountID, r.ID, func(rec *store.Record) error {
@@ -80,11 +85,7 @@ func BenchmarkUpdate(b *testing.B) {
 // BenchmarkGet reads one credential-like record per op.
 func BenchmarkGet(b *testing.B) {
 	ctx := context.Background()
-	s := benchStore(b)
-	r := benchRecord(1)
-	if err := s.Create(ctx, r); err != nil {
-		b.Fatal(err)
-	}
+	s, r := benchStoreWithOne(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Get(ctx, r.Kind, r.AccountID, r.ID); err != nil {

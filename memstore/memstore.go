@@ -359,22 +359,23 @@ func (s *Store) dropKeys(o *layout) {
 // addRefs enters the record of handle h, laid out as o, in the referrers
 // of each record it references (which exist: checkRefs said so).
 func (s *Store) addRefs(h uint32, o *layout) {
-	l := o.refs()
-	for range o.nrefs {
-		if ref := l.next(); ref != o.id {
-			if to, ok := s.recs.get(ref); ok {
-				addTo(s.refBy, to, h)
-			}
-		}
-	}
+	s.eachRef(o, func(to uint32) { addTo(s.refBy, to, h) })
 }
 
+// dropRefs removes the record of handle h, laid out as o, from the
+// referrers of each record it references.
 func (s *Store) dropRefs(h uint32, o *layout) {
+	s.eachRef(o, func(to uint32) { removeFrom(s.refBy, to, h) })
+}
+
+// eachRef calls f with the handle of each stored record that the record
+// laid out as o references, other than itself.
+func (s *Store) eachRef(o *layout, f func(to uint32)) {
 	l := o.refs()
 	for range o.nrefs {
 		if ref := l.next(); ref != o.id {
 			if to, ok := s.recs.get(ref); ok {
-				removeFrom(s.refBy, to, h)
+				f(to)
 			}
 		}
 	}
