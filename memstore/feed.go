@@ -87,7 +87,8 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 
 // Changes implements [store.Feed]. A revision above the store's is also
 // a [store.CompactedError]: this store never held it. The changes' Data
-// are copies, carved from one array for the whole answer.
+// are copies, carved from one array for the whole answer; under
+// [store.WithoutData] they are nil and nothing is copied.
 func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
