@@ -1,6 +1,10 @@
 package credentials
 
-import "github.com/edgeplane/edgeplane/internal/jsonenc"
+import (
+	"slices"
+
+	"github.com/edgeplane/edgeplane/internal/jsonenc"
+)
 
 // AppendJSON appends to dst the JSON encoding/json.Marshal makes of c (a
 // nil c is null) and returns the extended buffer and true: the API's
@@ -14,6 +18,7 @@ func (c *Credential) AppendJSON(dst []byte) ([]byte, bool) {
 		return append(dst, "null"...), true
 	}
 	n := len(dst)
+	dst = slices.Grow(dst, c.jsonLen())
 	dst = append(dst, `{"id":`...)
 	dst = jsonenc.AppendString(dst, c.ID)
 	dst = append(dst, `,"uri":`...)
@@ -34,24 +39,23 @@ func (c *Credential) AppendJSON(dst []byte) ([]byte, bool) {
 		dst = jsonenc.AppendString(dst, *c.Token)
 	}
 	dst = append(dst, `,"acl":`...)
-	dst = appendStrings(dst, c.ACL)
+	dst = jsonenc.AppendStrings(dst, c.ACL)
 	dst = append(dst, `,"owner_id":`...)
 	dst = jsonenc.AppendString(dst, c.OwnerID)
 	return append(dst, '}'), true
 }
 
-// appendStrings appends ss as encoding/json encodes a []string: null when
-// nil, else an array.
-func appendStrings(dst []byte, ss []string) []byte {
-	if ss == nil {
-		return append(dst, "null"...)
+// jsonLen is the length of c's JSON when no string needs escaping and the
+// time is at its longest: AppendJSON grows dst by it once, so that
+// appending to nil allocates once.
+func (c *Credential) jsonLen() int {
+	n := len(`{"id":"","uri":"","created_at":"2006-01-02T15:04:05.999999999-07:00","description":"","metadata":"","token":"","acl":[],"owner_id":""}`) +
+		len(c.ID) + len(c.URI) + len(c.Description) + len(c.Metadata) + len(c.OwnerID)
+	if c.Token != nil {
+		n += len(*c.Token)
 	}
-	dst = append(dst, '[')
-	for i, s := range ss {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsonenc.AppendString(dst, s)
+	for _, r := range c.ACL {
+		n += len(r) + len(`"",`)
 	}
-	return append(dst, ']')
+	return n
 }

@@ -123,6 +123,14 @@ func BenchmarkCredentialJSON(b *testing.B) {
 			buf, _ = c.AppendJSON(buf[:0])
 		}
 	})
+	b.Run("AppendJSON-nil", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := c.AppendJSON(nil); !ok {
+				b.Fatal("AppendJSON failed")
+			}
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

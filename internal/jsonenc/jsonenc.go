@@ -93,3 +93,20 @@ func AppendTime(dst []byte, t time.Time) ([]byte, bool) {
 	}
 	return append(b, '"'), true
 }
+
+// AppendStrings appends ss to dst as encoding/json.Marshal encodes a
+// []string: null when ss is nil, else an array of [AppendString]'s
+// strings.
+func AppendStrings(dst []byte, ss []string) []byte {
+	if ss == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, s)
+	}
+	return append(dst, ']')
+}

@@ -73,6 +73,20 @@ func checkString(t *testing.T, s string) {
 	}
 }
 
+func TestAppendStrings(t *testing.T) {
+	for name, ss := range map[string][]string{
+		"nil":   nil,
+		"empty": {},
+		"one":   {"<&>"},
+		"many":  {"", "a\u2028", "\xff", `"`},
+	} {
+		want := append([]byte("x"), marshal(t, ss)...)
+		if got := jsonenc.AppendStrings([]byte("x"), ss); !bytes.Equal(got, want) {
+			t.Errorf("%s: AppendStrings(%q) = %s, encoding/json writes %s", name, ss, got, want)
+		}
+	}
+}
+
 func FuzzAppendString(f *testing.F) {
 	for _, s := range stringCases {
 		f.Add(s)
