@@ -10,6 +10,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/jsonenc"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -27,6 +28,28 @@ type credentialDoc struct {
 	common
 	ACL     []string `json:"acl,omitempty"`
 	OwnerID string   `json:"owner_id"`
+}
+
+// appendJSON appends to dst the JSON encoding/json makes of d (see
+// docAppender), growing dst once by its length when no string needs
+// escaping.
+func (d *credentialDoc) appendJSON(dst []byte) ([]byte, bool) {
+	n := len(`{"created_at":"2006-01-02T15:04:05.999999999-07:00","description":"","metadata":"","acl":[],"owner_id":""}`) +
+		len(d.Description) + len(d.Metadata) + len(d.OwnerID)
+	for _, r := range d.ACL {
+		n += len(r) + len(`"",`)
+	}
+	dst, ok := d.common.appendOpening(slices.Grow(dst, n))
+	if !ok {
+		return dst, false
+	}
+	if len(d.ACL) > 0 {
+		dst = append(dst, `,"acl":`...)
+		dst = jsonenc.AppendStrings(dst, d.ACL)
+	}
+	dst = append(dst, `,"owner_id":`...)
+	dst = jsonenc.AppendString(dst, d.OwnerID)
+	return append(dst, '}'), true
 }
 
 var credentialForm = withOwn(plainForm(&credentialKind,

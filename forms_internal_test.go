@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/edgeplane/edgeplane/backends"
@@ -231,6 +232,49 @@ func TestOwnCredentialDoc(t *testing.T) {
 	}
 }
 
+// TestCredentialDocJSON checks that a credential's stored document is
+// its own encoding (a docAppender, which the "credential" case of
+// TestStoredForms runs too) and that encodeDoc writes what encoding/json
+// makes of it when fields are left out (omitempty), escaped or not
+// encodable (then encodeDoc fails, as it did with go-json alone).
+func TestCredentialDocJSON(t *testing.T) {
+	if _, ok := any(new(credentialDoc)).(docAppender); !ok {
+		t.Fatal("*credentialDoc is not a docAppender")
+	}
+	s := New(memstore.New(), Options{})
+	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("", -3600))
+	for name, c := range map[string]credentials.Credential{
+		"zero":        {},
+		"no acl":      {Description: "d", OwnerID: "usr_1", CreatedAt: at},
+		"empty acl":   {ACL: []string{}, Metadata: "m", OwnerID: "usr_1", CreatedAt: at},
+		"escapes":     {Description: "<&>\u2028é", Metadata: "\xff\"\n", ACL: []string{"bind:a=<b>", ""}, OwnerID: "bot_\u2029", CreatedAt: time.Now()},
+		"year 10000":  {OwnerID: "usr_1", CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"zone 24 hrs": {OwnerID: "usr_1", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := store.Record{Kind: KindCredential, AccountID: "acc_1", ID: "cr_1"}
+			_, err := credentialForm.encodeDoc(s, &c, &rec)
+			doc, err2 := credentialForm.save(s, &c, &store.Record{})
+			if err2 != nil {
+				t.Fatal(err2)
+			}
+			want, werr := json.Marshal(doc)
+			switch {
+			case werr != nil && err == nil:
+				t.Errorf("encodeDoc = %s; encoding/json fails (%v)", rec.Data, werr)
+			case werr == nil && (err != nil || !bytes.Equal(rec.Data, want)):
+				t.Errorf("encodeDoc = %s, %v; encoding/json writes %s", rec.Data, err, want)
+			}
+			// appendJSON keeps what dst held, and leaves it unchanged
+			// when it fails.
+			b, ok := doc.(docAppender).appendJSON([]byte("x"))
+			if ok != (werr == nil) || string(b) != "x"+string(want) {
+				t.Errorf("appendJSON = %s, %v; want x%s, %v", b, ok, want, werr == nil)
+			}
+		})
+	}
+}
+
 // checkDocKeys fails on a key of the API's computed or identifying
 // fields anywhere in a document.
 func checkDocKeys(t *testing.T, doc any, path string) {
@@ -341,18 +385,31 @@ func TestStoredForms(t *testing.T) {
 }
 
 // BenchmarkEncodeDoc is what every write of a credential pays to encode
-// its stored document, with goccy/go-json (encodeDoc) and with
-// encoding/json (what encodeDoc used before).
+// its stored document: encodeDoc (the document's own appendJSON), and
+// what it used before, goccy/go-json and encoding/json.
 func BenchmarkEncodeDoc(b *testing.B) {
 	c := &credentials.Credential{ID: "cr_0EReVdLuOSi6MMSeu91MCUT4Anx", CreatedAt: time.Date(2026, 11, 24, 0, 56, 43, 0, time.UTC),
 		Description: "load", Metadata: "patched", ACL: []string{"bind:*.example.com"}, OwnerID: "usr_0EReVdL2T2cUX9nyK3mkUB5X59l"}
 	s := New(memstore.New(), Options{})
 	b.Cleanup(func() { _ = s.Close(context.Background()) })
-	b.Run("goccy", func(b *testing.B) {
+	b.Run("encodeDoc", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			rec := store.Record{Kind: KindCredential, ID: c.ID}
 			if _, err := credentialForm.encodeDoc(s, c, &rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goccy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rec := store.Record{Kind: KindCredential, ID: c.ID}
+			d, err := credentialForm.save(s, c, &rec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rec.Data, err = gojson.Marshal(d); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,6 +12,8 @@
 // A [Credential] is stored with an empty URI and a nil Token; the Service
 // fills URI when it returns one and sets Token only in the response to
 // creation. ACL is never nil in a response: no rules is the empty list.
+// [Credential.AppendJSON] writes the JSON encoding/json makes of one,
+// without reflection.
 //
 // [CreateParams.Validate] and [UpdateParams.Validate] report every broken
 // rule at once as an InvalidArgument [apierr.Error] whose violations name

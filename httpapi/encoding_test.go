@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/credentials"
 )
 
 // TestResponsesEncodeAsEncodingJSON: responses are encoded with
@@ -42,6 +43,39 @@ func TestResponsesEncodeAsEncodingJSON(t *testing.T) {
 	if r := call(t, s, "GET", "/credentials", s.keyA, ""); string(r.body) != string(want)+"\n" {
 		t.Errorf("list body\n%s\nencoding/json\n%s", r.body, want)
 	}
+}
+
+// TestWritesEncodeAsEncodingJSON: the answers to POST and PATCH
+// /credentials (written by Credential.AppendJSON) are what encoding/json
+// makes of the credential they carry, followed by a newline as Encode
+// writes it, with their Content-Length.
+func TestWritesEncodeAsEncodingJSON(t *testing.T) {
+	s := newE2E(t)
+	check := func(what string, r response) {
+		t.Helper()
+		var c credentials.Credential
+		if err := json.Unmarshal(r.body, &c); err != nil {
+			t.Fatalf("%s: %v: %s", what, err, r.body)
+		}
+		want, _ := json.Marshal(&c)
+		if string(r.body) != string(want)+"\n" {
+			t.Errorf("%s body\n%q\nencoding/json\n%q", what, r.body, want)
+		}
+		if r.header.Get("Content-Length") != strconv.Itoa(len(r.body)) {
+			t.Errorf("%s: Content-Length %q for %d bytes", what, r.header.Get("Content-Length"), len(r.body))
+		}
+	}
+	r := call(t, s, "POST", "/credentials", s.keyA, `{"description":"<ci> & \"quotes\" é \u2028","metadata":"{\"a\":1}","acl":["bind:*.example.com"]}`)
+	if r.status != 201 {
+		t.Fatalf("POST: %d %s", r.status, r.body)
+	}
+	check("POST", r)
+	id := wantID(t, r.json["id"], "cr_")
+	r = call(t, s, "PATCH", "/credentials/"+id, s.keyA, `{"metadata":"\u2029<>","acl":[]}`)
+	if r.status != 200 {
+		t.Fatalf("PATCH: %d %s", r.status, r.body)
+	}
+	check("PATCH", r)
 }
 
 // TestEncodedPagesAsEncodingJSON: a list page answered from the items'
