@@ -3,7 +3,6 @@ package memstore
 import (
 	"iter"
 	"slices"
-	"sort"
 )
 
 // setChunk is the most handles a chunk of a handleSet holds: 4 KiB.
@@ -23,11 +22,16 @@ const setChunk = 1024
 // other insert or a delete finds its chunk by a binary search over the
 // chunks' last handles and moves at most a chunk's handles (splitting a
 // full chunk, merging or shrinking one that falls below a quarter of
-// max), as idList does. A set of a few handles is one small chunk.
+// max), as idList does. The chunks' last handles are also kept in an
+// array of their own, lasts, which the binary search reads: for a set of
+// 400k handles, 1.6 KiB that stay in the cache, where reading each
+// chunk's last handle would miss it at every step. A set of a few
+// handles is one small chunk.
 //
 // The zero value is not usable: make one with newHandleSet.
 type handleSet struct {
 	chunks [][]uint32 // none empty
+	lasts  []uint32   // the last handle of each chunk
 	n      int        // handles in all
 	max    int        // the most handles of a chunk, at least 2
 }
@@ -44,10 +48,7 @@ func (s *handleSet) len() int { return s.n }
 // below h; len(chunks) when none) and its place there (the first handle
 // not below h).
 func (s *handleSet) find(h uint32) (c, i int) {
-	c = sort.Search(len(s.chunks), func(j int) bool {
-		ch := s.chunks[j]
-		return ch[len(ch)-1] >= h
-	})
+	c, _ = slices.BinarySearch(s.lasts, h)
 	if c == len(s.chunks) {
 		return c, 0
 	}
@@ -57,19 +58,22 @@ func (s *handleSet) find(h uint32) (c, i int) {
 
 // add enters h; a handle the set holds stays once.
 func (s *handleSet) add(h uint32) {
-	if k := len(s.chunks) - 1; k < 0 || s.chunks[k][len(s.chunks[k])-1] < h {
+	if k := len(s.chunks) - 1; k < 0 || s.lasts[k] < h {
 		// Above every handle: onto the last chunk, or a new one when it
 		// is full. The first chunk grows as append grows it (most sets
 		// are small); a set that fills a chunk gets the next at its full
 		// size.
 		if k >= 0 && len(s.chunks[k]) >= s.max {
 			s.chunks = append(s.chunks, make([]uint32, 0, s.max))
+			s.lasts = append(s.lasts, h)
 			k++
 		} else if k < 0 {
 			s.chunks = append(s.chunks, nil)
+			s.lasts = append(s.lasts, h)
 			k++
 		}
 		s.chunks[k] = append(s.chunks[k], h)
+		s.lasts[k] = h
 		s.n++
 		return
 	}
@@ -86,11 +90,14 @@ func (s *handleSet) add(h uint32) {
 		ch = ch[:half]
 		s.chunks[c] = ch
 		s.chunks = slices.Insert(s.chunks, c+1, right)
+		s.lasts = slices.Insert(s.lasts, c, ch[half-1])
 		if i > half {
 			c, i, ch = c+1, i-half, right
 		}
 	}
-	s.chunks[c] = slices.Insert(ch, i, h)
+	ch = slices.Insert(ch, i, h)
+	s.chunks[c] = ch
+	s.lasts[c] = ch[len(ch)-1] // h, when it went to the end of a split's left half
 	s.n++
 }
 
@@ -105,9 +112,11 @@ func (s *handleSet) remove(h uint32) {
 	switch {
 	case len(ch) == 0:
 		s.chunks = slices.Delete(s.chunks, c, c+1)
+		s.lasts = slices.Delete(s.lasts, c, c+1)
 		return
 	case len(ch) >= s.max/4:
 		s.chunks[c] = ch
+		s.lasts[c] = ch[len(ch)-1]
 		return
 	}
 	// Small: merged into a neighbour it fits in, or else, when its array
@@ -116,17 +125,21 @@ func (s *handleSet) remove(h uint32) {
 	if c+1 < len(s.chunks) && len(ch)+len(s.chunks[c+1]) <= s.max {
 		s.chunks[c] = append(ch, s.chunks[c+1]...)
 		s.chunks = slices.Delete(s.chunks, c+1, c+2)
+		s.lasts = slices.Delete(s.lasts, c, c+1) // the merged chunk ends as chunk c+1 did
 		return
 	}
 	if c > 0 && len(s.chunks[c-1])+len(ch) <= s.max {
 		s.chunks[c-1] = append(s.chunks[c-1], ch...)
 		s.chunks = slices.Delete(s.chunks, c, c+1)
+		s.lasts[c-1] = ch[len(ch)-1] // the merged chunk ends as chunk c does now
+		s.lasts = slices.Delete(s.lasts, c, c+1)
 		return
 	}
 	if cap(ch) > 2*len(ch)+4 {
 		ch = slices.Clone(ch)
 	}
 	s.chunks[c] = ch
+	s.lasts[c] = ch[len(ch)-1]
 }
 
 // all yields the handles in ascending order (none from a nil set). The

@@ -92,14 +92,20 @@ func TestHandleSetMatchesAMap(t *testing.T) {
 	}
 }
 
-// checkHandleSet checks s's chunks: none empty or over max, and in order
-// they hold the handles of model, ascending, len of them; and all stops
-// when its yield says so.
+// checkHandleSet checks s's chunks: none empty or over max, each's last
+// handle in lasts, and in order they hold the handles of model,
+// ascending, len of them; and all stops when its yield says so.
 func checkHandleSet(t *testing.T, at string, s *handleSet, max int, model map[uint32]struct{}) {
 	t.Helper()
-	for _, ch := range s.chunks {
+	if len(s.lasts) != len(s.chunks) {
+		t.Fatalf("%s: %d lasts for %d chunks", at, len(s.lasts), len(s.chunks))
+	}
+	for c, ch := range s.chunks {
 		if len(ch) == 0 || len(ch) > max {
 			t.Fatalf("%s: a chunk of %d handles (max %d)", at, len(ch), max)
+		}
+		if s.lasts[c] != ch[len(ch)-1] {
+			t.Fatalf("%s: chunk %d ends with %d, its last says %d", at, c, ch[len(ch)-1], s.lasts[c])
 		}
 	}
 	want := slices.Sorted(maps.Keys(model))
@@ -260,5 +266,27 @@ func TestManyReferrers(t *testing.T) {
 	kids, err := s.List(ctx, store.Query{Kind: "c", AccountID: "a", Limit: 10})
 	if err != nil || len(kids) != 0 || len(s.children) != 0 {
 		t.Errorf("after the cascade: %d children listed (%v), the children of %d records left", len(kids), err, len(s.children))
+	}
+}
+
+// BenchmarkHandleSetMiddle removes a random handle of a set of 400k,
+// filled in order, and adds it back, per op: what a delete and a create
+// into the freed slot do to the referrers of a record that 400k others
+// reference.
+func BenchmarkHandleSetMiddle(b *testing.B) {
+	const n = 400_000
+	s := newHandleSet()
+	for h := range uint32(n) {
+		s.add(h)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		h := r.Uint32N(n)
+		s.remove(h)
+		s.add(h)
+	}
+	if s.len() != n {
+		b.Fatalf("%d handles, want %d", s.len(), n)
 	}
 }
