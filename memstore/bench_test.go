@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -64,6 +65,69 @@ func BenchmarkCreate(b *testing.B) {
 		if err := s.Create(ctx, benchRecord(i)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// sharedRefBase is how many credentials reference the owner before the
+// benchmarks of a store shaped like the server's under load start.
+const sharedRefBase = 400_000
+
+// benchStoreShared returns a benchStore whose owner sharedRefBase
+// credential-like records reference.
+func benchStoreShared(b *testing.B) *memstore.Store {
+	ctx := context.Background()
+	s := benchStore(b)
+	for i := range sharedRefBase {
+		if err := s.Create(ctx, benchRecord(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// BenchmarkCreateSharedRef creates one credential-like record per op in
+// a store where sharedRefBase others already reference the one owner that
+// each new record references too: the shape of the server under a load
+// of credential creates, at a size that does not depend on b.N.
+func BenchmarkCreateSharedRef(b *testing.B) {
+	ctx := context.Background()
+	s := benchStoreShared(b)
+	b.ReportAllocs()
+	i := sharedRefBase
+	for b.Loop() {
+		i++
+		if err := s.Create(ctx, benchRecord(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkChurnSharedRef, in the store of BenchmarkCreateSharedRef,
+// deletes a random one of the owner's referrers and creates a new one per
+// op: the delete removes a handle from the middle of the owner's
+// referrers, and the create takes the slot it freed, so that it enters a
+// handle below the newest.
+func BenchmarkChurnSharedRef(b *testing.B) {
+	ctx := context.Background()
+	s := benchStoreShared(b)
+	live := make([]string, 0, sharedRefBase)
+	for i := range sharedRefBase {
+		live = append(live, benchRecord(i+1).ID)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	i := sharedRefBase
+	for b.Loop() {
+		k := r.IntN(len(live))
+		if err := s.Delete(ctx, "credential", "acct_1", live[k]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		rec := benchRecord(i)
+		if err := s.Create(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+		live[k] = rec.ID
 	}
 }
 

@@ -51,9 +51,16 @@ func (x *idList) find(it item) (c, i int) {
 func (x *idList) add(it item) {
 	if k := len(x.chunks) - 1; k < 0 || x.less(x.chunks[k][len(x.chunks[k])-1], it) {
 		// After every item: onto the last chunk, or a new one when it
-		// is full (a list filled in order has full chunks).
+		// is full (a list filled in order has full chunks). The first
+		// chunk grows from 16 items (most lists are short); a list that
+		// has filled a chunk gets the next at its full size, which it
+		// will fill, so that no append copies a chunk as it grows.
 		if k < 0 || len(x.chunks[k]) >= x.max {
-			x.chunks = append(x.chunks, make([]item, 0, min(x.max, 16)))
+			size := min(x.max, 16)
+			if k >= 0 {
+				size = x.max
+			}
+			x.chunks = append(x.chunks, make([]item, 0, size))
 			k++
 		}
 		x.chunks[k] = append(x.chunks[k], it)

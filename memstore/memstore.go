@@ -95,16 +95,16 @@ var _ store.Store = (*Store)(nil)
 // call [New]. It is safe for concurrent use.
 type Store struct {
 	mu       sync.RWMutex
-	slots    table                          // the records, by handle
-	recs     hashed[uint32]                 // ID -> handle
-	keys     hashed[uint64]                 // lookup key -> handle<<32 | the key's place among its record's keys
-	refBy    map[uint32]map[uint32]struct{} // referenced record -> referrers, by handle
-	children map[uint32]map[uint32]struct{} // parent -> children, by handle
-	index    map[indexKey]ids               // list indexes: records in ID order
-	values   map[valueKey]values            // secondary indexes: (value, id) pairs, ascending
-	rev      int64                          // the revision of the last committed change
-	floor    int64                          // changes up to this revision are compacted away
-	log      feedLog                        // the newest changes, the last of revision rev
+	slots    table                 // the records, by handle
+	recs     hashed[uint32]        // ID -> handle
+	keys     hashed[uint64]        // lookup key -> handle<<32 | the key's place among its record's keys
+	refBy    map[uint32]*handleSet // referenced record -> referrers, by handle
+	children map[uint32]*handleSet // parent -> children, by handle
+	index    map[indexKey]ids      // list indexes: records in ID order
+	values   map[valueKey]values   // secondary indexes: (value, id) pairs, ascending
+	rev      int64                 // the revision of the last committed change
+	floor    int64                 // changes up to this revision are compacted away
+	log      feedLog               // the newest changes, the last of revision rev
 
 	// Waiters: Wait takes wake, not mu, so that followers of the feed
 	// waiting for the next commit do not queue on the write lock.
@@ -198,8 +198,8 @@ func newWithHash(o Options, hash func(string) uint64) *Store {
 	}
 	s := &Store{
 		log:      feedLog{keep: keep},
-		refBy:    make(map[uint32]map[uint32]struct{}),
-		children: make(map[uint32]map[uint32]struct{}),
+		refBy:    make(map[uint32]*handleSet),
+		children: make(map[uint32]*handleSet),
 		index:    make(map[indexKey]ids),
 		values:   make(map[valueKey]values),
 	}
@@ -381,19 +381,22 @@ func (s *Store) eachRef(o *layout, f func(to uint32)) {
 	}
 }
 
-func addTo(m map[uint32]map[uint32]struct{}, k, v uint32) {
+// addTo adds v to the set of k in m.
+func addTo(m map[uint32]*handleSet, k, v uint32) {
 	set := m[k]
 	if set == nil {
-		set = make(map[uint32]struct{})
+		set = newHandleSet()
 		m[k] = set
 	}
-	set[v] = struct{}{}
+	set.add(v)
 }
 
-func removeFrom(m map[uint32]map[uint32]struct{}, k, v uint32) {
+// removeFrom removes v from the set of k in m, and the set when it is
+// left empty.
+func removeFrom(m map[uint32]*handleSet, k, v uint32) {
 	if set := m[k]; set != nil {
-		delete(set, v)
-		if len(set) == 0 {
+		set.remove(v)
+		if set.len() == 0 {
 			delete(m, k)
 		}
 	}
@@ -586,7 +589,7 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		for c := range s.children[cur] {
+		for c := range s.children[cur].all() {
 			if !doomed[c] {
 				doomed[c] = true
 				queue = append(queue, c)
@@ -595,7 +598,7 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	for d := range doomed {
 		var refs []string
-		for by := range s.refBy[d] {
+		for by := range s.refBy[d].all() {
 			if !doomed[by] {
 				refs = append(refs, strings.Clone(s.slots.at(by).id()))
 			}
@@ -708,7 +711,7 @@ func (s *Store) listSelected(q store.Query) []store.Record {
 	switch {
 	case q.RefersTo != "":
 		if to, ok := s.recs.get(q.RefersTo); ok {
-			for by := range s.refBy[to] {
+			for by := range s.refBy[to].all() {
 				if keep(by) {
 					hs = append(hs, by)
 				}
