@@ -320,3 +320,32 @@ func TestServeRestartKeepsState(t *testing.T) {
 		t.Errorf("the new tenant's key: %d %s (must not see the first account's credential)", code, body)
 	}
 }
+
+// TestServeCPUProfile: -cpuprofile writes a CPU profile (gzipped
+// protocol buffers) of the run when the server stops, and a file that
+// cannot be created stops serve before it listens.
+func TestServeCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	s := startServe(t, []string{"-cpuprofile", path}, nil)
+	if code, _ := get(t, "http://"+s.addr+"/healthz", nil); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no profile file while serving: %v", err)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("serve exited with %d: %s", code, s.stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("the profile is not gzipped: % x", b[:min(len(b), 8)])
+	}
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-store", "memory:", "-cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.pprof")}, func(string) string { return "" }, &out, &out, nil)
+	if code == 0 || !strings.Contains(out.String(), "-cpuprofile") {
+		t.Fatalf("an uncreatable profile file: exit %d, %s", code, out.String())
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -27,6 +29,7 @@ type serveConfig struct {
 	corsOrigins, metricsAddr string
 	reapInterval             time.Duration
 	proxy                    bool
+	cpuProfile               string
 	data                     dataPlaneConfig
 }
 
@@ -43,6 +46,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.StringVar(&c.corsOrigins, "cors-origins", "", "comma-separated origins answered with CORS credentials (default: any origin, without credentials)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file when the server stops (for go tool pprof)")
 	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
 	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
 	fs.Usage = func() {
@@ -64,6 +68,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer stopLogs() // the last lines are written before serve returns
+	if c.cpuProfile != "" {
+		stop, err := startCPUProfile(c.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{"-tls-cert and -tls-key go together"}
 	}
@@ -267,4 +278,21 @@ func isCleanPath(p string) bool {
 		start = i + 1
 	}
 	return true
+}
+
+// startCPUProfile starts a CPU profile (runtime/pprof) written to path,
+// and returns the function that ends it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
