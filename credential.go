@@ -30,6 +30,10 @@ type credentialDoc struct {
 	OwnerID string   `json:"owner_id"`
 }
 
+// The stored document encodes itself (marshalDoc falls back to go-json
+// silently, so the build checks that it still does).
+var _ docAppender = (*credentialDoc)(nil)
+
 // appendJSON appends to dst the JSON encoding/json makes of d (see
 // docAppender), growing dst once by its length when no string needs
 // escaping.

@@ -283,15 +283,15 @@ func appendJSON[M any](ctx context.Context, s *Service, p Principal, f form[M], 
 }
 
 // encodeShown returns the JSON of the model of doc, a parse of rec,
-// presented: the model's own encoding when it is a modelAppender that
-// succeeds, else encoding/json's.
+// presented: the model's own encoding when it is a [jsonenc.Appender]
+// that succeeds, else encoding/json's.
 func (f form[M]) encodeShown(s *Service, doc any, rec store.Record, present func(*M, store.Record)) ([]byte, error) {
 	m, err := f.model(s, doc, rec)
 	if err != nil {
 		return nil, err
 	}
 	present(m, rec)
-	if a, ok := any(m).(modelAppender); ok {
+	if a, ok := any(m).(jsonenc.Appender); ok {
 		if b, ok := a.AppendJSON(nil); ok {
 			return b, nil
 		}
@@ -302,15 +302,6 @@ func (f form[M]) encodeShown(s *Service, doc any, rec store.Record, present func
 		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
 	}
 	return b, nil
-}
-
-// modelAppender is a model that encodes itself without reflection, as
-// [github.com/edgeplane/edgeplane/credentials.Credential.AppendJSON]
-// does: AppendJSON appends what encoding/json.Marshal makes of it and
-// reports true, or returns dst unchanged and false where encoding/json
-// would fail.
-type modelAppender interface {
-	AppendJSON(dst []byte) ([]byte, bool)
 }
 
 // clonePtr returns a pointer to a copy of *p, nil when p is.

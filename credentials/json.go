@@ -6,6 +6,11 @@ import (
 	"github.com/edgeplane/edgeplane/internal/jsonenc"
 )
 
+// A credential encodes itself where the Service and httpapi look for a
+// [jsonenc.Appender]; were the method renamed, they would fall back to
+// reflection without a word, so the build checks it.
+var _ jsonenc.Appender = (*Credential)(nil)
+
 // AppendJSON appends to dst the JSON encoding/json.Marshal makes of c (a
 // nil c is null) and returns the extended buffer and true: the API's
 // encoding of a credential, made without reflection, for the paths that

@@ -23,6 +23,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/jsonenc"
 	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
@@ -462,7 +463,7 @@ func (h *Handler) endpoint(rt route) http.Handler {
 // does (json tags, Marshalers, sorted map keys, HTML escaping) without
 // reflecting on every value of every response: on a page of 100
 // credentials, encoding was a fifth of the server's CPU (see the README's
-// load harness). A model that encodes itself (a modelAppender: a
+// load harness). A model that encodes itself (a [jsonenc.Appender]: a
 // credential, which every create and update of one answers) writes its
 // own bytes, the same.
 func writeJSON(w *exchange, status int, v any) {
@@ -478,7 +479,7 @@ func writeJSON(w *exchange, status int, v any) {
 	case ok:
 		err = a.appendJSON(&buf.Buffer)
 	default:
-		if m, ok := v.(modelAppender); ok {
+		if m, ok := v.(jsonenc.Appender); ok {
 			if b, ok := m.AppendJSON(buf.AvailableBuffer()); ok {
 				buf.Write(append(b, '\n')) // as Encode ends a value
 				break
@@ -500,15 +501,6 @@ func writeJSON(w *exchange, status int, v any) {
 // followed by a newline.
 type jsonAppender interface {
 	appendJSON(buf *bytes.Buffer) error
-}
-
-// modelAppender is a model that encodes itself without reflection, as
-// [github.com/edgeplane/edgeplane/credentials.Credential.AppendJSON]
-// does: AppendJSON appends what encoding/json.Marshal makes of it and
-// reports true, or returns dst unchanged and false, and writeJSON then
-// encodes it with go-json.
-type modelAppender interface {
-	AppendJSON(dst []byte) ([]byte, bool)
 }
 
 // encodedPage is a page of a list whose items came encoded

@@ -95,6 +95,16 @@ func AppendTime(dst []byte, t time.Time) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
+// Appender is a model that encodes itself without reflection, as
+// [github.com/edgeplane/edgeplane/credentials.Credential.AppendJSON]
+// does: AppendJSON appends to dst what encoding/json.Marshal makes of it
+// and reports true, or returns dst unchanged and false where
+// encoding/json would fail, and the caller then encodes it the general
+// way. The Service's record cache and httpapi's responses check for it.
+type Appender interface {
+	AppendJSON(dst []byte) ([]byte, bool)
+}
+
 // AppendStrings appends ss to dst as encoding/json.Marshal encodes a
 // []string: null when ss is nil, else an array of [AppendString]'s
 // strings.
