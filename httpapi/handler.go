@@ -460,12 +460,13 @@ func (h *Handler) endpoint(rt route) http.Handler {
 
 // writeJSON answers status with v as JSON and its Content-Length. It
 // encodes with github.com/goccy/go-json, which produces what encoding/json
-// does (json tags, Marshalers, sorted map keys, HTML escaping) without
-// reflecting on every value of every response: on a page of 100
-// credentials, encoding was a fifth of the server's CPU (see the README's
-// load harness). A model that encodes itself (a [jsonenc.Appender]: a
-// credential, which every create and update of one answers) writes its
-// own bytes, the same.
+// does (json tags, Marshalers, sorted map keys, HTML escaping; only \b
+// and \f in a string it writes as \u0008 and \u000c, the same JSON
+// string, see FuzzAppendJSONString) without reflecting on every value of
+// every response: on a page of 100 credentials, encoding was a fifth of
+// the server's CPU (see the README's load harness). A model that encodes
+// itself (a [jsonenc.Appender]: a credential, which every create and
+// update of one answers) writes its own bytes, encoding/json's.
 func writeJSON(w *exchange, status int, v any) {
 	buf, ready := v.(*jsonBuffer) // the JSON itself (see jsonBuffer)
 	if !ready {
@@ -523,18 +524,19 @@ func (p *encodedPage) appendJSON(buf *bytes.Buffer) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		b = append(jsonenc.AppendString(b, k), ':')
 		var err error
-		if b, err = appendJSONString(b, k); err != nil {
-			return err
-		}
-		b = append(b, ':')
 		switch k {
 		case p.field:
 			b, err = p.items(b)
 		case "next_page_uri":
-			b, err = appendJSONValue(b, p.next)
+			if p.next == nil {
+				b = append(b, "null"...)
+			} else {
+				b = jsonenc.AppendString(b, *p.next)
+			}
 		case "uri":
-			b, err = appendJSONString(b, p.uri)
+			b = jsonenc.AppendString(b, p.uri)
 		}
 		if err != nil {
 			return err
@@ -543,44 +545,6 @@ func (p *encodedPage) appendJSON(buf *bytes.Buffer) error {
 	b = append(b, '}', '\n')
 	buf.Write(b)
 	return nil
-}
-
-// appendJSONValue appends the JSON of s (null when nil) as writeJSON
-// encodes it.
-func appendJSONValue(b []byte, s *string) ([]byte, error) {
-	if s == nil {
-		return append(b, "null"...), nil
-	}
-	return appendJSONString(b, *s)
-}
-
-// appendJSONString appends s as a JSON string, as writeJSON encodes it.
-// The common case, printable ASCII (a URI, a key), is written here, with
-// the HTML escapes the encoder makes of <, > and & (a next page's URI has
-// an &): the encoder would cost more than the copy (its frame makes a
-// connection's goroutine grow its stack). Anything else is the
-// encoder's.
-func appendJSONString(b []byte, s string) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			enc, err := gojson.Marshal(s)
-			return append(b, enc...), err
-		}
-	}
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '<':
-			b = append(b, `\u003c`...)
-		case '>':
-			b = append(b, `\u003e`...)
-		case '&':
-			b = append(b, `\u0026`...)
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"'), nil
 }
 
 // jsonBuffers keeps response and request body buffers for reuse (a
