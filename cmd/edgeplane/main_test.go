@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -347,5 +348,48 @@ func TestServeCPUProfile(t *testing.T) {
 	code := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-store", "memory:", "-cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.pprof")}, func(string) string { return "" }, &out, &out, nil)
 	if code == 0 || !strings.Contains(out.String(), "-cpuprofile") {
 		t.Fatalf("an uncreatable profile file: exit %d, %s", code, out.String())
+	}
+}
+
+// prefaulting reports whether a goroutine of this process populates the
+// heap (internal/prefault's Heap.Run).
+func prefaulting() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "internal/prefault.(*Heap).Run")
+}
+
+// TestServePrefault: serve populates the heap's growth while it serves
+// (unless -prefault=false or EDGEPLANE_PREFAULT=false says not to), and
+// stops with it.
+func TestServePrefault(t *testing.T) {
+	if prefaulting() {
+		t.Fatal("a goroutine populates the heap before serve runs")
+	}
+	s := startServe(t, []string{"-store", "memory:"}, nil)
+	if strings.Contains(s.stderr.String(), "heap prefault off") {
+		s.stop()
+		t.Skip(s.stderr.String())
+	}
+	if !prefaulting() {
+		t.Error("no goroutine populates the heap while serve runs")
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("serve exited with %d: %s", code, s.stderr)
+	}
+	if prefaulting() {
+		t.Error("a goroutine populates the heap after serve returned")
+	}
+	for _, off := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"-store", "memory:", "-prefault=false"}, nil},
+		{[]string{"-store", "memory:"}, map[string]string{"EDGEPLANE_PREFAULT": "false"}},
+	} {
+		s := startServe(t, off.args, off.env)
+		if prefaulting() {
+			t.Errorf("%v %v: a goroutine populates the heap", off.args, off.env)
+		}
+		s.stop()
 	}
 }

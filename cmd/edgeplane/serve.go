@@ -17,6 +17,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/httpserver"
+	"github.com/edgeplane/edgeplane/internal/prefault"
 )
 
 // serveConfig is what serve's flags say.
@@ -30,6 +31,7 @@ type serveConfig struct {
 	reapInterval             time.Duration
 	proxy                    bool
 	cpuProfile               string
+	prefault                 bool
 	data                     dataPlaneConfig
 }
 
@@ -47,6 +49,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file when the server stops (for go tool pprof)")
+	fs.BoolVar(&c.prefault, "prefault", true, "populate the memory the Go heap grows by in bulk, before its first use (Linux 5.14 or later): saves the page fault per 4 KiB of growth, 10-15µs in some virtual machines")
 	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
 	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
 	fs.Usage = func() {
@@ -74,6 +77,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		defer stop()
+	}
+	if c.prefault {
+		pctx, stopPrefault := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); prefaultHeap(pctx, logger) }()
+		defer func() { stopPrefault(); <-done }()
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{"-tls-cert and -tls-key go together"}
@@ -200,6 +209,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fmt.Fprintln(stdout, "shut down")
 	return nil
+}
+
+// prefaultInterval is how often prefaultHeap looks whether the heap has
+// grown: a look that finds it has not costs well under a microsecond
+// (internal/prefault's BenchmarkStep), and the heap of a server storing
+// 20,000 records a second grows by about 100 KiB in one interval.
+const prefaultInterval = 5 * time.Millisecond
+
+// prefaultHeap makes the memory the Go heap grows by resident ahead of
+// its first use (see internal/prefault) until ctx ends. Where the system
+// cannot, it says so in the log and returns.
+func prefaultHeap(ctx context.Context, log *slog.Logger) {
+	h, err := prefault.New()
+	if err != nil {
+		log.Info("heap prefault off", "reason", err)
+		return
+	}
+	if err := h.Run(ctx, prefaultInterval); err != nil {
+		log.Warn("heap prefault stopped", "err", err)
+	}
 }
 
 // reapTunnels removes expired tunnels every interval until ctx ends.
