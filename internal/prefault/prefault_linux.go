@@ -23,8 +23,9 @@ type Heap struct {
 	// starts.
 	done []span
 	// total samples the runtime's mapped memory; last is its value at
-	// the last step, and more whether that step left part of its
-	// mapping for the next (MaxStep).
+	// the last step (0 before the first: a running program has mapped
+	// memory), and more whether that step left part of its mapping for
+	// the next (MaxStep).
 	total []metrics.Sample
 	last  uint64
 	more  bool
@@ -32,7 +33,6 @@ type Heap struct {
 	// probe is the newest object of a step: its mapping is the heap's.
 	probe   *[64]byte
 	maxStep uintptr
-	stepped bool
 }
 
 // New returns a Heap, or an error wrapping [errors.ErrUnsupported] where
@@ -62,10 +62,10 @@ func (h *Heap) Step() (int, error) {
 	defer h.mu.Unlock()
 	metrics.Read(h.total)
 	total := h.total[0].Value.Uint64()
-	if h.stepped && total == h.last && !h.more {
+	if total == h.last && !h.more {
 		return 0, nil
 	}
-	h.stepped, h.last, h.more = true, total, false
+	h.last, h.more = total, false
 	h.probe = new([64]byte)
 	probe := uintptr(unsafe.Pointer(h.probe))
 	var err error
