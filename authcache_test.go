@@ -31,13 +31,16 @@ func TestAuthCache(t *testing.T) {
 	ctx := context.Background()
 	st := &lookupCountingStore{Store: memstore.New()}
 	clock := &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
-	svc := edgeplane.New(st, edgeplane.Options{Clock: clock.Now})
+	svc, err := edgeplane.New(st, edgeplane.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := svc.Host().Bootstrap(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	newKey := func() *identity.APIKey {
-		k, err := svc.Host().CreateAPIKey(ctx, b.AccountID, edgeplane.APIKeyParams{OwnerID: b.AdminID})
+		k, err := svc.Host().CreateAPIKey(ctx, b.AccountID, identity.CreateAPIKeyParams{OwnerID: b.AdminID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +68,10 @@ func TestAuthCache(t *testing.T) {
 	if _, err := svc.Authenticate(ctx, *k2.Token); err != nil {
 		t.Fatal(err)
 	}
-	replica := edgeplane.New(st, edgeplane.Options{Clock: clock.Now})
+	replica, err := edgeplane.New(st, edgeplane.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := replica.Host().DeleteAPIKey(ctx, b.AccountID, k2.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +80,10 @@ func TestAuthCache(t *testing.T) {
 	wantCode(t, err, apierr.Unauthenticated)
 
 	// A negative TTL turns the cache off.
-	off := edgeplane.New(st, edgeplane.Options{Clock: clock.Now, AuthCacheTTL: -1})
+	off, err := edgeplane.New(st, edgeplane.Options{Clock: clock.Now, AuthCacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	k3 := newKey()
 	before := st.lookups.Load()
 	for range 3 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/identity"
 )
 
 // Hot paths of the control plane: every API request authenticates, every
@@ -12,7 +13,7 @@ import (
 
 func BenchmarkAuthenticate(b *testing.B) {
 	e := newEnv(b)
-	key, err := e.svc.Host().CreateAPIKey(e.ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID})
+	key, err := e.svc.Host().CreateAPIKey(e.ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.admin.SubjectID})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func BenchmarkAppendCredentialJSON(b *testing.B) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		if buf, err = e.svc.AppendCredentialJSON(e.ctx, e.admin, c.ID, buf[:0]); err != nil {
+		if buf, err = e.svc.Transport().AppendCredentialJSON(e.ctx, e.admin, c.ID, buf[:0]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -105,15 +106,14 @@ func BenchmarkListCredentialsPageJSON(b *testing.B) {
 		}
 	}
 	var buf []byte
+	tr := e.svc.Transport()
 	b.ReportAllocs()
 	for b.Loop() {
-		page, err := e.svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{BeforeID: mid, ItemsAsJSON: true})
-		if err != nil || !page.Encoded() {
+		page, err := tr.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{BeforeID: mid})
+		if err != nil {
 			b.Fatal(err)
 		}
-		if buf, err = page.AppendItemsJSON(buf[:0]); err != nil {
-			b.Fatal(err)
-		}
+		buf = page.AppendItemsJSON(buf[:0])
 	}
 }
 

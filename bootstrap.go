@@ -11,17 +11,6 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// listAccounts is [Host.ListAccounts].
-func (s *Service) listAccounts(ctx context.Context, opts ListOptions) ([]Account, string, error) {
-	return hostList(ctx, s, accountKind, opts, func(rec store.Record) (Account, error) {
-		a, err := accountForm.decode(s, rec)
-		if err != nil {
-			return Account{}, err
-		}
-		return *a, nil
-	})
-}
-
 // Bootstrapped is what [Host.Bootstrap] found or made.
 type Bootstrapped struct {
 	// Created is true when the store was empty and Bootstrap made the
@@ -43,15 +32,15 @@ func (s *Service) bootstrap(ctx context.Context, secret string) (*Bootstrapped, 
 	if len(accounts) > 0 {
 		return &Bootstrapped{}, nil
 	}
-	acct, err := s.createAccount(ctx, AccountParams{Name: "default"})
+	acct, err := s.createAccount(ctx, identity.AccountParams{Name: "default"})
 	if err != nil {
 		return nil, err
 	}
-	admin, err := s.createUser(ctx, acct.ID, SubjectParams{Name: "admin", Admin: true})
+	admin, err := s.createUser(ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
 	if err != nil {
 		return nil, err
 	}
-	key, err := s.createAPIKey(ctx, acct.ID, APIKeyParams{OwnerID: admin.ID, Description: "bootstrap admin", Secret: secret})
+	key, err := s.createAPIKey(ctx, acct.ID, identity.CreateAPIKeyParams{OwnerID: admin.ID, Description: "bootstrap admin", Secret: secret})
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +50,7 @@ func (s *Service) bootstrap(ctx context.Context, secret string) (*Bootstrapped, 
 // The sealing check is a record sealed under the Service's sealing key
 // when a store is first used, so that a Service given another key finds
 // out at start rather than when it needs a private key. It also records
-// the format of the store's documents (forms.go), so that a Service does
+// the format of the store's documents (package internal/records), so that a Service does
 // not serve from a store whose documents it would misread.
 const (
 	kindSealingCheck store.Kind = "sealing_check"
@@ -90,10 +79,10 @@ func (s *Service) checkSealingKey(ctx context.Context) error {
 		if errors.As(err, &dup) { // another process made it first
 			return s.checkSealingKey(ctx)
 		}
-		return s.storeErr(err, accountKind, "")
+		return s.db.StoreErr(err, accountKind, "")
 	}
 	if err != nil {
-		return s.storeErr(err, accountKind, "")
+		return s.db.StoreErr(err, accountKind, "")
 	}
 	plain, err := s.sealer.Open(rec.Data, aad)
 	if err != nil || !strings.HasPrefix(string(plain), sealingCheckText) {

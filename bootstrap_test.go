@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
@@ -18,7 +19,10 @@ import (
 func TestBootstrap(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{})
+	svc, err := edgeplane.New(st, edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	secret := "epk_" + strings.Repeat("b", 40)
 	b, err := svc.Host().Bootstrap(ctx, secret)
 	if err != nil || !b.Created || b.APIKey == nil || *b.APIKey.Token != secret {
@@ -28,7 +32,10 @@ func TestBootstrap(t *testing.T) {
 	if err != nil || !p.Admin || p.AccountID != b.AccountID {
 		t.Fatalf("the bootstrap key: %+v, %v", p, err)
 	}
-	restarted := edgeplane.New(st, edgeplane.Options{})
+	restarted, err := edgeplane.New(st, edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	again, err := restarted.Host().Bootstrap(ctx, "")
 	if err != nil || again.Created || again.APIKey != nil {
 		t.Fatalf("bootstrap of a used store = %+v, %v", again, err)
@@ -41,19 +48,22 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("accounts = %+v, %q, %v", accounts, next, err)
 	}
 
-	generated, err := edgeplane.New(memstore.New(), edgeplane.Options{}).Host().Bootstrap(ctx, "")
-	if err != nil || !strings.HasPrefix(*generated.APIKey.Token, edgeplane.APIKeySecretPrefix) {
+	generated, err := mustService(edgeplane.New(memstore.New(), edgeplane.Options{})).Host().Bootstrap(ctx, "")
+	if err != nil || !strings.HasPrefix(*generated.APIKey.Token, identity.APIKeySecretPrefix) {
 		t.Errorf("generated key: %+v, %v", generated, err)
 	}
-	_, err = edgeplane.New(memstore.New(), edgeplane.Options{}).Host().Bootstrap(ctx, "weak")
+	_, err = mustService(edgeplane.New(memstore.New(), edgeplane.Options{})).Host().Bootstrap(ctx, "weak")
 	wantViolation(t, err, "secret", "must start with")
 }
 
 func TestListAccountsPaging(t *testing.T) {
 	ctx := context.Background()
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 5 {
-		if _, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "a"}); err != nil {
+		if _, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "a"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +83,7 @@ func TestListAccountsPaging(t *testing.T) {
 	if seen != 5 {
 		t.Errorf("paged %d accounts, want 5", seen)
 	}
-	_, _, err := svc.Host().ListAccounts(ctx, edgeplane.ListOptions{Limit: 1000})
+	_, _, err = svc.Host().ListAccounts(ctx, edgeplane.ListOptions{Limit: 1000})
 	wantCode(t, err, apierr.InvalidArgument)
 }
 
@@ -81,15 +91,15 @@ func TestCheckSealingKey(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
 	key := make([]byte, edgeplane.SealingKeySize)
-	if err := edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx); err != nil {
+	if err := mustService(edgeplane.New(st, edgeplane.Options{SealingKey: key})).Host().CheckSealingKey(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
-	if err := edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx); err != nil {
+	if err := mustService(edgeplane.New(st, edgeplane.Options{SealingKey: key})).Host().CheckSealingKey(ctx); err != nil {
 		t.Fatalf("same key: %v", err)
 	}
 	other := make([]byte, edgeplane.SealingKeySize)
 	other[0] = 1
-	err := edgeplane.New(st, edgeplane.Options{SealingKey: other}).Host().CheckSealingKey(ctx)
+	err := mustService(edgeplane.New(st, edgeplane.Options{SealingKey: other})).Host().CheckSealingKey(ctx)
 	if apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "another sealing key") {
 		t.Errorf("another key: %v", err)
 	}
@@ -117,7 +127,7 @@ func TestCheckSealingKeyFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = edgeplane.New(st, edgeplane.Options{SealingKey: key}).Host().CheckSealingKey(ctx)
+		err = mustService(edgeplane.New(st, edgeplane.Options{SealingKey: key})).Host().CheckSealingKey(ctx)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v", tc.plain, err)

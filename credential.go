@@ -7,6 +7,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/edgeplane/edgeplane/internal/records"
+
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/internal/ids"
@@ -21,29 +23,29 @@ func tokenLookup(token string) string {
 	return string(credentials.AppendTokenHash(append(b[:0], prefix...), token))
 }
 
-// credentialDoc is the stored form of a credential (see forms.go). The
+// credentialDoc is the stored form of a credential (see package internal/records). The
 // token is not part of it: only its hash is stored, as the record's lookup
 // key.
 type credentialDoc struct {
-	common
+	records.Common
 	ACL     []string `json:"acl,omitempty"`
 	OwnerID string   `json:"owner_id"`
 }
 
-// The stored document encodes itself (marshalDoc falls back to go-json
-// silently, so the build checks that it still does).
-var _ docAppender = (*credentialDoc)(nil)
+// The stored document encodes itself (records.MarshalDoc falls back to
+// reflection silently, so the build checks that it still does).
+var _ records.DocAppender = (*credentialDoc)(nil)
 
-// appendJSON appends to dst the JSON encoding/json makes of d (see
-// docAppender), growing dst once by its length when no string needs
+// AppendDocJSON appends to dst the JSON encoding/json makes of d (see
+// [records.DocAppender]), growing dst once by its length when no string needs
 // escaping.
-func (d *credentialDoc) appendJSON(dst []byte) ([]byte, bool) {
+func (d *credentialDoc) AppendDocJSON(dst []byte) ([]byte, bool) {
 	n := len(`{"created_at":"2006-01-02T15:04:05.999999999-07:00","description":"","metadata":"","acl":[],"owner_id":""}`) +
 		len(d.Description) + len(d.Metadata) + len(d.OwnerID)
 	for _, r := range d.ACL {
 		n += len(r) + len(`"",`)
 	}
-	dst, ok := d.common.appendOpening(slices.Grow(dst, n))
+	dst, ok := d.Common.AppendOpening(slices.Grow(dst, n))
 	if !ok {
 		return dst, false
 	}
@@ -56,13 +58,18 @@ func (d *credentialDoc) appendJSON(dst []byte) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
-var credentialForm = withOwn(plainForm(&credentialKind,
+// The identity of the kind this file declares (see kindList).
+var (
+	credentialKind = &records.Kind{StoreKind: KindCredential, Prefix: credentials.IDPrefix, Collection: "credentials", Noun: "credential", Event: "credential"}
+)
+
+var credentialForm = &kind[credentials.Credential]{Form: records.WithOwn(records.PlainForm(credentialKind,
 	func(c *credentials.Credential) *credentialDoc {
-		return &credentialDoc{common: common{c.CreatedAt, c.Description, c.Metadata}, ACL: c.ACL, OwnerID: c.OwnerID}
+		return &credentialDoc{Common: records.Common{CreatedAt: c.CreatedAt, Description: c.Description, Metadata: c.Metadata}, ACL: c.ACL, OwnerID: c.OwnerID}
 	},
 	func(d *credentialDoc, rec store.Record) *credentials.Credential {
 		return &credentials.Credential{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, ACL: slices.Clone(d.ACL), OwnerID: d.OwnerID}
-	}), ownCredentialDoc)
+	}), ownCredentialDoc), present: (*Service).presentCredential}
 
 // ownCredentialDoc is the form's own: a copy of d as decoding its JSON
 // makes it (an empty ACL is left out of the JSON and decodes as nil; the
@@ -78,7 +85,7 @@ func ownCredentialDoc(d *credentialDoc) *credentialDoc {
 }
 
 func (s *Service) presentCredential(c *credentials.Credential, _ store.Record) {
-	c.URI = s.uri(credentialKind.collection, c.ID)
+	c.URI = s.uri(credentialKind.Collection, c.ID)
 	c.Token = nil
 	if c.ACL == nil {
 		c.ACL = []string{}
@@ -90,7 +97,7 @@ func (s *Service) presentCredential(c *credentials.Credential, _ store.Record) {
 // its hash is stored. owner_id defaults to the caller; only an admin may
 // name another user or bot of the account.
 func (s *Service) CreateCredential(ctx context.Context, p Principal, params credentials.CreateParams) (*credentials.Credential, error) {
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	if err := params.Validate(); err != nil {
@@ -109,7 +116,7 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 	c.ID, c.CreatedAt, c.OwnerID = s.ids.New(credentials.IDPrefix), s.timestamp(), owner
 	// The owner is a reference: a bot that owns credentials cannot be
 	// deleted from under them.
-	if err := create(ctx, s, p, credentialForm, c.ID, "", c, []string{owner}, tokenLookup(token)); err != nil {
+	if err := records.Create(ctx, s.db, p, credentialForm.Form, c.ID, "", c, []string{owner}, tokenLookup(token)); err != nil {
 		return nil, refViolation(err, "owner_id", false, nil)
 	}
 	s.presentCredential(c, store.Record{})
@@ -120,7 +127,7 @@ func (s *Service) CreateCredential(ctx context.Context, p Principal, params cred
 // GetCredential returns a credential (GET /credentials/{id}); its token is
 // always nil.
 func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*credentials.Credential, error) {
-	c, rec, err := get(ctx, s, p, credentialForm, id)
+	c, rec, err := records.Get(ctx, s.db, p, credentialForm.Form, id)
 	if err != nil {
 		return nil, err
 	}
@@ -128,20 +135,10 @@ func (s *Service) GetCredential(ctx context.Context, p Principal, id string) (*c
 	return c, nil
 }
 
-// AppendCredentialJSON appends to dst the credential id as GET
-// /credentials/{id} answers it: the JSON encoding/json makes of what
-// [Service.GetCredential] returns, with its errors. It is copied from the
-// encoding cached with the record when the record cache holds one (see
-// [Options.CacheBytes]), so that a transport's read costs no decode and
-// no encode.
-func (s *Service) AppendCredentialJSON(ctx context.Context, p Principal, id string, dst []byte) ([]byte, error) {
-	return appendJSON(ctx, s, p, credentialForm, id, s.presentCredential, dst)
-}
-
 // ListCredentials returns a page of the account's credentials, newest
 // first (GET /credentials).
 func (s *Service) ListCredentials(ctx context.Context, p Principal, opts ListOptions) (*Page[credentials.Credential], error) {
-	return listEncoded(ctx, s, p, credentialForm, "", credentialKind.collection, opts, s.presentCredential)
+	return list(ctx, s, p, credentialForm.Form, "", credentialKind.Collection, opts, s.presentCredential)
 }
 
 // UpdateCredential changes the fields present in params (PATCH
@@ -150,7 +147,7 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := update(ctx, s, p, credentialForm, id, func(c *credentials.Credential, _ *store.Record) error {
+	c, err := records.Update(ctx, s.db, p, credentialForm.Form, id, func(c *credentials.Credential, _ *store.Record) error {
 		params.Apply(c)
 		return nil
 	})
@@ -164,7 +161,7 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 // DeleteCredential deletes a credential (DELETE /credentials/{id}); its
 // token stops working at once.
 func (s *Service) DeleteCredential(ctx context.Context, p Principal, id string) error {
-	return s.remove(ctx, p, credentialKind, id)
+	return records.Remove(ctx, s.db, p, credentialKind, id)
 }
 
 // ownerFor returns the owner of what p creates when the request names
@@ -211,12 +208,12 @@ func (s *Service) authenticateTunnelToken(ctx context.Context, token string) (*T
 		if errors.Is(err, apierr.ErrNotFound) {
 			return nil, errBadToken
 		}
-		return nil, s.storeErr(err, credentialKind, "")
+		return nil, s.db.StoreErr(err, credentialKind, "")
 	}
 	if len(rec.Keys) != 1 || subtle.ConstantTimeCompare([]byte(rec.Keys[0]), []byte(key)) != 1 {
 		return nil, errBadToken
 	}
-	c, err := credentialForm.decode(s, rec)
+	c, err := credentialForm.Decode(s.db, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,11 @@
 //
 // A host builds a Service over a store and acts for callers:
 //
-//	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
+//	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"}) // err: invalid options
 //	host := svc.Host() // the privileged side, for the host alone
-//	acct, _ := host.CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-//	admin, _ := host.CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
-//	key, _ := host.CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
+//	acct, _ := host.CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+//	admin, _ := host.CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada", Admin: true})
+//	key, _ := host.CreateAPIKey(ctx, acct.ID, identity.CreateAPIKeyParams{OwnerID: admin.ID})
 //	p, _ := svc.Authenticate(ctx, *key.Token) // what a transport does per request
 //	cred, _ := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:*.example.com"}})
 //
@@ -150,7 +150,8 @@
 // labels and lease end), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of
-// its own (a document type beside its root file) that keeps no computed
+// its own (a document type in its root file, see package
+// internal/records) that keeps no computed
 // field (uri, a backend's tunnels, the URIs of references, which are
 // stored as bare IDs) and names its fields independently of the wire, so
 // renaming a wire field is never a data migration. Secrets the API must
@@ -171,27 +172,34 @@
 // Lists read the store and reuse the cached documents of their items.
 // Credentials also keep, once read, the JSON the API answers for them,
 // cached with the record's version and counted in the same bound: GET
-// /credentials/{id} and a page of /credentials ([ListOptions.ItemsAsJSON],
-// [Service.AppendCredentialJSON]) copy those bytes. A
+// /credentials/{id} and a page of /credentials (through [Transport],
+// the transports' side of the Service) copy those bytes. A
 // Service that stops following the feed (the store unreachable) empties
 // the cache and reads the store until it follows again. [Service.Close]
 // stops the follower.
 //
 // # Adding a resource
 //
-// A new kind of resource touches:
+// A kind of resource is declared once, and every table is derived from
+// the list of kinds (kindList in kinds.go). A new kind touches:
 //   - a leaf package (or a file of one) with its model, params and
 //     validation, as package credentials does;
-//   - one row of the kinds table in kinds.go (store kind, ID prefix,
-//     collection, noun, event name) and its entry in kindTable, from which
-//     IDs, URIs, messages and the default event registry are derived;
-//   - a short root file with the kind's stored form (a document struct
-//     and the form value that converts it to and from the model, see
-//     forms.go) and methods that call the generic helpers create, get,
-//     list, update and remove, which check the principal and IDs, label
-//     writes with their events and map store errors;
-//   - a case of presentStored in changes.go, if the kind reports changes;
+//   - its store kind constant and its entry in kindList, in kinds.go;
+//   - its own root file, named after it: its identity (a
+//     *records.Kind: ID prefix, collection, noun, event name), its stored
+//     document, and its declaration (a kind value: the stored form, how a
+//     record is presented, and its traits for caches and edge proxies),
+//     with the methods of its operations, which call the generic
+//     operations of package internal/records (they check the principal
+//     and IDs, label writes with their events and map store errors);
 //   - its routes in httpapi/routes.go.
+//
+// Leaving out a part fails a test: a constant not in kindList
+// (TestKindListComplete), a kind without a stored-form sample or whose
+// sample cannot be shown (TestStoredForms), a kind without routes
+// (httpapi's TestEveryKindHasRoutes). A change of a kind that is not in
+// the list is logged by every follower of the change feed, never
+// silently skipped.
 //
 // # Decisions where the specification is silent
 //

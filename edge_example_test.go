@@ -3,11 +3,13 @@ package edgeplane_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"net/netip"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/policy"
@@ -17,9 +19,12 @@ import (
 // IP restriction, the compiled traffic policy and the TLS termination.
 func ExampleHost_TLSEdgeConfig() {
 	ctx := context.Background()
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	admin, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	acct, _ := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+	admin, _ := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada", Admin: true})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
 
 	// Management calls: an IP policy, a TLS edge and three modules.
@@ -67,9 +72,12 @@ func ExampleHost_TLSEdgeConfig() {
 // picks the route of each request by path.
 func ExampleHost_HTTPSEdgeConfig() {
 	ctx := context.Background()
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
-	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	user, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	acct, _ := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+	user, _ := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada"})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID}
 
 	edge, _ := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{})
@@ -104,9 +112,12 @@ func ExampleHost_HTTPSEdgeConfig() {
 func ExampleHost_HTTPSRouteConfig() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{Clock: func() time.Time { return now }})
-	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	user, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada"})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	acct, _ := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+	user, _ := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada"})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID}
 
 	edge, _ := svc.CreateHTTPSEdge(ctx, p, edges.CreateEdgeParams{})

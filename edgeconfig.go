@@ -9,7 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeplane/edgeplane/internal/records"
+
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/ipaccess"
@@ -25,16 +28,16 @@ import (
 
 // loadEdgeRecord reads and decodes the record id of form f's kind in
 // accountID.
-func loadEdgeRecord[M any](ctx context.Context, s *Service, accountID string, f form[M], id string) (*M, store.Record, error) {
+func loadEdgeRecord[M any](ctx context.Context, s *Service, accountID string, f records.Form[M], id string) (*M, store.Record, error) {
 	if !ids.Valid(accountID, AccountPrefix) {
-		return nil, store.Record{}, accountKind.notFound(accountID)
+		return nil, store.Record{}, accountKind.NotFound(accountID)
 	}
-	if !ids.Valid(id, f.prefix) {
-		return nil, store.Record{}, f.notFound(id)
+	if !ids.Valid(id, f.Prefix) {
+		return nil, store.Record{}, f.NotFound(id)
 	}
-	v, rec, err := f.read(ctx, s, accountID, id)
+	v, rec, err := f.Read(ctx, s.db, accountID, id)
 	if err != nil {
-		return nil, store.Record{}, s.storeErr(err, *f.kindInfo, id)
+		return nil, store.Record{}, s.db.StoreErr(err, f.Kind, id)
 	}
 	return v, rec, nil
 }
@@ -49,13 +52,13 @@ func loadEdgeRecord[M any](ctx context.Context, s *Service, accountID string, f 
 func (s *Service) ipSet(ctx context.Context, accountID string, policyIDs []string) (*ipaccess.Set, error) {
 	sets := make([]*ipaccess.Set, 0, len(policyIDs))
 	for _, id := range policyIDs {
-		recs, err := s.listCapped(ctx, accountID, ipRuleKind, id, ipaccess.MaxRulesPerPolicy)
+		recs, err := records.ListCapped(ctx, s.db, accountID, ipRuleKind, id, ipaccess.MaxRulesPerPolicy)
 		if err != nil {
 			return nil, err
 		}
 		rules := make([]ipaccess.Rule, 0, len(recs))
 		for _, rec := range recs {
-			r, err := ipRuleForm.decode(s, rec)
+			r, err := ipRuleForm.Decode(s.db, rec)
 			if err != nil {
 				return nil, err
 			}
@@ -129,7 +132,7 @@ func (c *policySets) get(key string, rules []ipaccess.Rule) (*ipaccess.Set, erro
 
 // ipRestrictionConfig returns the runtime form of an IP restriction
 // module, nil when it is not set or disabled.
-func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *edges.IPRestriction) (*edges.IPRestrictionConfig, error) {
+func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *edges.IPRestriction) (*edgeconfig.IPRestriction, error) {
 	if m == nil || !m.Enabled {
 		return nil, nil
 	}
@@ -137,15 +140,15 @@ func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *
 	if err != nil {
 		return nil, err
 	}
-	return edges.NewIPRestrictionConfig(m.PolicyIDs(), set), nil
+	return edgeconfig.NewIPRestriction(m.PolicyIDs(), set), nil
 }
 
 // httpsRouteConfig is [Host.HTTPSRouteConfig].
-func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
-	if _, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm, edgeID); err != nil {
+func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edgeconfig.Route, error) {
+	if _, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm.Form, edgeID); err != nil {
 		return nil, err
 	}
-	r, rec, err := loadEdgeRecord(ctx, s, accountID, httpsRouteForm, routeID)
+	r, rec, err := loadEdgeRecord(ctx, s, accountID, httpsRouteForm.Form, routeID)
 	if err != nil || rec.ParentID != edgeID {
 		if err == nil || apierr.CodeOf(err) == apierr.NotFound {
 			return nil, routeNotFound(edgeID, routeID)
@@ -156,18 +159,18 @@ func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, route
 }
 
 // httpsEdgeConfig is [Host.HTTPSEdgeConfig].
-func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
-	e, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm, edgeID)
+func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error) {
+	e, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm.Form, edgeID)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.listCapped(ctx, accountID, httpsRouteKind, edgeID, edges.MaxRoutesPerEdge)
+	recs, err := records.ListCapped(ctx, s.db, accountID, httpsRouteKind, edgeID, edges.MaxRoutesPerEdge)
 	if err != nil {
 		return nil, err
 	}
-	routes := make([]*edges.HTTPSRouteConfig, 0, len(recs))
+	routes := make([]*edgeconfig.Route, 0, len(recs))
 	for _, rec := range recs {
-		r, err := httpsRouteForm.decode(s, rec)
+		r, err := httpsRouteForm.Decode(s.db, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -177,14 +180,14 @@ func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string)
 		}
 		routes = append(routes, c)
 	}
-	c := edges.NewHTTPSEdgeConfig(accountID, edgeID, routes)
+	c := edgeconfig.NewHTTPSEdge(accountID, edgeID, routes)
 	c.Hostports = slices.Clone(e.Hostports)
 	return c, nil
 }
 
 // tcpEdgeConfig is [Host.TCPEdgeConfig].
-func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
-	e, _, err := loadEdgeRecord(ctx, s, accountID, tcpEdgeForm, edgeID)
+func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error) {
+	e, _, err := loadEdgeRecord(ctx, s, accountID, tcpEdgeForm.Form, edgeID)
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +195,8 @@ func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (
 	if err != nil {
 		return nil, err
 	}
-	return &edges.TCPEdgeConfig{AccountID: accountID, EdgeID: edgeID, Hostports: slices.Clone(e.Hostports),
-		IPRestriction: ipr, Backend: e.Backend.Config()}, nil
+	return &edgeconfig.TCPEdge{AccountID: accountID, EdgeID: edgeID, Hostports: slices.Clone(e.Hostports),
+		IPRestriction: ipr, Backend: edgeconfig.NewBackend(e.Backend)}, nil
 }
 
 // EndpointRestrictions is what an edge proxy applies to the traffic of
@@ -215,9 +218,9 @@ type EndpointRestrictions struct {
 // endpointRestrictions is [Host.EndpointRestrictions].
 func (s *Service) endpointRestrictions(ctx context.Context, accountID string) (*EndpointRestrictions, error) {
 	if !ids.Valid(accountID, AccountPrefix) {
-		return nil, accountKind.notFound(accountID)
+		return nil, accountKind.NotFound(accountID)
 	}
-	recs, err := s.listCapped(ctx, accountID, ipRestrictionKind, "", ipaccess.MaxRestrictionsPerAccount)
+	recs, err := records.ListCapped(ctx, s.db, accountID, ipRestrictionKind, "", ipaccess.MaxRestrictionsPerAccount)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +229,7 @@ func (s *Service) endpointRestrictions(ctx context.Context, accountID string) (*
 		sets []*ipaccess.Set
 	)
 	for _, rec := range recs {
-		r, err := ipRestrictionForm.decode(s, rec)
+		r, err := ipRestrictionForm.Decode(s.db, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -254,15 +257,15 @@ func (s *Service) endpointRestrictions(ctx context.Context, accountID string) (*
 // newPolicyEngine returns engine, or when it is nil a traffic policy
 // engine with the built-in actions, the Service's clock and a sink on its
 // logger.
-func newPolicyEngine(engine *policy.Engine, now func() time.Time, log *slog.Logger) *policy.Engine {
+func newPolicyEngine(engine *policy.Engine, now func() time.Time, log *slog.Logger) (*policy.Engine, error) {
 	if engine != nil {
-		return engine
+		return engine, nil
 	}
 	engine, err := policy.NewEngine(policy.Options{Clock: now, Sink: policy.NewSlogSink(log)})
 	if err != nil {
-		panic("edgeplane.New: building the default traffic policy engine: " + err.Error()) // a bug: the built-ins always register
+		return nil, apierr.Wrap(apierr.Internal, err, "cannot build the default traffic policy engine") // a bug: the built-ins always register
 	}
-	return engine
+	return engine, nil
 }
 
 // compileStored compiles the stored traffic policy module m of the edge or
@@ -300,12 +303,12 @@ func (s *Service) compileStored(ctx context.Context, accountID string, m *edges.
 
 // routeConfig returns the runtime form of a stored route, its traffic
 // policy compiled for HTTP.
-func (s *Service) routeConfig(ctx context.Context, accountID string, r *edges.HTTPSRoute) (*edges.HTTPSRouteConfig, error) {
-	pol, err := s.compileStored(ctx, accountID, r.TrafficPolicy, policy.TargetHTTP, httpsRouteKind.noun, r.ID)
+func (s *Service) routeConfig(ctx context.Context, accountID string, r *edges.HTTPSRoute) (*edgeconfig.Route, error) {
+	pol, err := s.compileStored(ctx, accountID, r.TrafficPolicy, policy.TargetHTTP, httpsRouteKind.Noun, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	c := edges.NewHTTPSRouteConfig(accountID, r)
+	c := edgeconfig.NewRoute(accountID, r)
 	c.TrafficPolicy = pol
 	if pol != nil {
 		c.IPPolicyIDs = slices.Compact(slices.Sorted(slices.Values(r.TrafficPolicy.IPPolicyIDs)))
@@ -319,8 +322,8 @@ type ipSetChecker struct{ set *ipaccess.Set }
 func (c ipSetChecker) AllowedIP(ip netip.Addr) bool { return c.set.Allowed(ip) }
 
 // tlsEdgeConfig is [Host.TLSEdgeConfig].
-func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
-	e, _, err := loadEdgeRecord(ctx, s, accountID, tlsEdgeForm, edgeID)
+func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error) {
+	e, _, err := loadEdgeRecord(ctx, s, accountID, tlsEdgeForm.Form, edgeID)
 	if err != nil {
 		return nil, err
 	}
@@ -328,11 +331,11 @@ func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (
 	if err != nil {
 		return nil, err
 	}
-	pol, err := s.compileStored(ctx, accountID, e.TrafficPolicy, policy.TargetConnection, tlsEdgeKind.noun, edgeID)
+	pol, err := s.compileStored(ctx, accountID, e.TrafficPolicy, policy.TargetConnection, tlsEdgeKind.Noun, edgeID)
 	if err != nil {
 		return nil, err
 	}
-	c := edges.NewTLSEdgeConfig(accountID, e, ipr, pol)
+	c := edgeconfig.NewTLSEdge(accountID, e, ipr, pol)
 	c.Hostports = slices.Clone(e.Hostports)
 	if pol != nil {
 		c.PolicyIPPolicyIDs = slices.Clone(e.TrafficPolicy.IPPolicyIDs)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"github.com/edgeplane/edgeplane/backends"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/backends"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -149,7 +150,10 @@ func TestTLSEdgeConfigWithAnotherEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withTarpit := edgeplane.New(e.store, edgeplane.Options{Policy: engine})
+	withTarpit, err := edgeplane.New(e.store, edgeplane.Options{Policy: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := withTarpit.ReplaceTLSEdgeTrafficPolicy(e.ctx, e.user, edge.ID, edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"tarpit"}]}]}`}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,8 +299,11 @@ func TestEdgeModuleEvents(t *testing.T) {
 			}
 			sink := &edgeEventSink{}
 			store := memstore.New()
-			svc := edgeplane.New(store, edgeplane.Options{BaseURL: testBase, Events: events.Options{Sink: sink},
+			svc, err := edgeplane.New(store, edgeplane.Options{BaseURL: testBase, Events: events.Options{Sink: sink},
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
 			e := &env{svc: svc, store: store, ctx: context.Background()}
 			acct := e.account(t, "a")
 			e.user = e.subject(t, acct, false, false)

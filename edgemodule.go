@@ -5,6 +5,11 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/resource"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
@@ -26,6 +31,35 @@ import (
 // its own, so the object is the edge or route as the API shows it after the
 // change: it says which edge or route changed and carries every module.
 
+// The modules, in the order of the default event registry (after the
+// kinds of kindList).
+var routeOIDCModule = moduleInfo{edges.ModuleOIDC, "https_edge_route_oidc_module"}
+
+var routeBackendModule = moduleInfo{edges.ModuleBackend, "https_edge_route_backend_module"}
+
+var routeResponseHeadersModule = moduleInfo{edges.ModuleResponseHeaders, "https_edge_route_response_headers_module"}
+
+var routeCompressionModule = moduleInfo{edges.ModuleCompression, "https_edge_route_compression_module"}
+
+var routeTrafficPolicyModule = moduleInfo{edges.ModuleTrafficPolicy, "https_edge_route_traffic_policy_module"}
+
+var tlsIPRestrictionModule = moduleInfo{edges.ModuleIPRestriction, "tls_edge_ip_restriction_module"}
+
+var tlsTrafficPolicyModule = moduleInfo{edges.ModuleTrafficPolicy, "tls_edge_traffic_policy_module"}
+
+var tlsTerminationModule = moduleInfo{edges.ModuleTLSTermination, "tls_edge_tls_termination_module"}
+
+var tcpIPRestrictionModule = moduleInfo{edges.ModuleIPRestriction, "tcp_edge_ip_restriction_module"}
+
+var tcpBackendModule = moduleInfo{edges.ModuleBackend, "tcp_edge_backend_module"}
+
+var tlsBackendModule = moduleInfo{edges.ModuleBackend, "tls_edge_backend_module"}
+
+// moduleTable lists every module, in order.
+var moduleTable = []*moduleInfo{&routeOIDCModule, &routeBackendModule, &routeResponseHeadersModule, &routeCompressionModule,
+	&routeTrafficPolicyModule, &tlsIPRestrictionModule, &tlsTrafficPolicyModule, &tlsTerminationModule,
+	&tcpIPRestrictionModule, &tcpBackendModule, &tlsBackendModule}
+
 // moduleNotSet is the error of reading or deleting a module that is not
 // set.
 func moduleNotSet(noun, id, module string) error {
@@ -35,10 +69,10 @@ func moduleNotSet(noun, id, module string) error {
 // replaceRouteModule sets a module of a route in one atomic update and
 // returns the presented module.
 func replaceRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, mod moduleInfo, field func(*edges.HTTPSRoute) **M, m M) (*M, error) {
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
-	r, err := s.updateRoute(s.reporting(ctx, mod.event, events.Updated), p, edgeID, id, func(r *edges.HTTPSRoute) error {
+	r, err := s.updateRoute(ctx, p, edgeID, id, mod.event, events.Updated, func(r *edges.HTTPSRoute) error {
 		*field(r) = &m
 		return nil
 	})
@@ -54,18 +88,18 @@ func getRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID,
 		return nil, err
 	}
 	if *field(r) == nil {
-		return nil, moduleNotSet(httpsRouteKind.noun, id, mod.name)
+		return nil, moduleNotSet(httpsRouteKind.Noun, id, mod.name)
 	}
 	return *field(r), nil
 }
 
 func deleteRouteModule[M any](ctx context.Context, s *Service, p Principal, edgeID, id string, mod moduleInfo, field func(*edges.HTTPSRoute) **M) error {
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return err
 	}
-	_, err := s.updateRoute(s.reporting(ctx, mod.event, events.Deleted), p, edgeID, id, func(r *edges.HTTPSRoute) error {
+	_, err := s.updateRoute(ctx, p, edgeID, id, mod.event, events.Deleted, func(r *edges.HTTPSRoute) error {
 		if *field(r) == nil {
-			return moduleNotSet(httpsRouteKind.noun, id, mod.name)
+			return moduleNotSet(httpsRouteKind.Noun, id, mod.name)
 		}
 		*field(r) = nil
 		return nil
@@ -184,7 +218,7 @@ func (s *Service) DeleteHTTPSRouteCompression(ctx context.Context, p Principal, 
 // the same atomic step as the write; while the module stands, they cannot
 // be deleted.
 func (s *Service) ReplaceHTTPSRouteTrafficPolicy(ctx context.Context, p Principal, edgeID, id string, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	if err := params.Validate(); err != nil {
@@ -220,17 +254,17 @@ type moduleHolder[E any] interface {
 
 // edgeType is how the module operations handle one kind of edge.
 type edgeType[E any] struct {
-	form    form[E]
+	form    records.Form[E]
 	present func(*E, store.Record)
 	check   func(*E) error // module combination rules; nil for none
 }
 
 func (s *Service) tlsEdgeType() edgeType[edges.TLSEdge] {
-	return edgeType[edges.TLSEdge]{tlsEdgeForm, s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
+	return edgeType[edges.TLSEdge]{tlsEdgeForm.Form, s.presentTLSEdge, (*edges.TLSEdge).CheckModules}
 }
 
 func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
-	return edgeType[edges.TCPEdge]{tcpEdgeForm, s.presentTCPEdge, nil}
+	return edgeType[edges.TCPEdge]{tcpEdgeForm.Form, s.presentTCPEdge, nil}
 }
 
 // updateEdgeModule runs mutate on an edge in one atomic update, checks the
@@ -238,7 +272,7 @@ func (s *Service) tcpEdgeType() edgeType[edges.TCPEdge] {
 // name with verb.
 func updateEdgeModule[E any, PE moduleHolder[E]](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, verb string, mutate func(*E) error) (*E, error) {
 	var refused error // the callback's own error, which update would reword
-	v, err := update(s.reporting(ctx, mod.event, verb), s, p, t.form, id, func(v *E, rec *store.Record) error {
+	v, err := records.UpdateAs(ctx, s.db, p, t.form, id, mod.event, verb, func(v *E, rec *store.Record) error {
 		refused = mutate(v)
 		if refused == nil && t.check != nil {
 			refused = t.check(v)
@@ -271,12 +305,12 @@ func replaceEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s 
 }
 
 func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M) (*M, error) {
-	v, rec, err := get(ctx, s, p, t.form, id)
+	v, rec, err := records.Get(ctx, s.db, p, t.form, id)
 	if err != nil {
 		return nil, err
 	}
 	if *field(v) == nil {
-		return nil, moduleNotSet(t.form.noun, id, mod.name)
+		return nil, moduleNotSet(t.form.Noun, id, mod.name)
 	}
 	t.present(v, rec)
 	return *field(v), nil
@@ -285,7 +319,7 @@ func getEdgeModule[E any, M any](ctx context.Context, s *Service, p Principal, t
 func deleteEdgeModule[E any, PE moduleHolder[E], M any](ctx context.Context, s *Service, p Principal, t edgeType[E], id string, mod moduleInfo, field func(*E) **M) error {
 	_, err := updateEdgeModule[E, PE](ctx, s, p, t, id, mod, events.Deleted, func(v *E) error {
 		if *field(v) == nil {
-			return moduleNotSet(t.form.noun, id, mod.name)
+			return moduleNotSet(t.form.Noun, id, mod.name)
 		}
 		*field(v) = nil
 		return nil
@@ -330,7 +364,7 @@ func (s *Service) DeleteTLSEdgeIPRestriction(ctx context.Context, p Principal, i
 // re-serialized compactly. It is a conflict while the edge's TLS
 // termination module terminates upstream.
 func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	if err := params.Validate(); err != nil {
@@ -474,7 +508,7 @@ func (s *Service) checkPolicy(ctx context.Context, p Principal, target policy.Ta
 				if errors.Is(err, apierr.ErrNotFound) {
 					return nil, apierr.New(apierr.InvalidArgument, "IP policy %s not found in this account", id)
 				}
-				failure = s.storeErr(err, ipPolicyKind, id)
+				failure = s.db.StoreErr(err, ipPolicyKind, id)
 				return nil, failure
 			}
 			if !slices.Contains(named, id) {
@@ -506,3 +540,159 @@ func (s *Service) checkPolicy(ctx context.Context, p Principal, target policy.Ta
 type allowAll struct{}
 
 func (allowAll) AllowedIP(netip.Addr) bool { return true }
+
+func (s *Service) presentIPRestrictionModule(m *edges.IPRestriction) {
+	if m == nil {
+		return
+	}
+	m.IPPolicies = s.refs(ipPolicyKind.Collection, m.PolicyIDs())
+}
+
+// moduleOf returns the module of params, nil when params is.
+func moduleOf[P, M any](params *P, module func(P) M) *M {
+	if params == nil {
+		return nil
+	}
+	m := module(*params)
+	return &m
+}
+
+// setModule sets *field to the module of params when params is given.
+func setModule[P, M any](field **M, params *P, module func(P) M) {
+	if params != nil {
+		*field = moduleOf(params, module)
+	}
+}
+
+// explainInUse turns a store's in-use error whose referrers include edges
+// or routes into a conflict that names the referring modules ("the
+// ip_restriction module of TLS edge edgtls_…") or, for a reserved domain,
+// the edges whose hostports it serves ("the hostports of HTTPS edge
+// edghts_…"). It returns nil for any
+// other error, which the caller handles as usual. It reads the referrers
+// only to word the message; the refusal itself was the store's atomic
+// decision.
+func (s *Service) explainInUse(ctx context.Context, accountID string, err error) error {
+	var use *store.InUseError
+	if !errors.As(err, &use) {
+		return nil
+	}
+	named := false
+	parts := make([]string, len(use.Referrers))
+	for i, ref := range use.Referrers {
+		parts[i] = describeID(ref)
+		if ids.Valid(use.ID, domains.ReservedDomainPrefix) && isEdgeID(ref) {
+			parts[i] = "the hostports of " + parts[i]
+			named = true
+			continue
+		}
+		if module := s.moduleReferencing(ctx, accountID, ref, use.ID); module != "" {
+			parts[i] = "the " + module + " module of " + parts[i]
+			named = true
+		}
+	}
+	if !named {
+		return nil
+	}
+	return &apierr.Error{Code: apierr.Conflict, Err: err,
+		Msg: describeID(use.ID) + " is still referenced by " + strings.Join(parts, ", ") + "; remove those references first"}
+}
+
+// isEdgeID reports whether id is an HTTPS, TLS or TCP edge's.
+func isEdgeID(id string) bool {
+	return ids.Valid(id, edges.HTTPSEdgePrefix) || ids.Valid(id, edges.TLSEdgePrefix) || ids.Valid(id, edges.TCPEdgePrefix)
+}
+
+// moduleReferencing returns the name of the module of the edge or route
+// ref that names id, or "" when ref is not an edge or route, cannot be
+// read, or no module names id.
+func (s *Service) moduleReferencing(ctx context.Context, accountID, ref, id string) string {
+	var k *records.Kind
+	switch {
+	case ids.Valid(ref, edges.HTTPSRoutePrefix):
+		k = httpsRouteKind
+	case ids.Valid(ref, edges.TLSEdgePrefix):
+		k = tlsEdgeKind
+	case ids.Valid(ref, edges.TCPEdgePrefix):
+		k = tcpEdgeKind
+	default:
+		return ""
+	}
+	rec, err := s.store.Get(ctx, k.StoreKind, accountID, ref)
+	if err != nil {
+		return ""
+	}
+	switch k.StoreKind {
+	case KindHTTPSEdgeRoute:
+		if v, err := httpsRouteForm.Decode(s.db, rec); err == nil {
+			return v.ModuleReferencing(id)
+		}
+	case KindTLSEdge:
+		if v, err := tlsEdgeForm.Decode(s.db, rec); err == nil {
+			return v.ModuleReferencing(id)
+		}
+	case KindTCPEdge:
+		if v, err := tcpEdgeForm.Decode(s.db, rec); err == nil {
+			return v.ModuleReferencing(id)
+		}
+	}
+	return ""
+}
+
+type backendModuleDoc struct {
+	Enabled   bool   `json:"enabled"`
+	BackendID string `json:"backend_id"`
+}
+
+type ipRestrictionModuleDoc struct {
+	Enabled     bool     `json:"enabled"`
+	IPPolicyIDs []string `json:"ip_policy_ids"`
+}
+
+type trafficPolicyDoc struct {
+	Enabled     bool     `json:"enabled"`
+	Value       string   `json:"value"`
+	IPPolicyIDs []string `json:"ip_policy_ids,omitempty"`
+}
+
+func saveBackendModule(m *edges.Backend) *backendModuleDoc {
+	if m == nil {
+		return nil
+	}
+	return &backendModuleDoc{Enabled: m.Enabled, BackendID: m.Backend.ID}
+}
+
+func loadBackendModule(d *backendModuleDoc) *edges.Backend {
+	if d == nil {
+		return nil
+	}
+	return &edges.Backend{Enabled: d.Enabled, Backend: resource.Ref{ID: d.BackendID}}
+}
+
+func saveIPRestrictionModule(m *edges.IPRestriction) *ipRestrictionModuleDoc {
+	if m == nil {
+		return nil
+	}
+	return &ipRestrictionModuleDoc{Enabled: m.Enabled, IPPolicyIDs: records.RefIDs(m.IPPolicies)}
+}
+
+func loadIPRestrictionModule(d *ipRestrictionModuleDoc) *edges.IPRestriction {
+	if d == nil {
+		return nil
+	}
+	return &edges.IPRestriction{Enabled: d.Enabled, IPPolicies: records.IDRefs(d.IPPolicyIDs)}
+}
+
+func saveTrafficPolicy(m *edges.TrafficPolicy) *trafficPolicyDoc {
+	if m == nil {
+		return nil
+	}
+	return &trafficPolicyDoc{Enabled: m.Enabled, Value: m.Value, IPPolicyIDs: m.IPPolicyIDs}
+}
+
+func loadTrafficPolicy(d *trafficPolicyDoc) *edges.TrafficPolicy {
+	if d == nil {
+		return nil
+	}
+	return &edges.TrafficPolicy{Enabled: d.Enabled, Value: d.Value, IPPolicyIDs: slices.Clone(d.IPPolicyIDs)}
+}

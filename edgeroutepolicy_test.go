@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
@@ -233,7 +234,7 @@ func request(ip string, now time.Time) *policy.Request {
 
 // limited runs c's policy on a request from ip and reports whether it was
 // refused with 429 and a retry-after header.
-func limited(t *testing.T, c *edges.HTTPSRouteConfig, ip string, now time.Time) bool {
+func limited(t *testing.T, c *edgeconfig.Route, ip string, now time.Time) bool {
 	t.Helper()
 	res := c.TrafficPolicy.Inbound(request(ip, now))
 	switch {
@@ -253,7 +254,7 @@ func TestHTTPSRouteConfigTrafficPolicy(t *testing.T) {
 	api := e.route(t, e.user, edge.ID, "path_prefix", "/api")
 	web := e.route(t, e.user, edge.ID, "path_prefix", "/")
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	routeConfig := func(id string) *edges.HTTPSRouteConfig {
+	routeConfig := func(id string) *edgeconfig.Route {
 		t.Helper()
 		c, err := e.svc.Host().HTTPSRouteConfig(e.ctx, acct, edge.ID, id)
 		if err != nil {
@@ -405,7 +406,10 @@ func TestHTTPSRouteConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withTarpit := edgeplane.New(e.store, edgeplane.Options{Policy: engine})
+	withTarpit, err := edgeplane.New(e.store, edgeplane.Options{Policy: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
 	doc := `{"inbound":[{"actions":[{"type":"tarpit"}]}]}`
 	_, err = e.svc.ReplaceHTTPSRouteTrafficPolicy(e.ctx, e.user, rt.edgeID, rt.routeID, edges.TrafficPolicyParams{Value: doc})
 	wantViolation(t, err, "value.inbound[0].actions[0].type", "")
@@ -429,7 +433,10 @@ func TestHTTPSRouteConfigErrors(t *testing.T) {
 	if _, err := e.svc.ReplaceHTTPSRouteTrafficPolicy(e.ctx, e.user, rt.edgeID, rt.routeID, edges.TrafficPolicyParams{Value: good}); err != nil {
 		t.Fatal(err)
 	}
-	broken := edgeplane.New(listFails{e.store, edgeplane.KindIPPolicyRule}, edgeplane.Options{})
+	broken, err := edgeplane.New(listFails{e.store, edgeplane.KindIPPolicyRule}, edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = broken.Host().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID)
 	wantCode(t, err, apierr.Internal)
 	_, err = broken.Host().HTTPSEdgeConfig(e.ctx, e.user.AccountID, rt.edgeID)

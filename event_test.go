@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"maps"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -61,12 +63,12 @@ func newEventEnv(t testing.TB, st store.Store, opts events.Options) (*env, *sync
 		ctx:   context.Background(),
 		logs:  new(bytes.Buffer),
 	}
-	e.svc = edgeplane.New(st, edgeplane.Options{
+	e.svc = mustService(edgeplane.New(st, edgeplane.Options{
 		BaseURL: "https://api.example.test",
 		Clock:   e.clock.Now,
 		Logger:  slog.New(slog.NewTextHandler(logs, nil)),
 		Events:  opts,
-	})
+	}))
 	t.Cleanup(func() { e.svc.Close(context.Background()) })
 	a := e.account(t, "a")
 	e.admin = e.subject(t, a, true, false)
@@ -560,7 +562,7 @@ func TestEventsInCommitOrder(t *testing.T) {
 	}
 	wg.Wait()
 	e.closeEvents(t)
-	changes, err := st.Changes(e.ctx, start, 1000)
+	changes, err := st.Changes(e.ctx, start, 1000, store.WithoutData)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +597,7 @@ func TestEventsOnlyForCommittedWrites(t *testing.T) {
 	_, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "taken.example.com"})
 	wantCode(t, err, apierr.Conflict)
 
-	replica := edgeplane.New(st, edgeplane.Options{}) // no sink: it reports nothing itself
+	replica := mustService(edgeplane.New(st, edgeplane.Options{})) // no sink: it reports nothing itself
 	d, err := replica.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "other.example.com"})
 	if err != nil {
 		t.Fatal(err)
@@ -717,19 +719,22 @@ func ExampleService_CreateEventSource() {
 		fmt.Println("event:", ev.Type, string(ev.Object)[:11])
 		return nil
 	})
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{
 		BaseURL: "https://api.example.com",
 		Events:  events.Options{Sink: sink},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer svc.Close(ctx)
-	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	admin, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	acct, _ := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+	admin, _ := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada", Admin: true})
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: admin.ID, Admin: true}
 
 	sub, _ := svc.CreateEventSubscription(ctx, p, events.CreateSubscriptionParams{Description: "audit"})
 	src, _ := svc.CreateEventSource(ctx, p, sub.ID, events.CreateSourceParams{Type: "ip_policy_created.v0"})
 	fmt.Println("source:", src.Type)
-	_, err := svc.CreateEventSource(ctx, p, sub.ID, events.CreateSourceParams{Type: "ip_policy_creatd.v0"})
+	_, err = svc.CreateEventSource(ctx, p, sub.ID, events.CreateSourceParams{Type: "ip_policy_creatd.v0"})
 	fmt.Println(err)
 
 	svc.CreateIPPolicy(ctx, p, ipaccess.CreatePolicyParams{Description: "office"})
@@ -889,5 +894,33 @@ func TestCascadeDeletesAreReported(t *testing.T) {
 		"tunnel_deleted.v0 " + tn.ID, "credential_deleted.v0 " + cred.ID}
 	if !slices.Equal(got, want) {
 		t.Errorf("events:\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestUnknownKindInTheFeedIsLogged: a change of a kind the Service does
+// not declare (written by newer code sharing the store, say) is logged by
+// event delivery and by the record cache's follower, never skipped
+// silently.
+func TestUnknownKindInTheFeedIsLogged(t *testing.T) {
+	st := memstore.New()
+	e, logs := newEventEnv(t, st, events.Options{Sink: &eventRecorder{}})
+	if err := st.Create(e.ctx, store.Record{Kind: "agent_session", AccountID: e.admin.AccountID, ID: "as_1", Data: []byte(`{}`),
+		Note: store.Note{Event: "agent_session_created.v0", At: e.clock.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := st.Revision(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Host().WaitRevision(e.ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Close(e.ctx); err != nil { // delivers what was committed: the change is behind it
+		t.Fatal(err)
+	}
+	for _, want := range []string{"event delivery: a change of an unknown kind", "record cache: a change of an unknown kind"} {
+		if !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), "kind=agent_session") {
+			t.Errorf("the logs do not say %q naming the kind:\n%s", want, logs)
+		}
 	}
 }

@@ -6,16 +6,17 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 )
 
 // setup returns a Service on the in-memory store and an admin principal.
 func setup() (*edgeplane.Service, edgeplane.Principal) {
 	ctx := context.Background()
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-	acct, _ := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
-	admin, _ := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
-	key, _ := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID})
+	svc := mustService(edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"}))
+	acct, _ := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+	admin, _ := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada", Admin: true})
+	key, _ := svc.Host().CreateAPIKey(ctx, acct.ID, identity.CreateAPIKeyParams{OwnerID: admin.ID})
 	p, _ := svc.Authenticate(ctx, *key.Token) // what a transport does per request
 	return svc, p
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
-	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/identity"
 )
 
@@ -27,22 +27,22 @@ func (s *Service) Host() *Host { return &Host{s: s} }
 
 // CreateAccount creates an account. It is a host operation: no principal
 // is involved.
-func (h *Host) CreateAccount(ctx context.Context, params AccountParams) (*Account, error) {
+func (h *Host) CreateAccount(ctx context.Context, params identity.AccountParams) (*identity.Account, error) {
 	return h.s.createAccount(ctx, params)
 }
 
 // CreateUser creates a user of the account; a host operation.
-func (h *Host) CreateUser(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+func (h *Host) CreateUser(ctx context.Context, accountID string, params identity.SubjectParams) (*identity.Subject, error) {
 	return h.s.createUser(ctx, accountID, params)
 }
 
 // CreateBot creates a bot of the account; a host operation.
-func (h *Host) CreateBot(ctx context.Context, accountID string, params SubjectParams) (*Subject, error) {
+func (h *Host) CreateBot(ctx context.Context, accountID string, params identity.SubjectParams) (*identity.Subject, error) {
 	return h.s.createBot(ctx, accountID, params)
 }
 
 // GetSubject returns a user or bot of the account; a host operation.
-func (h *Host) GetSubject(ctx context.Context, accountID, id string) (*Subject, error) {
+func (h *Host) GetSubject(ctx context.Context, accountID, id string) (*identity.Subject, error) {
 	return h.s.getSubject(ctx, accountID, id)
 }
 
@@ -50,7 +50,7 @@ func (h *Host) GetSubject(ctx context.Context, accountID, id string) (*Subject, 
 // operation. The result's Token is the secret, shown this once: only its
 // SHA-256 hash is stored. Secrets carry 256 random bits, so a fast hash is
 // the right one (there is nothing to brute-force).
-func (h *Host) CreateAPIKey(ctx context.Context, accountID string, params APIKeyParams) (*identity.APIKey, error) {
+func (h *Host) CreateAPIKey(ctx context.Context, accountID string, params identity.CreateAPIKeyParams) (*identity.APIKey, error) {
 	return h.s.createAPIKey(ctx, accountID, params)
 }
 
@@ -120,8 +120,8 @@ func (h *Host) BackendTunnels(ctx context.Context, accountID, backendID string) 
 // HTTPSEdgeConfig returns what an edge proxy applies to an HTTPS edge:
 // every route with its enabled modules and compiled traffic policy (as
 // [Host.HTTPSRouteConfig] gives them), in matching order (see
-// [edges.HTTPSEdgeConfig.Route]). A host operation.
-func (h *Host) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
+// [edgeconfig.HTTPSEdge.Route]). A host operation.
+func (h *Host) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error) {
 	return h.s.httpsEdgeConfig(ctx, accountID, edgeID)
 }
 
@@ -136,7 +136,7 @@ func (h *Host) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*
 // limiter counts, and two routes with the same rate-limit config count
 // separately. IP policies named by restrict-ips actions are read now:
 // reload when they change.
-func (h *Host) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edges.HTTPSRouteConfig, error) {
+func (h *Host) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edgeconfig.Route, error) {
 	return h.s.httpsRouteConfig(ctx, accountID, edgeID, routeID)
 }
 
@@ -151,7 +151,7 @@ func (h *Host) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID 
 // its scope, so a proxy that reloads the config keeps any rate limiter
 // state. IP policies named by restrict-ips actions are read now: reload
 // when they change.
-func (h *Host) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
+func (h *Host) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error) {
 	return h.s.tlsEdgeConfig(ctx, accountID, edgeID)
 }
 
@@ -159,7 +159,7 @@ func (h *Host) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*ed
 // restriction (the IP policies' current rules, ready to answer
 // Allowed(ip)) and its backend, each nil unless set and enabled. A host
 // operation.
-func (h *Host) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
+func (h *Host) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error) {
 	return h.s.tcpEdgeConfig(ctx, accountID, edgeID)
 }
 
@@ -240,7 +240,7 @@ func (h *Host) Publish(ctx context.Context, accountID, typ string, obj any) erro
 // ListAccounts returns up to opts.Limit accounts (0 means [MaxPageSize]),
 // newest first, and the cursor of the next page ("" on the last), for
 // operators.
-func (h *Host) ListAccounts(ctx context.Context, opts ListOptions) ([]Account, string, error) {
+func (h *Host) ListAccounts(ctx context.Context, opts ListOptions) ([]identity.Account, string, error) {
 	return h.s.listAccounts(ctx, opts)
 }
 

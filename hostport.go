@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgeplane/edgeplane/internal/records"
+
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
@@ -64,7 +66,7 @@ func (s *Service) reservedDomainOf(ctx context.Context, accountID, host string) 
 	case err == nil:
 		return rec.ID, rec.AccountID == accountID, nil
 	case !errors.Is(err, apierr.ErrNotFound):
-		return "", false, s.storeErr(err, reservedDomainKind, "")
+		return "", false, s.db.StoreErr(err, reservedDomainKind, "")
 	case domains.IsWildcard(host):
 		return "", false, nil
 	}
@@ -80,7 +82,7 @@ func (s *Service) reservedDomainOf(ctx context.Context, accountID, host string) 
 	case errors.Is(err, apierr.ErrNotFound):
 		return "", false, nil
 	}
-	return "", false, s.storeErr(err, reservedDomainKind, "")
+	return "", false, s.db.StoreErr(err, reservedDomainKind, "")
 }
 
 // resolveHostports returns, for each canonical hostport, the reserved
@@ -163,7 +165,7 @@ func (f refFields) trafficPolicy(m *edges.TrafficPolicy) {
 // edgeWriteErr turns the store error of writing an edge or route into
 // the caller's: a hostport's key taken is a conflict naming the hostport;
 // a missing reference is a violation of the field that named it.
-func (s *Service) edgeWriteErr(err error, k kindInfo, id string, hostports []string, fields refFields) error {
+func (s *Service) edgeWriteErr(err error, k *records.Kind, id string, hostports []string, fields refFields) error {
 	var (
 		dup  *store.DuplicateError
 		miss *store.MissingRefError
@@ -188,7 +190,7 @@ func (s *Service) edgeWriteErr(err error, k kindInfo, id string, hostports []str
 			return apierr.Invalidf(field, "%s not found in this account", describeID(miss.ID))
 		}
 	}
-	return s.storeErr(err, k, id)
+	return s.db.StoreErr(err, k, id)
 }
 
 // inlinePolicy validates and compiles a traffic policy module given
@@ -238,15 +240,15 @@ func (s *Service) edgeByHostport(ctx context.Context, hostport string) (*Hostpor
 		candidates = append(candidates, "*."+parent+hp[len(host):])
 	}
 	for _, c := range candidates {
-		for _, k := range []*kindInfo{&httpsEdgeKind, &tlsEdgeKind, &tcpEdgeKind} {
-			rec, err := s.store.Lookup(ctx, k.kind, hostportKey(c))
+		for _, k := range []*records.Kind{httpsEdgeKind, tlsEdgeKind, tcpEdgeKind} {
+			rec, err := s.store.Lookup(ctx, k.StoreKind, hostportKey(c))
 			if errors.Is(err, apierr.ErrNotFound) {
 				continue
 			}
 			if err != nil {
-				return nil, s.storeErr(err, *k, "")
+				return nil, s.db.StoreErr(err, k, "")
 			}
-			return &HostportEdge{Kind: k.kind, AccountID: rec.AccountID, EdgeID: rec.ID, Hostport: c}, nil
+			return &HostportEdge{Kind: k.StoreKind, AccountID: rec.AccountID, EdgeID: rec.ID, Hostport: c}, nil
 		}
 	}
 	return nil, apierr.NotFoundf("no edge serves the hostport %s", hp)
@@ -305,4 +307,27 @@ func (h *Host) HostCertificate(ctx context.Context, accountID, host string) (*Ho
 		return nil, err
 	}
 	return &HostCertificate{DomainID: id, CertificateID: d.Certificate.ID, CertificatePEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// newHostports returns the canonical hostports of an update and the
+// reserved domains that serve them; both nil when list is (the hostports
+// do not change), never nil otherwise.
+func (s *Service) newHostports(ctx context.Context, p Principal, list *[]string, t edges.EdgeType) ([]string, []string, error) {
+	if list == nil {
+		return nil, nil, nil
+	}
+	hostports := edges.CanonicalHostports(*list, t)
+	domainIDs, err := s.resolveHostports(ctx, p, hostports)
+	return hostports, domainIDs, err
+}
+
+// setHostports sets an edge's hostports, its record's keys and its Refs
+// (those of its modules, and the reserved domains of its hostports):
+// hostports nil leaves the hostports as they are.
+func setHostports(field *[]string, rec *store.Record, hostports, domainIDs, moduleRefs []string, t edges.EdgeType) {
+	if hostports != nil {
+		*field = hostports
+		rec.Keys = hostportKeys(hostports, t)
+	}
+	rec.Refs = edgeRefs(moduleRefs, domainIDs, rec.Refs)
 }

@@ -1,14 +1,11 @@
 package edgeplane
 
 import (
+	"context"
 	"strings"
 
-	"github.com/edgeplane/edgeplane/backends"
-	"github.com/edgeplane/edgeplane/credentials"
-	"github.com/edgeplane/edgeplane/domains"
-	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
-	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -40,104 +37,165 @@ const (
 	KindTCPEdge               store.Kind = "tcp_edge"
 )
 
-// eventName is a name the Service reports changes under; the event types
-// are "<name>_<verb>.v0". Its values come only from the tables of this
-// file (it has no literal form), so the compiler refuses a name the
-// default registry does not hold.
-type eventName struct{ name string }
+// kindList is every kind the Service stores, in the order of the default
+// event registry: the one list every table of kinds is derived from (IDs,
+// URIs, messages, the default event registry, path prefixes, the event
+// presentation of a change, and what a change means to caches and edge
+// proxies). Each kind is declared once, in the file named after it: a
+// *records.Kind (its store kind, ID prefix, collection, noun and event
+// name) and a *kind value holding it with its stored form, its
+// presentation and its traits. (The *records.Kind is a value of its own
+// so that presentation code can name a collection without an
+// initialization cycle through the declaration that holds it.)
+var kindList = []declared{accountForm, userForm, botUserForm, apiKeyForm, credentialForm, ipPolicyForm, ipRuleForm,
+	ipRestrictionForm, reservedDomainForm, certificateForm, endpointConfigForm, backendForm, tunnelForm,
+	eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm}
 
-// typ returns the event type of the change verb.
-func (e eventName) typ(verb string) string { return events.TypeOf(e.name, verb) }
-
-// kindInfo describes one kind of resource. The tables of this file are the
-// one place a kind is declared: IDs (prefix), URIs (collection), messages
-// (noun, describeID), event names and the default event registry are all
-// derived from them.
-type kindInfo struct {
-	kind   store.Kind
-	prefix string
-	// collection is the path of the kind's collection below the base URL;
-	// for a nested kind, below its parent's URI.
-	collection string
-	noun       string    // for messages: "IP policy"
-	event      eventName // zero for kinds that report no changes
-	parent     *kindInfo // the kind of ParentID, when the kind has one
-	nested     bool      // the URI is {parent URI}/{collection}/{id}
+// kind is one kind of resource as the Service declares it: its identity
+// and stored form (a [records.Form] over its *records.Kind), how a stored
+// record is shown (present, and shown when what the API shows is not the
+// model itself), and what its changes mean outside the Service (traits).
+type kind[M any] struct {
+	records.Form[M]
+	// present fills the computed fields of a model as the API shows it
+	// (URIs, empty lists); nil for a kind the API does not show (accounts
+	// and users are the host's).
+	present func(s *Service, m *M, rec store.Record)
+	// shown, when set, returns what the API shows of a presented model,
+	// when that is not the model itself (a bot user's BotUser) or needs
+	// more reads (a backend's tunnels).
+	shown func(ctx context.Context, s *Service, m *M, rec store.Record) (any, error)
+	// traits are what the kind's changes mean to caches and edge proxies.
+	traits traits
+	// deletedAsShown says that a deleted record is reported as shown,
+	// not as its Ref: its records have no ID of their own (an event
+	// source is addressed by its type).
+	deletedAsShown bool
 }
 
-// path returns the collection path of the kind below the base URL, for a
-// record whose parent is parentID.
-func (k kindInfo) path(parentID string) string {
-	if k.nested {
-		return k.parent.collection + "/" + parentID + "/" + k.collection
+// declared is a kind of any model, as kindList holds it.
+type declared interface {
+	info() *records.Kind
+	// showRecord returns the stored record rec as the API shows it.
+	showRecord(ctx context.Context, s *Service, rec store.Record) (any, error)
+	traitsOf() traits
+	// shownWhenDeleted says that a delete is reported with the record as
+	// shown rather than its Ref.
+	shownWhenDeleted() bool
+	// presents says the kind fills its models' computed fields.
+	presents() bool
+}
+
+func (k *kind[M]) info() *records.Kind    { return k.Kind }
+func (k *kind[M]) traitsOf() traits       { return k.traits }
+func (k *kind[M]) shownWhenDeleted() bool { return k.deletedAsShown }
+func (k *kind[M]) presents() bool         { return k.present != nil }
+
+func (k *kind[M]) showRecord(ctx context.Context, s *Service, rec store.Record) (any, error) {
+	m, err := k.Decode(s.db, rec)
+	if err != nil {
+		return nil, err
 	}
-	return k.collection
+	return k.show(ctx, s, m, rec)
 }
+
+// show presents m, a model of rec, and returns what the API shows of it.
+func (k *kind[M]) show(ctx context.Context, s *Service, m *M, rec store.Record) (any, error) {
+	if k.present != nil {
+		k.present(s, m, rec)
+	}
+	if k.shown != nil {
+		return k.shown(ctx, s, m, rec)
+	}
+	return m, nil
+}
+
+// traits say what the changes of a kind mean outside the records
+// themselves: to the cache of authentications, and to an edge proxy's
+// configs (package proxy reads them with [DataPlaneRoleOf] instead of
+// switching on kinds). The zero traits mean nothing to either.
+type traits struct {
+	auth      authEffect    // what a change does to cached authentications
+	dataPlane DataPlaneRole // the part an edge proxy's configs take from records of the kind
+}
+
+// authEffect is what a change of a kind does to cached authentications.
+type authEffect uint8
+
+const (
+	authUnaffected   authEffect = iota // authentications do not depend on the kind
+	authForgetRecord                   // the changed record's (an API key's) are dropped
+	authForgetAll                      // all are dropped: a user, bot or account may change any key's principal
+)
+
+// DataPlaneRole is the part an edge proxy's configs take from the records
+// of a kind.
+type DataPlaneRole uint8
+
+const (
+	// DataPlaneNone: no config reads the kind.
+	DataPlaneNone DataPlaneRole = iota
+	// DataPlaneEdge: an edge (HTTPS, TLS or TCP), compiled into a config
+	// of its own.
+	DataPlaneEdge
+	// DataPlaneRoute: a route of an HTTPS edge, compiled with its edge
+	// (its ParentID).
+	DataPlaneRoute
+	// DataPlaneIPPolicy: an IP policy that IP restriction modules and
+	// endpoint restrictions name.
+	DataPlaneIPPolicy
+	// DataPlaneIPPolicyRule: a rule of an IP policy (its ParentID).
+	DataPlaneIPPolicyRule
+	// DataPlaneIPRestriction: an account's IP restriction, applied to
+	// every edge of the account when of type endpoints.
+	DataPlaneIPRestriction
+	// DataPlaneBackend: a backend that routes and edges forward to.
+	DataPlaneBackend
+	// DataPlaneDomain: a reserved domain, whose certificate edges serve.
+	DataPlaneDomain
+	// DataPlaneTunnel: a tunnel that backends select by its labels.
+	DataPlaneTunnel
+)
+
+// DataPlaneRoleOf returns the part an edge proxy's configs take from the
+// records of a store kind, and false for a kind the Service does not
+// store (which a follower of the feed logs).
+func DataPlaneRoleOf(k store.Kind) (DataPlaneRole, bool) {
+	d, ok := declOf(k)
+	if !ok {
+		return DataPlaneNone, false
+	}
+	return d.traitsOf().dataPlane, true
+}
+
+// declOf returns the declaration of a store kind.
+func declOf(k store.Kind) (declared, bool) {
+	for _, d := range kindList {
+		if d.info().StoreKind == k {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// allKinds returns the identity of every kind, for messages that name an
+// ID ([records.Kinds.Describe]).
+func allKinds() records.Kinds {
+	out := make(records.Kinds, len(kindList))
+	for i, d := range kindList {
+		out[i] = d.info()
+	}
+	return out
+}
+
+// describeID returns "IP policy ipp_…" for an ID with a known prefix.
+func describeID(id string) string { return allKinds().Describe(id) }
 
 // moduleInfo describes one edge or route module: its name in paths and
 // messages and the event its changes are reported under.
 type moduleInfo struct {
 	name  string
-	event eventName
-}
-
-// The kinds, in the order of the default event registry.
-var (
-	accountKind           = kindInfo{kind: KindAccount, prefix: AccountPrefix, collection: "accounts", noun: "account"}
-	userKind              = kindInfo{kind: KindUser, prefix: UserPrefix, collection: "users", noun: "user", parent: &accountKind}
-	botKind               = kindInfo{kind: KindBot, prefix: BotPrefix, collection: "bot_users", noun: "bot user", event: eventName{"bot_user"}, parent: &accountKind}
-	apiKeyKind            = kindInfo{kind: KindAPIKey, prefix: APIKeyPrefix, collection: "api_keys", noun: "API key", event: eventName{"api_key"}}
-	credentialKind        = kindInfo{kind: KindCredential, prefix: credentials.IDPrefix, collection: "credentials", noun: "credential", event: eventName{"credential"}}
-	ipPolicyKind          = kindInfo{kind: KindIPPolicy, prefix: ipaccess.PolicyPrefix, collection: "ip_policies", noun: "IP policy", event: eventName{"ip_policy"}}
-	ipRuleKind            = kindInfo{kind: KindIPPolicyRule, prefix: ipaccess.RulePrefix, collection: "ip_policy_rules", noun: "IP policy rule", event: eventName{"ip_policy_rule"}, parent: &ipPolicyKind}
-	ipRestrictionKind     = kindInfo{kind: KindIPRestriction, prefix: ipaccess.RestrictionPrefix, collection: "ip_restrictions", noun: "IP restriction", event: eventName{"ip_restriction"}}
-	reservedDomainKind    = kindInfo{kind: KindReservedDomain, prefix: domains.ReservedDomainPrefix, collection: "reserved_domains", noun: "reserved domain", event: eventName{"reserved_domain"}}
-	certificateKind       = kindInfo{kind: KindTLSCertificate, prefix: domains.CertificatePrefix, collection: "tls_certificates", noun: "TLS certificate", event: eventName{"tls_certificate"}}
-	endpointConfigKind    = kindInfo{kind: KindEndpointConfiguration, prefix: domains.EndpointConfigurationPrefix, collection: "endpoint_configurations", noun: "endpoint configuration", event: eventName{"endpoint_configuration"}}
-	backendKind           = kindInfo{kind: KindTunnelGroupBackend, prefix: backends.IDPrefix, collection: "backends/tunnel_group", noun: "tunnel group backend", event: eventName{"tunnel_group_backend"}}
-	tunnelKind            = kindInfo{kind: KindTunnel, prefix: backends.TunnelPrefix, collection: "tunnels", noun: "tunnel", event: eventName{"tunnel"}, parent: &credentialKind}
-	eventSubscriptionKind = kindInfo{kind: KindEventSubscription, prefix: events.SubscriptionPrefix, collection: "event_subscriptions", noun: "event subscription", event: eventName{"event_subscription"}}
-	// Sources have an internal ID (evs_); their URI ends in their type.
-	eventSourceKind = kindInfo{kind: KindEventSource, prefix: events.SourcePrefix, collection: "sources", noun: "event source", event: eventName{"event_source"}, parent: &eventSubscriptionKind, nested: true}
-	httpsEdgeKind   = kindInfo{kind: KindHTTPSEdge, prefix: edges.HTTPSEdgePrefix, collection: "edges/https", noun: "HTTPS edge", event: eventName{"https_edge"}}
-	httpsRouteKind  = kindInfo{kind: KindHTTPSEdgeRoute, prefix: edges.HTTPSRoutePrefix, collection: "routes", noun: "HTTPS edge route", event: eventName{"https_edge_route"}, parent: &httpsEdgeKind, nested: true}
-	tlsEdgeKind     = kindInfo{kind: KindTLSEdge, prefix: edges.TLSEdgePrefix, collection: "edges/tls", noun: "TLS edge", event: eventName{"tls_edge"}}
-	tcpEdgeKind     = kindInfo{kind: KindTCPEdge, prefix: edges.TCPEdgePrefix, collection: "edges/tcp", noun: "TCP edge", event: eventName{"tcp_edge"}}
-)
-
-// The modules, in the order of the default event registry.
-var (
-	routeOIDCModule            = moduleInfo{edges.ModuleOIDC, eventName{"https_edge_route_oidc_module"}}
-	routeBackendModule         = moduleInfo{edges.ModuleBackend, eventName{"https_edge_route_backend_module"}}
-	routeResponseHeadersModule = moduleInfo{edges.ModuleResponseHeaders, eventName{"https_edge_route_response_headers_module"}}
-	routeCompressionModule     = moduleInfo{edges.ModuleCompression, eventName{"https_edge_route_compression_module"}}
-	routeTrafficPolicyModule   = moduleInfo{edges.ModuleTrafficPolicy, eventName{"https_edge_route_traffic_policy_module"}}
-	tlsIPRestrictionModule     = moduleInfo{edges.ModuleIPRestriction, eventName{"tls_edge_ip_restriction_module"}}
-	tlsTrafficPolicyModule     = moduleInfo{edges.ModuleTrafficPolicy, eventName{"tls_edge_traffic_policy_module"}}
-	tlsTerminationModule       = moduleInfo{edges.ModuleTLSTermination, eventName{"tls_edge_tls_termination_module"}}
-	tcpIPRestrictionModule     = moduleInfo{edges.ModuleIPRestriction, eventName{"tcp_edge_ip_restriction_module"}}
-	tcpBackendModule           = moduleInfo{edges.ModuleBackend, eventName{"tcp_edge_backend_module"}}
-	tlsBackendModule           = moduleInfo{edges.ModuleBackend, eventName{"tls_edge_backend_module"}} // not in SPEC 2.7: see edges.TLSEdge.Backend
-)
-
-// kindTable and moduleTable list every kind and module, in order.
-var (
-	kindTable = []*kindInfo{&accountKind, &userKind, &botKind, &apiKeyKind, &credentialKind, &ipPolicyKind, &ipRuleKind,
-		&ipRestrictionKind, &reservedDomainKind, &certificateKind, &endpointConfigKind, &backendKind, &tunnelKind,
-		&eventSubscriptionKind, &eventSourceKind, &httpsEdgeKind, &httpsRouteKind, &tlsEdgeKind, &tcpEdgeKind}
-	moduleTable = []*moduleInfo{&routeOIDCModule, &routeBackendModule, &routeResponseHeadersModule, &routeCompressionModule,
-		&routeTrafficPolicyModule, &tlsIPRestrictionModule, &tlsTrafficPolicyModule, &tlsTerminationModule,
-		&tcpIPRestrictionModule, &tcpBackendModule, &tlsBackendModule}
-)
-
-// kindOf returns the table entry of a store kind.
-func kindOf(k store.Kind) (*kindInfo, bool) {
-	for _, ki := range kindTable {
-		if ki.kind == k {
-			return ki, true
-		}
-	}
-	return nil, false
+	event string
 }
 
 // DefaultEventTypes returns the event types of the changes the Service
@@ -150,10 +208,10 @@ func kindOf(k store.Kind) (*kindInfo, bool) {
 //
 // A new slice is returned on each call.
 func DefaultEventTypes() []string {
-	var names []eventName
-	for _, k := range kindTable {
-		if k.event != (eventName{}) {
-			names = append(names, k.event)
+	var names []string
+	for _, d := range kindList {
+		if ev := d.info().Event; ev != "" {
+			names = append(names, ev)
 		}
 	}
 	for _, m := range moduleTable {
@@ -162,45 +220,65 @@ func DefaultEventTypes() []string {
 	var out []string
 	for _, n := range names {
 		for _, v := range events.Verbs() {
-			out = append(out, n.typ(v))
+			out = append(out, events.TypeOf(n, v))
 		}
 	}
 	return out
 }
 
-// describeID returns "IP policy ipp_…" for an ID with a known prefix.
-func describeID(id string) string {
-	best := ""
-	noun := ""
-	for _, k := range kindTable {
-		if strings.HasPrefix(id, k.prefix) && len(k.prefix) > len(best) {
-			best, noun = k.prefix, k.noun
-		}
-	}
-	if noun == "" {
-		return id
-	}
-	return noun + " " + id
-}
-
 // IDPrefixForPath returns the ID prefix of the resource a path parameter
 // names, given the request path before it ("/credentials",
 // "/edges/https/{edge_id}/routes"), or "" when it names no kind of the
-// table (an event type, say). Transports derive their path parameter
+// list (an event type, say). Transports derive their path parameter
 // patterns (the OpenAPI document) from it, so they cannot disagree with
 // the IDs the Service makes.
 func IDPrefixForPath(before string) string {
 	before = strings.TrimPrefix(before, "/")
-	for _, k := range kindTable {
+	for _, d := range kindList {
+		k := d.info()
 		switch {
-		case k == &eventSourceKind:
+		case k.StoreKind == KindEventSource:
 			continue // addressed by its type, not its (internal) ID
-		case !k.nested && before == k.collection:
-			return k.prefix
-		case k.nested && strings.HasPrefix(before, k.parent.collection+"/") && strings.HasSuffix(before, "/"+k.collection) &&
-			strings.Count(strings.TrimSuffix(strings.TrimPrefix(before, k.parent.collection+"/"), "/"+k.collection), "/") == 0:
-			return k.prefix
+		case !k.Nested && before == k.Collection:
+			return k.Prefix
+		case k.Nested && strings.HasPrefix(before, k.Parent.Collection+"/") && strings.HasSuffix(before, "/"+k.Collection) &&
+			strings.Count(strings.TrimSuffix(strings.TrimPrefix(before, k.Parent.Collection+"/"), "/"+k.Collection), "/") == 0:
+			return k.Prefix
 		}
 	}
 	return ""
+}
+
+// KindInfo is what a transport may know of a kind of resource, so that
+// its tables (routes, path patterns, tests) derive from the Service's.
+type KindInfo struct {
+	// Kind is the store kind.
+	Kind store.Kind
+	// Prefix starts the kind's IDs.
+	Prefix string
+	// Collection is the path of the kind's collection below the base URL;
+	// for a nested kind, below its parent's URI.
+	Collection string
+	// Noun names the kind in messages.
+	Noun string
+	// Event is the name its changes are reported under, "" for none.
+	Event string
+	// Parent is the kind of the records' parent, "" for none.
+	Parent store.Kind
+	// Nested says that the kind's URIs are below its parent's.
+	Nested bool
+}
+
+// Kinds returns every kind of resource the Service stores, in the order
+// of the default event registry. A new slice is returned on each call.
+func Kinds() []KindInfo {
+	out := make([]KindInfo, len(kindList))
+	for i, d := range kindList {
+		k := d.info()
+		out[i] = KindInfo{Kind: k.StoreKind, Prefix: k.Prefix, Collection: k.Collection, Noun: k.Noun, Event: k.Event, Nested: k.Nested}
+		if k.Parent != nil {
+			out[i].Parent = k.Parent.StoreKind
+		}
+	}
+	return out
 }

@@ -2,17 +2,19 @@ package edgeplane
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"iter"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/authcache"
+	"github.com/edgeplane/edgeplane/internal/recordcache"
+	"github.com/edgeplane/edgeplane/internal/records"
+
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/filter"
@@ -40,7 +42,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Domains configures reserved domains: the service-owned base domains
 	// and the base of CNAME targets. The zero value gives the defaults of
-	// [domains.Config]. [New] panics when it is invalid (check it with
+	// [domains.Config]. [New] refuses it when it is invalid (check it with
 	// [domains.Config.Validate]).
 	Domains domains.Config
 	// Events configures event delivery: the sink that receives events of
@@ -59,7 +61,7 @@ type Options struct {
 	// certificates) are sealed at rest. Nil: New generates a random key and
 	// logs a warning; what it seals cannot be opened by another Service or
 	// after a restart, so a host with a durable or shared store must
-	// supply the same key to every Service. New panics on a key of another
+	// supply the same key to every Service. New refuses a key of another
 	// size.
 	SealingKey []byte
 	// AuthCacheTTL is how long a successful [Service.Authenticate] is
@@ -79,8 +81,8 @@ type Options struct {
 	// Service and, for writes by other processes sharing the store, by
 	// the store's change feed (see the package doc, # Storage). Counted
 	// as the stored size of each document plus a fixed overhead, plus the
-	// size of the API's JSON of the record when it is cached too
-	// ([ListOptions.ItemsAsJSON]). Default
+	// size of the API's JSON of the record when it is cached too (see
+	// [Transport]). Default
 	// [DefaultCacheBytes] (64 MiB); negative turns the cache off.
 	CacheBytes int
 	// TunnelLease is how long a registered tunnel stays online without
@@ -88,6 +90,9 @@ type Options struct {
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 }
+
+// DefaultAuthCacheTTL is the default of [Options.AuthCacheTTL].
+const DefaultAuthCacheTTL = authcache.DefaultTTL
 
 // SealingKeySize is the size of [Options.SealingKey] in bytes.
 const SealingKeySize = seal.KeySize
@@ -117,24 +122,32 @@ type Service struct {
 	filters *filter.Compiler // compiles and caches the filters of lists
 	lease   time.Duration    // Options.TunnelLease or its default
 	sealer  *seal.Sealer     // under Options.SealingKey or an ephemeral key
-	auth    *authCache       // nil when Options.AuthCacheTTL is negative
+	auth    *authcache.Cache // nil when Options.AuthCacheTTL is negative
 
-	cache       *recordCache   // nil when Options.CacheBytes is negative
-	cacheFollow *cacheFollower // keeps cache and auth true to other processes' writes; nil without either
+	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
+	db          *records.DB        // the record machinery over store and cache
+	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
 }
 
-// New returns a Service over store. A nil store panics: it is a
-// programming error, not a runtime condition.
-func New(st store.Store, opts Options) *Service {
+// New returns a Service over store, or an InvalidArgument error naming
+// what is wrong with its arguments (a nil store, a SealingKey of another
+// size than [SealingKeySize], invalid Domains) and starting nothing.
+func New(st store.Store, opts Options) (*Service, error) {
 	if st == nil {
-		panic("edgeplane.New: nil store.Store")
+		return nil, apierr.Invalidf("store", "must be a store.Store, not nil")
+	}
+	if opts.SealingKey != nil && len(opts.SealingKey) != SealingKeySize {
+		return nil, apierr.Invalidf("SealingKey", "must be %d bytes, got %d", SealingKeySize, len(opts.SealingKey))
+	}
+	if err := opts.Domains.Validate(); err != nil {
+		return nil, apierr.Wrap(apierr.InvalidArgument, err, "invalid Options.Domains: "+err.Error())
 	}
 	s := &Service{
 		store:   st,
 		filters: new(filter.Compiler),
-		cache:   newRecordCache(opts.CacheBytes),
+		cache:   recordcache.New(opts.CacheBytes),
 		lease:   opts.TunnelLease,
-		auth:    newAuthCache(opts.AuthCacheTTL),
+		auth:    authcache.New(opts.AuthCacheTTL),
 		baseURL: strings.TrimRight(opts.BaseURL, "/"),
 		now:     opts.Clock,
 		log:     opts.Logger,
@@ -159,65 +172,47 @@ func New(st store.Store, opts Options) *Service {
 	}
 	sealer, err := seal.New(key)
 	if err != nil {
-		panic("edgeplane.New: Options.SealingKey: " + err.Error())
+		return nil, apierr.Invalidf("SealingKey", "%s", err.Error())
 	}
 	s.sealer = sealer
 	s.ids = ids.NewGenerator(s.now)
-	if err := opts.Domains.Validate(); err != nil {
-		panic("edgeplane.New: invalid Options.Domains: " + err.Error())
-	}
 	s.domains = opts.Domains.WithDefaults()
-	if s.cache != nil {
-		s.store = invalidating{Store: st, cache: s.cache}
+	if s.policy, err = newPolicyEngine(opts.Policy, s.now, s.log); err != nil {
+		return nil, err
 	}
+	if s.eventTypes = opts.Events.Registry; s.eventTypes == nil {
+		if s.eventTypes, err = events.NewRegistry(DefaultEventTypes()...); err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "the default event types do not make a registry") // a bug in kindList
+		}
+	}
+	s.store = recordcache.Invalidating(st, s.cache)
+	s.db = &records.DB{Store: s.store, Cache: s.cache, Log: s.log, Now: s.now, Sealer: s.sealer, Filters: s.filters,
+		BaseURL: s.baseURL, Kinds: allKinds(), ExplainInUse: s.explainInUse}
 	s.startEvents(opts.Events)
 	s.startCache()
-	s.policy = newPolicyEngine(opts.Policy, s.now, s.log)
-	return s
+	return s, nil
 }
 
 // BaseURL returns the base URL of the Service's uri fields.
 func (s *Service) BaseURL() string { return s.baseURL }
 
 // Principal is the caller a Service method acts for: who is asking and on
-// behalf of which account. Transports obtain it from [Service.Authenticate].
-type Principal struct {
-	// AccountID is the caller's account. Every resource the call touches
-	// belongs to it.
-	AccountID string
-	// SubjectID is the user (usr_) or bot (bot_) making the call.
-	SubjectID string
-	// Admin reports whether the subject is an admin of the account.
-	Admin bool
-}
-
-func (p Principal) check() error {
-	if !ids.Valid(p.AccountID, AccountPrefix) || !(ids.Valid(p.SubjectID, UserPrefix) || ids.Valid(p.SubjectID, BotPrefix)) {
-		return apierr.New(apierr.Unauthenticated, "the call has no valid principal")
-	}
-	return nil
-}
+// behalf of which account (see [identity.Principal]). Transports obtain it
+// from [Service.Authenticate].
+type Principal = identity.Principal
 
 // now returns the current time as resources record it.
 func (s *Service) timestamp() time.Time { return resource.Timestamp(s.now()) }
 
 // uri returns {base_url}/<collection>/<id>.
-func (s *Service) uri(collection, id string) string {
-	return s.baseURL + "/" + collection + "/" + id
-}
+func (s *Service) uri(collection, id string) string { return s.db.URI(collection, id) }
 
 // ref returns the Ref of id in collection.
-func (s *Service) ref(collection, id string) resource.Ref {
-	return resource.Ref{ID: id, URI: s.uri(collection, id)}
-}
+func (s *Service) ref(collection, id string) resource.Ref { return s.db.Ref(collection, id) }
 
 // refs returns the Refs of ids in collection; never nil.
 func (s *Service) refs(collection string, ids []string) []resource.Ref {
-	out := make([]resource.Ref, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, s.ref(collection, id))
-	}
-	return out
+	return s.db.Refs(collection, ids)
 }
 
 // ListOptions selects a page of a list.
@@ -238,30 +233,21 @@ type ListOptions struct {
 	// read per resource (a backend's obj.tunnels) scans at most
 	// [MaxPageSize] resources per page.
 	Filter string
-	// ItemsAsJSON asks for the page's items as the JSON the API answers
-	// for them ([Page.AppendItemsJSON]) instead of as values in
-	// [Page.Items], for a transport that only writes the page out. A list
-	// honours it where it can ([Page.Encoded] tells): without a Filter,
-	// for kinds whose items' JSON depends on the stored record alone
-	// (credentials); the page is then mostly copies of encodings cached
-	// with the records (see [Options.CacheBytes]). Elsewhere Items is
-	// filled as without it.
-	ItemsAsJSON bool
 }
 
 // MaxFilterScan is the largest number of resources one filtered page
 // reads, matching or not, so that a filter that matches nothing cannot
 // make one request read a whole collection.
-const MaxFilterScan = 10 * MaxPageSize
+const MaxFilterScan = records.MaxFilterScan
 
 // MaxFilterPageCost bounds the total cost, in CEL's cost units, of the
 // filter evaluations of one page (each is bounded by
-// [policy.MaxEvaluationCost]): a page whose evaluations reach it ends
+// [limits.MaxEvaluationCost]): a page whose evaluations reach it ends
 // after the resource that did, as at [MaxFilterScan].
-const MaxFilterPageCost = 10 * policy.MaxEvaluationCost
+const MaxFilterPageCost = records.MaxFilterPageCost
 
 // MaxPageSize is the largest allowed [ListOptions.Limit], and the default.
-const MaxPageSize = 100
+const MaxPageSize = records.MaxPageSize
 
 // Page is one page of a list, newest first.
 type Page[T any] struct {
@@ -274,36 +260,6 @@ type Page[T any] struct {
 	NextPageURI *string
 	// NextBeforeID is the cursor of the next page ("" on the last page).
 	NextBeforeID string
-
-	encoded   bool     // asked with ListOptions.ItemsAsJSON and given so: Items is nil
-	itemsJSON [][]byte // when encoded, each item's JSON; shared with the cache: never changed
-}
-
-// Encoded reports whether the page holds its items as JSON, asked for
-// with [ListOptions.ItemsAsJSON]: Items is then nil, and
-// [Page.AppendItemsJSON] gives them.
-func (pg *Page[T]) Encoded() bool { return pg.encoded }
-
-// AppendItemsJSON appends the page's items to dst as a JSON array, each
-// item as the API answers it (as encoding/json marshals Items), and
-// returns the extended buffer.
-func (pg *Page[T]) AppendItemsJSON(dst []byte) ([]byte, error) {
-	if !pg.encoded {
-		items := pg.Items
-		if items == nil {
-			items = []T{}
-		}
-		b, err := json.Marshal(items)
-		return append(dst, b...), err
-	}
-	dst = append(dst, '[')
-	for i, b := range pg.itemsJSON {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, b...)
-	}
-	return append(dst, ']'), nil
 }
 
 // ListFunc is the shape of the Service's list methods, for [All].
@@ -319,11 +275,10 @@ func All[T any](ctx context.Context, p Principal, list ListFunc[T]) iter.Seq2[T,
 
 // AllWith is [All] from the page opts selects, with its page size and
 // filter: it yields every item opts.Filter matches, walking as many pages
-// as that takes. It ignores opts.ItemsAsJSON: it yields values.
+// as that takes.
 //
 //	for c, err := range edgeplane.AllWith(ctx, p, svc.ListCredentials, edgeplane.ListOptions{Filter: `obj.owner_id == "usr_..."`}) { ... }
 func AllWith[T any](ctx context.Context, p Principal, list ListFunc[T], opts ListOptions) iter.Seq2[T, error] {
-	opts.ItemsAsJSON = false
 	return func(yield func(T, error) bool) {
 		for {
 			page, err := list(ctx, p, opts)
@@ -345,285 +300,36 @@ func AllWith[T any](ctx context.Context, p Principal, list ListFunc[T], opts Lis
 	}
 }
 
-func (k kindInfo) notFound(id string) error {
-	return apierr.NotFoundf("%s %s not found", k.noun, echoID(id))
+// query returns the records query of opts.
+func (opts ListOptions) query() records.Query {
+	return records.Query{Limit: opts.Limit, BeforeID: opts.BeforeID, Filter: opts.Filter}
 }
 
-// maxEchoedID bounds how much of a caller's ID a message repeats: a valid
-// ID is at most 36 bytes, so a longer one is shown cut (at a UTF-8
-// boundary) and marked, never echoed whole.
-const maxEchoedID = 64
-
-func echoID(id string) string {
-	if len(id) <= maxEchoedID {
-		return id
-	}
-	cut := maxEchoedID
-	for cut > 0 && !utf8.RuneStart(id[cut]) {
-		cut--
-	}
-	return id[:cut] + "…"
-}
-
-// get loads and decodes the record id of form f's kind in p's account. A
-// malformed ID is simply not found.
-func get[M any](ctx context.Context, s *Service, p Principal, f form[M], id string) (*M, store.Record, error) {
-	if err := p.check(); err != nil {
-		return nil, store.Record{}, err
-	}
-	if !ids.Valid(id, f.prefix) {
-		return nil, store.Record{}, f.notFound(id)
-	}
-	v, rec, err := f.read(ctx, s, p.AccountID, id)
+// pageOf returns the Page of a listing of the collection at path (below
+// the base URL), asked for with opts.
+func pageOf[T any](s *Service, path string, opts ListOptions, l *records.Listing[T], err error) (*Page[T], error) {
 	if err != nil {
-		return nil, store.Record{}, s.storeErr(err, *f.kindInfo, id)
-	}
-	return v, rec, nil
-}
-
-// create stores v as a new record of form f's kind in p's account,
-// reported as the kind's created event. A missing reference is returned
-// as the store's error, for the caller to name the field that held it.
-func create[M any](ctx context.Context, s *Service, p Principal, f form[M], id, parent string, v *M, refs []string, keys ...string) error {
-	rec := store.Record{Kind: f.kind, AccountID: p.AccountID, ID: id, ParentID: parent, Refs: refs, Keys: keys}
-	if err := f.encode(s, v, &rec); err != nil {
-		return err
-	}
-	if err := s.store.Create(s.reporting(ctx, f.event, events.Created), rec); err != nil {
-		var miss *store.MissingRefError
-		if errors.As(err, &miss) {
-			return err // the caller names the field
-		}
-		return s.storeErr(err, *f.kindInfo, id)
-	}
-	return nil
-}
-
-// update runs mutate on the decoded record inside the store's atomic
-// update and returns the stored result. mutate may also set the record's
-// Keys and Refs. Like the store's callback, mutate may run more than once
-// and must have no effect but on its arguments.
-func update[M any](ctx context.Context, s *Service, p Principal, f form[M], id string, mutate func(v *M, rec *store.Record) error) (*M, error) {
-	if err := p.check(); err != nil {
 		return nil, err
 	}
-	if !ids.Valid(id, f.prefix) {
-		return nil, f.notFound(id)
+	pg := &Page[T]{Items: l.Items, URI: s.baseURL + "/" + path}
+	if l.Next != "" {
+		pg.next(l.Next, l.Limit, opts.Filter)
 	}
-	var (
-		out *M
-		doc any // what out was saved as
-	)
-	t := s.cache.note()
-	rec, err := s.store.Update(s.reporting(ctx, f.event, events.Updated), f.kind, p.AccountID, id, func(rec *store.Record) error {
-		v, err := f.current(s, *rec)
-		if err != nil {
-			return err
-		}
-		if err := mutate(v, rec); err != nil {
-			return err
-		}
-		d, err := f.encodeDoc(s, v, rec)
-		if err != nil {
-			return err
-		}
-		out, doc = v, d
-		return nil
-	})
-	if err != nil {
-		return nil, s.storeErr(err, *f.kindInfo, id)
-	}
-	if f.own != nil {
-		s.cache.putWritten(t, rec, f.own(doc))
-	}
-	return out, nil
-}
-
-// remove deletes the record id of kind k in p's account, reported as the
-// kind's deleted event.
-func (s *Service) remove(ctx context.Context, p Principal, k kindInfo, id string) error {
-	if err := p.check(); err != nil {
-		return err
-	}
-	if !ids.Valid(id, k.prefix) {
-		return k.notFound(id)
-	}
-	if err := s.store.Delete(s.reporting(ctx, k.event, events.Deleted), k.kind, p.AccountID, id); err != nil {
-		if inUse := s.explainInUse(ctx, p.AccountID, err); inUse != nil {
-			return inUse // names the edge modules that hold the reference
-		}
-		return s.storeErr(err, k, id)
-	}
-	return nil
+	return pg, nil
 }
 
 // list returns one page of records of form f's kind (children of parent
-// when set), decoded and presented.
-func list[M any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
-	return listAs(ctx, s, p, f, parent, collectionPath, opts, func(v *M, rec store.Record) (*M, error) {
-		present(v, rec)
-		return v, nil
-	}, lateField[M]{})
+// when set) in the collection at path, decoded and presented.
+func list[M any](ctx context.Context, s *Service, p Principal, f records.Form[M], parent, path string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
+	l, err := records.List(ctx, s.db, p, f, parent, opts.query(), present)
+	return pageOf(s, path, opts, l, err)
 }
 
-// lateField is a field of a listed V that costs a store read to compute
-// (a backend's tunnels): listAs fills it before filtering when the filter
-// reads it, and otherwise only for the resources that match. The zero
-// value is no such field.
-type lateField[V any] struct {
-	name string           // the field's JSON name
-	fill func(v *V) error // computes it
-}
-
-// listAs returns one page of records of form f's kind (children of parent
-// when set), each decoded and turned by show into the V the API shows
-// (and completed by late).
-// opts.Filter, when set, is compiled for V and evaluated on what show
-// returns; the page then scans the store until it holds opts.Limit matches,
-// the list ends, MaxFilterScan records were read or the evaluations cost
-// MaxFilterPageCost.
-func listAs[M, V any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions,
-	show func(*M, store.Record) (*V, error), late lateField[V]) (*Page[V], error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	var vs apierr.Violations
-	limit := pageLimit(&vs, *f.kindInfo, opts)
-	var match *filter.Filter[V]
-	if opts.Filter != "" {
-		m, err := filter.Compile[V](s.filters, opts.Filter)
-		if err != nil {
-			vs.AddError("", err)
-		}
-		match = m
-	}
-	if err := vs.Err(); err != nil {
-		return nil, err
-	}
-	fillEarly := late.fill != nil && match != nil && match.Reads(late.name)
-	page := &Page[V]{URI: s.baseURL + "/" + collectionPath}
-	budget, chunk := limit, limit // records to scan in all, and per store read
-	switch {
-	case fillEarly:
-		budget = MaxPageSize // each record scanned costs another store read
-	case match != nil:
-		budget = MaxFilterScan
-	}
-	cursor, scanned, spent := opts.BeforeID, 0, uint64(0)
-	for {
-		t := s.cache.note()
-		want := min(chunk, budget-scanned)
-		recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor, Limit: want + 1})
-		if err != nil {
-			return nil, s.storeErr(err, *f.kindInfo, "")
-		}
-		more := len(recs) > want // records remain after recs[:want]
-		recs = recs[:min(len(recs), want)]
-		if page.Items == nil {
-			page.Items = make([]V, 0, min(len(recs), limit))
-		}
-		for i, rec := range recs {
-			scanned++
-			m, err := f.listed(s, t, rec)
-			if err != nil {
-				return nil, err
-			}
-			v, err := show(m, rec)
-			if err != nil {
-				return nil, err
-			}
-			if fillEarly {
-				if err := late.fill(v); err != nil {
-					return nil, err
-				}
-			}
-			matched := true
-			if match != nil {
-				var c uint64
-				matched, c = match.Eval(v)
-				spent += c
-			}
-			if matched {
-				if late.fill != nil && !fillEarly {
-					if err := late.fill(v); err != nil {
-						return nil, err
-					}
-				}
-				page.Items = append(page.Items, *v)
-			}
-			if len(page.Items) == limit || spent >= MaxFilterPageCost {
-				if i < len(recs)-1 || more {
-					page.next(rec.ID, limit, opts.Filter)
-				}
-				return page, nil
-			}
-		}
-		if !more || len(recs) == 0 {
-			return page, nil
-		}
-		cursor = recs[len(recs)-1].ID
-		if scanned >= budget {
-			page.next(cursor, limit, opts.Filter)
-			return page, nil
-		}
-		chunk = min(2*chunk, MaxPageSize)
-	}
-}
-
-// pageLimit returns the page size opts asks for, and adds to vs what is
-// wrong with its limit and cursor for a list of kind k.
-func pageLimit(vs *apierr.Violations, k kindInfo, opts ListOptions) int {
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = MaxPageSize
-	case limit < 1 || limit > MaxPageSize:
-		vs.Add("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
-	}
-	if opts.BeforeID != "" && !ids.Valid(opts.BeforeID, k.prefix) {
-		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", k.noun, k.prefix, ids.Len)
-	}
-	return limit
-}
-
-// listEncoded is list for a kind whose items' JSON is a function of the
-// stored record alone: present must read nothing but the model, the
-// record and the Service's configuration (no clock, no other record).
-// Asked for ItemsAsJSON without a filter, it answers the page as the JSON
-// of its items, each the encoding cached with its record's version when
-// the cache holds it (made and cached otherwise), so that a page costs a
-// store list and copies, not a decode, a model and an encode per item.
-func listEncoded[M any](ctx context.Context, s *Service, p Principal, f form[M], parent, collectionPath string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
-	if !opts.ItemsAsJSON || opts.Filter != "" {
-		return list(ctx, s, p, f, parent, collectionPath, opts, present)
-	}
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	var vs apierr.Violations
-	limit := pageLimit(&vs, *f.kindInfo, opts)
-	if err := vs.Err(); err != nil {
-		return nil, err
-	}
-	t := s.cache.note()
-	recs, err := s.store.List(ctx, store.Query{Kind: f.kind, AccountID: p.AccountID, ParentID: parent, BeforeID: opts.BeforeID, Limit: limit + 1})
-	if err != nil {
-		return nil, s.storeErr(err, *f.kindInfo, "")
-	}
-	page := &Page[M]{URI: s.baseURL + "/" + collectionPath, encoded: true}
-	if len(recs) > limit {
-		recs = recs[:limit]
-		page.next(recs[limit-1].ID, limit, "")
-	}
-	page.itemsJSON = make([][]byte, len(recs))
-	for i, rec := range recs {
-		b, err := f.listedJSON(s, t, rec, present)
-		if err != nil {
-			return nil, err
-		}
-		page.itemsJSON[i] = b
-	}
-	return page, nil
+// listAs is [records.ListAs] as a Page of the collection at path.
+func listAs[M, V any](ctx context.Context, s *Service, p Principal, f records.Form[M], parent, path string, opts ListOptions,
+	show func(*M, store.Record) (*V, error), late records.LateField[V]) (*Page[V], error) {
+	l, err := records.ListAs(ctx, s.db, p, f, parent, opts.query(), show, late)
+	return pageOf(s, path, opts, l, err)
 }
 
 // next sets the page's cursor to last and its next page URI.
@@ -636,43 +342,36 @@ func (pg *Page[T]) next(last string, limit int, filter string) {
 	pg.NextPageURI, pg.NextBeforeID = &uri, last
 }
 
-// storeErr turns a store error into the error a caller sees: typed errors
-// keep their identity but get a client-safe message; context errors pass
-// through; anything unexpected becomes Internal and is logged.
-func (s *Service) storeErr(err error, k kindInfo, id string) error {
-	if err == nil {
+// Close shuts event delivery down: changes committed after it are no
+// longer reported, and it waits until every change committed before it is
+// delivered or ctx ends (then the delivery in progress is cancelled, the
+// rest is dropped and counted, and ctx.Err() is returned). Management
+// operations keep working after Close; only delivery stops. Without a
+// sink, Close does nothing. It may be called more than once.
+func (s *Service) Close(ctx context.Context) error {
+	s.stopCache()
+	if s.queue == nil {
 		return nil
 	}
-	var (
-		ae   *apierr.Error
-		dup  *store.DuplicateError
-		miss *store.MissingRefError
-		use  *store.InUseError
-	)
-	switch {
-	case errors.As(err, &use):
-		return &apierr.Error{Code: apierr.Conflict, Err: err,
-			Msg: describeID(use.ID) + " is still referenced by " + describeIDs(use.Referrers) + "; remove those references first"}
-	case errors.As(err, &dup):
-		return &apierr.Error{Code: apierr.Conflict, Err: err, Msg: "another " + k.noun + " already has that value"}
-	case errors.As(err, &miss):
-		return &apierr.Error{Code: apierr.InvalidArgument, Err: err, Msg: describeID(miss.ID) + " does not exist",
-			Violations: []apierr.Violation{{Reason: describeID(miss.ID) + " does not exist"}}}
-	case errors.Is(err, apierr.ErrNotFound) && id != "":
-		return k.notFound(id)
-	case errors.As(err, &ae):
-		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	if err := s.stopFollowing(ctx); err != nil {
+		_ = s.queue.Close(ctx) // ctx has ended: drops what waits, stops the worker
 		return err
 	}
-	s.log.Error("store failure", "kind", string(k.kind), "id", id, "err", err)
-	return apierr.Wrap(apierr.Internal, err, "internal error")
+	return s.queue.Close(ctx)
 }
 
-func describeIDs(list []string) string {
-	out := make([]string, len(list))
-	for i, id := range list {
-		out[i] = describeID(id)
+// convertPage returns page with its items converted by conv.
+func convertPage[A, B any](page *Page[A], conv func(*A) B) *Page[B] {
+	out := &Page[B]{Items: make([]B, len(page.Items)), URI: page.URI, NextPageURI: page.NextPageURI, NextBeforeID: page.NextBeforeID}
+	for i := range page.Items {
+		out.Items[i] = conv(&page.Items[i])
 	}
-	return strings.Join(out, ", ")
+	return out
+}
+
+// noted returns rec labelled with note, for a store write made without
+// the generic operations of package records.
+func noted(rec store.Record, note store.Note) store.Record {
+	rec.Note = note
+	return rec
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -61,11 +63,11 @@ func newEnvWithStore(t testing.TB, store store.Store) *env {
 		ctx:   context.Background(),
 		logs:  new(bytes.Buffer),
 	}
-	e.svc = edgeplane.New(store, edgeplane.Options{
+	e.svc = mustService(edgeplane.New(store, edgeplane.Options{
 		BaseURL: "https://api.example.test/",
 		Clock:   e.clock.Now,
 		Logger:  slog.New(slog.NewTextHandler(e.logs, nil)),
-	})
+	}))
 	a := e.account(t, "a")
 	e.admin = e.subject(t, a, true, false)
 	e.user = e.subject(t, a, false, false)
@@ -76,7 +78,7 @@ func newEnvWithStore(t testing.TB, store store.Store) *env {
 
 func (e *env) account(t testing.TB, name string) string {
 	t.Helper()
-	acct, err := e.svc.Host().CreateAccount(e.ctx, edgeplane.AccountParams{Name: name})
+	acct, err := e.svc.Host().CreateAccount(e.ctx, identity.AccountParams{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func (e *env) subject(t testing.TB, account string, admin, bot bool) edgeplane.P
 	if bot {
 		create = e.svc.Host().CreateBot
 	}
-	sub, err := create(e.ctx, account, edgeplane.SubjectParams{Name: "someone", Admin: admin})
+	sub, err := create(e.ctx, account, identity.SubjectParams{Name: "someone", Admin: admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +122,15 @@ func wantViolation(t *testing.T, err error, field, reason string) {
 }
 
 func TestNewDefaults(t *testing.T) {
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if svc.BaseURL() != edgeplane.DefaultBaseURL {
 		t.Errorf("BaseURL() = %q, want %q", svc.BaseURL(), edgeplane.DefaultBaseURL)
 	}
 	ctx := context.Background()
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "x"})
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +142,7 @@ func TestNewDefaults(t *testing.T) {
 			t.Error("New(nil, ...) did not panic")
 		}
 	}()
-	edgeplane.New(nil, edgeplane.Options{})
+	mustService(edgeplane.New(nil, edgeplane.Options{}))
 }
 
 func TestPrincipalRequired(t *testing.T) {
@@ -162,12 +167,12 @@ func TestPrincipalRequired(t *testing.T) {
 func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	e := newEnv(t)
 	ctx := e.ctx
-	key, err := e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.admin.SubjectID, Description: "ci"})
+	key, err := e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.admin.SubjectID, Description: "ci"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key.Token == nil || !strings.HasPrefix(*key.Token, edgeplane.APIKeySecretPrefix) || len(*key.Token) != len(edgeplane.APIKeySecretPrefix)+43 {
-		t.Fatalf("API key token = %v, want %s + 43 base64url characters", key.Token, edgeplane.APIKeySecretPrefix)
+	if key.Token == nil || !strings.HasPrefix(*key.Token, identity.APIKeySecretPrefix) || len(*key.Token) != len(identity.APIKeySecretPrefix)+43 {
+		t.Fatalf("API key token = %v, want %s + 43 base64url characters", key.Token, identity.APIKeySecretPrefix)
 	}
 	p, err := e.svc.Authenticate(ctx, *key.Token)
 	if err != nil {
@@ -176,7 +181,7 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	if p != e.admin {
 		t.Errorf("Authenticate = %+v, want %+v", p, e.admin)
 	}
-	botKey, err := e.svc.Host().CreateAPIKey(ctx, e.bot.AccountID, edgeplane.APIKeyParams{OwnerID: e.bot.SubjectID})
+	botKey, err := e.svc.Host().CreateAPIKey(ctx, e.bot.AccountID, identity.CreateAPIKeyParams{OwnerID: e.bot.SubjectID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +191,7 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 
 	for name, secret := range map[string]string{
 		"empty":        "",
-		"no prefix":    strings.TrimPrefix(*key.Token, edgeplane.APIKeySecretPrefix),
+		"no prefix":    strings.TrimPrefix(*key.Token, identity.APIKeySecretPrefix),
 		"one char off": flipLast(*key.Token),
 		"too long":     *key.Token + strings.Repeat("a", 300),
 	} {
@@ -205,35 +210,35 @@ func TestAccountsSubjectsAndAPIKeys(t *testing.T) {
 	wantCode(t, e.svc.Host().DeleteAPIKey(ctx, e.other.AccountID, botKey.ID), apierr.NotFound)
 
 	// A host may provision a known secret; it must look like a key.
-	known := edgeplane.APIKeySecretPrefix + strings.Repeat("k", 40)
-	if _, err := e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known}); err != nil {
+	known := identity.APIKeySecretPrefix + strings.Repeat("k", 40)
+	if _, err := e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.user.SubjectID, Secret: known}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := e.svc.Authenticate(ctx, known); err != nil || p != e.user {
 		t.Errorf("Authenticate(provisioned key) = %+v, %v", p, err)
 	}
-	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: known})
+	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.user.SubjectID, Secret: known})
 	wantCode(t, err, apierr.Conflict)
-	for _, bad := range []string{"short", edgeplane.APIKeySecretPrefix + "tooshort", strings.Repeat("x", 40)} {
-		_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.user.SubjectID, Secret: bad})
+	for _, bad := range []string{"short", identity.APIKeySecretPrefix + "tooshort", strings.Repeat("x", 40)} {
+		_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.user.SubjectID, Secret: bad})
 		wantViolation(t, err, "secret", "must start with")
 	}
 
 	// Keys need an owner of the same account.
-	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{OwnerID: e.other.SubjectID})
+	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.other.SubjectID})
 	wantViolation(t, err, "owner_id", "not found")
-	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, edgeplane.APIKeyParams{})
+	_, err = e.svc.Host().CreateAPIKey(ctx, e.admin.AccountID, identity.CreateAPIKeyParams{})
 	wantViolation(t, err, "owner_id", "is required")
 
 	// Subjects need an existing account and a name.
-	_, err = e.svc.Host().CreateUser(ctx, "acct_missing", edgeplane.SubjectParams{Name: "x"})
+	_, err = e.svc.Host().CreateUser(ctx, "acct_missing", identity.SubjectParams{Name: "x"})
 	wantCode(t, err, apierr.NotFound)
 	missing := strings.Replace(e.admin.AccountID, e.admin.AccountID[len(e.admin.AccountID)-3:], "zzz", 1)
-	_, err = e.svc.Host().CreateUser(ctx, missing, edgeplane.SubjectParams{Name: "x"})
+	_, err = e.svc.Host().CreateUser(ctx, missing, identity.SubjectParams{Name: "x"})
 	wantCode(t, err, apierr.NotFound)
-	_, err = e.svc.Host().CreateBot(ctx, e.admin.AccountID, edgeplane.SubjectParams{})
+	_, err = e.svc.Host().CreateBot(ctx, e.admin.AccountID, identity.SubjectParams{})
 	wantViolation(t, err, "name", "is required")
-	_, err = e.svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: strings.Repeat("é", 128)})
+	_, err = e.svc.Host().CreateAccount(ctx, identity.AccountParams{Name: strings.Repeat("é", 128)})
 	wantViolation(t, err, "name", "at most 255 bytes")
 	_, err = e.svc.Host().GetSubject(ctx, e.admin.AccountID, "nobody")
 	wantCode(t, err, apierr.NotFound)
@@ -256,8 +261,11 @@ func (failingStore) Get(context.Context, store.Kind, string, string) (store.Reco
 
 func TestInternalErrorsAreNotLeaked(t *testing.T) {
 	e := newEnv(t)
-	svc := edgeplane.New(failingStore{e.store}, edgeplane.Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
-	_, err := svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{})
+	svc, err := edgeplane.New(failingStore{e.store}, edgeplane.Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{})
 	wantCode(t, err, apierr.Internal)
 	if strings.Contains(err.Error(), "disk") {
 		t.Errorf("error message leaks the cause: %q", err.Error())
@@ -296,5 +304,47 @@ func TestNotFoundEchoesBoundedID(t *testing.T) {
 	wantCode(t, err, apierr.NotFound)
 	if msg := err.Error(); len(msg) > 120 || !strings.HasSuffix(msg, "… not found") || !utf8.ValidString(msg) {
 		t.Errorf("message of %d bytes: %.200q", len(msg), msg)
+	}
+}
+
+// TestAPIKeySecretIsTheHosts: a key's secret may be chosen through the
+// Host only; a caller's CreateAPIKey that names one is refused, naming
+// the field, and creates nothing.
+func TestAPIKeySecretIsTheHosts(t *testing.T) {
+	e := newEnv(t)
+	known := identity.APIKeySecretPrefix + strings.Repeat("k", 40)
+	_, err := e.svc.CreateAPIKey(e.ctx, e.admin, identity.CreateAPIKeyParams{Secret: known})
+	wantViolation(t, err, "secret", "only the host")
+	if _, err := e.svc.Authenticate(e.ctx, known); err == nil {
+		t.Error("the refused secret authenticates")
+	}
+	if _, err := e.svc.Host().CreateAPIKey(e.ctx, e.admin.AccountID, identity.CreateAPIKeyParams{OwnerID: e.admin.SubjectID, Secret: known}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.svc.Authenticate(e.ctx, known); err != nil || p != e.admin {
+		t.Errorf("the host's secret authenticates as %+v, %v; want %+v", p, err, e.admin)
+	}
+}
+
+// TestNewRefusesInvalidOptions: New answers invalid arguments with an
+// invalid-argument error naming them, and no Service.
+func TestNewRefusesInvalidOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store store.Store
+		opts  edgeplane.Options
+		want  string
+	}{
+		{"nil store", nil, edgeplane.Options{}, "store"},
+		{"short key", memstore.New(), edgeplane.Options{SealingKey: make([]byte, 16)}, "SealingKey: must be 32 bytes, got 16"},
+		{"long key", memstore.New(), edgeplane.Options{SealingKey: make([]byte, 33)}, "SealingKey: must be 32 bytes, got 33"},
+		{"domains", memstore.New(), edgeplane.Options{Domains: domains.Config{OwnedDomains: []string{"*.bad"}}}, "Options.Domains"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := edgeplane.New(tc.store, tc.opts)
+			if svc != nil || apierr.CodeOf(err) != apierr.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, %v; want no Service and an invalid-argument error naming %q", svc, err, tc.want)
+			}
+		})
 	}
 }

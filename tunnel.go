@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeplane/edgeplane/internal/records"
+
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/events"
@@ -41,7 +43,7 @@ func tunnelIndexes(t *backends.Tunnel) []store.IndexEntry {
 	return append(out, store.IndexEntry{Name: indexLeaseEnd, Value: store.IndexTime(t.ExpiresAt)})
 }
 
-// tunnelDoc is the stored form of a tunnel (see forms.go). Its account
+// tunnelDoc is the stored form of a tunnel (see package internal/records). Its account
 // is its record's and its credential the record's parent.
 type tunnelDoc struct {
 	StartedAt  time.Time         `json:"started_at"`
@@ -50,18 +52,23 @@ type tunnelDoc struct {
 	ExpiresAt  time.Time         `json:"expires_at"`
 }
 
-var tunnelForm = plainForm(&tunnelKind,
+// The identity of the kind this file declares (see kindList).
+var (
+	tunnelKind = &records.Kind{StoreKind: KindTunnel, Prefix: backends.TunnelPrefix, Collection: "tunnels", Noun: "tunnel", Event: "tunnel", Parent: credentialKind}
+)
+
+var tunnelForm = &kind[backends.Tunnel]{Form: records.PlainForm(tunnelKind,
 	func(t *backends.Tunnel) *tunnelDoc {
 		return &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt}
 	},
 	func(d *tunnelDoc, rec store.Record) *backends.Tunnel {
 		return &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: maps.Clone(d.Labels),
 			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt}
-	})
+	}), present: (*Service).presentTunnel, traits: traits{dataPlane: DataPlaneTunnel}}
 
 func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
-	t.URI = s.uri(tunnelKind.collection, t.ID)
-	t.Credential = s.ref(credentialKind.collection, t.Credential.ID)
+	t.URI = s.uri(tunnelKind.Collection, t.ID)
+	t.Credential = s.ref(credentialKind.Collection, t.Credential.ID)
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
 	}
@@ -93,10 +100,10 @@ func (s *Service) registerTunnel(ctx context.Context, token string, params backe
 	t.Credential = resource.Ref{ID: auth.Credential.ID}
 	p := Principal{AccountID: auth.AccountID}
 	rec := store.Record{Kind: KindTunnel, AccountID: p.AccountID, ID: t.ID, ParentID: auth.Credential.ID, Indexes: tunnelIndexes(&t)}
-	if err := tunnelForm.encode(s, &t, &rec); err != nil {
+	if err := tunnelForm.Encode(s.db, &t, &rec); err != nil {
 		return nil, err
 	}
-	if err := s.store.Create(s.reporting(ctx, tunnelKind.event, events.Created), rec); err != nil {
+	if err := s.store.Create(ctx, noted(rec, s.db.Note(tunnelKind.Event, events.Created))); err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return nil, errBadToken // the credential was deleted meanwhile
@@ -110,17 +117,17 @@ func (s *Service) registerTunnel(ctx context.Context, token string, params backe
 // unregisterTunnel is [Host.UnregisterTunnel].
 func (s *Service) unregisterTunnel(ctx context.Context, accountID, id string) error {
 	if !ids.Valid(id, backends.TunnelPrefix) {
-		return tunnelKind.notFound(id)
+		return tunnelKind.NotFound(id)
 	}
-	if err := s.store.Delete(s.reporting(ctx, tunnelKind.event, events.Deleted), KindTunnel, accountID, id); err != nil {
-		return s.storeErr(err, tunnelKind, id)
+	if err := s.store.Delete(ctx, KindTunnel, accountID, id, s.db.Note(tunnelKind.Event, events.Deleted)); err != nil {
+		return s.db.StoreErr(err, tunnelKind, id)
 	}
 	return nil
 }
 
 // GetTunnel returns an online tunnel of the account.
 func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backends.Tunnel, error) {
-	t, rec, err := get(ctx, s, p, tunnelForm, id)
+	t, rec, err := records.Get(ctx, s.db, p, tunnelForm.Form, id)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +138,7 @@ func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backe
 // ListTunnels returns a page of the account's online tunnels, newest
 // first.
 func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions) (*Page[backends.Tunnel], error) {
-	return list(ctx, s, p, tunnelForm, "", tunnelKind.collection, opts, s.presentTunnel)
+	return list(ctx, s, p, tunnelForm.Form, "", tunnelKind.Collection, opts, s.presentTunnel)
 }
 
 // onlineTunnel is what selecting a backend's tunnels needs of a tunnel
@@ -158,7 +165,7 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {
-			return s.storeErr(err, tunnelKind, "")
+			return s.db.StoreErr(err, tunnelKind, "")
 		}
 		for _, rec := range recs {
 			var t onlineTunnel
@@ -187,13 +194,13 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 
 // backendTunnels is [Host.BackendTunnels].
 func (s *Service) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
-	b, _, err := loadEdgeRecord(ctx, s, accountID, backendForm, backendID)
+	b, _, err := loadEdgeRecord(ctx, s, accountID, backendForm.Form, backendID)
 	if err != nil {
 		return nil, err
 	}
 	out := []backends.Tunnel{}
 	err = s.selectTunnels(ctx, accountID, b.Labels, func(rec store.Record) error {
-		t, err := tunnelForm.decode(s, rec)
+		t, err := tunnelForm.Decode(s.db, rec)
 		if err != nil {
 			return err
 		}
@@ -210,12 +217,12 @@ func (s *Service) backendTunnels(ctx context.Context, accountID, backendID strin
 // renewTunnel is [Host.RenewTunnel].
 func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
 	if !ids.Valid(id, backends.TunnelPrefix) || !ids.Valid(accountID, AccountPrefix) {
-		return nil, tunnelKind.notFound(id)
+		return nil, tunnelKind.NotFound(id)
 	}
 	var out *backends.Tunnel
 	now := s.now()
 	rec, err := s.store.Update(ctx, KindTunnel, accountID, id, func(rec *store.Record) error {
-		t, err := tunnelForm.decode(s, *rec)
+		t, err := tunnelForm.Decode(s.db, *rec)
 		if err != nil {
 			return err
 		}
@@ -223,7 +230,7 @@ func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backe
 			return apierr.New(apierr.FailedPrecondition, "the lease of tunnel %s ended at %s; register the tunnel again", id, t.ExpiresAt.Format(time.RFC3339))
 		}
 		t.ExpiresAt = now.UTC().Truncate(time.Second).Add(s.lease)
-		if err := tunnelForm.encode(s, t, rec); err != nil {
+		if err := tunnelForm.Encode(s.db, t, rec); err != nil {
 			return err
 		}
 		rec.Indexes = tunnelIndexes(t)
@@ -231,7 +238,7 @@ func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backe
 		return nil
 	})
 	if err != nil {
-		return nil, s.storeErr(err, tunnelKind, id)
+		return nil, s.db.StoreErr(err, tunnelKind, id)
 	}
 	s.presentTunnel(out, rec)
 	return out, nil
@@ -245,17 +252,17 @@ func (s *Service) reapTunnels(ctx context.Context, limit int) (int, error) {
 	now := s.now()
 	recs, err := s.store.List(ctx, store.Query{Kind: KindTunnel, Index: indexLeaseEnd, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true, Limit: limit})
 	if err != nil {
-		return 0, s.storeErr(err, tunnelKind, "")
+		return 0, s.db.StoreErr(err, tunnelKind, "")
 	}
 	reaped := 0
 	for _, rec := range recs {
-		err := s.store.DeleteIf(s.reporting(ctx, tunnelKind.event, events.Deleted), KindTunnel, rec.AccountID, rec.ID, rec.Version)
+		err := s.store.DeleteIf(ctx, KindTunnel, rec.AccountID, rec.ID, rec.Version, s.db.Note(tunnelKind.Event, events.Deleted))
 		var ve *store.VersionError
 		switch {
 		case errors.As(err, &ve), errors.Is(err, apierr.ErrNotFound):
 			continue // renewed, unregistered or reaped meanwhile
 		case err != nil:
-			return reaped, s.storeErr(err, tunnelKind, rec.ID)
+			return reaped, s.db.StoreErr(err, tunnelKind, rec.ID)
 		}
 		reaped++
 	}

@@ -363,10 +363,13 @@ func TestBackendTunnelsStoreFailure(t *testing.T) {
 	_, token := e.token(t, e.user)
 	e.tunnel(t, token, map[string]string{"env": "prod"})
 	b := e.backend(t, e.user, map[string]string{"env": "prod"})
-	broken := edgeplane.New(listFails{e.store, edgeplane.KindTunnel}, edgeplane.Options{})
-	_, err := broken.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	broken, err := edgeplane.New(listFails{e.store, edgeplane.KindTunnel}, edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = broken.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
-	_, err = edgeplane.New(failingStore{e.store}, edgeplane.Options{}).Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	_, err = mustService(edgeplane.New(failingStore{e.store}, edgeplane.Options{})).Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
 }
 
@@ -434,11 +437,11 @@ type renewingStore struct {
 	store.Store
 }
 
-func (s *renewingStore) DeleteIf(ctx context.Context, kind store.Kind, acct, id string, version int64) error {
+func (s *renewingStore) DeleteIf(ctx context.Context, kind store.Kind, acct, id string, version int64, note store.Note) error {
 	if _, err := s.Store.Update(ctx, kind, acct, id, func(*store.Record) error { return nil }); err != nil {
 		return err
 	}
-	return s.Store.DeleteIf(ctx, kind, acct, id, version)
+	return s.Store.DeleteIf(ctx, kind, acct, id, version, note)
 }
 
 // TestReapKeepsARenewedTunnel: a tunnel renewed between the reaper's read
@@ -459,7 +462,10 @@ func TestReapKeepsARenewedTunnel(t *testing.T) {
 func TestTunnelLeaseOption(t *testing.T) {
 	st := memstore.New()
 	clock := &fakeClock{now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
-	svc := edgeplane.New(st, edgeplane.Options{Clock: clock.Now, TunnelLease: 5 * time.Minute})
+	svc, err := edgeplane.New(st, edgeplane.Options{Clock: clock.Now, TunnelLease: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := &env{svc: svc, store: st, clock: clock, ctx: context.Background(), logs: new(bytes.Buffer)}
 	a := e.account(t, "a")
 	e.user = e.subject(t, a, false, false)

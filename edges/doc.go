@@ -1,15 +1,15 @@
 // Package edges holds edgeplane's edges and their modules: HTTPS edges
 // ([HTTPSEdge]) with their routes ([HTTPSRoute]), TLS edges ([TLSEdge]) and
 // TCP edges ([TCPEdge]); the ten modules that hang off them, with the
-// parameters that replace each one and their validation; and the typed
-// runtime configuration an edge proxy applies ([HTTPSEdgeConfig],
-// [HTTPSRouteConfig], [TLSEdgeConfig], [TCPEdgeConfig]).
+// parameters that replace each one and their validation.
 //
 // The package is a leaf: it holds models and pure logic. Storage,
 // identifiers, URIs, the checks that referenced IP policies and backends
-// exist, and the compilation of traffic policies belong to the edgeplane
-// Service. URI fields, including those of Refs, are stored empty and filled
-// by the Service when it returns a resource.
+// exist, and the parsing and compilation of traffic policies belong to the
+// edgeplane Service. URI fields, including those of Refs, are stored empty
+// and filled by the Service when it returns a resource. The runtime form of
+// an edge, what an edge proxy applies, is package
+// [github.com/edgeplane/edgeplane/edgeconfig].
 //
 // # Edges and routes
 //
@@ -85,7 +85,7 @@
 //     for TLS edges; edgeplane adds one (/edges/tls/{id}/backend, and
 //     backend on a TLS edge's create and update), the same as a TCP
 //     edge's, because an edge proxy must send a TLS edge's connections to
-//     some tunnels ([TLSEdgeConfig.Backend]).
+//     some tunnels (edgeconfig.TLSEdge.Backend).
 //   - Response headers ([ResponseHeadersParams]): add maps header names to
 //     values, remove lists names. Names are HTTP tokens ([IsToken]), stored
 //     and returned lower-cased; two names that differ only in case are
@@ -94,10 +94,10 @@
 //   - Compression ([CompressionParams]): enabled only.
 //   - IP restriction ([IPRestrictionParams]), on TLS and TCP edges: 1 to
 //     [MaxIPPolicies] distinct IP policies of the account; the response
-//     shows them as ip_policies Refs. At run time [IPRestrictionConfig]
-//     answers whether a source address may connect, from the policies'
-//     rules (deny wins; with any allow rule, unmatched addresses are
-//     refused).
+//     shows them as ip_policies Refs. At run time
+//     edgeconfig.IPRestriction.Allowed answers whether a source address
+//     may connect, from the policies' rules (deny wins; with any allow
+//     rule, unmatched addresses are refused).
 //   - Traffic policy ([TrafficPolicyParams]), on TLS edges and on HTTPS
 //     routes: value is a traffic policy document as a JSON string. The
 //     Service parses, validates and compiles it with its policy engine, for
@@ -117,22 +117,6 @@
 //     upstream. A TLS edge cannot hold both a traffic policy module and a
 //     TLS termination module that terminates upstream
 //     ([TLSEdge.CheckModules]): the policy needs the decrypted traffic.
-//
-// # Runtime configuration
-//
-// An edge proxy gets everything it applies to an edge, or to one HTTPS
-// route, from one Service call, as a config of this package: only the
-// modules that are set and enabled, typed (durations as time.Duration,
-// TLS versions as crypto/tls constants, the cookie prefix resolved), IP
-// restrictions ready to answer Allowed, the traffic policy compiled and
-// ready to run (a route's for HTTP: [HTTPSRouteConfig.TrafficPolicy]; a TLS
-// edge's for connections: [TLSEdgeConfig.TrafficPolicy]). A policy is
-// compiled with its edge or route ID as its scope, so reloading a config
-// keeps the rate-limit counts of that edge or route, while two routes with
-// the same rate-limit config count separately.
-// [HTTPSEdgeConfig.Route] picks a request's route: exact_path
-// routes first, then path_prefix routes from the longest match, a plain
-// string prefix of the request path.
 //
 // # Decisions where the specification is silent
 //
@@ -195,8 +179,8 @@
 //   - Without an enabled TLS termination module a TLS edge terminates TLS
 //     at the edge with TLS 1.2 as the minimum; with upstream termination
 //     [TLSTermination.EffectiveMinVersion] is "" and
-//     [TLSEdgeConfig.MinVersion] is 0.
+//     edgeconfig.TLSEdge.MinVersion is 0.
 //   - A response headers module replaces the values the upstream sent for
 //     the headers it adds, after removing those it removes
-//     ([ResponseHeadersConfig.Apply]).
+//     (edgeconfig.ResponseHeaders.Apply).
 package edges

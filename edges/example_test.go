@@ -2,7 +2,6 @@ package edges_test
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/edgeplane/edgeplane/edges"
 )
@@ -22,37 +21,9 @@ func ExampleResponseHeadersParams() {
 
 	bad := edges.ResponseHeadersParams{Add: map[string]string{"X-Trace": "1", "x-trace": "2", "Set-Cookie": "a=1\r\nX: y"}}
 	fmt.Println(bad.Validate())
-
-	// What a proxy does with the enabled module.
-	h := http.Header{"Server": {"nginx"}, "X-Frame-Options": {"SAMEORIGIN"}}
-	m.Config().Apply(h)
-	fmt.Println(h)
 	// Output:
 	// true map[x-frame-options:DENY] [server]
 	// invalid request: add["Set-Cookie"]: header value must not contain CR, LF or NUL characters; add["x-trace"]: duplicates header "X-Trace" (header names are case-insensitive); give each header once
-	// map[X-Frame-Options:[DENY]]
-}
-
-// An HTTPS edge's routes are tried exact paths first, then the longest
-// path prefix.
-func ExampleHTTPSEdgeConfig_Route() {
-	routes := []*edges.HTTPSRouteConfig{}
-	for _, r := range []edges.HTTPSRoute{
-		{ID: "site", MatchType: edges.MatchPathPrefix, Match: "/"},
-		{ID: "api", MatchType: edges.MatchPathPrefix, Match: "/api/"},
-		{ID: "health", MatchType: edges.MatchExactPath, Match: "/api/health"},
-	} {
-		routes = append(routes, edges.NewHTTPSRouteConfig("acct", &r))
-	}
-	cfg := edges.NewHTTPSEdgeConfig("acct", "edghts_x", routes)
-	for _, path := range []string{"/", "/api/users", "/api/health", "/api/health/deep"} {
-		fmt.Println(path, "->", cfg.Route(path).RouteID)
-	}
-	// Output:
-	// / -> site
-	// /api/users -> api
-	// /api/health -> health
-	// /api/health/deep -> api
 }
 
 // The effective values behind the stored defaults.

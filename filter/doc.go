@@ -47,17 +47,17 @@
 // # Limits
 //
 // A filter is at most [MaxBytes] (4096) bytes of UTF-8. It is compiled
-// with the limits of the traffic policy engine (package policy):
-// [policy.MaxRecursionDepth] parser nesting, [policy.MaxExpressionNodes] AST
-// nodes, [policy.MaxComprehensionNesting] nested comprehensions, and a
+// with the limits of the traffic policy engine (package policy/limits):
+// [limits.MaxRecursionDepth] parser nesting, [limits.MaxExpressionNodes] AST
+// nodes, [limits.MaxComprehensionNesting] nested comprehensions, and a
 // worst-case cost, estimated at compile time, of at most
-// [policy.MaxExpressionCost]. The estimate assumes every string field (and
+// [limits.MaxExpressionCost]. The estimate assumes every string field (and
 // every object, for comparing two) is at most [EstimatedStringBytes]
 // (64 KiB) long and every list or map holds at most [EstimatedEntries]
 // (128) entries: so a filter such as
 // obj.metadata.contains(obj.description) or two nested comprehensions over
 // lists is refused as too costly. Each evaluation is bounded at run time
-// by [policy.MaxEvaluationCost]; one that would exceed it stops and the
+// by [limits.MaxEvaluationCost]; one that would exceed it stops and the
 // resource does not match. A [Compiler] keeps up to [MaxCached] compiled
 // filters, the least recently used evicted first.
 //

@@ -20,7 +20,7 @@ import (
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/edgeplane/edgeplane/apierr"
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 const (
@@ -75,12 +75,12 @@ func (f *Filter[T]) Match(v *T) bool {
 }
 
 // Eval is [Filter.Match] that also returns what the evaluation cost, in
-// CEL's cost units: at most [policy.MaxEvaluationCost], which an
+// CEL's cost units: at most [limits.MaxEvaluationCost], which an
 // evaluation stopped by that budget counts in full. A caller that
 // evaluates many resources per request can bound their total.
 func (f *Filter[T]) Eval(v *T) (match bool, cost uint64) {
 	out, det, err := f.prg.Eval(objActivation{v})
-	cost = policy.MaxEvaluationCost
+	cost = limits.MaxEvaluationCost
 	var cancelled interpreter.EvalCancelledError
 	if c := det.ActualCost(); c != nil && !errors.As(err, &cancelled) {
 		cost = min(*c, cost)
@@ -250,14 +250,14 @@ func newEnv(typ reflect.Type) (*cel.Env, error) {
 	}
 	base, err := cel.NewEnv(
 		ext.NativeTypes(typ, ext.ParseStructField(celName)),
-		cel.ParserRecursionLimit(policy.MaxRecursionDepth),
+		cel.ParserRecursionLimit(limits.MaxRecursionDepth),
 		cel.ParserExpressionSizeLimit(MaxBytes),
-		cel.ExpressionNodeLimit(policy.MaxExpressionNodes),
+		cel.ExpressionNodeLimit(limits.MaxExpressionNodes),
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
 			cel.ValidateRegexLiterals(),
-			cel.ValidateComprehensionNestingLimit(policy.MaxComprehensionNesting),
+			cel.ValidateComprehensionNestingLimit(limits.MaxComprehensionNesting),
 		),
 	)
 	if err != nil {
@@ -451,11 +451,11 @@ func compile(env *cel.Env, expr string) (*program, error) {
 	if err != nil {
 		return nil, invalid("1:1: its cost cannot be estimated")
 	}
-	if est.Max > policy.MaxExpressionCost {
+	if est.Max > limits.MaxExpressionCost {
 		return nil, invalid("1:1: the estimated worst-case cost %s exceeds the limit of %d; nested comprehensions and contains() between two fields are the usual causes",
-			fmtCost(est.Max), policy.MaxExpressionCost)
+			fmtCost(est.Max), limits.MaxExpressionCost)
 	}
-	prg, err := env.Program(a, cel.CostLimit(policy.MaxEvaluationCost))
+	prg, err := env.Program(a, cel.CostLimit(limits.MaxEvaluationCost))
 	if err != nil {
 		return nil, invalid("1:1: %s", err.Error())
 	}

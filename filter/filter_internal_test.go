@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 type doc struct {
@@ -146,7 +146,7 @@ func TestEvaluationBudget(t *testing.T) {
 	if f.Match(long) {
 		t.Error("an evaluation beyond the budget matched")
 	}
-	if ok, c := f.Eval(long); ok || c != policy.MaxEvaluationCost {
+	if ok, c := f.Eval(long); ok || c != limits.MaxEvaluationCost {
 		t.Errorf("Eval = %v, cost %d, want false and the whole budget", ok, c)
 	}
 	// Another runtime error costs what was evaluated.

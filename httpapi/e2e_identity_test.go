@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/identity"
 )
 
 // TestE2EAPIKeys: the original client's calls for API keys, in its
@@ -20,7 +20,7 @@ func TestE2EAPIKeys(t *testing.T) {
 	}
 	id := wantID(t, r.json["id"], "ak_")
 	token, _ := r.json["token"].(string)
-	if !strings.HasPrefix(token, edgeplane.APIKeySecretPrefix) {
+	if !strings.HasPrefix(token, identity.APIKeySecretPrefix) {
 		t.Fatalf("the create answer has no token: %s", r.body)
 	}
 	owner, _ := r.json["owner_id"].(string)

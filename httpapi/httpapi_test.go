@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
@@ -51,7 +52,7 @@ type server struct {
 func newServer(t testing.TB, opts httpapi.Options) *server {
 	t.Helper()
 	s := &server{t: t, store: memstore.New(), clock: &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}, logs: new(bytes.Buffer)}
-	s.svc = edgeplane.New(s.store, edgeplane.Options{BaseURL: "https://api.example.test", Clock: s.clock.Now})
+	s.svc = mustService(edgeplane.New(s.store, edgeplane.Options{BaseURL: "https://api.example.test", Clock: s.clock.Now}))
 	s.keyA = s.adminKey("a")
 	s.keyB = s.adminKey("b")
 	if opts.Clock == nil {
@@ -70,15 +71,15 @@ func newServer(t testing.TB, opts httpapi.Options) *server {
 
 func (s *server) adminKey(name string) string {
 	ctx := context.Background()
-	acct, err := s.svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: name})
+	acct, err := s.svc.Host().CreateAccount(ctx, identity.AccountParams{Name: name})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	u, err := s.svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: name, Admin: true})
+	u, err := s.svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: name, Admin: true})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	k, err := s.svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: u.ID})
+	k, err := s.svc.Host().CreateAPIKey(ctx, acct.ID, identity.CreateAPIKeyParams{OwnerID: u.ID})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -386,7 +387,10 @@ func (failingStore) List(context.Context, store.Query) ([]store.Record, error) {
 
 func TestInternalErrorIsGeneric(t *testing.T) {
 	s := newServer(t, httpapi.Options{})
-	svc := edgeplane.New(failingStore{s.store}, edgeplane.Options{})
+	svc, err := edgeplane.New(failingStore{s.store}, edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	logs := new(bytes.Buffer)
 	h, err := httpapi.New(svc, httpapi.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
@@ -453,7 +457,10 @@ func TestRequestLog(t *testing.T) {
 
 func BenchmarkCreateGetRoundTrip(b *testing.B) {
 	s := newServer(b, httpapi.Options{RateLimit: -1})
-	svc := edgeplane.New(s.store, edgeplane.Options{})
+	svc, err := edgeplane.New(s.store, edgeplane.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	h, err := httpapi.New(svc, httpapi.Options{RateLimit: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -501,7 +508,7 @@ func TestOpenAPIOmitsStoredOnlyFields(t *testing.T) {
 }
 
 func TestRoute(t *testing.T) {
-	h, err := httpapi.New(edgeplane.New(memstore.New(), edgeplane.Options{}), httpapi.Options{})
+	h, err := httpapi.New(mustService(edgeplane.New(memstore.New(), edgeplane.Options{})), httpapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

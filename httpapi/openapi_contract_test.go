@@ -46,7 +46,7 @@ type contract struct {
 // loadContract serves GET /openapi.json from a fresh Handler with base
 // as its base URL and loads the document.
 func loadContract(base string) (*contract, error) {
-	h, err := httpapi.New(edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: base}), httpapi.Options{})
+	h, err := httpapi.New(mustService(edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: base})), httpapi.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -271,7 +271,7 @@ func TestOpenAPISchemasAreStrict(t *testing.T) {
 // and response type (no rule tag it cannot express) and every doc comment
 // is in godoc_gen.go.
 func TestOpenAPIHasNoProblems(t *testing.T) {
-	h, err := httpapi.New(edgeplane.New(memstore.New(), edgeplane.Options{}), httpapi.Options{})
+	h, err := httpapi.New(mustService(edgeplane.New(memstore.New(), edgeplane.Options{})), httpapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

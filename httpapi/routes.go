@@ -59,7 +59,7 @@ func readBy[Resp any](pattern, op, summary, name string, call func(context.Conte
 }
 
 // readEncoded is read for a resource the Service can answer as its JSON
-// (appendJSON, such as [edgeplane.Service.AppendCredentialJSON]): the
+// (appendJSON, such as [edgeplane.Transport.AppendCredentialJSON]): the
 // response is those bytes, copied from the record cache when it holds
 // them, followed by a newline as the encoder writes it. call is what the
 // route documents (and answers the same).
@@ -113,6 +113,27 @@ func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T
 	}))
 }
 
+// listEncodedOf is listOf for a collection the Service can answer as JSON
+// (see [edgeplane.Transport]): the page is written from the items' JSON
+// that enc returns, copied from the record cache when it holds them.
+// call is what the route documents (and answers the same).
+func listEncodedOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T],
+	enc func(context.Context, edgeplane.Principal, edgeplane.ListOptions) (*edgeplane.EncodedPage, error)) route {
+	rt := listOf(pattern, op, summary, field, call)
+	rt.handle = func(h *Handler, x *exchange, r *http.Request) (any, error) {
+		opts, err := listOptions(r)
+		if err != nil {
+			return nil, err
+		}
+		page, err := enc(r.Context(), x.p, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &encodedPage{field: field, items: func(b []byte) ([]byte, error) { return page.AppendItemsJSON(b), nil }, uri: page.URI, next: page.NextPageURI}, nil
+	}
+	return rt
+}
+
 // pageRoute builds a GET route answering one page from call.
 func pageRoute[T any](pattern, op, summary, field string, call func(*http.Request, edgeplane.Principal, edgeplane.ListOptions) (*edgeplane.Page[T], error)) route {
 	return route{method: http.MethodGet, pattern: pattern, op: op, summary: summary, status: http.StatusOK,
@@ -122,13 +143,9 @@ func pageRoute[T any](pattern, op, summary, field string, call func(*http.Reques
 			if err != nil {
 				return nil, err
 			}
-			opts.ItemsAsJSON = true
 			page, err := call(r, x.p, opts)
 			if err != nil {
 				return nil, err
-			}
-			if page.Encoded() {
-				return &encodedPage{field: field, items: page.AppendItemsJSON, uri: page.URI, next: page.NextPageURI}, nil
 			}
 			return map[string]any{field: page.Items, "uri": page.URI, "next_page_uri": page.NextPageURI}, nil
 		}}
@@ -277,7 +294,7 @@ func listOptions(r *http.Request) (edgeplane.ListOptions, error) {
 
 // table declares every route of the API.
 func (h *Handler) table() []route {
-	s := h.svc
+	s, tr := h.svc, h.svc.Transport()
 	rs := []route{
 		// API keys and bot users (the original API's /api_keys and
 		// /bot_users; see package identity).
@@ -294,8 +311,8 @@ func (h *Handler) table() []route {
 
 		// Tunnel credentials (SPEC 4.1).
 		create("/credentials", "createCredential", "Create a tunnel credential; the token is returned only here", s.CreateCredential),
-		listOf("/credentials", "listCredentials", "List tunnel credentials", "credentials", s.ListCredentials),
-		readEncoded("/credentials/{id}", "getCredential", "Get a tunnel credential", s.GetCredential, s.AppendCredentialJSON),
+		listEncodedOf("/credentials", "listCredentials", "List tunnel credentials", "credentials", s.ListCredentials, tr.ListCredentials),
+		readEncoded("/credentials/{id}", "getCredential", "Get a tunnel credential", s.GetCredential, tr.AppendCredentialJSON),
 		patch("/credentials/{id}", "updateCredential", "Update a tunnel credential", s.UpdateCredential),
 		remove("/credentials/{id}", "deleteCredential", "Delete a tunnel credential", s.DeleteCredential),
 

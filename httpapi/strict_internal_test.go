@@ -17,7 +17,10 @@ import (
 // and keyTestBody, which has every shape checkKeys walks.
 func requestTypes(t testing.TB) []reflect.Type {
 	t.Helper()
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = svc.Close(context.Background()) })
 	h, err := New(svc, Options{})
 	if err != nil {

@@ -3,8 +3,8 @@
 // agree with what the traffic policy engine's cost model assumes.
 //
 // A server from [New] refuses a request whose request line and headers
-// exceed [policy.MaxRequestHeaderBytes] (net/http answers 431) and one
-// whose request target exceeds [policy.MaxURLBytes] (414 URI Too Long,
+// exceed [limits.MaxRequestHeaderBytes] (net/http answers 431) and one
+// whose request target exceeds [limits.MaxURLBytes] (414 URI Too Long,
 // before the handler runs), so that no request string a policy reads is
 // longer than the compile-time cost estimate assumed. It closes a
 // connection that does not send its headers within ReadHeaderTimeout, its
@@ -19,8 +19,8 @@
 //	ReadTimeout        60s
 //	WriteTimeout       60s
 //	IdleTimeout        120s
-//	MaxHeaderBytes     policy.MaxRequestHeaderBytes (32 KiB)
-//	MaxURLBytes        policy.MaxURLBytes (8 KiB)
+//	MaxHeaderBytes     limits.MaxRequestHeaderBytes (32 KiB)
+//	MaxURLBytes        limits.MaxURLBytes (8 KiB)
 package httpserver
 
 import (
@@ -29,7 +29,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // Defaults of [Options].
@@ -55,11 +55,11 @@ type Options struct {
 	// connection.
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers together; larger
-	// requests get 431. Values above policy.MaxRequestHeaderBytes are
+	// requests get 431. Values above limits.MaxRequestHeaderBytes are
 	// lowered to it: the policy cost model assumes no more.
 	MaxHeaderBytes int
 	// MaxURLBytes bounds the request target; longer ones get 414. Values
-	// above policy.MaxURLBytes are lowered to it.
+	// above limits.MaxURLBytes are lowered to it.
 	MaxURLBytes int
 	// ErrorLog receives the server's own errors; nil means the log
 	// package's standard logger, as in net/http.
@@ -70,12 +70,12 @@ type Options struct {
 // (Serve, ServeTLS) and stops it (Shutdown) as with any [http.Server].
 func New(h http.Handler, o Options) *http.Server {
 	return &http.Server{
-		Handler:           LimitURL(h, bound(o.MaxURLBytes, policy.MaxURLBytes)),
+		Handler:           LimitURL(h, bound(o.MaxURLBytes, limits.MaxURLBytes)),
 		ReadHeaderTimeout: timeout(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		ReadTimeout:       timeout(o.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout:      timeout(o.WriteTimeout, DefaultWriteTimeout),
 		IdleTimeout:       timeout(o.IdleTimeout, DefaultIdleTimeout),
-		MaxHeaderBytes:    bound(o.MaxHeaderBytes, policy.MaxRequestHeaderBytes),
+		MaxHeaderBytes:    bound(o.MaxHeaderBytes, limits.MaxRequestHeaderBytes),
 		ErrorLog:          o.ErrorLog,
 	}
 }

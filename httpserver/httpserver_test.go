@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/httpserver"
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // start serves h with o on a loopback listener until the test ends.
@@ -51,11 +51,11 @@ func TestNewDefaults(t *testing.T) {
 	srv := httpserver.New(http.HandlerFunc(ok), httpserver.Options{})
 	if srv.ReadHeaderTimeout != httpserver.DefaultReadHeaderTimeout || srv.ReadTimeout != httpserver.DefaultReadTimeout ||
 		srv.WriteTimeout != httpserver.DefaultWriteTimeout || srv.IdleTimeout != httpserver.DefaultIdleTimeout ||
-		srv.MaxHeaderBytes != policy.MaxRequestHeaderBytes {
+		srv.MaxHeaderBytes != limits.MaxRequestHeaderBytes {
 		t.Errorf("defaults: %+v", srv)
 	}
 	srv = httpserver.New(http.HandlerFunc(ok), httpserver.Options{ReadTimeout: -1, WriteTimeout: time.Second, MaxHeaderBytes: 1 << 30})
-	if srv.ReadTimeout != 0 || srv.WriteTimeout != time.Second || srv.MaxHeaderBytes != policy.MaxRequestHeaderBytes {
+	if srv.ReadTimeout != 0 || srv.WriteTimeout != time.Second || srv.MaxHeaderBytes != limits.MaxRequestHeaderBytes {
 		t.Errorf("negative turns off, positive kept, header bound capped: %+v", srv)
 	}
 }
@@ -68,11 +68,11 @@ func TestRequestBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name, raw, want string
 	}{
-		{"url at the bound", "GET " + pathOf(policy.MaxURLBytes) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK"},
-		{"url over the bound", "GET " + pathOf(policy.MaxURLBytes+1) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 Request URI Too Long"},
-		{"query counts", "GET /?" + strings.Repeat("q", policy.MaxURLBytes) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 Request URI Too Long"},
-		{"headers over the bound", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", policy.MaxRequestHeaderBytes+4096) + "\r\n\r\n", "HTTP/1.1 431 Request Header Fields Too Large"},
-		{"headers under the bound", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", policy.MaxRequestHeaderBytes-1024) + "\r\n\r\n", "HTTP/1.1 200 OK"},
+		{"url at the bound", "GET " + pathOf(limits.MaxURLBytes) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK"},
+		{"url over the bound", "GET " + pathOf(limits.MaxURLBytes+1) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 Request URI Too Long"},
+		{"query counts", "GET /?" + strings.Repeat("q", limits.MaxURLBytes) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 Request URI Too Long"},
+		{"headers over the bound", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", limits.MaxRequestHeaderBytes+4096) + "\r\n\r\n", "HTTP/1.1 431 Request Header Fields Too Large"},
+		{"headers under the bound", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", limits.MaxRequestHeaderBytes-1024) + "\r\n\r\n", "HTTP/1.1 200 OK"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := roundTrip(t, addr, tc.raw)

@@ -139,8 +139,15 @@ type CreateAPIKeyParams struct {
 	// Metadata is user-defined data; at most 4096 bytes.
 	Metadata string `json:"metadata" validate:"maxbytes=4096"`
 	// OwnerID names the user or bot the key acts as. Empty means the
-	// caller; only an admin may name another subject.
+	// caller; only an admin may name another subject. A host creating a
+	// key must name its owner.
 	OwnerID string `json:"owner_id" openapi:"omitempty,id=usr_|bot_"`
+	// Secret, when set, is the key's secret instead of a generated one:
+	// for hosts that provision a known key (from configuration or the
+	// environment), through the Service's Host only. It must start with
+	// [APIKeySecretPrefix] and be 36 to 256 bytes long (at least 32 bytes
+	// after the prefix). Never read from JSON.
+	Secret string `json:"-"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an

@@ -119,7 +119,7 @@ func BenchmarkChurnSharedRef(b *testing.B) {
 	i := sharedRefBase
 	for b.Loop() {
 		k := r.IntN(len(live))
-		if err := s.Delete(ctx, "credential", "acct_1", live[k]); err != nil {
+		if err := s.Delete(ctx, "credential", "acct_1", live[k], store.Note{}); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -13,7 +13,7 @@ import (
 // the next update or the delete) instead of copying the document.
 type change struct {
 	op   store.Op
-	note string
+	note store.Note
 	rec  packed
 }
 
@@ -56,15 +56,16 @@ func (l *feedLog) drop(k int) {
 	}
 }
 
-// commit appends the change op of r to the feed and wakes its waiters,
-// under the write lock, and returns its revision. A create or update
-// first sets r's version to it.
-func (s *Store) commit(ctx context.Context, op store.Op, r *packed) int64 {
+// commit appends the change op of r, labelled note, to the feed and
+// wakes its waiters, under the write lock, and returns its revision. A
+// create or update first sets r's version to it.
+func (s *Store) commit(op store.Op, r *packed, note store.Note) int64 {
 	s.rev++
 	if op != store.OpDelete {
 		r.version = s.rev
 	}
-	s.log.push(change{op: op, note: store.NoteFrom(ctx), rec: *r})
+	note.At = note.At.UTC() // and without its monotonic reading, as a database keeps it
+	s.log.push(change{op: op, note: note, rec: *r})
 	s.wake.Lock()
 	s.published = s.rev
 	if s.commits != nil { // someone waits: wake them; writes without waiters allocate nothing
@@ -87,9 +88,9 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 
 // Changes implements [store.Feed]. A revision above the store's is also
 // a [store.CompactedError]: this store never held it. The changes' Data
-// are copies, carved from one array for the whole answer; under
+// are copies, carved from one array for the whole answer; with
 // [store.WithoutData] they are nil and nothing is copied.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (s *Store) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	}
 	i := int(after + 1 - oldest)
 	n := min(limit, s.log.n-i)
-	wanted := store.DataWanted(ctx)
+	wanted := payload == store.WithData
 	size := 0
 	if wanted {
 		for j := range n {

@@ -212,7 +212,7 @@ func TestManyReferrers(t *testing.T) {
 	}
 	mustDelete := func(kind store.Kind, id string) {
 		t.Helper()
-		if err := s.Delete(ctx, kind, "a", id); err != nil {
+		if err := s.Delete(ctx, kind, "a", id, store.Note{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,7 +252,7 @@ func TestManyReferrers(t *testing.T) {
 		t.Fatalf("listed %d referrers, want %d: %v", len(ids), len(live), ids)
 	}
 	var inUse *store.InUseError
-	if err := s.Delete(ctx, "owner", "a", "o_1"); !errors.As(err, &inUse) || !slices.Equal(inUse.Referrers, live) {
+	if err := s.Delete(ctx, "owner", "a", "o_1", store.Note{}); !errors.As(err, &inUse) || !slices.Equal(inUse.Referrers, live) {
 		t.Fatalf("Delete of the owner: %v, want an InUseError naming its %d referrers", err, len(live))
 	}
 	for _, id := range live {

@@ -162,7 +162,7 @@ func TestCollidingIDsAndKeys(t *testing.T) {
 						}
 					}
 				case exists:
-					if err := s.Delete(ctx, "k", "a", id); err != nil {
+					if err := s.Delete(ctx, "k", "a", id, store.Note{}); err != nil {
 						t.Fatalf("step %d: delete %s: %v", step, id, err)
 					}
 					for _, k := range keysOf[id] {

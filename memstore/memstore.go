@@ -258,7 +258,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 	if s.slots.full() {
 		return apierr.New(apierr.ResourceExhausted, "the store holds as many records as it can")
 	}
-	s.commit(ctx, store.OpCreate, &r)
+	s.commit(store.OpCreate, &r, rec.Note)
 	h := s.slots.add(r)
 	s.recs.put(o.id, h)
 	s.addKeys(h, &o)
@@ -457,7 +457,7 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, accountID, id strin
 	}
 	work.Refs = store.UniqueRefs(work.Refs)
 	r := pack(work.ID, &work)
-	if err := s.put(ctx, h, &old, &r); err != nil {
+	if err := s.put(h, &old, &r, work.Note); err != nil {
 		return store.Record{}, err
 	}
 	return stored(work, r.version), nil
@@ -484,7 +484,7 @@ func (s *Store) Replace(ctx context.Context, rec store.Record) (store.Record, er
 	if err := sameIdentity(&rec, &old); err != nil {
 		return store.Record{}, err
 	}
-	if err := s.put(ctx, h, &old, &r); err != nil {
+	if err := s.put(h, &old, &r, rec.Note); err != nil {
 		return store.Record{}, err
 	}
 	return stored(rec, r.version), nil
@@ -499,9 +499,10 @@ func sameIdentity(rec *store.Record, old *packed) error {
 }
 
 // stored returns rec, which a write just stored, as a read of it would:
-// at version, empty slices nil.
+// at version, empty slices nil, no note.
 func stored(rec store.Record, version int64) store.Record {
 	rec.Version = version
+	rec.Note = store.Note{}
 	if len(rec.Data) == 0 {
 		rec.Data = nil
 	}
@@ -517,9 +518,9 @@ func stored(rec store.Record, version int64) store.Record {
 	return rec
 }
 
-// put stores r in the slot of handle h in place of old, under the write
-// lock, if r's keys and refs hold.
-func (s *Store) put(ctx context.Context, h uint32, old, r *packed) error {
+// put stores r in the slot of handle h in place of old, its change
+// labelled note, under the write lock, if r's keys and refs hold.
+func (s *Store) put(h uint32, old, r *packed, note store.Note) error {
 	o := r.open()
 	if err := s.checkKeys(&o, h); err != nil {
 		return err
@@ -546,7 +547,7 @@ func (s *Store) put(ctx context.Context, h uint32, old, r *packed) error {
 	if indexes != oldIndexes {
 		s.dropValues(h, &oo)
 	}
-	s.commit(ctx, store.OpUpdate, r)
+	s.commit(store.OpUpdate, r, note)
 	*s.slots.at(h) = *r
 	if keys != oldKeys {
 		s.addKeys(h, &o)
@@ -558,18 +559,19 @@ func (s *Store) put(ctx context.Context, h uint32, old, r *packed) error {
 }
 
 // Delete implements [store.Store].
-func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
-	return s.delete(ctx, kind, accountID, id, -1)
+func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string, note store.Note) error {
+	return s.delete(ctx, kind, accountID, id, -1, note)
 }
 
 // DeleteIf implements [store.Store].
-func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
-	return s.delete(ctx, kind, accountID, id, version)
+func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
+	return s.delete(ctx, kind, accountID, id, version, note)
 }
 
-// delete deletes the record and its descendants; when version is not
-// negative, only if the record is at that version.
-func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+// delete deletes the record and its descendants, the named record's
+// change labelled note; when version is not negative, only if the record
+// is at that version.
+func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -617,10 +619,10 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 	s.sortByID(cascade)
 	for _, d := range cascade {
 		c := *s.slots.at(d)
-		s.commit(context.Background(), store.OpDelete, &c) // cascaded changes carry no note
+		s.commit(store.OpDelete, &c, store.Note{}) // cascaded changes carry no note
 		s.remove(d, &c)
 	}
-	s.commit(ctx, store.OpDelete, &r)
+	s.commit(store.OpDelete, &r, note)
 	s.remove(h, &r)
 	return nil
 }

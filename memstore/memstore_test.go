@@ -26,7 +26,7 @@ func TestFeedRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Changes(ctx, 21, 100)
+	got, err := s.Changes(ctx, 21, 100, store.WithData)
 	if err != nil || len(got) != 4 || got[0].Revision != 22 || got[3].Revision != 25 {
 		t.Fatalf("the newest 4 changes: %d changes, %v", len(got), err)
 	}
@@ -36,14 +36,14 @@ func TestFeedRetention(t *testing.T) {
 		}
 	}
 	var ce *store.CompactedError
-	if _, err := s.Changes(ctx, 20, 100); !errors.As(err, &ce) || ce.Oldest != 22 {
+	if _, err := s.Changes(ctx, 20, 100, store.WithData); !errors.As(err, &ce) || ce.Oldest != 22 {
 		t.Errorf("a reader behind the retention: %v, want a CompactedError with oldest 22", err)
 	}
 	// Compacting, then writing past the retention again.
 	if err := s.Compact(ctx, 23); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Changes(ctx, 22, 100); !errors.As(err, &ce) || ce.Oldest != 24 {
+	if _, err := s.Changes(ctx, 22, 100, store.WithData); !errors.As(err, &ce) || ce.Oldest != 24 {
 		t.Errorf("a reader behind the compaction: %v, want a CompactedError with oldest 24", err)
 	}
 	for i := range 3 {
@@ -54,10 +54,10 @@ func TestFeedRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Delete(ctx, "k", "acct", "st_b"); err != nil {
+	if err := s.Delete(ctx, "k", "acct", "st_b", store.Note{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = s.Changes(ctx, 25, 100)
+	got, err = s.Changes(ctx, 25, 100, store.WithData)
 	if err != nil || len(got) != 4 {
 		t.Fatalf("the newest 4 changes after the compaction: %d changes, %v", len(got), err)
 	}
@@ -171,7 +171,7 @@ func TestCopies(t *testing.T) {
 				t.Errorf("%s: List %+v: %+v, %v", when, q, list, err)
 			}
 		}
-		if cs, err := s.Changes(ctx, got.Version-1, 1); err != nil || len(cs) != 1 || string(cs[0].Data) != string(want.Data) {
+		if cs, err := s.Changes(ctx, got.Version-1, 1, store.WithData); err != nil || len(cs) != 1 || string(cs[0].Data) != string(want.Data) {
 			t.Errorf("%s: the record's change: %+v, %v", when, cs, err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestCopies(t *testing.T) {
 	}
 	scribble(&list[0])
 	check("writing into a List result")
-	cs, err := s.Changes(ctx, 1, 1)
+	cs, err := s.Changes(ctx, 1, 1, store.WithData)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestRepeatedIndexEntries(t *testing.T) {
 	}
 	found("updated again", "a")
 	found("updated again", "b", "r_1")
-	if err := s.Delete(ctx, "k", "acct", "r_1"); err != nil {
+	if err := s.Delete(ctx, "k", "acct", "r_1", store.Note{}); err != nil {
 		t.Fatal(err)
 	}
 	found("deleted", "b")
@@ -336,8 +336,4 @@ func TestRepeatedIndexEntries(t *testing.T) {
 	}
 	found("another created in its place", "b")
 	found("another created in its place", "c", "r_2")
-}
-
-func TestChangesWithoutData(t *testing.T) {
-	storetest.LeavesDataOut(t, memstore.New())
 }

@@ -28,7 +28,7 @@ func TestManyRecords(t *testing.T) {
 		create(i)
 	}
 	for i := 0; i < n; i += 2 {
-		if err := s.Delete(ctx, "k", "a", id(i)); err != nil {
+		if err := s.Delete(ctx, "k", "a", id(i), store.Note{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestTableFull(t *testing.T) {
 	if err := s.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, "k", "a", "r_1"); err != nil {
+	if err := s.Delete(ctx, "k", "a", "r_1", store.Note{}); err != nil {
 		t.Fatal(err)
 	}
 	n := s.slots.n

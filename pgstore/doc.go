@@ -64,7 +64,9 @@
 // A delete removes the record and its descendants (found with a
 // recursive query on parent_id) in one statement, and writes one change
 // per removed record: the descendants first, in ID order, the named
-// record last, which alone carries the note of [store.NoteFrom].
+// record last, which alone carries the note the caller gave. A note is
+// two columns of table changes: note_event, and note_at (timestamptz,
+// which keeps microseconds; NULL when the note has no time).
 //
 // # Waiting
 //

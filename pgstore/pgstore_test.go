@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/pgstore"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/storetest"
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -125,7 +127,7 @@ func TestTwoHandles(t *testing.T) {
 	if err := <-woke; err != nil {
 		t.Fatalf("Wait on one handle did not wake for a commit through the other: %v", err)
 	}
-	cs, err := b.Changes(ctx, rev, 10)
+	cs, err := b.Changes(ctx, rev, 10, store.WithData)
 	if err != nil || len(cs) != 1 || cs[0].Op != store.OpUpdate || string(cs[0].Data) != `{"n":2}` {
 		t.Errorf("the other handle's feed after the update: %+v, %v", cs, err)
 	}
@@ -142,12 +144,12 @@ func TestFeedRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Changes(ctx, 66, 100)
+	got, err := s.Changes(ctx, 66, 100, store.WithData)
 	if err != nil || len(got) != 4 || got[0].Revision != 67 || got[3].Revision != 70 {
 		t.Fatalf("the newest 4 changes: %d changes, %v", len(got), err)
 	}
 	var ce *store.CompactedError
-	if _, err := s.Changes(ctx, 65, 100); !errors.As(err, &ce) || ce.Oldest != 67 {
+	if _, err := s.Changes(ctx, 65, 100, store.WithData); !errors.As(err, &ce) || ce.Oldest != 67 {
 		t.Errorf("a reader behind the retention: %v, want a CompactedError with oldest 67", err)
 	}
 	conn, err := pgx.Connect(ctx, u)
@@ -162,7 +164,7 @@ func TestFeedRetention(t *testing.T) {
 	// The pruning deleted the rows and recorded it: a handle that would
 	// keep more cannot read them.
 	wide := open(t, u, pgstore.Options{})
-	if _, err := wide.Changes(ctx, 10, 100); !errors.As(err, &ce) || ce.Oldest != 61 {
+	if _, err := wide.Changes(ctx, 10, 100, store.WithData); !errors.As(err, &ce) || ce.Oldest != 61 {
 		t.Errorf("behind the pruned changes through another handle: %v, want a CompactedError with oldest 61", err)
 	}
 }
@@ -198,8 +200,8 @@ func TestMigrations(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM edgeplane_schema_migrations`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("applied migrations: %d, %v; want 1", n, err)
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM edgeplane_schema_migrations`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("applied migrations: %d, %v; want 2", n, err)
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO edgeplane_schema_migrations (version) VALUES (999)`); err != nil {
 		t.Fatal(err)
@@ -209,6 +211,69 @@ func TestMigrations(t *testing.T) {
 			s2.Close()
 		}
 		t.Errorf("Open of a newer schema: %v, want failed precondition", err)
+	}
+}
+
+// TestMigrationSplitsNotes: migration 2 turns the notes a version 1
+// schema holds ("<event>@<RFC 3339 time>", as the Service wrote them) into
+// typed ones (times to the microsecond), and any other note into none, as
+// the reader counted it.
+func TestMigrationSplitsNotes(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	init, err := os.ReadFile("migrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, string(init)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE edgeplane_schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO edgeplane_schema_migrations (version) VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	notes := []string{
+		"credential_created.v0@2026-01-02T03:04:05.123456789Z",
+		"ip_policy_deleted.v0@2026-01-02T03:04:05Z",
+		"",
+		"made",
+		"worse@2026-13-45T99:99:99Z",
+	}
+	for i, n := range notes {
+		if _, err := conn.Exec(ctx, `INSERT INTO changes (revision, op, kind, account_id, id, parent_id, data, note)
+			VALUES ($1, 1, 'k', 'a', $2, '', '{}', $3)`, i+1, fmt.Sprintf("st_%d", i+1), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `UPDATE feed_head SET rev = $1`, len(notes)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT setval('feed_revision', $1)`, len(notes)); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, u, pgstore.Options{})
+	cs, err := s.Changes(ctx, 0, 10, store.WithData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []store.Note
+	for _, c := range cs {
+		got = append(got, c.Note)
+	}
+	at := func(nsec int) time.Time { return time.Date(2026, 1, 2, 3, 4, 5, nsec, time.UTC) }
+	want := []store.Note{
+		{Event: "credential_created.v0", At: at(123457000)}, // rounded to the microsecond
+		{Event: "ip_policy_deleted.v0", At: at(0)},
+		{}, {}, {},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notes after the migration (-want +got):\n%s", diff)
 	}
 }
 
@@ -254,16 +319,20 @@ func TestCascadeWithInternalReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(store.WithNote(ctx, "gone"), "k", "a", "st_1"); err != nil {
+	gone := store.Note{Event: "gone.v0"}
+	if err := s.Delete(ctx, "k", "a", "st_1", gone); err != nil {
 		t.Fatalf("Delete of a subtree whose records reference each other: %v", err)
 	}
-	cs, err := s.Changes(ctx, rev, 10)
+	cs, err := s.Changes(ctx, rev, 10, store.WithData)
 	if err != nil || len(cs) != 3 {
 		t.Fatalf("changes of the cascade: %+v, %v", cs, err)
 	}
-	for i, want := range []struct{ id, note string }{{"st_2", ""}, {"st_3", ""}, {"st_1", "gone"}} {
+	for i, want := range []struct {
+		id   string
+		note store.Note
+	}{{"st_2", store.Note{}}, {"st_3", store.Note{}}, {"st_1", gone}} {
 		if c := cs[i]; c.ID != want.id || c.Note != want.note || c.Op != store.OpDelete || c.Revision != rev+int64(i)+1 {
-			t.Errorf("change %d: %+v, want a delete of %s noted %q", i, c, want.id, want.note)
+			t.Errorf("change %d: %+v, want a delete of %s noted %+v", i, c, want.id, want.note)
 		}
 	}
 }
@@ -297,7 +366,7 @@ func TestRevisionHole(t *testing.T) {
 	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_2", Data: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := s.Changes(ctx, 1, 10)
+	cs, err := s.Changes(ctx, 1, 10, store.WithData)
 	if err != nil || len(cs) != 1 || cs[0].ID != "st_2" || cs[0].Revision != 3 {
 		t.Fatalf("the feed after the hole: %+v, %v; want st_2 at revision 3", cs, err)
 	}
@@ -370,9 +439,4 @@ func TestListenerReconnects(t *testing.T) {
 	if err := <-woke; err != nil {
 		t.Fatalf("Wait after the listener reconnected: %v", err)
 	}
-}
-
-func TestChangesWithoutData(t *testing.T) {
-	baseURL(t)
-	storetest.LeavesDataOut(t, open(t, freshSchema(t), pgstore.Options{}))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
@@ -139,7 +140,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 // in one statement, so the range check and the page agree. A revision
 // above the store's is also a [store.CompactedError]: the store never
 // held it.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (s *Store) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -147,10 +148,10 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 		return nil, apierr.Invalidf("limit", "must be positive")
 	}
 	data := "c.data"
-	if !store.DataWanted(ctx) {
+	if payload == store.WithoutData {
 		data = "NULL::bytea"
 	}
-	rows, err := s.pool.Query(ctx, `SELECT h.rev, h.floor, c.revision, c.op, c.kind, c.account_id, c.id, c.parent_id, `+data+`, c.note
+	rows, err := s.pool.Query(ctx, `SELECT h.rev, h.floor, c.revision, c.op, c.kind, c.account_id, c.id, c.parent_id, `+data+`, c.note_event, c.note_at
 		FROM feed_head h LEFT JOIN LATERAL (
 			SELECT * FROM changes WHERE revision > $1 ORDER BY revision LIMIT $2
 		) c ON true
@@ -168,8 +169,9 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 			op                              *int16
 			kind, account, id, parent, note *string
 			data                            []byte
+			at                              *time.Time
 		)
-		if err := rows.Scan(&rev, &floor, &revision, &op, &kind, &account, &id, &parent, &data, &note); err != nil {
+		if err := rows.Scan(&rev, &floor, &revision, &op, &kind, &account, &id, &parent, &data, &note, &at); err != nil {
 			rows.Close()
 			return nil, dbErr(ctx, err)
 		}
@@ -177,7 +179,10 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 			continue // no change after the revision: only the head
 		}
 		c := store.Change{Revision: *revision, Op: store.Op(*op), Kind: store.Kind(*kind), AccountID: *account,
-			ID: *id, ParentID: *parent, Data: data, Note: *note}
+			ID: *id, ParentID: *parent, Data: data, Note: store.Note{Event: *note}}
+		if at != nil {
+			c.Note.At = at.UTC()
+		}
 		if len(c.Data) == 0 {
 			c.Data = nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/store"
@@ -80,7 +81,7 @@ func on(code string, err error) func(error) error {
 type change struct {
 	op   store.Op
 	rec  *store.Record
-	note string
+	note store.Note
 }
 
 // lockFeed queues the statement that makes the write the store's only
@@ -97,9 +98,13 @@ func lockFeed(bt *batch) {
 func (s *Store) tail(bt *batch, changes []change, stamp string, rev *int64) {
 	for _, c := range changes {
 		r := c.rec
-		bt.exec(nil, `INSERT INTO changes (revision, op, kind, account_id, id, parent_id, data, note)
-			VALUES (nextval('feed_revision'), $1, $2, $3, $4, $5, $6, $7)`,
-			int16(c.op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNilBytes(r.Data), c.note)
+		var at *time.Time // NULL: no time
+		if !c.note.At.IsZero() {
+			at = &c.note.At
+		}
+		bt.exec(nil, `INSERT INTO changes (revision, op, kind, account_id, id, parent_id, data, note_event, note_at)
+			VALUES (nextval('feed_revision'), $1, $2, $3, $4, $5, $6, $7, $8)`,
+			int16(c.op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNilBytes(r.Data), c.note.Event, at)
 	}
 	if stamp != "" {
 		bt.exec(nil, `UPDATE records SET version = currval('feed_revision') WHERE id = $1`, stamp)
@@ -209,7 +214,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 			r.ID, string(r.Kind), r.AccountID, parent, nonNilBytes(r.Data), nonNil(r.Keys), nonNil(r.Refs), names, values)
 		sideRows(&bt, &r)
 		var rev int64
-		s.tail(&bt, []change{{store.OpCreate, &r, store.NoteFrom(ctx)}}, r.ID, &rev)
+		s.tail(&bt, []change{{store.OpCreate, &r, r.Note}}, r.ID, &rev)
 		return bt.run(ctx, s.pool)
 	})
 }
@@ -320,26 +325,28 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, old, rec store.Record) (stor
 	bt.exec(nil, `DELETE FROM record_refs WHERE record_id = $1`, r.ID)
 	bt.exec(nil, `DELETE FROM record_index WHERE record_id = $1`, r.ID)
 	sideRows(&bt, &r)
-	s.tail(&bt, []change{{store.OpUpdate, &r, store.NoteFrom(ctx)}}, r.ID, &r.Version)
+	s.tail(&bt, []change{{store.OpUpdate, &r, r.Note}}, r.ID, &r.Version)
 	if err := bt.run(ctx, tx); err != nil {
 		return store.Record{}, err
 	}
+	r.Note = store.Note{}
 	return r.Clone(), nil
 }
 
 // Delete implements [store.Store].
-func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
-	return s.delete(ctx, kind, accountID, id, -1)
+func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string, note store.Note) error {
+	return s.delete(ctx, kind, accountID, id, -1, note)
 }
 
 // DeleteIf implements [store.Store].
-func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
-	return s.delete(ctx, kind, accountID, id, version)
+func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
+	return s.delete(ctx, kind, accountID, id, version, note)
 }
 
-// delete deletes the record and its descendants; when version is not
-// negative, only if the record is at that version.
-func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+// delete deletes the record and its descendants, the named record's
+// change labelled note; when version is not negative, only if the record
+// is at that version.
+func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -371,9 +378,9 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 			bt.exec(on(foreignKeyViolation, errRetry), `DELETE FROM records WHERE id = ANY($1)`, ids)
 			changes := make([]change, 0, len(ids))
 			for i := range doomed {
-				changes = append(changes, change{store.OpDelete, &doomed[i], ""}) // cascaded changes carry no note
+				changes = append(changes, change{store.OpDelete, &doomed[i], store.Note{}}) // cascaded changes carry no note
 			}
-			changes = append(changes, change{store.OpDelete, &named, store.NoteFrom(ctx)})
+			changes = append(changes, change{store.OpDelete, &named, note})
 			var rev int64
 			s.tail(&bt, changes, "", &rev)
 			return bt.run(ctx, tx)

@@ -121,7 +121,7 @@ func (c *CompileContext) Template(field, s string) (*Template, error) {
 }
 
 // Regexp compiles a regular expression of a config field, refusing one
-// whose program exceeds [MaxRegexProgramSize].
+// whose program exceeds [limits.MaxRegexProgramSize].
 func (c *CompileContext) Regexp(field, pattern string) (*Regexp, error) {
 	re, err := c.c.compileRegexp(pattern)
 	if err != nil {
@@ -283,7 +283,7 @@ func (r *RunContext) URI() string { return r.st.requestURI() }
 
 // Render renders a template compiled by [CompileContext.Template]. A
 // ${...} part that fails renders as the empty string and an output longer
-// than [MaxTemplateOutput] is truncated; both are reported to the Sink.
+// than [limits.MaxTemplateOutput] is truncated; both are reported to the Sink.
 func (r *RunContext) Render(t *Template) string { return r.st.render(t, r.cur) }
 
 // SetString sets a string result variable.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 type runCase struct {
@@ -225,7 +227,7 @@ func TestActionConfigs(t *testing.T) {
 				`inbound[0].actions[0].config.headers["bad name"]: invalid header name "bad name"`,
 				`inbound[0].actions[0].config.headers["Content-Length"]: header content-length may not be changed by a policy`,
 				`inbound[0].actions[0].config.headers["x-ok"]: a header value may not contain CR, LF or NUL`}},
-		{name: "custom-response body too long", doc: act("custom-response", `{"body":"`+strings.Repeat("x", MaxTemplateOutput+1)+`"}`),
+		{name: "custom-response body too long", doc: act("custom-response", `{"body":"`+strings.Repeat("x", limits.MaxTemplateOutput+1)+`"}`),
 			want: []string{"inbound[0].actions[0].config.body: is 65537 bytes; at most 65536 are allowed"}},
 		{name: "add-headers required", doc: act("add-headers", `{}`),
 			want: []string{"inbound[0].actions[0].config.headers: is required"}},

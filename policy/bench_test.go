@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // benchPolicy is the typical 5-rule condition-only inbound policy of the
@@ -378,8 +380,8 @@ func BenchmarkEvaluateRateLimitReadsResults(b *testing.B) {
 
 // worstDocuments are the costliest documents to compile within the
 // per-document limits, one per limit that binds: the most expressions
-// (MaxDocumentNodes with ExpressionOverheadNodes), the largest
-// expressions, and the most regex program (MaxDocumentRegexProgramSize)
+// (limits.MaxDocumentNodes with limits.ExpressionOverheadNodes), the largest
+// expressions, and the most regex program (limits.MaxDocumentRegexProgramSize)
 // with the node budget's remainder in small expressions.
 func worstDocuments() map[string]string {
 	exprs := func(n int, expr func(i int) string) []string {
@@ -391,25 +393,25 @@ func worstDocuments() map[string]string {
 	}
 	doc := func(list []string) string {
 		var rules []string
-		for i := 0; i < len(list); i += MaxExpressionsPerRule {
+		for i := 0; i < len(list); i += limits.MaxExpressionsPerRule {
 			var q []string
-			for _, x := range list[i:min(i+MaxExpressionsPerRule, len(list))] {
+			for _, x := range list[i:min(i+limits.MaxExpressionsPerRule, len(list))] {
 				q = append(q, strconv.Quote(x))
 			}
 			rules = append(rules, `{"expressions":[`+strings.Join(q, ",")+`],"actions":[{"type":"deny"}]}`)
 		}
 		return `{"inbound":[` + strings.Join(rules, ",") + `]}`
 	}
-	small := MaxDocumentNodes/(ExpressionOverheadNodes+3) - 1
+	small := limits.MaxDocumentNodes/(limits.ExpressionOverheadNodes+3) - 1
 	big := "1 in [" + strings.Repeat("1,", 1890) + "1]"
 	letters := "abcdefghij"
 	regexes := exprs(10, func(i int) string {
 		return "'a'.matches('(" + letters[i:i+1] + "{30}){30}" + strings.Repeat("x", 30) + "')"
 	})
-	rest := (MaxDocumentNodes - 10*(ExpressionOverheadNodes+4)) / (ExpressionOverheadNodes + 3)
+	rest := (limits.MaxDocumentNodes - 10*(limits.ExpressionOverheadNodes+4)) / (limits.ExpressionOverheadNodes + 3)
 	return map[string]string{
 		"expressions": doc(exprs(small, func(i int) string { return "req.method == '" + strconv.Itoa(i) + "'" })),
-		"nodes":       doc(exprs(MaxDocumentNodes/(ExpressionOverheadNodes+1893), func(int) string { return big })),
+		"nodes":       doc(exprs(limits.MaxDocumentNodes/(limits.ExpressionOverheadNodes+1893), func(int) string { return big })),
 		"regexes":     doc(append(regexes, exprs(rest, func(i int) string { return "req.method == '" + strconv.Itoa(i) + "'" })...)),
 	}
 }
@@ -440,9 +442,9 @@ func BenchmarkCompileWorstDocument(b *testing.B) {
 }
 
 // BenchmarkEvaluateWorstDocument evaluates documents that use up
-// MaxDocumentCost with one kind of operation each, on a request at the
+// limits.MaxDocumentCost with one kind of operation each, on a request at the
 // bounds the cost model assumes that no rule matches: every expression
-// runs at its worst. It measures what MaxEvaluationCost allows an
+// runs at its worst. It measures what limits.MaxEvaluationCost allows an
 // evaluation to cost in time.
 func BenchmarkEvaluateWorstDocument(b *testing.B) {
 	fill := func(expr string) string {
@@ -454,9 +456,9 @@ func BenchmarkEvaluateWorstDocument(b *testing.B) {
 		for {
 			next := append(exprs, expr)
 			var rules []string
-			for i := 0; i < len(next); i += MaxExpressionsPerRule {
+			for i := 0; i < len(next); i += limits.MaxExpressionsPerRule {
 				// || so that every expression of the rule is evaluated.
-				rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(next[i:min(i+MaxExpressionsPerRule, len(next))], " || "))+`],"actions":[{"type":"deny"}]}`)
+				rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(next[i:min(i+limits.MaxExpressionsPerRule, len(next))], " || "))+`],"actions":[{"type":"deny"}]}`)
 			}
 			doc := `{"inbound":[` + strings.Join(rules, ",") + `]}`
 			if _, err := e.CompileJSON([]byte(doc), CompileOptions{}); err != nil {
@@ -468,18 +470,18 @@ func BenchmarkEvaluateWorstDocument(b *testing.B) {
 			exprs = next
 		}
 		var rules []string
-		for i := 0; i < len(exprs); i += MaxExpressionsPerRule {
-			rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(exprs[i:min(i+MaxExpressionsPerRule, len(exprs))], " || "))+`],"actions":[{"type":"deny"}]}`)
+		for i := 0; i < len(exprs); i += limits.MaxExpressionsPerRule {
+			rules = append(rules, `{"expressions":[`+strconv.Quote(strings.Join(exprs[i:min(i+limits.MaxExpressionsPerRule, len(exprs))], " || "))+`],"actions":[{"type":"deny"}]}`)
 		}
 		return `{"inbound":[` + strings.Join(rules, ",") + `]}`
 	}
 	req := benchRequest()
-	req.Path = "/" + strings.Repeat("a", MaxURLBytes-1)
-	req.Header = http.Header{"User-Agent": {strings.Repeat("a", MaxRequestHeaderBytes-100)}}
+	req.Path = "/" + strings.Repeat("a", limits.MaxURLBytes-1)
+	req.Header = http.Header{"User-Agent": {strings.Repeat("a", limits.MaxRequestHeaderBytes-100)}}
 	many := benchRequest()
 	many.Header = http.Header{}
 	for i := range estMapEntries {
-		many.Header.Set("X-H"+strconv.Itoa(i), strings.Repeat("a", MaxRequestHeaderBytes/estMapEntries-20))
+		many.Header.Set("X-H"+strconv.Itoa(i), strings.Repeat("a", limits.MaxRequestHeaderBytes/estMapEntries-20))
 	}
 	for _, tc := range []struct {
 		name, expr string

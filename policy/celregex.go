@@ -8,6 +8,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // matches() in the cel-go programs.
@@ -91,8 +92,8 @@ func (m *celMatch) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	re := m.re
 	if re == nil {
 		sz, err := types.RegexProgramSize(string(pat))
-		if err == nil && sz > MaxRegexProgramSize {
-			err = fmt.Errorf("regex program size %d exceeds limit of %d", sz, MaxRegexProgramSize)
+		if err == nil && sz > limits.MaxRegexProgramSize {
+			err = fmt.Errorf("regex program size %d exceeds limit of %d", sz, limits.MaxRegexProgramSize)
 		}
 		if err == nil {
 			re, err = regexp.Compile(string(pat))

@@ -16,6 +16,7 @@ import (
 	celtypes "cel.dev/cel-go/common/types"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // Compile checks and compiles a document for o.Target. Every expression is
@@ -96,8 +97,8 @@ type compiler struct {
 	reads    []bool
 	outReads bool
 
-	// The document's budget (MaxDocumentNodes, MaxDocumentCost,
-	// MaxDocumentRegexProgramSize): what the document has used so far, and
+	// The document's budget (limits.MaxDocumentNodes, limits.MaxDocumentCost,
+	// limits.MaxDocumentRegexProgramSize): what the document has used so far, and
 	// whether it went over, in which case nothing more is parsed or
 	// compiled.
 	nodes    int
@@ -124,8 +125,8 @@ type regexEntry struct {
 }
 
 // regex compiles pattern once per document: it computes the RE2 program
-// size, refuses a program over MaxRegexProgramSize or one that would take
-// the document over MaxDocumentRegexProgramSize (before compiling it), and
+// size, refuses a program over limits.MaxRegexProgramSize or one that would take
+// the document over limits.MaxDocumentRegexProgramSize (before compiling it), and
 // compiles the regexp. The same pattern again gets the same entry.
 func (c *compiler) regex(pattern string) *regexEntry {
 	if r, ok := c.regexes[pattern]; ok {
@@ -137,13 +138,13 @@ func (c *compiler) regex(pattern string) *regexEntry {
 	switch {
 	case err != nil:
 		r.err = errors.New("invalid regular expression: " + strings.TrimPrefix(err.Error(), "error parsing regexp: "))
-	case size > MaxRegexProgramSize:
-		r.err = fmt.Errorf("regular expression program size %d exceeds the limit of %d", size, MaxRegexProgramSize)
+	case size > limits.MaxRegexProgramSize:
+		r.err = fmt.Errorf("regular expression program size %d exceeds the limit of %d", size, limits.MaxRegexProgramSize)
 	case c.over:
 		r.err = errDocumentBudget
-	case c.progSize+size > MaxDocumentRegexProgramSize:
+	case c.progSize+size > limits.MaxDocumentRegexProgramSize:
 		r.err = fmt.Errorf("the document's regular expressions would total %d RE2 instructions, over the limit of %d (MaxDocumentRegexProgramSize); rules after this one were not checked",
-			c.progSize+size, MaxDocumentRegexProgramSize)
+			c.progSize+size, limits.MaxDocumentRegexProgramSize)
 		c.overBudget()
 	default:
 		c.progSize += size
@@ -175,9 +176,9 @@ func rulePrefix(rule string) string {
 func (c *compiler) compilePhase(ph Phase, key string, rules []Rule) phaseProg {
 	c.phase = ph
 	prog := phaseProg{key: key}
-	if len(rules) > MaxRulesPerPhase {
-		c.vs.Add(key, "has %d rules; at most %d are allowed per phase", len(rules), MaxRulesPerPhase)
-		rules = rules[:MaxRulesPerPhase]
+	if len(rules) > limits.MaxRulesPerPhase {
+		c.vs.Add(key, "has %d rules; at most %d are allowed per phase", len(rules), limits.MaxRulesPerPhase)
+		rules = rules[:limits.MaxRulesPerPhase]
 	}
 	for i := range rules {
 		prog.rules = append(prog.rules, c.compileRule(key+"["+strconv.Itoa(i)+"]", &rules[i]))
@@ -189,9 +190,9 @@ func (c *compiler) compileRule(path string, r *Rule) compiledRule {
 	cr := compiledRule{loc: path, name: r.Name}
 	pre := rulePrefix(r.Name)
 	exprs := r.Expressions
-	if len(exprs) > MaxExpressionsPerRule {
-		c.vs.Add(path+".expressions", "%shas %d expressions; at most %d are allowed", pre, len(exprs), MaxExpressionsPerRule)
-		exprs = exprs[:MaxExpressionsPerRule]
+	if len(exprs) > limits.MaxExpressionsPerRule {
+		c.vs.Add(path+".expressions", "%shas %d expressions; at most %d are allowed", pre, len(exprs), limits.MaxExpressionsPerRule)
+		exprs = exprs[:limits.MaxExpressionsPerRule]
 	}
 	for j, src := range exprs {
 		field := path + ".expressions[" + strconv.Itoa(j) + "]"
@@ -203,9 +204,9 @@ func (c *compiler) compileRule(path string, r *Rule) compiledRule {
 	switch {
 	case len(acts) == 0:
 		c.vs.Add(path+".actions", "%sa rule needs at least one action", pre)
-	case len(acts) > MaxActionsPerRule:
-		c.vs.Add(path+".actions", "%shas %d actions; at most %d are allowed", pre, len(acts), MaxActionsPerRule)
-		acts = acts[:MaxActionsPerRule]
+	case len(acts) > limits.MaxActionsPerRule:
+		c.vs.Add(path+".actions", "%shas %d actions; at most %d are allowed", pre, len(acts), limits.MaxActionsPerRule)
+		acts = acts[:limits.MaxActionsPerRule]
 	}
 	terminal := -1
 	for j := range acts {
@@ -326,9 +327,9 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 		return nil, msgs
 	}
 	native := a.NativeRep()
-	if c.nodes += ExpressionOverheadNodes + countNodes(native.Expr()); c.nodes > MaxDocumentNodes {
+	if c.nodes += limits.ExpressionOverheadNodes + countNodes(native.Expr()); c.nodes > limits.MaxDocumentNodes {
 		c.overBudget()
-		return nil, []string{fmt.Sprintf("the document's expressions total more than %d AST nodes (MaxDocumentNodes); rules after this one were not checked", MaxDocumentNodes)}
+		return nil, []string{fmt.Sprintf("the document's expressions total more than %d AST nodes (MaxDocumentNodes); rules after this one were not checked", limits.MaxDocumentNodes)}
 	}
 	info := native.SourceInfo()
 	var probs []locMsg
@@ -369,10 +370,10 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 		switch {
 		case err != nil:
 			probs = append(probs, locMsg{1, 0, "cannot estimate the cost: " + err.Error()})
-		case est.Max > MaxExpressionCost:
+		case est.Max > limits.MaxExpressionCost:
 			probs = append(probs, locMsg{1, 0, fmt.Sprintf(
 				"the estimated worst-case cost %s exceeds the limit of %d; nested comprehensions and regexes built from request data are the usual causes",
-				fmtCost(est.Max), MaxExpressionCost)})
+				fmtCost(est.Max), limits.MaxExpressionCost)})
 		}
 	}
 	if len(probs) == 0 {
@@ -401,14 +402,14 @@ func (c *compiler) checkExpr(src string, wantType func(*cel.Type) string) (*chec
 }
 
 // addCost adds an estimated cost to the document's total, returning the
-// problem when it goes over MaxDocumentCost.
+// problem when it goes over limits.MaxDocumentCost.
 func (c *compiler) addCost(est uint64) string {
 	c.cost = cost.SafeAdd(c.cost, est)
-	if c.cost <= MaxDocumentCost {
+	if c.cost <= limits.MaxDocumentCost {
 		return ""
 	}
 	c.overBudget()
-	return fmt.Sprintf("the estimated worst-case costs of the document's expressions, templates and from regexes total more than %d (MaxDocumentCost); rules after this one were not checked", MaxDocumentCost)
+	return fmt.Sprintf("the estimated worst-case costs of the document's expressions, templates and from regexes total more than %d (MaxDocumentCost); rules after this one were not checked", limits.MaxDocumentCost)
 }
 
 // countNodes returns the number of nodes of an expression.
@@ -540,7 +541,7 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 		// CEL's model does not carry the parts' size from the call's
 		// result size: assume three times the largest request string (the
 		// raw path re-escapes the path); a longer input is caught by
-		// MaxEvaluationCost.
+		// limits.MaxEvaluationCost.
 		return &cost.SizeEstimate{Min: 0, Max: 3 * estStringMax}
 	}
 	path := n.Path()
@@ -566,11 +567,11 @@ func (ce costEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	case kStringMap: // vars
 		switch {
 		case len(path) == 1:
-			return &cost.SizeEstimate{Min: 0, Max: MaxVars}
+			return &cost.SizeEstimate{Min: 0, Max: limits.MaxVars}
 		case len(path) == 2 && path[1] == "@keys":
-			return &cost.SizeEstimate{Min: 0, Max: MaxVarNameLength}
+			return &cost.SizeEstimate{Min: 0, Max: limits.MaxVarNameLength}
 		default:
-			return &cost.SizeEstimate{Min: 0, Max: MaxVarBytes}
+			return &cost.SizeEstimate{Min: 0, Max: limits.MaxVarBytes}
 		}
 	case kStringListMap:
 		str := uint64(estStringMax)
@@ -631,12 +632,12 @@ func stringVarMax(id varID) uint64 {
 	case vReqURLHost:
 		return estStringMax
 	case vOIDCSubject, vOIDCEmail, vOIDCName, vOIDCPreferredUsername:
-		return MaxOIDCClaimBytes
+		return limits.MaxOIDCClaimBytes
 	case vOIDCIssuer:
-		return MaxOIDCIssuerBytes
+		return limits.MaxOIDCIssuerBytes
 	}
 	if id >= resultBase {
-		return MaxTemplateOutput // set by actions; the built-in ones stay within MaxBucketKeyBytes
+		return limits.MaxTemplateOutput // set by actions; the built-in ones stay within limits.MaxBucketKeyBytes
 	}
 	return estStringMax
 }

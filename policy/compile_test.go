@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"cel.dev/cel-go/common/ast"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 func rule(expr string) string {
@@ -74,17 +75,17 @@ func TestCompileErrors(t *testing.T) {
 			want: []string{`inbound[0].expressions[0]: rule "r": 1:22: matches: regular expression program size 1202 exceeds the limit of 1000`}},
 		{name: "recursion limit", doc: `{"inbound":[` + rule(deep) + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": expression recursion limit exceeded: 50`}},
-		{name: "expression too long", doc: `{"inbound":[` + rule("req.method == '"+strings.Repeat("a", MaxExpressionLength)+"'") + `]}`,
+		{name: "expression too long", doc: `{"inbound":[` + rule("req.method == '"+strings.Repeat("a", limits.MaxExpressionLength)+"'") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": expression code point size exceeds limit`}},
 		{name: "comprehension nesting", doc: `{"inbound":[` + rule("req.headers.all(a, req.headers.all(b, req.headers.all(c, a == b)))") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": 1:54: comprehension exceeds nesting limit`}},
 		{name: "cost limit", doc: `{"inbound":[` + rule("req.url.path.matches(req.url.query)") + `]}`,
 			want: []string{`inbound[0].expressions[0]: rule "r": 1:1: the estimated worst-case cost`}},
-		{name: "too many rules", doc: `{"inbound":[` + many(MaxRulesPerPhase+1, `{"actions":[{"type":"log"}]}`) + `]}`,
+		{name: "too many rules", doc: `{"inbound":[` + many(limits.MaxRulesPerPhase+1, `{"actions":[{"type":"log"}]}`) + `]}`,
 			want: []string{`inbound: has 101 rules; at most 100`}},
-		{name: "too many expressions", doc: `{"inbound":[{"expressions":[` + strings.TrimSuffix(strings.Repeat(`"true",`, MaxExpressionsPerRule+1), ",") + `],"actions":[{"type":"log"}]}]}`,
+		{name: "too many expressions", doc: `{"inbound":[{"expressions":[` + strings.TrimSuffix(strings.Repeat(`"true",`, limits.MaxExpressionsPerRule+1), ",") + `],"actions":[{"type":"log"}]}]}`,
 			want: []string{`inbound[0].expressions: has 33 expressions; at most 32`}},
-		{name: "too many actions", doc: `{"inbound":[{"actions":[` + many(MaxActionsPerRule+1, `{"type":"log"}`) + `]}]}`,
+		{name: "too many actions", doc: `{"inbound":[{"actions":[` + many(limits.MaxActionsPerRule+1, `{"type":"log"}`) + `]}]}`,
 			want: []string{`inbound[0].actions: has 33 actions; at most 32`}},
 		{name: "no actions", doc: `{"inbound":[{"name":"empty","expressions":["true"]}]}`,
 			want: []string{`inbound[0].actions: rule "empty": a rule needs at least one action`}},

@@ -3,7 +3,7 @@ package policy
 // The evaluation cost budget.
 //
 // Every evaluation (one call of Inbound, Outbound or Connect) has one
-// budget, MaxEvaluationCost, in CEL's cost units. The cel-go programs of a
+// budget, limits.MaxEvaluationCost, in CEL's cost units. The cel-go programs of a
 // phase all charge one cost.Tracker that the evaluation state owns (each
 // program runs in an execution frame carrying it), and the native
 // evaluators charge the same amounts for the operations they perform, by
@@ -27,20 +27,21 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // ErrCostLimit is the cause of the runtime error reported when an
-// evaluation would exceed MaxEvaluationCost: test for it with errors.Is on
+// evaluation would exceed limits.MaxEvaluationCost: test for it with errors.Is on
 // the [EvalError] a [Sink] receives. Evaluation then ends fail closed (see
 // the package doc, section Runtime errors).
-var ErrCostLimit = errors.New("the evaluation cost budget of " + strconv.Itoa(MaxEvaluationCost) +
+var ErrCostLimit = errors.New("the evaluation cost budget of " + strconv.Itoa(limits.MaxEvaluationCost) +
 	" is exhausted (operation cancelled: actual cost limit exceeded)")
 
 // charge adds c to the evaluation's cost. It returns false, and marks the
-// budget exhausted, when the total would exceed MaxEvaluationCost; the
+// budget exhausted, when the total would exceed limits.MaxEvaluationCost; the
 // caller must then not do the work it charged for.
 func (st *evalState) charge(c uint64) bool {
-	if t := st.cost + c; t >= c && t <= MaxEvaluationCost {
+	if t := st.cost + c; t >= c && t <= limits.MaxEvaluationCost {
 		st.cost = t
 		return true
 	}
@@ -127,13 +128,13 @@ func (st *evalState) CallCost(function, overloadID string, args []ref.Val, resul
 // dynamicRegexProg is the program size charged for a pattern computed at
 // run time, of n code points at most.
 func dynamicRegexProg(n uint64) int {
-	if n > MaxRegexProgramSize {
+	if n > limits.MaxRegexProgramSize {
 		if n > 1<<30 {
 			return 1 << 30
 		}
 		return int(n)
 	}
-	return MaxRegexProgramSize
+	return limits.MaxRegexProgramSize
 }
 
 // isCELCostLimit reports whether err is how cel-go reports that a
@@ -142,3 +143,26 @@ func isCELCostLimit(err error) bool {
 	var ec interpreter.EvalCancelledError
 	return errors.As(err, &ec) && ec.Cause == interpreter.CostLimitExceeded
 }
+
+// Input sizes the compile-time cost estimate assumes, in CEL's size unit
+// (code points, never more than bytes). Strings follow from the request
+// bounds of package limits: the path and query of the request target are at most
+// limits.MaxURLBytes, and req.url adds the scheme and a host name with its port;
+// every other request string (method, host, user agent, version, header
+// names and values, SNI) and, by assumption, response header values are at
+// most limits.MaxRequestHeaderBytes. Counts are assumed maxima rather than bounds
+// (a 32 KiB header block can hold thousands of tiny headers): CEL's model
+// multiplies them by the largest element, so 128 headers or parameters of
+// 16 values each, every one as long as the whole block, over-estimate any
+// request within the bounds except for the per-element constant of a
+// comprehension. Inputs beyond these sizes (a longer Host header, a path
+// escaped again in req.url, thousands of headers) are caught by
+// limits.MaxEvaluationCost.
+const (
+	estURLPartMax  = limits.MaxURLBytes       // req.url.path, req.url.query, query parameter names and values
+	estURLMax      = limits.MaxURLBytes + 512 // req.url: also "https://" and a host name (at most 253 characters) with its port
+	estStringMax   = limits.MaxRequestHeaderBytes
+	estIPMax       = 45 // conn.client_ip, conn.server_ip: an IPv4-mapped IPv6 address in full
+	estMapEntries  = 128
+	estListEntries = 16
+)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // costDoc is a document whose first rule answers "matched" when expr holds
@@ -60,7 +62,7 @@ func TestCostLimitBothPaths(t *testing.T) {
 			if !errors.Is(celErr, ErrCostLimit) || celRes != triErr {
 				t.Fatalf("CEL: %v %v; want ErrCostLimit", celRes, celErr)
 			}
-			if lowered && (native != triErr || !cc.nativeOut || cc.native > MaxEvaluationCost) {
+			if lowered && (native != triErr || !cc.nativeOut || cc.native > limits.MaxEvaluationCost) {
 				t.Fatalf("native: %v, out of budget %v, cost %d", native, cc.nativeOut, cc.native)
 			}
 			res := p.Inbound(req)
@@ -185,8 +187,8 @@ func TestEvaluationBudgetLargePaths(t *testing.T) {
 			var res Result
 			st.finish(&res)
 			e.states.Put(st)
-			if !out || spent > MaxEvaluationCost {
-				t.Fatalf("ran out of budget: %v, spent %d of %d", out, spent, MaxEvaluationCost)
+			if !out || spent > limits.MaxEvaluationCost {
+				t.Fatalf("ran out of budget: %v, spent %d of %d", out, spent, limits.MaxEvaluationCost)
 			}
 			if res.Verdict != Respond || res.StatusCode != http.StatusForbidden || !strings.HasSuffix(res.Location, "].expressions[0]") {
 				t.Fatalf("%+v", res)
@@ -197,13 +199,13 @@ func TestEvaluationBudgetLargePaths(t *testing.T) {
 }
 
 // manyRegexes is the document of issue 12 item 3: n rules of one
-// expression each, expr(i), in at most MaxRulesPerPhase rules per phase
+// expression each, expr(i), in at most limits.MaxRulesPerPhase rules per phase
 // (32 expressions each).
 func manyExpressions(n int, expr func(i int) string) string {
 	var rules []string
-	for i := 0; i < n; i += MaxExpressionsPerRule {
+	for i := 0; i < n; i += limits.MaxExpressionsPerRule {
 		var exprs []string
-		for j := i; j < n && j < i+MaxExpressionsPerRule; j++ {
+		for j := i; j < n && j < i+limits.MaxExpressionsPerRule; j++ {
 			exprs = append(exprs, fmt.Sprintf("%q", expr(j)))
 		}
 		rules = append(rules, `{"expressions":[`+strings.Join(exprs, ",")+`],"actions":[{"type":"deny"}]}`)
@@ -226,10 +228,10 @@ func TestDocumentBudget(t *testing.T) {
 		{"distinct regexes", manyExpressions(40, func(i int) string { return "'a'.matches('(" + letters[i%26:i%26+1] + "{30}){30}')" }),
 			"inbound[0].expressions[10]: 1:13: the document's regular expressions would total 10582 RE2 instructions, over the limit of 10000 (MaxDocumentRegexProgramSize)"},
 		{"nodes", manyExpressions(40, func(int) string { return "1 in [" + strings.Repeat("1,", 1900) + "1]" }),
-			fmt.Sprintf("inbound[0].expressions[%d]: the document's expressions total more than %d AST nodes (MaxDocumentNodes)", MaxDocumentNodes/(ExpressionOverheadNodes+1903), MaxDocumentNodes)},
+			fmt.Sprintf("inbound[0].expressions[%d]: the document's expressions total more than %d AST nodes (MaxDocumentNodes)", limits.MaxDocumentNodes/(limits.ExpressionOverheadNodes+1903), limits.MaxDocumentNodes)},
 		{"expressions", manyExpressions(600, func(int) string { return "true" }),
 			fmt.Sprintf("inbound[%d].expressions[%d]: the document's expressions total more than %d AST nodes (MaxDocumentNodes)",
-				MaxDocumentNodes/(ExpressionOverheadNodes+1)/MaxExpressionsPerRule, MaxDocumentNodes/(ExpressionOverheadNodes+1)%MaxExpressionsPerRule, MaxDocumentNodes)},
+				limits.MaxDocumentNodes/(limits.ExpressionOverheadNodes+1)/limits.MaxExpressionsPerRule, limits.MaxDocumentNodes/(limits.ExpressionOverheadNodes+1)%limits.MaxExpressionsPerRule, limits.MaxDocumentNodes)},
 	}
 	e, _ := newTestEngine(t, Options{})
 	for _, tc := range tests {

@@ -57,9 +57,9 @@
 // [CompileOptions].Target selects the traffic. An HTTP policy
 // ([TargetHTTP]) sees req.*, conn.*, oidc.* and, in outbound rules, res.*. A
 // connection policy ([TargetConnection], for TLS and TCP edges) has only
-// inbound rules, sees conn.* and time.now, and allows the log, deny and
-// restrict-ips actions; an HTTP-only variable, function or action in it is
-// a compile error that says so.
+// inbound rules, sees conn.* and time.now, and allows the log, deny,
+// restrict-ips and set-vars actions; an HTTP-only variable, function or
+// action in it is a compile error that says so.
 //
 // A compiled [Policy] is immutable and safe for concurrent use.
 //
@@ -201,7 +201,7 @@
 // indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split, substring,
 // trim, join, quote, reverse, format) and, as extensions of the SPEC,
 // cel-go's libraries Encoders (base64.encode, base64.decode), Lists
-// (lists.range up to MaxListRange elements, distinct, flatten, reverse,
+// (lists.range up to limits.MaxListRange elements, distinct, flatten, reverse,
 // slice, sort, sortBy, first, last), Sets (sets.contains,
 // sets.equivalent, sets.intersects), Math (math.greatest, math.least,
 // math.abs, math.ceil, math.floor, math.round, math.sign, math.bitAnd and
@@ -323,14 +323,16 @@
 //     https), audiences (list; when given, the token's aud must hold one),
 //     vars (object of variable names to claim names), enforce (bool,
 //     default true). Verifies the request's bearer token (one
-//     Authorization header "Bearer <JWT>", at most MaxTokenBytes) with
-//     github.com/lestrrat-go/jwx/v3: its JWS signature by a key of the
-//     issuer's JWKS (the algorithm inferred from the key, never "none"),
+//     Authorization header "Bearer <JWT>" in compact form, at most
+//     MaxTokenBytes) with github.com/go-jose/go-jose/v4: its JWS signature
+//     by the key of the issuer's JWKS its kid names (used with the key's
+//     alg when the JWKS gives one, else an alg the key's type allows;
+//     never "none", and a token without alg or with crit is refused),
 //     exp, nbf and iat (30s of skew, by the evaluation time), iss and aud.
 //     Without a valid token it ends evaluation with 401 and
 //     WWW-Authenticate: Bearer, unless enforce is false. With one, it sets
 //     each configured vars.<name> to its claim (a string as is, other
-//     values as JSON, at most MaxVarBytes), so later rules, templates and
+//     values as JSON, at most limits.MaxVarBytes), so later rules, templates and
 //     rate-limit bucket keys read the claims. Sets
 //     actions.service.jwt_validation.valid, .subject and .error. The JWKS
 //     is fetched with [Options].HTTPClient when first needed, kept per
@@ -342,10 +344,10 @@
 //     refused. Requests needing a fetch wait for it. An extension of the
 //     SPEC. Inbound HTTP only.
 //   - set-vars: vars (required; object of variable names to templated
-//     values, at most MaxVars). Renders every value, then sets them all,
+//     values, at most limits.MaxVars). Renders every value, then sets them all,
 //     so a value reads the variables as they were before the action (see
-//     Variables). Names are ASCII identifiers of at most MaxVarNameLength
-//     bytes, not CEL reserved words; a value longer than MaxVarBytes is
+//     Variables). Names are ASCII identifiers of at most limits.MaxVarNameLength
+//     bytes, not CEL reserved words; a value longer than limits.MaxVarBytes is
 //     truncated and reported. An extension of the SPEC. HTTP and
 //     connection policies.
 //   - rate-limit: name, algorithm, capacity, rate, bucket_key (all
@@ -397,7 +399,7 @@
 // conn.client_ip_prefix, req.headers['<name>'], getReqHeader('<Name>'),
 // which keep their meaning) is compiled as a CEL expression that must give
 // a string, over the same variables and functions as the rule's
-// expressions and with the same limits (MaxExpressionLength, nodes, cost,
+// expressions and with the same limits (limits.MaxExpressionLength, nodes, cost,
 // counted in the document's budgets); its problems are violations of
 // config.bucket_key[i] with line:column. For example
 //
@@ -457,7 +459,7 @@
 // fail open for the rule concerned: write deny conditions so that they
 // cannot fail ('x' in req.headers && ..., hasReqHeader, getReqHeader).
 //
-// Running out of the evaluation's cost budget ([MaxEvaluationCost]) is
+// Running out of the evaluation's cost budget ([limits.MaxEvaluationCost]) is
 // different: it fails closed. The expression, template or from regex that
 // would exceed the budget is not evaluated; an EvalError whose cause is
 // [ErrCostLimit] goes to the Sink, located at it; its rule does not apply
@@ -475,14 +477,14 @@
 //
 // # Limits
 //
-// Documents: [MaxDocumentBytes] (1 MiB), [MaxRulesPerPhase] (100 rules per
-// phase), [MaxExpressionsPerRule] and [MaxActionsPerRule] (32 each), and a
+// Documents: [limits.MaxDocumentBytes] (1 MiB), [limits.MaxRulesPerPhase] (100 rules per
+// phase), [limits.MaxExpressionsPerRule] and [limits.MaxActionsPerRule] (32 each), and a
 // budget for the whole document, so that compiling one costs at most tens
 // of milliseconds and megabytes (about 40 ms and 15 MB allocated for the
-// costliest, see BenchmarkCompileWorstDocument): [MaxDocumentNodes] (5000 AST nodes over
-// all expressions and templates, each counting [ExpressionOverheadNodes]
-// (10) more), [MaxDocumentRegexProgramSize] (10,000 RE2 instructions over
-// the distinct patterns) and [MaxDocumentCost] (the sum of the worst-case
+// costliest, see BenchmarkCompileWorstDocument): [limits.MaxDocumentNodes] (5000 AST nodes over
+// all expressions and templates, each counting [limits.ExpressionOverheadNodes]
+// (10) more), [limits.MaxDocumentRegexProgramSize] (10,000 RE2 instructions over
+// the distinct patterns) and [limits.MaxDocumentCost] (the sum of the worst-case
 // costs estimated for every expression, template expression and from
 // regex: 1,000,000). A document over one of them is refused with one
 // violation naming the limit, at the expression that went over; nothing
@@ -490,20 +492,20 @@
 // per document, shared by the cel-go programs, the native evaluators and
 // the actions.
 //
-// Expressions: [MaxExpressionLength] (4096 code points),
-// [MaxExpressionNodes] (2000 AST nodes), [MaxRecursionDepth] (50, the CEL
-// parser's recursion limit), [MaxComprehensionNesting] (2),
-// [MaxRegexProgramSize] (1000 RE2 instructions, for matches() and for
-// from fields), and [MaxExpressionCost]: the worst-case cost CEL's cost
+// Expressions: [limits.MaxExpressionLength] (4096 code points),
+// [limits.MaxExpressionNodes] (2000 AST nodes), [limits.MaxRecursionDepth] (50, the CEL
+// parser's recursion limit), [limits.MaxComprehensionNesting] (2),
+// [limits.MaxRegexProgramSize] (1000 RE2 instructions, for matches() and for
+// from fields), and [limits.MaxExpressionCost]: the worst-case cost CEL's cost
 // model estimates at compile time may not exceed 1,000,000. The estimate
 // assumes the request bounds servers built by this library set
-// ([MaxURLBytes] for the request target, answered 414 beyond;
-// [MaxRequestHeaderBytes] for the request line and headers): req.url.path,
+// ([limits.MaxURLBytes] for the request target, answered 414 beyond;
+// [limits.MaxRequestHeaderBytes] for the request line and headers): req.url.path,
 // req.url.query and query parameters of up to 8 KiB, req.url of up to
 // 8 KiB and a host name, every other request string, header name and
 // value (and response header value) of up to 32 KiB, up to 128 headers or
 // query parameters and up to 16 values each. [Policy.Handler] refuses a
-// request beyond MaxURLBytes (414) or MaxRequestHeaderBytes (431) before
+// request beyond limits.MaxURLBytes (414) or limits.MaxRequestHeaderBytes (431) before
 // evaluating it; a host calling Inbound itself should do the same (or
 // configure its server so). A matches() call costs one
 // unit per ten input characters per instruction of the pattern's RE2
@@ -511,26 +513,26 @@
 // the work Go's regexp does.
 //
 // Evaluation: every call of Inbound, Outbound or Connect has a cost budget
-// of [MaxEvaluationCost] (1,000,000) in CEL's cost units, shared by all
+// of [limits.MaxEvaluationCost] (1,000,000) in CEL's cost units, shared by all
 // the expressions, ${...} templates and from regexes it evaluates, on the
 // native path and on cel-go alike (both charge the same for the same
 // expression); regexes and the native string operations are charged
 // before they run, cel-go's other functions when they return. As
-// MaxDocumentCost equals it, an accepted document never runs out
+// limits.MaxDocumentCost equals it, an accepted document never runs out
 // on requests within the assumed sizes; beyond them (a host with larger
 // server limits, thousands of headers, a rewritten URL) the evaluation
 // fails closed (section Runtime errors). Host actions' own work is not
 // counted. Templates:
-// [MaxTemplateOutput] (64 KiB; a literal longer is refused, a longer
-// rendering is truncated and reported), [MaxTemplateExpressions] (32 per
-// string). Rate-limit bucket keys: [MaxBucketKeyBytes] (4096; a longer key
+// [limits.MaxTemplateOutput] (64 KiB; a literal longer is refused, a longer
+// rendering is truncated and reported), [limits.MaxTemplateExpressions] (32 per
+// string). Rate-limit bucket keys: [limits.MaxBucketKeyBytes] (4096; a longer key
 // is truncated and reported through actions.service.rate_limit.error.code).
-// Variables: [MaxVars] (64 distinct names per document), [MaxVarNameLength]
-// (64 bytes), [MaxVarBytes] (8 KiB per value, the size the cost model
+// Variables: [limits.MaxVars] (64 distinct names per document), [limits.MaxVarNameLength]
+// (64 bytes), [limits.MaxVarBytes] (8 KiB per value, the size the cost model
 // assumes for vars.<name>; a longer value is truncated and reported).
 // OIDC identity: the cost model assumes oidc.issuer is at most
-// [MaxOIDCIssuerBytes] (2048) and the other oidc.* strings at most
-// [MaxOIDCClaimBytes] (255), the bounds the edge proxy's OIDC module
+// [limits.MaxOIDCIssuerBytes] (2048) and the other oidc.* strings at most
+// [limits.MaxOIDCClaimBytes] (255), the bounds the edge proxy's OIDC module
 // enforces; a host passing longer strings is charged their actual cost.
 //
 // # Performance
@@ -548,9 +550,9 @@
 // result variables nothing reads (its bucket key is built in a reused
 // buffer, the client IP appended as text without formatting a string);
 // see the package's benchmarks. At the other end, the costliest documents
-// MaxDocumentCost accepts (dozens of regexes over the path or a header)
+// limits.MaxDocumentCost accepts (dozens of regexes over the path or a header)
 // take about 20 ms to evaluate on a request at the size bounds
-// (BenchmarkEvaluateWorstDocument): that is what MaxEvaluationCost
+// (BenchmarkEvaluateWorstDocument): that is what limits.MaxEvaluationCost
 // allows.
 //
 // # Metrics

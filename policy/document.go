@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // Phase names as they appear in a document. Inbound and outbound are the
@@ -99,8 +100,8 @@ type RuleAction struct {
 // Expressions and action configs are checked by [Engine.Compile].
 func Parse(data []byte) (*Document, error) {
 	var vs apierr.Violations
-	if len(data) > MaxDocumentBytes {
-		vs.Add("", "document is %d bytes; at most %d are allowed", len(data), MaxDocumentBytes)
+	if len(data) > limits.MaxDocumentBytes {
+		vs.Add("", "document is %d bytes; at most %d are allowed", len(data), limits.MaxDocumentBytes)
 		return nil, vs.Err()
 	}
 	fields, err := objectFields(data, true)

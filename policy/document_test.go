@@ -3,6 +3,8 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 func TestParse(t *testing.T) {
@@ -71,7 +73,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseTooLarge(t *testing.T) {
-	doc := `{"inbound":[` + strings.Repeat(" ", MaxDocumentBytes) + `]}`
+	doc := `{"inbound":[` + strings.Repeat(" ", limits.MaxDocumentBytes) + `]}`
 	_, err := Parse([]byte(doc))
 	wantViolations(t, err, []string{": document is"})
 }

@@ -15,6 +15,7 @@ import (
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // Target is the kind of traffic a policy is compiled for.
@@ -130,7 +131,10 @@ type Engine struct {
 	clock      func() time.Time
 	maxKeys    int
 	limiters   limiterPool
-	states     sync.Pool
+	// connActions names the built-in actions a connection policy allows,
+	// for needHTTP's message.
+	connActions string
+	states      sync.Pool
 
 	// tracker is a cost tracker configured with the environment's cost
 	// models (the string extensions' among them), which every evaluation
@@ -169,7 +173,13 @@ func NewEngine(o Options) (*Engine, error) {
 		e.httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	e.limiters.init()
-	types := append(builtinActions(e), o.Actions...)
+	builtins := builtinTypes()
+	e.connActions = connectionActions(builtins)
+	types := make([]ActionType, 0, len(builtins)+len(o.Actions))
+	for _, t := range builtins {
+		types = append(types, t)
+	}
+	types = append(types, o.Actions...)
 	for _, t := range types {
 		if t == nil {
 			return nil, fmt.Errorf("policy: nil action type")
@@ -272,17 +282,17 @@ func (e *Engine) newEnv() (*cel.Env, error) {
 	listStr := cel.ListType(cel.StringType)
 	str := []*cel.Type{cel.StringType}
 	opts := []cel.EnvOption{
-		cel.ParserRecursionLimit(MaxRecursionDepth),
-		cel.ParserExpressionSizeLimit(MaxExpressionLength),
-		cel.ExpressionNodeLimit(MaxExpressionNodes),
+		cel.ParserRecursionLimit(limits.MaxRecursionDepth),
+		cel.ParserExpressionSizeLimit(limits.MaxExpressionLength),
+		cel.ExpressionNodeLimit(limits.MaxExpressionNodes),
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
-			cel.ValidateComprehensionNestingLimit(MaxComprehensionNesting),
+			cel.ValidateComprehensionNestingLimit(limits.MaxComprehensionNesting),
 		),
 		ext.Strings(),
 		ext.Encoders(),
-		ext.Lists(ext.ListsMaxRangeSize(MaxListRange)),
+		ext.Lists(ext.ListsMaxRangeSize(limits.MaxListRange)),
 		ext.Sets(),
 		ext.Math(),
 		ext.Network(),

@@ -136,10 +136,10 @@ func TestNewEngineErrors(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{"duplicate of a built-in", Options{Actions: []ActionType{simpleType{ActionDeny, compileDeny}}}},
+		{"duplicate of a built-in", Options{Actions: []ActionType{denyType}}},
 		{"registered twice", Options{Actions: []ActionType{tagType{}, tagType{}}}},
 		{"nil", Options{Actions: []ActionType{nil}}},
-		{"bad name", Options{Actions: []ActionType{simpleType{"a b", compileDeny}}}},
+		{"bad name", Options{Actions: []ActionType{builtinType{name: "a b", compile: compileDeny}}}},
 		{"bad result field", Options{Actions: []ActionType{badFields{"x-y", ResultString}}}},
 		{"bad result type", Options{Actions: []ActionType{badFields{"x", 0}}}},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // Request is the input of an inbound HTTP evaluation. The policy never
@@ -54,8 +55,8 @@ type Request struct {
 // traffic policy. The zero value is "not authenticated". It is
 // authenticated when Subject is set; otherwise every oidc.* variable reads
 // "" or false, whatever the other fields hold. The cost model assumes
-// Issuer is at most [MaxOIDCIssuerBytes] and the other strings at most
-// [MaxOIDCClaimBytes]; longer values are evaluated as given, at their
+// Issuer is at most [limits.MaxOIDCIssuerBytes] and the other strings at most
+// [limits.MaxOIDCClaimBytes]; longer values are evaluated as given, at their
 // cost (see the package doc, section Limits).
 type OIDCIdentity struct {
 	// Issuer is the provider's issuer URL (oidc.issuer).
@@ -428,7 +429,7 @@ func (r *compiledRule) applies(st *evalState) bool {
 			start := st.cost
 			st.nerr = false
 			switch res := c.native.evalB(st); {
-			case st.nerr || st.exhausted || st.cost > MaxEvaluationCost:
+			case st.nerr || st.exhausted || st.cost > limits.MaxEvaluationCost:
 				if r.nativeOutOfBudget(st, c, start) {
 					return false
 				}
@@ -451,7 +452,7 @@ func (r *compiledRule) applies(st *evalState) bool {
 // out of budget. Out of budget without an error, it reports and returns
 // true; else it forgets the native evaluation's cost for CEL to run.
 func (r *compiledRule) nativeOutOfBudget(st *evalState, c *condition, start uint64) bool {
-	if !st.nerr && (st.exhausted || st.cost > MaxEvaluationCost) {
+	if !st.nerr && (st.exhausted || st.cost > limits.MaxEvaluationCost) {
 		st.exhausted, st.exhaustedAt = true, c.loc
 		st.report(c.loc, r.name, ErrCostLimit)
 		return true

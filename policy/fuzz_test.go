@@ -3,8 +3,6 @@ package policy
 import (
 	"encoding/json"
 	"errors"
-	"github.com/edgeplane/edgeplane/apierr"
-	"golang.org/x/crypto/bcrypt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -12,6 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/policy/limits"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // fuzzSink fails the test on internal errors (a recovered panic).
@@ -82,7 +84,7 @@ func compareConditions(t *testing.T, p *Policy, ph *phaseProg, phase Phase, req 
 			if cc.cel == 0 {
 				continue
 			}
-			native, cc, celRes, err = evalBoth(p, c, phase, req, res, MaxEvaluationCost-cc.cel+1)
+			native, cc, celRes, err = evalBoth(p, c, phase, req, res, limits.MaxEvaluationCost-cc.cel+1)
 			if !cc.nativeOut || celRes != triErr || !errors.Is(err, ErrCostLimit) {
 				t.Fatalf("%s near the budget: native %v (out of budget %v), CEL %v (%v)", c.loc, native, cc.nativeOut, celRes, err)
 			}
@@ -99,7 +101,7 @@ func evalBoth(p *Policy, c *condition, phase Phase, req *Request, res *Response,
 	st.begin(p, phase, req, res, nil)
 	st.cost, st.nerr = spent, false
 	native := c.native.evalB(st)
-	if st.cost > MaxEvaluationCost {
+	if st.cost > limits.MaxEvaluationCost {
 		st.exhausted = true
 	}
 	cc.native, cc.nativeErr, cc.nativeOut = st.cost-spent, st.nerr, st.exhausted
@@ -244,7 +246,7 @@ func FuzzTemplate(f *testing.F) {
 		req := testRequest()
 		req.Path = path
 		res := p.Inbound(req)
-		if len(res.Header.Get("Location")) > MaxTemplateOutput+len(req.Path)+100 {
+		if len(res.Header.Get("Location")) > limits.MaxTemplateOutput+len(req.Path)+100 {
 			t.Fatalf("location of %d bytes", len(res.Header.Get("Location")))
 		}
 		sink.check(t)

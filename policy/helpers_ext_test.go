@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"strings"
+	"testing"
+
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
-	"strings"
-	"testing"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // extCases covers every function issue 19 (item 4) adds: cel-go's
@@ -89,7 +91,7 @@ func TestExtensionFunctions(t *testing.T) {
 // grows with the input (so a 32 KiB Cookie header is not charged as one
 // call).
 func TestHelperCostWithinEstimate(t *testing.T) {
-	big := strings.Repeat("x", MaxRequestHeaderBytes-100)
+	big := strings.Repeat("x", limits.MaxRequestHeaderBytes-100)
 	for _, expr := range []string{
 		"hasReqCookie('nope')",
 		"getReqCookie('nope').size() == 0",

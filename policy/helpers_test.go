@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/common/types"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 var (
@@ -152,7 +153,7 @@ func evalCondCost(t *testing.T, p *Policy, ph Phase, req *Request, res *Response
 		st.cost = spent
 		st.nerr = false
 		native = c.native.evalB(st)
-		if st.cost > MaxEvaluationCost {
+		if st.cost > limits.MaxEvaluationCost {
 			st.exhausted = true
 		}
 		cc.native, cc.nativeErr, cc.nativeOut = st.cost-spent, st.nerr, st.exhausted

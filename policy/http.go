@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"net/url"
 	"time"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // RequestFromHTTP returns the [Request] of an incoming net/http server
@@ -134,9 +136,9 @@ func applyEdits(h http.Header, edits []HeaderEdit) {
 //
 // A request beyond the bounds the cost model assumes is refused before any
 // rule runs, whatever the server's own limits: 414 URI Too Long when its
-// request target is longer than MaxURLBytes, 431 Request Header Fields Too
+// request target is longer than limits.MaxURLBytes, 431 Request Header Fields Too
 // Large when its request line and header lines (as sent on HTTP/1.1) are
-// longer than MaxRequestHeaderBytes.
+// longer than limits.MaxRequestHeaderBytes.
 func (p *Policy) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if code := requestBounds(r); code != 0 {
@@ -162,14 +164,14 @@ func (p *Policy) Handler(next http.Handler) http.Handler {
 }
 
 // requestBounds returns 414 when r's request target is longer than
-// MaxURLBytes, 431 when its request line and header lines are longer than
-// MaxRequestHeaderBytes, and 0 otherwise.
+// limits.MaxURLBytes, 431 when its request line and header lines are longer than
+// limits.MaxRequestHeaderBytes, and 0 otherwise.
 func requestBounds(r *http.Request) int {
 	target := len(r.RequestURI)
 	if target == 0 { // not a server request: its target as it would be sent
 		target = len(r.URL.EscapedPath()) + len(r.URL.RawQuery) + 1
 	}
-	if target > MaxURLBytes {
+	if target > limits.MaxURLBytes {
 		return http.StatusRequestURITooLong
 	}
 	n := len(r.Method) + 1 + target + 1 + len(r.Proto) + len("\r\nHost: \r\n") + len(r.Host)
@@ -178,7 +180,7 @@ func requestBounds(r *http.Request) int {
 			n += len(k) + len(": \r\n") + len(v)
 		}
 	}
-	if n > MaxRequestHeaderBytes {
+	if n > limits.MaxRequestHeaderBytes {
 		return http.StatusRequestHeaderFieldsTooLarge
 	}
 	return 0

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 func TestRequestFromHTTP(t *testing.T) {
@@ -222,9 +224,9 @@ func TestHandlerRequestBounds(t *testing.T) {
 		target, big int
 		want        int
 	}{
-		{"at both bounds", MaxURLBytes, MaxRequestHeaderBytes - fixed - MaxURLBytes, http.StatusOK},
-		{"target too long", MaxURLBytes + 1, 0, http.StatusRequestURITooLong},
-		{"headers too long", MaxURLBytes, MaxRequestHeaderBytes - fixed - MaxURLBytes + 1, http.StatusRequestHeaderFieldsTooLarge},
+		{"at both bounds", limits.MaxURLBytes, limits.MaxRequestHeaderBytes - fixed - limits.MaxURLBytes, http.StatusOK},
+		{"target too long", limits.MaxURLBytes + 1, 0, http.StatusRequestURITooLong},
+		{"headers too long", limits.MaxURLBytes, limits.MaxRequestHeaderBytes - fixed - limits.MaxURLBytes + 1, http.StatusRequestHeaderFieldsTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

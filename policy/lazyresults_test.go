@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane/policy/limits"
 	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
@@ -33,7 +34,7 @@ func rlReads(keys, extra string) string {
 }
 
 func TestResultVariablesRead(t *testing.T) {
-	long := strings.Repeat("a", 2*MaxBucketKeyBytes)
+	long := strings.Repeat("a", 2*limits.MaxBucketKeyBytes)
 	tests := []struct {
 		name string
 		doc  string
@@ -72,8 +73,8 @@ func TestResultVariablesRead(t *testing.T) {
 				"${actions.service.rate_limit.bucket_key.size()}|${actions.service.rate_limit.bucket_key.endsWith('a...')}|${actions.service.rate_limit.error.code}|${actions.service.rate_limit.error.message}"}}}]}]`),
 			req: func(r *Request) { r.Header["X-Long"] = []string{long} },
 			want: [2]string{
-				fmt.Sprintf("%d|true|%s|the bucket key is longer than %d bytes and was truncated", MaxBucketKeyBytes+3, ErrCodeBucketKeyTooLong, MaxBucketKeyBytes),
-				fmt.Sprintf("%d|true|%s|the bucket key is longer than %d bytes and was truncated", MaxBucketKeyBytes+3, ErrCodeBucketKeyTooLong, MaxBucketKeyBytes)}},
+				fmt.Sprintf("%d|true|%s|the bucket key is longer than %d bytes and was truncated", limits.MaxBucketKeyBytes+3, ErrCodeBucketKeyTooLong, limits.MaxBucketKeyBytes),
+				fmt.Sprintf("%d|true|%s|the bucket key is longer than %d bytes and was truncated", limits.MaxBucketKeyBytes+3, ErrCodeBucketKeyTooLong, limits.MaxBucketKeyBytes)}},
 		{name: "custom-response body",
 			doc:  rlReads(`"req.host"`, `,{"expressions":["actions.service.rate_limit.limited"],"actions":[{"type":"custom-response","config":{"status_code":429,"body":"${actions.service.rate_limit.bucket_key}"}}]}]`),
 			want: [2]string{"", "body api.example.com:8443"}},
@@ -241,7 +242,7 @@ func TestResultVariablesLazyMatchesEager(t *testing.T) {
 			req.Conn.ClientAddr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(10 + i%3)}), 1)
 			req.Header["Accept"] = []string{"a", strings.Repeat("b", i%2)}
 			if i >= 6 {
-				req.Header["X-Long"] = []string{strings.Repeat("x", MaxBucketKeyBytes)}
+				req.Header["X-Long"] = []string{strings.Repeat("x", limits.MaxBucketKeyBytes)}
 			}
 			var r record
 			r.In = p.Inbound(req)
@@ -294,7 +295,7 @@ func TestBucketKeyParts(t *testing.T) {
 // TestRateLimitBucketKey checks end to end that a request counts in the
 // bucket of the documented key: ratelimit.AppendKeyPart of each element's
 // text (the client IP as conn.client_ip shows it, a header's values joined
-// by ","), truncated to MaxBucketKeyBytes.
+// by ","), truncated to limits.MaxBucketKeyBytes.
 func TestRateLimitBucketKey(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -309,9 +310,9 @@ func TestRateLimitBucketKey(t *testing.T) {
 		{"tuple", `"req.host", "conn.client_ip", "req.headers['accept']", "getReqHeader('x-none')"`, nil,
 			[]string{"api.example.com:8443", "198.51.100.10", "a,b", ""}},
 		{"long", `"req.headers['x-long']"`, func(r *Request) {
-			r.Header["X-Long"] = []string{strings.Repeat("l", 300), strings.Repeat("m", 2*MaxBucketKeyBytes)}
+			r.Header["X-Long"] = []string{strings.Repeat("l", 300), strings.Repeat("m", 2*limits.MaxBucketKeyBytes)}
 		},
-			[]string{strings.Repeat("l", 300) + "," + strings.Repeat("m", 2*MaxBucketKeyBytes)}},
+			[]string{strings.Repeat("l", 300) + "," + strings.Repeat("m", 2*limits.MaxBucketKeyBytes)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,7 +329,7 @@ func TestRateLimitBucketKey(t *testing.T) {
 			for _, s := range tc.parts {
 				key = ratelimit.AppendKeyPart(key, s)
 			}
-			key = key[:min(len(key), MaxBucketKeyBytes)]
+			key = key[:min(len(key), limits.MaxBucketKeyBytes)]
 			lim := p.in.rules[0].actions[0].action.(*rateLimitAction).lim
 			if d := lim.AllowBytesAt(key, t1); d.Allowed {
 				t.Errorf("the bucket of key %q is empty: the request counted elsewhere", key)

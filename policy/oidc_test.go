@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // ada is the identity the OIDC cases sign in with.
@@ -131,7 +133,7 @@ func TestOIDCVariablesNotOnConnections(t *testing.T) {
 
 // TestOIDCCostBounds checks the sizes the cost model assumes for the
 // oidc.* strings: the worst-case estimate of v.contains(v) is exactly its
-// runtime cost with v at the bound (MaxOIDCClaimBytes, MaxOIDCIssuerBytes),
+// runtime cost with v at the bound (limits.MaxOIDCClaimBytes, limits.MaxOIDCIssuerBytes),
 // and a string one byte longer costs more than the estimate.
 func TestOIDCCostBounds(t *testing.T) {
 	for _, tc := range []struct {
@@ -139,11 +141,11 @@ func TestOIDCCostBounds(t *testing.T) {
 		bound int
 		set   func(*OIDCIdentity, string)
 	}{
-		{"oidc.subject", MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.Subject = s }},
-		{"oidc.email", MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.Email = s }},
-		{"oidc.name", MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.Name = s }},
-		{"oidc.preferred_username", MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.PreferredUsername = s }},
-		{"oidc.issuer", MaxOIDCIssuerBytes, func(id *OIDCIdentity, s string) { id.Issuer = s }},
+		{"oidc.subject", limits.MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.Subject = s }},
+		{"oidc.email", limits.MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.Email = s }},
+		{"oidc.name", limits.MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.Name = s }},
+		{"oidc.preferred_username", limits.MaxOIDCClaimBytes, func(id *OIDCIdentity, s string) { id.PreferredUsername = s }},
+		{"oidc.issuer", limits.MaxOIDCIssuerBytes, func(id *OIDCIdentity, s string) { id.Issuer = s }},
 	} {
 		t.Run(tc.v, func(t *testing.T) {
 			e, _ := newTestEngine(t, Options{})

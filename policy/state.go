@@ -19,6 +19,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // resultValue holds one action result variable.
@@ -134,7 +135,7 @@ func (st *evalState) evalCEL(p cel.Program) (ref.Val, error) {
 		return nil, ErrCostLimit
 	}
 	*st.tracker = st.trackerProto
-	st.celLimit = MaxEvaluationCost - st.cost
+	st.celLimit = limits.MaxEvaluationCost - st.cost
 	frame, err := interpreter.NewExecutionFrame(st)
 	if err != nil {
 		return nil, err
@@ -143,7 +144,7 @@ func (st *evalState) evalCEL(p cel.Program) (ref.Val, error) {
 	v, _, err := p.Eval(frame)
 	frame.Close()
 	st.cost = cost.SafeAdd(st.cost, st.tracker.ActualCost())
-	if err != nil && isCELCostLimit(err) || st.cost > MaxEvaluationCost {
+	if err != nil && isCELCostLimit(err) || st.cost > limits.MaxEvaluationCost {
 		st.exhausted = true
 		return nil, ErrCostLimit
 	}

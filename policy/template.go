@@ -12,6 +12,7 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // Template is a compiled templated config string: literal text with ${expr}
@@ -53,8 +54,8 @@ func (t *Template) IsLiteral() bool {
 // with field.
 func (c *compiler) template(vs *apierr.Violations, field string, s string, groups int) *Template {
 	t := &Template{field: field, src: s}
-	if len(s) > MaxTemplateOutput {
-		vs.Add(field, "is %d bytes; at most %d are allowed", len(s), MaxTemplateOutput)
+	if len(s) > limits.MaxTemplateOutput {
+		vs.Add(field, "is %d bytes; at most %d are allowed", len(s), limits.MaxTemplateOutput)
 		return t
 	}
 	nexpr := 0
@@ -72,8 +73,8 @@ func (c *compiler) template(vs *apierr.Violations, field string, s string, group
 			return t
 		}
 		nexpr++
-		if nexpr > MaxTemplateExpressions {
-			vs.Add(field, "has more than %d ${...} expressions", MaxTemplateExpressions)
+		if nexpr > limits.MaxTemplateExpressions {
+			vs.Add(field, "has more than %d ${...} expressions", limits.MaxTemplateExpressions)
 			return t
 		}
 		src := s[start+2 : end]
@@ -221,7 +222,7 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-var errTruncated = fmt.Errorf("output exceeds %d bytes and was truncated", MaxTemplateOutput)
+var errTruncated = fmt.Errorf("output exceeds %d bytes and was truncated", limits.MaxTemplateOutput)
 
 // render renders t for the running action a.
 func (st *evalState) render(t *Template, a *compiledAction) string {
@@ -239,8 +240,8 @@ func (st *evalState) renderGroups(t *Template, a *compiledAction, subject string
 	}
 	if len(t.parts) == 1 && t.parts[0].expr != nil {
 		s := st.evalTemplateExpr(t, t.parts[0].expr, a)
-		if len(s) > MaxTemplateOutput {
-			s = truncateAt(s, MaxTemplateOutput)
+		if len(s) > limits.MaxTemplateOutput {
+			s = truncateAt(s, limits.MaxTemplateOutput)
 			st.report(a.loc+"."+t.field, a.rule, errTruncated)
 		}
 		return s
@@ -251,8 +252,8 @@ func (st *evalState) renderGroups(t *Template, a *compiledAction, subject string
 		if truncated {
 			return
 		}
-		if b.Len()+len(s) > MaxTemplateOutput {
-			n := MaxTemplateOutput - b.Len()
+		if b.Len()+len(s) > limits.MaxTemplateOutput {
+			n := limits.MaxTemplateOutput - b.Len()
 			for n > 0 && !utf8.RuneStart(s[n]) {
 				n--
 			}
@@ -286,7 +287,7 @@ func (st *evalState) evalTemplateExpr(t *Template, x *tmplExpr, a *compiledActio
 		start := st.cost
 		st.nerr = false
 		s, ok := x.native.evalS(st)
-		if st.cost > MaxEvaluationCost {
+		if st.cost > limits.MaxEvaluationCost {
 			st.exhausted = true
 		}
 		switch {
@@ -358,7 +359,7 @@ func (st *evalState) evalStringExpr(x *tmplExpr) (string, error) {
 		start := st.cost
 		st.nerr = false
 		s, ok := x.native.evalS(st)
-		if st.cost > MaxEvaluationCost {
+		if st.cost > limits.MaxEvaluationCost {
 			st.exhausted = true
 		}
 		switch {

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	celtypes "cel.dev/cel-go/common/types"
 )
 
 // varID identifies a variable for the evaluator. Static variables have fixed
@@ -212,5 +214,45 @@ func unavailableReason(what string, a avail, t Target, ph Phase) string {
 		return what + " is only available in outbound (on_http_response) rules"
 	default:
 		return what + " is not available here"
+	}
+}
+
+// checkVars refuses a read of vars.<name> (or vars['<name>']) that no
+// earlier set-vars action sets, and notes reads of vars in outbound rules.
+func (c *compiler) checkVars(e *ast.AST, at func(id int64, msg string)) {
+	uses := false
+	ast.PostOrderVisit(e.Expr(), ast.NewExprVisitor(func(x ast.Expr) {
+		var name string
+		switch x.Kind() {
+		case ast.IdentKind:
+			uses = uses || x.AsIdent() == "vars"
+			return
+		case ast.SelectKind:
+			sel := x.AsSelect()
+			if op := sel.Operand(); op.Kind() != ast.IdentKind || op.AsIdent() != "vars" {
+				return
+			}
+			name = sel.FieldName()
+		case ast.CallKind:
+			call := x.AsCall()
+			args := call.Args()
+			if call.FunctionName() != "_[_]" || len(args) != 2 || args[0].Kind() != ast.IdentKind || args[0].AsIdent() != "vars" ||
+				args[1].Kind() != ast.LiteralKind {
+				return
+			}
+			s, ok := args[1].AsLiteral().(celtypes.String)
+			if !ok {
+				return
+			}
+			name = string(s)
+		default:
+			return
+		}
+		if !c.setVars[name] {
+			at(x.ID(), "vars."+name+" is not set by a set-vars or jwt-validation action before this point of the document")
+		}
+	}))
+	if uses && c.phase == Outbound {
+		c.outReadsVars = true
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 // exprCase is one expression evaluated against testRequest/testResponse.
@@ -333,14 +335,14 @@ func TestHeaderLookup(t *testing.T) {
 }
 
 // TestTemplateOutputCap checks that a rendering longer than
-// MaxTemplateOutput is truncated and reported.
+// limits.MaxTemplateOutput is truncated and reported.
 func TestTemplateOutputCap(t *testing.T) {
 	e, sink := newTestEngine(t, Options{})
 	p := mustCompile(t, e, `{"inbound":[{"actions":[{"type":"custom-response","config":{"body":"é${req.headers['x-big'][0]}${req.headers['x-big'][0]}tail"}}]}]}`, CompileOptions{})
 	req := testRequest()
-	req.Header["X-Big"] = []string{strings.Repeat("é", MaxTemplateOutput/3)}
+	req.Header["X-Big"] = []string{strings.Repeat("é", limits.MaxTemplateOutput/3)}
 	res := p.Inbound(req)
-	if len(res.Body) > MaxTemplateOutput || len(res.Body) < MaxTemplateOutput-1 || !utf8.ValidString(res.Body) || strings.HasSuffix(res.Body, "tail") {
+	if len(res.Body) > limits.MaxTemplateOutput || len(res.Body) < limits.MaxTemplateOutput-1 || !utf8.ValidString(res.Body) || strings.HasSuffix(res.Body, "tail") {
 		t.Fatalf("body of %d bytes (valid UTF-8: %v)", len(res.Body), utf8.ValidString(res.Body))
 	}
 	if errs := sink.errors(); len(errs) != 1 || !strings.Contains(errs[0], "inbound[0].actions[0].config.body: output exceeds 65536 bytes and was truncated") {

@@ -311,7 +311,10 @@ func TestConnVariables(t *testing.T) {
 func TestPolicyTime(t *testing.T) {
 	ctx := t.Context()
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{Clock: func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	svc, err := edgeplane.New(st, edgeplane.Options{Clock: func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer svc.Close(ctx)
 	s := &site{t: t, ctx: ctx, st: st, svc: svc}
 	p := s.account("acme")

@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/faketimer"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/sqlitestore"
@@ -263,9 +264,12 @@ func TestStoreFailureKeepsLastGood(t *testing.T) {
 			mem := memstore.New()
 			w := newWorld(t, mem)
 			f := &flaky{Store: mem}
-			proxySvc := edgeplane.New(f, edgeplane.Options{Clock: w.clock.Now, CacheBytes: -1, AuthCacheTTL: -1})
+			proxySvc, err := edgeplane.New(f, edgeplane.Options{Clock: w.clock.Now, CacheBytes: -1, AuthCacheTTL: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
 			h := newHooks(proxySvc.Host())
-			timer := newFakeTimer()
+			timer := faketimer.New()
 			c := w.start(proxySvc.Host(), f, h, Options{After: timer.After})
 			old := c.Edge(w.a.AccountID, w.a1)
 			applied := c.Revision()
@@ -273,19 +277,19 @@ func TestStoreFailureKeepsLastGood(t *testing.T) {
 			tc.fail(f, true)
 			w.policy(w.a, w.a1, w.a1r, denyAll)
 			for i, want := range []time.Duration{MinBackoff, 2 * MinBackoff, 4 * MinBackoff} {
-				if d := timer.next(t); d != want {
+				if d := timer.Next(t, 10*time.Second); d != want {
 					t.Errorf("backoff %d: %v, want %v", i, d, want)
 				}
 				if c.Edge(w.a.AccountID, w.a1) != old || c.Revision() != applied {
 					t.Fatal("a failed read replaced the snapshot or moved the revision")
 				}
-				timer.fire <- time.Time{}
+				timer.Fire()
 			}
-			if got := timer.next(t); got != 8*MinBackoff {
+			if got := timer.Next(t, 10*time.Second); got != 8*MinBackoff {
 				t.Errorf("backoff 3: %v", got)
 			}
 			tc.fail(f, false)
-			timer.fire <- time.Time{}
+			timer.Fire()
 			w.applied(c)
 			if e := c.Edge(w.a.AccountID, w.a1); e == old || e.Config.Routes[0].TrafficPolicy == nil {
 				t.Error("the change was not applied after the store came back")
@@ -295,37 +299,6 @@ func TestStoreFailureKeepsLastGood(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestBackoffIsCapped: the backoff doubles up to MaxBackoff.
-func TestBackoffIsCapped(t *testing.T) {
-	var got []time.Duration
-	c := &Configs{after: func(d time.Duration) <-chan time.Time {
-		got = append(got, d)
-		ch := make(chan time.Time, 1)
-		ch <- time.Time{}
-		return ch
-	}}
-	for attempt := 1; attempt <= 10; attempt++ {
-		c.pause(context.Background(), attempt)
-	}
-	want := []time.Duration{MinBackoff, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond,
-		3200 * time.Millisecond, 6400 * time.Millisecond, MaxBackoff, MaxBackoff, MaxBackoff}
-	if !equalDurations(got, want) {
-		t.Errorf("backoffs %v, want %v", got, want)
-	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestCompactedFeedReloadsEverything: when the feed no longer holds the
@@ -373,7 +346,7 @@ func TestWaitsForTheServiceCache(t *testing.T) {
 	mem := memstore.New()
 	w := newWorld(t, mem)
 	f := &flaky{Store: mem}
-	proxySvc := edgeplane.New(f, edgeplane.Options{Clock: w.clock.Now}) // record cache on
+	proxySvc := mustService(edgeplane.New(f, edgeplane.Options{Clock: w.clock.Now})) // record cache on
 	t.Cleanup(func() { _ = proxySvc.Close(context.Background()) })
 	h := newHooks(proxySvc.Host())
 	c := w.start(proxySvc.Host(), mem, h, Options{}) // follows the feed directly
@@ -440,7 +413,10 @@ func TestSQLiteOtherProcess(t *testing.T) {
 	}
 	apiStore, proxyStore := open(), open()
 	w := newWorld(t, apiStore)
-	proxySvc := edgeplane.New(proxyStore, edgeplane.Options{Clock: w.clock.Now})
+	proxySvc, err := edgeplane.New(proxyStore, edgeplane.Options{Clock: w.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = proxySvc.Close(context.Background()) })
 	h := newHooks(proxySvc.Host())
 	c := w.start(proxySvc.Host(), proxyStore, h, Options{})
@@ -450,7 +426,7 @@ func TestSQLiteOtherProcess(t *testing.T) {
 	before, _ := h.counts()
 
 	w.policy(w.a, w.a1, w.a1r, denyAll)
-	_, err := w.api.CreateCredential(w.ctx, w.b, credentials.CreateParams{})
+	_, err = w.api.CreateCredential(w.ctx, w.b, credentials.CreateParams{})
 	w.check(err)
 	w.check(w.api.DeleteHTTPSEdge(w.ctx, w.b, w.b1))
 	w.applied(c)
@@ -472,7 +448,10 @@ func TestNewFailsWhenTheStoreIsDown(t *testing.T) {
 	w := newWorld(t, mem)
 	f := &flaky{Store: mem}
 	f.reads.Store(true)
-	svc := edgeplane.New(f, edgeplane.Options{CacheBytes: -1, AuthCacheTTL: -1})
+	svc, err := edgeplane.New(f, edgeplane.Options{CacheBytes: -1, AuthCacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := New(w.ctx, svc.Host(), f, Options{}); err == nil {
 		t.Fatal("New succeeded on a store that cannot be read")
 	}

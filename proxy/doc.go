@@ -35,7 +35,7 @@
 // the Host's host, else the request gets 421 Misdirected Request: a
 // connection whose certificate was chosen for one tenant's name never
 // reaches another tenant's edge. Within the edge, the path picks the
-// route ([edges.HTTPSEdgeConfig.Route]); none matching is a 404.
+// route ([edgeconfig.HTTPSEdge.Route]); none matching is a 404.
 //
 // # The account's IP restrictions
 //
@@ -191,9 +191,9 @@
 //     HTTPS edge's routes created, updated or deleted: that edge is
 //     compiled again; an edge deleted is removed;
 //   - an IP policy, or a rule of one: the edges whose configs read its
-//     rules (routes' traffic policies, [edges.HTTPSRouteConfig.IPPolicyIDs];
+//     rules (routes' traffic policies, [edgeconfig.Route.IPPolicyIDs];
 //     TLS and TCP edges' IP restriction and traffic policy,
-//     [edges.TLSEdgeConfig.IPPolicyIDs]) are compiled again;
+//     [edgeconfig.TLSEdge.IPPolicyIDs]) are compiled again;
 //   - a tunnel registered, renewed or unregistered in an account, or a
 //     backend changed: the tunnel lists of the backends the account's
 //     edges use are read again, and the edges that use them get a new
@@ -239,7 +239,7 @@
 // The number of edges is not bounded here: a proxy that serves a store
 // serves every edge in it, and leaving some out would answer their
 // hostnames with 404s chosen by memory rather than by configuration. Its
-// memory is one compiled [edges.HTTPSEdgeConfig] per edge (at most
+// memory is one compiled [edgeconfig.HTTPSEdge] per edge (at most
 // [edges.MaxRoutesPerEdge] routes, each with at most one compiled traffic
 // policy of at most [edges.MaxTrafficPolicyBytes] of source) and, per
 // backend an edge uses, at most [edgeplane.MaxBackendTunnels] tunnels;

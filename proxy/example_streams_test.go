@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/proxy"
 )
@@ -26,16 +27,19 @@ import (
 func ExampleStreams() {
 	ctx := context.Background()
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{})
+	svc, err := edgeplane.New(st, edgeplane.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer svc.Close(ctx)
 	must := func(err error) {
 		if err != nil {
 			log.Fatal(err)
 		}
 	}
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
 	must(err)
-	user, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ops", Admin: true})
+	user, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ops", Admin: true})
 	must(err)
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID, Admin: true}
 

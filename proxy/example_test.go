@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/proxy"
 )
@@ -16,13 +17,16 @@ import (
 func Example() {
 	ctx := context.Background()
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{})
-	defer svc.Close(ctx)
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	svc, err := edgeplane.New(st, edgeplane.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	user, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ops", Admin: true})
+	defer svc.Close(ctx)
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	user, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ops", Admin: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 )
 
@@ -52,7 +53,7 @@ func fleet(b testing.TB, n int, upstream, doc string) *Configs {
 	b.Helper()
 	ctx := context.Background()
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{TunnelLease: 24 * time.Hour})
+	svc := mustService(edgeplane.New(st, edgeplane.Options{TunnelLease: 24 * time.Hour}))
 	b.Cleanup(func() { _ = svc.Close(ctx) })
 	check := func(err error) {
 		b.Helper()
@@ -60,9 +61,9 @@ func fleet(b testing.TB, n int, upstream, doc string) *Configs {
 			b.Fatal(err)
 		}
 	}
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "bench"})
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "bench"})
 	check(err)
-	user, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	user, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
 	check(err)
 	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID, Admin: true}
 	_, err = svc.CreateReservedDomain(ctx, p, domains.CreateParams{Domain: "*.bench.example.com"})

@@ -21,6 +21,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/memstore"
 )
@@ -146,7 +147,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 	if o.lease == 0 {
 		o.lease = 24 * time.Hour
 	}
-	s.svc = edgeplane.New(s.st, edgeplane.Options{Clock: s.clock.Now, Logger: log, TunnelLease: o.lease})
+	s.svc = mustService(edgeplane.New(s.st, edgeplane.Options{Clock: s.clock.Now, Logger: log, TunnelLease: o.lease}))
 	t.Cleanup(func() { _ = s.svc.Close(context.Background()) })
 	var co Options
 	if o.hooks != nil {
@@ -202,9 +203,9 @@ func (s *site) sync() {
 // account creates an account with an admin and returns the admin.
 func (s *site) account(name string) edgeplane.Principal {
 	s.t.Helper()
-	acct, err := s.svc.Host().CreateAccount(s.ctx, edgeplane.AccountParams{Name: name})
+	acct, err := s.svc.Host().CreateAccount(s.ctx, identity.AccountParams{Name: name})
 	s.check(err)
-	u, err := s.svc.Host().CreateUser(s.ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	u, err := s.svc.Host().CreateUser(s.ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
 	s.check(err)
 	return edgeplane.Principal{AccountID: acct.ID, SubjectID: u.ID, Admin: true}
 }

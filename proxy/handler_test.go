@@ -11,7 +11,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpserver"
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -381,8 +381,8 @@ func TestServerBounds(t *testing.T) {
 		status int
 	}{
 		{"fine", "/fine", nil, http.StatusOK},
-		{"long URL", "/" + strings.Repeat("u", policy.MaxURLBytes), nil, http.StatusRequestURITooLong},
-		{"large header", "/", []string{"X-Big: " + strings.Repeat("h", policy.MaxRequestHeaderBytes+4096)}, http.StatusRequestHeaderFieldsTooLarge},
+		{"long URL", "/" + strings.Repeat("u", limits.MaxURLBytes), nil, http.StatusRequestURITooLong},
+		{"large header", "/", []string{"X-Big: " + strings.Repeat("h", limits.MaxRequestHeaderBytes+4096)}, http.StatusRequestHeaderFieldsTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if res := s.do(nil, a.host, "GET", tc.path, tc.header...); res.status != tc.status {

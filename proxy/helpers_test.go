@@ -11,7 +11,9 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -72,7 +74,7 @@ func (f *flaky) Revision(ctx context.Context) (int64, error) {
 	return f.Store.Revision(ctx)
 }
 
-func (f *flaky) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (f *flaky) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
 	if g := f.gate.Load(); g != nil {
 		select {
 		case <-*g:
@@ -83,7 +85,7 @@ func (f *flaky) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	if f.feed.Load() {
 		return nil, errDown
 	}
-	return f.Store.Changes(ctx, after, limit)
+	return f.Store.Changes(ctx, after, limit, payload)
 }
 
 // hooks count the compiles of each edge and the tunnel reads of each
@@ -106,15 +108,15 @@ func newHooks(host *edgeplane.Host) *hooks {
 }
 
 func (h *hooks) options(o Options) Options {
-	o.compile = func(ctx context.Context, accountID, edgeID string) (*edges.HTTPSEdgeConfig, error) {
+	o.compile = func(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error) {
 		h.compiling(edgeID)
 		return h.host.HTTPSEdgeConfig(ctx, accountID, edgeID)
 	}
-	o.compileTLS = func(ctx context.Context, accountID, edgeID string) (*edges.TLSEdgeConfig, error) {
+	o.compileTLS = func(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error) {
 		h.compiling(edgeID)
 		return h.host.TLSEdgeConfig(ctx, accountID, edgeID)
 	}
-	o.compileTCP = func(ctx context.Context, accountID, edgeID string) (*edges.TCPEdgeConfig, error) {
+	o.compileTCP = func(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error) {
 		h.compiling(edgeID)
 		return h.host.TCPEdgeConfig(ctx, accountID, edgeID)
 	}
@@ -197,7 +199,7 @@ type world struct {
 func newWorld(t testing.TB, st store.Store) *world {
 	t.Helper()
 	w := &world{t: t, ctx: context.Background(), st: st, clock: &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}}
-	w.api = edgeplane.New(st, edgeplane.Options{Clock: w.clock.Now})
+	w.api = mustService(edgeplane.New(st, edgeplane.Options{Clock: w.clock.Now}))
 	t.Cleanup(func() { _ = w.api.Close(context.Background()) })
 	w.a = w.principal("a")
 	w.b = w.principal("b")
@@ -224,9 +226,9 @@ func (w *world) check(err error) {
 
 func (w *world) principal(name string) edgeplane.Principal {
 	w.t.Helper()
-	acct, err := w.api.Host().CreateAccount(w.ctx, edgeplane.AccountParams{Name: name})
+	acct, err := w.api.Host().CreateAccount(w.ctx, identity.AccountParams{Name: name})
 	w.check(err)
-	u, err := w.api.Host().CreateUser(w.ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	u, err := w.api.Host().CreateUser(w.ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
 	w.check(err)
 	return edgeplane.Principal{AccountID: acct.ID, SubjectID: u.ID, Admin: true}
 }
@@ -288,33 +290,4 @@ const denyAll = `{"inbound":[{"actions":[{"type":"deny"}]}]}`
 
 func restrictIPs(ipp string) string {
 	return `{"inbound":[{"actions":[{"type":"restrict-ips","config":{"ip_policies":["` + ipp + `"]}}]}]}`
-}
-
-// fakeTimer is Options.After under the test's control: each call sends
-// its duration on delays and returns fire.
-type fakeTimer struct {
-	delays chan time.Duration
-	fire   chan time.Time
-}
-
-func newFakeTimer() *fakeTimer {
-	return &fakeTimer{delays: make(chan time.Duration), fire: make(chan time.Time)}
-}
-
-func (f *fakeTimer) After(d time.Duration) <-chan time.Time {
-	f.delays <- d
-	return f.fire
-}
-
-// next waits for the follower to ask for a backoff and returns its
-// length.
-func (f *fakeTimer) next(t *testing.T) time.Duration {
-	t.Helper()
-	select {
-	case d := <-f.delays:
-		return d
-	case <-time.After(10 * time.Second):
-		t.Fatal("the follower did not back off")
-		return 0
-	}
 }

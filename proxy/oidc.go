@@ -75,7 +75,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, e *Edge, 
 
 // policyIdentity is id as a traffic policy reads it (both count an
 // identity without a subject as not authenticated). The sizes the
-// policy cost model assumes (policy.MaxOIDCClaimBytes and
+// policy cost model assumes (limits.MaxOIDCClaimBytes and
 // MaxOIDCIssuerBytes) are oidcauth's and edges' bounds: TestOIDCBounds
 // checks that they agree.
 func policyIdentity(id oidcauth.Identity) policy.OIDCIdentity {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
 
@@ -17,11 +17,11 @@ import (
 // the oidc.* variables are the bounds of what the OIDC module passes:
 // oidcauth's claim bound and the issuer bound edges validates.
 func TestOIDCBounds(t *testing.T) {
-	if policy.MaxOIDCClaimBytes != oidcauth.MaxClaimBytes {
-		t.Errorf("policy.MaxOIDCClaimBytes %d, oidcauth.MaxClaimBytes %d", policy.MaxOIDCClaimBytes, oidcauth.MaxClaimBytes)
+	if limits.MaxOIDCClaimBytes != oidcauth.MaxClaimBytes {
+		t.Errorf("limits.MaxOIDCClaimBytes %d, oidcauth.MaxClaimBytes %d", limits.MaxOIDCClaimBytes, oidcauth.MaxClaimBytes)
 	}
-	if policy.MaxOIDCIssuerBytes != edges.MaxURLBytes {
-		t.Errorf("policy.MaxOIDCIssuerBytes %d, edges.MaxURLBytes %d", policy.MaxOIDCIssuerBytes, edges.MaxURLBytes)
+	if limits.MaxOIDCIssuerBytes != edges.MaxURLBytes {
+		t.Errorf("limits.MaxOIDCIssuerBytes %d, edges.MaxURLBytes %d", limits.MaxOIDCIssuerBytes, edges.MaxURLBytes)
 	}
 }
 

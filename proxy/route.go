@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/backends"
-	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/policy"
 )
 
@@ -19,7 +19,7 @@ import (
 // handler derives from its traffic policy, and the upstreams of its
 // backend's tunnels.
 type route struct {
-	cfg    *edges.HTTPSRouteConfig
+	cfg    *edgeconfig.Route
 	static *routeStatic
 	pool
 	// series are the route's metric children (see [Metrics]), resolved
@@ -121,7 +121,7 @@ func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*
 			}
 		})
 	}
-	fill := func(p *pool, b *edges.BackendConfig, what string) {
+	fill := func(p *pool, b *edgeconfig.Backend, what string) {
 		if b == nil {
 			p.noUpstream = "this " + what + " has no backend"
 			return

@@ -9,8 +9,8 @@ import (
 
 // Server returns an http.Server that serves h with the timeouts and
 // request bounds of package httpserver (o's, defaults where zero): 431
-// beyond policy.MaxRequestHeaderBytes of headers and 414 beyond
-// policy.MaxURLBytes of request target, the bounds the traffic policy
+// beyond limits.MaxRequestHeaderBytes of headers and 414 beyond
+// limits.MaxURLBytes of request target, the bounds the traffic policy
 // cost model assumes. Without an ErrorLog in o, the server's errors go to
 // the handler's logger at Warn. When tls is true the server carries
 // [Handler.TLSConfig]: serve it with srv.ServeTLS(ln, "", "") (the

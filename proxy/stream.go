@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/relay"
@@ -482,7 +483,7 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 // (the traffic policy's on_tcp_connect rules; nil: none) and the bound
 // of open connections per edge. It returns what [Streams.admit] does, or
 // ok false after refusing c.
-func (s *Streams) gate(c net.Conn, cn *conn, ipr *edges.IPRestrictionConfig, connect func() bool) (ctx context.Context, release func(), ok bool) {
+func (s *Streams) gate(c net.Conn, cn *conn, ipr *edgeconfig.IPRestriction, connect func() bool) (ctx context.Context, release func(), ok bool) {
 	switch {
 	case !s.accountAllows(c, cn):
 		return nil, nil, false

@@ -22,6 +22,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -436,7 +437,7 @@ func TestWildcardOf(t *testing.T) {
 func TestEdgeListingChecksTheSnapshot(t *testing.T) {
 	c := &Configs{hosts: newTable()}
 	s := &slot{}
-	s.p.Store(&Edge{Config: &edges.HTTPSEdgeConfig{EdgeID: "e1", Hostports: []string{"b.example.com:443", "*.w.example.com:443"}}})
+	s.p.Store(&Edge{Config: &edgeconfig.HTTPSEdge{EdgeID: "e1", Hostports: []string{"b.example.com:443", "*.w.example.com:443"}}})
 	c.hosts.set(map[string]*slot{"a.example.com": s, "b.example.com": s, "*.w.example.com": s})
 	for _, tc := range []struct{ host, want string }{
 		{"a.example.com", ""},

@@ -68,7 +68,9 @@
 // records and the change feed rows, all in its transaction. A record's
 // Version is the revision of its last write. A delete writes one change
 // per removed record: its descendants first, in ID order and without a
-// note, the named record last with the note of [store.NoteFrom].
+// note, the named record last with the note the caller gave. A note is
+// two columns of the feed: note_event, and note_at in nanoseconds since
+// the Unix epoch (NULL when the note has no time).
 // [Store.Update] runs its callback once, inside the write transaction: it
 // must not write through the same Store.
 //

@@ -21,7 +21,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 
 // Changes implements [store.Feed]. A revision above the store's is also
 // a [store.CompactedError]: this store never held it.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (s *Store) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -44,10 +44,10 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 		return nil, &store.CompactedError{After: after, Oldest: kept}
 	}
 	data := "data"
-	if !store.DataWanted(ctx) {
+	if payload == store.WithoutData {
 		data = "NULL"
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT revision, op, kind, account_id, id, parent_id, "+data+", note FROM feed WHERE revision > ? ORDER BY revision LIMIT ?", after, limit)
+	rows, err := tx.QueryContext(ctx, "SELECT revision, op, kind, account_id, id, parent_id, "+data+", note_event, note_at FROM feed WHERE revision > ? ORDER BY revision LIMIT ?", after, limit)
 	if err != nil {
 		return nil, dbError(ctx, err)
 	}
@@ -56,10 +56,14 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	for rows.Next() {
 		var c store.Change
 		var kind string
-		if err := rows.Scan(&c.Revision, &c.Op, &kind, &c.AccountID, &c.ID, &c.ParentID, &c.Data, &c.Note); err != nil {
+		var at sql.NullInt64
+		if err := rows.Scan(&c.Revision, &c.Op, &kind, &c.AccountID, &c.ID, &c.ParentID, &c.Data, &c.Note.Event, &at); err != nil {
 			return nil, dbError(ctx, err)
 		}
 		c.Kind = store.Kind(kind)
+		if at.Valid {
+			c.Note.At = time.Unix(0, at.Int64).UTC()
+		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,6 +87,57 @@ func TestMigrations(t *testing.T) {
 	}
 }
 
+// TestMigrationSplitsNotes: migration 2 turns the notes a version 1 file
+// holds ("<event>@<RFC 3339 time>", as the Service wrote them) into typed
+// ones, and any other note into none, as the reader counted it.
+func TestMigrationSplitsNotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	init, err := os.ReadFile("migrations/0001_init.sql")
+	mustDo(t, err)
+	db := rawDB(t, path)
+	_, err = db.Exec(string(init))
+	mustDo(t, err)
+	notes := []string{
+		"credential_created.v0@2026-01-02T03:04:05.123456789Z",
+		"ip_policy_deleted.v0@2026-01-02T03:04:05Z",
+		"api_key_updated.v0@2026-01-02T03:04:05.5Z",
+		"",
+		"made",
+		"bad@2026-13-45",
+		"worse@2026-13-45T99:99:99Z",
+	}
+	for i, n := range notes {
+		_, err := db.Exec("INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note) VALUES (?, 1, 'k', 'acct_a', ?, '', x'7b7d', ?)",
+			i+1, fmt.Sprintf("st_%d", i+1), n)
+		mustDo(t, err)
+	}
+	_, err = db.Exec("UPDATE meta SET revision = ?", len(notes))
+	mustDo(t, err)
+	setUserVersion(t, path, 1)
+	mustDo(t, db.Close())
+
+	s := open(t, path, sqlitestore.Options{})
+	if v := userVersion(t, path); v != sqlitestore.SchemaVersion() {
+		t.Fatalf("user_version = %d after Open, want %d", v, sqlitestore.SchemaVersion())
+	}
+	cs, err := s.Changes(ctx, 0, 10, store.WithData)
+	mustDo(t, err)
+	at := func(nsec int) time.Time { return time.Date(2026, 1, 2, 3, 4, 5, nsec, time.UTC) }
+	want := []store.Note{
+		{Event: "credential_created.v0", At: at(123456789)},
+		{Event: "ip_policy_deleted.v0", At: at(0)},
+		{Event: "api_key_updated.v0", At: at(500000000)},
+		{}, {}, {}, {},
+	}
+	var got []store.Note
+	for _, c := range cs {
+		got = append(got, c.Note)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notes after the migration (-want +got):\n%s", diff)
+	}
+}
+
 // rawDB opens the file directly, bypassing the Store.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
@@ -119,7 +171,9 @@ func TestDurableAcrossReopen(t *testing.T) {
 	r.Keys, r.Refs = []string{"key:2"}, []string{target.ID}
 	r.Indexes = []store.IndexEntry{{Name: "label", Value: "x"}}
 	mustDo(t, s.Create(ctx, target))
-	mustDo(t, s.Create(store.WithNote(ctx, "made"), r))
+	made := store.Note{Event: "made.v0", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	r.Note = made
+	mustDo(t, s.Create(ctx, r))
 	upd, err := s.Update(ctx, "k", "acct_a", r.ID, func(r *store.Record) error { r.Data = []byte(`{"v":2}`); return nil })
 	mustDo(t, err)
 	mustDo(t, s.Close())
@@ -133,13 +187,13 @@ func TestDurableAcrossReopen(t *testing.T) {
 	if rev, err := s.Revision(ctx); err != nil || rev != upd.Version {
 		t.Errorf("Revision after reopen = %d, %v; want %d", rev, err, upd.Version)
 	}
-	cs, err := s.Changes(ctx, 0, 10)
+	cs, err := s.Changes(ctx, 0, 10, store.WithData)
 	mustDo(t, err)
-	if len(cs) != 3 || cs[1].Note != "made" || cs[2].Op != store.OpUpdate {
+	if len(cs) != 3 || cs[1].Note != made || cs[2].Op != store.OpUpdate {
 		t.Errorf("feed after reopen: %+v", cs)
 	}
 	var inUse *store.InUseError
-	if err := s.Delete(ctx, "t", "acct_a", target.ID); !errors.As(err, &inUse) {
+	if err := s.Delete(ctx, "t", "acct_a", target.ID, store.Note{}); !errors.As(err, &inUse) {
 		t.Errorf("the reference did not survive reopen: Delete gave %v", err)
 	}
 	l, err := s.List(ctx, store.Query{Kind: "k", AccountID: "acct_a", Index: "label", Value: "x", Limit: 5})
@@ -169,7 +223,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 	if err := <-woke; err != nil {
 		t.Fatalf("b's Wait did not wake for a's commit: %v", err)
 	}
-	cs, err := b.Changes(ctx, rev, 10)
+	cs, err := b.Changes(ctx, rev, 10, store.WithData)
 	if err != nil || len(cs) != 1 || cs[0].ID != "st_2" {
 		t.Errorf("b's feed after a's commit: %+v, %v", cs, err)
 	}
@@ -233,8 +287,8 @@ func TestConstraintErrors(t *testing.T) {
 		{"parent in another account", s.Create(ctx, with(func(r *store.Record) { r.ParentID = foreign.ID })), &store.MissingRefError{ID: foreign.ID}},
 		{"missing ref", s.Create(ctx, with(func(r *store.Record) { r.Refs = []string{target.ID, "st_none"} })), &store.MissingRefError{ID: "st_none"}},
 		{"ref in another account", s.Create(ctx, with(func(r *store.Record) { r.Refs = []string{foreign.ID} })), &store.MissingRefError{ID: foreign.ID}},
-		{"in use", s.Delete(ctx, "t", "acct_a", target.ID), &store.InUseError{ID: target.ID, Referrers: []string{"st_r1", "st_r2", "st_r3"}}},
-		{"stale version", s.DeleteIf(ctx, "t", "acct_a", target.ID, 99), &store.VersionError{ID: target.ID, Want: 99, Have: 1}},
+		{"in use", s.Delete(ctx, "t", "acct_a", target.ID, store.Note{}), &store.InUseError{ID: target.ID, Referrers: []string{"st_r1", "st_r2", "st_r3"}}},
+		{"stale version", s.DeleteIf(ctx, "t", "acct_a", target.ID, 99, store.Note{}), &store.VersionError{ID: target.ID, Want: 99, Have: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,12 +327,12 @@ func TestFeedRetention(t *testing.T) {
 	for i := range 25 {
 		mustDo(t, s.Create(ctx, rec("k", "acct", fmt.Sprintf("st_%02d", i))))
 	}
-	got, err := s.Changes(ctx, 21, 100)
+	got, err := s.Changes(ctx, 21, 100, store.WithData)
 	if err != nil || len(got) != 4 || got[0].Revision != 22 || got[3].Revision != 25 {
 		t.Fatalf("the newest 4 changes: %d changes, %v", len(got), err)
 	}
 	var ce *store.CompactedError
-	if _, err := s.Changes(ctx, 20, 100); !errors.As(err, &ce) || ce.Oldest != 22 {
+	if _, err := s.Changes(ctx, 20, 100, store.WithData); !errors.As(err, &ce) || ce.Oldest != 22 {
 		t.Errorf("a reader behind the retention: %v, want a CompactedError with oldest 22", err)
 	}
 	var rows int
@@ -317,8 +371,8 @@ func TestCascadeWithReferencesInside(t *testing.T) {
 	}
 	start, err := s.Revision(ctx)
 	mustDo(t, err)
-	mustDo(t, s.Delete(ctx, "p", "acct", parent.ID))
-	cs, err := s.Changes(ctx, start, 10)
+	mustDo(t, s.Delete(ctx, "p", "acct", parent.ID, store.Note{}))
+	cs, err := s.Changes(ctx, start, 10, store.WithData)
 	mustDo(t, err)
 	var got []string
 	for _, c := range cs {
@@ -330,8 +384,4 @@ func TestCascadeWithReferencesInside(t *testing.T) {
 	if _, err := s.Get(ctx, "c", "acct", c2.ID); !errors.Is(err, apierr.ErrNotFound) {
 		t.Errorf("a child survived the cascade: %v", err)
 	}
-}
-
-func TestChangesWithoutData(t *testing.T) {
-	storetest.LeavesDataOut(t, open(t, filepath.Join(t.TempDir(), "store.db"), sqlitestore.Options{}))
 }

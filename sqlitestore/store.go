@@ -148,7 +148,7 @@ const (
 	qBump         = "UPDATE meta SET revision = revision + ? RETURNING revision"
 	qTrimFeed     = "DELETE FROM feed WHERE revision <= ?"
 	qRaiseFloor   = "UPDATE meta SET floor = max(floor, ?)"
-	qAddChange    = "INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+	qAddChange    = "INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note_event, note_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	qInsertRecord = "INSERT INTO records (id, kind, account_id, parent_id, data, keys, refs, idx, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	qInsertKey    = "INSERT INTO keys (key, id) VALUES (?, ?)"
 	qInsertRef    = "INSERT INTO refs (to_id, from_id, account_id) VALUES (?, ?, ?)"
@@ -256,10 +256,15 @@ func (s *Store) bump(ctx context.Context, tx wtx, n int64) (int64, error) {
 	return rev, nil
 }
 
-// addChange writes the change op of r at revision rev to the feed.
-func addChange(ctx context.Context, tx wtx, rev int64, op store.Op, r *store.Record, note string) error {
+// addChange writes the change op of r at revision rev, labelled note, to
+// the feed.
+func addChange(ctx context.Context, tx wtx, rev int64, op store.Op, r *store.Record, note store.Note) error {
+	var at any // NULL: no time
+	if !note.At.IsZero() {
+		at = note.At.UnixNano()
+	}
 	_, err := tx.ExecContext(ctx, qAddChange,
-		rev, int(op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNil(r.Data), note)
+		rev, int(op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNil(r.Data), note.Event, at)
 	return dbError(ctx, err)
 }
 
@@ -308,7 +313,7 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		if err := insertFacts(ctx, tx, &r); err != nil {
 			return err
 		}
-		return addChange(ctx, tx, rev, store.OpCreate, &r, store.NoteFrom(ctx))
+		return addChange(ctx, tx, rev, store.OpCreate, &r, r.Note)
 	})
 }
 
@@ -406,20 +411,21 @@ func (s *Store) put(ctx context.Context, tx wtx, old *store.Record, rec store.Re
 	if err := insertFacts(ctx, tx, &r); err != nil {
 		return store.Record{}, err
 	}
-	if err := addChange(ctx, tx, rev, store.OpUpdate, &r, store.NoteFrom(ctx)); err != nil {
+	if err := addChange(ctx, tx, rev, store.OpUpdate, &r, r.Note); err != nil {
 		return store.Record{}, err
 	}
+	r.Note = store.Note{}
 	return r.Clone(), nil
 }
 
 // Delete implements [store.Store].
-func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
-	return s.delete(ctx, kind, accountID, id, -1)
+func (s *Store) Delete(ctx context.Context, kind store.Kind, accountID, id string, note store.Note) error {
+	return s.delete(ctx, kind, accountID, id, -1, note)
 }
 
 // DeleteIf implements [store.Store].
-func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
-	return s.delete(ctx, kind, accountID, id, version)
+func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
+	return s.delete(ctx, kind, accountID, id, version, note)
 }
 
 // subtree is a common table expression d(id) of the record ?1 and its
@@ -431,12 +437,13 @@ const (
 	qDeleteSubtreeRefs = subtree + "DELETE FROM refs WHERE from_id IN d"
 )
 
-// delete deletes the record and its descendants; when version is not
-// negative, only if the record is at that version. The database cascades
+// delete deletes the record and its descendants, the named record's
+// change labelled note; when version is not negative, only if the record
+// is at that version. The database cascades
 // the delete to the descendants and their keys, references and index
 // entries, and refuses it (ON DELETE RESTRICT) when a record outside the
 // subtree references one inside.
-func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
 	return s.write(ctx, func(tx wtx) error {
 		named, err := getRecord(ctx, tx, kind, accountID, id)
 		if err != nil {
@@ -470,11 +477,11 @@ func (s *Store) delete(ctx context.Context, kind store.Kind, accountID, id strin
 		}
 		first := rev - int64(len(cascade))
 		for i := range cascade { // children first, in ID order, without a note
-			if err := addChange(ctx, tx, first+int64(i), store.OpDelete, &cascade[i], ""); err != nil {
+			if err := addChange(ctx, tx, first+int64(i), store.OpDelete, &cascade[i], store.Note{}); err != nil {
 				return err
 			}
 		}
-		return addChange(ctx, tx, rev, store.OpDelete, &named, store.NoteFrom(ctx))
+		return addChange(ctx, tx, rev, store.OpDelete, &named, note)
 	})
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 )
@@ -50,11 +51,41 @@ type Change struct {
 	// it was when a delete removed it: enough for a reader to report the
 	// change without reading the record again.
 	Data []byte
-	// Note is the label the writer gave the write through [WithNote] (the
-	// Service: the event type the write reports). Changes of records a
-	// delete removed by cascade have no note.
-	Note string
+	// Note is the label the writer gave the write (see [Record].Note and
+	// [Store.Delete]); zero when it gave none. Changes of records a delete
+	// removed by cascade have none.
+	Note Note
 }
+
+// Note is the label of a write, which its [Change] carries into the feed:
+// the event type the write reports (the Service's, e.g.
+// "credential_created.v0") and the time of the change. The zero Note
+// labels nothing. A store keeps it as given, At to the microsecond at
+// least (PostgreSQL keeps microseconds), and returns At in UTC.
+type Note struct {
+	// Event is the type of the event the write reports.
+	Event string
+	// At is when the change happened, as the writer's clock says.
+	At time.Time
+}
+
+// IsZero reports whether n labels nothing.
+func (n Note) IsZero() bool { return n.Event == "" && n.At.IsZero() }
+
+// Payload says whether [Feed.Changes] fills each change's Data.
+type Payload bool
+
+// The payloads of [Feed.Changes].
+const (
+	// WithData asks for each change's Data: for a reader that reports
+	// what a change wrote without reading the record again.
+	WithData Payload = true
+	// WithoutData asks for changes without Data (nil): for a reader that
+	// only needs to know which records changed (a cache that invalidates
+	// them, a follower that reads each again), so that the store need
+	// not copy or fetch documents no one will read.
+	WithoutData Payload = false
+)
 
 // Clone returns a deep copy of c.
 func (c Change) Clone() Change {
@@ -80,9 +111,9 @@ type Feed interface {
 	// revision order: every committed change of that range exactly once,
 	// and none that is not committed. limit must be positive. When the
 	// store no longer holds the change after+1 it fails with a
-	// [*CompactedError]. Under a context from [WithoutData] a change's
-	// Data may be nil.
-	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
+	// [*CompactedError]. With payload [WithoutData] every change's Data
+	// is nil; everything else is as with [WithData].
+	Changes(ctx context.Context, after int64, limit int, payload Payload) ([]Change, error)
 	// Wait blocks until the store's revision is above after, and returns
 	// nil then (at once if it already is), or ctx's error when ctx ends
 	// first. It wakes within a short time of a commit by any process that
@@ -112,35 +143,3 @@ func (e *CompactedError) Error() string {
 
 // Unwrap returns [apierr.ErrFailedPrecondition].
 func (e *CompactedError) Unwrap() error { return apierr.ErrFailedPrecondition }
-
-type noteKey struct{}
-
-// WithNote returns a context whose writes label their changes with note
-// (see [Change].Note). A backend reads it with [NoteFrom].
-func WithNote(ctx context.Context, note string) context.Context {
-	return context.WithValue(ctx, noteKey{}, note)
-}
-
-type noDataKey struct{}
-
-// WithoutData returns a context under which [Feed.Changes] may leave each
-// change's Data nil: for a reader that only needs to know which records
-// changed (a cache that invalidates them), so that a backend need not
-// copy or fetch documents it will not read. A backend reads it with
-// [DataWanted]; one that ignores it returns Data as always.
-func WithoutData(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noDataKey{}, true)
-}
-
-// DataWanted reports whether Changes under ctx must fill each change's
-// Data: true unless ctx comes from [WithoutData].
-func DataWanted(ctx context.Context) bool {
-	no, _ := ctx.Value(noDataKey{}).(bool)
-	return !no
-}
-
-// NoteFrom returns the note [WithNote] put in ctx, or "".
-func NoteFrom(ctx context.Context) string {
-	n, _ := ctx.Value(noteKey{}).(string)
-	return n
-}

@@ -19,7 +19,11 @@
 // only at the version the caller read (compare-and-swap). A reader takes
 // [Feed.Revision], reads what it needs, then follows [Feed.Changes] after
 // that revision, blocking in [Feed.Wait]; one that falls behind what the
-// store keeps gets a [*CompactedError] and reads again.
+// store keeps gets a [*CompactedError] and reads again (package follow
+// does all of that for a [follow.Handler]). A write may carry a [Note]
+// (the event it reports), which its change shows.
+//
+// [follow.Handler]: https://pkg.go.dev/github.com/edgeplane/edgeplane/store/follow#Handler
 package store
 
 import (
@@ -82,6 +86,11 @@ type Record struct {
 	// any record has a greater version, and a record's version changes on
 	// every write.
 	Version int64
+	// Note labels the write that stores the record ([Store.Create],
+	// [Store.Replace], and [Store.Update], whose callback may set it): the
+	// write's [Change] in the feed carries it. It is not part of the
+	// stored record: reads return it zero, and so do writes.
+	Note Note
 }
 
 // IndexEntry is one value of a record in a named secondary index. Values
@@ -155,10 +164,10 @@ type Store interface {
 	Lookup(ctx context.Context, kind Kind, key string) (Record, error)
 	// Update runs fn on a copy of the record and stores the result
 	// atomically: no other write to the record happens between the read fn
-	// sees and the write. fn may change Data, Keys and Refs; if it returns
-	// an error, nothing changes and Update returns that error. Key and
-	// reference rules are those of Create. Update returns the stored
-	// result, with its new Version.
+	// sees and the write. fn may change Data, Keys, Refs and Indexes, and
+	// set Note to label the write; if it returns an error, nothing changes
+	// and Update returns that error. Key and reference rules are those of
+	// Create. Update returns the stored result, with its new Version.
 	//
 	// fn may run more than once (a backend may implement Update as read,
 	// fn, conditional write, and retry when another write came between;
@@ -176,12 +185,13 @@ type Store interface {
 	// Delete removes the record and, in the same atomic step, its
 	// descendants (records whose ParentID chain leads to it). It fails with
 	// an [*InUseError] when a record outside that set references one inside
-	// it.
-	Delete(ctx context.Context, kind Kind, accountID, id string) error
+	// it. note labels the change of the named record (see [Record].Note);
+	// those of its descendants carry none.
+	Delete(ctx context.Context, kind Kind, accountID, id string, note Note) error
 	// DeleteIf is Delete conditional on the record's Version: when another
 	// write came after the caller read version, it fails with a
 	// [*VersionError] and deletes nothing.
-	DeleteIf(ctx context.Context, kind Kind, accountID, id string, version int64) error
+	DeleteIf(ctx context.Context, kind Kind, accountID, id string, version int64, note Note) error
 	// List returns the records that q selects, newest (greatest ID) first,
 	// at most q.Limit of them. Paging by BeforeID is stable under
 	// concurrent writes: no record appears twice, and every record that

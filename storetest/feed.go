@@ -18,7 +18,7 @@ func changesAfter(t *testing.T, s store.Store, rev int64) []store.Change {
 	t.Helper()
 	var out []store.Change
 	for {
-		page, err := s.Changes(context.Background(), rev, 7)
+		page, err := s.Changes(context.Background(), rev, 7, store.WithData)
 		must(t, err)
 		if len(page) == 0 {
 			return out
@@ -30,10 +30,11 @@ func changesAfter(t *testing.T, s store.Store, rev int64) []store.Change {
 
 // brief is a change without its revision and data, for comparisons.
 type brief struct {
-	Op               store.Op
-	Kind             store.Kind
-	ID, Parent, Note string
-	Data             string
+	Op         store.Op
+	Kind       store.Kind
+	ID, Parent string
+	Note       store.Note
+	Data       string
 }
 
 func briefs(cs []store.Change) []brief {
@@ -44,10 +45,25 @@ func briefs(cs []store.Change) []brief {
 	return out
 }
 
+// note returns a note of event at a time with microseconds, as every
+// backend keeps it (PostgreSQL keeps no finer), in a zone other than UTC
+// (a store returns it in UTC).
+func note(event string, sec int) store.Note {
+	at := time.Date(2026, 3, 4, 5, 6, sec, 789012000, time.FixedZone("CET", 3600))
+	return store.Note{Event: event, At: at}
+}
+
+// inUTC returns n with its time in UTC, as a store returns it.
+func inUTC(n store.Note) store.Note {
+	n.At = n.At.UTC()
+	return n
+}
+
 // testFeedOrderAndContent: each committed write is one change, in commit
 // order, with consecutive revisions that are the records' versions; a
-// cascade shows every removed record, children first; notes follow the
-// writes that carry them.
+// cascade shows every removed record, children first; the notes of the
+// writes that carry one (create, update, replace, delete and DeleteIf)
+// show in their changes, and no record a read or write returns has one.
 func testFeedOrderAndContent(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	f := newFixture()
@@ -56,26 +72,57 @@ func testFeedOrderAndContent(t *testing.T, s store.Store) {
 	must(t, err)
 
 	a := f.record(kindA, acct)
-	must(t, s.Create(store.WithNote(ctx, "a created"), a))
+	a.Note = note("a_created.v0", 1)
+	must(t, s.Create(ctx, a))
 	child := f.record(kindB, acct)
 	child.ParentID = a.ID
 	create(t, s, child)
-	upd, err := s.Update(store.WithNote(ctx, "a updated"), kindA, acct, a.ID, func(r *store.Record) error { r.Data = doc("a2", 2); return nil })
+	upd, err := s.Update(ctx, kindA, acct, a.ID, func(r *store.Record) error {
+		if !r.Note.IsZero() {
+			t.Errorf("Update's callback got a record with a note: %+v", r.Note)
+		}
+		r.Data = doc("a2", 2)
+		r.Note = note("a_updated.v0", 2)
+		return nil
+	})
 	must(t, err)
 	rep := upd.Clone()
 	rep.Data = doc("a3", 3)
 	replaced, err := s.Replace(ctx, rep)
 	must(t, err)
-	must(t, s.Delete(store.WithNote(ctx, "a deleted"), kindA, acct, a.ID))
+	rep = replaced.Clone()
+	rep.Data = doc("a4", 4)
+	rep.Note = store.Note{Event: "a_replaced.v0"} // an event without a time
+	replaced2, err := s.Replace(ctx, rep)
+	must(t, err)
+	for _, r := range []store.Record{upd, replaced, replaced2} {
+		if !r.Note.IsZero() {
+			t.Errorf("a write returned a record with a note: %+v", r.Note)
+		}
+	}
+	read, err := s.Get(ctx, kindA, acct, a.ID)
+	must(t, err)
+	if !read.Note.IsZero() {
+		t.Errorf("Get returned a record with a note: %+v", read.Note)
+	}
+	must(t, s.Delete(ctx, kindA, acct, a.ID, note("a_deleted.v0", 5)))
+	b := f.record(kindA, acct)
+	create(t, s, b)
+	readB, err := s.Get(ctx, kindA, acct, b.ID)
+	must(t, err)
+	must(t, s.DeleteIf(ctx, kindA, acct, b.ID, readB.Version, note("b_deleted.v0", 6)))
 
 	got := changesAfter(t, s, start)
 	want := []brief{
-		{store.OpCreate, kindA, a.ID, "", "a created", string(a.Data)},
-		{store.OpCreate, kindB, child.ID, a.ID, "", string(child.Data)},
-		{store.OpUpdate, kindA, a.ID, "", "a updated", string(doc("a2", 2))},
-		{store.OpUpdate, kindA, a.ID, "", "", string(doc("a3", 3))},
-		{store.OpDelete, kindB, child.ID, a.ID, "", string(child.Data)},
-		{store.OpDelete, kindA, a.ID, "", "a deleted", string(doc("a3", 3))},
+		{store.OpCreate, kindA, a.ID, "", inUTC(note("a_created.v0", 1)), string(a.Data)},
+		{store.OpCreate, kindB, child.ID, a.ID, store.Note{}, string(child.Data)},
+		{store.OpUpdate, kindA, a.ID, "", inUTC(note("a_updated.v0", 2)), string(doc("a2", 2))},
+		{store.OpUpdate, kindA, a.ID, "", store.Note{}, string(doc("a3", 3))},
+		{store.OpUpdate, kindA, a.ID, "", store.Note{Event: "a_replaced.v0"}, string(doc("a4", 4))},
+		{store.OpDelete, kindB, child.ID, a.ID, store.Note{}, string(child.Data)},
+		{store.OpDelete, kindA, a.ID, "", inUTC(note("a_deleted.v0", 5)), string(doc("a4", 4))},
+		{store.OpCreate, kindA, b.ID, "", store.Note{}, string(b.Data)},
+		{store.OpDelete, kindA, b.ID, "", inUTC(note("b_deleted.v0", 6)), string(b.Data)},
 	}
 	if diff := cmp.Diff(want, briefs(got)); diff != "" {
 		t.Fatalf("the feed (-want +got):\n%s", diff)
@@ -88,29 +135,38 @@ func testFeedOrderAndContent(t *testing.T, s store.Store) {
 	if got[2].Revision != upd.Version || got[3].Revision != replaced.Version {
 		t.Errorf("update revisions %d, %d are not the versions %d, %d", got[2].Revision, got[3].Revision, upd.Version, replaced.Version)
 	}
+	for i, c := range got {
+		if c.Note.At.Location() != time.UTC {
+			t.Errorf("change %d: the note's time is in %v, want UTC", i, c.Note.At.Location())
+		}
+	}
 	if rev, err := s.Revision(ctx); err != nil || rev != got[len(got)-1].Revision {
 		t.Errorf("Revision() = %d, %v; want the last change's %d", rev, err, got[len(got)-1].Revision)
 	}
 	// Returned changes are copies.
-	again, err := s.Changes(ctx, start, 1)
+	again, err := s.Changes(ctx, start, 1, store.WithData)
 	must(t, err)
 	again[0].Data[0] = 'X'
 	if fresh := changesAfter(t, s, start); string(fresh[0].Data) != string(a.Data) {
 		t.Error("mutating a returned change changed the feed")
 	}
-	if _, err := s.Changes(ctx, start, 0); !errors.Is(err, apierr.ErrInvalidArgument) {
+	if _, err := s.Changes(ctx, start, 0, store.WithData); !errors.Is(err, apierr.ErrInvalidArgument) {
 		t.Errorf("Changes with limit 0: %v, want invalid argument", err)
 	}
-	// Without data: the same changes, each Data nil or as it is with data.
-	bare, err := s.Changes(store.WithoutData(ctx), start, len(got))
+	// Without data: the same changes, each Data nil.
+	bare, err := s.Changes(ctx, start, len(got), store.WithoutData)
 	must(t, err)
 	if len(bare) != len(got) {
 		t.Fatalf("Changes without data gave %d changes, want %d", len(bare), len(got))
 	}
 	for i, c := range bare {
-		if c.Data == nil {
-			c.Data = got[i].Data // left out, as it may be
+		if c.Data != nil {
+			t.Errorf("change %d without data has Data %q", i, c.Data)
 		}
+		if got[i].Data == nil {
+			t.Errorf("change %d with data has none", i)
+		}
+		c.Data = got[i].Data
 		if diff := cmp.Diff(got[i], c); diff != "" {
 			t.Errorf("change %d without data differs (-with +without):\n%s", i, diff)
 		}
@@ -143,7 +199,7 @@ func testFeedFailedWrites(t *testing.T, s store.Store) {
 	if _, err := s.Replace(ctx, stale); err == nil {
 		t.Fatal("a stale replace succeeded")
 	}
-	if err := s.Delete(ctx, kindB, acct, target.ID); err == nil {
+	if err := s.Delete(ctx, kindB, acct, target.ID, note("target_deleted.v0", 1)); err == nil {
 		t.Fatal("a referenced record was deleted")
 	}
 	if got := changesAfter(t, s, start); len(got) != 0 {
@@ -206,7 +262,7 @@ func testFeedConcurrentWriters(t *testing.T, s store.Store) {
 			if err := s.Wait(wctx, rev); err != nil {
 				break
 			}
-			page, err := s.Changes(ctx, rev, 50)
+			page, err := s.Changes(ctx, rev, 50, store.WithoutData)
 			if err != nil {
 				break
 			}
@@ -279,7 +335,7 @@ func testFeedCompaction(t *testing.T, s store.Store) {
 		create(t, s, f.record(kindA, acct))
 	}
 	must(t, s.Compact(ctx, start+3))
-	_, err = s.Changes(ctx, start+2, 10)
+	_, err = s.Changes(ctx, start+2, 10, store.WithData)
 	var ce *store.CompactedError
 	if !errors.As(err, &ce) || !errors.Is(err, apierr.ErrFailedPrecondition) || ce.After != start+2 || ce.Oldest != start+4 {
 		t.Fatalf("Changes behind the compaction: %v, want a CompactedError (after %d, oldest %d)", err, start+2, start+4)
@@ -290,39 +346,11 @@ func testFeedCompaction(t *testing.T, s store.Store) {
 	}
 	rev, err := s.Revision(ctx)
 	must(t, err)
-	if _, err := s.Changes(ctx, rev+1, 10); !errors.As(err, &ce) {
+	if _, err := s.Changes(ctx, rev+1, 10, store.WithData); !errors.As(err, &ce) {
 		t.Errorf("Changes after a revision the store never had: %v, want a CompactedError", err)
 	}
 	must(t, s.Compact(ctx, start)) // compacting less than before is a no-op
-	if _, err := s.Changes(ctx, start+2, 10); !errors.As(err, &ce) {
+	if _, err := s.Changes(ctx, start+2, 10, store.WithoutData); !errors.As(err, &ce) {
 		t.Errorf("a smaller Compact brought back compacted changes: %v", err)
-	}
-}
-
-// LeavesDataOut checks what a backend that honours [store.WithoutData]
-// promises beyond the suite (which allows Data either way): under it,
-// Changes leaves every change's Data nil, and without it fills them.
-func LeavesDataOut(t *testing.T, s store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	f := newFixture()
-	start, err := s.Revision(ctx)
-	must(t, err)
-	a := f.record(kindA, f.account())
-	create(t, s, a)
-	_, err = s.Update(ctx, kindA, a.AccountID, a.ID, func(r *store.Record) error { r.Data = doc("a2", 2); return nil })
-	must(t, err)
-	must(t, s.Delete(ctx, kindA, a.AccountID, a.ID))
-	with, err := s.Changes(ctx, start, 10)
-	must(t, err)
-	without, err := s.Changes(store.WithoutData(ctx), start, 10)
-	must(t, err)
-	if len(with) != 3 || len(without) != 3 {
-		t.Fatalf("%d changes with data, %d without; want 3 and 3", len(with), len(without))
-	}
-	for i := range with {
-		if with[i].Data == nil || without[i].Data != nil {
-			t.Errorf("change %d: Data %q with data, %q without; want it filled, then nil", i, with[i].Data, without[i].Data)
-		}
 	}
 }

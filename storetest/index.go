@@ -87,7 +87,7 @@ func testIndexEquality(t *testing.T, s store.Store) {
 	// Update moves a record between values; delete removes it.
 	_, err := s.Update(ctx, kindA, acct, red[0], func(r *store.Record) error { r.Indexes = label("color=blue"); return nil })
 	must(t, err)
-	must(t, s.Delete(ctx, kindA, acct, red[1]))
+	must(t, s.Delete(ctx, kindA, acct, red[1], store.Note{}))
 	if diff := cmp.Diff(reversed(red[2:]...), indexed(t, s, q, 2)); diff != "" {
 		t.Errorf("color=red after update and delete (-want +got):\n%s", diff)
 	}
@@ -211,7 +211,7 @@ func testLeases(t *testing.T, s store.Store) {
 	renew(expired2, now.Add(time.Minute))
 	var reaped []string
 	for _, rec := range recs {
-		err := s.DeleteIf(ctx, rec.Kind, rec.AccountID, rec.ID, rec.Version)
+		err := s.DeleteIf(ctx, rec.Kind, rec.AccountID, rec.ID, rec.Version, store.Note{})
 		var ve *store.VersionError
 		switch {
 		case errors.As(err, &ve):
@@ -232,7 +232,7 @@ func testLeases(t *testing.T, s store.Store) {
 	if got := indexed(t, s, store.Query{Kind: kindA, Index: "lease_end", Value: store.IndexTime(now), Below: true}, 10); len(got) != 0 {
 		t.Errorf("leases ended before now after reaping: %v", got)
 	}
-	changes, err := s.Changes(ctx, start, 100)
+	changes, err := s.Changes(ctx, start, 100, store.WithData)
 	must(t, err)
 	var deleted []string
 	for _, c := range changes {

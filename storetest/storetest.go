@@ -12,9 +12,11 @@
 // writes (Replace) and Update built on them; secondary index queries
 // (equality, below a bound, referrers) through updates and deletes; and
 // the change feed: order,
-// content and notes, cascades, no change for a failed write, completeness
-// under concurrent writers, a waiting reader woken by a commit, and the
-// resync error behind a compaction.
+// content and notes (the typed [store.Note] of a create, update, replace,
+// delete and DeleteIf; never on a returned record), changes without data
+// ([store.WithoutData]), cascades, no change for a failed write,
+// completeness under concurrent writers, a waiting reader woken by a
+// commit, and the resync error behind a compaction.
 package storetest
 
 import (
@@ -172,7 +174,7 @@ func testCRUD(t *testing.T, s store.Store) {
 		t.Errorf("Update that did not touch keys changed them to %v", got.Keys)
 	}
 
-	must(t, s.Delete(ctx, kindA, acct, r.ID))
+	must(t, s.Delete(ctx, kindA, acct, r.ID, store.Note{}))
 	_, err = s.Get(ctx, kindA, acct, r.ID)
 	wantNotFound(t, "Get after Delete", err)
 	_, err = s.Lookup(ctx, kindA, "k:"+r.ID)
@@ -200,8 +202,8 @@ func testNotFound(t *testing.T, s store.Store) {
 	wantNotFound(t, "Update missing", err)
 	_, err = s.Update(ctx, kindB, acct, r.ID, func(*store.Record) error { return nil })
 	wantNotFound(t, "Update with another kind", err)
-	wantNotFound(t, "Delete missing", s.Delete(ctx, kindA, acct, missing))
-	wantNotFound(t, "Delete with another kind", s.Delete(ctx, kindB, acct, r.ID))
+	wantNotFound(t, "Delete missing", s.Delete(ctx, kindA, acct, missing, store.Note{}))
+	wantNotFound(t, "Delete with another kind", s.Delete(ctx, kindB, acct, r.ID, store.Note{}))
 	_, err = s.Lookup(ctx, kindA, "no such key")
 	wantNotFound(t, "Lookup missing", err)
 	if _, err := s.Get(ctx, kindA, acct, r.ID); err != nil {
@@ -225,7 +227,7 @@ func testAccountIsolation(t *testing.T, s store.Store) {
 	if called {
 		t.Error("Update ran its callback on another account's record")
 	}
-	wantNotFound(t, "Delete from another account", s.Delete(ctx, kindA, b, ra.ID))
+	wantNotFound(t, "Delete from another account", s.Delete(ctx, kindA, b, ra.ID, store.Note{}))
 	list, err := s.List(ctx, store.Query{Kind: kindA, AccountID: b, Limit: 100})
 	must(t, err)
 	for _, r := range list {
@@ -357,7 +359,7 @@ func testReferences(t *testing.T, s store.Store) {
 	create(t, s, ref)
 
 	var inUse *store.InUseError
-	err := s.Delete(ctx, kindA, acct, target.ID)
+	err := s.Delete(ctx, kindA, acct, target.ID, store.Note{})
 	if !errors.As(err, &inUse) || !errors.Is(err, apierr.ErrConflict) {
 		t.Fatalf("Delete of a referenced record: got %v, want InUseError", err)
 	}
@@ -374,8 +376,8 @@ func testReferences(t *testing.T, s store.Store) {
 		return nil
 	})
 	must(t, err)
-	must(t, s.Delete(ctx, kindA, acct, target.ID))
-	if err := s.Delete(ctx, kindA, acct, other.ID); !errors.As(err, &inUse) {
+	must(t, s.Delete(ctx, kindA, acct, target.ID, store.Note{}))
+	if err := s.Delete(ctx, kindA, acct, other.ID, store.Note{}); !errors.As(err, &inUse) {
 		t.Errorf("Delete of the new target: got %v, want InUseError", err)
 	}
 	// An update to a missing reference fails and keeps the old one.
@@ -392,8 +394,8 @@ func testReferences(t *testing.T, s store.Store) {
 		t.Errorf("failed Update changed refs to %v", got.Refs)
 	}
 	// Deleting the referrer frees the target.
-	must(t, s.Delete(ctx, kindB, acct, ref.ID))
-	must(t, s.Delete(ctx, kindA, acct, other.ID))
+	must(t, s.Delete(ctx, kindB, acct, ref.ID, store.Note{}))
+	must(t, s.Delete(ctx, kindA, acct, other.ID, store.Note{}))
 }
 
 func testParentCascade(t *testing.T, s store.Store) {
@@ -429,7 +431,7 @@ func testParentCascade(t *testing.T, s store.Store) {
 	outside.Refs = []string{grandchild.ID}
 	create(t, s, outside)
 	var inUse *store.InUseError
-	if err := s.Delete(ctx, kindA, acct, parent.ID); !errors.As(err, &inUse) || inUse.ID != grandchild.ID {
+	if err := s.Delete(ctx, kindA, acct, parent.ID, store.Note{}); !errors.As(err, &inUse) || inUse.ID != grandchild.ID {
 		t.Fatalf("Delete of a parent whose descendant is referenced: got %v, want InUseError for %s", err, grandchild.ID)
 	}
 	for _, id := range []string{parent.ID, child.ID, grandchild.ID} {
@@ -437,9 +439,9 @@ func testParentCascade(t *testing.T, s store.Store) {
 			t.Errorf("refused cascade removed %s: %v", id, err)
 		}
 	}
-	must(t, s.Delete(ctx, kindA, acct, outside.ID))
+	must(t, s.Delete(ctx, kindA, acct, outside.ID, store.Note{}))
 
-	must(t, s.Delete(ctx, kindA, acct, parent.ID))
+	must(t, s.Delete(ctx, kindA, acct, parent.ID, store.Note{}))
 	for _, id := range []string{child.ID, grandchild.ID} {
 		_, err := s.Get(ctx, kindB, acct, id)
 		wantNotFound(t, "descendant after cascade", err)
@@ -474,7 +476,7 @@ func testCascadeLeavesNoTrace(t *testing.T, s store.Store) {
 		grandchild.ParentID = child.ID
 		grandchild.Refs = []string{child.ID}
 		create(t, s, parent, child, grandchild)
-		must(t, s.Delete(ctx, kindA, acct, parent.ID))
+		must(t, s.Delete(ctx, kindA, acct, parent.ID, store.Note{}))
 
 		fresh := []store.Record{f.record(kindA, acct), f.record(kindB, acct), f.record(kindB, acct)}
 		create(t, s, fresh...)
@@ -489,7 +491,7 @@ func testCascadeLeavesNoTrace(t *testing.T, s store.Store) {
 					t.Fatalf("a record created after a cascade has children or referrers: %v", recordIDs(got))
 				}
 			}
-			must(t, s.Delete(ctx, r.Kind, acct, r.ID))
+			must(t, s.Delete(ctx, r.Kind, acct, r.ID, store.Note{}))
 			for _, rest := range fresh[i+1:] {
 				if _, err := s.Get(ctx, rest.Kind, acct, rest.ID); err != nil {
 					t.Fatalf("deleting %s removed %s too: %v", r.ID, rest.ID, err)
@@ -524,7 +526,7 @@ func testReferencesHeldByChildren(t *testing.T, s store.Store) {
 	}
 	must(t, setRefs([]string{target.ID, other.ID}, nil))
 	var inUse *store.InUseError
-	if err := s.Delete(ctx, kindA, acct, target.ID); !errors.As(err, &inUse) || !slices.Equal(inUse.Referrers, []string{child.ID}) {
+	if err := s.Delete(ctx, kindA, acct, target.ID, store.Note{}); !errors.As(err, &inUse) || !slices.Equal(inUse.Referrers, []string{child.ID}) {
 		t.Fatalf("Delete of a record a child references: got %v, want InUseError naming the child", err)
 	}
 	// A failed callback changes no reference.
@@ -532,18 +534,18 @@ func testReferencesHeldByChildren(t *testing.T, s store.Store) {
 	if err := setRefs(nil, boom); !errors.Is(err, boom) {
 		t.Fatalf("Update with a failing callback: %v", err)
 	}
-	if err := s.Delete(ctx, kindA, acct, other.ID); !errors.As(err, &inUse) {
+	if err := s.Delete(ctx, kindA, acct, other.ID, store.Note{}); !errors.As(err, &inUse) {
 		t.Errorf("a failed Update released a reference: Delete returned %v", err)
 	}
 	// Dropping one reference releases only it.
 	must(t, setRefs([]string{target.ID}, nil))
-	must(t, s.Delete(ctx, kindA, acct, other.ID))
-	if err := s.Delete(ctx, kindA, acct, target.ID); !errors.As(err, &inUse) {
+	must(t, s.Delete(ctx, kindA, acct, other.ID, store.Note{}))
+	if err := s.Delete(ctx, kindA, acct, target.ID, store.Note{}); !errors.As(err, &inUse) {
 		t.Errorf("Delete of a still-referenced record: got %v, want InUseError", err)
 	}
 	// Deleting the parent deletes the child and releases what it held.
-	must(t, s.Delete(ctx, kindA, acct, parent.ID))
-	must(t, s.Delete(ctx, kindA, acct, target.ID))
+	must(t, s.Delete(ctx, kindA, acct, parent.ID, store.Note{}))
+	must(t, s.Delete(ctx, kindA, acct, target.ID, store.Note{}))
 }
 
 func kindOf(id, parentID string) store.Kind {
@@ -738,7 +740,7 @@ func testDeleteWhileListing(t *testing.T, s store.Store) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < len(all); i += 3 {
-			if err := s.Delete(context.Background(), kindA, acct, all[i]); err != nil {
+			if err := s.Delete(context.Background(), kindA, acct, all[i], store.Note{}); err != nil {
 				t.Errorf("concurrent Delete: %v", err)
 			}
 		}
@@ -863,13 +865,13 @@ func testContextCancellation(t *testing.T, s store.Store) {
 	fresh := f.record(kindA, acct)
 	checks := map[string]error{
 		"Create": s.Create(ctx, fresh),
-		"Delete": s.Delete(ctx, kindA, acct, existing.ID),
+		"Delete": s.Delete(ctx, kindA, acct, existing.ID, store.Note{}),
 	}
 	_, checks["Get"] = s.Get(ctx, kindA, acct, existing.ID)
 	_, checks["Lookup"] = s.Lookup(ctx, kindA, "any")
 	_, checks["List"] = s.List(ctx, store.Query{Kind: kindA, AccountID: acct, Limit: 1})
 	_, checks["Replace"] = s.Replace(ctx, existing)
-	checks["DeleteIf"] = s.DeleteIf(ctx, kindA, acct, existing.ID, 1)
+	checks["DeleteIf"] = s.DeleteIf(ctx, kindA, acct, existing.ID, 1, store.Note{})
 	called := false
 	_, checks["Update"] = s.Update(ctx, kindA, acct, existing.ID, func(*store.Record) error {
 		called = true
@@ -980,7 +982,7 @@ func testReplace(t *testing.T, s store.Store) {
 	if got, err := s.Lookup(ctx, kindA, "k:"+r.ID); err != nil || got.ID != r.ID {
 		t.Errorf("the replaced keys are not looked up: %v, %v", got.ID, err)
 	}
-	if err := s.Delete(ctx, kindB, acct, target.ID); !errors.Is(err, apierr.ErrConflict) {
+	if err := s.Delete(ctx, kindB, acct, target.ID, store.Note{}); !errors.Is(err, apierr.ErrConflict) {
 		t.Errorf("the replaced refs do not hold: deleting the target gave %v", err)
 	}
 
@@ -1097,7 +1099,7 @@ func testDeleteIf(t *testing.T, s store.Store) {
 	must(t, err)
 	_, err = s.Update(ctx, kindA, acct, r.ID, func(rec *store.Record) error { rec.Data = doc("moved on", 1); return nil })
 	must(t, err)
-	err = s.DeleteIf(ctx, kindA, acct, r.ID, read.Version)
+	err = s.DeleteIf(ctx, kindA, acct, r.ID, read.Version, store.Note{})
 	var ve *store.VersionError
 	if !errors.As(err, &ve) || !errors.Is(err, apierr.ErrConflict) {
 		t.Fatalf("DeleteIf at a stale version: %v, want a VersionError", err)
@@ -1107,10 +1109,10 @@ func testDeleteIf(t *testing.T, s store.Store) {
 	}
 	now, err := s.Get(ctx, kindA, acct, r.ID)
 	must(t, err)
-	must(t, s.DeleteIf(ctx, kindA, acct, r.ID, now.Version))
+	must(t, s.DeleteIf(ctx, kindA, acct, r.ID, now.Version, store.Note{}))
 	_, err = s.Get(ctx, kindA, acct, r.ID)
 	wantNotFound(t, "Get after DeleteIf", err)
 	_, err = s.Get(ctx, kindB, acct, child.ID)
 	wantNotFound(t, "the child after DeleteIf", err)
-	wantNotFound(t, "DeleteIf of a missing record", s.DeleteIf(ctx, kindA, acct, r.ID, now.Version))
+	wantNotFound(t, "DeleteIf of a missing record", s.DeleteIf(ctx, kindA, acct, r.ID, now.Version, store.Note{}))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/identity"
 )
 
 const adminUsage = `usage: edgeplane admin <command> [flags]
@@ -93,7 +94,11 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer closeStore()
-	host := edgeplane.New(st, edgeplane.Options{TunnelLease: lease}).Host()
+	svc, err := edgeplane.New(st, edgeplane.Options{TunnelLease: lease})
+	if err != nil {
+		return err
+	}
+	host := svc.Host()
 	switch cmd {
 	case "list-accounts":
 		opts := edgeplane.ListOptions{}
@@ -111,7 +116,7 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 			opts.BeforeID = next
 		}
 	case "create-account":
-		a, err := host.CreateAccount(ctx, edgeplane.AccountParams{Name: name})
+		a, err := host.CreateAccount(ctx, identity.AccountParams{Name: name})
 		if err != nil {
 			return err
 		}
@@ -121,13 +126,13 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		if cmd == "create-bot" {
 			create = host.CreateBot
 		}
-		sub, err := create(ctx, account, edgeplane.SubjectParams{Name: name, Admin: isAdmin})
+		sub, err := create(ctx, account, identity.SubjectParams{Name: name, Admin: isAdmin})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, sub.ID)
 	case "create-api-key":
-		k, err := host.CreateAPIKey(ctx, account, edgeplane.APIKeyParams{OwnerID: owner, Description: description})
+		k, err := host.CreateAPIKey(ctx, account, identity.CreateAPIKeyParams{OwnerID: owner, Description: description})
 		if err != nil {
 			return err
 		}

@@ -352,44 +352,47 @@ func TestServeCPUProfile(t *testing.T) {
 }
 
 // prefaulting reports whether a goroutine of this process populates the
-// heap (internal/prefault's Heap.Run).
+// heap (package prefault's Heap.Run).
 func prefaulting() bool {
 	buf := make([]byte, 1<<20)
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "internal/prefault.(*Heap).Run")
 }
 
-// TestServePrefault: serve populates the heap's growth while it serves
-// (unless -prefault=false or EDGEPLANE_PREFAULT=false says not to), and
-// stops with it.
+// TestServePrefault: serve populates the heap's growth only when its
+// operator asks (-prefault or EDGEPLANE_PREFAULT=true), and stops doing so
+// when it returns.
 func TestServePrefault(t *testing.T) {
-	if prefaulting() {
-		t.Fatal("a goroutine populates the heap before serve runs")
-	}
-	s := startServe(t, []string{"-store", "memory:"}, nil)
-	if strings.Contains(s.stderr.String(), "heap prefault off") {
-		s.stop()
-		t.Skip(s.stderr.String())
-	}
-	if !prefaulting() {
-		t.Error("no goroutine populates the heap while serve runs")
-	}
-	if code := s.stop(); code != 0 {
-		t.Fatalf("serve exited with %d: %s", code, s.stderr)
-	}
-	if prefaulting() {
-		t.Error("a goroutine populates the heap after serve returned")
-	}
-	for _, off := range []struct {
+	for _, tc := range []struct {
+		name string
 		args []string
 		env  map[string]string
+		on   bool
 	}{
-		{[]string{"-store", "memory:", "-prefault=false"}, nil},
-		{[]string{"-store", "memory:"}, map[string]string{"EDGEPLANE_PREFAULT": "false"}},
+		{"default", nil, nil, false},
+		{"flag", []string{"-prefault"}, nil, true},
+		{"env", nil, map[string]string{"EDGEPLANE_PREFAULT": "true"}, true},
+		{"flag false", []string{"-prefault=false"}, nil, false},
+		{"env false", nil, map[string]string{"EDGEPLANE_PREFAULT": "false"}, false},
+		{"flag over env", []string{"-prefault=false"}, map[string]string{"EDGEPLANE_PREFAULT": "true"}, false},
 	} {
-		s := startServe(t, off.args, off.env)
-		if prefaulting() {
-			t.Errorf("%v %v: a goroutine populates the heap", off.args, off.env)
-		}
-		s.stop()
+		t.Run(tc.name, func(t *testing.T) {
+			if prefaulting() {
+				t.Fatal("a goroutine populates the heap before serve runs")
+			}
+			s := startServe(t, append([]string{"-store", "memory:"}, tc.args...), tc.env)
+			if tc.on && strings.Contains(s.stderr.String(), "heap prefault off") {
+				s.stop()
+				t.Skip(s.stderr.String())
+			}
+			if got := prefaulting(); got != tc.on {
+				t.Errorf("a goroutine populates the heap while serve runs: %v, want %v", got, tc.on)
+			}
+			if code := s.stop(); code != 0 {
+				t.Fatalf("serve exited with %d: %s", code, s.stderr)
+			}
+			if prefaulting() {
+				t.Error("a goroutine populates the heap after serve returned")
+			}
+		})
 	}
 }

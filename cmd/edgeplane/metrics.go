@@ -198,14 +198,14 @@ func (s timedStore) Replace(ctx context.Context, rec store.Record) (store.Record
 	return s.Store.Replace(ctx, rec)
 }
 
-func (s timedStore) Delete(ctx context.Context, kind store.Kind, accountID, id string) error {
+func (s timedStore) Delete(ctx context.Context, kind store.Kind, accountID, id string, note store.Note) error {
 	defer observe(s.ops.delete, time.Now())
-	return s.Store.Delete(ctx, kind, accountID, id)
+	return s.Store.Delete(ctx, kind, accountID, id, note)
 }
 
-func (s timedStore) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64) error {
+func (s timedStore) DeleteIf(ctx context.Context, kind store.Kind, accountID, id string, version int64, note store.Note) error {
 	defer observe(s.ops.delete, time.Now())
-	return s.Store.DeleteIf(ctx, kind, accountID, id, version)
+	return s.Store.DeleteIf(ctx, kind, accountID, id, version, note)
 }
 
 func (s timedStore) List(ctx context.Context, q store.Query) ([]store.Record, error) {
@@ -213,7 +213,7 @@ func (s timedStore) List(ctx context.Context, q store.Query) ([]store.Record, er
 	return s.Store.List(ctx, q)
 }
 
-func (s timedStore) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (s timedStore) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
 	defer observe(s.ops.changes, time.Now())
-	return s.Store.Changes(ctx, after, limit)
+	return s.Store.Changes(ctx, after, limit, payload)
 }

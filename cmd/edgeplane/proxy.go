@@ -79,7 +79,10 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	m := newMetrics()
 	ts := newTimedStore(st, m.storeOps)
-	svc := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key})
+	svc, err := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key})
+	if err != nil {
+		return err
+	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/cmd/edgeplane/internal/prefault"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/httpserver"
-	"github.com/edgeplane/edgeplane/internal/prefault"
 )
 
 // serveConfig is what serve's flags say.
@@ -49,7 +49,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file when the server stops (for go tool pprof)")
-	fs.BoolVar(&c.prefault, "prefault", true, "populate the memory the Go heap grows by in bulk, before its first use (Linux 5.14 or later): saves the page fault per 4 KiB of growth, 10-15µs in some virtual machines")
+	fs.BoolVar(&c.prefault, "prefault", false, "populate the memory the Go heap grows by in bulk, before its first use (Linux 5.14 or later): saves the page fault per 4 KiB of growth, 10-15µs in some virtual machines, at the cost of a goroutine that looks every 5ms and of memory made resident ahead of use (default off)")
 	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
 	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
 	fs.Usage = func() {
@@ -122,7 +122,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	ts := newTimedStore(st, m.storeOps)
-	svc := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
+	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
+	if err != nil {
+		return err
+	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -213,12 +216,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 // prefaultInterval is how often prefaultHeap looks whether the heap has
 // grown: a look that finds it has not costs well under a microsecond
-// (internal/prefault's BenchmarkStep), and the heap of a server storing
+// (package prefault's BenchmarkStep), and the heap of a server storing
 // 20,000 records a second grows by about 100 KiB in one interval.
 const prefaultInterval = 5 * time.Millisecond
 
 // prefaultHeap makes the memory the Go heap grows by resident ahead of
-// its first use (see internal/prefault) until ctx ends. Where the system
+// its first use (see package prefault) until ctx ends. Where the system
 // cannot, it says so in the log and returns.
 func prefaultHeap(ctx context.Context, log *slog.Logger) {
 	h, err := prefault.New()

@@ -72,7 +72,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger, SealingKey: sealingKey})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: *baseURL, Logger: logger, SealingKey: sealingKey})
+	if err != nil {
+		return err
+	}
 	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
 	if err != nil {
 		return fmt.Errorf("EDGEPLANE_API_KEY: %w", err)

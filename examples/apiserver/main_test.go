@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
-	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/policy/limits"
 )
 
 func TestRunServesAndShutsDown(t *testing.T) {
@@ -59,8 +59,8 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		header string
 		want   int
 	}{
-		{"long URL", "/credentials/" + strings.Repeat("i", policy.MaxURLBytes), "", http.StatusRequestURITooLong},
-		{"large headers", "/credentials", strings.Repeat("h", policy.MaxRequestHeaderBytes+4096), http.StatusRequestHeaderFieldsTooLarge},
+		{"long URL", "/credentials/" + strings.Repeat("i", limits.MaxURLBytes), "", http.StatusRequestURITooLong},
+		{"large headers", "/credentials", strings.Repeat("h", limits.MaxRequestHeaderBytes+4096), http.StatusRequestHeaderFieldsTooLarge},
 	} {
 		req, _ := http.NewRequest("GET", "http://"+addr+tc.path, nil)
 		req.Header.Set("X-Big", tc.header)

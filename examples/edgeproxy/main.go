@@ -68,7 +68,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The control plane: a Service on the in-memory store, and the
 	// account, edge and tunnel the proxy serves.
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{Logger: log})
+	svc, err := edgeplane.New(st, edgeplane.Options{Logger: log})
+	if err != nil {
+		return err
+	}
 	defer svc.Close(context.Background())
 	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
 	if err != nil {

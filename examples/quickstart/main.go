@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 )
 
@@ -24,16 +25,19 @@ func main() {
 }
 
 func run(ctx context.Context, w io.Writer) error {
-	svc := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "acme"})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
 	if err != nil {
 		return err
 	}
-	admin, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "ada", Admin: true})
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "acme"})
 	if err != nil {
 		return err
 	}
-	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, edgeplane.APIKeyParams{OwnerID: admin.ID, Description: "quickstart"})
+	admin, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ada", Admin: true})
+	if err != nil {
+		return err
+	}
+	key, err := svc.Host().CreateAPIKey(ctx, acct.ID, identity.CreateAPIKeyParams{OwnerID: admin.ID, Description: "quickstart"})
 	if err != nil {
 		return err
 	}

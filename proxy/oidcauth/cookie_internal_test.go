@@ -9,17 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"golang.org/x/crypto/chacha20poly1305"
-
-	"github.com/edgeplane/edgeplane/edges"
 )
 
 var internalKey = []byte("0123456789abcdef0123456789abcdef")
 
 // newTestGate returns a Gate for an issuer it never contacts.
-func newTestGate(tb testing.TB, edit func(*edges.OIDCConfig), now func() time.Time) *Gate {
+func newTestGate(tb testing.TB, edit func(*edgeconfig.OIDC), now func() time.Time) *Gate {
 	tb.Helper()
-	cfg := &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "client", ClientSecret: "secret", CookiePrefix: "service."}
+	cfg := &edgeconfig.OIDC{Issuer: "https://idp.example", ClientID: "client", ClientSecret: "secret", CookiePrefix: "service."}
 	if edit != nil {
 		edit(cfg)
 	}
@@ -129,13 +128,13 @@ func TestSealBinding(t *testing.T) {
 	if _, ok := open(g.aead, adLogin, v, nil); ok {
 		t.Error("a session value opened as a login cookie")
 	}
-	g2 := newTestGate(t, func(c *edges.OIDCConfig) { c.ClientID = "other" }, nil)
+	g2 := newTestGate(t, func(c *edgeconfig.OIDC) { c.ClientID = "other" }, nil)
 	if _, ok := open(g2.aead, adSession, v, nil); ok {
 		t.Error("a session value opened under another client's key")
 	}
 	// Another route with the same secret: its key differs, whatever the
 	// additional data.
-	g3, err := New(&edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "client", CookiePrefix: "service."},
+	g3, err := New(&edgeconfig.OIDC{Issuer: "https://idp.example", ClientID: "client", CookiePrefix: "service."},
 		Options{Key: internalKey, Scope: "edghts_1/edghtsrt_2"})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +237,7 @@ func BenchmarkCheck(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			clock := func() time.Time { return now }
-			g := newTestGate(b, func(c *edges.OIDCConfig) { c.InactivityTimeout = bc.inactivity; c.MaximumDuration = 1000 * time.Hour }, clock)
+			g := newTestGate(b, func(c *edgeconfig.OIDC) { c.InactivityTimeout = bc.inactivity; c.MaximumDuration = 1000 * time.Hour }, clock)
 			s := session{loginAt: now.Unix() - 3600, lastSeen: now.Add(-bc.idle).Unix(), subject: "248289761001", email: "ada@example.com", emailVerified: true, name: "Ada Lovelace", preferredUsername: "ada"}
 			r := httptest.NewRequest("GET", "https://app.example/page", nil)
 			cookieLine := []string{"theme=dark; " + g.sessionName + "=" + g.sessionCookie(r, &s, now.Unix()).Value}

@@ -1,4 +1,4 @@
-// Package oidcauth applies an HTTPS route's OIDC module ([edges.OIDCConfig])
+// Package oidcauth applies an HTTPS route's OIDC module ([edgeconfig.OIDC])
 // to HTTP requests: a [Gate] lets through requests that carry a valid
 // session cookie and sends the others to the OpenID Connect provider to
 // sign in. It is the OIDC part of the edge proxy (package proxy wires a

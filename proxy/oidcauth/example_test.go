@@ -2,12 +2,14 @@ package oidcauth_test
 
 import (
 	"fmt"
-	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"time"
+
+	"github.com/edgeplane/edgeplane/edgeconfig"
+	"github.com/edgeplane/edgeplane/internal/oidctest"
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
@@ -29,7 +31,7 @@ func ExampleGate_Wrap() {
 		RootCAs:              idp.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,
 	})
 	module := &edges.OIDC{Enabled: true, Issuer: idp.Issuer(), ClientID: "client-1", ClientSecret: "secret-1", Scopes: []string{"email"}}
-	gate, err := oidcauth.New(module.Config(), oidcauth.Options{
+	gate, err := oidcauth.New(edgeconfig.NewOIDC(module), oidcauth.Options{
 		Key:       []byte("a 32-byte or longer secret key!!"), // a proxy passes its sealing key
 		Scope:     "edghts_123/edghtsrt_456",
 		Providers: providers,

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 )
 
@@ -145,7 +146,7 @@ type Gate struct {
 // [edges.OIDC.Config]) for the route opts.Scope names. It reports every
 // broken rule as an InvalidArgument [*apierr.Error]; it does not contact
 // the provider (discovery happens on the first sign-in).
-func New(cfg *edges.OIDCConfig, opts Options) (*Gate, error) {
+func New(cfg *edgeconfig.OIDC, opts Options) (*Gate, error) {
 	var vs apierr.Violations
 	if cfg == nil {
 		vs.Add("config", "is required: the OIDC module must be set and enabled")

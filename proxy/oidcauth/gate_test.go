@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
@@ -94,7 +95,7 @@ func logger(b *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandle
 
 // newHarness starts a provider and an app with one OIDC route per prefix
 // (default "/"), each with the config edited by edit.
-func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) *harness {
+func newHarness(t *testing.T, edit func(*edgeconfig.OIDC), prefixes ...string) *harness {
 	t.Helper()
 	return newHarnessWith(t, nil, edit, prefixes...)
 }
@@ -102,7 +103,7 @@ func newHarness(t *testing.T, edit func(*edges.OIDCConfig), prefixes ...string) 
 // newHarnessWith is newHarness whose Providers' options are edited by
 // popts (when not nil) after the defaults: the package's own transport,
 // trusting the provider's certificate and allowed to reach loopback.
-func newHarnessWith(t *testing.T, popts func(*oidcauth.ProvidersOptions), edit func(*edges.OIDCConfig), prefixes ...string) *harness {
+func newHarnessWith(t *testing.T, popts func(*oidcauth.ProvidersOptions), edit func(*edgeconfig.OIDC), prefixes ...string) *harness {
 	t.Helper()
 	if len(prefixes) == 0 {
 		prefixes = []string{"/"}
@@ -116,7 +117,7 @@ func newHarnessWith(t *testing.T, popts func(*oidcauth.ProvidersOptions), edit f
 	}
 	h.providers = oidcauth.NewProviders(o)
 	for _, prefix := range prefixes {
-		cfg := &edges.OIDCConfig{
+		cfg := &edgeconfig.OIDC{
 			Issuer:       h.prov.Issuer(),
 			ClientID:     "client-1",
 			ClientSecret: "secret-1",
@@ -329,7 +330,7 @@ func equalHeaders(a, b map[string][]string) bool {
 }
 
 func TestSessionCookieAttributes(t *testing.T) {
-	h := newHarness(t, func(c *edges.OIDCConfig) { c.CookiePrefix = "acme_"; c.MaximumDuration = time.Hour })
+	h := newHarness(t, func(c *edgeconfig.OIDC) { c.CookiePrefix = "acme_"; c.MaximumDuration = time.Hour })
 	c := h.browser()
 	cb := h.beginSignIn(c, "/x")
 	res, _ := h.do(noFollow(c), "GET", cb.String(), nil)
@@ -366,7 +367,7 @@ func TestSessionCookieAttributes(t *testing.T) {
 }
 
 func TestForgedIdentityHeadersStripped(t *testing.T) {
-	h := newHarness(t, func(c *edges.OIDCConfig) { c.OptionsPassthrough = true })
+	h := newHarness(t, func(c *edgeconfig.OIDC) { c.OptionsPassthrough = true })
 	c := h.browser()
 	h.signIn(c, "/")
 	forged := http.Header{
@@ -401,7 +402,7 @@ func TestForgedIdentityHeadersStripped(t *testing.T) {
 }
 
 func TestInactivityTimeout(t *testing.T) {
-	h := newHarness(t, func(c *edges.OIDCConfig) { c.InactivityTimeout = 10 * time.Minute })
+	h := newHarness(t, func(c *edgeconfig.OIDC) { c.InactivityTimeout = 10 * time.Minute })
 	c := h.browser()
 	h.signIn(c, "/")
 	nf := noFollow(c)
@@ -424,7 +425,7 @@ func TestInactivityTimeout(t *testing.T) {
 }
 
 func TestMaximumDuration(t *testing.T) {
-	h := newHarness(t, func(c *edges.OIDCConfig) {
+	h := newHarness(t, func(c *edgeconfig.OIDC) {
 		c.InactivityTimeout = 10 * time.Minute
 		c.MaximumDuration = 30 * time.Minute
 	})
@@ -454,7 +455,7 @@ func TestOptionsPassthrough(t *testing.T) {
 		{"passthrough off, OPTIONS", false, "OPTIONS", http.StatusFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *edges.OIDCConfig) { c.OptionsPassthrough = tc.passthrough })
+			h := newHarness(t, func(c *edgeconfig.OIDC) { c.OptionsPassthrough = tc.passthrough })
 			res, _ := h.do(noFollow(h.browser()), tc.method, h.app.URL+"/api", nil)
 			if res.StatusCode != tc.wantStatus {
 				t.Fatalf("status %d; want %d", res.StatusCode, tc.wantStatus)
@@ -667,13 +668,13 @@ func TestCookieOfOtherIssuerOrClientRefused(t *testing.T) {
 	value := h.cookie(c, g.SessionCookieName())
 	for _, tc := range []struct {
 		name string
-		edit func(*edges.OIDCConfig)
+		edit func(*edgeconfig.OIDC)
 	}{
-		{"other client ID", func(c *edges.OIDCConfig) { c.ClientID = "client-2" }},
-		{"other issuer", func(c *edges.OIDCConfig) { c.Issuer = h.prov.Issuer() + "/other" }},
+		{"other client ID", func(c *edgeconfig.OIDC) { c.ClientID = "client-2" }},
+		{"other issuer", func(c *edgeconfig.OIDC) { c.Issuer = h.prov.Issuer() + "/other" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := &edges.OIDCConfig{Issuer: h.prov.Issuer(), ClientID: "client-1", ClientSecret: "secret-1", CookiePrefix: "service."}
+			cfg := &edgeconfig.OIDC{Issuer: h.prov.Issuer(), ClientID: "client-1", ClientSecret: "secret-1", CookiePrefix: "service."}
 			tc.edit(cfg)
 			g2, err := oidcauth.New(cfg, oidcauth.Options{Key: testKey, Scope: "edghts_1//", Providers: h.providers, Now: h.clock.Now})
 			if err != nil {
@@ -817,7 +818,7 @@ func TestDiscoveryFailureRemembered(t *testing.T) {
 	}))
 	defer down.Close()
 	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{RootCAs: rootCAs(down.Client()), Networks: loopback, Now: clock.Now})
-	g, err := oidcauth.New(&edges.OIDCConfig{Issuer: down.URL, ClientID: "c", ClientSecret: "s"},
+	g, err := oidcauth.New(&edgeconfig.OIDC{Issuer: down.URL, ClientID: "c", ClientSecret: "s"},
 		oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -856,7 +857,7 @@ func TestProvidersBounded(t *testing.T) {
 	}
 	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{RootCAs: rootCAs(client), Networks: loopback, MaxIssuers: 2, Now: clock.Now})
 	for i, iss := range issuers {
-		g, err := oidcauth.New(&edges.OIDCConfig{Issuer: iss, ClientID: "c", ClientSecret: "s"},
+		g, err := oidcauth.New(&edgeconfig.OIDC{Issuer: iss, ClientID: "c", ClientSecret: "s"},
 			oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Now: clock.Now})
 		if err != nil {
 			t.Fatal(err)
@@ -873,10 +874,10 @@ func TestProvidersBounded(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	good := edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s"}
+	good := edgeconfig.OIDC{Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s"}
 	for _, tc := range []struct {
 		name      string
-		cfg       *edges.OIDCConfig
+		cfg       *edgeconfig.OIDC
 		opts      oidcauth.Options
 		wantField string
 	}{
@@ -886,11 +887,11 @@ func TestNewValidates(t *testing.T) {
 		{"long scope", &good, oidcauth.Options{Key: testKey, Scope: strings.Repeat("r", oidcauth.MaxScopeBytes+1)}, "scope"},
 		{"relative callback", &good, oidcauth.Options{Key: testKey, Scope: "r", CallbackPath: "cb"}, "callback_path"},
 		{"callback with query", &good, oidcauth.Options{Key: testKey, Scope: "r", CallbackPath: "/cb?x"}, "callback_path"},
-		{"no issuer", &edges.OIDCConfig{ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r"}, "issuer"},
-		{"no client", &edges.OIDCConfig{Issuer: "https://idp.example"}, oidcauth.Options{Key: testKey, Scope: "r"}, "client_id"},
-		{"negative inactivity", &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", InactivityTimeout: -1}, oidcauth.Options{Key: testKey, Scope: "r"}, "inactivity_timeout"},
-		{"negative maximum", &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", MaximumDuration: -1}, oidcauth.Options{Key: testKey, Scope: "r"}, "maximum_duration"},
-		{"bad prefix", &edges.OIDCConfig{Issuer: "https://idp.example", ClientID: "c", CookiePrefix: "a b"}, oidcauth.Options{Key: testKey, Scope: "r"}, "cookie_prefix"},
+		{"no issuer", &edgeconfig.OIDC{ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r"}, "issuer"},
+		{"no client", &edgeconfig.OIDC{Issuer: "https://idp.example"}, oidcauth.Options{Key: testKey, Scope: "r"}, "client_id"},
+		{"negative inactivity", &edgeconfig.OIDC{Issuer: "https://idp.example", ClientID: "c", InactivityTimeout: -1}, oidcauth.Options{Key: testKey, Scope: "r"}, "inactivity_timeout"},
+		{"negative maximum", &edgeconfig.OIDC{Issuer: "https://idp.example", ClientID: "c", MaximumDuration: -1}, oidcauth.Options{Key: testKey, Scope: "r"}, "maximum_duration"},
+		{"bad prefix", &edgeconfig.OIDC{Issuer: "https://idp.example", ClientID: "c", CookiePrefix: "a b"}, oidcauth.Options{Key: testKey, Scope: "r"}, "cookie_prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := oidcauth.New(tc.cfg, tc.opts)
@@ -1009,7 +1010,7 @@ func TestProviderResponseBounded(t *testing.T) {
 			}))
 			defer big.Close()
 			ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{RootCAs: rootCAs(big.Client()), Networks: loopback})
-			g, err := oidcauth.New(&edges.OIDCConfig{Issuer: big.URL, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
+			g, err := oidcauth.New(&edgeconfig.OIDC{Issuer: big.URL, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/internal/oidctest"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
@@ -187,7 +187,7 @@ func TestProviderNetworksEveryDial(t *testing.T) {
 
 			var logs syncbuf.Buffer
 			ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
-			g, err := oidcauth.New(&edges.OIDCConfig{Issuer: issuer, ClientID: "c", ClientSecret: "s"},
+			g, err := oidcauth.New(&edgeconfig.OIDC{Issuer: issuer, ClientID: "c", ClientSecret: "s"},
 				oidcauth.Options{Key: testKey, Scope: "r", Providers: ps, Logger: logger(&logs)})
 			if err != nil {
 				t.Fatal(err)
@@ -258,7 +258,7 @@ func TestProviderRedirects(t *testing.T) {
 	})
 	check := func(t *testing.T, ps *oidcauth.Providers, issuer string) int {
 		t.Helper()
-		g, err := oidcauth.New(&edges.OIDCConfig{Issuer: issuer, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
+		g, err := oidcauth.New(&edgeconfig.OIDC{Issuer: issuer, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +315,7 @@ func TestProviderRedirectsOwnCheck(t *testing.T) {
 		return http.ErrUseLastResponse
 	}}
 	ps := oidcauth.NewProviders(oidcauth.ProvidersOptions{Client: client, RootCAs: rootCAs(idp.Client()), Networks: loopback})
-	g, err := oidcauth.New(&edges.OIDCConfig{Issuer: redirector.URL, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
+	g, err := oidcauth.New(&edgeconfig.OIDC{Issuer: redirector.URL, ClientID: "c"}, oidcauth.Options{Key: testKey, Scope: "r", Providers: ps})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpserver"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/proxy"
 )
@@ -212,12 +213,15 @@ func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 func newProxy(upstream, doc string, hosts int) (*proxy.Handler, func(), error) {
 	ctx := context.Background()
 	st := memstore.New()
-	svc := edgeplane.New(st, edgeplane.Options{TunnelLease: 24 * time.Hour})
-	acct, err := svc.Host().CreateAccount(ctx, edgeplane.AccountParams{Name: "load"})
+	svc, err := edgeplane.New(st, edgeplane.Options{TunnelLease: 24 * time.Hour})
 	if err != nil {
 		return nil, nil, err
 	}
-	user, err := svc.Host().CreateUser(ctx, acct.ID, edgeplane.SubjectParams{Name: "admin", Admin: true})
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "load"})
+	if err != nil {
+		return nil, nil, err
+	}
+	user, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
 	if err != nil {
 		return nil, nil, err
 	}

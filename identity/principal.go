@@ -1,0 +1,31 @@
+package identity
+
+import (
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/ids"
+)
+
+// AccountPrefix starts the identifier of an account.
+const AccountPrefix = "acct_"
+
+// Principal is the caller an operation acts for: who is asking and on
+// behalf of which account. Transports obtain it from the Service's
+// Authenticate.
+type Principal struct {
+	// AccountID is the caller's account. Every resource the call touches
+	// belongs to it.
+	AccountID string
+	// SubjectID is the user (usr_) or bot (bot_) making the call.
+	SubjectID string
+	// Admin reports whether the subject is an admin of the account.
+	Admin bool
+}
+
+// Check fails (unauthenticated) unless p names an account and a user or
+// bot: every operation checks it before it reads or writes anything.
+func (p Principal) Check() error {
+	if !ids.Valid(p.AccountID, AccountPrefix) || !ValidSubjectID(p.SubjectID) {
+		return apierr.New(apierr.Unauthenticated, "the call has no valid principal")
+	}
+	return nil
+}

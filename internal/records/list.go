@@ -1,0 +1,292 @@
+package records
+
+import (
+	"context"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/filter"
+	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/recordcache"
+	"github.com/edgeplane/edgeplane/policy/limits"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// MaxPageSize is the largest page, and the default.
+const MaxPageSize = 100
+
+// MaxFilterScan is the largest number of resources one filtered page
+// reads, matching or not, so that a filter that matches nothing cannot
+// make one request read a whole collection.
+const MaxFilterScan = 10 * MaxPageSize
+
+// MaxFilterPageCost bounds the total cost, in CEL's cost units, of the
+// filter evaluations of one page (each is bounded by
+// [limits.MaxEvaluationCost]): a page whose evaluations reach it ends
+// after the resource that did, as at [MaxFilterScan].
+const MaxFilterPageCost = 10 * limits.MaxEvaluationCost
+
+// Query selects a page of a list: the fields of the root's ListOptions.
+type Query struct {
+	Limit    int
+	BeforeID string
+	Filter   string
+}
+
+// Listing is one page of a list, newest first.
+type Listing[V any] struct {
+	// Items are the page's resources; nil when Encoded.
+	Items []V
+	// JSON holds each item's JSON when Encoded; shared with the cache:
+	// never change it.
+	JSON [][]byte
+	// Encoded says the page holds its items as JSON.
+	Encoded bool
+	// Limit is the page size in force.
+	Limit int
+	// Next is the cursor of the next page, "" on the last.
+	Next string
+}
+
+// List returns one page of records of form f's kind (children of parent
+// when set), decoded and presented.
+func List[M any](ctx context.Context, db *DB, p identity.Principal, f Form[M], parent string, q Query, present func(*M, store.Record)) (*Listing[M], error) {
+	return ListAs(ctx, db, p, f, parent, q, func(v *M, rec store.Record) (*M, error) {
+		present(v, rec)
+		return v, nil
+	}, LateField[M]{})
+}
+
+// LateField is a field of a listed V that costs a store read to compute
+// (a backend's tunnels): ListAs fills it before filtering when the filter
+// reads it, and otherwise only for the resources that match. The zero
+// value is no such field.
+type LateField[V any] struct {
+	Name string           // the field's JSON name
+	Fill func(v *V) error // computes it
+}
+
+// ListAs returns one page of records of form f's kind (children of
+// parent when set), each decoded and turned by show into the V the API
+// shows (and completed by late). q.Filter, when set, is compiled for V
+// and evaluated on what show returns; the page then scans the store until
+// it holds q.Limit matches, the list ends, MaxFilterScan records were
+// read or the evaluations cost MaxFilterPageCost.
+func ListAs[M, V any](ctx context.Context, db *DB, p identity.Principal, f Form[M], parent string, q Query,
+	show func(*M, store.Record) (*V, error), late LateField[V]) (*Listing[V], error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	var vs apierr.Violations
+	limit := PageLimit(&vs, f.Kind, q)
+	var match *filter.Filter[V]
+	if q.Filter != "" {
+		m, err := filter.Compile[V](db.Filters, q.Filter)
+		if err != nil {
+			vs.AddError("", err)
+		}
+		match = m
+	}
+	if err := vs.Err(); err != nil {
+		return nil, err
+	}
+	fillEarly := late.Fill != nil && match != nil && match.Reads(late.Name)
+	page := &Listing[V]{Limit: limit}
+	budget, chunk := limit, limit // records to scan in all, and per store read
+	switch {
+	case fillEarly:
+		budget = MaxPageSize // each record scanned costs another store read
+	case match != nil:
+		budget = MaxFilterScan
+	}
+	cursor, scanned, spent := q.BeforeID, 0, uint64(0)
+	for {
+		t := db.Cache.Note()
+		want := min(chunk, budget-scanned)
+		recs, err := db.Store.List(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor, Limit: want + 1})
+		if err != nil {
+			return nil, db.StoreErr(err, f.Kind, "")
+		}
+		more := len(recs) > want // records remain after recs[:want]
+		recs = recs[:min(len(recs), want)]
+		if page.Items == nil {
+			page.Items = make([]V, 0, min(len(recs), limit))
+		}
+		for i, rec := range recs {
+			scanned++
+			m, err := f.Listed(db, t, rec)
+			if err != nil {
+				return nil, err
+			}
+			v, err := show(m, rec)
+			if err != nil {
+				return nil, err
+			}
+			if fillEarly {
+				if err := late.Fill(v); err != nil {
+					return nil, err
+				}
+			}
+			matched := true
+			if match != nil {
+				var c uint64
+				matched, c = match.Eval(v)
+				spent += c
+			}
+			if matched {
+				if late.Fill != nil && !fillEarly {
+					if err := late.Fill(v); err != nil {
+						return nil, err
+					}
+				}
+				page.Items = append(page.Items, *v)
+			}
+			if len(page.Items) == limit || spent >= MaxFilterPageCost {
+				if i < len(recs)-1 || more {
+					page.Next = rec.ID
+				}
+				return page, nil
+			}
+		}
+		if !more || len(recs) == 0 {
+			return page, nil
+		}
+		cursor = recs[len(recs)-1].ID
+		if scanned >= budget {
+			page.Next = cursor
+			return page, nil
+		}
+		chunk = min(2*chunk, MaxPageSize)
+	}
+}
+
+// PageLimit returns the page size q asks for, and adds to vs what is
+// wrong with its limit and cursor for a list of kind k.
+func PageLimit(vs *apierr.Violations, k *Kind, q Query) int {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = MaxPageSize
+	case limit < 1 || limit > MaxPageSize:
+		vs.Add("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
+	}
+	if q.BeforeID != "" && !ids.Valid(q.BeforeID, k.Prefix) {
+		vs.Add("before_id", "must be a %s ID (%s followed by %d characters)", k.Noun, k.Prefix, ids.Len)
+	}
+	return limit
+}
+
+// ListEncoded is List for a kind whose items' JSON is a function of the
+// stored record alone: present must read nothing but the model, the
+// record and the Service's configuration (no clock, no other record).
+// Without a filter, it answers the page as the JSON of its items (JSON,
+// Encoded), each the encoding cached with its record's version when the
+// cache holds it (made and cached otherwise), so that a page costs a
+// store list and copies, not a decode, a model and an encode per item;
+// with one, it is List.
+func ListEncoded[M any](ctx context.Context, db *DB, p identity.Principal, f Form[M], parent string, q Query, present func(*M, store.Record)) (*Listing[M], error) {
+	if q.Filter != "" {
+		return List(ctx, db, p, f, parent, q, present)
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	var vs apierr.Violations
+	limit := PageLimit(&vs, f.Kind, q)
+	if err := vs.Err(); err != nil {
+		return nil, err
+	}
+	t := db.Cache.Note()
+	recs, err := db.Store.List(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: q.BeforeID, Limit: limit + 1})
+	if err != nil {
+		return nil, db.StoreErr(err, f.Kind, "")
+	}
+	page := &Listing[M]{Encoded: true, Limit: limit}
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.Next = recs[limit-1].ID
+	}
+	page.JSON = make([][]byte, len(recs))
+	for i, rec := range recs {
+		b, err := f.ListedJSON(db, t, rec, present)
+		if err != nil {
+			return nil, err
+		}
+		page.JSON[i] = b
+	}
+	return page, nil
+}
+
+// AppendJSON appends to dst the JSON of the record id of f's kind in p's
+// account as present shows it (see ListEncoded: present must be a pure
+// function of the model and the record): the encoding cached with the
+// record when there is one, else one it makes and caches. Errors are
+// Get's.
+func AppendJSON[M any](ctx context.Context, db *DB, p identity.Principal, f Form[M], id string, present func(*M, store.Record), dst []byte) ([]byte, error) {
+	if err := p.Check(); err != nil {
+		return dst, err
+	}
+	if !ids.Valid(id, f.Prefix) {
+		return dst, f.NotFound(id)
+	}
+	e, ok := db.Cache.Get(recordcache.Key{Kind: f.StoreKind, Account: p.AccountID, ID: id})
+	var (
+		doc any
+		rec store.Record
+	)
+	if ok {
+		if b := e.JSON(); b != nil {
+			return append(dst, b...), nil
+		}
+		doc, rec = e.Doc, e.Rec
+	} else {
+		t := db.Cache.Note()
+		r, err := db.Store.Get(ctx, f.StoreKind, p.AccountID, id)
+		if err != nil {
+			return dst, db.StoreErr(err, f.Kind, id)
+		}
+		d, err := f.parse(r.Data)
+		if err != nil {
+			return dst, f.corrupt(db, r, err)
+		}
+		doc, rec, e = d, r, db.Cache.Put(t, r, d)
+	}
+	b, err := f.encodeShown(db, doc, rec, present)
+	if err != nil {
+		return dst, err
+	}
+	db.Cache.SetJSON(e, b)
+	return append(dst, b...), nil
+}
+
+// HostList returns one page, newest first, of the records of kind k
+// across all accounts, each turned into a T by conv, and the cursor of
+// the next page ("" on the last): the paging of the host's list
+// operations.
+func HostList[T any](ctx context.Context, db *DB, k *Kind, q Query, conv func(store.Record) (T, error)) ([]T, string, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = MaxPageSize
+	case limit < 1 || limit > MaxPageSize:
+		return nil, "", apierr.Invalidf("limit", "must be between 1 and %d, got %d", MaxPageSize, limit)
+	}
+	recs, err := db.Store.List(ctx, store.Query{Kind: k.StoreKind, BeforeID: q.BeforeID, Limit: limit + 1})
+	if err != nil {
+		return nil, "", db.StoreErr(err, k, "")
+	}
+	out := make([]T, 0, min(len(recs), limit))
+	next := ""
+	for i, rec := range recs {
+		if i == limit {
+			next = recs[limit-1].ID
+			break
+		}
+		v, err := conv(rec)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, v)
+	}
+	return out, next, nil
+}

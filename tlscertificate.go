@@ -1,0 +1,391 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/edgeplane/edgeplane/internal/records"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// storedCertificate is a TLS certificate as the Service holds it: the API
+// model and, beside it, the private key sealed under the Service's
+// sealing key ([Options.SealingKey]), which no API response shows.
+type storedCertificate struct {
+	domains.Certificate
+	SealedPrivateKey []byte
+}
+
+// The stored form of a TLS certificate (see package internal/records).
+type (
+	certificateDoc struct {
+		records.Common
+		CertificatePEM    string    `json:"certificate_pem"`
+		SubjectCommonName string    `json:"subject_common_name,omitempty"`
+		DNSNames          []string  `json:"dns_names,omitempty"`
+		IPs               []string  `json:"ips,omitempty"`
+		IssuerCommonName  string    `json:"issuer_common_name,omitempty"`
+		SerialNumber      string    `json:"serial_number"`
+		NotBefore         time.Time `json:"not_before"`
+		NotAfter          time.Time `json:"not_after"`
+		PrivateKeyType    string    `json:"private_key_type"`
+		SealedPrivateKey  []byte    `json:"sealed_private_key"`
+	}
+)
+
+// The identity of the kind this file declares (see kindList).
+var (
+	certificateKind = &records.Kind{StoreKind: KindTLSCertificate, Prefix: domains.CertificatePrefix, Collection: "tls_certificates", Noun: "TLS certificate", Event: "tls_certificate"}
+)
+
+var certificateForm = &kind[storedCertificate]{Form: records.PlainForm(certificateKind,
+	func(c *storedCertificate) *certificateDoc {
+		return &certificateDoc{Common: records.Common{CreatedAt: c.CreatedAt, Description: c.Description, Metadata: c.Metadata}, CertificatePEM: c.CertificatePEM,
+			SubjectCommonName: c.SubjectCommonName, DNSNames: c.SubjectAlternativeNames.DNSNames, IPs: c.SubjectAlternativeNames.IPs,
+			IssuerCommonName: c.IssuerCommonName, SerialNumber: c.SerialNumber, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
+			PrivateKeyType: c.PrivateKeyType, SealedPrivateKey: c.SealedPrivateKey}
+	},
+	func(d *certificateDoc, rec store.Record) *storedCertificate {
+		return &storedCertificate{Certificate: domains.Certificate{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description,
+			Metadata: d.Metadata, CertificatePEM: d.CertificatePEM, SubjectCommonName: d.SubjectCommonName,
+			SubjectAlternativeNames: domains.SubjectAlternativeNames{DNSNames: slices.Clone(d.DNSNames), IPs: slices.Clone(d.IPs)},
+			IssuerCommonName:        d.IssuerCommonName, SerialNumber: d.SerialNumber, NotBefore: d.NotBefore, NotAfter: d.NotAfter,
+			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: slices.Clone(d.SealedPrivateKey)}
+	}), present: (*Service).presentStoredCertificate, shown: showCertificate}
+
+func (s *Service) presentStoredCertificate(c *storedCertificate, rec store.Record) {
+	s.presentCertificate(&c.Certificate, rec)
+}
+
+// showCertificate shows a stored certificate as the API does: without
+// its sealed key.
+func showCertificate(_ context.Context, _ *Service, c *storedCertificate, _ store.Record) (any, error) {
+	return &c.Certificate, nil
+}
+
+// keyAAD binds a sealed private key to its certificate record: a sealed
+// key copied to another record or account does not open.
+func keyAAD(accountID, certID string) []byte { return []byte(accountID + "/" + certID) }
+
+func (s *Service) presentCertificate(c *domains.Certificate, _ store.Record) {
+	c.URI = s.uri(certificateKind.Collection, c.ID)
+	if c.SubjectAlternativeNames.DNSNames == nil {
+		c.SubjectAlternativeNames.DNSNames = []string{}
+	}
+	if c.SubjectAlternativeNames.IPs == nil {
+		c.SubjectAlternativeNames.IPs = []string{}
+	}
+}
+
+// CreateTLSCertificate uploads a TLS certificate (POST /tls_certificates):
+// a PEM chain, leaf first, and the leaf's private key. The chain is parsed
+// with crypto/x509; a key that does not match the leaf, a chain out of
+// order and an expired leaf are refused (see
+// [domains.CreateCertificateParams.Certificate]). The response, like every
+// other, never shows the private key.
+func (s *Service) CreateTLSCertificate(ctx context.Context, p Principal, params domains.CreateCertificateParams) (*domains.Certificate, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	c, err := params.Certificate(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.storeCertificate(ctx, p.AccountID, &c, params.PrivateKeyPEM); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// storeCertificate gives c an ID and creation time, stores it with its
+// key in the account and presents it.
+func (s *Service) storeCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM string) error {
+	c.ID, c.CreatedAt = s.ids.New(domains.CertificatePrefix), s.timestamp()
+	sealed := s.sealer.Seal([]byte(keyPEM), keyAAD(accountID, c.ID))
+	err := records.Create(ctx, s.db, Principal{AccountID: accountID}, certificateForm.Form, c.ID, "", &storedCertificate{Certificate: *c, SealedPrivateKey: sealed}, nil)
+	if err != nil {
+		return err
+	}
+	s.presentCertificate(c, store.Record{})
+	return nil
+}
+
+// GetTLSCertificate returns a TLS certificate (GET /tls_certificates/{id}).
+func (s *Service) GetTLSCertificate(ctx context.Context, p Principal, id string) (*domains.Certificate, error) {
+	c, rec, err := records.Get(ctx, s.db, p, certificateForm.Form, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentCertificate(&c.Certificate, rec)
+	return &c.Certificate, nil
+}
+
+// ListTLSCertificates returns a page of the account's TLS certificates,
+// newest first (GET /tls_certificates).
+func (s *Service) ListTLSCertificates(ctx context.Context, p Principal, opts ListOptions) (*Page[domains.Certificate], error) {
+	return listAs(ctx, s, p, certificateForm.Form, "", certificateKind.Collection, opts, func(c *storedCertificate, rec store.Record) (*domains.Certificate, error) {
+		s.presentStoredCertificate(c, rec)
+		return &c.Certificate, nil
+	}, records.LateField[domains.Certificate]{})
+}
+
+// UpdateTLSCertificate changes the description and metadata present in
+// params (PATCH /tls_certificates/{id}); the chain and key never change.
+func (s *Service) UpdateTLSCertificate(ctx context.Context, p Principal, id string, params domains.UpdateCertificateParams) (*domains.Certificate, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := records.Update(ctx, s.db, p, certificateForm.Form, id, func(v *storedCertificate, _ *store.Record) error {
+		params.Apply(&v.Certificate)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &v.Certificate
+	s.presentCertificate(c, store.Record{})
+	return c, nil
+}
+
+// DeleteTLSCertificate deletes a TLS certificate (DELETE
+// /tls_certificates/{id}). While a reserved domain uses it, it cannot be
+// deleted: the error is a conflict naming the domain.
+func (s *Service) DeleteTLSCertificate(ctx context.Context, p Principal, id string) error {
+	return s.inUseByDomains(ctx, p, records.Remove(ctx, s.db, p, certificateKind, id))
+}
+
+// inUseByDomains rewrites an in-use error so that reserved domains among
+// the referrers are named by their domain too: "TLS certificate cert_… is
+// used by reserved domain rd_… (app.example.com)". Other errors pass
+// through.
+func (s *Service) inUseByDomains(ctx context.Context, p Principal, err error) error {
+	var use *store.InUseError
+	if !errors.As(err, &use) {
+		return err
+	}
+	names := make([]string, len(use.Referrers))
+	for i, id := range use.Referrers {
+		names[i] = describeID(id)
+		if !ids.Valid(id, domains.ReservedDomainPrefix) {
+			continue
+		}
+		if d, _, err := records.Get(ctx, s.db, p, reservedDomainForm.Form, id); err == nil {
+			names[i] += " (" + d.Domain + ")"
+		}
+	}
+	return &apierr.Error{Code: apierr.Conflict, Err: err,
+		Msg: describeID(use.ID) + " is used by " + strings.Join(names, ", ") + "; detach it first"}
+}
+
+// tlsCertificateKeyPair is [Host.TLSCertificateKeyPair].
+func (s *Service) tlsCertificateKeyPair(ctx context.Context, accountID, id string) (certPEM, keyPEM string, err error) {
+	if !ids.Valid(id, domains.CertificatePrefix) {
+		return "", "", certificateKind.NotFound(id)
+	}
+	rec, err := s.store.Get(ctx, KindTLSCertificate, accountID, id)
+	if err != nil {
+		return "", "", s.db.StoreErr(err, certificateKind, id)
+	}
+	c, err := certificateForm.Decode(s.db, rec)
+	if err != nil {
+		return "", "", err
+	}
+	key, err := s.sealer.Open(c.SealedPrivateKey, keyAAD(accountID, id))
+	if err != nil {
+		s.log.Error("cannot open the private key of a TLS certificate", "id", id, "err", err)
+		return "", "", apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return c.CertificatePEM, string(key), nil
+}
+
+// CertificateOrder is a reserved domain whose managed certificate needs
+// issuing or renewing: what the host's certificate manager (an ACME
+// client) needs to obtain one.
+type CertificateOrder struct {
+	// AccountID is the account the reserved domain belongs to.
+	AccountID string
+	// ReservedDomainID identifies the reserved domain; report the outcome
+	// with it.
+	ReservedDomainID string
+	// Domain is the name to certify, possibly a wildcard ("*.example.com").
+	Domain string
+	// Authority is the certificate authority to ask
+	// ([domains.AuthorityLetsEncrypt]).
+	Authority string
+	// PrivateKeyType is the key the certificate must have
+	// ([domains.KeyTypeRSA] or [domains.KeyTypeECDSA]).
+	PrivateKeyType string
+	// Renewal is true when a managed certificate was issued before and is
+	// due for renewal.
+	Renewal bool
+	// ACMEChallengeCNAMETarget, when not empty, is where the user's
+	// _acme-challenge CNAME record points: publish DNS-01 challenge
+	// records there.
+	ACMEChallengeCNAMETarget string
+}
+
+// DefaultCertificateOrders is how many orders [Host.CertificateOrders]
+// returns at most when asked for 0.
+const DefaultCertificateOrders = 100
+
+// certificateOrders is [Host.CertificateOrders].
+func (s *Service) certificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultCertificateOrders
+	case limit < 0:
+		return nil, apierr.Invalidf("limit", "must not be negative, got %d", limit)
+	}
+	now := s.now()
+	out := []CertificateOrder{}
+	q := store.Query{Kind: KindReservedDomain, Index: indexCertificateDue, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true,
+		Limit: min(limit, MaxPageSize)}
+	for {
+		recs, err := s.store.List(ctx, q)
+		if err != nil {
+			return nil, s.db.StoreErr(err, reservedDomainKind, "")
+		}
+		for _, rec := range recs {
+			d, err := reservedDomainForm.Decode(s.db, rec)
+			if err != nil {
+				return nil, err
+			}
+			if !d.CertificateDue(now) { // the index said so; the document decides
+				continue
+			}
+			o := CertificateOrder{AccountID: rec.AccountID, ReservedDomainID: d.ID, Domain: d.Domain,
+				Authority: d.CertificateManagementPolicy.Authority, PrivateKeyType: d.CertificateManagementPolicy.PrivateKeyType,
+				Renewal: d.CertificateManagementStatus.RenewsAt != nil}
+			if d.ACMEChallengeCNAMETarget != nil {
+				o.ACMEChallengeCNAMETarget = *d.ACMEChallengeCNAMETarget
+			}
+			if out = append(out, o); len(out) == limit {
+				return out, nil
+			}
+		}
+		if len(recs) < q.Limit {
+			return out, nil
+		}
+		q.BeforeID = recs[len(recs)-1].ID
+	}
+}
+
+// reportCertificateIssued is [Host.ReportCertificateIssued].
+func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
+	d, err := s.hostDomain(ctx, accountID, domainID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := domains.CreateCertificateParams{Description: "managed certificate for " + d.Domain,
+		CertificatePEM: certPEM, PrivateKeyPEM: keyPEM}.Certificate(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if !domains.Covers(c.SubjectAlternativeNames.DNSNames, d.Domain) {
+		return nil, apierr.Invalidf("certificate_pem", "does not cover %s; its DNS names are %v", d.Domain, c.SubjectAlternativeNames.DNSNames)
+	}
+	if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
+		return nil, err
+	}
+	if err := s.storeCertificate(ctx, accountID, &c, keyPEM); err != nil {
+		return nil, err
+	}
+	d, err = s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
+		if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
+			return err
+		}
+		d.CertificateIssued(resource.Ref{ID: c.ID}, c.NotBefore, c.NotAfter)
+		return nil
+	})
+	if err != nil {
+		if derr := s.store.Delete(ctx, KindTLSCertificate, accountID, c.ID, store.Note{}); derr != nil {
+			s.log.Error("certificate manager: cannot delete an unused managed certificate", "id", c.ID, "err", derr)
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// managedKeyMatches fails with failed-precondition unless d has a policy
+// asking for keys of type keyType.
+func managedKeyMatches(d *domains.ReservedDomain, keyType string) error {
+	pol := d.CertificateManagementPolicy
+	if pol == nil {
+		return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
+	}
+	if pol.PrivateKeyType != keyType {
+		return apierr.New(apierr.FailedPrecondition, "the certificate management policy of reserved domain %s asks for a %s key, the certificate has a %s key", d.ID, pol.PrivateKeyType, keyType)
+	}
+	return nil
+}
+
+// reportCertificateFailed is [Host.ReportCertificateFailed].
+func (s *Service) reportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
+	now := s.timestamp()
+	if err := f.Validate(now); err != nil {
+		return nil, err
+	}
+	d, err := s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
+		if d.CertificateManagementPolicy == nil {
+			return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
+		}
+		d.CertificateFailed(f, now)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// hostDomain loads a reserved domain of an account for a host operation.
+func (s *Service) hostDomain(ctx context.Context, accountID, id string) (*domains.ReservedDomain, error) {
+	if !ids.Valid(id, domains.ReservedDomainPrefix) {
+		return nil, reservedDomainKind.NotFound(id)
+	}
+	rec, err := s.store.Get(ctx, KindReservedDomain, accountID, id)
+	if err != nil {
+		return nil, s.db.StoreErr(err, reservedDomainKind, id)
+	}
+	return reservedDomainForm.Decode(s.db, rec)
+}
+
+// hostUpdateDomain is [update] for host operations, which act for no
+// principal. fn sees the stored domain; the result is presented.
+func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn func(*domains.ReservedDomain) error) (*domains.ReservedDomain, error) {
+	if !ids.Valid(id, domains.ReservedDomainPrefix) {
+		return nil, reservedDomainKind.NotFound(id)
+	}
+	var out *domains.ReservedDomain
+	note := s.db.Note(reservedDomainKind.Event, events.Updated)
+	_, err := s.store.Update(ctx, KindReservedDomain, accountID, id, func(rec *store.Record) error {
+		rec.Note = note
+		d, err := reservedDomainForm.Decode(s.db, *rec)
+		if err != nil {
+			return err
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+		if err := reservedDomainForm.Encode(s.db, d, rec); err != nil {
+			return err
+		}
+		setDomainFacts(rec, d)
+		out = d
+		return nil
+	})
+	if err != nil {
+		return nil, s.db.StoreErr(err, reservedDomainKind, id)
+	}
+	s.presentReservedDomain(out, store.Record{})
+	return out, nil
+}
