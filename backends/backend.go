@@ -138,6 +138,14 @@ type Tunnel struct {
 	// renews the lease before then, the tunnel is offline from that
 	// moment (no backend selects it) and is removed.
 	ExpiresAt time.Time `json:"expires_at"`
+	// TunnelSession is the agent session that holds the tunnel, when an
+	// agent bound it through a tunnel server (package tunnel): the proxy
+	// then hands the tunnel's connections to that session and never dials
+	// ForwardsTo, which is informational. Nil for a tunnel registered by
+	// a host that forwards itself (Host.RegisterTunnel).
+	TunnelSession *resource.Ref `json:"tunnel_session,omitempty"`
+	// Metadata is what the agent set for the tunnel; "" otherwise.
+	Metadata string `json:"metadata,omitempty"`
 }
 
 // Expired reports whether t's lease has ended at time now.

@@ -1,0 +1,182 @@
+// Package agents describes agents, the programs that connect outbound to
+// a tunnel server and receive public traffic through that connection: an
+// agent's session ([TunnelSession]) as the API shows it, what a tunnel
+// server knows when one opens ([SessionParams]) or binds a labeled tunnel
+// ([LabeledTunnelParams]), and the interface through which an edge proxy
+// hands a connection to an agent's tunnel ([Dialer], [ConnHeader]).
+//
+// It is a leaf: the root package stores sessions, package tunnel serves
+// agents, and package proxy dials them, all through these types.
+package agents
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/resource"
+)
+
+// SessionPrefix begins every tunnel session's ID.
+const SessionPrefix = "ts_"
+
+// Bounds of what an agent reports about itself, in bytes. The agent
+// protocol carries them in one JSON message, which a tunnel server reads
+// under its own bound (package tunnel); these are what is stored.
+const (
+	// MaxVersionBytes bounds AgentVersion.
+	MaxVersionBytes = 64
+	// MaxOSBytes bounds OS (and the architecture it may carry).
+	MaxOSBytes = 64
+	// MaxMetadataBytes bounds the session's and a tunnel's Metadata, as
+	// the API bounds every metadata field.
+	MaxMetadataBytes = 4096
+	// MaxForwardsToBytes bounds an agent tunnel's informational
+	// ForwardsTo ("app://laptop/server?pid=1234", "http://localhost:3000").
+	MaxForwardsToBytes = 512
+	// MaxClientTypeBytes bounds ClientType.
+	MaxClientTypeBytes = 64
+)
+
+// TunnelSession is an agent's session with a tunnel server: it is online
+// while the connection lasts. Its shape is the original service's
+// TunnelSession; ExpiresAt is an extension (the session's lease, which
+// its tunnel server renews while the connection is alive).
+type TunnelSession struct {
+	// ID is the session's identifier, SessionPrefix and an opaque string.
+	ID string `json:"id"`
+	// URI locates the session, {base_url}/tunnel_sessions/<id>.
+	URI string `json:"uri"`
+	// AgentVersion is the version the agent reported ("1.12.1").
+	AgentVersion string `json:"agent_version"`
+	// Credential is the tunnel credential whose authtoken the agent
+	// authenticated with.
+	Credential resource.Ref `json:"credential"`
+	// IP is the address the agent connected from.
+	IP string `json:"ip"`
+	// Metadata is what the agent set for its session.
+	Metadata string `json:"metadata"`
+	// OS is the agent's operating system and architecture ("linux/amd64").
+	OS string `json:"os"`
+	// Region is the tunnel server's region.
+	Region string `json:"region"`
+	// StartedAt is when the session was opened.
+	StartedAt time.Time `json:"started_at"`
+	// Transport is how the agent is connected: "ngrok/2", the agent
+	// protocol's muxado over TLS, as the original service names it.
+	Transport string `json:"transport"`
+	// ExpiresAt is when the session's lease ends unless its tunnel
+	// server renews it: from then on it is offline, and is removed.
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Transport is the value of [TunnelSession.Transport].
+const Transport = "ngrok/2"
+
+// SessionParams are what a tunnel server knows of an agent when its
+// session opens.
+type SessionParams struct {
+	// AgentVersion, OS, ClientType and Metadata are as the agent
+	// reported them (bounded: MaxVersionBytes and so on).
+	AgentVersion string
+	OS           string
+	ClientType   string
+	Metadata     string
+	// IP is the agent's address.
+	IP netip.Addr
+	// Region is the tunnel server's region ("" for none).
+	Region string
+	// StopSupported says whether the agent accepts the Stop command; a
+	// stop request for a session that does not is carried out by closing
+	// its connection.
+	StopSupported bool
+}
+
+// Validate reports every broken rule at once, naming each field.
+func (p SessionParams) Validate() error {
+	var vs apierr.Violations
+	checkText(&vs, "agent_version", p.AgentVersion, MaxVersionBytes)
+	checkText(&vs, "os", p.OS, MaxOSBytes)
+	checkText(&vs, "client_type", p.ClientType, MaxClientTypeBytes)
+	checkText(&vs, "metadata", p.Metadata, MaxMetadataBytes)
+	checkText(&vs, "region", p.Region, MaxVersionBytes)
+	return vs.Err()
+}
+
+// LabeledTunnelParams are what an agent asks for when it starts a
+// labeled tunnel.
+type LabeledTunnelParams struct {
+	// Labels select the tunnel for tunnel group backends (the rules of
+	// backends.ValidateLabels); at least one.
+	Labels map[string]string
+	// ForwardsTo is informational (the agent's own upstream, or
+	// "app://host/program?pid=N"): at most MaxForwardsToBytes of UTF-8.
+	// The proxy never dials it.
+	ForwardsTo string
+	// Metadata is the tunnel's metadata, at most MaxMetadataBytes.
+	Metadata string
+}
+
+// checkText adds a violation when s is longer than max bytes or is not
+// valid UTF-8.
+func checkText(vs *apierr.Violations, field, s string, max int) {
+	switch {
+	case len(s) > max:
+		vs.Add(field, "must be at most %d bytes, got %d", max, len(s))
+	case !utf8.ValidString(s):
+		vs.Add(field, "must be valid UTF-8")
+	}
+}
+
+// EdgeType tells an agent what kind of edge a connection came through,
+// as the agent protocol's proxy header does.
+type EdgeType string
+
+// The edge types of [ConnHeader.EdgeType].
+const (
+	// EdgeNone: the connection reached an endpoint the agent bound
+	// itself, not an edge.
+	EdgeNone  EdgeType = ""
+	EdgeTCP   EdgeType = "1"
+	EdgeTLS   EdgeType = "2"
+	EdgeHTTPS EdgeType = "3"
+)
+
+// ConnHeader is what an agent is told about a connection it is handed:
+// the client's address, the protocol ("http", "https", "tcp" or
+// "tls"), the edge type, and whether the bytes are the client's own TLS
+// (passed through, not terminated at the edge).
+type ConnHeader struct {
+	ClientAddr     netip.AddrPort
+	Proto          string
+	EdgeType       EdgeType
+	PassthroughTLS bool
+}
+
+// String returns the header's client address and protocol, for logs.
+func (h ConnHeader) String() string {
+	return h.Proto + " from " + h.ClientAddr.String() + " (edge type " + strconv.Quote(string(h.EdgeType)) + ")"
+}
+
+// Dialer hands connections to agents' tunnels. Package tunnel's Server
+// implements it for the sessions it holds; an edge proxy uses it to
+// reach a tunnel whose TunnelSession is set, instead of dialing the
+// tunnel's forwards_to.
+type Dialer interface {
+	// DialTunnel opens a connection to the agent that serves tunnelID,
+	// telling it h. The error is ErrNoSession (wrapped) when no session
+	// this Dialer holds serves the tunnel.
+	DialTunnel(ctx context.Context, tunnelID string, h ConnHeader) (net.Conn, error)
+}
+
+// ErrNoSession is the error of [Dialer.DialTunnel] for a tunnel whose
+// agent is not connected here.
+var ErrNoSession = noSession{}
+
+type noSession struct{}
+
+func (noSession) Error() string { return "no agent session here serves the tunnel" }
