@@ -51,6 +51,9 @@ type TunnelSession struct {
 	ID string `json:"id"`
 	// URI locates the session, {base_url}/tunnel_sessions/<id>.
 	URI string `json:"uri"`
+	// AccountID is the account the session belongs to (its credential's).
+	// Not shown: a caller only ever sees its own account's sessions.
+	AccountID string `json:"-"`
 	// AgentVersion is the version the agent reported ("1.12.1").
 	AgentVersion string `json:"agent_version"`
 	// Credential is the tunnel credential whose authtoken the agent
@@ -72,6 +75,9 @@ type TunnelSession struct {
 	// ExpiresAt is when the session's lease ends unless its tunnel
 	// server renews it: from then on it is offline, and is removed.
 	ExpiresAt time.Time `json:"expires_at"`
+	// StopRequested is set by a stop request through the API; the tunnel
+	// server that holds the session then stops it. Not shown.
+	StopRequested bool `json:"-"`
 }
 
 // Transport is the value of [TunnelSession.Transport].

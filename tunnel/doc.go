@@ -1,0 +1,76 @@
+// Package tunnel is the agent-facing side of the service: a [Server]
+// that accepts agents' sessions on a TLS listener, binds the tunnels
+// their credentials allow, and hands them connections. An edge proxy
+// (package proxy) reaches a tunnel an agent holds through the Server,
+// which implements [agents.Dialer]: the connection travels inside the
+// agent's own outbound connection, so the agent's upstream needs no
+// public address.
+//
+// # Protocol
+//
+// The Server speaks the agent protocol of golang.ngrok.com/ngrok v1.12,
+// the original service's open-source agent SDK, so that programs built
+// on it work unchanged when pointed at it with the SDK's own options
+// (ngrok.WithServer, ngrok.WithCA, ngrok.WithAuthtoken). Each agent
+// connection is TLS (the Server's certificate; no client certificate),
+// then a muxado session (golang.ngrok.com/muxado/v2, server role) whose
+// streams are typed: the agent opens one per request (Auth, Bind,
+// StartTunnelWithLabel, Unbind, SrvInfo) carrying one JSON object each
+// way, and a heartbeat stream the Server echoes; the Server opens one
+// per proxied connection (a length-prefixed JSON header naming the
+// tunnel, the client's address, the protocol and the edge type, then the
+// connection's bytes) and one per command (Stop, StopTunnel).
+//
+// Errors reach the agent as the protocol carries them, a message with
+// the error's stable code on a line of its own ("...\n\nERR_SERVICE_104");
+// an internal failure's text is never sent.
+//
+// # Sessions
+//
+// An agent's Auth carries the authtoken of a tunnel credential. The
+// Server asks the [Host] (the Service's) to judge it: an unknown token,
+// a malformed one and a deactivated bot's are refused, and the
+// connection is closed. A session that authenticates is recorded
+// (GET /tunnel_sessions shows it) with a lease the Server renews every
+// RenewInterval while the connection lives; when the connection ends,
+// the record and its tunnels are removed, and if this process dies
+// without removing them the lease ends them.
+//
+// A session lives while its heartbeat does: the agent reports its
+// heartbeat interval and tolerance (bounded to [MinHeartbeat,
+// MaxHeartbeat] each; the SDK's defaults are 10 s and 15 s), and a
+// session whose heartbeat stream is silent for their sum is closed.
+// Before Auth, a connection lives HandshakeTimeout. A Server holds at
+// most MaxSessions connections and each session at most
+// MaxTunnelsPerSession tunnels; one message is at most
+// [MaxMessageBytes].
+//
+// Following the store's change feed (Options.Feed), the Server closes a
+// held session whose record was removed (deleting a credential removes
+// its sessions and their tunnels), stops one a stop was requested for
+// (POST /tunnel_sessions/{id}/stop: the agent's Stop command when the
+// agent accepts it, after which it does not reconnect; else its
+// connection is closed), and tells the agent of a tunnel removed under
+// it (StopTunnel).
+//
+// An agent that reconnects authenticates with the session ID it had: a
+// session of the same credential still held under that ID is closed at
+// once (the agent took over), instead of lingering until its heartbeat
+// times out.
+//
+// # Tunnels
+//
+// A labeled tunnel (StartTunnelWithLabel) becomes a tunnel of the
+// credential's account, selected by tunnel group backends by its labels
+// as every tunnel is; each label must be allowed by the credential's ACL
+// as it is at bind time (bind:<key>=<value>, bind:<key>=*; an empty ACL
+// or "*" allows all). Unbind removes it; an ID the session does not hold
+// is a success, as the SDK unbinds a labeled tunnel under its
+// pre-reconnect ID. A proxied connection for a just-started tunnel waits
+// until the agent has read the answer (its request stream's FIN), as
+// the SDK registers the tunnel only then and drops a connection that
+// comes first.
+//
+// Endpoints (Bind of http, https, tcp or tls) are not served yet: a
+// Bind is refused with FailedPrecondition saying so.
+package tunnel

@@ -1,0 +1,93 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/store/follow"
+)
+
+// feedHandler follows the change feed for the Server: changes made
+// elsewhere to the sessions and tunnels it holds. It implements
+// [follow.Handler].
+type feedHandler struct{ s *Server }
+
+// Resync checks every held session with the Host: one that is gone is
+// closed, one asked to stop is stopped.
+func (h *feedHandler) Resync(ctx context.Context) (int64, error) {
+	rev, err := h.s.opts.Feed.Revision(ctx)
+	if err != nil {
+		return 0, err
+	}
+	h.s.mu.Lock()
+	held := make([]*session, 0, len(h.s.sessions))
+	for _, sess := range h.s.sessions {
+		held = append(held, sess)
+	}
+	h.s.mu.Unlock()
+	for _, sess := range held {
+		if err := h.check(ctx, sess); err != nil {
+			return 0, err
+		}
+	}
+	return rev, nil
+}
+
+// Apply acts on the changes of held sessions and tunnels.
+func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
+	for _, c := range b.Changes {
+		switch c.Kind {
+		case kindSession:
+			h.s.mu.Lock()
+			sess := h.s.sessions[c.ID]
+			h.s.mu.Unlock()
+			if sess == nil {
+				continue
+			}
+			if c.Op == store.OpDelete {
+				go sess.close("the session was removed")
+				continue
+			}
+			if err := h.check(ctx, sess); err != nil {
+				return err
+			}
+		case edgeplane.KindTunnel:
+			if c.Op != store.OpDelete {
+				continue
+			}
+			h.s.mu.Lock()
+			bd := h.s.tunnels[c.ID]
+			h.s.mu.Unlock()
+			if bd != nil {
+				go bd.sess.stopTunnel(c.ID, "the tunnel was removed", apierr.NotFound)
+			}
+		}
+	}
+	return nil
+}
+
+// check reads sess's record: gone, it closes the session; asked to stop,
+// it stops it.
+func (h *feedHandler) check(ctx context.Context, sess *session) error {
+	ts, err := h.s.opts.Host.GetTunnelSession(ctx, sess.accountID, sess.id)
+	switch {
+	case errors.Is(err, apierr.ErrNotFound):
+		go sess.close("the session was removed")
+	case err != nil:
+		return err
+	case ts.StopRequested:
+		go sess.stop()
+	}
+	return nil
+}
+
+// Failed logs a failed read of the feed; the follower retries.
+func (h *feedHandler) Failed(f follow.Failure) {
+	h.s.log.Warn("following the change feed failed; retrying", "step", f.Step.String(), "attempt", f.Attempt, "backoff", f.Backoff, "err", f.Err)
+}
+
+// kindSession is the store kind of tunnel sessions.
+const kindSession store.Kind = "tunnel_session"

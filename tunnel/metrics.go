@@ -1,0 +1,165 @@
+package tunnel
+
+import (
+	"net"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reasons an agent's connection or request was refused: the values of
+// the reason label of edgeplane_tunnel_refusals_total.
+const (
+	reasonHandshake       = "tls_handshake"     // the TLS handshake failed or timed out
+	reasonAuthtoken       = "authtoken"         // unknown, malformed or deactivated authtoken
+	reasonBadMessage      = "bad_message"       // a request that is not the expected JSON, or too large
+	reasonInvalid         = "invalid"           // a request that breaks a field rule
+	reasonACL             = "acl"               // the credential's ACL does not permit the bind
+	reasonConflict        = "conflict"          // what the bind asks for is taken
+	reasonGone            = "gone"              // the session was removed meanwhile
+	reasonUnsupported     = "unsupported"       // a bind this server does not serve
+	reasonTooManySessions = "too_many_sessions" // the server holds MaxSessions
+	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession
+)
+
+// Metrics are a tunnel server's Prometheus metrics, a
+// prometheus.Collector the host registers:
+//
+//   - edgeplane_tunnel_sessions: authenticated agent sessions held now;
+//   - edgeplane_tunnel_tunnels: tunnels those sessions hold now;
+//   - edgeplane_tunnel_refusals_total{reason}: connections and requests
+//     refused, by reason (tls_handshake, authtoken, bad_message, invalid,
+//     acl, conflict, gone, unsupported, too_many_sessions,
+//     too_many_tunnels);
+//   - edgeplane_tunnel_streams_total: connections handed to agents;
+//   - edgeplane_tunnel_stream_bytes_total{direction}: their bytes, "in"
+//     (to the agent) and "out" (from it).
+//
+// A nil *Metrics measures nothing.
+type Metrics struct {
+	sessions, tunnels atomic.Int64
+	sessionsG         prometheus.GaugeFunc
+	tunnelsG          prometheus.GaugeFunc
+	refusals          *prometheus.CounterVec
+	streams           prometheus.Counter
+	bytesIn, bytesOut prometheus.Counter
+}
+
+// NewMetrics returns the metrics of one Server.
+func NewMetrics() *Metrics {
+	m := &Metrics{}
+	m.sessionsG = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_tunnel_sessions",
+		Help: "Authenticated agent sessions held."}, func() float64 { return float64(m.sessions.Load()) })
+	m.tunnelsG = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_tunnel_tunnels",
+		Help: "Tunnels the agent sessions hold."}, func() float64 { return float64(m.tunnels.Load()) })
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_tunnel_refusals_total",
+		Help: "Agent connections and requests refused, by reason."}, []string{"reason"})
+	m.streams = prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeplane_tunnel_streams_total",
+		Help: "Connections handed to agents."})
+	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_tunnel_stream_bytes_total",
+		Help: "Bytes of the connections handed to agents, in (to the agent) and out."}, []string{"direction"})
+	m.bytesIn, m.bytesOut = bytes.WithLabelValues("in"), bytes.WithLabelValues("out")
+	return m
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	prometheus.DescribeByCollect(m, ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.sessionsG.Collect(ch)
+	m.tunnelsG.Collect(ch)
+	m.refusals.Collect(ch)
+	m.streams.Collect(ch)
+	m.bytesIn.Collect(ch)
+	m.bytesOut.Collect(ch)
+}
+
+// Sessions returns how many authenticated sessions the Server holds.
+func (m *Metrics) Sessions() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.sessions.Load()
+}
+
+// Tunnels returns how many tunnels the Server's sessions hold.
+func (m *Metrics) Tunnels() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.tunnels.Load()
+}
+
+func (m *Metrics) refused(reason string) {
+	if m != nil {
+		m.refusals.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) sessionUp() {
+	if m != nil {
+		m.sessions.Add(1)
+	}
+}
+
+func (m *Metrics) sessionDown() {
+	if m != nil {
+		m.sessions.Add(-1)
+	}
+}
+
+func (m *Metrics) tunnelUp() {
+	if m != nil {
+		m.tunnels.Add(1)
+	}
+}
+
+func (m *Metrics) tunnelDown() {
+	if m != nil {
+		m.tunnels.Add(-1)
+	}
+}
+
+func (m *Metrics) streamOpened() {
+	if m != nil {
+		m.streams.Inc()
+	}
+}
+
+// count returns c, counting its bytes when m measures.
+func (m *Metrics) count(c net.Conn) net.Conn {
+	if m == nil {
+		return c
+	}
+	return &countedConn{Conn: c, m: m}
+}
+
+// countedConn counts a proxied stream's bytes.
+type countedConn struct {
+	net.Conn
+	m *Metrics
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.m.bytesOut.Add(float64(n))
+	return n, err
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.m.bytesIn.Add(float64(n))
+	return n, err
+}
+
+// CloseWrite half-closes the stream, when it can: the client's half-close
+// reaches the agent as EOF.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package tunnel
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"golang.ngrok.com/muxado/v2"
+)
+
+// Stream types of the agent protocol: the first four bytes of every
+// stream, big-endian (see ../shared/agent-protocol.md §1.5).
+const (
+	typeAuth        muxado.StreamType = 0
+	typeBind        muxado.StreamType = 1
+	typeUnbind      muxado.StreamType = 2
+	typeProxy       muxado.StreamType = 3
+	typeRestart     muxado.StreamType = 4
+	typeStop        muxado.StreamType = 5
+	typeUpdate      muxado.StreamType = 6
+	typeStartLabel  muxado.StreamType = 7
+	typeSrvInfo     muxado.StreamType = 8
+	typeStopTunnel  muxado.StreamType = 9
+	typeHeartbeat   muxado.StreamType = 0xFFFFFFFF
+	protocolVersion                   = "3"
+)
+
+// MaxMessageBytes bounds one RPC message an agent sends (Auth, Bind,
+// StartTunnelWithLabel, Unbind, SrvInfo). The largest legitimate one is
+// a Bind with a traffic policy; the policy's own bound
+// (policy/limits.MaxDocumentBytes) is below it.
+const MaxMessageBytes = 256 << 10
+
+// authMsg is the agent's Auth request. Field names are the protocol's;
+// encoding/json matches keys case-insensitively, so the Rust agent's
+// "AuthToken" decodes into Authtoken too.
+type authMsg struct {
+	Version  []string
+	ClientID string `json:"ClientId"`
+	Extra    authExtra
+}
+
+type authExtra struct {
+	OS                   string
+	Arch                 string
+	Authtoken            string
+	Version              string
+	UserAgent            string
+	Metadata             string
+	Cookie               string
+	HeartbeatInterval    int64
+	HeartbeatTolerance   int64
+	StopUnsupportedError *string
+	ClientType           string
+	LegNumber            uint32
+}
+
+type authResp struct {
+	Version  string
+	ClientID string `json:"ClientId"`
+	Error    string
+	Extra    authRespExtra
+}
+
+type authRespExtra struct {
+	Version          string
+	Region           string
+	Cookie           string
+	AccountName      string
+	SessionDuration  int64
+	PlanName         string
+	Banner           string
+	ConnectAddresses []struct{} // always empty: no multi-leg sessions
+}
+
+// bindMsg is an endpoint Bind. Opts is kept raw: it is decoded by
+// proto, and echoed to the agent, which sends it back on a rebind.
+type bindMsg struct {
+	ID            string `json:"Id"`
+	Proto         string
+	ForwardsTo    string
+	ForwardsProto string
+	Opts          json.RawMessage
+	Extra         bindExtra
+}
+
+type bindExtra struct {
+	Name           string
+	Token          string
+	IPPolicyRef    string
+	Metadata       string
+	Description    string
+	Bindings       []string
+	PoolingEnabled bool
+}
+
+type bindResp struct {
+	ID    string `json:"Id"`
+	URL   string
+	Proto string
+	Opts  json.RawMessage
+	Error string
+	Extra bindRespExtra
+}
+
+type bindRespExtra struct {
+	Token string
+}
+
+type startLabelMsg struct {
+	Labels        map[string]string
+	ForwardsTo    string
+	ForwardsProto string
+	Metadata      string
+}
+
+type startLabelResp struct {
+	ID    string `json:"Id"`
+	Error string
+}
+
+type unbindMsg struct {
+	ID    string `json:"Id"`
+	Extra json.RawMessage
+}
+
+type unbindResp struct {
+	Error string
+	Extra json.RawMessage
+}
+
+type srvInfoResp struct {
+	Region string
+}
+
+// errorResp is the answer to a request the server does not take (any
+// RPC before Auth, an unknown one).
+type errorResp struct {
+	Error string
+}
+
+// stopTunnelMsg ends one tunnel without a reconnect (no response).
+type stopTunnelMsg struct {
+	ID        string `json:"Id"`
+	Message   string
+	ErrorCode string
+}
+
+// proxyHeader precedes a proxied connection's bytes, as an 8-byte
+// little-endian length and that many bytes of JSON. Every key is always
+// written: the Rust agent requires all five.
+type proxyHeader struct {
+	ID             string `json:"Id"`
+	ClientAddr     string
+	Proto          string
+	EdgeType       string
+	PassthroughTLS bool
+}
+
+// readMessage decodes one JSON value of at most MaxMessageBytes from r,
+// which the agent does not half-close after its request.
+func readMessage(r io.Reader, v any) error {
+	lr := &io.LimitedReader{R: r, N: MaxMessageBytes}
+	if err := json.NewDecoder(lr).Decode(v); err != nil {
+		if lr.N <= 0 {
+			return apierr.New(apierr.PayloadTooLarge, "the message is larger than %d bytes", MaxMessageBytes)
+		}
+		return apierr.New(apierr.InvalidArgument, "the message is not the expected JSON object")
+	}
+	return nil
+}
+
+// protoError renders err as the agent protocol carries errors: the
+// message, a blank line, and the error's stable code on a line of its
+// own ("...\n\nERR_SERVICE_104"), which both SDKs parse out. An error
+// that is not an *apierr.Error is internal: its text is not sent.
+func protoError(err error) string {
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Code == apierr.Internal {
+		return "internal error\n\n" + apierr.Internal.Wire()
+	}
+	msg := strings.TrimSpace(e.Msg)
+	return msg + "\n\n" + e.Code.Wire()
+}

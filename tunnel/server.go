@@ -1,0 +1,388 @@
+package tunnel
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/store/follow"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultHandshakeTimeout bounds the TLS handshake and, after it, the
+	// wait for the agent's Auth.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultRenewInterval is how often a session's lease is renewed: a
+	// third of the Service's default tunnel lease, so that two renewals
+	// may fail before the lease ends.
+	DefaultRenewInterval = 20 * time.Second
+	// DefaultMaxSessions bounds the sessions (connections, authenticated
+	// or not) one Server holds.
+	DefaultMaxSessions = 100_000
+	// DefaultMaxTunnelsPerSession bounds the tunnels one session binds.
+	DefaultMaxTunnelsPerSession = 100
+	// DefaultHeartbeatInterval and DefaultHeartbeatTolerance are the
+	// heartbeat timing of an agent that reports none: an agent whose
+	// heartbeat is silent for their sum is dropped.
+	DefaultHeartbeatInterval  = 10 * time.Second
+	DefaultHeartbeatTolerance = 15 * time.Second
+	// MaxHeartbeat bounds the interval and the tolerance an agent may
+	// report (each): a dead agent is dropped within twice it.
+	MaxHeartbeat = time.Minute
+	// MinHeartbeat is the least interval or tolerance taken from an
+	// agent; smaller values are raised to it.
+	MinHeartbeat = 10 * time.Millisecond
+	// commandTimeout bounds the wait for an agent's answer to a command
+	// (Stop), and for the FIN that follows its read of a response.
+	commandTimeout = 5 * time.Second
+	// hostTimeout bounds one call of the Host made outside a request (a
+	// session's close, a renewal).
+	hostTimeout = 10 * time.Second
+	// maxRPCs bounds the requests of one session handled at once.
+	maxRPCs = 16
+)
+
+// Host is what a [Server] asks of the Service: *edgeplane.Host
+// implements it. Its errors are *apierr.Error values, sent to the agent
+// with their codes.
+type Host interface {
+	OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error)
+	RenewTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error)
+	CloseTunnelSession(ctx context.Context, accountID, id string) error
+	GetTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error)
+	StartLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error)
+	UnregisterTunnel(ctx context.Context, accountID, id string) error
+}
+
+// Options configures a [Server]. Host and TLSConfig are required; the
+// zero value of every other field means its documented default.
+type Options struct {
+	// Host authenticates agents and records their sessions and tunnels.
+	Host Host
+	// TLSConfig is the server side of the agents' TLS: its certificate
+	// (or GetCertificate) is what agents verify (ngrok.WithCA). The
+	// Server does not change it; it never asks for client certificates.
+	TLSConfig *tls.Config
+	// Feed, when set, is followed for the changes that end sessions and
+	// tunnels made elsewhere: a session deleted (its credential deleted,
+	// or reaped) is closed, a stop requested through the API stops it,
+	// a tunnel of a held session deleted is stopped at the agent. Nil:
+	// such changes are seen at the next renewal of the session's lease.
+	Feed store.Feed
+	// Logger receives the server's log lines; nil discards them.
+	Logger *slog.Logger
+	// Region is reported to agents and recorded with their sessions.
+	Region string
+	// Version is the server version reported to agents.
+	Version string
+	// HandshakeTimeout: see [DefaultHandshakeTimeout].
+	HandshakeTimeout time.Duration
+	// RenewInterval: see [DefaultRenewInterval]. It must be well below
+	// the Service's tunnel lease.
+	RenewInterval time.Duration
+	// MaxSessions: see [DefaultMaxSessions].
+	MaxSessions int
+	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession].
+	MaxTunnelsPerSession int
+	// Metrics receives the server's measurements; nil measures nothing.
+	Metrics *Metrics
+}
+
+// Server accepts agents' sessions and hands them connections: it
+// implements [agents.Dialer] for the tunnels its sessions hold. Its
+// methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	m    *Metrics
+
+	mu        sync.Mutex
+	conns     map[*session]struct{} // every connection, authenticated or not
+	sessions  map[string]*session   // authenticated, by session ID
+	tunnels   map[string]*binding   // by tunnel ID
+	listeners map[net.Listener]struct{}
+	closed    bool
+
+	follower  *follow.Follower
+	stopRenew chan struct{}
+	wg        sync.WaitGroup
+}
+
+// binding is a tunnel a session holds.
+type binding struct {
+	sess  *session
+	id    string
+	ready chan struct{} // closed once the agent has the tunnel (see startLabel)
+}
+
+// NewServer returns a Server with opts; it starts following opts.Feed
+// and renewing sessions' leases, until [Server.Close].
+func NewServer(opts Options) (*Server, error) {
+	var vs apierr.Violations
+	if opts.Host == nil {
+		vs.Add("Host", "is required")
+	}
+	if opts.TLSConfig == nil {
+		vs.Add("TLSConfig", "is required: agents speak only TLS")
+	}
+	if opts.RenewInterval < 0 || opts.HandshakeTimeout < 0 || opts.MaxSessions < 0 || opts.MaxTunnelsPerSession < 0 {
+		vs.Add("", "durations and bounds must not be negative")
+	}
+	if err := vs.Err(); err != nil {
+		return nil, err
+	}
+	if opts.HandshakeTimeout == 0 {
+		opts.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if opts.RenewInterval == 0 {
+		opts.RenewInterval = DefaultRenewInterval
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxTunnelsPerSession == 0 {
+		opts.MaxTunnelsPerSession = DefaultMaxTunnelsPerSession
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, log: log, m: opts.Metrics,
+		conns: map[*session]struct{}{}, sessions: map[string]*session{}, tunnels: map[string]*binding{},
+		listeners: map[net.Listener]struct{}{}, stopRenew: make(chan struct{})}
+	if opts.Feed != nil {
+		s.follower = follow.Start(opts.Feed, &feedHandler{s: s}, -1, follow.Options{})
+	}
+	s.wg.Add(1)
+	go s.renewLoop()
+	return s, nil
+}
+
+// ErrServerClosed is returned by [Server.Serve] after [Server.Close].
+var ErrServerClosed = errors.New("tunnel: server closed")
+
+// Serve accepts agents' TCP connections on ln, each in a goroutine of
+// its own that speaks TLS with opts.TLSConfig, until ln fails or the
+// Server is closed (then ErrServerClosed). It closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		sess, ok := s.admit(c)
+		if !ok {
+			continue
+		}
+		go sess.run()
+	}
+}
+
+// admit registers a new connection, or refuses it when the server holds
+// MaxSessions or is closed.
+func (s *Server) admit(c net.Conn) (*session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.conns) >= s.opts.MaxSessions {
+		c.Close()
+		if !s.closed {
+			s.m.refused(reasonTooManySessions)
+			s.log.Warn("agent connection refused: the server holds its most sessions", "max", s.opts.MaxSessions, "remote", c.RemoteAddr().String())
+		}
+		return nil, false
+	}
+	sess := newSession(s, c)
+	s.conns[sess] = struct{}{}
+	return sess, true
+}
+
+// Close stops accepting, closes every session (their records and
+// tunnels are removed through the Host), stops following the feed and
+// waits for that.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*session, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	close(s.stopRenew)
+	if s.follower != nil {
+		s.follower.Stop()
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { c.close("the tunnel server is shutting down") })
+	}
+	wg.Wait()
+	s.wg.Wait()
+	return nil
+}
+
+// DialTunnel implements [agents.Dialer]: it opens a stream to the agent
+// whose session here holds tunnelID, writes the proxy header h, and
+// returns the stream. Bytes written to it reach the agent's listener;
+// its reads are the agent's answer.
+func (s *Server) DialTunnel(ctx context.Context, tunnelID string, h agents.ConnHeader) (net.Conn, error) {
+	s.mu.Lock()
+	b := s.tunnels[tunnelID]
+	s.mu.Unlock()
+	if b == nil {
+		return nil, fmt.Errorf("tunnel %s: %w", tunnelID, agents.ErrNoSession)
+	}
+	select {
+	case <-b.ready:
+	case <-b.sess.done:
+		return nil, fmt.Errorf("tunnel %s: %w", tunnelID, agents.ErrNoSession)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.sess.openProxy(ctx, tunnelID, h)
+}
+
+// StopSession ends the session id held here, as a stop request through
+// the API asks: with the agent's Stop command when it accepts it (the
+// agent then does not reconnect), else by closing its connection. It
+// reports whether this Server holds the session.
+func (s *Server) StopSession(id string) bool {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	if sess == nil {
+		return false
+	}
+	go sess.stop()
+	return true
+}
+
+// bind records that sess holds tunnel id.
+func (s *Server) bind(b *binding) {
+	s.mu.Lock()
+	s.tunnels[b.id] = b
+	s.mu.Unlock()
+	s.m.tunnelUp()
+}
+
+// unbind forgets tunnel id if sess holds it, and reports whether it did.
+func (s *Server) unbind(sess *session, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.tunnels[id]; b != nil && b.sess == sess {
+		delete(s.tunnels, id)
+		s.m.tunnelDown()
+		return true
+	}
+	return false
+}
+
+// authenticated records sess under its session ID; an earlier session
+// of the same agent (the ID it reconnects with, of the same credential
+// and account) is returned to be closed: the agent took over.
+func (s *Server) authenticated(sess *session, previous string) (old *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[sess.id] = sess
+	if p := s.sessions[previous]; previous != "" && p != nil && p != sess && p.accountID == sess.accountID && p.credentialID == sess.credentialID {
+		old = p
+	}
+	return old
+}
+
+// forget removes a closed session and its tunnels from the maps, and
+// returns the IDs of the tunnels it held.
+func (s *Server) forget(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, sess)
+	select {
+	case <-sess.authed: // sess.id is set
+		if s.sessions[sess.id] == sess {
+			delete(s.sessions, sess.id)
+		}
+	default:
+	}
+	for id := range sess.tunnels {
+		if b := s.tunnels[id]; b != nil && b.sess == sess {
+			delete(s.tunnels, id)
+			s.m.tunnelDown()
+		}
+	}
+}
+
+// renewLoop renews the leases of the authenticated sessions every
+// RenewInterval; a session the Host no longer knows is closed.
+func (s *Server) renewLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.RenewInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopRenew:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		held := make([]*session, 0, len(s.sessions))
+		for _, sess := range s.sessions {
+			held = append(held, sess)
+		}
+		s.mu.Unlock()
+		for _, sess := range held {
+			ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+			_, err := s.opts.Host.RenewTunnelSession(ctx, sess.accountID, sess.id)
+			cancel()
+			switch {
+			case errors.Is(err, apierr.ErrNotFound):
+				go sess.close("the session was removed")
+			case err != nil:
+				s.log.Warn("renewing an agent session's lease failed", "session", sess.id, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,464 @@
+package tunnel
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/apierr"
+	"golang.ngrok.com/muxado/v2"
+)
+
+// session is one agent connection: TLS, then muxado in the server role.
+// Its fields after mu are guarded by mu; id, accountID and credentialID
+// are set once, by the Auth that succeeds, before authed is closed.
+type session struct {
+	srv    *Server
+	raw    net.Conn
+	remote netip.AddrPort
+
+	mux muxado.TypedStreamSession // set by run before any stream is read
+
+	authed    chan struct{} // closed once Auth succeeded
+	done      chan struct{} // closed once the session is closed
+	closeOnce sync.Once
+	rpcs      chan struct{} // a slot per request in progress
+
+	id, accountID, credentialID string
+	stopSupported               bool
+
+	mu        sync.Mutex
+	authing   bool                // an Auth is in progress or done
+	tunnels   map[string]struct{} // held tunnel IDs
+	heartbeat bool                // the agent's heartbeat stream is open
+	silence   *time.Timer         // closes the session when the heartbeat is silent
+	limit     time.Duration       // the silence that closes the session
+}
+
+func newSession(s *Server, c net.Conn) *session {
+	sess := &session{srv: s, raw: c, authed: make(chan struct{}), done: make(chan struct{}),
+		rpcs: make(chan struct{}, maxRPCs), tunnels: map[string]struct{}{}}
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		sess.remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return sess
+}
+
+// run serves the session until it ends: the TLS handshake, then every
+// stream the agent opens.
+func (sess *session) run() {
+	s := sess.srv
+	defer sess.close("the connection ended")
+	tc := tls.Server(sess.raw, s.opts.TLSConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		s.m.refused(reasonHandshake)
+		s.log.Debug("agent TLS handshake failed", "remote", sess.remote.String(), "err", err)
+		return
+	}
+	// Until Auth succeeds, the session lives HandshakeTimeout; after it,
+	// as long as its heartbeat does not fall silent (see beat).
+	sess.mu.Lock()
+	sess.limit = s.opts.HandshakeTimeout
+	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
+	sess.mu.Unlock()
+	sess.mux = muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{}))
+	for {
+		str, err := sess.mux.AcceptTypedStream()
+		if err != nil {
+			return
+		}
+		switch t := str.StreamType(); t {
+		case typeHeartbeat:
+			sess.mu.Lock()
+			first := !sess.heartbeat
+			sess.heartbeat = true
+			sess.mu.Unlock()
+			if !first {
+				str.Close() // one heartbeat per session
+				continue
+			}
+			go sess.echo(str)
+		case typeAuth, typeBind, typeUnbind, typeStartLabel, typeSrvInfo:
+			select {
+			case sess.rpcs <- struct{}{}:
+				go func() {
+					defer func() { <-sess.rpcs }()
+					sess.serveRPC(t, str)
+				}()
+			default:
+				str.Close() // too many requests at once
+			}
+		default:
+			str.Close() // not a request an agent makes
+		}
+	}
+}
+
+// echo answers the agent's heartbeat: every four bytes are written back,
+// and each resets the silence after which the session is closed.
+func (sess *session) echo(str muxado.TypedStream) {
+	defer str.Close()
+	var b [4]byte
+	for {
+		if _, err := io.ReadFull(str, b[:]); err != nil {
+			return
+		}
+		sess.beat()
+		if _, err := str.Write(b[:]); err != nil {
+			return
+		}
+	}
+}
+
+// beat pushes back the moment a silent session is closed.
+func (sess *session) beat() {
+	select {
+	case <-sess.authed:
+	default:
+		return // before Auth the handshake's bound holds
+	}
+	sess.mu.Lock()
+	if sess.silence != nil {
+		sess.silence.Reset(sess.limit)
+	}
+	sess.mu.Unlock()
+}
+
+// serveRPC reads one request of type t from str, answers it with one
+// JSON object and closes its side.
+func (sess *session) serveRPC(t muxado.StreamType, str muxado.TypedStream) {
+	defer str.Close()
+	_ = str.SetReadDeadline(time.Now().Add(sess.srv.opts.HandshakeTimeout))
+	var resp any
+	switch t {
+	case typeAuth:
+		resp = sess.auth(str)
+	default:
+		select {
+		case <-sess.authed:
+		default:
+			var discard json.RawMessage
+			_ = readMessage(str, &discard)
+			resp = errorResp{Error: protoError(apierr.New(apierr.Unauthenticated, "authenticate first: the session has no successful Auth"))}
+			break
+		}
+		if resp != nil {
+			break
+		}
+		switch t {
+		case typeStartLabel:
+			resp = sess.startLabel(str)
+		case typeBind:
+			resp = sess.bindEndpoint(str)
+		case typeUnbind:
+			resp = sess.unbind(str)
+		case typeSrvInfo:
+			var discard json.RawMessage
+			if err := readMessage(str, &discard); err != nil {
+				resp = errorResp{Error: protoError(err)}
+			} else {
+				resp = srvInfoResp{Region: sess.srv.opts.Region}
+			}
+		}
+	}
+	if resp == nil {
+		return
+	}
+	_ = str.SetWriteDeadline(time.Now().Add(commandTimeout))
+	_ = json.NewEncoder(str).Encode(resp)
+}
+
+// auth handles the agent's Auth: the authtoken is the Host's to judge;
+// a session that fails is closed once its answer is sent.
+func (sess *session) auth(str muxado.TypedStream) any {
+	s := sess.srv
+	var req authMsg
+	fail := func(err error, reason string) any {
+		s.m.refused(reason)
+		s.log.Info("agent authentication refused", "remote", sess.remote.String(), "err", err)
+		go func() {
+			// Let the answer reach the agent before the connection goes.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-sess.done:
+			}
+			sess.close("authentication failed")
+		}()
+		return authResp{Version: protocolVersion, Error: protoError(err), Extra: authRespExtra{Region: s.opts.Region, Version: s.opts.Version}}
+	}
+	sess.mu.Lock()
+	again := sess.authing
+	sess.authing = true
+	sess.mu.Unlock()
+	if again {
+		var discard json.RawMessage
+		_ = readMessage(str, &discard)
+		return authResp{Version: protocolVersion, Error: protoError(apierr.New(apierr.FailedPrecondition, "the session is already authenticated"))}
+	}
+	if err := readMessage(str, &req); err != nil {
+		return fail(err, reasonBadMessage)
+	}
+	osName := req.Extra.OS
+	if req.Extra.Arch != "" {
+		osName += "/" + req.Extra.Arch
+	}
+	params := agents.SessionParams{AgentVersion: req.Extra.Version, OS: osName, ClientType: req.Extra.ClientType,
+		Metadata: req.Extra.Metadata, IP: sess.remote.Addr(), Region: s.opts.Region,
+		StopSupported: req.Extra.StopUnsupportedError != nil && *req.Extra.StopUnsupportedError == ""}
+	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	ts, err := s.opts.Host.OpenTunnelSession(ctx, req.Extra.Authtoken, params)
+	cancel()
+	if err != nil {
+		reason := reasonInvalid
+		if errors.Is(err, apierr.ErrUnauthenticated) {
+			reason = reasonAuthtoken
+		}
+		return fail(err, reason)
+	}
+	sess.id, sess.accountID, sess.credentialID = ts.ID, ts.AccountID, ts.Credential.ID
+	sess.stopSupported = params.StopSupported
+	interval := heartbeatValue(req.Extra.HeartbeatInterval, DefaultHeartbeatInterval)
+	tolerance := heartbeatValue(req.Extra.HeartbeatTolerance, DefaultHeartbeatTolerance)
+	sess.mu.Lock()
+	sess.limit = interval + tolerance
+	sess.silence.Reset(sess.limit)
+	sess.mu.Unlock()
+	old := s.authenticated(sess, req.ClientID)
+	close(sess.authed)
+	s.m.sessionUp()
+	if old != nil {
+		go old.close("the agent reconnected")
+	}
+	select {
+	case <-sess.done: // closed meanwhile: its close ran before authed was set
+		go sess.closeRecord()
+	default:
+	}
+	s.log.Info("agent session opened", "session", sess.id, "account", sess.accountID, "remote", sess.remote.String(),
+		"agent", req.Extra.ClientType+"/"+req.Extra.Version)
+	return authResp{Version: protocolVersion, ClientID: sess.id,
+		Extra: authRespExtra{Region: s.opts.Region, Version: s.opts.Version, SessionDuration: 0}}
+}
+
+// heartbeatValue is an agent-reported duration in nanoseconds, bounded
+// to [MinHeartbeat, MaxHeartbeat]; def when it reported none.
+func heartbeatValue(ns int64, def time.Duration) time.Duration {
+	if ns <= 0 {
+		return def
+	}
+	return min(max(time.Duration(ns), MinHeartbeat), MaxHeartbeat)
+}
+
+// startLabel handles StartTunnelWithLabel: the Host checks the labels
+// against the credential's ACL and records the tunnel.
+func (sess *session) startLabel(str muxado.TypedStream) any {
+	s := sess.srv
+	var req startLabelMsg
+	if err := readMessage(str, &req); err != nil {
+		return startLabelResp{Error: protoError(err)}
+	}
+	if len(req.Labels) == 0 {
+		s.m.refused(reasonInvalid)
+		return startLabelResp{Error: protoError(apierr.Invalidf("Labels", "a labeled tunnel needs at least one label"))}
+	}
+	sess.mu.Lock()
+	full := len(sess.tunnels) >= s.opts.MaxTunnelsPerSession
+	sess.mu.Unlock()
+	if full {
+		s.m.refused(reasonTooManyTunnels)
+		return startLabelResp{Error: protoError(apierr.New(apierr.ResourceExhausted, "a session holds at most %d tunnels", s.opts.MaxTunnelsPerSession))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	t, err := s.opts.Host.StartLabeledTunnel(ctx, sess.accountID, sess.id,
+		agents.LabeledTunnelParams{Labels: req.Labels, ForwardsTo: req.ForwardsTo, Metadata: req.Metadata})
+	cancel()
+	if err != nil {
+		s.m.refused(refusalReason(err))
+		s.log.Info("agent's labeled tunnel refused", "session", sess.id, "err", err)
+		return startLabelResp{Error: protoError(err)}
+	}
+	b := &binding{sess: sess, id: t.ID, ready: make(chan struct{})}
+	sess.mu.Lock()
+	sess.tunnels[t.ID] = struct{}{}
+	sess.mu.Unlock()
+	s.bind(b)
+	select {
+	case <-sess.done: // closed meanwhile: its close may have missed the tunnel
+		s.unbind(sess, t.ID)
+	default:
+	}
+	// The agent registers the tunnel once it has read the answer, just
+	// after it closes the request stream: connections for the tunnel wait
+	// for that FIN (or a bound), else the agent would drop them.
+	go func() {
+		defer close(b.ready)
+		_ = str.SetReadDeadline(time.Now().Add(commandTimeout))
+		_, _ = io.Copy(io.Discard, io.LimitReader(str, 1<<10))
+	}()
+	s.log.Info("agent tunnel started", "session", sess.id, "tunnel", t.ID, "labels", req.Labels)
+	return startLabelResp{ID: t.ID}
+}
+
+// bindEndpoint handles Bind, which opens an endpoint (http, https, tcp,
+// tls). Endpoints are not served yet: the agent is told so.
+func (sess *session) bindEndpoint(str muxado.TypedStream) any {
+	var req bindMsg
+	if err := readMessage(str, &req); err != nil {
+		return bindResp{Error: protoError(err)}
+	}
+	sess.srv.m.refused(reasonUnsupported)
+	return bindResp{ID: req.ID, Error: protoError(apierr.New(apierr.FailedPrecondition,
+		"this tunnel server does not open endpoints yet; start a labeled tunnel (bind:<key>=<value>) and serve it through an edge"))}
+}
+
+// unbind handles Unbind: the tunnel is unregistered. An ID the session
+// does not hold is a success (the SDK unbinds a labeled tunnel under
+// the ID it had before a reconnect).
+func (sess *session) unbind(str muxado.TypedStream) any {
+	s := sess.srv
+	var req unbindMsg
+	if err := readMessage(str, &req); err != nil {
+		return unbindResp{Error: protoError(err)}
+	}
+	sess.mu.Lock()
+	_, held := sess.tunnels[req.ID]
+	delete(sess.tunnels, req.ID)
+	sess.mu.Unlock()
+	if !held {
+		return unbindResp{}
+	}
+	s.unbind(sess, req.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	err := s.opts.Host.UnregisterTunnel(ctx, sess.accountID, req.ID)
+	cancel()
+	if err != nil && !errors.Is(err, apierr.ErrNotFound) {
+		s.log.Warn("unregistering an agent's tunnel failed", "tunnel", req.ID, "err", err)
+		return unbindResp{Error: protoError(err)}
+	}
+	s.log.Info("agent tunnel stopped", "session", sess.id, "tunnel", req.ID)
+	return unbindResp{}
+}
+
+// openProxy opens a proxied connection to tunnel id: a stream of type
+// proxy, the header, then the connection's bytes.
+func (sess *session) openProxy(ctx context.Context, id string, h agents.ConnHeader) (net.Conn, error) {
+	str, err := sess.mux.OpenTypedStream(typeProxy)
+	if err != nil {
+		return nil, err
+	}
+	hdr, err := json.Marshal(proxyHeader{ID: id, ClientAddr: h.ClientAddr.String(), Proto: h.Proto,
+		EdgeType: string(h.EdgeType), PassthroughTLS: h.PassthroughTLS})
+	if err != nil {
+		str.Close()
+		return nil, err
+	}
+	buf := make([]byte, 8, 8+len(hdr))
+	binary.LittleEndian.PutUint64(buf, uint64(len(hdr)))
+	buf = append(buf, hdr...)
+	if dl, ok := ctx.Deadline(); ok {
+		_ = str.SetWriteDeadline(dl)
+	}
+	if _, err := str.Write(buf); err != nil {
+		str.Close()
+		return nil, err
+	}
+	_ = str.SetWriteDeadline(time.Time{})
+	sess.srv.m.streamOpened()
+	return sess.srv.m.count(str), nil
+}
+
+// stop ends the session as a stop request asks: the agent's Stop
+// command when it accepts one, then the connection is closed.
+func (sess *session) stop() {
+	if sess.stopSupported && sess.mux != nil {
+		if str, err := sess.mux.OpenTypedStream(typeStop); err == nil {
+			_ = str.SetDeadline(time.Now().Add(commandTimeout))
+			if json.NewEncoder(str).Encode(struct{}{}) == nil {
+				var resp errorResp
+				_ = json.NewDecoder(io.LimitReader(str, MaxMessageBytes)).Decode(&resp)
+			}
+			str.Close()
+		}
+	}
+	sess.close("a stop was requested")
+}
+
+// stopTunnel tells the agent that tunnel id ended (a StopTunnel
+// command, which has no answer) and forgets it.
+func (sess *session) stopTunnel(id, msg string, code apierr.Code) {
+	sess.mu.Lock()
+	_, held := sess.tunnels[id]
+	delete(sess.tunnels, id)
+	sess.mu.Unlock()
+	if !held {
+		return
+	}
+	sess.srv.unbind(sess, id)
+	str, err := sess.mux.OpenTypedStream(typeStopTunnel)
+	if err != nil {
+		return
+	}
+	defer str.Close()
+	_ = str.SetWriteDeadline(time.Now().Add(commandTimeout))
+	_ = json.NewEncoder(str).Encode(stopTunnelMsg{ID: id, Message: msg, ErrorCode: code.Wire()})
+}
+
+// close ends the session once: the connection is closed, its tunnels
+// are forgotten and, if it authenticated, its record (and its tunnels')
+// is removed through the Host.
+func (sess *session) close(why string) {
+	sess.closeOnce.Do(func() {
+		close(sess.done)
+		sess.mu.Lock()
+		if sess.silence != nil {
+			sess.silence.Stop()
+		}
+		sess.mu.Unlock()
+		if sess.mux != nil {
+			sess.mux.Close()
+		}
+		sess.raw.Close()
+		sess.srv.forget(sess)
+		select {
+		case <-sess.authed:
+			sess.srv.m.sessionDown()
+			sess.srv.log.Info("agent session closed", "session", sess.id, "why", why)
+			sess.closeRecord()
+		default:
+		}
+	})
+}
+
+// closeRecord removes the session's record through the Host.
+func (sess *session) closeRecord() {
+	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	defer cancel()
+	if err := sess.srv.opts.Host.CloseTunnelSession(ctx, sess.accountID, sess.id); err != nil && !errors.Is(err, apierr.ErrNotFound) {
+		sess.srv.log.Warn("removing a closed agent session failed; its lease will end it", "session", sess.id, "err", err)
+	}
+}
+
+// refusalReason is the metrics reason of a Host's refusal.
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, apierr.ErrPermissionDenied):
+		return reasonACL
+	case errors.Is(err, apierr.ErrConflict):
+		return reasonConflict
+	case errors.Is(err, apierr.ErrNotFound):
+		return reasonGone
+	default:
+		return reasonInvalid
+	}
+}
