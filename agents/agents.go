@@ -186,3 +186,85 @@ var ErrNoSession = noSession{}
 type noSession struct{}
 
 func (noSession) Error() string { return "no agent session here serves the tunnel" }
+
+// EndpointPrefix begins every endpoint's ID.
+const EndpointPrefix = "ep_"
+
+// Endpoint is a public address an agent bound itself (a Bind of http,
+// https, tcp or tls), served by the edge proxies directly, without an
+// edge. Its shape is the original service's Endpoint; Type is always
+// "agent". It is online while its session is: it is a child of the
+// session, and goes with it.
+type Endpoint struct {
+	// ID is the endpoint's identifier, EndpointPrefix and an opaque
+	// string. An agent that reconnects rebinds under the same ID.
+	ID string `json:"id"`
+	// URI locates the endpoint, {base_url}/endpoints/<id>.
+	URI string `json:"uri"`
+	// AccountID is the account the endpoint belongs to. Not shown.
+	AccountID string `json:"-"`
+	// Region is the tunnel server's region.
+	Region string `json:"region"`
+	// CreatedAt and UpdatedAt are when the endpoint was bound and last
+	// bound again.
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// PublicURL is where clients reach it: https://app.example.com,
+	// http://app.example.com, tls://app.example.com:443,
+	// tcp://tcp.example.com:20001. URL is the same.
+	PublicURL string `json:"public_url"`
+	URL       string `json:"url"`
+	// Proto is http, https, tcp or tls; Scheme the same.
+	Proto  string `json:"proto"`
+	Scheme string `json:"scheme"`
+	// Hostport is Host and Port joined.
+	Hostport string `json:"hostport"`
+	Host     string `json:"host"`
+	Port     int64  `json:"port"`
+	// Type is "agent": the endpoint is served through an agent session.
+	Type string `json:"type"`
+	// Metadata and Description are what the agent set for the bind.
+	Metadata    string `json:"metadata"`
+	Description string `json:"description"`
+	// Domain is the reserved domain the endpoint's host is (or that
+	// covers it); nil for TCP endpoints.
+	Domain *resource.Ref `json:"domain,omitempty"`
+	// UpstreamURL is the agent's informational forwards_to.
+	UpstreamURL string `json:"upstream_url"`
+	// TrafficPolicy is the bind's traffic policy document ("" for none).
+	TrafficPolicy string `json:"traffic_policy"`
+	// TunnelSession is the session that holds the endpoint.
+	TunnelSession *resource.Ref `json:"tunnel_session,omitempty"`
+	// PassthroughTLS, for a tls endpoint, says the client's TLS goes to
+	// the agent as it is (the agent terminates it); false: the proxy
+	// terminates TLS with the reserved domain's certificate. Not shown.
+	PassthroughTLS bool `json:"-"`
+}
+
+// EndpointType is the value of [Endpoint.Type].
+const EndpointType = "agent"
+
+// EndpointParams are what an agent asks for when it binds an endpoint.
+type EndpointParams struct {
+	// ID is the endpoint's ID when the agent binds it again after a
+	// reconnect ("" for a new endpoint).
+	ID string
+	// Proto is http, https, tcp or tls.
+	Proto string
+	// Domain is the host of an http, https or tls endpoint: a reserved
+	// domain of the account, or a name a wildcard one covers.
+	Domain string
+	// Addr is a tcp endpoint's host:port; "" asks for a free port of
+	// TCPPorts.
+	Addr string
+	// TCPHost is the public host of tcp endpoints without Addr, and
+	// TCPPorts the ports a tcp endpoint may have: the tunnel server's
+	// edge proxy listens there.
+	TCPHost         string
+	TCPLow, TCPHigh int
+	TrafficPolicy   string
+	ForwardsTo      string
+	Metadata        string
+	Description     string
+	PassthroughTLS  bool
+}
