@@ -75,11 +75,10 @@ func trusts(trusted []netip.Prefix, ip netip.Addr) bool {
 // garbage is not trusted to name anyone). A header without an address
 // leaves the peer as the client.
 func clientAddr(r *http.Request, trusted []netip.Prefix) (netip.AddrPort, bool) {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
+	peer, ok := peerAddr(r)
+	if !ok {
 		return netip.AddrPort{}, false
 	}
-	peer = netip.AddrPortFrom(peer.Addr().Unmap().WithZone(""), peer.Port())
 	if len(trusted) == 0 || !trusts(trusted, peer.Addr()) {
 		return peer, false
 	}
@@ -88,6 +87,16 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) (netip.AddrPort, bool) 
 		return peer, false
 	}
 	return netip.AddrPortFrom(ip, 0), true
+}
+
+// peerAddr returns the connection's peer (r.RemoteAddr), unmapped and
+// without a zone; ok is false when RemoteAddr is not an address and port.
+func peerAddr(r *http.Request) (peer netip.AddrPort, ok bool) {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(peer.Addr().Unmap().WithZone(""), peer.Port()), true
 }
 
 // forwardedClient walks X-Forwarded-For values (one or more header lines

@@ -71,9 +71,10 @@
 //
 // A route's backend is a tunnel group: its tunnels under lease, whose
 // forwards_to URL (absolute http or https) is where the proxy sends the
-// request (this library has no tunnel transport of its own: the agent
-// that registers a tunnel names the address the proxy reaches it at; a
-// host with a transport sets [HandlerOptions.Transport]). So whoever may
+// request (the agent that registers a tunnel names the address the
+// proxy reaches it at; a host with a transport sets
+// [HandlerOptions.Transport]), unless an agent's session holds the
+// tunnel (see # Agents' tunnels below). So whoever may
 // register a tunnel (any holder of a credential whose ACL binds the
 // backend's labels) chooses an address the proxy connects to and whose
 // answers it serves publicly: in production, set
@@ -90,6 +91,44 @@
 // itself name no internals: 503 when the route has no backend or no
 // tunnel under lease, 502 when the upstream fails, 504 when it does not
 // send its response headers within [HandlerOptions.UpstreamTimeout].
+//
+// # Agents' tunnels
+//
+// A tunnel that an agent holds through a tunnel server (its
+// TunnelSession is set; package tunnel) is reached through the agent's
+// session, never at its forwards_to, which is then informational
+// ("app://laptop/server?pid=12") even when it names an address: the
+// proxy hands each request or connection to [agents.Dialer.DialTunnel]
+// ([HandlerOptions.Agents], [StreamOptions.Agents]: give both the same
+// Dialer, the tunnel server), by tunnel ID, with an [agents.ConnHeader]
+// that tells the agent the client's socket address (the peer of the
+// proxy's connection, not X-Forwarded-For's client), the protocol and
+// the edge type. Agents' tunnels take their turn in the round-robin and
+// the passive health like any other: when DialTunnel fails (no session
+// serves the tunnel here: [agents.ErrNoSession], or any error) the
+// request gets 502, or a TLS or TCP edge's connection goes to the next
+// tunnel, and the tunnel is skipped for the failure backoff. Without a
+// Dialer they are skipped as tunnels that do not say where they forward
+// are: a backend whose tunnels are all agents' answers 503 (closes a
+// connection, counted no_upstream), as one without tunnels does.
+//
+// An HTTPS edge's request goes to the agent as HTTP/1.1 (the agent
+// serves HTTP on its tunnel) with the headers a direct upstream gets
+// (the client's Host, X-Forwarded-For, -Host and -Proto), on a stream
+// of its own, told protocol "https" ("http" for a request that came
+// over plain HTTP) and edge type HTTPS. Streams are not kept alive for
+// later requests (decision: a stream's header names one client, and a
+// pooled stream could carry another client's request; opening a stream
+// costs the session a frame, not a handshake). The stream is opened
+// within 30 seconds, and the response headers awaited for
+// [HandlerOptions.UpstreamTimeout], whatever [HandlerOptions.Transport]
+// is. A TLS edge's connection goes told protocol "tls", edge type TLS
+// and PassthroughTLS when the edge passes the client's TLS through
+// (terminate_at upstream: the bytes are the client's TLS), not when it
+// terminates TLS (the bytes are plaintext); a TCP edge's told "tcp" and
+// edge type TCP. The stream is opened within
+// [StreamOptions.ConnectTimeout] and relayed as any upstream connection
+// is (idle timeout, half-close, byte counts).
 //
 // # OIDC
 //
@@ -159,7 +198,8 @@
 // policy, applies to new connections only and never cuts an open one).
 // The upstream is a tunnel of the edge's backend, round-robin with
 // passive health as for HTTPS, at the host and port of its forwards_to
-// (tcp:// or tls:// URLs, or http(s):// with their default ports); when
+// (tcp:// or tls:// URLs, or http(s):// with their default ports), or
+// through its agent's session (# Agents' tunnels); when
 // one refuses, the next is tried (no byte has been sent yet), within
 // [StreamOptions.ConnectTimeout] each. [StreamOptions.UpstreamNetworks]
 // restricts them as [HandlerOptions.UpstreamNetworks] does. A refused
@@ -170,7 +210,9 @@
 //
 // [Metrics] counts requests by edge, route, the policy action that
 // answered and the status class, with a latency histogram; the edge and
-// route labels are bounded by [MetricsOptions.MaxSeries]. Each request
+// route labels are bounded by [MetricsOptions.MaxSeries]; it also counts
+// the TLS and TCP edges' connections by outcome, and the streams opened
+// to agents' tunnels by kind and outcome. Each request
 // is logged at Info with its method, host, path, client IP, status,
 // bytes, duration, account, edge, route, tunnel and the policy action
 // that answered, built only when the logger has Info enabled.
@@ -270,5 +312,7 @@
 // closed), then two copy buffers of the relay; an edge has at most
 // [StreamOptions.MaxConnsPerEdge] open connections on one proxy. The
 // connection metrics' labels are two kinds by nine outcomes, and two
-// directions.
+// directions; the agent streams' three kinds by three outcomes. A
+// request or connection to an agent's tunnel holds one stream of its
+// session while it lasts.
 package proxy

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 )
@@ -27,6 +28,9 @@ const (
 	// DefaultFailureBackoff is how long a tunnel whose upstream failed a
 	// request is skipped while another tunnel of the backend is usable.
 	DefaultFailureBackoff = 5 * time.Second
+	// upstreamDialTimeout bounds a connection to an upstream: a dial of
+	// the default transport, or a stream opened to an agent's tunnel.
+	upstreamDialTimeout = 30 * time.Second
 )
 
 // HandlerOptions configures a [Handler]. The zero value means the
@@ -83,6 +87,16 @@ type HandlerOptions struct {
 	// included (an identity provider inside the operator's network).
 	// Empty: public addresses only.
 	OIDCNetworks []netip.Prefix
+	// Agents reaches the tunnels that agents hold (a tunnel whose
+	// TunnelSession is set; package tunnel's Server is one): a request to
+	// such a tunnel goes as HTTP/1.1 on a stream of its own that
+	// Agents.DialTunnel opens, with the client's socket address in its
+	// [agents.ConnHeader] (see the package doc's # Agents' tunnels). It
+	// is used whatever Transport is, and the tunnel's forwards_to is
+	// never dialed. Nil: agents' tunnels are not reachable, and are
+	// skipped as tunnels that do not say where they forward are (with
+	// none other, the route answers 503 as when no tunnel serves it).
+	Agents agents.Dialer
 }
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
@@ -104,6 +118,10 @@ type Handler struct {
 	backoff   time.Duration
 	metrics   *Metrics
 	rp        *httputil.ReverseProxy
+	// agents and agentRP carry the requests to agents' tunnels; nil
+	// without HandlerOptions.Agents.
+	agents  agents.Dialer
+	agentRP *httputil.ReverseProxy
 
 	oidcKey   []byte
 	providers *oidcauth.Providers
@@ -136,11 +154,22 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 			t.ResponseHeaderTimeout = DefaultUpstreamTimeout
 		}
 		if len(o.UpstreamNetworks) > 0 {
-			t.DialContext = upstreamDialer(o.UpstreamNetworks, 30*time.Second).DialContext
+			t.DialContext = upstreamDialer(o.UpstreamNetworks, upstreamDialTimeout).DialContext
 		}
 		transport = t
 	}
-	h.rp = &httputil.ReverseProxy{
+	h.rp = h.reverseProxy(transport)
+	if o.Agents != nil {
+		h.agents = o.Agents
+		h.agentRP = h.reverseProxy(h.agentTransport(o.UpstreamTimeout))
+	}
+	return h
+}
+
+// reverseProxy returns the ReverseProxy of the Handler's pipeline over
+// transport.
+func (h *Handler) reverseProxy(transport http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
 		Transport:      transport,
 		ModifyResponse: h.modifyResponse,
@@ -148,7 +177,42 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 		BufferPool:     bufferPool{},
 	}
-	return h
+}
+
+// agentTransport returns the transport of requests to agents' tunnels:
+// each request dials a stream of its own (DisableKeepAlives), because a
+// stream's ConnHeader names one client. Keeping streams alive would let
+// a stream opened for one client carry another's request (the transport
+// pools connections by address, and hands a dial that finished after
+// its request gave up to the next request of that address), so the
+// agent would be told the wrong client; keying streams by client
+// connection would keep up to one idle stream per client connection
+// open in every agent. A stream costs the agent session one frame to
+// open, not a handshake, so there is little to save. The transport
+// never uses a proxy, waits at most upstreamTimeout (zero:
+// [DefaultUpstreamTimeout]) for response headers, and passes the
+// client's Accept-Encoding on as the default transport does.
+func (h *Handler) agentTransport(upstreamTimeout time.Duration) *http.Transport {
+	return &http.Transport{
+		DialContext:           h.dialAgent,
+		DisableKeepAlives:     true,
+		DisableCompression:    true,
+		ResponseHeaderTimeout: positiveOr(upstreamTimeout, DefaultUpstreamTimeout),
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// dialAgent opens a stream to the agent's tunnel of the request whose
+// context ctx is (the exchange's upstream), telling the agent the
+// exchange's ConnHeader. The address the transport asks for is
+// [agentURL]'s, and is ignored.
+func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) {
+	ex := exchangeOf(ctx)
+	dctx, cancel := context.WithTimeout(ctx, upstreamDialTimeout)
+	defer cancel()
+	c, err := h.agents.DialTunnel(dctx, ex.upstream.tunnelID, ex.agentHeader)
+	h.metrics.agentStream(kindHTTPS, err)
+	return c, err
 }
 
 // TLSConfig returns a TLS server config that presents, for each
@@ -193,6 +257,9 @@ type exchange struct {
 	w         responseWriter
 	endedBy   string // the location of the policy action that answered, if any
 	failed    bool   // the upstream failed (not the client)
+	// agentHeader is what the agent is told of the request's client when
+	// upstream is an agent's tunnel.
+	agentHeader agents.ConnHeader
 }
 
 // outboundState is what the outbound rules of a request need from the
@@ -310,10 +377,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// 3. The backend: a tunnel under lease, round-robin.
-	ex.upstream = rt.pick(now)
+	ex.upstream = rt.pick(now, h.agents != nil)
 	if ex.upstream == nil {
 		http.Error(rw, rt.noUpstream, http.StatusServiceUnavailable)
 		return
+	}
+	rp := h.rp
+	if ex.upstream.agent {
+		rp = h.agentRP
+		ex.agentHeader = agents.ConnHeader{ClientAddr: client, Proto: "http", EdgeType: agents.EdgeHTTPS}
+		if forwarded {
+			ex.agentHeader.ClientAddr, _ = peerAddr(r) // the socket's peer, not X-Forwarded-For's client
+		}
+		if r.TLS != nil {
+			ex.agentHeader.Proto = "https"
+		}
 	}
 
 	// 4. On the way back (modifyResponse, then rw): outbound rules,
@@ -324,7 +402,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Accept-Encoding") // the proxy compresses; the upstream sends identity
 	}
 	ex.Context = r.Context()
-	h.rp.ServeHTTP(rw, r.WithContext(ex))
+	rp.ServeHTTP(rw, r.WithContext(ex))
 }
 
 // logRestricted logs what an account's endpoint restrictions said of a

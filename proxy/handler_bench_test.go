@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
@@ -51,6 +53,13 @@ func benchFleet(b testing.TB, upstream, doc string) *Configs {
 // fleet is benchFleet with n edges.
 func fleet(b testing.TB, n int, upstream, doc string) *Configs {
 	b.Helper()
+	return fleetWith(b, n, upstream, doc, "")
+}
+
+// fleetWith is fleet whose tunnel, when agent is not "", is held by that
+// agent (labeled agentLabel=agent and read as asAgents does).
+func fleetWith(b testing.TB, n int, upstream, doc, agent string) *Configs {
+	b.Helper()
 	ctx := context.Background()
 	st := memstore.New()
 	svc := mustService(edgeplane.New(st, edgeplane.Options{TunnelLease: 24 * time.Hour}))
@@ -71,7 +80,12 @@ func fleet(b testing.TB, n int, upstream, doc string) *Configs {
 	labels := map[string]string{"app": "bench"}
 	bk, err := svc.CreateTunnelGroupBackend(ctx, p, backends.CreateParams{Labels: labels})
 	check(err)
-	cred, err := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:app=bench"}})
+	acl := []string{"bind:app=bench"}
+	if agent != "" {
+		labels[agentLabel] = agent
+		acl = append(acl, "bind:"+agentLabel+"="+agent)
+	}
+	cred, err := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: acl})
 	check(err)
 	_, err = svc.Host().RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: labels, ForwardsTo: upstream})
 	check(err)
@@ -85,7 +99,14 @@ func fleet(b testing.TB, n int, upstream, doc string) *Configs {
 		_, err = svc.CreateHTTPSEdgeRoute(ctx, p, e.ID, rp)
 		check(err)
 	}
-	c, err := New(ctx, svc.Host(), st, Options{})
+	var o Options
+	if agent != "" {
+		o.tunnels = func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
+			ts, err := svc.Host().BackendTunnels(ctx, accountID, backendID)
+			return asAgents(ts), err
+		}
+	}
+	c, err := New(ctx, svc.Host(), st, o)
 	check(err)
 	b.Cleanup(c.Close)
 	rev, err := st.Revision(ctx)
@@ -234,6 +255,48 @@ func BenchmarkHandlerLoopback(b *testing.B) {
 	b.Cleanup(up.Close)
 	c := benchFleet(b, up.URL, "")
 	benchServe(b, NewHandler(c, HandlerOptions{}), http.StatusOK)
+}
+
+// BenchmarkHandlerAgentTunnel is a request through the Handler (among
+// 1,000 edges, metrics on) to an agent's tunnel, each on a stream of its
+// own from a Dialer over net.Pipe to an http.Server in the process
+// (agent), beside the same request to a direct upstream over loopback
+// TCP with the default transport's kept-alive connections (direct, as
+// BenchmarkHandlerLoopback). Both upstreams answer the same 13 bytes.
+func BenchmarkHandlerAgentTunnel(b *testing.B) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(fixedBody)))
+		_, _ = w.Write(fixedBody)
+	})
+	metrics := func() *Metrics {
+		m := NewMetrics(MetricsOptions{MaxSeries: benchEdges})
+		prometheus.NewRegistry().MustRegister(m)
+		return m
+	}
+	b.Run("direct", func(b *testing.B) {
+		up := httptest.NewServer(answer)
+		b.Cleanup(up.Close)
+		c := benchFleet(b, up.URL, "")
+		benchServe(b, NewHandler(c, HandlerOptions{Metrics: metrics()}), http.StatusOK)
+	})
+	b.Run("agent", func(b *testing.B) {
+		srv := &http.Server{Handler: answer}
+		d := &pipeDialer{ln: newConnListener()}
+		go func() { _ = srv.Serve(d.ln) }()
+		b.Cleanup(func() { _ = srv.Close() })
+		c := fleetWith(b, benchEdges, "", "", "laptop")
+		benchServe(b, NewHandler(c, HandlerOptions{Metrics: metrics(), Agents: d}), http.StatusOK)
+	})
+}
+
+// pipeDialer is an agents.Dialer that hands each stream's other end, a
+// net.Pipe, to a listener (an agent's HTTP server).
+type pipeDialer struct{ ln *connListener }
+
+func (d *pipeDialer) DialTunnel(_ context.Context, _ string, _ agents.ConnHeader) (net.Conn, error) {
+	proxySide, agentSide := net.Pipe()
+	d.ln.push(agentSide)
+	return proxySide, nil
 }
 
 // BenchmarkEdgeByHostport is the edge lookup of every request among

@@ -124,7 +124,8 @@ func (h *hooks) options(o Options) Options {
 		h.mu.Lock()
 		h.reads[backendID]++
 		h.mu.Unlock()
-		return h.host.BackendTunnels(ctx, accountID, backendID)
+		ts, err := h.host.BackendTunnels(ctx, accountID, backendID)
+		return asAgents(ts), err
 	}
 	o.synced = func(ctx context.Context, rev int64) error {
 		h.mu.Lock()

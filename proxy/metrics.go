@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeplane/edgeplane/agents"
 )
 
 // DefaultMaxSeries is the default of [MetricsOptions.MaxSeries].
@@ -22,6 +25,14 @@ const (
 	reasonUnknownHost   = "unknown_host"   // no edge serves the Host
 	reasonMisdirected   = "misdirected"    // the Host is not the TLS server name
 	reasonNoCertificate = "no_certificate" // a handshake for a name without a certificate
+)
+
+// Outcomes of opening a stream to an agent's tunnel, the values of the
+// outcome label of edgeplane_proxy_agent_streams_total.
+const (
+	agentOpened    = "opened"     // the stream was opened
+	agentNoSession = "no_session" // the Dialer holds no session that serves the tunnel (agents.ErrNoSession)
+	agentFailed    = "failed"     // any other error
 )
 
 // MetricsOptions configures [NewMetrics].
@@ -56,7 +67,14 @@ type MetricsOptions struct {
 //     handshake_failed, no_upstream, upstream_failed, unrouted;
 //   - edgeplane_proxy_connection_bytes_total{kind, direction}: bytes
 //     those connections relayed, direction in (client to upstream) or
-//     out.
+//     out;
+//   - edgeplane_proxy_agent_streams_total{kind, outcome}: streams opened
+//     to agents' tunnels ([HandlerOptions.Agents], [StreamOptions.Agents]),
+//     one per request (kind https) or connection (kind tls or tcp), by
+//     outcome: opened, no_session (the Dialer holds no session that
+//     serves the tunnel) or failed. A request or connection to an agent's
+//     tunnel is otherwise counted as any other (requests_total,
+//     connections_total, upstream_errors_total).
 //
 // The edge and route labels are IDs; route is "" for a request no route
 // matched. Their cardinality is bounded by [MetricsOptions.MaxSeries];
@@ -70,6 +88,7 @@ type Metrics struct {
 	unroutedBy     map[string]prometheus.Counter // the children of unroutedTotal, by reason; read-only
 	connections    *prometheus.CounterVec        // {kind, outcome}
 	streamBytesVec *prometheus.CounterVec        // {kind, direction}
+	agentStreams   *prometheus.CounterVec        // {kind, outcome}
 
 	max    int
 	mu     sync.Mutex
@@ -113,6 +132,10 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		Name: "edgeplane_proxy_connection_bytes_total",
 		Help: "Bytes relayed by TLS and TCP edges' connections, by kind and direction (in: client to upstream, out: upstream to client).",
 	}, []string{"kind", "direction"})
+	m.agentStreams = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgeplane_proxy_agent_streams_total",
+		Help: "Streams opened to agents' tunnels, by kind (https, tls, tcp) and outcome (opened, no_session, failed).",
+	}, []string{"kind", "outcome"})
 	m.unroutedBy = map[string]prometheus.Counter{}
 	for _, r := range []string{reasonUnknownHost, reasonMisdirected, reasonNoCertificate} {
 		m.unroutedBy[r] = m.unroutedTotal.WithLabelValues(r)
@@ -128,6 +151,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.unroutedTotal.Describe(ch)
 	m.connections.Describe(ch)
 	m.streamBytesVec.Describe(ch)
+	m.agentStreams.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -138,6 +162,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.unroutedTotal.Collect(ch)
 	m.connections.Collect(ch)
 	m.streamBytesVec.Collect(ch)
+	m.agentStreams.Collect(ch)
 }
 
 // connection counts a TLS or TCP edge's connection by its outcome.
@@ -153,6 +178,22 @@ func (m *Metrics) streamBytes(kind string, in, out int64) {
 		m.streamBytesVec.WithLabelValues(kind, "in").Add(float64(in))
 		m.streamBytesVec.WithLabelValues(kind, "out").Add(float64(out))
 	}
+}
+
+// agentStream counts a stream to an agent's tunnel of a request (kind
+// https) or connection (tls, tcp) by the error of opening it.
+func (m *Metrics) agentStream(kind string, err error) {
+	if m == nil {
+		return
+	}
+	outcome := agentOpened
+	switch {
+	case errors.Is(err, agents.ErrNoSession):
+		outcome = agentNoSession
+	case err != nil:
+		outcome = agentFailed
+	}
+	m.agentStreams.WithLabelValues(kind, outcome).Inc()
 }
 
 // labels returns the edge and route labels of a pair: their own while

@@ -45,22 +45,37 @@ type routeStatic struct {
 // uses them.
 type pool struct {
 	// upstreams are the tunnels of the backend that say where they
-	// forward, newest first; pick skips those whose lease ended.
-	// noUpstream says why a request gets 503 (a connection is closed)
-	// when none is usable.
+	// forward or that an agent holds, newest first; pick skips those
+	// whose lease ended. noUpstream says why a request gets 503 (a
+	// connection is closed) when none is usable. agents counts the
+	// upstreams that are agents' tunnels.
 	upstreams  []upstream
 	noUpstream string
+	agents     int
 	next       atomic.Uint32 // round-robin position
 }
 
 // upstream is one tunnel a route or edge may send traffic to.
 type upstream struct {
 	tunnelID string
-	url      *url.URL  // where an HTTP request goes
-	addr     string    // where a TLS or TCP edge's connection goes: host:port
-	expires  time.Time // the lease's end
-	health   *health
+	// agent says that an agent's session holds the tunnel (its
+	// TunnelSession is set): its traffic is handed to the session through
+	// an [agents.Dialer], by tunnel ID, and its forwards_to is never
+	// dialed. url is then [agentURL] and addr is empty.
+	agent   bool
+	url     *url.URL  // where an HTTP request goes
+	addr    string    // where a TLS or TCP edge's connection goes: host:port
+	expires time.Time // the lease's end
+	health  *health
 }
+
+// agentURL is the URL of every HTTP request to an agent's tunnel: the
+// agent transport's DialContext ignores the address and dials the tunnel
+// of the request's upstream, and the request line carries only the path
+// (the Host header is the client's), so its host never reaches anyone.
+// The ".invalid" name (RFC 6761) resolves nowhere should it ever be
+// dialed by a transport that is not the agent transport.
+var agentURL = &url.URL{Scheme: "http", Host: "agent.invalid"}
 
 // health is the passive health of one tunnel: after a failed request
 // the tunnel is skipped until the backoff ends. It is carried over from
@@ -84,18 +99,20 @@ func (h *health) succeed() {
 // tunnels whose lease has not ended, skipping those in a failure backoff
 // while another is available. With every live tunnel in backoff it still
 // returns one (the next in turn) rather than refuse the request; with no
-// live tunnel it returns nil.
-func (r *pool) pick(now time.Time) *upstream {
+// live tunnel it returns nil. Agents' tunnels are candidates only when
+// agents is true (the caller has an [agents.Dialer]); otherwise they are
+// skipped as a tunnel that does not say where it forwards is.
+func (r *pool) pick(now time.Time, agents bool) *upstream {
 	n := len(r.upstreams)
-	if n == 0 {
+	if n == 0 || (!agents && r.agents == n) {
 		return nil
 	}
 	start := int(r.next.Add(1) - 1)
 	var fallback *upstream
 	for i := range n {
 		u := &r.upstreams[(start+i)%n]
-		if !now.Before(u.expires) {
-			continue // the lease ended; the tunnel is not reaped yet
+		if (u.agent && !agents) || !now.Before(u.expires) {
+			continue // unreachable here, or the lease ended (the tunnel is not reaped yet)
 		}
 		if u.health.ok(now) {
 			return u
@@ -129,10 +146,20 @@ func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*
 		p.noUpstream = "no online tunnel serves this " + what
 		for _, t := range tunnels[b.BackendID] {
 			u := upstream{tunnelID: t.ID, expires: t.ExpiresAt}
-			var ok bool
-			if e.Config != nil {
+			ok := true
+			switch {
+			case t.TunnelSession != nil:
+				// An agent holds the tunnel: its forwards_to is
+				// informational ("app://laptop/server?pid=12", or an
+				// address on the agent's side) and is never dialed.
+				u.agent = true
+				if e.Config != nil {
+					u.url = agentURL
+				}
+				p.agents++
+			case e.Config != nil:
 				u.url, ok = tunnelUpstream(t.ForwardsTo)
-			} else {
+			default:
 				u.addr, ok = tunnelAddr(t.ForwardsTo)
 			}
 			if !ok {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/policy"
@@ -88,6 +89,16 @@ type StreamOptions struct {
 	Clock func() time.Time
 	// Metrics receives the connections' outcomes; nil measures nothing.
 	Metrics *Metrics
+	// Agents reaches the tunnels that agents hold (a tunnel whose
+	// TunnelSession is set), as [HandlerOptions.Agents] does: a
+	// connection to such a tunnel is a stream Agents.DialTunnel opens
+	// (within ConnectTimeout), told the client's address, the protocol
+	// ("tls" or "tcp") and, for a TLS edge, whether the bytes are the
+	// client's own TLS; Dial is not used for it and the tunnel's
+	// forwards_to is never dialed. Nil: agents' tunnels are not
+	// reachable, and are skipped as tunnels that do not say where they
+	// forward are.
+	Agents agents.Dialer
 }
 
 // Streams is the data plane of TLS and TCP edges: it serves the TLS edges
@@ -99,6 +110,7 @@ type Streams struct {
 	configs *Configs
 	log     *slog.Logger
 	dial    func(ctx context.Context, network, address string) (net.Conn, error)
+	agents  agents.Dialer
 	clock   func() time.Time
 	metrics *Metrics
 
@@ -121,7 +133,7 @@ type edgeConns struct {
 // NewStreams returns the TLS and TCP data plane of the edges c serves.
 // Call [Streams.Close] to end its connections.
 func NewStreams(c *Configs, o StreamOptions) *Streams {
-	s := &Streams{configs: c, log: o.Logger, dial: o.Dial, clock: o.Clock, metrics: o.Metrics,
+	s := &Streams{configs: c, log: o.Logger, dial: o.Dial, agents: o.Agents, clock: o.Clock, metrics: o.Metrics,
 		handshake: positiveOr(o.HandshakeTimeout, DefaultHandshakeTimeout), connect: positiveOr(o.ConnectTimeout, DefaultConnectTimeout),
 		idle: positiveOr(o.IdleTimeout, DefaultIdleTimeout), backoff: positiveOr(o.FailureBackoff, DefaultFailureBackoff),
 		maxConns: o.MaxConnsPerEdge, open: map[string]*edgeConns{}, stop: make(chan struct{}), done: make(chan struct{})}
@@ -253,10 +265,31 @@ func (s *Streams) OpenConns(edgeID string) int {
 
 // conn is one connection being served, for its log line and metrics.
 type conn struct {
-	kind   string // "tls" or "tcp"
+	kind   string // kindTLS or kindTCP
 	edge   *Edge
 	client netip.AddrPort
 	start  time.Time
+	// passthrough says that the bytes relayed are the client's own TLS
+	// (a TLS edge that terminates at the upstream).
+	passthrough bool
+}
+
+// The values of [conn.kind], which are also the protocols an agent is
+// told ([agents.ConnHeader.Proto]); kindHTTPS is the Handler's, for the
+// agent stream metrics.
+const (
+	kindTLS   = "tls"
+	kindTCP   = "tcp"
+	kindHTTPS = "https"
+)
+
+// agentHeader returns what the agent that serves cn is told of it.
+func (cn *conn) agentHeader() agents.ConnHeader {
+	h := agents.ConnHeader{ClientAddr: cn.client, Proto: cn.kind, EdgeType: agents.EdgeTCP}
+	if cn.kind == kindTLS {
+		h.EdgeType, h.PassthroughTLS = agents.EdgeTLS, cn.passthrough
+	}
+	return h
 }
 
 // refuse counts and logs a refusal of c for a reason, then closes c
@@ -292,7 +325,7 @@ func addrPort(a net.Addr) netip.AddrPort {
 // back until either side ends, ctx ends (the edge was deleted) or the
 // connection is idle for IdleTimeout.
 func (s *Streams) relayTo(ctx context.Context, client net.Conn, cn *conn) {
-	up, u, outcome := s.connectUpstream(ctx, cn.edge.stream)
+	up, u, outcome := s.connectUpstream(ctx, cn)
 	if up == nil {
 		s.refuse(client, cn, outcome)
 		return
@@ -312,21 +345,37 @@ func (s *Streams) relayTo(ctx context.Context, client net.Conn, cn *conn) {
 	}
 }
 
-// connectUpstream connects to the next usable tunnel of p, trying each
-// tunnel at most once: a tunnel whose upstream refuses is skipped for
-// FailureBackoff. No bytes have been sent yet, so another tunnel can take
-// the connection.
-func (s *Streams) connectUpstream(ctx context.Context, p *pool) (net.Conn, *upstream, string) {
+// connectUpstream connects to the next usable tunnel of cn's edge,
+// trying each tunnel at most once: a tunnel whose upstream refuses is
+// skipped for FailureBackoff. No bytes have been sent yet, so another
+// tunnel can take the connection. An agent's tunnel is a stream its
+// session opens (Agents), any other one a connection to the address of
+// its forwards_to (Dial).
+func (s *Streams) connectUpstream(ctx context.Context, cn *conn) (net.Conn, *upstream, string) {
+	p := cn.edge.stream
+	usable := len(p.upstreams)
+	if s.agents == nil {
+		usable -= p.agents
+	}
 	tried := 0
-	for tried < len(p.upstreams) {
+	for tried < usable {
 		now := s.clock()
-		u := p.pick(now)
+		u := p.pick(now, s.agents != nil)
 		if u == nil {
 			break
 		}
 		tried++
 		dctx, cancel := context.WithTimeout(ctx, s.connect)
-		c, err := s.dial(dctx, "tcp", u.addr)
+		var (
+			c   net.Conn
+			err error
+		)
+		if u.agent {
+			c, err = s.agents.DialTunnel(dctx, u.tunnelID, cn.agentHeader())
+			s.metrics.agentStream(cn.kind, err)
+		} else {
+			c, err = s.dial(dctx, "tcp", u.addr)
+		}
 		cancel()
 		if err == nil {
 			u.health.succeed()
@@ -445,8 +494,9 @@ func (f *front) Addr() net.Addr { return f.l.Addr() }
 // serveTLS serves a connection of TLS edge e whose ClientHello named
 // host; c replays the ClientHello.
 func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
-	cn := &conn{kind: "tls", edge: e, client: addrPort(c.RemoteAddr()), start: s.clock()}
 	cfg := e.TLS
+	cn := &conn{kind: kindTLS, edge: e, client: addrPort(c.RemoteAddr()), start: s.clock(),
+		passthrough: cfg.TerminateAt == edges.TerminateAtUpstream}
 	// Everything before any byte goes back: a refused client never
 	// completes a handshake.
 	ctx, release, ok := s.gate(c, cn, cfg.IPRestriction, func() bool {
@@ -458,7 +508,7 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 	}
 	defer release()
 	client := c
-	if cfg.TerminateAt != edges.TerminateAtUpstream {
+	if !cn.passthrough {
 		cert := edgeCertificate(e, host)
 		if cert == nil {
 			s.metrics.unrouted(reasonNoCertificate)
@@ -602,7 +652,7 @@ func (s *Streams) acceptTCP(l net.Listener, port int) {
 
 // serveTCP serves a connection that arrived on TCP port port.
 func (s *Streams) serveTCP(c net.Conn, port int) {
-	cn := &conn{kind: "tcp", client: addrPort(c.RemoteAddr()), start: s.clock()}
+	cn := &conn{kind: kindTCP, client: addrPort(c.RemoteAddr()), start: s.clock()}
 	e := s.configs.EdgeByPort(port)
 	if e == nil {
 		s.refuse(c, cn, outcomeUnrouted)

@@ -110,7 +110,7 @@ func newStreamEnv(t testing.TB, o StreamOptions) *streamEnv {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	w.check(err)
 	e.addr443 = ln.Addr().String()
-	srv := NewHandler(e.c, HandlerOptions{Clock: w.clock.Now, Logger: o.Logger}).Server(true, httpserver.Options{})
+	srv := NewHandler(e.c, HandlerOptions{Clock: w.clock.Now, Logger: o.Logger, Agents: o.Agents}).Server(true, httpserver.Options{})
 	split := e.s.SplitTLS(ln)
 	go func() { _ = srv.ServeTLS(split, "", "") }()
 	t.Cleanup(func() { _ = srv.Close() })
