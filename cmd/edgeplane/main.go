@@ -3,6 +3,7 @@
 //	edgeplane serve [flags]           the management API (see serve -h)
 //	edgeplane proxy [flags]           the edge data plane (see proxy -h)
 //	edgeplane admin <command> [flags] host operations against the same store
+//	edgeplane agent [flags] <tunnel>  an agent: one tunnel to a local port (see agent -h)
 //
 // Every flag can also be set through the environment: -store is
 // EDGEPLANE_STORE, -rate-limit is EDGEPLANE_RATE_LIMIT, and so on; a flag
@@ -99,13 +100,14 @@ commands:
   serve    run the management API server
   proxy    run the edge data plane: every HTTPS, TLS and TCP edge in the store
   admin    host operations against a store: accounts, users, bots, API keys, tunnels
+  agent    connect to a tunnel server and forward a tunnel (http, tcp or tls) to a local port
 
 Run edgeplane <command> -h for a command's flags.
 `
 
 // run runs the command line args and returns the process's exit code.
 // ready, when not nil, receives the address serve listens on (or proxy's
-// first listener).
+// first listener, or the line agent prints once its tunnel is up).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -118,6 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exit(proxyCmd(ctx, args[1:], getenv, stdout, stderr, ready), stderr)
 	case "admin":
 		return exit(admin(ctx, args[1:], getenv, stdout, stderr), stderr)
+	case "agent":
+		return exit(agentCmd(ctx, args[1:], getenv, stdout, stderr, ready), stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,665 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"golang.ngrok.com/ngrok"
+	"golang.ngrok.com/ngrok/config"
+
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/domains"
+)
+
+// The agent is built on golang.ngrok.com/ngrok, the original service's
+// agent SDK: a program built on that SDK works against our tunnel server
+// unchanged, and ours goes through the same code (session, reconnects,
+// Bind and StartTunnelWithLabel, proxied streams).
+
+const agentUsage = `usage: edgeplane agent -server HOST:PORT [-ca FILE] -authtoken TOKEN [-log-format text|json] TUNNEL
+
+tunnels (the tunnel's flags may come before or after its target):
+  http PORT|URL       [-domain NAME | -label KEY=VALUE ...] [-metadata TEXT]
+  tcp  PORT|HOST:PORT [-remote-addr HOST:PORT] [-metadata TEXT]
+  tls  PORT|HOST:PORT -domain NAME [-metadata TEXT]
+
+Connects to the tunnel server at -server as an agent, starts one tunnel
+and forwards every connection it is handed to the target: a bare PORT is
+127.0.0.1:PORT (for http, http://127.0.0.1:PORT); an http target may be an
+http:// or https:// URL (scheme, host and port; an https target's
+certificate is checked against the system's roots), a tcp or tls target
+HOST:PORT. The bytes are relayed as they come: plain HTTP/1.1 for http,
+the client's own TLS for tls (the target terminates it).
+
+  -domain NAME       http: the endpoint's domain (without it the server
+                     picks one); tls: required, the name clients' TLS asks for
+  -label KEY=VALUE   http: start a labeled tunnel, selected by tunnel group
+                     backends, instead of an endpoint; repeatable, not
+                     with -domain
+  -remote-addr H:P   tcp: the public address asked for (default: the
+                     server picks)
+  -metadata TEXT     the tunnel's metadata, at most 4096 bytes
+
+Once the tunnel is up its public URL is printed on stdout, on a line of
+its own (a labeled tunnel has none: "ID labels K=V,..." instead). Each
+connection is logged on stderr with the client's address, bytes_in (from
+the client), bytes_out (to it) and its duration.
+
+The authtoken is never printed. -authtoken may also be set as
+EDGEPLANE_AUTHTOKEN, -server as EDGEPLANE_SERVER, -ca as EDGEPLANE_CA
+(a flag on the command line wins); the tunnel's flags have no variables.
+-ca is a PEM file of the only roots trusted for the server's certificate;
+without it, the system's roots.
+
+A refused tunnel ends the command with the server's message (exit 1). A
+refused authtoken or an unreachable server does not: the agent logs each
+failure and retries for ever (backoff from 0.5s to 30s, as the SDK does),
+and reconnects and rebinds the same way when its session drops. SIGINT or
+SIGTERM, or a stop request from the server, closes the tunnel and exits 0.
+
+flags:
+`
+
+// agentDialTimeout bounds connecting to the target for one connection.
+const agentDialTimeout = 10 * time.Second
+
+// agentConfig is what agent's command line says.
+type agentConfig struct {
+	server, ca, authtoken, logFormat string
+	serverHost                       string // server's host, the TLS server name
+
+	proto      string // "http", "tcp" or "tls"
+	target     agentTarget
+	domain     string
+	labels     map[string]string
+	remoteAddr string
+	metadata   string
+}
+
+// agentTarget is where an agent forwards its tunnel's connections.
+type agentTarget struct {
+	// scheme is "http" or "https" for an http tunnel, "" for tcp and tls
+	// (the bytes are relayed as they are).
+	scheme string
+	// addr is the host:port dialed.
+	addr string
+}
+
+// String returns the target as its tunnel's ForwardsTo shows it:
+// "http://127.0.0.1:3000", "127.0.0.1:22".
+func (t agentTarget) String() string {
+	if t.scheme == "" {
+		return t.addr
+	}
+	return t.scheme + "://" + t.addr
+}
+
+func agentFlags(c *agentConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.StringVar(&c.server, "server", "", "HOST:PORT of the tunnel server (required)")
+	fs.StringVar(&c.ca, "ca", "", "PEM `file` of the roots that may sign the server's certificate (default: the system's roots)")
+	fs.StringVar(&c.authtoken, "authtoken", "", "the authtoken of a tunnel credential (required; better set as EDGEPLANE_AUTHTOKEN)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), agentUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// tunnelFlags returns the flags of c.proto's tunnel.
+func tunnelFlags(c *agentConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.proto, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	switch c.proto {
+	case "http":
+		fs.StringVar(&c.domain, "domain", "", "")
+		fs.Func("label", "", func(s string) error {
+			k, v, ok := strings.Cut(s, "=")
+			if !ok {
+				return fmt.Errorf("%q is not KEY=VALUE", s)
+			}
+			if _, dup := c.labels[k]; dup {
+				return fmt.Errorf("the key %q is given twice", k)
+			}
+			if c.labels == nil {
+				c.labels = map[string]string{}
+			}
+			c.labels[k] = v
+			return nil
+		})
+	case "tcp":
+		fs.StringVar(&c.remoteAddr, "remote-addr", "", "")
+	case "tls":
+		fs.StringVar(&c.domain, "domain", "", "")
+	}
+	fs.StringVar(&c.metadata, "metadata", "", "")
+	return fs
+}
+
+// parseAgentArgs parses agent's command line: the agent's flags (and
+// their variables), then the tunnel, its target and its flags.
+func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer) (agentConfig, error) {
+	var c agentConfig
+	// The agent's flags end at the tunnel's name: parse once to find it,
+	// then again through parseFlags for the variables and -h.
+	split := agentFlags(new(agentConfig))
+	split.SetOutput(io.Discard)
+	global, rest := args, []string(nil)
+	if split.Parse(args) == nil {
+		rest = split.Args()
+		global = args[:len(args)-len(rest)]
+	}
+	fs := agentFlags(&c)
+	if err := parseFlags(fs, global, getenv, stdout); err != nil {
+		return c, err
+	}
+	if err := c.checkAgent(); err != nil {
+		return c, err
+	}
+	if len(rest) == 0 {
+		return c, usageError{"which tunnel? http, tcp or tls (edgeplane agent -h)"}
+	}
+	c.proto = rest[0]
+	switch c.proto {
+	case "http", "tcp", "tls":
+	default:
+		return c, usageError{fmt.Sprintf("unknown tunnel %q: want http, tcp or tls", c.proto)}
+	}
+	tfs := tunnelFlags(&c)
+	var positional []string
+	for more := rest[1:]; ; {
+		if err := tfs.Parse(more); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stdout)
+				fs.Usage()
+				return c, errHelp{}
+			}
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && fs.Lookup(name) != nil {
+				return c, usageError{fmt.Sprintf("%s: -%s is the agent's flag: give it before the tunnel (edgeplane agent -%s ... %s ...)", c.proto, name, name, c.proto)}
+			}
+			return c, usageError{c.proto + ": " + err.Error()}
+		}
+		if more = tfs.Args(); len(more) == 0 {
+			break
+		}
+		positional, more = append(positional, more[0]), more[1:]
+	}
+	switch len(positional) {
+	case 0:
+		return c, usageError{fmt.Sprintf("%s: which target? %s", c.proto, targetForms(c.proto))}
+	case 1:
+	default:
+		return c, usageError{fmt.Sprintf("%s: one target, got %d: %s", c.proto, len(positional), strings.Join(positional, " "))}
+	}
+	var err error
+	if c.target, err = parseTarget(c.proto, positional[0]); err != nil {
+		return c, err
+	}
+	return c, c.checkTunnel()
+}
+
+// checkAgent checks the agent's flags.
+func (c *agentConfig) checkAgent() error {
+	if c.server == "" {
+		return usageError{"-server is required: HOST:PORT of the tunnel server"}
+	}
+	host, err := checkHostPort(c.server)
+	if err != nil {
+		return usageError{fmt.Sprintf("-server %q: %v", c.server, err)}
+	}
+	c.serverHost = host
+	if c.authtoken == "" {
+		return usageError{"-authtoken is required (or EDGEPLANE_AUTHTOKEN): the authtoken of a tunnel credential"}
+	}
+	switch c.logFormat {
+	case "text", "json":
+	default:
+		return usageError{fmt.Sprintf("-log-format %q: want text or json", c.logFormat)}
+	}
+	return nil
+}
+
+// checkTunnel checks the tunnel's flags against each other and their
+// bounds.
+func (c *agentConfig) checkTunnel() error {
+	if c.domain != "" && len(c.labels) > 0 {
+		return usageError{"-domain and -label: give one or the other: -domain binds an endpoint, -label starts a labeled tunnel"}
+	}
+	if c.proto == "tls" && c.domain == "" {
+		return usageError{"tls: -domain is required: the server name its clients' TLS asks for"}
+	}
+	if c.domain != "" {
+		name, err := domains.ParseName(c.domain)
+		if err != nil {
+			return usageError{fmt.Sprintf("-domain %q: %v", c.domain, err)}
+		}
+		c.domain = name
+	}
+	if c.labels != nil {
+		if err := backends.ValidateLabels(c.labels); err != nil {
+			var e *apierr.Error
+			if errors.As(err, &e) && len(e.Violations) > 0 {
+				reasons := make([]string, len(e.Violations))
+				for i, v := range e.Violations {
+					reasons[i] = v.String()
+				}
+				return usageError{"-label: " + strings.Join(reasons, "; ")}
+			}
+			return usageError{"-label: " + err.Error()}
+		}
+	}
+	if c.remoteAddr != "" {
+		if _, err := checkHostPort(c.remoteAddr); err != nil {
+			return usageError{fmt.Sprintf("-remote-addr %q: %v", c.remoteAddr, err)}
+		}
+	}
+	switch {
+	case len(c.metadata) > agents.MaxMetadataBytes:
+		return usageError{fmt.Sprintf("-metadata: must be at most %d bytes, got %d", agents.MaxMetadataBytes, len(c.metadata))}
+	case !utf8.ValidString(c.metadata):
+		return usageError{"-metadata: must be valid UTF-8"}
+	}
+	return nil
+}
+
+// targetForms says what targets proto's tunnel takes.
+func targetForms(proto string) string {
+	if proto == "http" {
+		return "want a PORT (3000) or an http:// or https:// URL (http://127.0.0.1:3000)"
+	}
+	return "want a PORT (22) or HOST:PORT (127.0.0.1:22)"
+}
+
+// parseTarget parses proto's target: a bare port means 127.0.0.1; an
+// http tunnel's target may be an http or https URL of scheme, host and
+// port, a tcp or tls tunnel's target host:port.
+func parseTarget(proto, s string) (agentTarget, error) {
+	bad := func(reason string) (agentTarget, error) {
+		return agentTarget{}, usageError{fmt.Sprintf("%s target %q: %s", proto, s, reason)}
+	}
+	var t agentTarget
+	if proto == "http" {
+		t.scheme = "http"
+	}
+	switch {
+	case s != "" && strings.Trim(s, "0123456789") == "":
+		if err := checkPort(s); err != nil {
+			return bad(err.Error())
+		}
+		t.addr = net.JoinHostPort("127.0.0.1", s)
+	case proto == "http":
+		if !strings.Contains(s, "://") {
+			return bad(targetForms(proto))
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return bad(targetForms(proto))
+		}
+		t.scheme = strings.ToLower(u.Scheme)
+		switch {
+		case t.scheme != "http" && t.scheme != "https":
+			return bad("the scheme must be http or https")
+		case u.Hostname() == "":
+			return bad("the URL has no host")
+		case u.User != nil:
+			return bad("the URL must not carry a user or password")
+		case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+			return bad("give scheme, host and port only: the path is the client's request's")
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[t.scheme]
+		} else if err := checkPort(port); err != nil {
+			return bad(err.Error())
+		}
+		t.addr = net.JoinHostPort(u.Hostname(), port)
+	default:
+		if _, err := checkHostPort(s); err != nil {
+			return bad(targetForms(proto) + ": " + err.Error())
+		}
+		t.addr = s
+	}
+	if n := len(t.String()); n > agents.MaxForwardsToBytes {
+		return bad(fmt.Sprintf("must be at most %d bytes, got %d", agents.MaxForwardsToBytes, n))
+	}
+	return t, nil
+}
+
+// checkHostPort checks that s is HOST:PORT with a host and a port from 1
+// to 65535, and returns the host.
+func checkHostPort(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	switch {
+	case err != nil:
+		return "", errors.New("want HOST:PORT")
+	case host == "":
+		return "", errors.New("want HOST:PORT: the host is missing")
+	}
+	return host, checkPort(port)
+}
+
+// checkPort checks that s is a decimal port from 1 to 65535.
+func checkPort(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || strings.Trim(s, "0123456789") != "" || n < 1 || n > 65535 {
+		return fmt.Errorf("the port must be a number from 1 to 65535, not %q", s)
+	}
+	return nil
+}
+
+// tunnelConfig returns the SDK's configuration of c's tunnel.
+func (c *agentConfig) tunnelConfig() config.Tunnel {
+	forwardsTo := config.WithForwardsTo(c.target.String())
+	metadata := config.WithMetadata(c.metadata)
+	switch c.proto {
+	case "tcp":
+		opts := []config.TCPEndpointOption{forwardsTo, metadata}
+		if c.remoteAddr != "" {
+			opts = append(opts, config.WithRemoteAddr(c.remoteAddr))
+		}
+		return config.TCPEndpoint(opts...)
+	case "tls":
+		// No termination option: the edge passes the client's TLS through.
+		return config.TLSEndpoint(forwardsTo, metadata, config.WithDomain(c.domain))
+	}
+	if len(c.labels) > 0 {
+		opts := []config.LabeledTunnelOption{forwardsTo, metadata}
+		for _, k := range slices.Sorted(maps.Keys(c.labels)) {
+			opts = append(opts, config.WithLabel(k, c.labels[k]))
+		}
+		return config.LabeledTunnel(opts...)
+	}
+	opts := []config.HTTPEndpointOption{forwardsTo, metadata}
+	if c.domain != "" {
+		opts = append(opts, config.WithDomain(c.domain))
+	}
+	return config.HTTPEndpoint(opts...)
+}
+
+// loadRoots returns the roots the server's certificate is checked
+// against: the PEM file's certificates alone, or the system's roots.
+// (Without SDK option WithCA the SDK would trust only the original
+// service's own root.)
+func loadRoots(file string) (*x509.CertPool, error) {
+	if file == "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			return nil, fmt.Errorf("the system's roots: %w; give -ca FILE", err)
+		}
+		return pool, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca %s: no PEM certificate in the file", file)
+	}
+	return pool, nil
+}
+
+// agentCmd runs an agent until ctx ends, the server stops it, or its
+// tunnel is refused or ends. ready, when not nil, receives the line
+// printed on stdout once the tunnel is up (its URL, or a labeled
+// tunnel's ID and labels).
+func agentCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, agentUsage)
+		return usageError{"agent: which server and tunnel?"}
+	}
+	c, err := parseAgentArgs(args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	roots, err := loadRoots(c.ca)
+	if err != nil {
+		return err
+	}
+	logger, stopLogs, err := startLogs(c.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopLogs() // the last lines are written before agent returns
+
+	// The session lives on a context of its own: the SDK closes the
+	// session when its context ends, and a signal must first close the
+	// tunnel through it. While connecting, a signal ends it at once.
+	sessCtx, cancelSess := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSess()
+	var (
+		closing  atomic.Bool                  // failures from now on are the agent's own closing
+		stopped  atomic.Bool                  // the server asked the session to stop
+		connects atomic.Int64                 // sessions established
+		current  atomic.Pointer[ngrok.Tunnel] // the tunnel, once started
+	)
+	opts := []ngrok.ConnectOption{
+		ngrok.WithServer(c.server),
+		ngrok.WithCA(roots),
+		// The SDK takes the server name as the text before the first ':',
+		// which is wrong for an IPv6 address.
+		ngrok.WithTLSConfig(func(tc *tls.Config) { tc.ServerName = c.serverHost }),
+		ngrok.WithAuthtoken(c.authtoken),
+		ngrok.WithConnectHandler(func(context.Context, ngrok.Session) {
+			msg := "session established"
+			if connects.Add(1) > 1 {
+				msg = "session re-established"
+			}
+			attrs := []slog.Attr{slog.String("server", c.server)}
+			if t := current.Load(); t != nil {
+				attrs = append(attrs, slog.String("tunnel", (*t).ID())) // a labeled tunnel's ID changes on rebind
+			}
+			logger.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
+		}),
+		// The SDK retries a failed connection, authentication or rebind
+		// for ever; each failure is reported here.
+		ngrok.WithDisconnectHandler(func(_ context.Context, _ ngrok.Session, err error) {
+			if err == nil || closing.Load() || sessCtx.Err() != nil {
+				return
+			}
+			logger.Warn("session failed; retrying", "server", c.server, "err", err.Error())
+		}),
+		ngrok.WithStopHandler(func(context.Context, ngrok.Session) error {
+			// The SDK answers, then closes the session, which ends Accept.
+			closing.Store(true)
+			stopped.Store(true)
+			return nil
+		}),
+	}
+	stopConnecting := context.AfterFunc(ctx, cancelSess)
+	sess, err := ngrok.Connect(sessCtx, opts...)
+	if !stopConnecting() || err != nil {
+		if sess != nil {
+			closing.Store(true)
+			sess.Close()
+		}
+		if ctx.Err() != nil {
+			return nil // a signal while connecting
+		}
+		return fmt.Errorf("connect to %s: %w", c.server, err)
+	}
+	defer func() {
+		closing.Store(true)
+		_ = sess.Close()
+	}()
+
+	tun, err := listen(ctx, sess, c.tunnelConfig())
+	if err != nil || tun == nil {
+		return err // nil: a signal while starting
+	}
+	current.Store(&tun)
+	line := tun.URL()
+	if len(c.labels) > 0 {
+		labels := tun.Labels()
+		kvs := make([]string, 0, len(labels))
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			kvs = append(kvs, k+"="+labels[k])
+		}
+		line = tun.ID() + " labels " + strings.Join(kvs, ",")
+	}
+	fmt.Fprintln(stdout, line)
+	logger.Info("tunnel started", "tunnel", tun.ID(), "proto", c.proto, "target", c.target.String())
+	if ready != nil {
+		ready <- line
+	}
+
+	done, closed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(closed)
+		select {
+		case <-ctx.Done():
+			closing.Store(true)
+			if err := tun.Close(); err != nil { // Unbind, before the session closes
+				logger.Warn("closing the tunnel", "tunnel", tun.ID(), "err", err.Error())
+			}
+		case <-done:
+		}
+	}()
+	var conns sync.WaitGroup
+	for {
+		conn, err := tun.Accept()
+		if err != nil {
+			close(done)
+			<-closed // its warning is written before the logs stop
+			closing.Store(true)
+			_ = sess.Close() // ends the connections' streams
+			conns.Wait()
+			switch {
+			case ctx.Err() != nil:
+			case stopped.Load():
+				logger.Info("stopped by the server", "tunnel", tun.ID())
+			default:
+				return tunnelEnded(err)
+			}
+			fmt.Fprintln(stdout, "shut down")
+			return nil
+		}
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			forwardConn(ctx, conn, c.target, logger)
+		}()
+	}
+}
+
+// listen starts cfg's tunnel on sess, or returns (nil, nil) when ctx ends
+// first: the SDK's Listen does not heed its context, and waits for the
+// server's answer.
+func listen(ctx context.Context, sess ngrok.Session, cfg config.Tunnel) (ngrok.Tunnel, error) {
+	type result struct {
+		tun ngrok.Tunnel
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		tun, err := sess.Listen(ctx, cfg)
+		res <- result{tun, err}
+	}()
+	select {
+	case r := <-res:
+		return r.tun, r.err // a refusal reads "failed to start tunnel: <the server's message>"
+	case <-ctx.Done():
+		return nil, nil // the caller closes sess, which ends Listen
+	}
+}
+
+// tunnelEnded describes the end of a tunnel the agent did not close:
+// the server stopped it (with a message), or the session ended for good.
+func tunnelEnded(err error) error {
+	var nerr ngrok.Error
+	if errors.As(err, &nerr) && nerr.Msg() != "" {
+		if code := nerr.ErrorCode(); code != "" {
+			return fmt.Errorf("the server stopped the tunnel: %s (%s)", nerr.Msg(), code)
+		}
+		return fmt.Errorf("the server stopped the tunnel: %s", nerr.Msg())
+	}
+	return fmt.Errorf("the tunnel ended: %w", err)
+}
+
+// forwardConn relays conn, a connection the tunnel was handed, to
+// target, and logs it. A target that cannot be reached is answered with
+// a 502 on an HTTP connection, and closed on others.
+func forwardConn(ctx context.Context, conn net.Conn, target agentTarget, logger *slog.Logger) {
+	start := time.Now()
+	client := conn.RemoteAddr().String()
+	proto, passthrough := "", false
+	if nc, ok := conn.(ngrok.Conn); ok {
+		proto, passthrough = nc.Proto(), nc.PassthroughTLS()
+	}
+	dctx, cancel := context.WithTimeout(ctx, agentDialTimeout)
+	up, err := (&net.Dialer{}).DialContext(dctx, "tcp", target.addr)
+	cancel()
+	if err != nil {
+		if (proto == "http" || proto == "https") && !passthrough {
+			_ = writeBadGateway(conn)
+		}
+		conn.Close()
+		logger.LogAttrs(context.Background(), slog.LevelWarn, "target unreachable", slog.String("client", client),
+			slog.String("target", target.String()), slog.String("err", err.Error()))
+		return
+	}
+	if target.scheme == "https" && !passthrough {
+		host, _, _ := net.SplitHostPort(target.addr)
+		up = tls.Client(up, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12})
+	}
+	in, out := splice(conn, up)
+	if logger.Enabled(context.Background(), slog.LevelInfo) {
+		attrs := []slog.Attr{slog.String("client", client)}
+		if proto != "" {
+			attrs = append(attrs, slog.String("proto", proto))
+		}
+		attrs = append(attrs, slog.Int64("bytes_in", in), slog.Int64("bytes_out", out), slog.Duration("duration", time.Since(start)))
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+	}
+}
+
+// writeBadGateway answers an HTTP request with a 502.
+func writeBadGateway(w io.Writer) error {
+	const body = "edgeplane agent: the tunnel's target does not answer\n"
+	_, err := io.WriteString(w, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+	return err
+}
+
+// splice copies bytes both ways between client (a tunnel's connection)
+// and up until both directions end, closes both, and returns the bytes
+// written to up (in) and to client (out). The client's EOF half-closes
+// up; up's EOF closes client entirely, since the SDK's connection has no
+// CloseWrite (so a client's bytes sent after the target has half-closed
+// are lost, which HTTP never does).
+func splice(client, up net.Conn) (in, out int64) {
+	inc := make(chan int64, 1)
+	go func() {
+		n, err := io.Copy(up, client)
+		cw, ok := up.(interface{ CloseWrite() error })
+		if err != nil || !ok || cw.CloseWrite() != nil {
+			up.Close()
+		}
+		inc <- n
+	}()
+	out, _ = io.Copy(client, up)
+	client.Close()
+	in = <-inc
+	up.Close()
+	return in, out
+}

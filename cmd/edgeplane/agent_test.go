@@ -1,0 +1,582 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.ngrok.com/ngrok"
+
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
+)
+
+// agentToken is the authtoken of these tests: no output may show it.
+const agentToken = "ept_agentTestTokenNeverPrinted"
+
+// TestAgentFlags: each bad command line exits 2 (1 for a -ca file that
+// cannot be used) with a message naming the flag and the rule, and never
+// shows the authtoken.
+func TestAgentFlags(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"agent", "-server", "tunnel.example.com:4443", "-authtoken", agentToken}
+	with := func(args ...string) []string { return append(append([]string{}, base...), args...) }
+	var tooMany []string
+	for i := range 33 {
+		tooMany = append(tooMany, "-label", fmt.Sprintf("k%d=v", i))
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		out  string
+	}{
+		{"no arguments", []string{"agent"}, nil, 2, "agent: which server and tunnel?"},
+		{"help", []string{"agent", "-h"}, nil, 0, "-remote-addr H:P"},
+		{"help after the tunnel", with("http", "-h"), nil, 0, "usage: edgeplane agent -server HOST:PORT"},
+		{"no server", []string{"agent", "-authtoken", agentToken, "http", "3000"}, nil, 2, "-server is required"},
+		{"server without a port", []string{"agent", "-server", "tunnel.example.com", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server "tunnel.example.com": want HOST:PORT`},
+		{"server port out of range", []string{"agent", "-server", "t.example.com:70000", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server "t.example.com:70000": the port must be a number from 1 to 65535`},
+		{"server from a bad variable", []string{"agent", "-authtoken", agentToken, "http", "3000"}, map[string]string{"EDGEPLANE_SERVER": ":4443"}, 2, `-server ":4443": want HOST:PORT: the host is missing`},
+		{"no authtoken", []string{"agent", "-server", "t.example.com:443", "http", "3000"}, nil, 2, "-authtoken is required (or EDGEPLANE_AUTHTOKEN)"},
+		{"bad log format", with("-log-format", "xml", "http", "3000"), nil, 2, `-log-format "xml": want text or json`},
+		{"no tunnel", with(), nil, 2, "which tunnel? http, tcp or tls"},
+		{"unknown tunnel", with("ftp", "21"), nil, 2, `unknown tunnel "ftp": want http, tcp or tls`},
+		{"no target", with("http"), nil, 2, "http: which target? want a PORT (3000) or an http:// or https:// URL"},
+		{"no tcp target", with("tcp", "-remote-addr", "1.tcp.example.com:20002"), nil, 2, "tcp: which target? want a PORT (22) or HOST:PORT"},
+		{"two targets", with("http", "3000", "3001"), nil, 2, "http: one target, got 2: 3000 3001"},
+		{"bad target", with("http", "localhost:3000"), nil, 2, `http target "localhost:3000": want a PORT (3000) or an http:// or https:// URL`},
+		{"agent flag after the tunnel", with("http", "3000", "-ca", "ca.pem"), nil, 2, "http: -ca is the agent's flag: give it before the tunnel"},
+		{"unknown tunnel flag", with("http", "3000", "-subdomain", "x"), nil, 2, "http: flag provided but not defined: -subdomain"},
+		{"domain and label", with("http", "3000", "-domain", "app.example.com", "-label", "app=web"), nil, 2, "-domain and -label: give one or the other"},
+		{"bad domain", with("http", "3000", "-domain", "app_1.example.com"), nil, 2, `-domain "app_1.example.com": may contain only letters, digits, hyphens and dots, not '_'`},
+		{"IP as domain", with("http", "3000", "-domain", "192.0.2.1"), nil, 2, `-domain "192.0.2.1": must not end in an all-numeric label`},
+		{"tls without domain", with("tls", "8443"), nil, 2, "tls: -domain is required"},
+		{"tls bad domain", with("tls", "8443", "-domain", "localhost"), nil, 2, `-domain "localhost": must be a DNS name of at least two labels`},
+		{"label without value", with("http", "3000", "-label", "app"), nil, 2, `http: invalid value "app" for flag -label: "app" is not KEY=VALUE`},
+		{"label twice", with("http", "3000", "-label", "app=a", "-label", "app=b"), nil, 2, `-label: the key "app" is given twice`},
+		{"label bad key", with("http", "3000", "-label", "my app=web"), nil, 2, `-label: labels["my app"]: label key may contain only letters, digits and . _ - / :`},
+		{"label empty value", with("http", "3000", "-label", "app="), nil, 2, `-label: labels["app"]: label value must not be empty`},
+		{"too many labels", with(append([]string{"http", "3000"}, tooMany...)...), nil, 2, "-label: labels: must have at most 32 labels, got 33"},
+		{"label on tcp", with("tcp", "22", "-label", "app=ssh"), nil, 2, "tcp: flag provided but not defined: -label"},
+		{"domain on tcp", with("tcp", "22", "-domain", "app.example.com"), nil, 2, "tcp: flag provided but not defined: -domain"},
+		{"remote-addr on http", with("http", "3000", "-remote-addr", "1.tcp.example.com:20002"), nil, 2, "http: flag provided but not defined: -remote-addr"},
+		{"remote-addr without a port", with("tcp", "22", "-remote-addr", "1.tcp.example.com"), nil, 2, `-remote-addr "1.tcp.example.com": want HOST:PORT`},
+		{"remote-addr port 0", with("tcp", "22", "-remote-addr", "1.tcp.example.com:0"), nil, 2, `-remote-addr "1.tcp.example.com:0": the port must be a number from 1 to 65535`},
+		{"metadata too long", with("http", "3000", "-metadata", strings.Repeat("m", agents.MaxMetadataBytes+1)), nil, 2, "-metadata: must be at most 4096 bytes, got 4097"},
+		{"metadata not UTF-8", with("tcp", "22", "-metadata", "\xff"), nil, 2, "-metadata: must be valid UTF-8"},
+		{"ca missing", with("-ca", filepath.Join(dir, "missing.pem"), "http", "3000"), nil, 1, "-ca: open "},
+		{"ca not PEM", with("-ca", notPEM, "http", "3000"), nil, 1, "-ca " + notPEM + ": no PEM certificate in the file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a command line that should have failed but connects ends
+			defer cancel()
+			code := run(ctx, tc.args, func(k string) string { return tc.env[k] }, &out, &out, nil)
+			if code != tc.code || !strings.Contains(out.String(), tc.out) {
+				t.Errorf("exit %d, want %d; output %q lacks %q", code, tc.code, out.String(), tc.out)
+			}
+			if strings.Contains(out.String(), agentToken) {
+				t.Errorf("the authtoken is printed: %q", out.String())
+			}
+		})
+	}
+}
+
+// TestAgentFlagsParse: what good command lines say, the variables
+// included (a flag wins), and the tunnel's flags on either side of its
+// target.
+func TestAgentFlagsParse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want agentConfig
+	}{
+		{
+			"http port, token from the environment",
+			[]string{"-server", "tunnel.example.com:4443", "http", "3000"},
+			map[string]string{"EDGEPLANE_AUTHTOKEN": "envtoken"},
+			agentConfig{server: "tunnel.example.com:4443", serverHost: "tunnel.example.com", authtoken: "envtoken", logFormat: "text",
+				proto: "http", target: agentTarget{"http", "127.0.0.1:3000"}},
+		},
+		{
+			"the flag wins over the variable",
+			[]string{"-authtoken", "flagtoken", "http", "3000"},
+			map[string]string{"EDGEPLANE_AUTHTOKEN": "envtoken", "EDGEPLANE_SERVER": "[::1]:4443", "EDGEPLANE_LOG_FORMAT": "json"},
+			agentConfig{server: "[::1]:4443", serverHost: "::1", authtoken: "flagtoken", logFormat: "json",
+				proto: "http", target: agentTarget{"http", "127.0.0.1:3000"}},
+		},
+		{
+			"labels on both sides of the target",
+			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "http", "-label", "app=web", "https://app.internal:8443/", "-label", "env=prod", "-metadata", `{"team":"a"}`},
+			nil,
+			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", logFormat: "text",
+				proto: "http", target: agentTarget{"https", "app.internal:8443"}, labels: map[string]string{"app": "web", "env": "prod"}, metadata: `{"team":"a"}`},
+		},
+		{
+			"http domain, made canonical",
+			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "http", "http://localhost", "-domain", "App.Example.COM."},
+			nil,
+			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", logFormat: "text",
+				proto: "http", target: agentTarget{"http", "localhost:80"}, domain: "app.example.com"},
+		},
+		{
+			"tcp with a remote address",
+			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "tcp", "db.internal:5432", "-remote-addr", "1.tcp.example.com:20002"},
+			nil,
+			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", logFormat: "text",
+				proto: "tcp", target: agentTarget{"", "db.internal:5432"}, remoteAddr: "1.tcp.example.com:20002"},
+		},
+		{
+			"tls",
+			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "-ca", "ca.pem", "tls", "-domain", "*.example.com", "8443"},
+			nil,
+			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", ca: "ca.pem", logFormat: "text",
+				proto: "tls", target: agentTarget{"", "127.0.0.1:8443"}, domain: "*.example.com"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseAgentArgs(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAgentTarget: a bare port is 127.0.0.1; http takes http and https
+// URLs of scheme, host and port; tcp and tls take HOST:PORT.
+func TestAgentTarget(t *testing.T) {
+	for _, tc := range []struct {
+		proto, in string
+		want      string // agentTarget.String(), or the error's text
+		ok        bool
+	}{
+		{"http", "3000", "http://127.0.0.1:3000", true},
+		{"http", "65535", "http://127.0.0.1:65535", true},
+		{"http", "http://localhost:8080", "http://localhost:8080", true},
+		{"http", "HTTP://localhost:8080/", "http://localhost:8080", true},
+		{"http", "http://app.internal", "http://app.internal:80", true},
+		{"http", "https://app.internal", "https://app.internal:443", true},
+		{"http", "http://[::1]:3000", "http://[::1]:3000", true},
+		{"tcp", "22", "127.0.0.1:22", true},
+		{"tcp", "db.internal:5432", "db.internal:5432", true},
+		{"tls", "[::1]:8443", "[::1]:8443", true},
+		{"http", "0", `http target "0": the port must be a number from 1 to 65535, not "0"`, false},
+		{"tcp", "65536", `tcp target "65536": the port must be a number from 1 to 65535, not "65536"`, false},
+		{"http", "", `http target "": want a PORT (3000) or an http:// or https:// URL`, false},
+		{"http", "localhost:3000", `http target "localhost:3000": want a PORT (3000) or an http:// or https:// URL`, false},
+		{"http", "ftp://files.internal:21", `http target "ftp://files.internal:21": the scheme must be http or https`, false},
+		{"http", "http://:3000", `http target "http://:3000": the URL has no host`, false},
+		{"http", "http://u:p@localhost:3000", `http target "http://u:p@localhost:3000": the URL must not carry a user or password`, false},
+		{"http", "http://localhost:3000/app", `http target "http://localhost:3000/app": give scheme, host and port only`, false},
+		{"http", "http://localhost:3000/?a=b", `give scheme, host and port only`, false},
+		{"http", "http://localhost:99999", `http target "http://localhost:99999": the port must be a number from 1 to 65535`, false},
+		{"http", "http://localhost:+80", `http target "http://localhost:+80"`, false},
+		{"tcp", "localhost", `tcp target "localhost": want a PORT (22) or HOST:PORT (127.0.0.1:22): want HOST:PORT`, false},
+		{"tcp", ":22", `tcp target ":22": want a PORT (22) or HOST:PORT (127.0.0.1:22): want HOST:PORT: the host is missing`, false},
+		{"tls", "host:https", `tls target "host:https": want a PORT (22) or HOST:PORT (127.0.0.1:22): the port must be a number from 1 to 65535, not "https"`, false},
+		{"tcp", strings.Repeat("a", agents.MaxForwardsToBytes) + ":22", "must be at most 512 bytes, got 515", false},
+	} {
+		got, err := parseTarget(tc.proto, tc.in)
+		switch {
+		case tc.ok && (err != nil || got.String() != tc.want):
+			t.Errorf("%s %q: %q, %v; want %q", tc.proto, tc.in, got, err, tc.want)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s %q: %q, %v; want an error with %q", tc.proto, tc.in, got, err, tc.want)
+		case !tc.ok:
+			if _, usage := err.(usageError); !usage {
+				t.Errorf("%s %q: %T, want a usageError", tc.proto, tc.in, err)
+			}
+		}
+	}
+}
+
+// sdkConfig is what the SDK reads of a tunnel's configuration (its
+// Extra returns a type of the SDK's internal package, read by
+// reflection).
+type sdkConfig interface {
+	Proto() string
+	Opts() any
+	Labels() map[string]string
+	ForwardsTo() string
+}
+
+// TestAgentTunnelConfig: the flags become the SDK options that make the
+// agent protocol's Bind or StartTunnelWithLabel the server reads.
+func TestAgentTunnelConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		proto    string
+		opts     []string // in Opts' JSON
+		labels   map[string]string
+		metadata string
+	}{
+		{"http endpoint", []string{"http", "3000", "-domain", "app.example.com", "-metadata", "m1"}, "https", []string{`"Domain":"app.example.com"`}, nil, "m1"},
+		{"http, the server picks", []string{"http", "3000"}, "https", []string{`"Domain":""`, `"URL":""`}, nil, ""},
+		{"labeled", []string{"http", "3000", "-label", "app=web", "-label", "env=prod", "-metadata", "m2"}, "", []string{"null"}, map[string]string{"app": "web", "env": "prod"}, "m2"},
+		{"tcp", []string{"tcp", "22", "-remote-addr", "1.tcp.example.com:20002"}, "tcp", []string{`"Addr":"1.tcp.example.com:20002"`}, nil, ""},
+		{"tls passed through", []string{"tls", "8443", "-domain", "app.example.com"}, "tls", []string{`"Domain":"app.example.com"`, `"TLSTermination":null`}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseAgentArgs(append([]string{"-server", "t.example.com:443", "-authtoken", "tok"}, tc.args...), func(string) string { return "" }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, ok := c.tunnelConfig().(sdkConfig)
+			if !ok {
+				t.Fatalf("%T lacks the SDK's methods", c.tunnelConfig())
+			}
+			opts, err := json.Marshal(cfg.Opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Proto() != tc.proto || cfg.ForwardsTo() != c.target.String() || !maps.Equal(cfg.Labels(), tc.labels) {
+				t.Errorf("proto %q, forwards to %q, labels %v", cfg.Proto(), cfg.ForwardsTo(), cfg.Labels())
+			}
+			for _, want := range tc.opts {
+				if !strings.Contains(string(opts), want) {
+					t.Errorf("options %s lack %s", opts, want)
+				}
+			}
+			extra := reflect.ValueOf(cfg).MethodByName("Extra").Call(nil)[0]
+			if md := extra.FieldByName("Metadata").String(); md != tc.metadata {
+				t.Errorf("metadata %q, want %q", md, tc.metadata)
+			}
+		})
+	}
+}
+
+// tunnelConn stands in for the connection the SDK hands the agent: a
+// net.Conn without CloseWrite (as the SDK's), the client's address from
+// the proxy header, and the header's protocol.
+type tunnelConn struct {
+	net.Conn
+	client      net.Addr
+	proto       string
+	passthrough bool
+}
+
+func (c tunnelConn) RemoteAddr() net.Addr     { return c.client }
+func (c tunnelConn) Proto() string            { return c.proto }
+func (c tunnelConn) EdgeType() ngrok.EdgeType { return ngrok.EdgeTypeUndefined }
+func (c tunnelConn) PassthroughTLS() bool     { return c.passthrough }
+
+var _ ngrok.Conn = tunnelConn{}
+
+// tcpPair returns both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (net.Conn, *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	far, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	near, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { near.Close(); far.Close() })
+	return near, far.(*net.TCPConn)
+}
+
+// TestAgentForward: a connection is relayed to the target both ways
+// (the client's half-close reaches the target, the target's end closes
+// the connection) and logged with the client's address, bytes each way
+// and duration; an HTTP connection whose target does not answer gets a
+// 502, a TCP one is closed.
+func TestAgentForward(t *testing.T) {
+	client := &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 40000}
+	var logs syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+
+	t.Run("tcp half-close", func(t *testing.T) {
+		// The target reads to EOF, then answers in upper case and closes.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			b, _ := io.ReadAll(c)
+			c.Write(bytes.ToUpper(b))
+		}()
+		near, far := tcpPair(t)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			forwardConn(context.Background(), tunnelConn{near, client, "tcp", false}, agentTarget{"", ln.Addr().String()}, logger)
+		}()
+		far.Write([]byte("hello, target"))
+		far.CloseWrite()
+		got, err := io.ReadAll(far)
+		if err != nil || string(got) != "HELLO, TARGET" {
+			t.Errorf("read %q, %v", got, err)
+		}
+		<-done
+		line := lastLine(logs.String())
+		for _, want := range []string{"msg=connection", "client=203.0.113.7:40000", "proto=tcp", "bytes_in=13", "bytes_out=13", "duration="} {
+			if !strings.Contains(line, want) {
+				t.Errorf("log line %q lacks %q", line, want)
+			}
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello %s", r.Host)
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+		near, far := tcpPair(t)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			forwardConn(context.Background(), tunnelConn{near, client, "https", false}, agentTarget{"http", ln.Addr().String()}, logger)
+		}()
+		// Two requests on one connection, as the proxy keeps it alive.
+		br := bufio.NewReader(far)
+		sent := 0
+		for i := range 2 {
+			n, _ := fmt.Fprintf(far, "GET /%d HTTP/1.1\r\nHost: app.example.com\r\n\r\n", i)
+			sent += n
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || string(body) != "hello app.example.com" {
+				t.Errorf("request %d: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		far.Close()
+		<-done
+		if line := lastLine(logs.String()); !strings.Contains(line, "proto=https") || !strings.Contains(line, fmt.Sprintf("bytes_in=%d ", sent)) {
+			t.Errorf("log line %q", line)
+		}
+	})
+
+	// A port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := agentTarget{"http", ln.Addr().String()}
+	ln.Close()
+	for _, tc := range []struct {
+		proto       string
+		passthrough bool
+		want        string
+	}{
+		{"https", false, "HTTP/1.1 502 Bad Gateway"},
+		{"http", false, "HTTP/1.1 502 Bad Gateway"},
+		{"tcp", false, ""},
+		{"tls", true, ""},
+	} {
+		t.Run("unreachable "+tc.proto, func(t *testing.T) {
+			near, far := tcpPair(t)
+			forwardConn(context.Background(), tunnelConn{near, client, tc.proto, tc.passthrough}, down, logger)
+			got, _ := io.ReadAll(far)
+			if !strings.HasPrefix(string(got), tc.want) || tc.want == "" && len(got) > 0 {
+				t.Errorf("the client read %q, want %q", got, tc.want)
+			}
+			if line := lastLine(logs.String()); !strings.Contains(line, `msg="target unreachable"`) || !strings.Contains(line, "client=203.0.113.7:40000") {
+				t.Errorf("log line %q", line)
+			}
+		})
+	}
+}
+
+// lastLine returns the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// runAgent runs edgeplane agent with args until the returned function
+// cancels its context, which returns the exit code.
+func runAgent(t *testing.T, args []string, env map[string]string) (stdout, stderr *syncbuf.Buffer, stop func() int) {
+	t.Helper()
+	stdout, stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"agent"}, args...), func(k string) string { return env[k] }, stdout, stderr, nil)
+	}()
+	stop = func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatal("the agent did not stop on its signal")
+			return -1
+		}
+	}
+	t.Cleanup(func() { cancel() })
+	return stdout, stderr, stop
+}
+
+// TestAgentRetriesUntilSignal: an agent whose server cannot be reached
+// logs each failure and retries, as the SDK does, until a signal, on
+// which it exits 0; no output shows the authtoken (from the environment).
+func TestAgentRetriesUntilSignal(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // connection refused from now on
+	stdout, stderr, stop := runAgent(t, []string{"-server", addr, "http", "3000"}, map[string]string{"EDGEPLANE_AUTHTOKEN": agentToken})
+	if _, ok := within(20*time.Second, func() bool { return strings.Count(stderr.String(), `msg="session failed; retrying"`) >= 2 }); !ok {
+		t.Fatalf("no two failures logged: %s", stderr)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d on a signal, want 0: %s", code, stderr)
+	}
+	if !strings.Contains(stderr.String(), "connection refused") || stdout.String() != "" {
+		t.Errorf("stdout %q, stderr %s", stdout, stderr)
+	}
+	if strings.Contains(stdout.String()+stderr.String(), agentToken) {
+		t.Errorf("the authtoken is printed: %s", stderr)
+	}
+}
+
+// TestAgentChecksServerCertificate: the agent checks the server's
+// certificate against -ca's roots alone, for -server's host: a
+// certificate from another CA fails every handshake (each failure
+// logged); one from -ca's CA for the host passes it, a name sent as SNI,
+// an IPv6 address checked as one (the SDK alone would check the name
+// "["). Past the handshake nothing answers, so the session fails: the
+// agent protocol is package tunnel's to serve.
+func TestAgentChecksServerCertificate(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	cert := serverCert(t, ca, "localhost", net.IPv6loopback)
+	names := make(chan string, 64)                                                             // the server names of completed handshakes
+	ln, err := tls.Listen("tcp", "[::]:0", &tls.Config{Certificates: []tls.Certificate{cert}}) // IPv4 and IPv6
+	if err != nil {
+		t.Skipf("no dual-stack listener: %v", err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tc := c.(*tls.Conn)
+			if tc.Handshake() == nil {
+				select {
+				case names <- tc.ConnectionState().ServerName:
+				default:
+				}
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, host, caPEM string
+		handshake         bool
+		sni               string
+		logged            string
+	}{
+		{"another CA", "localhost", other.pem, false, "", "certificate signed by unknown authority"},
+		{"the CA", "localhost", ca.pem, true, "localhost", "failed to send authentication request"},
+		{"the CA, IPv6", "[::1]", ca.pem, true, "", "failed to send authentication request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".pem")
+			if err := os.WriteFile(file, []byte(tc.caPEM), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for len(names) > 0 {
+				<-names
+			}
+			stdout, stderr, stop := runAgent(t, []string{"-server", tc.host + ":" + port, "-ca", file, "-authtoken", agentToken, "tcp", "22"}, nil)
+			if _, ok := within(20*time.Second, func() bool { return strings.Contains(stderr.String(), tc.logged) }); !ok {
+				t.Fatalf("stderr lacks %q: %s", tc.logged, stderr)
+			}
+			if code := stop(); code != 0 {
+				t.Errorf("exit %d on a signal", code)
+			}
+			select {
+			case name := <-names:
+				if !tc.handshake || name != tc.sni {
+					t.Errorf("a handshake completed with the server name %q", name)
+				}
+			default:
+				if tc.handshake {
+					t.Error("no handshake completed")
+				}
+			}
+			if tc.handshake && strings.Contains(stderr.String(), "x509") {
+				t.Errorf("a certificate error with the right CA: %s", stderr)
+			}
+			if stdout.String() != "" || strings.Contains(stderr.String(), agentToken) {
+				t.Errorf("stdout %q, stderr %s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// serverCert issues a server certificate of ca for name and ip.
+func serverCert(t *testing.T, ca *testCA, name string, ip net.IP) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name}, IPAddresses: []net.IP{ip},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
