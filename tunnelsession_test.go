@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -697,5 +698,27 @@ func TestTunnelSessionEventTypes(t *testing.T) {
 		if !slices.Contains(types, typ) {
 			t.Errorf("DefaultEventTypes lacks %s", typ)
 		}
+	}
+}
+
+// BenchmarkRenewTunnelSession is what a tunnel server pays every few
+// seconds for each connected agent: renewing its session and the leases
+// of its tunnels.
+func BenchmarkRenewTunnelSession(b *testing.B) {
+	for _, n := range []int{0, 4} {
+		b.Run(strconv.Itoa(n)+" tunnels", func(b *testing.B) {
+			e := newEnv(b)
+			_, token := e.token(b, e.user)
+			ts := e.session(b, token)
+			for i := range n {
+				e.labeled(b, e.user.AccountID, ts.ID, map[string]string{"app": strconv.Itoa(i)})
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.svc.Host().RenewTunnelSession(e.ctx, e.user.AccountID, ts.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
