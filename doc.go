@@ -102,7 +102,9 @@
 //
 // Reserved domains, TLS certificates and endpoint configurations (package
 // domains, configured by [Options.Domains]), tunnel group backends and
-// online tunnels (package backends), edges, routes and their modules
+// online tunnels (package backends), agents' tunnel sessions (package
+// agents; read-only over the API but for a stop request), edges, routes
+// and their modules
 // (package edges, with traffic policies compiled by [Options.Policy]) and
 // event subscriptions and sources (package events) follow the same rules:
 // methods per operation acting for a [Principal], account isolation, PATCH
@@ -115,8 +117,9 @@
 // of that type, through the host's [Options.Events] sink. Events are read
 // from the store's change feed (package store): a change is reported if
 // and only if its write committed, in commit order, and records deleted
-// with their parent (the routes of an edge, the tunnels of a credential)
-// are reported as deleted too. Delivery never blocks an operation: a slow
+// with their parent (the routes of an edge, the tunnel sessions and
+// tunnels of a credential, the tunnels of a session) are reported as
+// deleted too. Delivery never blocks an operation: a slow
 // sink leaves changes waiting in the feed, not in memory. [Service.Close]
 // delivers what was committed before it. With several Services over one
 // shared store, set a sink on one of them only: each Service with a sink
@@ -130,7 +133,12 @@
 // [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
 // [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [Host.EdgeByHostport] (the edge that serves a host:port, by the
+// ones), [Host.OpenTunnelSession], [Host.RenewTunnelSession],
+// [Host.CloseTunnelSession], [Host.GetTunnelSession] and
+// [Host.StartLabeledTunnel] for tunnel servers that serve agents (a
+// session is a child of its credential and its labeled tunnels children
+// of the session, so they go offline together; the session's lease is
+// the tunnels' and is renewed with theirs), [Host.EdgeByHostport] (the edge that serves a host:port, by the
 // store's unique key of each edge hostport), [Host.HTTPSEdgeConfig],
 // [Host.HTTPSRouteConfig], [Host.TLSEdgeConfig], [Host.TCPEdgeConfig],
 // [Host.BackendTunnels], [Host.ListHTTPSEdges] (every HTTPS edge across
@@ -147,7 +155,7 @@
 // change feed, which event delivery and edge proxies follow; lookups that
 // are not by ID go through the store's unique keys and secondary indexes
 // (an edge's hostports, a domain's certificate due time, a source's event type, a tunnel's
-// labels and lease end), never a scan of all records.
+// labels and lease end, a tunnel session's lease end), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of
 // its own (a document type in its root file, see package

@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edgeconfig"
@@ -12,10 +13,10 @@ import (
 // Host is the Service's privileged side: the operations a host performs
 // for the service itself rather than for a caller. Accounts, users, bots
 // and API keys are provisioned here; tunnel servers register and renew
-// tunnels; edge proxies read edge configs and backend tunnels; the
-// certificate manager takes orders, reports certificates and reads key
-// pairs; the host publishes its own events. None of them takes a
-// [Principal]: they trust the host.
+// tunnels, and open, renew and close agents' sessions; edge proxies read
+// edge configs and backend tunnels; the certificate manager takes
+// orders, reports certificates and reads key pairs; the host publishes
+// its own events. None of them takes a [Principal]: they trust the host.
 //
 // A host obtains it deliberately with [Service.Host]. Transports that act
 // for callers (package httpapi) hold a *Service, whose methods all check
@@ -79,9 +80,11 @@ func (h *Host) RegisterTunnel(ctx context.Context, token string, params backends
 }
 
 // UnregisterTunnel removes an online tunnel of the account, as a tunnel
-// server does when the tunnel closes. It is a host operation. A tunnel
-// that is already gone (for example because its credential was deleted) is
-// not found.
+// server does when the tunnel closes: one it registered
+// ([Host.RegisterTunnel]) or one an agent started in its session
+// ([Host.StartLabeledTunnel]). It is a host operation. A tunnel that is
+// already gone (for example because its credential was deleted, or its
+// session closed) is not found.
 func (h *Host) UnregisterTunnel(ctx context.Context, accountID, id string) error {
 	return h.s.unregisterTunnel(ctx, accountID, id)
 }
@@ -95,14 +98,79 @@ func (h *Host) RenewTunnel(ctx context.Context, accountID, id string) (*backends
 	return h.s.renewTunnel(ctx, accountID, id)
 }
 
-// ReapTunnels removes up to limit tunnels, across all accounts, whose
-// lease ended before now, and returns how many it removed. It is a host
-// operation, for a periodic job (every few seconds, say). It reads only
-// expired tunnels, through the store's index of leases; a tunnel renewed
-// between the read and the removal is kept. Each removal is reported as a
-// tunnel_deleted event, as [Host.UnregisterTunnel] does.
+// ReapTunnels removes up to limit tunnel sessions and tunnels, across
+// all accounts, whose lease ended before now, and returns how many it
+// removed. Sessions come first, each with its tunnels (which count with
+// it as one removal), then tunnels. It is a host operation, for a
+// periodic job (every few seconds, say). It reads only expired sessions
+// and tunnels, through the store's indexes of leases; one renewed between
+// the read and the removal is kept. Each removal is reported as a
+// tunnel_session_deleted or tunnel_deleted event, as
+// [Host.CloseTunnelSession] and [Host.UnregisterTunnel] do (and the
+// tunnels of a session as tunnel_deleted).
 func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
 	return h.s.reapTunnels(ctx, limit)
+}
+
+// OpenTunnelSession records an agent's session with a tunnel server, as
+// the server does when an agent connects: it authenticates the agent's
+// authtoken as [Host.AuthenticateTunnelToken] does (an unknown or
+// malformed token, or one of a deactivated bot, is
+// [apierr.Unauthenticated] with one message; authentication comes first,
+// whatever the params), validates params ([agents.SessionParams.Validate])
+// and stores the session as a child of the token's credential, online
+// under a lease of [Options.TunnelLease] that [Host.RenewTunnelSession]
+// extends. Deleting the credential removes the session and its tunnels.
+// Reported as a tunnel_session_created event.
+func (h *Host) OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
+	return h.s.openTunnelSession(ctx, token, params)
+}
+
+// RenewTunnelSession extends the lease of a session of the account and
+// of each of its tunnels to [Options.TunnelLease] from now, as its tunnel
+// server does while the agent is connected, and returns the session.
+// The tunnels are renewed first, then the session. A session that is
+// gone (closed, reaped, or deleted with its credential) is not found; one
+// whose lease has already ended cannot be renewed (failed precondition:
+// the agent opens a new session). Renewals report no event.
+func (h *Host) RenewTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
+	return h.s.renewTunnelSession(ctx, accountID, id)
+}
+
+// CloseTunnelSession removes a session of the account and its tunnels,
+// in one atomic store delete (they are its children), as its tunnel
+// server does when the agent disconnects. Reported as the session's
+// tunnel_session_deleted event, and each tunnel's tunnel_deleted. A
+// session that is gone is not found.
+func (h *Host) CloseTunnelSession(ctx context.Context, accountID, id string) error {
+	return h.s.closeTunnelSession(ctx, accountID, id)
+}
+
+// GetTunnelSession returns a session of the account with StopRequested,
+// read from the store (never from the record cache), so that a tunnel
+// server that saw the session change in the store's change feed reads
+// that change. A session that is gone is not found.
+func (h *Host) GetTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
+	return h.s.getTunnelSession(ctx, accountID, id)
+}
+
+// StartLabeledTunnel records a labeled tunnel an agent starts in its
+// session: a tunnel (tn_) whose TunnelSession is the session and whose
+// Credential the session's, selected by tunnel group backends by its
+// labels as every tunnel is. params need at least one label, valid under
+// the rules of [backends.ValidateLabels]; ForwardsTo is informational, any
+// UTF-8 text of at most [agents.MaxForwardsToBytes] (not the URL
+// [backends.RegisterTunnelParams] asks for), and Metadata at most
+// [agents.MaxMetadataBytes]. Every label must be permitted by the ACL of
+// the session's credential as it is now (read again, so that a narrowed
+// ACL applies to the next tunnel; an empty ACL or "*" permits every
+// label): else permission denied naming the labels it does not permit.
+// The tunnel's lease ends with the session's current one and is renewed
+// with it; it is removed with the session. A session that is gone is not
+// found; one whose lease has ended is a failed precondition. Reported as
+// a tunnel_created event.
+func (h *Host) StartLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error) {
+	return h.s.startLabeledTunnel(ctx, accountID, sessionID, params)
 }
 
 // BackendTunnels returns the online tunnels of the account that the

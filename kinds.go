@@ -11,10 +11,11 @@ import (
 
 // The kinds of record the Service stores. Users, bots and API keys are
 // children (ParentID) of their account; IP policy rules of their policy;
-// routes of their HTTPS edge; event sources of their subscription; tunnels
-// of the credential whose authtoken registered them (deleting the
-// credential takes them offline). Edge modules live inside their edge or
-// route record.
+// routes of their HTTPS edge; event sources of their subscription; tunnel
+// sessions of the credential whose authtoken opened them; tunnels of the
+// credential whose authtoken registered them, or of the session in which
+// an agent started them (deleting the credential takes them all offline).
+// Edge modules live inside their edge or route record.
 const (
 	KindAccount               store.Kind = "account"
 	KindUser                  store.Kind = "user"
@@ -29,6 +30,7 @@ const (
 	KindEndpointConfiguration store.Kind = "endpoint_configuration"
 	KindTunnelGroupBackend    store.Kind = "tunnel_group_backend"
 	KindTunnel                store.Kind = "tunnel"
+	KindTunnelSession         store.Kind = "tunnel_session"
 	KindEventSubscription     store.Kind = "event_subscription"
 	KindEventSource           store.Kind = "event_source"
 	KindHTTPSEdge             store.Kind = "https_edge"
@@ -49,7 +51,7 @@ const (
 // initialization cycle through the declaration that holds it.)
 var kindList = []declared{accountForm, userForm, botUserForm, apiKeyForm, credentialForm, ipPolicyForm, ipRuleForm,
 	ipRestrictionForm, reservedDomainForm, certificateForm, endpointConfigForm, backendForm, tunnelForm,
-	eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm}
+	tunnelSessionForm, eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm}
 
 // kind is one kind of resource as the Service declares it: its identity
 // and stored form (a [records.Form] over its *records.Kind), how a stored

@@ -85,8 +85,9 @@ type Options struct {
 	// [Transport]). Default
 	// [DefaultCacheBytes] (64 MiB); negative turns the cache off.
 	CacheBytes int
-	// TunnelLease is how long a registered tunnel stays online without
-	// its tunnel server renewing it ([Host.RenewTunnel]). Default
+	// TunnelLease is how long a registered tunnel, or an agent's tunnel
+	// session, stays online without its tunnel server renewing it
+	// ([Host.RenewTunnel], [Host.RenewTunnelSession]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -115,8 +116,9 @@ func scribble(v reflect.Value) {
 // computedFields are the model fields no document stores: computed when a
 // resource is read (URIs, a backend's tunnels, a subscription's sources,
 // read from their own records, a domain's always-null
-// error_redirect_url) or shown once (tokens).
-var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true, "ErrorRedirectURL": true, "Sources": true}
+// error_redirect_url, a tunnel session's constant transport) or shown
+// once (tokens).
+var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true, "ErrorRedirectURL": true, "Sources": true, "Transport": true}
 
 // roundTrip saves a filled model in form f, checks the document's JSON,
 // loads it back and compares: every field but the computed ones survives.
@@ -371,9 +373,17 @@ func TestStoredForms(t *testing.T) {
 			func(*backends.TunnelGroupBackend) []string { return nil })
 	})
 	t.Run("tunnel", func(t *testing.T) {
+		// fill sets TunnelSession: a tunnel an agent started in its
+		// session, the record's parent (TestTunnelDocParent has one a
+		// host registered).
 		roundTrip(t, s, tunnelForm.Form, func(m *backends.Tunnel) store.Record {
-			return store.Record{AccountID: m.AccountID, ID: m.ID, ParentID: m.Credential.ID}
+			return store.Record{AccountID: m.AccountID, ID: m.ID, ParentID: m.TunnelSession.ID}
 		}, func(*backends.Tunnel) []string { return nil })
+	})
+	t.Run("tunnel session", func(t *testing.T) {
+		roundTrip(t, s, tunnelSessionForm.Form, func(m *tunnelSessionRecord) store.Record {
+			return store.Record{AccountID: "acct", ID: m.ID, ParentID: m.Credential.ID}
+		}, func(*tunnelSessionRecord) []string { return nil })
 	})
 	t.Run("event subscription", func(t *testing.T) {
 		roundTrip(t, s, eventSubscriptionForm.Form, func(m *events.Subscription) store.Record { return plain(m.ID) },
@@ -398,6 +408,50 @@ func TestStoredForms(t *testing.T) {
 	t.Run("tcp edge", func(t *testing.T) {
 		roundTrip(t, s, tcpEdgeForm.Form, func(m *edges.TCPEdge) store.Record { return plain(m.ID) }, func(*edges.TCPEdge) []string { return nil })
 	})
+}
+
+// TestTunnelDocParent: a tunnel's credential and session are its
+// record's parent and its document's credential_id, whichever registered
+// it: a host's tunnel has no session and stores no credential_id (its
+// document is as before sessions existed); an agent's has both.
+func TestTunnelDocParent(t *testing.T) {
+	s, err := New(memstore.New(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		tunnel backends.Tunnel
+		parent string
+		doc    string
+	}{
+		{name: "registered by a host", parent: "cr_1",
+			tunnel: backends.Tunnel{ID: "tn_1", AccountID: "acct", StartedAt: at, Labels: map[string]string{"a": "b"}, Credential: resource.Ref{ID: "cr_1"},
+				ForwardsTo: "http://127.0.0.1:80", ExpiresAt: at},
+			doc: `{"started_at":"2026-01-02T03:04:05Z","labels":{"a":"b"},"forwards_to":"http://127.0.0.1:80","expires_at":"2026-01-02T03:04:05Z"}`},
+		{name: "started by an agent", parent: "ts_1",
+			tunnel: backends.Tunnel{ID: "tn_1", AccountID: "acct", StartedAt: at, Labels: map[string]string{"a": "b"}, Credential: resource.Ref{ID: "cr_1"},
+				ForwardsTo: "app://laptop", ExpiresAt: at, TunnelSession: &resource.Ref{ID: "ts_1"}, Metadata: "m"},
+			doc: `{"started_at":"2026-01-02T03:04:05Z","labels":{"a":"b"},"forwards_to":"app://laptop","expires_at":"2026-01-02T03:04:05Z","credential_id":"cr_1","metadata":"m"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := store.Record{Kind: KindTunnel, AccountID: "acct", ID: "tn_1", ParentID: tc.parent}
+			if err := tunnelForm.Encode(s.db, &tc.tunnel, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if string(rec.Data) != tc.doc {
+				t.Errorf("document %s, want %s", rec.Data, tc.doc)
+			}
+			got, err := tunnelForm.Decode(s.db, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&tc.tunnel, got); diff != "" {
+				t.Errorf("decoded (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 // BenchmarkEncodeDoc is what every write of a credential pays to encode

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/resource"
@@ -44,12 +45,17 @@ func tunnelIndexes(t *backends.Tunnel) []store.IndexEntry {
 }
 
 // tunnelDoc is the stored form of a tunnel (see package internal/records). Its account
-// is its record's and its credential the record's parent.
+// is its record's. The record's parent is the credential that registered
+// it ([Host.RegisterTunnel]), or, for a tunnel an agent started in its
+// session ([Host.StartLabeledTunnel]), the session: then CredentialID
+// holds the session's credential.
 type tunnelDoc struct {
-	StartedAt  time.Time         `json:"started_at"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	ForwardsTo string            `json:"forwards_to,omitempty"`
-	ExpiresAt  time.Time         `json:"expires_at"`
+	StartedAt    time.Time         `json:"started_at"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	ForwardsTo   string            `json:"forwards_to,omitempty"`
+	ExpiresAt    time.Time         `json:"expires_at"`
+	CredentialID string            `json:"credential_id,omitempty"`
+	Metadata     string            `json:"metadata,omitempty"`
 }
 
 // The identity of the kind this file declares (see kindList).
@@ -59,16 +65,29 @@ var (
 
 var tunnelForm = &kind[backends.Tunnel]{Form: records.PlainForm(tunnelKind,
 	func(t *backends.Tunnel) *tunnelDoc {
-		return &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt}
+		d := &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt, Metadata: t.Metadata}
+		if t.TunnelSession != nil {
+			d.CredentialID = t.Credential.ID // the record's parent is the session
+		}
+		return d
 	},
 	func(d *tunnelDoc, rec store.Record) *backends.Tunnel {
-		return &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: maps.Clone(d.Labels),
-			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt}
+		t := &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: maps.Clone(d.Labels),
+			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt, Metadata: d.Metadata}
+		if d.CredentialID != "" {
+			t.Credential = resource.Ref{ID: d.CredentialID}
+			t.TunnelSession = &resource.Ref{ID: rec.ParentID}
+		}
+		return t
 	}), present: (*Service).presentTunnel, traits: traits{dataPlane: DataPlaneTunnel}}
 
 func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	t.URI = s.uri(tunnelKind.Collection, t.ID)
 	t.Credential = s.ref(credentialKind.Collection, t.Credential.ID)
+	if t.TunnelSession != nil {
+		ref := s.ref(tunnelSessionKind.Collection, t.TunnelSession.ID)
+		t.TunnelSession = &ref
+	}
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
 	}
@@ -83,16 +102,8 @@ func (s *Service) registerTunnel(ctx context.Context, token string, params backe
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	if !auth.ACL.AllowsLabels(params.Labels) {
-		var denied []string
-		for k, v := range params.Labels {
-			if !auth.ACL.AllowsLabels(map[string]string{k: v}) {
-				denied = append(denied, k+"="+v)
-			}
-		}
-		slices.Sort(denied)
-		return nil, apierr.New(apierr.PermissionDenied, "the credential's ACL does not permit binding the labels %s; it needs a bind:<key>=<value> rule for each",
-			strings.Join(denied, ", "))
+	if err := checkLabelsAllowed(auth.ACL, params.Labels); err != nil {
+		return nil, err
 	}
 	t := params.Tunnel()
 	t.ID, t.AccountID, t.StartedAt = s.ids.New(backends.TunnelPrefix), auth.AccountID, s.timestamp()
@@ -112,6 +123,24 @@ func (s *Service) registerTunnel(ctx context.Context, token string, params backe
 	}
 	s.presentTunnel(&t, store.Record{})
 	return &t, nil
+}
+
+// checkLabelsAllowed returns nil when acl permits binding every one of
+// labels, else a permission denied error naming, sorted, the labels it
+// does not permit and the rule each needs.
+func checkLabelsAllowed(acl *credentials.ACL, labels map[string]string) error {
+	if acl.AllowsLabels(labels) {
+		return nil
+	}
+	var denied []string
+	for k, v := range labels {
+		if !acl.AllowsLabels(map[string]string{k: v}) {
+			denied = append(denied, k+"="+v)
+		}
+	}
+	slices.Sort(denied)
+	return apierr.New(apierr.PermissionDenied, "the credential's ACL does not permit binding the labels %s; it needs a bind:<key>=<value> rule for each",
+		strings.Join(denied, ", "))
 }
 
 // unregisterTunnel is [Host.UnregisterTunnel].
@@ -244,25 +273,39 @@ func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backe
 	return out, nil
 }
 
-// reapTunnels is [Host.ReapTunnels].
+// reapTunnels is [Host.ReapTunnels]: sessions first, so that their
+// tunnels go with them.
 func (s *Service) reapTunnels(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, apierr.Invalidf("limit", "must be positive, got %d", limit)
 	}
 	now := s.now()
-	recs, err := s.store.List(ctx, store.Query{Kind: KindTunnel, Index: indexLeaseEnd, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true, Limit: limit})
+	reaped, err := s.reapExpired(ctx, tunnelSessionKind, now, limit)
+	if err != nil || reaped == limit {
+		return reaped, err
+	}
+	n, err := s.reapExpired(ctx, tunnelKind, now, limit-reaped)
+	return reaped + n, err
+}
+
+// reapExpired removes up to limit records of kind k, across all
+// accounts, whose lease (the indexLeaseEnd entry) ended before now, each
+// with its children and reported as k's deleted event, and returns how
+// many it removed. A record written since it was read (renewed) is kept.
+func (s *Service) reapExpired(ctx context.Context, k *records.Kind, now time.Time, limit int) (int, error) {
+	recs, err := s.store.List(ctx, store.Query{Kind: k.StoreKind, Index: indexLeaseEnd, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true, Limit: limit})
 	if err != nil {
-		return 0, s.db.StoreErr(err, tunnelKind, "")
+		return 0, s.db.StoreErr(err, k, "")
 	}
 	reaped := 0
 	for _, rec := range recs {
-		err := s.store.DeleteIf(ctx, KindTunnel, rec.AccountID, rec.ID, rec.Version, s.db.Note(tunnelKind.Event, events.Deleted))
+		err := s.store.DeleteIf(ctx, k.StoreKind, rec.AccountID, rec.ID, rec.Version, s.db.Note(k.Event, events.Deleted))
 		var ve *store.VersionError
 		switch {
 		case errors.As(err, &ve), errors.Is(err, apierr.ErrNotFound):
-			continue // renewed, unregistered or reaped meanwhile
+			continue // renewed, unregistered, closed or reaped meanwhile
 		case err != nil:
-			return reaped, s.db.StoreErr(err, tunnelKind, rec.ID)
+			return reaped, s.db.StoreErr(err, k, rec.ID)
 		}
 		reaped++
 	}

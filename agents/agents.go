@@ -75,8 +75,9 @@ type TunnelSession struct {
 	// ExpiresAt is when the session's lease ends unless its tunnel
 	// server renews it: from then on it is offline, and is removed.
 	ExpiresAt time.Time `json:"expires_at"`
-	// StopRequested is set by a stop request through the API; the tunnel
-	// server that holds the session then stops it. Not shown.
+	// StopRequested is set by a stop request (POST
+	// /tunnel_sessions/{id}/stop): the session's tunnel server tells the
+	// agent to stop, or closes its connection. Not shown.
 	StopRequested bool `json:"-"`
 }
 

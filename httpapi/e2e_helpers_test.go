@@ -8,6 +8,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/google/go-cmp/cmp"
@@ -394,11 +397,12 @@ func jsonString(s string) string {
 }
 
 // fixture is one resource of every kind in an account, with every module
-// set and one event source.
+// set, one event source and one tunnel session of the credential.
 type fixture struct {
 	edgeSet
 	cred, pol, rule, ipx, cert, ec, rd, bk, sub string
 	source                                      string // type of the subscription's source
+	session                                     string // opened through the Service's Host, as a tunnel server does
 }
 
 // newFixture creates a fixture; name makes its reserved domain unique
@@ -406,7 +410,12 @@ type fixture struct {
 func newFixture(t *testing.T, s *server, key, name string) fixture {
 	t.Helper()
 	f := fixture{edgeSet: newEdges(t, s, key), source: "ip_policy_created.v0"}
-	f.cred = create(t, s, key, "/credentials", `{"description":"agent"}`, "cr_")
+	cred := call(t, s, "POST", "/credentials", key, `{"description":"agent"}`)
+	if cred.status != 201 {
+		t.Fatalf("POST /credentials: %d %s", cred.status, cred.body)
+	}
+	f.cred = wantID(t, cred.json["id"], "cr_")
+	f.session = openSession(t, s, cred.json["token"].(string))
 	f.pol = create(t, s, key, "/ip_policies", `{"description":"office"}`, "ipp_")
 	f.rule = create(t, s, key, "/ip_policy_rules", `{"cidr":"10.0.0.0/8","action":"allow","ip_policy_id":"`+f.pol+`"}`, "ipr_")
 	f.ipx = create(t, s, key, "/ip_restrictions", `{"type":"api","ip_policy_ids":["`+f.pol+`"]}`, "ipx_")
@@ -428,6 +437,19 @@ func newFixture(t *testing.T, s *server, key, name string) fixture {
 		}
 	}
 	return f
+}
+
+// openSession opens a tunnel session with the authtoken token through
+// the Service's Host, as a tunnel server does when an agent connects, and
+// returns its id.
+func openSession(t *testing.T, s *server, token string) string {
+	t.Helper()
+	ts, err := s.svc.Host().OpenTunnelSession(context.Background(), token, agents.SessionParams{
+		AgentVersion: "3.18.4", OS: "linux/amd64", IP: netip.MustParseAddr("203.0.113.7"), Region: "eu", ClientType: "library/official/go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wantID(t, ts.ID, "ts_")
 }
 
 // moduleBodies returns a valid PUT body for each of the fixture's nine

@@ -41,6 +41,8 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 		"/endpoint_configurations/" + a.ec:                             {"GET", "PATCH", "DELETE"},
 		"/backends/tunnel_group/" + a.bk:                               {"GET", "PATCH", "DELETE"},
 		"/tunnels/" + tn.ID:                                            {"GET"},
+		"/tunnel_sessions/" + a.session:                                {"GET"},
+		"/tunnel_sessions/" + a.session + "/stop":                      {"POST"},
 		"/edges/https/" + a.https:                                      {"GET", "PATCH", "DELETE"},
 		routes:                                                         {"GET", "POST"},
 		routes + "/" + a.route:                                         {"GET", "PATCH", "DELETE"},
@@ -60,6 +62,7 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 	writeBody := map[string]string{
 		routes:  `{"match_type":"exact_path","match":"/b"}`,
 		sources: `{"type":"ip_policy_deleted.v0"}`,
+		"/tunnel_sessions/" + a.session + "/stop": `{}`,
 	}
 	for path, methods := range resources {
 		for _, m := range methods {
@@ -82,7 +85,7 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 	}
 
 	// B's lists never show A's resources.
-	aIDs := []string{a.cred, a.pol, a.rule, a.ipx, a.rd, a.cert, a.ec, a.bk, a.https, a.route, a.tls, a.tcp, a.sub, tn.ID, cr.json["id"].(string)}
+	aIDs := []string{a.cred, a.pol, a.rule, a.ipx, a.rd, a.cert, a.ec, a.bk, a.https, a.route, a.tls, a.tcp, a.sub, a.session, tn.ID, cr.json["id"].(string)}
 	bView := snapshot(t, s, s.keyB)
 	r := call(t, s, "GET", "/tunnels", s.keyB, "")
 	if r.status != 200 {
@@ -126,6 +129,11 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 
 	unchanged(t, s, s.keyA, beforeA)
 	unchanged(t, s, s.keyB, beforeB)
+	// B's stop request did not reach A's session (the API does not show
+	// the mark: its tunnel server reads it).
+	if ts, err := s.svc.Host().GetTunnelSession(context.Background(), principalOf(t, s, a).AccountID, a.session); err != nil || ts.StopRequested {
+		t.Errorf("A's session after B's stop request: %+v, %v", ts, err)
+	}
 	// A still reads everything.
 	for path, methods := range resources {
 		if methods[0] == "GET" {

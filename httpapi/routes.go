@@ -105,6 +105,25 @@ func remove(pattern, op, summary string, call func(context.Context, edgeplane.Pr
 		}}
 }
 
+// EmptyBody is the request body of an operation that takes no
+// parameters but to which the original service's clients send an object
+// (POST /tunnel_sessions/{id}/stop): {}, or no body at all.
+type EmptyBody struct{}
+
+// command builds a POST route of an operation on the resource {id} that
+// takes no parameters and answers 204: its body, when there is one, must
+// be the empty object ([EmptyBody]), read strictly.
+func command(pattern, op, summary string, call func(context.Context, edgeplane.Principal, string) error) route {
+	return route{method: http.MethodPost, pattern: pattern, op: op, summary: summary, status: http.StatusNoContent,
+		req: typeOf[EmptyBody](), call: call,
+		handle: func(h *Handler, x *exchange, r *http.Request) (any, error) {
+			if _, err := decodeBody[EmptyBody](h, x, r); err != nil {
+				return nil, err
+			}
+			return nil, call(r.Context(), x.p, r.PathValue("id"))
+		}}
+}
+
 // listOf builds a GET route of a collection: {<field>: [...], uri,
 // next_page_uri}, with the limit, before_id and filter query parameters.
 func listOf[T any](pattern, op, summary, field string, call edgeplane.ListFunc[T]) route {
@@ -366,6 +385,13 @@ func (h *Handler) table() []route {
 		remove("/backends/tunnel_group/{id}", "deleteTunnelGroupBackend", "Delete a tunnel group backend", s.DeleteTunnelGroupBackend),
 		listOf("/tunnels", "listTunnels", "List online tunnels", "tunnels", s.ListTunnels),
 		read("/tunnels/{id}", "getTunnel", "Get an online tunnel", s.GetTunnel),
+
+		// Tunnel sessions (the original API's /tunnel_sessions): opened by
+		// agents through tunnel servers; the API reads them and asks one to
+		// stop.
+		listOf("/tunnel_sessions", "listTunnelSessions", "List online tunnel sessions (connected agents)", "tunnel_sessions", s.ListTunnelSessions),
+		read("/tunnel_sessions/{id}", "getTunnelSession", "Get a tunnel session", s.GetTunnelSession),
+		command("/tunnel_sessions/{id}/stop", "stopTunnelSession", "Ask the agent of a tunnel session to stop", s.StopTunnelSession),
 
 		// Edges and routes (referenced, not shown).
 		create("/edges/https", "createHTTPSEdge", "Create an HTTPS edge", s.CreateHTTPSEdge),

@@ -1,0 +1,371 @@
+package edgeplane
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/netip"
+	"time"
+	"unicode/utf8"
+
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// Tunnel sessions (package agents has the model): an agent's connection
+// to a tunnel server, opened with a credential's authtoken
+// ([Host.OpenTunnelSession]). A session record is a child of its
+// credential, and the labeled tunnels the agent starts
+// ([Host.StartLabeledTunnel]) are tunnel records that are children of
+// the session: closing the session, or deleting the credential, removes
+// them in the same atomic step. A session is online under a lease, as
+// tunnels are ([Options.TunnelLease]), which its tunnel server renews
+// with its tunnels' ([Host.RenewTunnelSession]); [Host.ReapTunnels]
+// removes a session whose lease ended, with its tunnels. The API lists and
+// reads sessions and asks one to stop (POST /tunnel_sessions/{id}/stop):
+// a store update of the session that its tunnel server sees in the change
+// feed. Renewals are not reported as events.
+
+// tunnelSessionDoc is the stored form of a tunnel session (see package
+// internal/records). Its account is its record's and its credential the
+// record's parent; its transport is always agents.Transport.
+type tunnelSessionDoc struct {
+	StartedAt     time.Time `json:"started_at"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	AgentVersion  string    `json:"agent_version,omitempty"`
+	OS            string    `json:"os,omitempty"`
+	IP            string    `json:"ip,omitempty"`
+	Metadata      string    `json:"metadata,omitempty"`
+	Region        string    `json:"region,omitempty"`
+	ClientType    string    `json:"client_type,omitempty"`
+	StopSupported bool      `json:"stop_supported,omitempty"`
+	StopRequested bool      `json:"stop_requested,omitempty"`
+}
+
+// tunnelSessionRecord is a tunnel session as the Service holds it: the
+// API model and what only its tunnel server knows of the agent, which
+// the API does not show.
+type tunnelSessionRecord struct {
+	agents.TunnelSession
+	ClientType    string
+	StopSupported bool
+}
+
+// The identity of the kind this file declares (see kindList).
+var (
+	tunnelSessionKind = &records.Kind{StoreKind: KindTunnelSession, Prefix: agents.SessionPrefix, Collection: "tunnel_sessions",
+		Noun: "tunnel session", Event: "tunnel_session", Parent: credentialKind}
+)
+
+var tunnelSessionForm = &kind[tunnelSessionRecord]{Form: records.PlainForm(tunnelSessionKind,
+	func(r *tunnelSessionRecord) *tunnelSessionDoc {
+		return &tunnelSessionDoc{StartedAt: r.StartedAt, ExpiresAt: r.ExpiresAt, AgentVersion: r.AgentVersion, OS: r.OS, IP: r.IP,
+			Metadata: r.Metadata, Region: r.Region, ClientType: r.ClientType, StopSupported: r.StopSupported, StopRequested: r.StopRequested}
+	},
+	func(d *tunnelSessionDoc, rec store.Record) *tunnelSessionRecord {
+		return &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: rec.ID, AgentVersion: d.AgentVersion,
+			Credential: resource.Ref{ID: rec.ParentID}, IP: d.IP, Metadata: d.Metadata, OS: d.OS, Region: d.Region,
+			StartedAt: d.StartedAt, ExpiresAt: d.ExpiresAt, StopRequested: d.StopRequested},
+			ClientType: d.ClientType, StopSupported: d.StopSupported}
+	}), present: (*Service).presentTunnelSession, shown: showTunnelSession}
+
+// showTunnelSession shows a session as the API does: without what only
+// its tunnel server knows.
+func showTunnelSession(_ context.Context, _ *Service, r *tunnelSessionRecord, _ store.Record) (any, error) {
+	return &r.TunnelSession, nil
+}
+
+func (s *Service) presentTunnelSession(r *tunnelSessionRecord, _ store.Record) {
+	r.URI = s.uri(tunnelSessionKind.Collection, r.ID)
+	r.Credential = s.ref(credentialKind.Collection, r.Credential.ID)
+	r.Transport = agents.Transport
+}
+
+// tunnelSessionIndexes returns a session record's index entries: the end
+// of its lease, read by [Host.ReapTunnels].
+func tunnelSessionIndexes(expiresAt time.Time) []store.IndexEntry {
+	return []store.IndexEntry{{Name: indexLeaseEnd, Value: store.IndexTime(expiresAt)}}
+}
+
+// GetTunnelSession returns a tunnel session of the account (GET
+// /tunnel_sessions/{id}): an agent connected with one of the account's
+// credentials.
+func (s *Service) GetTunnelSession(ctx context.Context, p Principal, id string) (*agents.TunnelSession, error) {
+	r, rec, err := records.Get(ctx, s.db, p, tunnelSessionForm.Form, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentTunnelSession(r, rec)
+	return &r.TunnelSession, nil
+}
+
+// ListTunnelSessions returns a page of the account's tunnel sessions,
+// newest first (GET /tunnel_sessions).
+func (s *Service) ListTunnelSessions(ctx context.Context, p Principal, opts ListOptions) (*Page[agents.TunnelSession], error) {
+	return listAs(ctx, s, p, tunnelSessionForm.Form, "", tunnelSessionKind.Collection, opts,
+		func(r *tunnelSessionRecord, rec store.Record) (*agents.TunnelSession, error) {
+			s.presentTunnelSession(r, rec)
+			return &r.TunnelSession, nil
+		}, records.LateField[agents.TunnelSession]{})
+}
+
+// StopTunnelSession asks the agent of a tunnel session of the account to
+// stop (POST /tunnel_sessions/{id}/stop): the session is marked, its
+// tunnel server sees the mark in the store's change feed and tells the
+// agent to exit, or closes its connection when the agent does not accept
+// the command. The session and its tunnels stay until the agent is gone.
+// Asking again is no error. Reported as a tunnel_session_updated event.
+func (s *Service) StopTunnelSession(ctx context.Context, p Principal, id string) error {
+	_, err := records.Update(ctx, s.db, p, tunnelSessionForm.Form, id, func(r *tunnelSessionRecord, _ *store.Record) error {
+		r.StopRequested = true
+		return nil
+	})
+	return err
+}
+
+// openTunnelSession is [Host.OpenTunnelSession].
+func (s *Service) openTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
+	auth, err := s.authenticateTunnelToken(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	r := &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: s.ids.New(agents.SessionPrefix), AgentVersion: params.AgentVersion,
+		Credential: resource.Ref{ID: auth.Credential.ID}, IP: addrString(params.IP), Metadata: params.Metadata, OS: params.OS,
+		Region: params.Region, StartedAt: s.timestamp()},
+		ClientType: params.ClientType, StopSupported: params.StopSupported}
+	r.ExpiresAt = r.StartedAt.Add(s.lease)
+	rec := store.Record{Kind: KindTunnelSession, AccountID: auth.AccountID, ID: r.ID, ParentID: auth.Credential.ID,
+		Indexes: tunnelSessionIndexes(r.ExpiresAt), Note: s.db.Note(tunnelSessionKind.Event, events.Created)}
+	if err := tunnelSessionForm.Encode(s.db, r, &rec); err != nil {
+		return nil, err
+	}
+	if err := s.store.Create(ctx, rec); err != nil {
+		var miss *store.MissingRefError
+		if errors.As(err, &miss) {
+			return nil, errBadToken // the credential was deleted meanwhile
+		}
+		return nil, s.db.StoreErr(err, tunnelSessionKind, r.ID)
+	}
+	s.presentTunnelSession(r, rec)
+	return &r.TunnelSession, nil
+}
+
+// addrString returns a's text form, "" for the zero Addr.
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// readTunnelSession reads a session of the account from the store, not
+// the record cache: a tunnel server that saw the session change in the
+// feed reads the change, and a write decides on the current lease.
+func (s *Service) readTunnelSession(ctx context.Context, accountID, id string) (*tunnelSessionRecord, store.Record, error) {
+	if !ids.Valid(id, agents.SessionPrefix) || !ids.Valid(accountID, AccountPrefix) {
+		return nil, store.Record{}, tunnelSessionKind.NotFound(id)
+	}
+	rec, err := s.store.Get(ctx, KindTunnelSession, accountID, id)
+	if err != nil {
+		return nil, store.Record{}, s.db.StoreErr(err, tunnelSessionKind, id)
+	}
+	r, err := tunnelSessionForm.Decode(s.db, rec)
+	if err != nil {
+		return nil, store.Record{}, err
+	}
+	return r, rec, nil
+}
+
+// getTunnelSession is [Host.GetTunnelSession].
+func (s *Service) getTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
+	r, rec, err := s.readTunnelSession(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	s.presentTunnelSession(r, rec)
+	return &r.TunnelSession, nil
+}
+
+// sessionEnded is the error of a write to a session whose lease has ended
+// but which is not reaped yet.
+func sessionEnded(id string, at time.Time) error {
+	return apierr.New(apierr.FailedPrecondition, "the lease of tunnel session %s ended at %s; the agent must open a new session",
+		id, at.Format(time.RFC3339))
+}
+
+// renewTunnelSession is [Host.RenewTunnelSession].
+func (s *Service) renewTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
+	cur, _, err := s.readTunnelSession(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if !now.Before(cur.ExpiresAt) {
+		return nil, sessionEnded(id, cur.ExpiresAt)
+	}
+	expires := now.UTC().Truncate(time.Second).Add(s.lease)
+	// The tunnels first: should the session's lease end meanwhile, it is
+	// reaped with its tunnels, never the tunnels alone under a live
+	// session.
+	if err := s.extendSessionTunnels(ctx, accountID, id, expires); err != nil {
+		return nil, err
+	}
+	var out *tunnelSessionRecord
+	rec, err := s.store.Update(ctx, KindTunnelSession, accountID, id, func(rec *store.Record) error {
+		r, err := tunnelSessionForm.Decode(s.db, *rec)
+		if err != nil {
+			return err
+		}
+		if !now.Before(r.ExpiresAt) {
+			return sessionEnded(id, r.ExpiresAt)
+		}
+		r.ExpiresAt = expires
+		if err := tunnelSessionForm.Encode(s.db, r, rec); err != nil {
+			return err
+		}
+		rec.Indexes = tunnelSessionIndexes(r.ExpiresAt)
+		out = r
+		return nil
+	})
+	if err != nil {
+		return nil, s.db.StoreErr(err, tunnelSessionKind, id)
+	}
+	s.presentTunnelSession(out, rec)
+	return &out.TunnelSession, nil
+}
+
+// extendSessionTunnels sets the lease of every tunnel of the session to
+// end at expires. A tunnel removed meanwhile is skipped.
+func (s *Service) extendSessionTunnels(ctx context.Context, accountID, sessionID string, expires time.Time) error {
+	q := store.Query{Kind: KindTunnel, AccountID: accountID, ParentID: sessionID, Limit: MaxPageSize}
+	for {
+		recs, err := s.store.List(ctx, q)
+		if err != nil {
+			return s.db.StoreErr(err, tunnelKind, "")
+		}
+		for _, r := range recs {
+			_, err := s.store.Update(ctx, KindTunnel, accountID, r.ID, func(rec *store.Record) error {
+				t, err := tunnelForm.Decode(s.db, *rec)
+				if err != nil {
+					return err
+				}
+				t.ExpiresAt = expires
+				if err := tunnelForm.Encode(s.db, t, rec); err != nil {
+					return err
+				}
+				rec.Indexes = tunnelIndexes(t)
+				return nil
+			})
+			switch {
+			case errors.Is(err, apierr.ErrNotFound):
+				// unregistered, reaped or closed meanwhile
+			case err != nil:
+				return s.db.StoreErr(err, tunnelKind, r.ID)
+			}
+		}
+		if len(recs) < q.Limit {
+			return nil
+		}
+		q.BeforeID = recs[len(recs)-1].ID
+	}
+}
+
+// closeTunnelSession is [Host.CloseTunnelSession].
+func (s *Service) closeTunnelSession(ctx context.Context, accountID, id string) error {
+	if !ids.Valid(id, agents.SessionPrefix) {
+		return tunnelSessionKind.NotFound(id)
+	}
+	if err := s.store.Delete(ctx, KindTunnelSession, accountID, id, s.db.Note(tunnelSessionKind.Event, events.Deleted)); err != nil {
+		return s.db.StoreErr(err, tunnelSessionKind, id)
+	}
+	return nil
+}
+
+// startLabeledTunnel is [Host.StartLabeledTunnel].
+func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error) {
+	sess, sessRec, err := s.readTunnelSession(ctx, accountID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !s.now().Before(sess.ExpiresAt) {
+		return nil, sessionEnded(sessionID, sess.ExpiresAt)
+	}
+	if err := validateLabeledTunnel(params); err != nil {
+		return nil, err
+	}
+	// The credential's ACL as it is now, not as it was when the session
+	// opened: an update that narrows it applies to the next tunnel.
+	credRec, err := s.store.Get(ctx, KindCredential, accountID, sessRec.ParentID)
+	if errors.Is(err, apierr.ErrNotFound) {
+		return nil, tunnelSessionKind.NotFound(sessionID) // deleted meanwhile, and the session with it
+	}
+	if err != nil {
+		return nil, s.db.StoreErr(err, credentialKind, sessRec.ParentID)
+	}
+	cred, err := credentialForm.Decode(s.db, credRec)
+	if err != nil {
+		return nil, err
+	}
+	acl, err := credentials.ParseACL(cred.ACL)
+	if err != nil {
+		// Stored ACLs were validated on write; a failure here is corruption.
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	if err := checkLabelsAllowed(acl, params.Labels); err != nil {
+		return nil, err
+	}
+	t := backends.Tunnel{ID: s.ids.New(backends.TunnelPrefix), AccountID: accountID, StartedAt: s.timestamp(), Labels: maps.Clone(params.Labels),
+		Credential: resource.Ref{ID: cred.ID}, ForwardsTo: params.ForwardsTo, ExpiresAt: sess.ExpiresAt,
+		TunnelSession: &resource.Ref{ID: sessionID}, Metadata: params.Metadata}
+	rec := store.Record{Kind: KindTunnel, AccountID: accountID, ID: t.ID, ParentID: sessionID, Indexes: tunnelIndexes(&t),
+		Note: s.db.Note(tunnelKind.Event, events.Created)}
+	if err := tunnelForm.Encode(s.db, &t, &rec); err != nil {
+		return nil, err
+	}
+	if err := s.store.Create(ctx, rec); err != nil {
+		var miss *store.MissingRefError
+		if errors.As(err, &miss) {
+			return nil, tunnelSessionKind.NotFound(sessionID) // closed, reaped or deleted with its credential meanwhile
+		}
+		return nil, s.db.StoreErr(err, tunnelKind, t.ID)
+	}
+	s.presentTunnel(&t, rec)
+	return &t, nil
+}
+
+// validateLabeledTunnel reports every broken rule of p at once: at least
+// one label, each valid (backends.ValidateLabels); forwards_to and
+// metadata valid UTF-8 within their bounds. forwards_to is informational:
+// any text, not the URL of [backends.RegisterTunnelParams].
+func validateLabeledTunnel(p agents.LabeledTunnelParams) error {
+	var vs apierr.Violations
+	if len(p.Labels) == 0 {
+		vs.Add("labels", "must have at least one label; a labeled tunnel is selected by its labels")
+	} else {
+		vs.AddError("", backends.ValidateLabels(p.Labels))
+	}
+	checkAgentText(&vs, "forwards_to", p.ForwardsTo, agents.MaxForwardsToBytes)
+	checkAgentText(&vs, "metadata", p.Metadata, agents.MaxMetadataBytes)
+	return vs.Err()
+}
+
+// checkAgentText adds a violation when s, text an agent reported, is
+// longer than max bytes or is not valid UTF-8.
+func checkAgentText(vs *apierr.Violations, field, s string, max int) {
+	switch {
+	case len(s) > max:
+		vs.Add(field, "must be at most %d bytes, got %d", max, len(s))
+	case !utf8.ValidString(s):
+		vs.Add(field, "must be valid UTF-8")
+	}
+}

@@ -1,0 +1,724 @@
+package edgeplane_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/sqlitestore"
+	"github.com/edgeplane/edgeplane/store"
+)
+
+// agentParams are what a tunnel server knows of a typical agent.
+var agentParams = agents.SessionParams{AgentVersion: "3.18.4", OS: "linux/amd64", ClientType: "library/official/go",
+	Metadata: `{"host":"laptop"}`, IP: netip.MustParseAddr("203.0.113.7"), Region: "eu", StopSupported: true}
+
+// session opens a tunnel session with token, as a tunnel server does when
+// an agent connects.
+func (e *env) session(t testing.TB, token string) *agents.TunnelSession {
+	t.Helper()
+	ts, err := e.svc.Host().OpenTunnelSession(e.ctx, token, agentParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// labeled starts a labeled tunnel in the session of account.
+func (e *env) labeled(t testing.TB, account, sessionID string, labels map[string]string) *backends.Tunnel {
+	t.Helper()
+	tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, account, sessionID, agents.LabeledTunnelParams{Labels: labels, ForwardsTo: "app://laptop/server?pid=1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+func TestOpenTunnelSession(t *testing.T) {
+	e := newEnv(t)
+	cred, token := e.token(t, e.user)
+	ts := e.session(t, token)
+	want := &agents.TunnelSession{
+		ID:           ts.ID,
+		URI:          "https://api.example.test/tunnel_sessions/" + ts.ID,
+		AgentVersion: "3.18.4",
+		Credential:   resource.Ref{ID: cred.ID, URI: "https://api.example.test/credentials/" + cred.ID},
+		IP:           "203.0.113.7",
+		Metadata:     `{"host":"laptop"}`,
+		OS:           "linux/amd64",
+		Region:       "eu",
+		StartedAt:    time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC),
+		Transport:    "ngrok/2",
+		ExpiresAt:    time.Date(2026, 11, 21, 9, 31, 15, 0, time.UTC), // DefaultTunnelLease later
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("OpenTunnelSession (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(ts.ID, agents.SessionPrefix) || len(ts.ID) != len(agents.SessionPrefix)+27 {
+		t.Errorf("session ID %q", ts.ID)
+	}
+	got, err := e.svc.GetTunnelSession(e.ctx, e.admin, ts.ID)
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("GetTunnelSession (%v) (-want +got):\n%s", err, diff)
+	}
+	got, err = e.svc.Host().GetTunnelSession(e.ctx, e.user.AccountID, ts.ID)
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("Host.GetTunnelSession (%v) (-want +got):\n%s", err, diff)
+	}
+	page, err := e.svc.ListTunnelSessions(e.ctx, e.bot, edgeplane.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]agents.TunnelSession{*want}, page.Items); diff != "" {
+		t.Errorf("ListTunnelSessions (-want +got):\n%s", diff)
+	}
+	if page.URI != "https://api.example.test/tunnel_sessions" || page.NextPageURI != nil {
+		t.Errorf("list uri %q, next %v", page.URI, page.NextPageURI)
+	}
+
+	// What only the tunnel server knows is not shown.
+	b, _ := json.Marshal(got)
+	var keys []string
+	var obj map[string]any
+	json.Unmarshal(b, &obj)
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"agent_version", "credential", "expires_at", "id", "ip", "metadata", "os", "region", "started_at", "transport", "uri"}; !slices.Equal(keys, want) {
+		t.Errorf("session JSON keys %q, want %q: %s", keys, want, b)
+	}
+
+	// Another account sees nothing of it.
+	_, err = e.svc.GetTunnelSession(e.ctx, e.other, ts.ID)
+	wantNotFoundNaming(t, err, ts.ID)
+	_, err = e.svc.Host().GetTunnelSession(e.ctx, e.other.AccountID, ts.ID)
+	wantNotFoundNaming(t, err, ts.ID)
+	if page, err := e.svc.ListTunnelSessions(e.ctx, e.other, edgeplane.ListOptions{}); err != nil || len(page.Items) != 0 {
+		t.Errorf("another account lists %+v, %v", page, err)
+	}
+	for _, id := range []string{"ts_bad", "", cred.ID} {
+		_, err := e.svc.GetTunnelSession(e.ctx, e.user, id)
+		wantCode(t, err, apierr.NotFound)
+		_, err = e.svc.Host().GetTunnelSession(e.ctx, e.user.AccountID, id)
+		wantCode(t, err, apierr.NotFound)
+	}
+}
+
+// TestListTunnelSessions: newest first, paged, filtered on the fields the
+// API shows.
+func TestListTunnelSessions(t *testing.T) {
+	e := newEnv(t)
+	_, token := e.token(t, e.user)
+	var want []string
+	for range 3 {
+		e.clock.Advance(time.Second)
+		want = append([]string{e.session(t, token).ID}, want...)
+	}
+	var got []string
+	for ts, err := range edgeplane.AllWith(e.ctx, e.user, e.svc.ListTunnelSessions, edgeplane.ListOptions{Limit: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ts.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("walk %q, want %q (newest first)", got, want)
+	}
+	page, err := e.svc.ListTunnelSessions(e.ctx, e.user, edgeplane.ListOptions{Filter: `obj.os == "linux/amd64" && obj.transport == "ngrok/2" && obj.id == "` + want[1] + `"`})
+	if err != nil || len(page.Items) != 1 || page.Items[0].ID != want[1] {
+		t.Errorf("filtered: %+v, %v", page, err)
+	}
+	_, err = e.svc.ListTunnelSessions(e.ctx, e.user, edgeplane.ListOptions{Filter: `obj.client_type == ""`})
+	wantViolation(t, err, "filter", "")
+}
+
+func TestOpenTunnelSessionRefusals(t *testing.T) {
+	e := newEnv(t)
+	_, token := e.token(t, e.user)
+	_, botToken := e.token(t, e.bot)
+	if _, err := e.svc.UpdateBotUser(e.ctx, e.admin, e.bot.SubjectID, identity.UpdateBotUserParams{Active: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	long := func(n int) string { return strings.Repeat("x", n) }
+	tests := []struct {
+		name   string
+		token  string
+		params func(p *agents.SessionParams)
+		code   apierr.Code
+		fields []string // violated fields for invalid argument
+	}{
+		{name: "unknown token", token: "not-a-token", code: apierr.Unauthenticated},
+		{name: "no token", token: "", code: apierr.Unauthenticated},
+		{name: "a deactivated bot's token", token: botToken, code: apierr.Unauthenticated},
+		{name: "bad token wins over bad params", token: "not-a-token", params: func(p *agents.SessionParams) { p.OS = long(1000) }, code: apierr.Unauthenticated},
+		{name: "agent version too long", token: token, params: func(p *agents.SessionParams) { p.AgentVersion = long(agents.MaxVersionBytes + 1) },
+			code: apierr.InvalidArgument, fields: []string{"agent_version"}},
+		{name: "metadata too long", token: token, params: func(p *agents.SessionParams) { p.Metadata = long(agents.MaxMetadataBytes + 1) },
+			code: apierr.InvalidArgument, fields: []string{"metadata"}},
+		{name: "every field named", token: token, params: func(p *agents.SessionParams) {
+			p.OS, p.ClientType, p.Region = long(agents.MaxOSBytes+1), long(agents.MaxClientTypeBytes+1), "\xff"
+		}, code: apierr.InvalidArgument, fields: []string{"os", "client_type", "region"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			params := agentParams
+			if tc.params != nil {
+				tc.params(&params)
+			}
+			_, err := e.svc.Host().OpenTunnelSession(e.ctx, tc.token, params)
+			wantCode(t, err, tc.code)
+			var fields []string
+			for _, v := range apierr.ViolationsOf(err) {
+				fields = append(fields, v.Field)
+			}
+			if !slices.Equal(fields, tc.fields) {
+				t.Errorf("violations %q, want %q", fields, tc.fields)
+			}
+			if tc.code == apierr.Unauthenticated && err.Error() != "the authtoken is missing, malformed or unknown" {
+				t.Errorf("message %q: every refused token gets the same one", err)
+			}
+		})
+	}
+	page, _ := e.svc.ListTunnelSessions(e.ctx, e.user, edgeplane.ListOptions{})
+	if len(page.Items) != 0 {
+		t.Errorf("refused sessions were stored: %+v", page.Items)
+	}
+	// At the bounds, and without an address: accepted.
+	_, err := e.svc.Host().OpenTunnelSession(e.ctx, token, agents.SessionParams{AgentVersion: long(agents.MaxVersionBytes), Metadata: long(agents.MaxMetadataBytes)})
+	if err != nil {
+		t.Errorf("at the bounds: %v", err)
+	}
+}
+
+func TestStartLabeledTunnel(t *testing.T) {
+	e := newEnv(t)
+	acct := e.user.AccountID
+	cred, token := e.token(t, e.user, "bind:env=prod", "bind:app=*", "bind:*=shared")
+	ts := e.session(t, token)
+	e.clock.Advance(10 * time.Second)
+	tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{
+		Labels: map[string]string{"env": "prod", "app": "api"}, ForwardsTo: "app://laptop/server?pid=1234", Metadata: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &backends.Tunnel{
+		ID:            tn.ID,
+		URI:           "https://api.example.test/tunnels/" + tn.ID,
+		AccountID:     acct,
+		StartedAt:     time.Date(2026, 11, 21, 9, 30, 25, 0, time.UTC),
+		Labels:        map[string]string{"env": "prod", "app": "api"},
+		Credential:    resource.Ref{ID: cred.ID, URI: "https://api.example.test/credentials/" + cred.ID},
+		ForwardsTo:    "app://laptop/server?pid=1234",
+		ExpiresAt:     ts.ExpiresAt, // the session's lease
+		TunnelSession: &resource.Ref{ID: ts.ID, URI: "https://api.example.test/tunnel_sessions/" + ts.ID},
+		Metadata:      "m",
+	}
+	if diff := cmp.Diff(want, tn); diff != "" {
+		t.Errorf("StartLabeledTunnel (-want +got):\n%s", diff)
+	}
+	got, err := e.svc.GetTunnel(e.ctx, e.user, tn.ID)
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("GetTunnel (%v) (-want +got):\n%s", err, diff)
+	}
+	b, _ := json.Marshal(got)
+	if !strings.Contains(string(b), `"tunnel_session":{"id":"`+ts.ID+`"`) || !strings.Contains(string(b), `"metadata":"m"`) {
+		t.Errorf("tunnel JSON %s", b)
+	}
+
+	// The ACL as it is now: narrowing it applies to the next tunnel.
+	if _, err := e.svc.UpdateCredential(e.ctx, e.user, cred.ID, credentials.UpdateParams{ACL: &[]string{"bind:env=prod"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"env": "prod", "app": "api"}})
+	wantCode(t, err, apierr.PermissionDenied)
+	if !strings.Contains(err.Error(), "does not permit binding the labels app=api;") {
+		t.Errorf("message %q", err)
+	}
+
+	// Each ACL, with labels it permits and does not.
+	for _, tc := range []struct {
+		name   string
+		acl    []string
+		labels map[string]string
+		denied string // "" for allowed; else the labels the error names
+	}{
+		{"exact rule", []string{"bind:env=prod"}, map[string]string{"env": "prod"}, ""},
+		{"exact rule, other value", []string{"bind:env=prod"}, map[string]string{"env": "dev"}, "env=dev"},
+		{"wildcard value", []string{"bind:env=*"}, map[string]string{"env": "anything"}, ""},
+		{"wildcard value, other key", []string{"bind:env=*"}, map[string]string{"env": "x", "team": "a", "app": "b"}, "app=b, team=a"},
+		{"wildcard key", []string{"bind:*=shared"}, map[string]string{"any": "shared"}, ""},
+		{"empty ACL", nil, map[string]string{"any": "thing"}, ""},
+		{"star", []string{"*"}, map[string]string{"any": "thing"}, ""},
+		{"domain rules only", []string{"bind:*.example.com"}, map[string]string{"env": "prod"}, "env=prod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, token := e.token(t, e.user, tc.acl...)
+			ts := e.session(t, token)
+			tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: tc.labels})
+			if tc.denied == "" {
+				if err != nil || tn.TunnelSession.ID != ts.ID {
+					t.Fatalf("StartLabeledTunnel = %+v, %v", tn, err)
+				}
+				return
+			}
+			wantCode(t, err, apierr.PermissionDenied)
+			if !strings.Contains(err.Error(), "labels "+tc.denied+";") {
+				t.Errorf("message %q does not name %s", err, tc.denied)
+			}
+		})
+	}
+
+	// Invalid params, each named; forwards_to is any text within its bound.
+	_, open := e.token(t, e.user)
+	live := e.session(t, open)
+	for _, tc := range []struct {
+		name   string
+		params agents.LabeledTunnelParams
+		fields []string
+	}{
+		{"no labels", agents.LabeledTunnelParams{}, []string{"labels"}},
+		{"invalid label", agents.LabeledTunnelParams{Labels: map[string]string{"env": "a b"}}, []string{`labels["env"]`}},
+		{"too many labels", agents.LabeledTunnelParams{Labels: labelsN(33)}, []string{"labels"}},
+		{"forwards_to too long", agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}, ForwardsTo: strings.Repeat("x", agents.MaxForwardsToBytes+1)},
+			[]string{"forwards_to"}},
+		{"everything", agents.LabeledTunnelParams{Labels: map[string]string{"": "b"}, ForwardsTo: "\xff", Metadata: strings.Repeat("m", agents.MaxMetadataBytes+1)},
+			[]string{`labels[""]`, "forwards_to", "metadata"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, live.ID, tc.params)
+			wantCode(t, err, apierr.InvalidArgument)
+			var fields []string
+			for _, v := range apierr.ViolationsOf(err) {
+				fields = append(fields, v.Field)
+			}
+			if !slices.Equal(fields, tc.fields) {
+				t.Errorf("violations %q, want %q", fields, tc.fields)
+			}
+		})
+	}
+	for _, to := range []string{"", "http://localhost:3000/app?x=1", "app://laptop/server?pid=1234", "日本語", strings.Repeat("x", agents.MaxForwardsToBytes)} {
+		tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, live.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}, ForwardsTo: to})
+		if err != nil || tn.ForwardsTo != to {
+			t.Errorf("forwards_to %q: %+v, %v", to, tn, err)
+		}
+	}
+
+	// A session that is gone, or never was, or is another account's.
+	closed := e.session(t, open)
+	if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, closed.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, account, session string }{
+		{"closed", acct, closed.ID},
+		{"another account's", e.other.AccountID, live.ID},
+		{"malformed", acct, "ts_x"},
+		{"a tunnel's ID", acct, tn.ID},
+		{"malformed account", "acct_x", live.ID},
+	} {
+		t.Run("gone: "+tc.name, func(t *testing.T) {
+			_, err := e.svc.Host().StartLabeledTunnel(e.ctx, tc.account, tc.session, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
+			wantNotFoundNaming(t, err, tc.session)
+			if !strings.Contains(err.Error(), "tunnel session") {
+				t.Errorf("message %q does not say what is not found", err)
+			}
+		})
+	}
+
+	// A session whose lease ended (not reaped yet) starts no tunnel.
+	e.clock.Advance(2 * edgeplane.DefaultTunnelLease)
+	_, err = e.svc.Host().StartLabeledTunnel(e.ctx, acct, live.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
+	wantCode(t, err, apierr.FailedPrecondition)
+}
+
+// TestSessionTunnelsSelected: a backend selects the labeled tunnels of
+// agents' sessions as it selects tunnels a host registered, through the
+// label index and within their leases.
+func TestSessionTunnelsSelected(t *testing.T) {
+	e := newEnv(t)
+	acct := e.user.AccountID
+	_, token := e.token(t, e.user)
+	ts := e.session(t, token)
+	registered := e.tunnel(t, token, map[string]string{"app": "web"})
+	agent := e.labeled(t, acct, ts.ID, map[string]string{"app": "web", "env": "prod"})
+	e.labeled(t, acct, ts.ID, map[string]string{"app": "api"})
+	b := e.backend(t, e.user, map[string]string{"app": "web"})
+	got, err := e.svc.Host().BackendTunnels(e.ctx, acct, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]backends.Tunnel{*agent, *registered}, got); diff != "" {
+		t.Errorf("BackendTunnels (-want +got):\n%s", diff)
+	}
+	shown, err := e.svc.GetTunnelGroupBackend(e.ctx, e.user, b.ID)
+	if err != nil || len(shown.Tunnels) != 2 || shown.Tunnels[0].ID != agent.ID {
+		t.Errorf("the backend shows %+v, %v", shown, err)
+	}
+	// Once the session's lease ends, its tunnels are no longer selected.
+	e.clock.Advance(edgeplane.DefaultTunnelLease - 10*time.Second)
+	if _, err := e.svc.Host().RenewTunnel(e.ctx, acct, registered.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(20 * time.Second)
+	got, err = e.svc.Host().BackendTunnels(e.ctx, acct, b.ID)
+	if err != nil || len(got) != 1 || got[0].ID != registered.ID {
+		t.Errorf("after the session's lease: %+v, %v", got, err)
+	}
+}
+
+// TestCloseTunnelSession: closing a session removes it and its tunnels,
+// and only those, reported as the session's and the tunnels' deletion.
+func TestCloseTunnelSession(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, "tunnel_session_created.v0", "tunnel_session_deleted.v0", "tunnel_created.v0", "tunnel_deleted.v0")
+	acct := e.user.AccountID
+	_, token := e.token(t, e.user)
+	ts := e.session(t, token)
+	other := e.session(t, token)
+	t1 := e.labeled(t, acct, ts.ID, map[string]string{"app": "web"})
+	t2 := e.labeled(t, acct, ts.ID, map[string]string{"app": "api"})
+	kept := e.labeled(t, acct, other.ID, map[string]string{"app": "web"})
+	registered := e.tunnel(t, token, map[string]string{"app": "web"})
+
+	// A session tunnel can be unregistered alone.
+	if err := e.svc.Host().UnregisterTunnel(e.ctx, acct, t2.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, e.svc.Host().CloseTunnelSession(e.ctx, e.other.AccountID, ts.ID), apierr.NotFound)
+	if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, ts.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID)
+	wantNotFoundNaming(t, err, ts.ID)
+	_, err = e.svc.GetTunnel(e.ctx, e.user, t1.ID)
+	wantCode(t, err, apierr.NotFound)
+	page, err := e.svc.ListTunnels(e.ctx, e.user, edgeplane.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, tn := range page.Items {
+		left = append(left, tn.ID)
+	}
+	if want := []string{registered.ID, kept.ID}; !slices.Equal(left, want) {
+		t.Errorf("tunnels after closing the session: %q, want %q", left, want)
+	}
+	err = e.svc.Host().CloseTunnelSession(e.ctx, acct, ts.ID)
+	wantNotFoundNaming(t, err, ts.ID)
+	wantCode(t, e.svc.Host().CloseTunnelSession(e.ctx, acct, "ts_x"), apierr.NotFound)
+	_, err = e.svc.Host().RenewTunnelSession(e.ctx, acct, ts.ID)
+	wantNotFoundNaming(t, err, ts.ID)
+
+	e.closeEvents(t)
+	var got []delivery
+	for _, ev := range rec.events() {
+		var obj struct{ ID, URI string }
+		json.Unmarshal(ev.Object, &obj)
+		got = append(got, delivery{Type: ev.Type, ObjectID: obj.ID})
+		if strings.HasPrefix(ev.Type, "tunnel_session_") && obj.URI != "https://api.example.test/tunnel_sessions/"+obj.ID {
+			t.Errorf("%s shows uri %q", ev.Type, obj.URI)
+		}
+	}
+	want := []delivery{
+		{Type: "tunnel_session_created.v0", ObjectID: ts.ID},
+		{Type: "tunnel_session_created.v0", ObjectID: other.ID},
+		{Type: "tunnel_created.v0", ObjectID: t1.ID},
+		{Type: "tunnel_created.v0", ObjectID: t2.ID},
+		{Type: "tunnel_created.v0", ObjectID: kept.ID},
+		{Type: "tunnel_created.v0", ObjectID: registered.ID},
+		{Type: "tunnel_deleted.v0", ObjectID: t2.ID},
+		{Type: "tunnel_deleted.v0", ObjectID: t1.ID}, // the cascade: children first
+		{Type: "tunnel_session_deleted.v0", ObjectID: ts.ID},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeletingACredentialRemovesItsSessions: on each store, deleting a
+// credential removes its sessions and their tunnels in one step, and the
+// change feed shows each removal, the session's among them.
+func TestDeletingACredentialRemovesItsSessions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) store.Store
+	}{
+		{"memstore", func(*testing.T) store.Store { return memstore.New() }},
+		{"sqlitestore", func(t *testing.T) store.Store {
+			st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "store.db"), sqlitestore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &eventRecorder{}
+			e, _ := newEventEnv(t, tc.store(t), events.Options{Sink: rec})
+			e.subscribe(t, e.user, "tunnel_session_deleted.v0", "tunnel_deleted.v0")
+			acct := e.user.AccountID
+			cred, token := e.token(t, e.user)
+			_, keepToken := e.token(t, e.user)
+			ts := e.session(t, token)
+			tn := e.labeled(t, acct, ts.ID, map[string]string{"app": "web"})
+			registered := e.tunnel(t, token, map[string]string{"app": "web"})
+			keep := e.session(t, keepToken)
+			rev, err := e.store.Revision(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.svc.DeleteCredential(e.ctx, e.user, cred.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.svc.GetTunnelSession(e.ctx, e.user, ts.ID)
+			wantCode(t, err, apierr.NotFound)
+			_, err = e.svc.GetTunnel(e.ctx, e.user, tn.ID)
+			wantCode(t, err, apierr.NotFound)
+			_, err = e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
+			wantNotFoundNaming(t, err, ts.ID)
+			_, err = e.svc.Host().RenewTunnelSession(e.ctx, acct, ts.ID)
+			wantNotFoundNaming(t, err, ts.ID)
+			_, err = e.svc.Host().OpenTunnelSession(e.ctx, token, agentParams)
+			wantCode(t, err, apierr.Unauthenticated)
+			if _, err := e.svc.Host().GetTunnelSession(e.ctx, acct, keep.ID); err != nil {
+				t.Errorf("another credential's session: %v", err)
+			}
+
+			changes, err := e.store.Changes(e.ctx, rev, 100, store.WithData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted := map[store.Kind][]string{}
+			for _, c := range changes {
+				if c.Op != store.OpDelete {
+					t.Errorf("change %+v: want deletes only", c)
+				}
+				deleted[c.Kind] = append(deleted[c.Kind], c.ID)
+				if c.Kind == edgeplane.KindTunnelSession && (c.ParentID != cred.ID || !strings.Contains(string(c.Data), `"agent_version":"3.18.4"`)) {
+					t.Errorf("the session's change %+v: want its parent and document", c)
+				}
+			}
+			slices.Sort(deleted[edgeplane.KindTunnel])
+			wantTunnels := []string{tn.ID, registered.ID}
+			slices.Sort(wantTunnels)
+			if diff := cmp.Diff(map[store.Kind][]string{
+				edgeplane.KindCredential: {cred.ID}, edgeplane.KindTunnelSession: {ts.ID}, edgeplane.KindTunnel: wantTunnels,
+			}, deleted); diff != "" {
+				t.Errorf("deletes in the change feed (-want +got):\n%s", diff)
+			}
+
+			e.closeEvents(t)
+			var got []string
+			for _, ev := range rec.events() {
+				got = append(got, ev.Type)
+			}
+			slices.Sort(got)
+			if want := []string{"tunnel_deleted.v0", "tunnel_deleted.v0", "tunnel_session_deleted.v0"}; !slices.Equal(got, want) {
+				t.Errorf("events %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestRenewTunnelSession: renewal extends the session's lease and each of
+// its tunnels'; once the lease has ended it cannot be renewed.
+func TestRenewTunnelSession(t *testing.T) {
+	e := newEnv(t)
+	acct := e.user.AccountID
+	_, token := e.token(t, e.user)
+	ts := e.session(t, token)
+	t1 := e.labeled(t, acct, ts.ID, map[string]string{"app": "web"})
+	t2 := e.labeled(t, acct, ts.ID, map[string]string{"app": "api"})
+	registered := e.tunnel(t, token, map[string]string{"app": "web"})
+
+	e.clock.Advance(edgeplane.DefaultTunnelLease - 10*time.Second)
+	renewed, err := e.svc.Host().RenewTunnelSession(e.ctx, acct, ts.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.clock.Now().UTC().Truncate(time.Second).Add(edgeplane.DefaultTunnelLease)
+	if !renewed.ExpiresAt.Equal(want) || renewed.URI == "" || renewed.Transport != agents.Transport {
+		t.Errorf("RenewTunnelSession = %+v; want expires_at %v", renewed, want)
+	}
+	if got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || !got.ExpiresAt.Equal(want) {
+		t.Errorf("the session after renewal: %+v, %v", got, err)
+	}
+	for _, id := range []string{t1.ID, t2.ID} {
+		if tn, err := e.svc.GetTunnel(e.ctx, e.user, id); err != nil || !tn.ExpiresAt.Equal(want) {
+			t.Errorf("tunnel %s after renewal: %+v, %v", id, tn, err)
+		}
+	}
+	if tn, err := e.svc.GetTunnel(e.ctx, e.user, registered.ID); err != nil || !tn.ExpiresAt.Equal(registered.ExpiresAt) {
+		t.Errorf("a tunnel of no session was renewed: %+v, %v", tn, err)
+	}
+	// Past the first lease, within the renewed one: nothing is reaped.
+	e.clock.Advance(30 * time.Second)
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 1 || err != nil {
+		t.Errorf("ReapTunnels = %d, %v; want only the registered tunnel", n, err)
+	}
+	// Once the renewed lease ends.
+	e.clock.Advance(edgeplane.DefaultTunnelLease)
+	_, err = e.svc.Host().RenewTunnelSession(e.ctx, acct, ts.ID)
+	wantCode(t, err, apierr.FailedPrecondition)
+	for _, tc := range []struct{ account, id string }{{e.other.AccountID, ts.ID}, {acct, "ts_x"}, {"acct_x", ts.ID}, {acct, t1.ID}} {
+		_, err := e.svc.Host().RenewTunnelSession(e.ctx, tc.account, tc.id)
+		wantCode(t, err, apierr.NotFound)
+	}
+}
+
+// TestReapTunnelSessions: the reaper removes a session whose lease ended,
+// with its tunnels, and keeps a live one; plain tunnels as before.
+func TestReapTunnelSessions(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, "tunnel_session_deleted.v0", "tunnel_deleted.v0")
+	acct := e.user.AccountID
+	_, token := e.token(t, e.user)
+	expired := e.session(t, token)
+	t1 := e.labeled(t, acct, expired.ID, map[string]string{"app": "web"})
+	t2 := e.labeled(t, acct, expired.ID, map[string]string{"app": "api"})
+	registered := e.tunnel(t, token, nil)
+
+	e.clock.Advance(edgeplane.DefaultTunnelLease - 10*time.Second)
+	live := e.session(t, token)
+	t3 := e.labeled(t, acct, live.ID, map[string]string{"app": "web"})
+	e.clock.Advance(20 * time.Second) // past the first session's lease and the tunnel's, within the second's
+
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 1); n != 1 || err != nil {
+		t.Fatalf("ReapTunnels(1) = %d, %v", n, err) // the session (with its tunnels) first
+	}
+	if _, err := e.svc.GetTunnel(e.ctx, e.user, registered.ID); err != nil {
+		t.Errorf("the registered tunnel is gone before its turn: %v", err)
+	}
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 1 || err != nil {
+		t.Fatalf("ReapTunnels(10) = %d, %v; want the registered tunnel", n, err)
+	}
+	for _, id := range []string{t1.ID, t2.ID, registered.ID} {
+		_, err := e.svc.GetTunnel(e.ctx, e.user, id)
+		wantCode(t, err, apierr.NotFound)
+	}
+	_, err := e.svc.Host().GetTunnelSession(e.ctx, acct, expired.ID)
+	wantCode(t, err, apierr.NotFound)
+	if _, err := e.svc.Host().GetTunnelSession(e.ctx, acct, live.ID); err != nil {
+		t.Errorf("the live session: %v", err)
+	}
+	if _, err := e.svc.GetTunnel(e.ctx, e.user, t3.ID); err != nil {
+		t.Errorf("the live session's tunnel: %v", err)
+	}
+	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 0 || err != nil {
+		t.Errorf("ReapTunnels again = %d, %v", n, err)
+	}
+
+	e.closeEvents(t)
+	var got []string
+	for _, ev := range rec.events() {
+		got = append(got, ev.Type)
+	}
+	if want := []string{"tunnel_deleted.v0", "tunnel_deleted.v0", "tunnel_session_deleted.v0", "tunnel_deleted.v0"}; !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestStopTunnelSession: a stop request marks the session, which its
+// tunnel server reads (the API does not show it), as an update in the
+// change feed and an event; another account's session is not found.
+func TestStopTunnelSession(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, "tunnel_session_updated.v0")
+	acct := e.user.AccountID
+	_, token := e.token(t, e.user)
+	ts := e.session(t, token)
+	if got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || got.StopRequested {
+		t.Fatalf("a new session: %+v, %v", got, err)
+	}
+	rev, err := e.store.Revision(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNotFoundNaming(t, e.svc.StopTunnelSession(e.ctx, e.other, ts.ID), ts.ID)
+	wantCode(t, e.svc.StopTunnelSession(e.ctx, e.user, "ts_x"), apierr.NotFound)
+	if got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || got.StopRequested {
+		t.Fatalf("after another account's request: %+v, %v", got, err)
+	}
+	if err := e.svc.StopTunnelSession(e.ctx, e.user, ts.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID)
+	if err != nil || !got.StopRequested {
+		t.Fatalf("after the stop request: %+v, %v", got, err)
+	}
+	if shown, err := e.svc.GetTunnelSession(e.ctx, e.admin, ts.ID); err != nil || !shown.StopRequested {
+		t.Errorf("Service.GetTunnelSession: %+v, %v", shown, err)
+	}
+	// Renewal keeps the mark.
+	if renewed, err := e.svc.Host().RenewTunnelSession(e.ctx, acct, ts.ID); err != nil || !renewed.StopRequested {
+		t.Errorf("renewed: %+v, %v", renewed, err)
+	}
+	changes, err := e.store.Changes(e.ctx, rev, 100, store.WithData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) == 0 || changes[0].Kind != edgeplane.KindTunnelSession || changes[0].Op != store.OpUpdate || changes[0].ID != ts.ID ||
+		changes[0].Note.Event != "tunnel_session_updated.v0" || !strings.Contains(string(changes[0].Data), `"stop_requested":true`) {
+		t.Errorf("the change feed after the stop request: %+v", changes)
+	}
+	if err := e.svc.StopTunnelSession(e.ctx, e.user, ts.ID); err != nil {
+		t.Errorf("asking again: %v", err)
+	}
+	e.closeEvents(t)
+	if evs := rec.events(); len(evs) != 2 || evs[0].Type != "tunnel_session_updated.v0" || strings.Contains(string(evs[0].Object), "stop") {
+		t.Errorf("events: %+v", evs)
+	}
+}
+
+// TestTunnelSessionEventTypes: the kind's changes are known event types.
+func TestTunnelSessionEventTypes(t *testing.T) {
+	types := edgeplane.DefaultEventTypes()
+	for _, typ := range []string{"tunnel_session_created.v0", "tunnel_session_updated.v0", "tunnel_session_deleted.v0"} {
+		if !slices.Contains(types, typ) {
+			t.Errorf("DefaultEventTypes lacks %s", typ)
+		}
+	}
+}
+
+// BenchmarkRenewTunnelSession is what a tunnel server pays every few
+// seconds for each connected agent: renewing its session and the leases
+// of its tunnels.
+func BenchmarkRenewTunnelSession(b *testing.B) {
+	for _, n := range []int{0, 4} {
+		b.Run(strconv.Itoa(n)+" tunnels", func(b *testing.B) {
+			e := newEnv(b)
+			_, token := e.token(b, e.user)
+			ts := e.session(b, token)
+			for i := range n {
+				e.labeled(b, e.user.AccountID, ts.ID, map[string]string{"app": strconv.Itoa(i)})
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.svc.Host().RenewTunnelSession(e.ctx, e.user.AccountID, ts.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
