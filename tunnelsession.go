@@ -70,7 +70,7 @@ var tunnelSessionForm = &kind[tunnelSessionRecord]{Form: records.PlainForm(tunne
 			Metadata: r.Metadata, Region: r.Region, ClientType: r.ClientType, StopSupported: r.StopSupported, StopRequested: r.StopRequested}
 	},
 	func(d *tunnelSessionDoc, rec store.Record) *tunnelSessionRecord {
-		return &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: rec.ID, AgentVersion: d.AgentVersion,
+		return &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: rec.ID, AccountID: rec.AccountID, AgentVersion: d.AgentVersion,
 			Credential: resource.Ref{ID: rec.ParentID}, IP: d.IP, Metadata: d.Metadata, OS: d.OS, Region: d.Region,
 			StartedAt: d.StartedAt, ExpiresAt: d.ExpiresAt, StopRequested: d.StopRequested},
 			ClientType: d.ClientType, StopSupported: d.StopSupported}
@@ -139,7 +139,7 @@ func (s *Service) openTunnelSession(ctx context.Context, token string, params ag
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	r := &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: s.ids.New(agents.SessionPrefix), AgentVersion: params.AgentVersion,
+	r := &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: s.ids.New(agents.SessionPrefix), AccountID: auth.AccountID, AgentVersion: params.AgentVersion,
 		Credential: resource.Ref{ID: auth.Credential.ID}, IP: addrString(params.IP), Metadata: params.Metadata, OS: params.OS,
 		Region: params.Region, StartedAt: s.timestamp()},
 		ClientType: params.ClientType, StopSupported: params.StopSupported}

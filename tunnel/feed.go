@@ -40,7 +40,7 @@ func (h *feedHandler) Resync(ctx context.Context) (int64, error) {
 func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 	for _, c := range b.Changes {
 		switch c.Kind {
-		case kindSession:
+		case edgeplane.KindTunnelSession:
 			h.s.mu.Lock()
 			sess := h.s.sessions[c.ID]
 			h.s.mu.Unlock()
@@ -88,6 +88,3 @@ func (h *feedHandler) check(ctx context.Context, sess *session) error {
 func (h *feedHandler) Failed(f follow.Failure) {
 	h.s.log.Warn("following the change feed failed; retrying", "step", f.Step.String(), "attempt", f.Attempt, "backoff", f.Backoff, "err", f.Err)
 }
-
-// kindSession is the store kind of tunnel sessions.
-const kindSession store.Kind = "tunnel_session"

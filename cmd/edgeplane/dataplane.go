@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,14 +13,17 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/tunnel"
 )
 
 // dataPlaneConfig is what the data plane's flags say: those of
@@ -39,6 +43,10 @@ type dataPlaneConfig struct {
 	tcpLow, tcpHigh     int // tcpPorts parsed, by check; 0: none
 	idleTimeout         time.Duration
 	maxConnsPerEdge     int
+	tunnelAddr          string
+	tunnelCert          string
+	tunnelKey           string
+	tunnelTLS           *tls.Config // tunnelCert and tunnelKey loaded, by check; nil: by SNI
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -60,6 +68,9 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.tcpHost, prefix+"tcp-host", "", "the address the TCP edges' listeners bind (default: all interfaces)")
 	fs.DurationVar(&c.idleTimeout, prefix+"idle-timeout", proxy.DefaultIdleTimeout, "a TLS or TCP edge's connection on which no byte moved either way for this long is closed")
 	fs.IntVar(&c.maxConnsPerEdge, prefix+"max-conns-per-edge", proxy.DefaultMaxConnsPerEdge, "the most open connections of one TLS or TCP edge; more are closed at once")
+	fs.StringVar(&c.tunnelAddr, prefix+"tunnel-addr", "", "address of the TLS listener for agents (golang.ngrok.com/ngrok and edgeplane agent connect here with ngrok.WithServer); \"\": no agents")
+	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: the reserved domain's certificate that the agent's server name names)")
+	fs.StringVar(&c.tunnelKey, prefix+"tunnel-key", "", "PEM file of the private key of -"+prefix+"tunnel-cert")
 }
 
 // check validates c's flags (named with prefix) and returns the trusted
@@ -88,6 +99,19 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 			return nil, usageError{fmt.Sprintf("-%stcp-ports %q: want LOW-HIGH, ports from 1 to 65535, such as 20000-20999", prefix, c.tcpPorts)}
 		}
 	}
+	if (c.tunnelCert == "") != (c.tunnelKey == "") {
+		return nil, usageError{fmt.Sprintf("-%stunnel-cert and -%stunnel-key go together: give both or neither", prefix, prefix)}
+	}
+	if c.tunnelCert != "" {
+		if c.tunnelAddr == "" {
+			return nil, usageError{fmt.Sprintf("-%stunnel-cert needs -%stunnel-addr", prefix, prefix)}
+		}
+		cert, err := tls.LoadX509KeyPair(c.tunnelCert, c.tunnelKey)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("-%stunnel-cert/-%stunnel-key: %v", prefix, prefix, err)}
+		}
+		c.tunnelTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
 	trusted, err := proxy.ParseTrustedProxies(c.trustedProxies)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("-%strusted-proxies: %v", prefix, err)}
@@ -111,6 +135,7 @@ func (c *dataPlaneConfig) serverOptions(errLog *log.Logger) httpserver.Options {
 type dataPlane struct {
 	configs *proxy.Configs
 	streams *proxy.Streams
+	tunnels *tunnel.Server // nil without -tunnel-addr
 	stopTCP context.CancelFunc
 	tcpDone chan struct{}
 	servers []*http.Server
@@ -137,10 +162,38 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	logger.Info("edges loaded", "edges", cfgs.Stats().Edges, "revision", cfgs.Revision(), "took", time.Since(start).Round(time.Millisecond))
 	pm := proxy.NewMetrics(proxy.MetricsOptions{})
 	m.watchProxy(cfgs, pm)
+	var agentLn net.Listener
+	var dialer agents.Dialer
+	if c.tunnelAddr != "" {
+		tlsCfg := c.tunnelTLS
+		if tlsCfg == nil {
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+				if cert := cfgs.Certificate(hello.ServerName); cert != nil {
+					return cert, nil
+				}
+				return nil, errors.New("no certificate for the agent's server name")
+			}}
+		}
+		tm := tunnel.NewMetrics()
+		m.reg.MustRegister(tm)
+		d.tunnels, err = tunnel.NewServer(tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
+			Version: buildVersion(), Metrics: tm})
+		if err == nil {
+			agentLn, err = net.Listen("tcp", c.tunnelAddr)
+		}
+		if err != nil {
+			if d.tunnels != nil {
+				d.tunnels.Close()
+			}
+			cfgs.Close()
+			return nil, err
+		}
+		dialer = d.tunnels
+	}
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
-		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets})
+		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets, Agents: dialer})
 	d.streams = proxy.NewStreams(cfgs, proxy.StreamOptions{Logger: logger, UpstreamNetworks: c.upstreamNets, IdleTimeout: c.idleTimeout,
-		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm})
+		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm, Agents: dialer})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var lns []net.Listener
 	for _, l := range []struct {
@@ -154,6 +207,10 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		if err != nil {
 			for _, ln := range lns {
 				ln.Close()
+			}
+			if d.tunnels != nil {
+				agentLn.Close()
+				d.tunnels.Close()
 			}
 			d.streams.Close()
 			cfgs.Close()
@@ -188,6 +245,14 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	if c.tcpLow != 0 {
 		d.addrs = append(d.addrs, fmt.Sprintf("tcp://%s:%d-%d", cmp.Or(c.tcpHost, "*"), c.tcpLow, c.tcpHigh))
 	}
+	if d.tunnels != nil {
+		d.addrs = append(d.addrs, "agents on tls://"+agentLn.Addr().String())
+		go func() {
+			if err := d.tunnels.Serve(agentLn); !errors.Is(err, tunnel.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
 	for i, srv := range d.servers {
 		ln := lns[i]
 		go func() {
@@ -214,6 +279,9 @@ func (d *dataPlane) report(w io.Writer) {
 // connections and stops following the store; the HTTP servers are shut
 // down by the caller, with its others.
 func (d *dataPlane) close() {
+	if d.tunnels != nil {
+		d.tunnels.Close()
+	}
 	d.stopTCP()
 	<-d.tcpDone
 	d.streams.Close()
@@ -235,4 +303,13 @@ func serveUntil(ctx context.Context, errc <-chan error, servers []*http.Server) 
 		return serveErr
 	}
 	return nil
+}
+
+// buildVersion is the module version edgeplane was built from, as the
+// tunnel server reports it to agents ("(devel)" for a local build).
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
