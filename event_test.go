@@ -904,6 +904,16 @@ func TestCascadeDeletesAreReported(t *testing.T) {
 func TestUnknownKindInTheFeedIsLogged(t *testing.T) {
 	st := memstore.New()
 	e, logs := newEventEnv(t, st, events.Options{Sink: &eventRecorder{}})
+	// The record cache's follower starts from the revision it reads in
+	// the background: wait until it has, so that the write below comes
+	// after it (else it starts past the write and never sees it).
+	before, err := st.Revision(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Host().WaitRevision(e.ctx, before); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Create(e.ctx, store.Record{Kind: "agent_session", AccountID: e.admin.AccountID, ID: "as_1", Data: []byte(`{}`),
 		Note: store.Note{Event: "agent_session_created.v0", At: e.clock.Now()}}); err != nil {
 		t.Fatal(err)
