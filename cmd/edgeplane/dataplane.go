@@ -136,6 +136,8 @@ type dataPlane struct {
 	configs *proxy.Configs
 	streams *proxy.Streams
 	tunnels *tunnel.Server // nil without -tunnel-addr
+	// agentAddr is the tunnel server's listener, when there is one.
+	agentAddr string
 	stopTCP context.CancelFunc
 	tcpDone chan struct{}
 	servers []*http.Server
@@ -246,7 +248,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		d.addrs = append(d.addrs, fmt.Sprintf("tcp://%s:%d-%d", cmp.Or(c.tcpHost, "*"), c.tcpLow, c.tcpHigh))
 	}
 	if d.tunnels != nil {
-		d.addrs = append(d.addrs, "agents on tls://"+agentLn.Addr().String())
+		d.agentAddr = agentLn.Addr().String()
 		go func() {
 			if err := d.tunnels.Serve(agentLn); !errors.Is(err, tunnel.ErrServerClosed) {
 				errc <- err
@@ -272,6 +274,9 @@ func (d *dataPlane) report(w io.Writer) {
 	fmt.Fprintf(w, "proxy: %d edges loaded at revision %d\n", st.Edges, d.configs.Revision())
 	for _, a := range d.addrs {
 		fmt.Fprintf(w, "proxy on %s\n", a)
+	}
+	if d.agentAddr != "" {
+		fmt.Fprintf(w, "agents connect to %s (TLS)\n", d.agentAddr)
 	}
 }
 

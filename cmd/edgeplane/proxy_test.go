@@ -741,5 +741,25 @@ func TestDataPlaneFlags(t *testing.T) {
 		if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), "max-conns-per-edge") {
 			t.Errorf("prefix %q: -max-conns-per-edge 0 gave %v", prefix, err)
 		}
+		c.maxConnsPerEdge = 1
+		certFile, keyFile := writeTunnelCert(t, t.TempDir())
+		for _, bad := range []struct {
+			addr, cert, key, want string
+		}{
+			{":4443", certFile, "", "-" + prefix + "tunnel-cert and -" + prefix + "tunnel-key go together"},
+			{":4443", "", keyFile, "-" + prefix + "tunnel-cert and -" + prefix + "tunnel-key go together"},
+			{"", certFile, keyFile, "-" + prefix + "tunnel-cert needs -" + prefix + "tunnel-addr"},
+			{":4443", keyFile, keyFile, "-" + prefix + "tunnel-cert/-" + prefix + "tunnel-key"},
+			{":4443", certFile + ".missing", keyFile, "no such file"},
+		} {
+			c.tunnelAddr, c.tunnelCert, c.tunnelKey = bad.addr, bad.cert, bad.key
+			if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), bad.want) {
+				t.Errorf("prefix %q: tunnel flags %+v gave %v; want %q", prefix, bad, err, bad.want)
+			}
+		}
+		c.tunnelAddr, c.tunnelCert, c.tunnelKey = ":4443", certFile, keyFile
+		if _, err := c.check(prefix); err != nil || c.tunnelTLS == nil || len(c.tunnelTLS.Certificates) != 1 {
+			t.Errorf("prefix %q: good tunnel flags gave %v", prefix, err)
+		}
 	}
 }

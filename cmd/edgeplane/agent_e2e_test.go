@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
+)
+
+// writeTunnelCert writes a self-signed certificate for 127.0.0.1 and its
+// key as PEM files in dir, and returns their paths.
+func writeTunnelCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "edgeplane tunnel test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tunnel.crt"), filepath.Join(dir, "tunnel.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestServeProxyAgent: edgeplane serve -proxy with a tunnel listener on
+// a SQLite file, and edgeplane agent (the SDK) forwarding a labeled
+// tunnel to a local web server that has no public address: a request to
+// the HTTPS edge's host reaches it through the agent's own connection,
+// and the API shows the agent's session. When the agent stops, the edge
+// has no tunnel again.
+func TestServeProxyAgent(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := writeTunnelCert(t, dir)
+	key := "epk_" + strings.Repeat("a", 40)
+	s := startServe(t, []string{"-store", "sqlite:" + filepath.Join(dir, "edgeplane.db"), "-proxy", "-proxy-http-addr", "127.0.0.1:0",
+		"-proxy-tunnel-addr", "127.0.0.1:0", "-proxy-tunnel-cert", certFile, "-proxy-tunnel-key", keyFile},
+		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	out := s.stdout.String()
+	proxyHTTP := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
+	agentAddr := regexp.MustCompile(`(?m)^agents connect to (\S+) \(TLS\)$`).FindStringSubmatch(out)
+	if proxyHTTP == nil || agentAddr == nil {
+		t.Fatalf("stdout: %s", out)
+	}
+	api := apiClient{t: t, base: "http://" + s.addr, key: key}
+	tn := newTenant(api, "dev.example.com", "dev")
+	up := newUpstream(t, "dev")
+	_, upPort, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var agentOut, agentErr syncbuf.Buffer
+	go func() {
+		done <- run(ctx, []string{"agent", "-server", agentAddr[1], "-ca", certFile, "-authtoken", tn.credToken, "http", upPort, "-label", "app=dev"},
+			func(string) string { return "" }, &agentOut, &agentErr, ready)
+	}()
+	select {
+	case line := <-ready:
+		if !strings.Contains(line, "tn_") || !strings.Contains(line, "app=dev") {
+			t.Errorf("the agent printed %q", line)
+		}
+	case code := <-done:
+		cancel()
+		t.Fatalf("the agent exited with %d: %s %s", code, agentOut.String(), agentErr.String())
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatalf("the agent did not start: %s", agentErr.String())
+	}
+	c := through(proxyHTTP[1], nil)
+	took, ok := within(5*time.Second, func() bool {
+		code, body := fetch(c, "http://dev.example.com:443/x", "agent")
+		return code == 200 && body == "upstream dev /x"
+	})
+	if !ok {
+		code, body := fetch(c, "http://dev.example.com:443/x", "agent")
+		cancel()
+		t.Fatalf("through the agent: %d %q; agent log: %s", code, body, agentErr.String())
+	}
+	t.Logf("the edge served through the agent %v after the agent was up", took)
+	sessions := api.must(200, "GET", "/tunnel_sessions", "")["tunnel_sessions"].([]any)
+	if len(sessions) != 1 {
+		t.Errorf("tunnel sessions: %v", sessions)
+	}
+	tunnels := api.must(200, "GET", "/tunnels", "")["tunnels"].([]any)
+	if len(tunnels) != 1 || tunnels[0].(map[string]any)["tunnel_session"] == nil {
+		t.Errorf("tunnels: %v", tunnels)
+	}
+
+	cancel() // SIGINT: the agent closes its tunnel and session
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("the agent exited with %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not stop")
+	}
+	if _, ok := within(2*time.Second, func() bool {
+		code, _ := fetch(c, "http://dev.example.com:443/x", "agent")
+		return code == http.StatusServiceUnavailable
+	}); !ok {
+		code, body := fetch(c, "http://dev.example.com:443/x", "agent")
+		t.Errorf("after the agent stopped: %d %q; want 503", code, body)
+	}
+}
