@@ -138,9 +138,9 @@ type dataPlane struct {
 	tunnels *tunnel.Server // nil without -tunnel-addr
 	// agentAddr is the tunnel server's listener, when there is one.
 	agentAddr string
-	stopTCP context.CancelFunc
-	tcpDone chan struct{}
-	servers []*http.Server
+	stopTCP   context.CancelFunc
+	tcpDone   chan struct{}
+	servers   []*http.Server
 	// addrs are the listeners' URLs, http:// first.
 	addrs []string
 }
