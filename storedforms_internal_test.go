@@ -382,7 +382,7 @@ func TestStoredForms(t *testing.T) {
 	})
 	t.Run("tunnel session", func(t *testing.T) {
 		roundTrip(t, s, tunnelSessionForm.Form, func(m *tunnelSessionRecord) store.Record {
-			return store.Record{AccountID: "acct", ID: m.ID, ParentID: m.Credential.ID}
+			return store.Record{AccountID: m.AccountID, ID: m.ID, ParentID: m.Credential.ID}
 		}, func(*tunnelSessionRecord) []string { return nil })
 	})
 	t.Run("event subscription", func(t *testing.T) {
