@@ -53,10 +53,17 @@
 // connection is closed), and tells the agent of a tunnel removed under
 // it (StopTunnel).
 //
-// An agent that reconnects authenticates with the session ID it had: a
-// session of the same credential still held under that ID is closed at
-// once (the agent took over), instead of lingering until its heartbeat
-// times out.
+// Each session's Auth answer carries a cookie: the session's ID sealed
+// by the Service ([edgeplane.Host.AgentToken]: AES-256-GCM under the
+// store's sealing key, authenticated with the account and credential).
+// An agent that reconnects sends the session ID it had and that cookie;
+// when the cookie opens for that ID, account and credential, the old
+// session is taken over at once (closed here if held here, and its
+// record removed, which closes it on whichever server of the store
+// holds it) instead of lingering until its heartbeat times out. A forged
+// cookie, or one of another credential, takes nothing over (counted as
+// a resume refusal; the new session opens all the same, since an agent
+// never drops a cookie it was given).
 //
 // # Tunnels
 //

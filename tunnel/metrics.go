@@ -20,6 +20,7 @@ const (
 	reasonUnsupported     = "unsupported"       // a bind this server does not serve
 	reasonTooManySessions = "too_many_sessions" // the server holds MaxSessions
 	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession
+	reasonResume          = "resume"            // a session cookie or bind token that is not valid
 )
 
 // Metrics are a tunnel server's Prometheus metrics, a
@@ -30,7 +31,7 @@ const (
 //   - edgeplane_tunnel_refusals_total{reason}: connections and requests
 //     refused, by reason (tls_handshake, authtoken, bad_message, invalid,
 //     acl, conflict, gone, unsupported, too_many_sessions,
-//     too_many_tunnels);
+//     too_many_tunnels, resume);
 //   - edgeplane_tunnel_streams_total: connections handed to agents;
 //   - edgeplane_tunnel_stream_bytes_total{direction}: their bytes, "in"
 //     (to the agent) and "out" (from it).

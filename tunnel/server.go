@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
@@ -62,6 +63,8 @@ type Host interface {
 	GetTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error)
 	StartLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error)
 	UnregisterTunnel(ctx context.Context, accountID, id string) error
+	AgentToken(purpose edgeplane.AgentTokenPurpose, accountID, credentialID, id string) string
+	CheckAgentToken(purpose edgeplane.AgentTokenPurpose, token, accountID, credentialID, id string) error
 }
 
 // Options configures a [Server]. Host and TLSConfig are required; the
@@ -321,14 +324,14 @@ func (s *Server) unbind(sess *session, id string) bool {
 	return false
 }
 
-// authenticated records sess under its session ID; an earlier session
-// of the same agent (the ID it reconnects with, of the same credential
-// and account) is returned to be closed: the agent took over.
+// authenticated records sess under its session ID; the session held
+// here under previous, the ID the agent resumes (its cookie checked), is
+// returned to be closed: the agent took over.
 func (s *Server) authenticated(sess *session, previous string) (old *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sessions[sess.id] = sess
-	if p := s.sessions[previous]; previous != "" && p != nil && p != sess && p.accountID == sess.accountID && p.credentialID == sess.credentialID {
+	if p := s.sessions[previous]; previous != "" && p != nil && p != sess {
 		old = p
 	}
 	return old

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"golang.ngrok.com/muxado/v2"
@@ -234,11 +235,35 @@ func (sess *session) auth(str muxado.TypedStream) any {
 	sess.limit = interval + tolerance
 	sess.silence.Reset(sess.limit)
 	sess.mu.Unlock()
-	old := s.authenticated(sess, req.ClientID)
+	// An agent that reconnects names the session it had and brings that
+	// session's cookie: a cookie sealed for that ID, account and
+	// credential proves the agent is the one that held it, which takes
+	// the old session over at once (here or on any server of the store:
+	// its record is removed, and the server that holds it follows the
+	// feed) instead of letting it linger until its heartbeat times out.
+	// Without a valid cookie the old session is left to its heartbeat.
+	previous := ""
+	if req.ClientID != "" && req.ClientID != ts.ID {
+		if err := s.opts.Host.CheckAgentToken(edgeplane.AgentTokenSession, req.Extra.Cookie, sess.accountID, sess.credentialID, req.ClientID); err == nil {
+			previous = req.ClientID
+		} else {
+			s.m.refused(reasonResume)
+			s.log.Info("an agent's session cookie is not valid for the session it resumes; the old session is left to its heartbeat", "session", ts.ID, "resumes", truncate(req.ClientID, 64))
+		}
+	}
+	old := s.authenticated(sess, previous)
 	close(sess.authed)
 	s.m.sessionUp()
 	if old != nil {
 		go old.close("the agent reconnected")
+	} else if previous != "" {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+			defer cancel()
+			if err := s.opts.Host.CloseTunnelSession(ctx, sess.accountID, previous); err != nil && !errors.Is(err, apierr.ErrNotFound) {
+				s.log.Warn("removing the session an agent took over failed; its lease will end it", "session", previous, "err", err)
+			}
+		}()
 	}
 	select {
 	case <-sess.done: // closed meanwhile: its close ran before authed was set
@@ -248,7 +273,8 @@ func (sess *session) auth(str muxado.TypedStream) any {
 	s.log.Info("agent session opened", "session", sess.id, "account", sess.accountID, "remote", sess.remote.String(),
 		"agent", req.Extra.ClientType+"/"+req.Extra.Version)
 	return authResp{Version: protocolVersion, ClientID: sess.id,
-		Extra: authRespExtra{Region: s.opts.Region, Version: s.opts.Version, SessionDuration: 0}}
+		Extra: authRespExtra{Region: s.opts.Region, Version: s.opts.Version,
+			Cookie: s.opts.Host.AgentToken(edgeplane.AgentTokenSession, sess.accountID, sess.credentialID, sess.id)}}
 }
 
 // heartbeatValue is an agent-reported duration in nanoseconds, bounded
@@ -461,4 +487,13 @@ func refusalReason(err error) string {
 	default:
 		return reasonInvalid
 	}
+}
+
+// truncate returns s cut to at most n bytes, for logging what an agent
+// sent.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }

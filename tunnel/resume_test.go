@@ -1,0 +1,120 @@
+package tunnel_test
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane/tunnel"
+	"golang.ngrok.com/muxado/v2"
+)
+
+// rawAgent is an agent that speaks the protocol by hand, to send what
+// the SDK decides for itself (the session it resumes, its cookie).
+type rawAgent struct {
+	tc  *tls.Conn
+	mux muxado.TypedStreamSession
+}
+
+func dialRaw(t *testing.T, e *env) *rawAgent {
+	t.Helper()
+	tc, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &rawAgent{tc: tc, mux: muxado.NewTypedStreamSession(muxado.Client(tc, &muxado.Config{}))}
+	t.Cleanup(func() { a.mux.Close() })
+	return a
+}
+
+type rawAuthResp struct {
+	ClientID string `json:"ClientId"`
+	Error    string
+	Extra    struct{ Cookie string }
+}
+
+// auth sends Auth with token, resuming clientID with cookie.
+func (a *rawAgent) auth(t *testing.T, token, clientID, cookie string) rawAuthResp {
+	t.Helper()
+	str, err := a.mux.OpenTypedStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer str.Close()
+	req := map[string]any{"Version": []string{"3", "2"}, "ClientId": clientID,
+		"Extra": map[string]any{"Authtoken": token, "Cookie": cookie, "Version": "raw", "ClientType": "test"}}
+	if err := json.NewEncoder(str).Encode(req); err != nil {
+		t.Fatal(err)
+	}
+	var resp rawAuthResp
+	_ = str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := json.NewDecoder(str).Decode(&resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// closed reports whether the server closed a's connection within d.
+func (a *rawAgent) closed(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { a.mux.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestResumeTakesOver: an agent that reconnects with its session's ID and
+// cookie takes the old session over at once; a forged cookie, or the
+// cookie of another credential, takes nothing over.
+func TestResumeTakesOver(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	_, token := e.token(t)
+	_, otherToken := e.token(t)
+
+	first := dialRaw(t, e)
+	r1 := first.auth(t, token, "", "")
+	if r1.Error != "" || r1.ClientID == "" || r1.Extra.Cookie == "" {
+		t.Fatalf("first Auth: %+v", r1)
+	}
+
+	// Another credential presenting the first session's ID and cookie: no
+	// takeover (the cookie is sealed for the first credential).
+	intruder := dialRaw(t, e)
+	if r := intruder.auth(t, otherToken, r1.ClientID, r1.Extra.Cookie); r.Error != "" {
+		t.Fatalf("the other credential's Auth: %+v", r)
+	}
+	// The same credential with a forged cookie: no takeover either.
+	forger := dialRaw(t, e)
+	if r := forger.auth(t, token, r1.ClientID, r1.Extra.Cookie[:len(r1.Extra.Cookie)-4]+"AAAA"); r.Error != "" {
+		t.Fatalf("the forged cookie's Auth: %+v", r)
+	}
+	if first.closed(300 * time.Millisecond) {
+		t.Fatal("a foreign or forged cookie closed the session it named")
+	}
+
+	// The agent itself, back on a new connection: the old one is closed
+	// at once and its record removed.
+	again := dialRaw(t, e)
+	r2 := again.auth(t, token, r1.ClientID, r1.Extra.Cookie)
+	if r2.Error != "" || r2.ClientID == r1.ClientID {
+		t.Fatalf("the resuming Auth: %+v", r2)
+	}
+	start := time.Now()
+	if !first.closed(2 * time.Second) {
+		t.Fatal("the session taken over is still open")
+	}
+	t.Logf("the session taken over was closed %v after the agent's new Auth", time.Since(start))
+	if _, ok := eventually(time.Second, func() bool {
+		_, err := e.svc.GetTunnelSession(e.ctx, e.admin, r1.ClientID)
+		return err != nil
+	}); !ok {
+		t.Error("the record of the session taken over is still there")
+	}
+	if e.m.Sessions() != 3 { // intruder, forger, again
+		t.Errorf("%d sessions; want 3", e.m.Sessions())
+	}
+}
