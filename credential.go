@@ -154,6 +154,12 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 	if err != nil {
 		return nil, err
 	}
+	if params.ACL != nil {
+		// The ACL applies to the tunnels agents hold (sessionbinds.go).
+		if acl, err := credentials.ParseACL(c.ACL); err == nil {
+			s.unbindDisallowed(ctx, p.AccountID, c.ID, acl)
+		}
+	}
 	s.presentCredential(c, store.Record{})
 	return c, nil
 }

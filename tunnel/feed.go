@@ -62,7 +62,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			bd := h.s.tunnels[c.ID]
 			h.s.mu.Unlock()
 			if bd != nil {
-				go bd.sess.stopTunnel(c.ID, "the tunnel was removed", apierr.NotFound)
+				go bd.sess.stopTunnel(c.ID, "the tunnel was removed: its credential's ACL no longer allows it, or it was deleted", apierr.NotFound)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"golang.ngrok.com/ngrok"
 	"golang.ngrok.com/ngrok/config"
@@ -265,5 +266,47 @@ func TestReconnect(t *testing.T) {
 	code, body, err := e.get(t, page.Items[0].ID, "/again")
 	if err != nil || code != 200 || !strings.HasPrefix(body, "/again") {
 		t.Errorf("a request after the reconnect: %d %q %v", code, body, err)
+	}
+}
+
+// TestNarrowedACLStopsTunnel: an ACL update that no longer allows a
+// tunnel an agent holds removes it, and the agent is told (StopTunnel:
+// its Accept fails with the server's message); the tunnel still allowed
+// keeps serving.
+func TestNarrowedACLStopsTunnel(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	cred, token := e.token(t, "bind:app=web", "bind:app=api")
+	sess := e.connect(t, e.addr, token)
+	web, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "web")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go serve(web)
+	api, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "api")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := api.Accept()
+		accepted <- err
+	}()
+	narrowed := []string{"bind:app=web"}
+	if _, err := e.svc.UpdateCredential(e.ctx, e.admin, cred.ID, credentials.UpdateParams{ACL: &narrowed}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-accepted:
+		if err == nil || !strings.Contains(err.Error(), "ACL no longer allows it") {
+			t.Errorf("the stopped tunnel's Accept: %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the tunnel the ACL no longer allows was not stopped within a second")
+	}
+	if code, body, err := e.get(t, web.ID(), "/still"); err != nil || code != 200 || !strings.HasPrefix(body, "/still") {
+		t.Errorf("the tunnel still allowed: %d %q %v", code, body, err)
+	}
+	if _, _, err := e.get(t, api.ID(), "/"); !errors.Is(err, agents.ErrNoSession) {
+		t.Errorf("the stopped tunnel: %v; want ErrNoSession", err)
 	}
 }
