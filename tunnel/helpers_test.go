@@ -37,7 +37,7 @@ type env struct {
 	ctx   context.Context
 }
 
-func newEnv(t *testing.T, opts tunnel.Options) *env {
+func newEnv(t testing.TB, opts tunnel.Options) *env {
 	t.Helper()
 	st := memstore.New()
 	svc, err := edgeplane.New(st, edgeplane.Options{BaseURL: "https://api.example.test/", Logger: slog.New(slog.DiscardHandler)})
@@ -116,7 +116,7 @@ func eventually(d time.Duration, cond func() bool) (time.Duration, bool) {
 
 // selfSigned returns a certificate for 127.0.0.1 and localhost and a
 // pool holding it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -234,3 +234,23 @@ func (r *relay) breakAll() {
 
 // clientAddr is the client address the tests put in proxy headers.
 var clientAddr = netip.MustParseAddrPort("203.0.113.7:40000")
+
+// tokenB is token for a benchmark.
+func (e *env) tokenB(b *testing.B, acl ...string) (*credentials.Credential, string) {
+	b.Helper()
+	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{ACL: acl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, *c.Token
+}
+
+// connectB opens an agent session for a benchmark; the caller closes it.
+func (e *env) connectB(b *testing.B, token string) ngrok.Session {
+	b.Helper()
+	sess, err := ngrok.Connect(context.Background(), ngrok.WithServer(e.addr), ngrok.WithCA(e.pool), ngrok.WithAuthtoken(token))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sess
+}
