@@ -75,6 +75,36 @@ func BenchmarkStore(b *testing.B) {
 				}
 			}
 		})
+		// DeleteParent: a record with one child deleted (the child by
+		// cascade) among 5,000 others, as a tunnel session with its
+		// tunnel: the descendants must be found through the index, not
+		// by a scan of every record.
+		b.Run(be.name+"/DeleteParent", func(b *testing.B) {
+			s := be.open(b)
+			for i := range 5000 {
+				if err := s.Create(ctx, rec("k", "acct", fmt.Sprintf("other_%08d", i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				i++
+				parent, child := fmt.Sprintf("p_%08d", i), fmt.Sprintf("c_%08d", i)
+				if err := s.Create(ctx, rec("k", "acct", parent)); err != nil {
+					b.Fatal(err)
+				}
+				c := rec("k", "acct", child)
+				c.ParentID = parent
+				if err := s.Create(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := s.Delete(ctx, "k", "acct", parent, store.Note{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(be.name+"/Lookup", func(b *testing.B) {
 			s := be.open(b)
 			seed(b, s)

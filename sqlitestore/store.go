@@ -433,7 +433,10 @@ func (s *Store) DeleteIf(ctx context.Context, kind store.Kind, accountID, id str
 const subtree = "WITH RECURSIVE d(id) AS (VALUES (?1) UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
 
 const (
-	qDescendants       = subtree + "SELECT " + recordColumns + " FROM records r JOIN d ON r.id = d.id WHERE r.id <> ?1 ORDER BY r.id"
+	// CROSS JOIN fixes the join order (SQLite's planner otherwise scans
+	// every record and probes d: 9 ms per delete of a tunnel session on
+	// a store of 8,500 sessions, 0.1 ms this way, by the primary key).
+	qDescendants       = subtree + "SELECT " + recordColumns + " FROM d CROSS JOIN records r ON r.id = d.id WHERE r.id <> ?1 ORDER BY r.id"
 	qDeleteSubtreeRefs = subtree + "DELETE FROM refs WHERE from_id IN d"
 )
 
