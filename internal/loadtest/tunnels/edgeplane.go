@@ -28,14 +28,18 @@ type serveProc struct {
 // startServe starts edgeplane serve -proxy in dir: the API, the plain
 // HTTP listener of the edges, the TCP edges' ports tcpPorts ("" for
 // none) on 127.0.0.1, the tunnel listener with the certificate, and
-// /metrics; without the API's rate limit.
-func startServe(dir, name, bin, certFile, keyFile, tcpPorts string) (*serveProc, error) {
+// /metrics; without the API's rate limit. cpuprofile, when not "", is
+// the directory serve writes its CPU profile to (NAME.pprof) as it stops.
+func startServe(dir, name, bin, certFile, keyFile, tcpPorts, cpuprofile string) (*serveProc, error) {
 	s := &serveProc{store: "sqlite:" + filepath.Join(dir, name+".db")}
 	args := []string{"serve", "-addr", "127.0.0.1:0", "-store", s.store, "-metrics-addr", "127.0.0.1:0",
 		"-proxy", "-proxy-http-addr", "127.0.0.1:0",
 		"-proxy-tunnel-addr", "127.0.0.1:0", "-proxy-tunnel-cert", certFile, "-proxy-tunnel-key", keyFile}
 	if tcpPorts != "" {
 		args = append(args, "-proxy-tcp-ports", tcpPorts, "-proxy-tcp-host", "127.0.0.1")
+	}
+	if cpuprofile != "" {
+		args = append(args, "-cpuprofile", filepath.Join(cpuprofile, name+".pprof"))
 	}
 	p, err := startProc(dir, name, bin, false, args, "EDGEPLANE_API_KEY="+apiKey, "EDGEPLANE_RATE_LIMIT=0")
 	if err != nil {

@@ -35,14 +35,21 @@ type httpResult struct {
 	// CPU time (user+system) the processes spent during the run: the
 	// serve process, the agent (0 in the direct case) and the upstream.
 	serveCPU, agentCPU, upCPU time.Duration
+	// Write system calls of the serve process and of the agent.
+	serveWrites, agentWrites int64
 }
 
 // perRequest is d per request of r, in µs.
 func (r httpResult) perRequest(d time.Duration) float64 {
+	return µs(time.Duration(r.per(float64(d))))
+}
+
+// per is v per request of r.
+func (r httpResult) per(v float64) float64 {
 	if r.requests == 0 {
 		return 0
 	}
-	return µs(time.Duration(float64(d) / r.requests))
+	return v / r.requests
 }
 
 // µs returns d in microseconds.
@@ -139,28 +146,30 @@ func measureHTTP(s *serveProc, up *proc, cases []httpCase, rounds int, d time.Du
 		}
 	}
 	fmt.Printf("wrk -t%d -c%d -d%v against the proxy's plain HTTP listener (Host: HOST:443), %d rounds, interleaved\n\n", threads, conns, d, rounds)
-	fmt.Println("| round | case | req/s | p50 | p99 | serve CPU µs/req | agent CPU µs/req | upstream CPU µs/req | non-2xx |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| round | case | req/s | p50 | p99 | serve CPU µs/req | agent CPU µs/req | upstream CPU µs/req | serve writes/req | agent writes/req | non-2xx |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	results := map[string][]httpResult{}
 	for round := 1; round <= rounds; round++ {
 		for k := range cases {
 			c := cases[(k+round-1)%len(cases)]
 			var agent0 time.Duration
+			var agentW0 int64
 			if c.agent != nil {
-				agent0 = cpuTime(c.agent.pid())
+				agent0, agentW0 = cpuTime(c.agent.pid()), writeCalls(c.agent.pid())
 			}
-			serve0, up0 := cpuTime(s.pid()), cpuTime(up.pid())
+			serve0, up0, serveW0 := cpuTime(s.pid()), cpuTime(up.pid()), writeCalls(s.pid())
 			r, err := runWrk(s.proxyHTTP, c.host, d, conns, threads)
 			if err != nil {
 				return false, err
 			}
-			r.serveCPU, r.upCPU = cpuTime(s.pid())-serve0, cpuTime(up.pid())-up0
+			r.serveCPU, r.upCPU, r.serveWrites = cpuTime(s.pid())-serve0, cpuTime(up.pid())-up0, writeCalls(s.pid())-serveW0
 			if c.agent != nil {
-				r.agentCPU = cpuTime(c.agent.pid()) - agent0
+				r.agentCPU, r.agentWrites = cpuTime(c.agent.pid())-agent0, writeCalls(c.agent.pid())-agentW0
 			}
 			results[c.name] = append(results[c.name], r)
-			fmt.Printf("| %d | %s | %.0f | %v | %v | %.1f | %.1f | %.1f | %d%s |\n", round, c.name, r.rps, r.p50, r.p99,
-				r.perRequest(r.serveCPU), r.perRequest(r.agentCPU), r.perRequest(r.upCPU), r.non2xx, strings.TrimPrefix(" "+r.errors, " "))
+			fmt.Printf("| %d | %s | %.0f | %v | %v | %.1f | %.1f | %.1f | %.1f | %.1f | %d%s |\n", round, c.name, r.rps, r.p50, r.p99,
+				r.perRequest(r.serveCPU), r.perRequest(r.agentCPU), r.perRequest(r.upCPU), r.per(float64(r.serveWrites)), r.per(float64(r.agentWrites)),
+				r.non2xx, strings.TrimPrefix(" "+r.errors, " "))
 			if r.non2xx > 0 {
 				return false, fmt.Errorf("%s answered non-2xx: %d", c.name, r.non2xx)
 			}

@@ -90,6 +90,7 @@ func main() {
 	sample := flag.Int("sample", 100, "sessions whose heartbeat is sampled")
 	edgeplaneBin := flag.String("edgeplane", "", "the edgeplane binary (default: built from this module)")
 	keep := flag.Bool("keep", false, "keep the temporary directory (stores, logs)")
+	cpuprofile := flag.String("cpuprofile", "", "write the CPU profile of each serve process (its whole run) into this directory: serve.pprof, serve-sessions.pprof")
 	flag.Parse()
 	log.SetFlags(0)
 	var err error
@@ -97,7 +98,7 @@ func main() {
 	case "":
 		err = harness(options{parts: *parts, rounds: *rounds, duration: *duration, conns: *conns, threads: *threads, bytes: *bytes,
 			sessions:  sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
-			edgeplane: *edgeplaneBin, keep: *keep})
+			edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile})
 	case "sessions":
 		err = runSessionsTool(*server, *caFile, *authtoken, *n, *parallel)
 	default:
@@ -136,7 +137,7 @@ type options struct {
 	duration               time.Duration
 	bytes                  int64
 	sessions               sessionsConfig
-	edgeplane              string
+	edgeplane, cpuprofile  string
 	keep                   bool
 }
 
@@ -182,6 +183,11 @@ func harness(o options) error {
 		}
 		fmt.Fprintf(os.Stderr, "built edgeplane in %v\n", time.Since(t0).Round(time.Millisecond))
 	}
+	if o.cpuprofile != "" {
+		if err := os.MkdirAll(o.cpuprofile, 0o755); err != nil {
+			return err
+		}
+	}
 	certFile, keyFile, err := writeCert(dir)
 	if err != nil {
 		return err
@@ -194,7 +200,7 @@ func harness(o options) error {
 	}
 	if want["sessions"] {
 		fmt.Printf("\n## Idle agent sessions\n\n")
-		ok, err := measureSessions(dir, bin, self, certFile, keyFile, o.sessions)
+		ok, err := measureSessions(dir, bin, self, certFile, keyFile, o.cpuprofile, o.sessions)
 		if err != nil {
 			return err
 		}
@@ -235,7 +241,7 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 	}
 	lo, hi := min(ports[0], ports[1]), max(ports[0], ports[1])
 	t0 := time.Now()
-	s, err := startServe(dir, "serve", bin, certFile, keyFile, fmt.Sprintf("%d-%d", lo, hi))
+	s, err := startServe(dir, "serve", bin, certFile, keyFile, fmt.Sprintf("%d-%d", lo, hi), o.cpuprofile)
 	if err != nil {
 		return err
 	}

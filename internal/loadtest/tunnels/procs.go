@@ -266,3 +266,19 @@ func rssKiB(pid int) int64 {
 	}
 	return -1
 }
+
+// writeCalls returns the write system calls (write, sendmsg...) process
+// pid has made, from /proc/pid/io's syscw; 0 where that cannot be read.
+func writeCalls(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}

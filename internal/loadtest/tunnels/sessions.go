@@ -155,10 +155,10 @@ type sessionsConfig struct {
 // from c.tools tool processes, holds them for c.hold, and reports the
 // serve process's memory per session, its sessions gauge and sampled
 // heartbeats. It reports whether the targets were met.
-func measureSessions(dir, bin, self, certFile, keyFile string, c sessionsConfig) (bool, error) {
+func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c sessionsConfig) (bool, error) {
 	var ps procs
 	defer ps.stopAll()
-	s, err := startServe(dir, "serve-sessions", bin, certFile, keyFile, "")
+	s, err := startServe(dir, "serve-sessions", bin, certFile, keyFile, "", cpuprofile)
 	if err != nil {
 		return false, err
 	}

@@ -133,8 +133,9 @@ type tcpCase struct {
 
 // tcpResult is one transfer.
 type tcpResult struct {
-	took               time.Duration
-	serveCPU, agentCPU time.Duration
+	took                     time.Duration
+	serveCPU, agentCPU       time.Duration
+	serveWrites, agentWrites int64 // write system calls
 }
 
 // mibps is the transfer's rate in MiB/s.
@@ -160,29 +161,31 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 		}
 	}
 	fmt.Printf("%d MiB through a TCP edge on one connection, each direction (upload: client to sink, download: sink to client), %d rounds, interleaved\n\n", n>>20, rounds)
-	fmt.Println("| round | case | direction | seconds | MiB/s | serve CPU s | agent CPU s |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| round | case | direction | seconds | MiB/s | serve CPU s | agent CPU s | serve writes/MiB | agent writes/MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	results := map[string][]tcpResult{}
 	for round := 1; round <= rounds; round++ {
 		for _, d := range dirs {
 			for k := range cases {
 				c := cases[(k+round-1)%len(cases)]
 				var agent0 time.Duration
+				var agentW0 int64
 				if c.agent != nil {
-					agent0 = cpuTime(c.agent.pid())
+					agent0, agentW0 = cpuTime(c.agent.pid()), writeCalls(c.agent.pid())
 				}
-				serve0 := cpuTime(s.pid())
+				serve0, serveW0 := cpuTime(s.pid()), writeCalls(s.pid())
 				took, err := transfer(c.addr, d.upload, n)
 				if err != nil {
 					return false, fmt.Errorf("%s %s: %w", c.name, d.name, err)
 				}
-				r := tcpResult{took: took, serveCPU: cpuTime(s.pid()) - serve0}
+				r := tcpResult{took: took, serveCPU: cpuTime(s.pid()) - serve0, serveWrites: writeCalls(s.pid()) - serveW0}
 				if c.agent != nil {
-					r.agentCPU = cpuTime(c.agent.pid()) - agent0
+					r.agentCPU, r.agentWrites = cpuTime(c.agent.pid())-agent0, writeCalls(c.agent.pid())-agentW0
 				}
 				results[c.name+" "+d.name] = append(results[c.name+" "+d.name], r)
-				fmt.Printf("| %d | %s | %s | %.3f | %.0f | %.2f | %.2f |\n", round, c.name, d.name, took.Seconds(), r.mibps(n),
-					r.serveCPU.Seconds(), r.agentCPU.Seconds())
+				mib := float64(n) / (1 << 20)
+				fmt.Printf("| %d | %s | %s | %.3f | %.0f | %.2f | %.2f | %.1f | %.1f |\n", round, c.name, d.name, took.Seconds(), r.mibps(n),
+					r.serveCPU.Seconds(), r.agentCPU.Seconds(), float64(r.serveWrites)/mib, float64(r.agentWrites)/mib)
 			}
 		}
 	}
