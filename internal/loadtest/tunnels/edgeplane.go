@@ -198,3 +198,29 @@ func startAgent(dir, name, bin string, s *serveProc, certFile, token string, por
 	p.drain()
 	return p, nil
 }
+
+// opStats are the count and the total seconds of one store operation,
+// from edgeplane_store_operation_duration_seconds.
+type opStats struct {
+	count int64
+	sum   float64
+}
+
+func (a opStats) minus(b opStats) opStats { return opStats{a.count - b.count, a.sum - b.sum} }
+
+// mean is the mean duration in seconds.
+func (a opStats) mean() float64 {
+	if a.count == 0 {
+		return 0
+	}
+	return a.sum / float64(a.count)
+}
+
+// storeOp returns the store operation op's figures so far (zero where
+// /metrics cannot be read).
+func (s *serveProc) storeOp(op string) opStats {
+	const name = "edgeplane_store_operation_duration_seconds"
+	n, _ := s.metric(name + `_count{op="` + op + `"}`)
+	sum, _ := s.metric(name + `_sum{op="` + op + `"}`)
+	return opStats{count: int64(n), sum: sum}
+}

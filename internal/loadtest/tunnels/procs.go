@@ -32,6 +32,8 @@ type proc struct {
 	in    io.WriteCloser // nil for edgeplane
 	lines chan string    // closed at stdout's EOF
 	log   string         // the stderr file
+	// hard says that stop kills the process at once.
+	hard bool
 }
 
 // startProc starts bin with args (and env added to the harness's) and
@@ -115,9 +117,12 @@ func (p *proc) tail() string {
 	return string(bytes.TrimSpace(b))
 }
 
-// stop ends the process (its input closed, or SIGINT) and waits for it,
-// at most 15 seconds before it is killed.
+// stop ends the process (its input closed, or SIGINT; killed when hard)
+// and waits for it, at most 15 seconds before it is killed.
 func (p *proc) stop() {
+	if p.hard {
+		_ = p.cmd.Process.Kill()
+	}
 	if p.in != nil {
 		_ = p.in.Close()
 	} else {

@@ -162,6 +162,9 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	if err != nil {
 		return false, err
 	}
+	// Its store is thrown away: killed at the end, it does not spend a
+	// graceful shutdown closing every session's record.
+	s.hard = true
 	ps.add(s.proc)
 	token, err := s.create("/credentials", `{}`, "token")
 	if err != nil {
@@ -207,29 +210,40 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	fmt.Printf("connected %d of %d in %v (%.0f sessions/s); serve CPU %.1f s, %.0f µs per session\n", connected, c.n,
 		took.Round(100*time.Millisecond), float64(connected)/took.Seconds(), connectCPU.Seconds(), µs(connectCPU)/float64(max(connected, 1)))
 
-	cpu1 := cpuTime(s.pid())
+	stats := func() (beats, disconnects int64, err error) {
+		for _, p := range tools {
+			if err := p.send("stats"); err != nil {
+				return 0, 0, err
+			}
+			v, err := p.await("stats ", 30*time.Second)
+			if err != nil {
+				return 0, 0, err
+			}
+			var b, d int64
+			if _, err := fmt.Sscan(v, &b, &d); err != nil {
+				return 0, 0, fmt.Errorf("%s: stats %q", p.name, v)
+			}
+			beats, disconnects = beats+b, disconnects+d
+		}
+		return beats, disconnects, nil
+	}
+	beats0, disc0, err := stats()
+	if err != nil {
+		return false, err
+	}
+	cpu1, upd0 := cpuTime(s.pid()), s.storeOp("update")
 	time.Sleep(c.hold)
-	holdCPU := cpuTime(s.pid()) - cpu1
+	holdCPU, upd := cpuTime(s.pid())-cpu1, s.storeOp("update").minus(upd0)
 	after := sampleMem(s)
 	gauge, err := s.metric("edgeplane_tunnel_sessions")
 	if err != nil {
 		return false, err
 	}
-	var beats, disconnects int64
-	for _, p := range tools {
-		if err := p.send("stats"); err != nil {
-			return false, err
-		}
-		v, err := p.await("stats ", 30*time.Second)
-		if err != nil {
-			return false, err
-		}
-		var b, d int64
-		if _, err := fmt.Sscan(v, &b, &d); err != nil {
-			return false, fmt.Errorf("%s: stats %q", p.name, v)
-		}
-		beats, disconnects = beats+b, disconnects+d
+	beats1, disc1, err := stats()
+	if err != nil {
+		return false, err
 	}
+	beats, disconnects := beats1-beats0, disc1-disc0
 	// Sampled heartbeats, from every tool at once.
 	var lats []time.Duration
 	answered, unanswered := 0, 0
@@ -274,10 +288,11 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	fmt.Printf("  of which Go heap in use %.1f KiB, goroutine stacks %.1f KiB; %.1f goroutines per session\n",
 		perSession(before.heap, after.heap), perSession(before.stacks, after.stacks), perSession(before.goroutines, after.goroutines))
 	fmt.Printf("edgeplane_tunnel_sessions = %.0f (want %d): %s\n", gauge, c.n, verdict(int(gauge) == c.n && connected == c.n))
-	fmt.Printf("serve CPU while the sessions idled: %.2f s in %v (%.1f%% of one core; heartbeats and lease renewals)\n",
-		holdCPU.Seconds(), c.hold, 100*holdCPU.Seconds()/c.hold.Seconds())
-	fmt.Printf("SDK heartbeats answered since connecting: %d (about %d expected: one per session per 10s); session failures: %d\n",
-		beats, int64(c.n)*int64(c.hold/(10*time.Second)), disconnects)
+	fmt.Printf("during the %v hold: serve CPU %.2f s (%.1f%% of one core: heartbeats, lease renewals);\n", c.hold, holdCPU.Seconds(), 100*holdCPU.Seconds()/c.hold.Seconds())
+	fmt.Printf("  store updates %.0f/s, mean %.2f ms each (renewing %d leases every 20s takes %.0f/s, one after another);\n",
+		float64(upd.count)/c.hold.Seconds(), 1000*upd.mean(), c.n, float64(c.n)/20)
+	fmt.Printf("  SDK heartbeats answered %d (about %d expected: one per session per 10s); sessions the SDK saw fail (and reopened): %d: %s\n",
+		beats, int64(c.n)*int64(c.hold/(10*time.Second)), disconnects, verdict(disconnects == 0))
 	slices.Sort(lats)
 	q := func(p float64) time.Duration {
 		if len(lats) == 0 {
