@@ -76,8 +76,10 @@ func main() {
 	caFile := flag.String("ca", "", "internal: the sessions tool's CA file")
 	authtoken := flag.String("authtoken", "", "internal: the sessions tool's authtoken")
 	n := flag.Int("n", 0, "internal: the sessions one tool opens")
+	keyFile := flag.String("key", "", "internal: the tunnel server's key file (tunnelheap)")
 
-	parts := flag.String("parts", "http,tcp,sessions", "comma-separated parts to run: http, tcp, sessions")
+	parts := flag.String("parts", "http,tcp,sessions", "comma-separated parts to run: http, tcp, sessions, and heap (not by default: "+
+		"where an idle session's memory goes, on a tunnel.Server alone in a process, with a heap profile)")
 	rounds := flag.Int("rounds", 5, "measured rounds of the HTTP and TCP parts; each round runs every case once")
 	duration := flag.Duration("duration", 5*time.Second, "wrk duration of one HTTP measurement")
 	conns := flag.Int("conns", 64, "wrk connections")
@@ -90,6 +92,7 @@ func main() {
 	sample := flag.Int("sample", 100, "sessions whose heartbeat is sampled")
 	edgeplaneBin := flag.String("edgeplane", "", "the edgeplane binary (default: built from this module)")
 	keep := flag.Bool("keep", false, "keep the temporary directory (stores, logs)")
+	heapprofile := flag.String("heapprofile", "", "where -parts heap writes its heap profiles (default: the temporary directory)")
 	cpuprofile := flag.String("cpuprofile", "", "write the CPU profile of each serve process (its whole run) into this directory: serve.pprof, serve-sessions.pprof")
 	flag.Parse()
 	log.SetFlags(0)
@@ -98,9 +101,11 @@ func main() {
 	case "":
 		err = harness(options{parts: *parts, rounds: *rounds, duration: *duration, conns: *conns, threads: *threads, bytes: *bytes,
 			sessions:  sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
-			edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile})
+			edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
 	case "sessions":
 		err = runSessionsTool(*server, *caFile, *authtoken, *n, *parallel)
+	case "tunnelheap":
+		err = runTunnelHeap(*caFile, *keyFile)
 	default:
 		err = runServer(*mode)
 	}
@@ -138,6 +143,7 @@ type options struct {
 	bytes                  int64
 	sessions               sessionsConfig
 	edgeplane, cpuprofile  string
+	heapprofile            string
 	keep                   bool
 }
 
@@ -145,10 +151,10 @@ func harness(o options) error {
 	want := map[string]bool{}
 	for p := range strings.SplitSeq(o.parts, ",") {
 		switch p {
-		case "http", "tcp", "sessions":
+		case "http", "tcp", "sessions", "heap":
 			want[p] = true
 		default:
-			return fmt.Errorf("-parts: unknown part %q: want http, tcp, sessions", p)
+			return fmt.Errorf("-parts: unknown part %q: want http, tcp, sessions, heap", p)
 		}
 	}
 	if o.rounds < 1 || o.sessions.tools < 1 || o.sessions.n < o.sessions.tools || o.sessions.sample < o.sessions.tools || o.sessions.parallel < 1 {
@@ -157,7 +163,7 @@ func harness(o options) error {
 	if _, err := exec.LookPath("wrk"); err != nil && want["http"] {
 		return errors.New("wrk not found: apt-get install wrk")
 	}
-	if want["sessions"] {
+	if want["sessions"] || want["heap"] {
 		if err := raiseOpenFiles(uint64(o.sessions.n) + 1024); err != nil {
 			return err
 		}
@@ -205,6 +211,18 @@ func harness(o options) error {
 			return err
 		}
 		met["idle sessions (KiB per session, gauge, heartbeats)"] = ok
+	}
+	if want["heap"] {
+		fmt.Printf("\n## Where an idle session's memory goes\n\n")
+		profDir := o.heapprofile
+		if profDir == "" {
+			profDir = dir
+		} else if err := os.MkdirAll(profDir, 0o755); err != nil {
+			return err
+		}
+		if err := measureHeap(dir, self, certFile, keyFile, profDir, o.sessions); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("\n## Targets\n\n")
 	for _, k := range slices.Sorted(maps.Keys(met)) {
