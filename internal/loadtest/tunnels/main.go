@@ -33,7 +33,16 @@
 //     hold them idle for -hold, then sample -sample of them with
 //     Session.Heartbeat. It reports the serve process's VmRSS per session
 //     (before and after, from /proc; target <= 64 KiB), its
-//     edgeplane_tunnel_sessions gauge (want -sessions), the heartbeats.
+//     edgeplane_tunnel_sessions gauge (want -sessions), the heartbeats
+//     the SDK's own timer sent during the hold, the sessions the SDK saw
+//     fail (a session whose lease lapsed is closed by the server and
+//     reopened by the SDK: want none), and the store updates during the
+//     hold (the lease renewals).
+//
+// With -parts heap (not in the default run) it also opens -sessions
+// idle sessions on a tunnel.Server alone in a process (memstore, no
+// proxy, no SQLite) and prints the live heap per session with the
+// allocation sites that hold it (go tool pprof -top of a heap profile).
 //
 // Every server runs in a process of its own: edgeplane serve, each
 // agent, the upstream and the sink (this binary again, with -serve), the
@@ -45,10 +54,16 @@
 //	go run ./internal/loadtest/tunnels                            # the default run, about 3 minutes
 //	go run ./internal/loadtest/tunnels -rounds 7 -duration 10s -conns 32
 //	go run ./internal/loadtest/tunnels -parts sessions -sessions 20000 -hold 60s
+//	go run ./internal/loadtest/tunnels -parts heap -sessions 4000 -hold 15s -heapprofile /tmp/heap
+//	go run ./internal/loadtest/tunnels -parts http,tcp -cpuprofile /tmp/prof   # serve's CPU profile
 //
-// It prints one row per round and case, then the medians and the
-// per-round ratios agent/direct with their targets, and a summary.
-// Processes' stderr goes to files in the temporary directory (kept with
+// It prints one row per round and case (with the CPU time of the serve
+// process, the agent and the upstream from /proc/PID/stat, and their
+// write system calls from /proc/PID/io), then the medians and the
+// per-round ratios agent/direct with their targets, and a summary. On a
+// 2-core machine the agent shares the cores with the proxy, the
+// upstream and the load generator, so the ratios measure the whole CPU
+// cost of the extra hop, not the proxy's alone. Processes' stderr goes to files in the temporary directory (kept with
 // -keep): edgeplane logs every request and connection there.
 package main
 
