@@ -1,0 +1,375 @@
+// Command tunnels is the load harness of agents' tunnels (package
+// tunnel, and the proxy that dials them): in one run, over loopback, it
+// measures
+//
+//  1. HTTP through an agent's tunnel against the same HTTP with the
+//     proxy dialing the upstream itself: one edgeplane serve -proxy
+//     process (SQLite file store, the tunnel listener with a self-signed
+//     certificate, no API rate limit) serves two HTTPS edges,
+//     direct.example.com, whose backend selects a tunnel registered with
+//     edgeplane admin register-tunnel -forwards-to the upstream, and
+//     agent.example.com, whose backend selects the labeled tunnel
+//     (app=agent) of an edgeplane agent process forwarding to the same
+//     upstream. wrk sends GET / to the proxy's plain HTTP listener with
+//     Host: direct.example.com:443 or agent.example.com:443 (an HTTPS
+//     edge's hostport is named by the Host header there), interleaved
+//     rounds. Targets: req/s agent/direct >= 0.6, p99 agent/direct <= 2x.
+//  2. TCP bytes/s through a tunnel against the direct relay: two TCP
+//     edges of the same process, one whose tunnel forwards to
+//     tcp://127.0.0.1:SINK (the proxy dials it), one whose tunnel is a
+//     second agent's labeled tunnel (app=tcpagent) forwarding to the same
+//     sink. A labeled tunnel is protocol-agnostic: the agent relays the
+//     bytes of every connection it is handed to its target, and writes
+//     nothing of its own (its 502 page is only for an http or https
+//     connection whose target cannot be dialed; the TCP edge tells it
+//     "tcp"). The agent's tcp tunnel (an endpoint bind) is not served by
+//     this server, so "edgeplane agent http SINKPORT -label" is the way.
+//     One connection moves -bytes to the sink (upload: the sink answers
+//     the count once the client half-closes) and from it (download).
+//     Target: MiB/s agent/direct >= 0.5 each way.
+//  3. Idle agent sessions on one proxy: a fresh serve process, -tools
+//     processes of this binary (-serve sessions) open -sessions sessions
+//     with the SDK (golang.ngrok.com/ngrok: sessions only, no tunnel),
+//     hold them idle for -hold, then sample -sample of them with
+//     Session.Heartbeat. It reports the serve process's VmRSS per session
+//     (before and after, from /proc; target <= 64 KiB), its
+//     edgeplane_tunnel_sessions gauge (want -sessions), the heartbeats
+//     the SDK's own timer sent during the hold, the sessions the SDK saw
+//     fail (a session whose lease lapsed is closed by the server and
+//     reopened by the SDK: want none), and the store updates during the
+//     hold (the lease renewals).
+//
+// With -parts heap (not in the default run) it also opens -sessions
+// idle sessions on a tunnel.Server alone in a process (memstore, no
+// proxy, no SQLite) and prints the live heap per session with the
+// allocation sites that hold it (go tool pprof -top of a heap profile).
+//
+// Every server runs in a process of its own: edgeplane serve, each
+// agent, the upstream and the sink (this binary again, with -serve), the
+// session tools; wrk and the transfers' client are apart from them. The
+// harness raises its open-files limit to the hard limit, which the
+// processes it starts inherit. edgeplane is built once into a temporary
+// directory (or -edgeplane names a binary).
+//
+//	go run ./internal/loadtest/tunnels                            # the default run, about 3 minutes
+//	go run ./internal/loadtest/tunnels -rounds 7 -duration 10s -conns 32
+//	go run ./internal/loadtest/tunnels -parts sessions -sessions 20000 -hold 60s
+//	go run ./internal/loadtest/tunnels -parts heap -sessions 4000 -hold 15s -heapprofile /tmp/heap
+//	go run ./internal/loadtest/tunnels -parts http,tcp -cpuprofile /tmp/prof   # serve's CPU profile
+//
+// It prints one row per round and case (with the CPU time of the serve
+// process, the agent and the upstream from /proc/PID/stat, and their
+// write system calls from /proc/PID/io), then the medians and the
+// per-round ratios agent/direct with their targets, and a summary. On a
+// 2-core machine the agent shares the cores with the proxy, the
+// upstream and the load generator, so the ratios measure the whole CPU
+// cost of the extra hop, not the proxy's alone. Processes' stderr goes to files in the temporary directory (kept with
+// -keep): edgeplane logs every request and connection there.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	mode := flag.String("serve", "", "internal: run one server (upstream, sink) or the sessions tool (sessions) instead of the harness")
+	server := flag.String("server", "", "internal: the sessions tool's tunnel server")
+	caFile := flag.String("ca", "", "internal: the sessions tool's CA file")
+	authtoken := flag.String("authtoken", "", "internal: the sessions tool's authtoken")
+	n := flag.Int("n", 0, "internal: the sessions one tool opens")
+	keyFile := flag.String("key", "", "internal: the tunnel server's key file (tunnelheap)")
+
+	parts := flag.String("parts", "http,tcp,sessions", "comma-separated parts to run: http, tcp, sessions, and heap (not by default: "+
+		"where an idle session's memory goes, on a tunnel.Server alone in a process, with a heap profile)")
+	rounds := flag.Int("rounds", 5, "measured rounds of the HTTP and TCP parts; each round runs every case once")
+	duration := flag.Duration("duration", 5*time.Second, "wrk duration of one HTTP measurement")
+	conns := flag.Int("conns", 64, "wrk connections")
+	threads := flag.Int("threads", 2, "wrk threads")
+	bytes := flag.Int64("bytes", 256<<20, "bytes of one TCP transfer")
+	sessions := flag.Int("sessions", 10000, "idle agent sessions")
+	tools := flag.Int("tools", 4, "processes the sessions are opened from")
+	parallel := flag.Int("parallel", 16, "sessions one tool process connects at a time")
+	hold := flag.Duration("hold", 30*time.Second, "how long the sessions idle before they are measured")
+	sample := flag.Int("sample", 100, "sessions whose heartbeat is sampled")
+	edgeplaneBin := flag.String("edgeplane", "", "the edgeplane binary (default: built from this module)")
+	keep := flag.Bool("keep", false, "keep the temporary directory (stores, logs)")
+	heapprofile := flag.String("heapprofile", "", "where -parts heap writes its heap profiles (default: the temporary directory)")
+	cpuprofile := flag.String("cpuprofile", "", "write the CPU profile of each serve process (its whole run) into this directory: serve.pprof, serve-sessions.pprof")
+	flag.Parse()
+	log.SetFlags(0)
+	var err error
+	switch *mode {
+	case "":
+		err = harness(options{parts: *parts, rounds: *rounds, duration: *duration, conns: *conns, threads: *threads, bytes: *bytes,
+			sessions:  sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
+			edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
+	case "sessions":
+		err = runSessionsTool(*server, *caFile, *authtoken, *n, *parallel)
+	case "tunnelheap":
+		err = runTunnelHeap(*caFile, *keyFile)
+	default:
+		err = runServer(*mode)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// runServer runs the upstream or the sink on 127.0.0.1, prints
+// "listening ADDR" once it accepts connections, and returns when its
+// standard input ends (the harness exited or closed it).
+func runServer(kind string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case "upstream":
+		go func() { _ = http.Serve(ln, serveUpstream()) }()
+	case "sink":
+		go func() { _ = serveSink(ln) }()
+	default:
+		return fmt.Errorf("unknown server %q", kind)
+	}
+	fmt.Printf("listening %s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return ln.Close()
+}
+
+// options are the harness's flags.
+type options struct {
+	parts                  string
+	rounds, conns, threads int
+	duration               time.Duration
+	bytes                  int64
+	sessions               sessionsConfig
+	edgeplane, cpuprofile  string
+	heapprofile            string
+	keep                   bool
+}
+
+func harness(o options) error {
+	want := map[string]bool{}
+	for p := range strings.SplitSeq(o.parts, ",") {
+		switch p {
+		case "http", "tcp", "sessions", "heap":
+			want[p] = true
+		default:
+			return fmt.Errorf("-parts: unknown part %q: want http, tcp, sessions, heap", p)
+		}
+	}
+	if o.rounds < 1 || o.sessions.tools < 1 || o.sessions.n < o.sessions.tools || o.sessions.sample < o.sessions.tools || o.sessions.parallel < 1 {
+		return errors.New("-rounds, -tools, -parallel must be at least 1, -sessions and -sample at least -tools")
+	}
+	if _, err := exec.LookPath("wrk"); err != nil && want["http"] {
+		return errors.New("wrk not found: apt-get install wrk")
+	}
+	if want["sessions"] || want["heap"] {
+		if err := raiseOpenFiles(uint64(o.sessions.n) + 1024); err != nil {
+			return err
+		}
+	}
+	dir, err := os.MkdirTemp("", "tunnels-load")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintf(os.Stderr, "keeping %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	bin := o.edgeplane
+	if bin == "" {
+		t0 := time.Now()
+		if bin, err = buildEdgeplane(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "built edgeplane in %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if o.cpuprofile != "" {
+		if err := os.MkdirAll(o.cpuprofile, 0o755); err != nil {
+			return err
+		}
+	}
+	certFile, keyFile, err := writeCert(dir)
+	if err != nil {
+		return err
+	}
+	met := map[string]bool{}
+	if want["http"] || want["tcp"] {
+		if err := dataPlane(dir, bin, self, certFile, keyFile, o, want, met); err != nil {
+			return err
+		}
+	}
+	if want["sessions"] {
+		fmt.Printf("\n## Idle agent sessions\n\n")
+		ok, err := measureSessions(dir, bin, self, certFile, keyFile, o.cpuprofile, o.sessions)
+		if err != nil {
+			return err
+		}
+		met["idle sessions (KiB per session, gauge, heartbeats)"] = ok
+	}
+	if want["heap"] {
+		fmt.Printf("\n## Where an idle session's memory goes\n\n")
+		profDir := o.heapprofile
+		if profDir == "" {
+			profDir = dir
+		} else if err := os.MkdirAll(profDir, 0o755); err != nil {
+			return err
+		}
+		if err := measureHeap(dir, self, certFile, keyFile, profDir, o.sessions); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\n## Targets\n\n")
+	for _, k := range slices.Sorted(maps.Keys(met)) {
+		fmt.Printf("%s: %s\n", k, verdict(met[k]))
+	}
+	return nil
+}
+
+// dataPlane runs the HTTP and TCP parts on one serve process.
+func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met map[string]bool) error {
+	var ps procs
+	defer ps.stopAll()
+	up, err := startProc(dir, "upstream", self, true, []string{"-serve", "upstream"})
+	if err != nil {
+		return err
+	}
+	ps.add(up)
+	upAddr, err := up.await("listening ", 10*time.Second)
+	if err != nil {
+		return err
+	}
+	sink, err := startProc(dir, "sink", self, true, []string{"-serve", "sink"})
+	if err != nil {
+		return err
+	}
+	ps.add(sink)
+	sinkAddr, err := sink.await("listening ", 10*time.Second)
+	if err != nil {
+		return err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	lo, hi := min(ports[0], ports[1]), max(ports[0], ports[1])
+	t0 := time.Now()
+	s, err := startServe(dir, "serve", bin, certFile, keyFile, fmt.Sprintf("%d-%d", lo, hi), o.cpuprofile)
+	if err != nil {
+		return err
+	}
+	ps.add(s.proc)
+
+	// Through the API: the edges, their backends and one credential that
+	// may bind every label; the direct tunnels through edgeplane admin.
+	if err := s.httpsEdge("direct.example.com", "direct"); err != nil {
+		return err
+	}
+	if err := s.httpsEdge("agent.example.com", "agent"); err != nil {
+		return err
+	}
+	if err := s.tcpEdge("tcpdirect.example.com", ports[0], "tcpdirect"); err != nil {
+		return err
+	}
+	if err := s.tcpEdge("tcpagent.example.com", ports[1], "tcpagent"); err != nil {
+		return err
+	}
+	token, err := s.create("/credentials", `{"acl":["bind:app=direct","bind:app=agent","bind:app=tcpdirect","bind:app=tcpagent"]}`, "token")
+	if err != nil {
+		return err
+	}
+	if _, err := s.registerTunnel(bin, token, "direct", "http://"+upAddr); err != nil {
+		return err
+	}
+	if _, err := s.registerTunnel(bin, token, "tcpdirect", "tcp://"+sinkAddr); err != nil {
+		return err
+	}
+	_, upPort, _ := net.SplitHostPort(upAddr)
+	_, sinkPort, _ := net.SplitHostPort(sinkAddr)
+	upP, _ := strconv.Atoi(upPort)
+	sinkP, _ := strconv.Atoi(sinkPort)
+	httpAgent, err := startAgent(dir, "agent-http", bin, s, certFile, token, upP, "agent")
+	if err != nil {
+		return err
+	}
+	ps.add(httpAgent)
+	tcpAgent, err := startAgent(dir, "agent-tcp", bin, s, certFile, token, sinkP, "tcpagent")
+	if err != nil {
+		return err
+	}
+	ps.add(tcpAgent)
+	for _, h := range []string{"direct.example.com:443", "agent.example.com:443"} {
+		if err := awaitHTTP(s.proxyHTTP, h); err != nil {
+			return err
+		}
+	}
+	tcpDirect, tcpThrough := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
+	for _, a := range []string{tcpDirect, tcpThrough} {
+		if err := awaitTCP(a); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "serve, upstream, sink and two agents ready in %v\n", time.Since(t0).Round(time.Millisecond))
+
+	if want["http"] {
+		fmt.Printf("## HTTP: through an agent's tunnel vs the proxy dialing the upstream\n\n")
+		ok, err := measureHTTP(s, up, []httpCase{{"direct", "direct.example.com:443", nil}, {"agent", "agent.example.com:443", httpAgent}},
+			o.rounds, o.duration, o.conns, o.threads)
+		if err != nil {
+			return err
+		}
+		met["HTTP through the agent (req/s >= 0.6x, p99 <= 2x)"] = ok
+	}
+	if want["tcp"] {
+		fmt.Printf("\n## TCP: through an agent's tunnel vs the proxy's direct relay\n\n")
+		ok, err := measureTCP(s, []tcpCase{{"direct", tcpDirect, nil}, {"agent", tcpThrough, tcpAgent}}, o.rounds, o.bytes)
+		if err != nil {
+			return err
+		}
+		met["TCP through the agent (MiB/s >= 0.5x)"] = ok
+	}
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// median returns the median of f over rs.
+func median[T any](rs []T, f func(T) float64) float64 {
+	v := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
