@@ -51,6 +51,10 @@ const (
 	hostTimeout = 10 * time.Second
 	// maxRPCs bounds the requests of one session handled at once.
 	maxRPCs = 16
+	// acceptBacklog bounds the streams an agent opened that wait to be
+	// accepted (muxado's default is 128, a queue every idle session
+	// holds): an agent opens one heartbeat and requests one at a time.
+	acceptBacklog = 2 * maxRPCs
 )
 
 // Host is what a [Server] asks of the Service: *edgeplane.Host

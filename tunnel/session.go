@@ -73,7 +73,7 @@ func (sess *session) run() {
 	sess.limit = s.opts.HandshakeTimeout
 	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
 	sess.mu.Unlock()
-	sess.mux = muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{}))
+	sess.mux = muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: newCoalescingFramer}))
 	for {
 		str, err := sess.mux.AcceptTypedStream()
 		if err != nil {
