@@ -49,6 +49,8 @@ const (
 	// hostTimeout bounds one call of the Host made outside a request (a
 	// session's close, a renewal).
 	hostTimeout = 10 * time.Second
+	// renewWorkers is how many sessions' leases are renewed at once.
+	renewWorkers = 8
 	// maxRPCs bounds the requests of one session handled at once.
 	maxRPCs = 16
 	// acceptBacklog bounds the streams an agent opened that wait to be
@@ -380,16 +382,35 @@ func (s *Server) renewLoop() {
 			held = append(held, sess)
 		}
 		s.mu.Unlock()
+		// A few renewals at a time: a store that commits writes in
+		// parallel (PostgreSQL) renews that many times faster. Each
+		// session is still one write: see the package doc's limits.
+		work := make(chan *session)
+		var wg sync.WaitGroup
+		for range renewWorkers {
+			wg.Go(func() {
+				for sess := range work {
+					ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+					_, err := s.opts.Host.RenewTunnelSession(ctx, sess.accountID, sess.id)
+					cancel()
+					switch {
+					case errors.Is(err, apierr.ErrNotFound):
+						go sess.close("the session was removed")
+					case err != nil:
+						s.log.Warn("renewing an agent session's lease failed", "session", sess.id, "err", err)
+					}
+				}
+			})
+		}
+	feed:
 		for _, sess := range held {
-			ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
-			_, err := s.opts.Host.RenewTunnelSession(ctx, sess.accountID, sess.id)
-			cancel()
-			switch {
-			case errors.Is(err, apierr.ErrNotFound):
-				go sess.close("the session was removed")
-			case err != nil:
-				s.log.Warn("renewing an agent session's lease failed", "session", sess.id, "err", err)
+			select {
+			case work <- sess:
+			case <-s.stopRenew:
+				break feed
 			}
 		}
+		close(work)
+		wg.Wait()
 	}
 }
