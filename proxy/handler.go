@@ -318,9 +318,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "misdirected request: the Host header does not name the TLS server name", http.StatusMisdirectedRequest)
 		return
 	}
-	e := h.configs.EdgeByHost(host)
-	if e == nil || e.Config == nil { // none, or a TLS edge's host
-
+	// An HTTPS edge, or the http or https endpoint of the listener's
+	// protocol (see the package doc's # Endpoints).
+	var e *Edge
+	if r.TLS != nil {
+		e = h.configs.siteTLS(host)
+	} else {
+		e = h.configs.sitePlain(host)
+	}
+	if e != nil && e.Config == nil && (e.ep == nil || !e.ep.serves(r.TLS != nil)) {
+		e = nil // a TLS edge's or a tls endpoint's host
+	}
+	if e == nil {
 		h.metrics.unrouted(reasonUnknownHost)
 		http.Error(rw, "no edge serves this host", http.StatusNotFound)
 		return
@@ -336,15 +345,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	oidcauth.StripHeaders(r.Header) // only the OIDC module sets them
-	if len(e.oidcRoutes) > 0 && h.oidcCallback(rw, r, e) {
-		return
+	var rt *route
+	if e.ep != nil {
+		// An endpoint is one route "/" of no edge, without modules.
+		if e.ep.policyErr != nil {
+			http.Error(rw, "service unavailable: this endpoint's traffic policy cannot be applied", http.StatusServiceUnavailable)
+			return
+		}
+		rt = e.epRoute
+	} else {
+		if len(e.oidcRoutes) > 0 && h.oidcCallback(rw, r, e) {
+			return
+		}
+		rc := e.Config.Route(r.URL.Path)
+		if rc == nil {
+			http.Error(rw, "no route of this edge matches the path", http.StatusNotFound)
+			return
+		}
+		rt = e.routes[rc.RouteID]
 	}
-	rc := e.Config.Route(r.URL.Path)
-	if rc == nil {
-		http.Error(rw, "no route of this edge matches the path", http.StatusNotFound)
-		return
-	}
-	rt := e.routes[rc.RouteID]
+	rc := rt.cfg
 	ex.route = rt
 	now := start
 	if !h.wallClock {
@@ -386,6 +406,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ex.upstream.agent {
 		rp = h.agentRP
 		ex.agentHeader = agents.ConnHeader{ClientAddr: client, Proto: "http", EdgeType: agents.EdgeHTTPS}
+		if e.ep != nil {
+			ex.agentHeader.EdgeType = agents.EdgeNone
+		}
 		if forwarded {
 			ex.agentHeader.ClientAddr, _ = peerAddr(r) // the socket's peer, not X-Forwarded-For's client
 		}
@@ -543,7 +566,7 @@ func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	ex.failed = true
 	ex.upstream.health.fail(h.clock().Add(h.backoff))
-	h.log.Warn("upstream error", "account", ex.edge.Config.AccountID, "edge", ex.edge.Config.EdgeID, "route", ex.route.cfg.RouteID,
+	h.log.Warn("upstream error", "account", ex.edge.AccountID(), "edge", ex.edge.ID(), "route", ex.route.cfg.RouteID,
 		"tunnel", ex.upstream.tunnelID, "err", err)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -589,7 +612,7 @@ func (h *Handler) observe(r *http.Request, ex *exchange, client netip.AddrPort, 
 		slog.Duration("duration", d),
 	}
 	if ex.edge != nil {
-		attrs = append(attrs, slog.String("account", ex.edge.Config.AccountID), slog.String("edge", ex.edge.Config.EdgeID))
+		attrs = append(attrs, slog.String("account", ex.edge.AccountID()), slog.String("edge", ex.edge.ID()))
 	}
 	if ex.route != nil {
 		attrs = append(attrs, slog.String("route", ex.route.cfg.RouteID))

@@ -233,14 +233,14 @@ func (m *Metrics) request(ex *exchange, action string, d time.Duration) {
 		return
 	}
 	if ex.route == nil {
-		edge, route := m.labels(ex.edge.Config.EdgeID, "")
+		edge, route := m.labels(ex.edge.ID(), "")
 		m.requests.WithLabelValues(edge, route, action, statusClass(ex.w.status)).Inc()
 		m.duration.WithLabelValues(edge, route).Observe(d.Seconds())
 		return
 	}
 	s := ex.route.series.Load()
 	if s == nil || s.m != m {
-		s = m.newRouteSeries(ex.edge.Config.EdgeID, ex.route.cfg.RouteID)
+		s = m.newRouteSeries(ex.edge.ID(), ex.route.cfg.RouteID)
 		ex.route.series.Store(s)
 	}
 	s.requests(action, ex.w.status).Inc()

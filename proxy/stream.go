@@ -213,7 +213,7 @@ func (s *Streams) reap() {
 		}
 		s.mu.Lock()
 		for id, ec := range s.open {
-			if s.configs.Edge(ec.account, id) == nil {
+			if !s.configs.served(ec.account, id) {
 				for _, cancel := range ec.cancels {
 					cancel()
 				}
@@ -288,6 +288,9 @@ func (cn *conn) agentHeader() agents.ConnHeader {
 	h := agents.ConnHeader{ClientAddr: cn.client, Proto: cn.kind, EdgeType: agents.EdgeTCP}
 	if cn.kind == kindTLS {
 		h.EdgeType, h.PassthroughTLS = agents.EdgeTLS, cn.passthrough
+	}
+	if cn.edge.ep != nil {
+		h.EdgeType = agents.EdgeNone
 	}
 	return h
 }
@@ -460,9 +463,11 @@ func (f *front) route(c net.Conn) {
 		return
 	}
 	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
-	if e := f.s.configs.EdgeByHost(name); e != nil && e.TLS != nil && name != "" && !strings.Contains(name, "*") {
-		f.s.serveTLS(replay, name, e)
-		return
+	if name != "" && !strings.Contains(name, "*") {
+		if e := f.s.configs.siteTLS(name); e != nil && (e.TLS != nil || (e.ep != nil && e.ep.proto == protoTLS)) {
+			f.s.serveTLS(replay, name, e)
+			return
+		}
 	}
 	select {
 	case f.conns <- replay:
@@ -491,17 +496,28 @@ func (f *front) Close() error {
 // Addr returns the underlying listener's address.
 func (f *front) Addr() net.Addr { return f.l.Addr() }
 
-// serveTLS serves a connection of TLS edge e whose ClientHello named
-// host; c replays the ClientHello.
+// serveTLS serves a connection of TLS edge (or tls endpoint) e whose
+// ClientHello named host; c replays the ClientHello.
 func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
-	cfg := e.TLS
-	cn := &conn{kind: kindTLS, edge: e, client: addrPort(c.RemoteAddr()), start: s.clock(),
-		passthrough: cfg.TerminateAt == edges.TerminateAtUpstream}
+	var (
+		ipr         *edgeconfig.IPRestriction
+		pol         *policy.Policy
+		broken      bool // the endpoint's traffic policy does not compile
+		passthrough bool
+		minVersion  uint16 = tls.VersionTLS12
+	)
+	if cfg := e.TLS; cfg != nil {
+		ipr, pol, minVersion = cfg.IPRestriction, cfg.TrafficPolicy, cfg.MinVersion
+		passthrough = cfg.TerminateAt == edges.TerminateAtUpstream
+	} else {
+		pol, broken, passthrough = e.ep.policy, e.ep.policyErr != nil, e.ep.passthrough
+	}
+	cn := &conn{kind: kindTLS, edge: e, client: addrPort(c.RemoteAddr()), start: s.clock(), passthrough: passthrough}
 	// Everything before any byte goes back: a refused client never
 	// completes a handshake.
-	ctx, release, ok := s.gate(c, cn, cfg.IPRestriction, func() bool {
-		return cfg.TrafficPolicy == nil || cfg.TrafficPolicy.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
-			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue
+	ctx, release, ok := s.gate(c, cn, ipr, func() bool {
+		return !broken && (pol == nil || pol.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
+			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue)
 	})
 	if !ok {
 		return
@@ -515,7 +531,7 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 			s.refuse(c, cn, outcomeNoCertificate)
 			return
 		}
-		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: cfg.MinVersion})
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: minVersion})
 		hctx, cancel := context.WithTimeout(ctx, s.handshake)
 		err := tc.HandshakeContext(hctx)
 		cancel()
@@ -650,16 +666,33 @@ func (s *Streams) acceptTCP(l net.Listener, port int) {
 	_ = acceptLoop(l, func(c net.Conn) { s.serveTCP(c, port) })
 }
 
-// serveTCP serves a connection that arrived on TCP port port.
+// serveTCP serves a connection that arrived on TCP port port: the TCP
+// edge's, else the tcp endpoint's.
 func (s *Streams) serveTCP(c net.Conn, port int) {
 	cn := &conn{kind: kindTCP, client: addrPort(c.RemoteAddr()), start: s.clock()}
 	e := s.configs.EdgeByPort(port)
+	if e == nil {
+		e = s.configs.endpointByPort(port)
+	}
 	if e == nil {
 		s.refuse(c, cn, outcomeUnrouted)
 		return
 	}
 	cn.edge = e
-	ctx, release, ok := s.gate(c, cn, e.TCP.IPRestriction, nil)
+	var (
+		ipr     *edgeconfig.IPRestriction
+		connect func() bool
+	)
+	if e.TCP != nil {
+		ipr = e.TCP.IPRestriction
+	} else {
+		pol, broken := e.ep.policy, e.ep.policyErr != nil
+		connect = func() bool {
+			return !broken && (pol == nil || pol.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
+				Start: cn.start, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue)
+		}
+	}
+	ctx, release, ok := s.gate(c, cn, ipr, connect)
 	if !ok {
 		return
 	}
