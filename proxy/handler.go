@@ -93,14 +93,17 @@ type HandlerOptions struct {
 	// Agents.DialTunnel opens, with the client's socket address in its
 	// [agents.ConnHeader] (see the package doc's # Agents' tunnels). It
 	// is used whatever Transport is, and the tunnel's forwards_to is
-	// never dialed. Nil: agents' tunnels are not reachable, and are
-	// skipped as tunnels that do not say where they forward are (with
-	// none other, the route answers 503 as when no tunnel serves it).
+	// never dialed. It also reaches the agents' http and https
+	// endpoints, by endpoint ID (see the package doc's # Endpoints).
+	// Nil: agents' tunnels are not reachable, and are skipped as tunnels
+	// that do not say where they forward are (with none other, the route
+	// answers 503 as when no tunnel serves it); endpoints answer 503.
 	Agents agents.Dialer
 }
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
-// every HTTPS edge of a [Configs]. It matches a request to its edge by
+// every HTTPS edge of a [Configs], and its http and https endpoints
+// (see the package doc's # Endpoints). It matches a request to its edge by
 // the hostport it was addressed to (Host header; on TLS, the ClientHello's
 // server name must name the same host), then to a route by path, then
 // runs the route's pipeline: the inbound traffic policy rules, the

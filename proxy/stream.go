@@ -95,16 +95,19 @@ type StreamOptions struct {
 	// (within ConnectTimeout), told the client's address, the protocol
 	// ("tls" or "tcp") and, for a TLS edge, whether the bytes are the
 	// client's own TLS; Dial is not used for it and the tunnel's
-	// forwards_to is never dialed. Nil: agents' tunnels are not
-	// reachable, and are skipped as tunnels that do not say where they
-	// forward are.
+	// forwards_to is never dialed. It also reaches the agents' tls and
+	// tcp endpoints, by endpoint ID (see the package doc's # Endpoints).
+	// Nil: agents' tunnels are not reachable, and are skipped as tunnels
+	// that do not say where they forward are; endpoints' connections are
+	// closed.
 	Agents agents.Dialer
 }
 
 // Streams is the data plane of TLS and TCP edges: it serves the TLS edges
 // of a [Configs] on the HTTPS port ([Streams.SplitTLS]) and its TCP edges
 // on their ports ([Streams.ServeTCP]), and relays each connection's bytes
-// to a tunnel of the edge's backend. See the package documentation's
+// to a tunnel of the edge's backend; and the same for the tls and tcp
+// endpoints agents bind, relayed to their agents. See the package documentation's
 // # TLS and TCP edges. It is safe for concurrent use.
 type Streams struct {
 	configs *Configs
@@ -393,12 +396,12 @@ func (s *Streams) connectUpstream(ctx context.Context, cn *conn) (net.Conn, *ups
 	return nil, nil, outcomeUpstreamFailed
 }
 
-// SplitTLS serves the TLS edges on l, the HTTPS port, and returns a
-// listener of l's other connections, for the HTTPS edges' server (which
-// does its own TLS handshake on them). For each connection it reads the
-// ClientHello without consuming it (within HandshakeTimeout): when its
-// server name is the host of a TLS edge, the Streams serves the
-// connection; otherwise the connection, its ClientHello replayed, is
+// SplitTLS serves the TLS edges (and tls endpoints) on l, the HTTPS
+// port, and returns a listener of l's other connections, for the HTTPS
+// edges' server (which does its own TLS handshake on them). For each
+// connection it reads the ClientHello without consuming it (within
+// HandshakeTimeout): when its server name is the host of a TLS edge or
+// of a tls endpoint, the Streams serves the connection; otherwise the connection, its ClientHello replayed, is
 // returned by the listener's Accept. HTTPS and TLS edges share the
 // hostports on port 443 (a hostport is one edge's), so one port serves
 // both. A connection that sends no ClientHello in time is closed.
@@ -595,14 +598,15 @@ func edgeCertificate(e *Edge, host string) *tls.Certificate {
 	return nil
 }
 
-// ServeTCP serves the TCP edges whose ports are from lo to hi: it
-// listens on host:port for each such port a TCP edge serves, opening and
-// closing listeners as edges take and leave ports (following the
+// ServeTCP serves the TCP edges (and tcp endpoints) whose ports are
+// from lo to hi: it listens on host:port for each such port a TCP edge
+// or tcp endpoint serves (a TCP edge's when both claim it), opening and
+// closing listeners as they take and leave ports (following the
 // Configs), until ctx ends; then it closes its listeners and returns nil.
 // A port outside the range is not served (logged when it appears). A
 // port that cannot be listened on is logged and tried again at the next
 // change, or after a few seconds. Open connections are not cut when their
-// port's listener closes (only when their edge is deleted).
+// port's listener closes (only when their edge or endpoint is deleted).
 func (s *Streams) ServeTCP(ctx context.Context, host string, lo, hi int) error {
 	if lo < 1 || hi > 65535 || lo > hi {
 		return errors.New("proxy: the TCP port range must be within 1-65535, low to high, got " + strconv.Itoa(lo) + "-" + strconv.Itoa(hi))
