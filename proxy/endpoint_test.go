@@ -154,8 +154,8 @@ func (f *fakeEndpoints) calls() (gets, lists int) {
 // HTTPS port (SplitTLS in front of the Handler's TLS server) on
 // addr443, the plain HTTP port (the same Handler) at plainURL, and the
 // TCP ports tcpPort (for tcp endpoints) and tcpEdgePort. Account a has
-// reserved domains, with certificates of ca (serial in serials, by
-// name) for those in withCerts; the agents (fa, loopback) answer HTTP
+// reserved domains (IDs in domains, by name), with certificates of ca
+// (serial in serials, by name) for those in withCerts; the agents (fa, loopback) answer HTTP
 // with rec, and passthrough TLS with agentCA's certificate for
 // pass.example.com (serial passSerial).
 type epEnv struct {
@@ -173,6 +173,7 @@ type epEnv struct {
 	plainURL    string
 	tcpPort     int
 	serials     map[string]int64
+	domains     map[string]string // reserved domain IDs by name
 	passSerial  int64
 }
 
@@ -184,9 +185,10 @@ func newEpEnv(t *testing.T, before func(e *epEnv)) *epEnv {
 	t.Helper()
 	w := newWorld(t, memstore.New())
 	e := &epEnv{world: w, ca: newTestCA(t), agentCA: newTestCA(t), src: newFakeEndpoints(w.st), rec: &agentRecorder{},
-		logs: &syncbuf.Buffer{}, serials: map[string]int64{}}
+		logs: &syncbuf.Buffer{}, serials: map[string]int64{}, domains: map[string]string{}}
 	for _, name := range append([]string{"plain.example.com", "pass.example.com"}, withCerts...) {
 		id := w.reserve(w.a, name)
+		e.domains[name] = id
 		if slices.Contains(withCerts, name) {
 			e.serials[name] = w.attachCert(w.a, e.ca, id, name)
 		}
@@ -827,5 +829,68 @@ func TestEndpointConfigValidation(t *testing.T) {
 				t.Errorf("error %v, want invalid argument", err)
 			}
 		})
+	}
+}
+
+// TestEndpointCertificateFollows: a new certificate of an https or
+// terminating tls endpoint's reserved domain is presented from the next
+// handshake on, without a new version of the endpoint.
+func TestEndpointCertificateFollows(t *testing.T) {
+	e := newEpEnv(t, nil)
+	e.bind(e.endpoint("app", protoHTTPS, "app.example.com", ""))
+	e.bind(e.endpoint("term", protoTLS, "term.example.com", ""))
+	gets, _ := e.src.calls()
+	for _, host := range []string{"app.example.com", "term.example.com"} {
+		serial := e.attachCert(e.a, e.ca, e.domains[host], host)
+		e.applied(e.c)
+		c, err := e.dialTLS(host, e.ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(); got != serial {
+			t.Errorf("%s: certificate serial %d, want the new one's %d", host, got, serial)
+		}
+		c.Close()
+	}
+	if now, _ := e.src.calls(); now != gets {
+		t.Errorf("%d reads of endpoints for certificate changes, want none", now-gets)
+	}
+}
+
+// TestEndpointsCompactedFeed: when the feed no longer holds the changes
+// after the applied revision, the endpoints are listed again: one
+// unbound meanwhile is removed, one bound meanwhile is served.
+func TestEndpointsCompactedFeed(t *testing.T) {
+	mem := memstore.New()
+	w := newWorld(t, mem)
+	src := newFakeEndpoints(mem)
+	ep := func(name string) agents.Endpoint {
+		return agents.Endpoint{ID: agents.EndpointPrefix + name, AccountID: w.a.AccountID, Proto: protoHTTP, Host: name + ".example.com", Port: 80}
+	}
+	src.bind(t, ep("kept"))
+	src.bind(t, ep("gone"))
+	h := newHooks(w.api.Host())
+	c := w.start(w.api.Host(), mem, h, Options{Endpoints: src})
+	release := h.holdNext(w.a1)
+	defer release()
+
+	w.policy(w.a, w.a1, w.a1r, denyAll)
+	<-h.entered // the follower is busy with this change
+	src.unbind(t, w.a.AccountID, agents.EndpointPrefix+"gone")
+	src.bind(t, ep("new"))
+	w.check(mem.Compact(w.ctx, w.rev()))
+	release()
+	w.applied(c)
+
+	for name, want := range map[string]bool{"kept": true, "gone": false, "new": true} {
+		if got := c.Endpoint(w.a.AccountID, agents.EndpointPrefix+name) != nil; got != want {
+			t.Errorf("endpoint %s served %v, want %v", name, got, want)
+		}
+		if got := c.sitePlain(name+".example.com") != nil; got != want {
+			t.Errorf("host %s.example.com served %v, want %v", name, got, want)
+		}
+	}
+	if s := c.Stats(); s.Reloads != 1 || s.Endpoints != 2 {
+		t.Errorf("stats %+v, want 1 reload and 2 endpoints", s)
 	}
 }

@@ -77,7 +77,9 @@ type MetricsOptions struct {
 //     connections_total, upstream_errors_total).
 //
 // The edge and route labels are IDs; route is "" for a request no route
-// matched. Their cardinality is bounded by [MetricsOptions.MaxSeries];
+// matched, and for an endpoint's request (an agent's endpoint counts as
+// an edge whose ID is the endpoint's; its connections count with the
+// TLS and TCP edges'). Their cardinality is bounded by [MetricsOptions.MaxSeries];
 // action is one of the policy action types, and code one of six values.
 // A nil *Metrics measures nothing.
 type Metrics struct {
