@@ -71,8 +71,9 @@ type hostCalls struct {
 
 // Edge is the snapshot of one edge (HTTPS, TLS or TCP): its compiled
 // config and the online tunnels of the backends it uses; or of one
-// endpoint an agent bound (Endpoint is set). It is immutable: a change makes a new Edge, so a reader may keep one for the
-// whole of a request or connection. Do not modify it or anything it
+// endpoint an agent bound (Endpoint is set). It is immutable: a change
+// makes a new Edge, so a reader may keep one for the whole of a request
+// or connection. Do not modify it or anything it
 // holds.
 type Edge struct {
 	// Config is an HTTPS edge's routes in matching order, their modules
@@ -242,8 +243,9 @@ type Stats struct {
 	// Endpoints the number of endpoints.
 	Edges, Endpoints int
 	// Compiles counts the edge and endpoint configs read and compiled
-	// (attempts, failed ones included); Refreshes the snapshots rebuilt with the same config
-	// and new tunnel lists or certificates.
+	// (attempts, failed ones included); Refreshes the snapshots rebuilt
+	// with the same config and new tunnel lists, certificates or
+	// restrictions.
 	Compiles, Refreshes uint64
 	// Reloads counts full reloads after the feed was compacted past the
 	// applied revision (the initial load is not counted).
@@ -282,8 +284,8 @@ type Configs struct {
 	eps, epHosts, epPlain, epPorts *table
 	epCount                        atomic.Int64
 
-	// The TCP ports served (of edges and endpoints), and a channel closed when they change
-	// ([Configs.TCPPorts]).
+	// The TCP ports served (of edges and endpoints), and a channel closed
+	// when they change ([Configs.TCPPorts]).
 	portsMu   sync.Mutex
 	portList  []int
 	portsNext chan struct{}
@@ -312,7 +314,8 @@ type Configs struct {
 // It returns once every edge and endpoint is loaded, or fails with the
 // first read that failed (ctx bounds the load; it is not kept). Edges
 // whose config cannot be built from what is stored, and endpoints that
-// cannot be served, are left out and logged. Call [Configs.Close] to stop following.
+// cannot be served, are left out and logged. Call [Configs.Close] to
+// stop following.
 func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism,
@@ -425,9 +428,10 @@ func (c *Configs) Stats() Stats {
 func (c *Configs) advance(rev int64) { c.applied.Advance(rev) }
 
 // TCPPorts returns the ports of the TCP edges and tcp endpoints served
-// now, sorted, and a channel that is closed when they next change: a TCP listener manager
-// opens a listener per port (those it is configured to serve) and waits
-// on the channel to open and close listeners as edges come and go.
+// now, sorted, and a channel that is closed when they next change: a
+// TCP listener manager opens a listener per port (those it is configured
+// to serve) and waits on the channel to open and close listeners as
+// edges and endpoints come and go.
 func (c *Configs) TCPPorts() (ports []int, changed <-chan struct{}) {
 	c.portsMu.Lock()
 	defer c.portsMu.Unlock()

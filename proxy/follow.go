@@ -193,8 +193,8 @@ func (c *Configs) compileUsers(p *pending, users map[string]bool, account string
 }
 
 // reload lists every edge of every kind, and every endpoint, and puts in
-// p the work of loading them
-// all again: each listed edge is compiled, each known one not listed is
+// p the work of loading them all again: each listed edge is compiled
+// (each endpoint built from its listing), each known one not listed is
 // removed. It returns the revision read before the listing: the listing,
 // and every read after it, reflects at least that revision.
 func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {

@@ -103,12 +103,12 @@ type HandlerOptions struct {
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
 // every HTTPS edge of a [Configs], and its http and https endpoints
-// (see the package doc's # Endpoints). It matches a request to its edge by
-// the hostport it was addressed to (Host header; on TLS, the ClientHello's
-// server name must name the same host), then to a route by path, then
-// runs the route's pipeline: the inbound traffic policy rules, the
-// backend (round-robin over the tunnels under lease), then on the way
-// back the outbound rules, the response headers module and the
+// (see the package doc's # Endpoints). It matches a request to its edge
+// by the hostport it was addressed to (Host header; on TLS, the
+// ClientHello's server name must name the same host), then to a route by
+// path, then runs the route's pipeline: the inbound traffic policy
+// rules, the backend (round-robin over the tunnels under lease), then on
+// the way back the outbound rules, the response headers module and the
 // compression module. It is safe for concurrent use.
 type Handler struct {
 	configs *Configs
