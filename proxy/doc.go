@@ -182,7 +182,8 @@
 // [Options.Policy] with the endpoint's ID as its scope, as a route's
 // policy is, for HTTP (http and https endpoints: inbound and outbound
 // rules, rate limits and every action a route has) or for connections
-// (tls and tcp: the on_tcp_connect rules, before any byte goes back).
+// (tls and tcp: the on_tcp_connect rules, before any byte goes back);
+// its endpoint.edge_id and endpoint.route_id variables are empty.
 // IP policies are not resolved for endpoints: restrict-ips takes allow
 // and deny CIDRs there. An endpoint whose policy does not compile (the
 // control plane refuses such binds; this is defensive) refuses all its

@@ -74,8 +74,10 @@ type endpointConfig struct {
 	policy    *policy.Policy
 	policyErr error
 	// route is the pipeline's view of an http or https endpoint: one
-	// route "/" of no edge, with the endpoint's traffic policy; static
-	// what the handler derives from the policy.
+	// route "/" of no edge (EdgeID and RouteID are empty, as the
+	// policy's endpoint.edge_id and endpoint.route_id then are), with the
+	// endpoint's traffic policy; static what the handler derives from the
+	// policy.
 	route  *edgeconfig.Route
 	static *routeStatic
 }
@@ -150,7 +152,7 @@ func newEndpointConfig(engine *policy.Engine, ep *agents.Endpoint, old *endpoint
 		}
 	}
 	if target == policy.TargetHTTP {
-		cfg.route = &edgeconfig.Route{AccountID: ep.AccountID, EdgeID: ep.ID, MatchType: edges.MatchPathPrefix, Match: "/", TrafficPolicy: cfg.policy}
+		cfg.route = &edgeconfig.Route{AccountID: ep.AccountID, MatchType: edges.MatchPathPrefix, Match: "/", TrafficPolicy: cfg.policy}
 		cfg.static = newRouteStatic(cfg.policy)
 	}
 	return cfg, nil

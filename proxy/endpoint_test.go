@@ -894,3 +894,48 @@ func TestEndpointsCompactedFeed(t *testing.T) {
 		t.Errorf("stats %+v, want 1 reload and 2 endpoints", s)
 	}
 }
+
+// TestEndpointConnectionPolicy: a tls or tcp endpoint's traffic policy
+// runs its on_tcp_connect rules on each connection before any byte goes
+// back (a deny closes it, counted policy_denied); one that does not
+// compile refuses every connection (fail closed).
+func TestEndpointConnectionPolicy(t *testing.T) {
+	e := newEpEnv(t, nil)
+	deny := `{"on_tcp_connect":[{"expressions":["conn.client_ip == '127.0.0.1'"],"actions":[{"type":"deny"}]}]}`
+	broken := `{"on_tcp_connect":[{"actions":[{"type":"no-such-action"}]}]}`
+	tcp := e.endpoint("tcp", protoTCP, "", deny)
+	term := e.endpoint("term", protoTLS, "term.example.com", deny)
+	e.bind(tcp)
+	e.bind(term)
+	refused := func(what string, want float64) {
+		t.Helper()
+		c := e.dialTCP(t)
+		wantClosed(t, c, what+": tcp")
+		c.Close()
+		if c, err := e.dialTLS("term.example.com", e.ca); err == nil {
+			c.Close()
+			t.Errorf("%s: tls handshake completed", what)
+		}
+		for _, kind := range []string{kindTCP, kindTLS} {
+			if n := e.connCount(kind, outcomePolicyDenied, want); n != want {
+				t.Errorf("%s: %s policy_denied %v, want %v", what, kind, n, want)
+			}
+		}
+	}
+	refused("deny", 1)
+
+	tcp.TrafficPolicy, term.TrafficPolicy = broken, broken
+	e.bind(tcp)
+	e.bind(term)
+	refused("a policy that does not compile", 2)
+	if n := len(e.fa.calls()); n != 0 {
+		t.Errorf("%d agent streams opened for refused connections", n)
+	}
+
+	tcp.TrafficPolicy, term.TrafficPolicy = "", ""
+	e.bind(tcp)
+	e.bind(term)
+	c := e.dialTCP(t)
+	roundTrip(t, c, "allowed again")
+	c.Close()
+}

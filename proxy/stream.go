@@ -509,8 +509,9 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 		passthrough bool
 		minVersion  uint16 = tls.VersionTLS12
 	)
+	edgeID := "" // endpoint.edge_id: none for an endpoint
 	if cfg := e.TLS; cfg != nil {
-		ipr, pol, minVersion = cfg.IPRestriction, cfg.TrafficPolicy, cfg.MinVersion
+		ipr, pol, minVersion, edgeID = cfg.IPRestriction, cfg.TrafficPolicy, cfg.MinVersion, cfg.EdgeID
 		passthrough = cfg.TerminateAt == edges.TerminateAtUpstream
 	} else {
 		pol, broken, passthrough = e.ep.policy, e.ep.policyErr != nil, e.ep.passthrough
@@ -520,7 +521,7 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 	// completes a handshake.
 	ctx, release, ok := s.gate(c, cn, ipr, func() bool {
 		return !broken && (pol == nil || pol.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
-			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue)
+			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: edgeID}, s.clock()).Verdict == policy.Continue)
 	})
 	if !ok {
 		return
@@ -693,7 +694,7 @@ func (s *Streams) serveTCP(c net.Conn, port int) {
 		pol, broken := e.ep.policy, e.ep.policyErr != nil
 		connect = func() bool {
 			return !broken && (pol == nil || pol.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
-				Start: cn.start, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue)
+				Start: cn.start}, s.clock()).Verdict == policy.Continue) // no edge: endpoint.edge_id is empty
 		}
 	}
 	ctx, release, ok := s.gate(c, cn, ipr, connect)
