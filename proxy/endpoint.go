@@ -159,20 +159,28 @@ func newEndpointConfig(engine *policy.Engine, ep *agents.Endpoint, old *endpoint
 }
 
 // endpointHost returns the canonical form of an endpoint's host: lower
-// case, without a trailing dot, "*." allowed as the first label. ok is
-// false when it is not a host name.
+// case, without a trailing dot, "*" allowed as the first label. ok is
+// false when it is not a host name (a byte no DNS name has, an empty
+// label, too long).
 func endpointHost(h string) (string, bool) {
 	h = strings.ToLower(strings.TrimSuffix(h, "."))
 	rest := strings.TrimPrefix(h, "*.")
 	if rest == "" || len(h) > maxHostBytes {
 		return "", false
 	}
+	prev := byte('.')
 	for i := 0; i < len(rest); i++ {
 		switch c := rest[i]; {
+		case c == '.' && prev == '.':
+			return "", false // an empty label
 		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
 		default:
 			return "", false
 		}
+		prev = rest[i]
+	}
+	if prev == '.' {
+		return "", false
 	}
 	return h, true
 }

@@ -812,6 +812,7 @@ func TestEndpointConfigValidation(t *testing.T) {
 		{"http on 443", agents.Endpoint{Proto: "http", Host: "app.example.com", Port: 443}, true, ""},
 		{"tcp without port", agents.Endpoint{Proto: "tcp", Host: "tcp.example.com"}, true, ""},
 		{"bad host", agents.Endpoint{Proto: "https", Host: "app example.com"}, true, ""},
+		{"empty label", agents.Endpoint{Proto: "https", Host: "app..example.com"}, true, ""},
 		{"no host", agents.Endpoint{Proto: "https"}, true, ""},
 		{"unknown proto", agents.Endpoint{Proto: "udp", Host: "app.example.com"}, true, ""},
 	} {
@@ -938,4 +939,35 @@ func TestEndpointConnectionPolicy(t *testing.T) {
 	c := e.dialTCP(t)
 	roundTrip(t, c, "allowed again")
 	c.Close()
+}
+
+// FuzzEndpointHost: a host an endpoint is served under is lower-case,
+// without a trailing dot, of DNS name bytes with at most a leading "*."
+// wildcard label, no longer than a host name, and its own canonical
+// form; or it is refused.
+func FuzzEndpointHost(f *testing.F) {
+	for _, s := range []string{"app.example.com", "App.Example.COM.", "*.example.com", "*.", "*.*.example.com", "a b", "", ".", "a..", "a..b", ".a", "ÄÖ.example.com"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		host, ok := endpointHost(in)
+		if !ok {
+			if host != "" {
+				t.Fatalf("endpointHost(%q) = %q, not ok", in, host)
+			}
+			return
+		}
+		rest := strings.TrimPrefix(host, "*.")
+		if rest == "" || len(host) > maxHostBytes || strings.HasSuffix(host, ".") || strings.HasPrefix(rest, ".") || strings.Contains(rest, "..") {
+			t.Fatalf("endpointHost(%q) = %q", in, host)
+		}
+		for i := 0; i < len(rest); i++ {
+			if c := rest[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._", c) >= 0) {
+				t.Fatalf("endpointHost(%q) = %q: byte %q", in, host, c)
+			}
+		}
+		if again, ok := endpointHost(host); !ok || again != host {
+			t.Fatalf("endpointHost(%q) = %q, not its own canonical form (%q, %v)", in, host, again, ok)
+		}
+	})
 }
