@@ -72,8 +72,8 @@ func registerAgentTunnel(t testing.TB, svc *edgeplane.Service, p edgeplane.Princ
 // fakeAgents is an agents.Dialer over agents that live in the test.
 // DialTunnel records each call, then hands the agent's end of a new
 // connection pair (net.Pipe, or with loopback a TCP connection over
-// 127.0.0.1, which can half-close) to the agent: an HTTPS edge's stream
-// to http (an http.Server, as an agent runs http.Serve on its tunnel), a
+// 127.0.0.1, which can half-close) to the agent: an HTTPS edge's (or
+// http or https endpoint's) stream to http (an http.Server, as an agent runs http.Serve on its tunnel), a
 // TLS edge's stream of the client's own TLS to a TLS echo server with
 // passTLS's certificate, any other to an echo server. A tunnel in fail
 // gets that error instead, and so do the next failNext calls, whatever
@@ -180,7 +180,8 @@ func (f *fakeAgents) pair(ctx context.Context) (net.Conn, net.Conn, error) {
 func (f *fakeAgents) serve(d *agentDial) {
 	var c net.Conn = d.read
 	switch {
-	case d.header.EdgeType == agents.EdgeHTTPS:
+	case d.header.EdgeType == agents.EdgeHTTPS,
+		d.header.EdgeType == agents.EdgeNone && (d.header.Proto == "http" || d.header.Proto == "https"): // an endpoint's
 		f.http.push(d, c)
 		return
 	case d.header.PassthroughTLS:

@@ -51,9 +51,18 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 		for i, id := range chunk {
 			sem <- struct{}{}
 			wg.Add(1)
+			account := p.compile[id]
+			if edgeKind(id) == kindEndpoint {
+				listed, old := p.listed[id], c.snapshot(id)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					results[i] = c.buildEndpoint(ctx, rd, account, id, listed, old, rev)
+				}()
+				continue
+			}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				results[i] = c.build(ctx, rd, p.compile[id], id, rev)
+				results[i] = c.build(ctx, rd, account, id, rev)
 			}()
 		}
 		wg.Wait()
@@ -63,13 +72,15 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 				c.publish(b.id, b.account, b.edge, u)
 				compiled[b.id] = true
 				delete(p.compile, b.id)
+				delete(p.listed, b.id)
 			case permanent(b.err):
 				if apierr.CodeOf(b.err) != apierr.NotFound {
 					c.dropped.Add(1)
-					c.log.Error("edge configs: the config of a "+edgeNoun(b.id)+" cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
+					c.log.Error("edge configs: the config of "+edgeNoun(b.id)+" cannot be built; it is not served", "account", b.account, "edge", b.id, "err", b.err)
 				}
 				c.drop(b.id, u)
 				delete(p.compile, b.id)
+				delete(p.listed, b.id)
 			default:
 				keep(b.err)
 			}
@@ -102,7 +113,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 		func(id string, k backendKey, ts []backends.Tunnel) { get(id).tunnels[k.id] = ts })
 	for a := range p.acctDom {
 		for id := range c.byAccount[a] {
-			if !compiled[id] && len(c.known[id].hosts) > 0 {
+			if !compiled[id] && len(c.known[id].certHosts()) > 0 {
 				get(id).certs = true
 			}
 		}
@@ -128,7 +139,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 		certs := old.Certificates
 		if r.certs {
 			var err error
-			if certs, err = c.readCerts(ctx, rd, t.account, t.hosts); err != nil {
+			if certs, err = c.readCerts(ctx, rd, t.account, t.certHosts()); err != nil {
 				keep(err)
 				failedCerts = true
 				certs = old.Certificates
@@ -193,7 +204,16 @@ var unreadableRestrictions = func() *edgeplane.EndpointRestrictions {
 		[]ipaccess.Restriction{{ID: "(unreadable IP restrictions)", Enforced: true}}, []*ipaccess.Set{all})}
 }()
 
-// built is the outcome of compiling one edge.
+// snapshot returns the published snapshot of edge or endpoint id, or
+// nil.
+func (c *Configs) snapshot(id string) *Edge {
+	if t := c.known[id]; t != nil {
+		return t.slot.p.Load()
+	}
+	return nil
+}
+
+// built is the outcome of compiling one edge or endpoint.
 type built struct {
 	id, account string
 	edge        *Edge

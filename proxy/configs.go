@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/revwait"
+	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -36,6 +38,18 @@ type Options struct {
 	// of the retry backoff. Nil means a timer of the runtime. Tests give a
 	// fake one.
 	After func(d time.Duration) <-chan time.Time
+	// Endpoints reads the endpoints that agents bind themselves, served
+	// without an edge (see the package doc's # Endpoints): they are
+	// listed with the edges when the Configs starts, and read again at
+	// each change of kind endpoint in the feed. Nil: no endpoint is
+	// served.
+	Endpoints EndpointSource
+	// Policy compiles the endpoints' traffic policies, each with its
+	// endpoint's ID as its scope. Give the Service's engine
+	// (edgeplane.Options.Policy), so that endpoints accept the actions
+	// routes do. Nil: an engine of the Configs' own with the built-in
+	// actions, whose sink is Logger. Unused without Endpoints.
+	Policy *policy.Engine
 
 	// Test hooks in place of the Host's calls.
 	hostCalls
@@ -56,9 +70,10 @@ type hostCalls struct {
 }
 
 // Edge is the snapshot of one edge (HTTPS, TLS or TCP): its compiled
-// config and the online tunnels of the backends it uses. It is
-// immutable: a change makes a new Edge, so a reader may keep one for the
-// whole of a request or connection. Do not modify it or anything it
+// config and the online tunnels of the backends it uses; or of one
+// endpoint an agent bound (Endpoint is set). It is immutable: a change
+// makes a new Edge, so a reader may keep one for the whole of a request
+// or connection. Do not modify it or anything it
 // holds.
 type Edge struct {
 	// Config is an HTTPS edge's routes in matching order, their modules
@@ -89,6 +104,12 @@ type Edge struct {
 	// and connection of the edge before its own modules; shared by the
 	// account's edges.
 	Restrictions *edgeplane.EndpointRestrictions
+	// Endpoint is, in the snapshot of an endpoint rather than an edge
+	// ([Configs.Endpoint]), the endpoint as its [EndpointSource] read it;
+	// Config, TLS, TCP and Tunnels are then nil, and Certificates holds
+	// its host's certificate when the proxy terminates its TLS (https,
+	// and tls without PassthroughTLS). Nil for an edge.
+	Endpoint *agents.Endpoint
 	// Revision is the store revision the snapshot was read at: it
 	// reflects every change up to it.
 	Revision int64
@@ -97,17 +118,23 @@ type Edge struct {
 	// oidcRoutes those with the OIDC module, in Config order.
 	routes     map[string]*route
 	oidcRoutes []*route
-	// stream is a TLS or TCP edge's upstreams.
+	// stream is a TLS or TCP edge's (or tls or tcp endpoint's)
+	// upstreams.
 	stream *pool
+	// ep is an endpoint's config; epRoute an http or https endpoint's
+	// pipeline.
+	ep      *endpointConfig
+	epRoute *route
 }
 
-// AccountID returns the account that owns the edge.
+// AccountID returns the account that owns the edge (or endpoint).
 func (e *Edge) AccountID() string { a, _, _ := e.names(); return a }
 
-// ID returns the edge's ID.
+// ID returns the edge's (or endpoint's) ID.
 func (e *Edge) ID() string { _, id, _ := e.names(); return id }
 
-// Hostports returns the hostports the edge serves, in canonical form.
+// Hostports returns the hostports the edge (or endpoint) serves, in
+// canonical form.
 func (e *Edge) Hostports() []string { _, _, hps := e.names(); return hps }
 
 // names returns the account, ID and hostports of the config e holds.
@@ -117,13 +144,15 @@ func (e *Edge) names() (account, id string, hostports []string) {
 		return e.TLS.AccountID, e.TLS.EdgeID, e.TLS.Hostports
 	case e.TCP != nil:
 		return e.TCP.AccountID, e.TCP.EdgeID, e.TCP.Hostports
+	case e.ep != nil:
+		return e.Endpoint.AccountID, e.Endpoint.ID, e.ep.hostports
 	}
 	return e.Config.AccountID, e.Config.EdgeID, e.Config.Hostports
 }
 
 // base returns an Edge holding only e's config, for [newEdge].
 func (e *Edge) base() Edge {
-	return Edge{Config: e.Config, TLS: e.TLS, TCP: e.TCP, Restrictions: e.Restrictions}
+	return Edge{Config: e.Config, TLS: e.TLS, TCP: e.TCP, Endpoint: e.Endpoint, ep: e.ep, Restrictions: e.Restrictions}
 }
 
 // backendIDs returns the backends the edge uses, without repeats.
@@ -139,6 +168,7 @@ func (e *Edge) backendIDs() []string {
 		add(e.TLS.Backend)
 	case e.TCP != nil:
 		add(e.TCP.Backend)
+	case e.ep != nil: // an agent's session, no backend
 	default:
 		for _, r := range e.Config.Routes {
 			add(r.Backend)
@@ -155,6 +185,8 @@ func (e *Edge) ipPolicyIDs() []string {
 		return e.TLS.IPPolicyIDs()
 	case e.TCP != nil:
 		return e.TCP.IPPolicyIDs()
+	case e.ep != nil:
+		return nil // its policy names none (no IP policy is resolved for endpoints)
 	}
 	var ids []string
 	for _, r := range e.Config.Routes {
@@ -177,9 +209,12 @@ func (e *Edge) restrictedBy(ip netip.Addr) (refusedBy string, warnings []string)
 	return e.Restrictions.Enforcer.Check(ip)
 }
 
-// edgeKind returns the kind of the edge an ID names, by its prefix.
+// edgeKind returns the kind of the edge (or endpoint) an ID names, by
+// its prefix.
 func edgeKind(id string) store.Kind {
 	switch {
+	case strings.HasPrefix(id, agents.EndpointPrefix):
+		return kindEndpoint
 	case strings.HasPrefix(id, edges.TLSEdgePrefix):
 		return edgeplane.KindTLSEdge
 	case strings.HasPrefix(id, edges.TCPEdgePrefix):
@@ -188,24 +223,29 @@ func edgeKind(id string) store.Kind {
 	return edgeplane.KindHTTPSEdge
 }
 
-// edgeNoun names the kind of the edge id in log lines.
+// edgeNoun names the kind of the edge (or endpoint) id in log lines,
+// with its article.
 func edgeNoun(id string) string {
 	switch edgeKind(id) {
 	case edgeplane.KindTLSEdge:
-		return "TLS edge"
+		return "a TLS edge"
 	case edgeplane.KindTCPEdge:
-		return "TCP edge"
+		return "a TCP edge"
+	case kindEndpoint:
+		return "an endpoint"
 	}
-	return "HTTPS edge"
+	return "an HTTPS edge"
 }
 
 // Stats are counters of a [Configs] since it started.
 type Stats struct {
-	// Edges is the number of edges (of every kind) served now.
-	Edges int
-	// Compiles counts the edge configs read and compiled (attempts, failed
-	// ones included); Refreshes the snapshots rebuilt with the same config
-	// and new tunnel lists or certificates.
+	// Edges is the number of edges (of every kind) served now;
+	// Endpoints the number of endpoints.
+	Edges, Endpoints int
+	// Compiles counts the edge and endpoint configs read and compiled
+	// (attempts, failed ones included); Refreshes the snapshots rebuilt
+	// with the same config and new tunnel lists, certificates or
+	// restrictions.
 	Compiles, Refreshes uint64
 	// Reloads counts full reloads after the feed was compacted past the
 	// applied revision (the initial load is not counted).
@@ -213,7 +253,8 @@ type Stats struct {
 	// Failures counts failed reads of the store (each is retried after
 	// a backoff); Dropped counts edges dropped because their config
 	// cannot be built from what is stored (a traffic policy that does not
-	// compile with this Service's engine).
+	// compile with this Service's engine), and endpoints that cannot be
+	// served as their source has them.
 	Failures, Dropped uint64
 }
 
@@ -227,6 +268,8 @@ type Configs struct {
 	log  *slog.Logger
 	par  int
 	hostCalls
+	endpoints EndpointSource // nil: none
+	engine    *policy.Engine // compiles the endpoints' traffic policies
 
 	// The published tables: edges by ID; HTTPS and TLS edges by the host
 	// of each hostport they serve (exact or wildcard, as the edge lists
@@ -235,9 +278,14 @@ type Configs struct {
 	// port serves one TCP edge in the store.
 	edges, hosts, ports *table
 	count               atomic.Int64
+	// The endpoints' tables: by ID; https and tls endpoints by host (the
+	// HTTPS port's), http endpoints by host (the plain HTTP port's), tcp
+	// endpoints by port. Lookups try the edges' tables first.
+	eps, epHosts, epPlain, epPorts *table
+	epCount                        atomic.Int64
 
-	// The TCP ports served, and a channel closed when they change
-	// ([Configs.TCPPorts]).
+	// The TCP ports served (of edges and endpoints), and a channel closed
+	// when they change ([Configs.TCPPorts]).
 	portsMu   sync.Mutex
 	portList  []int
 	portsNext chan struct{}
@@ -252,17 +300,22 @@ type Configs struct {
 	hostOf     map[string]string                     // host -> edge ID serving it
 	portOf     map[string]string                     // TCP port -> edge ID serving it
 	restrictBy map[string]map[string]bool            // account -> IP policies its endpoint restrictions use
+	epHostOf   map[string]string                     // host -> https or tls endpoint serving it
+	epPlainOf  map[string]string                     // host -> http endpoint serving it
+	epPortOf   map[string]string                     // TCP port -> tcp endpoint serving it
 
 	follower *follow.Follower
 	applied  revwait.Mark // every change up to it is reflected
 }
 
-// New loads the config of every edge (HTTPS, TLS and TCP) of the store that feed is the
-// change feed of (the store host's Service reads), and starts following
-// the feed. It returns once every edge is loaded, or fails with the first
-// read of the store that failed (ctx bounds the load; it is not kept).
-// Edges whose config cannot be built from what is stored are left out
-// and logged. Call [Configs.Close] to stop following.
+// New loads the config of every edge (HTTPS, TLS and TCP) of the store
+// that feed is the change feed of (the store host's Service reads), and
+// every endpoint of [Options.Endpoints], and starts following the feed.
+// It returns once every edge and endpoint is loaded, or fails with the
+// first read that failed (ctx bounds the load; it is not kept). Edges
+// whose config cannot be built from what is stored, and endpoints that
+// cannot be served, are left out and logged. Call [Configs.Close] to
+// stop following.
 func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism,
@@ -270,6 +323,9 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 		edges:     newTable(), hosts: newTable(), ports: newTable(), portsNext: make(chan struct{}),
 		known: map[string]*tracked{}, byIPPolicy: map[string]map[string]map[string]bool{}, byBackend: map[string]map[string]map[string]bool{},
 		byAccount: map[string]map[string]bool{}, hostOf: map[string]string{}, portOf: map[string]string{}, restrictBy: map[string]map[string]bool{},
+		endpoints: opts.Endpoints, engine: opts.Policy,
+		eps: newTable(), epHosts: newTable(), epPlain: newTable(), epPorts: newTable(),
+		epHostOf: map[string]string{}, epPlainOf: map[string]string{}, epPortOf: map[string]string{},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -297,6 +353,13 @@ func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Option
 	}
 	if c.restrict == nil {
 		c.restrict = host.EndpointRestrictions
+	}
+	if c.endpoints != nil && c.engine == nil {
+		engine, err := policy.NewEngine(policy.Options{Sink: policy.NewSlogSink(c.log)})
+		if err != nil {
+			return nil, err // a bug: the built-in actions always register
+		}
+		c.engine = engine
 	}
 	p := newPending()
 	rev, err := c.reload(ctx, p)
@@ -356,7 +419,7 @@ func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
 // Stats returns the counters.
 func (c *Configs) Stats() Stats {
 	return Stats{
-		Edges:    int(c.count.Load()),
+		Edges: int(c.count.Load()), Endpoints: int(c.epCount.Load()),
 		Compiles: c.compiles.Load(), Refreshes: c.refreshes.Load(),
 		Reloads: c.reloads.Load(), Failures: c.failures.Load(), Dropped: c.dropped.Load(),
 	}
@@ -364,10 +427,11 @@ func (c *Configs) Stats() Stats {
 
 func (c *Configs) advance(rev int64) { c.applied.Advance(rev) }
 
-// TCPPorts returns the ports of the TCP edges served now, sorted, and a
-// channel that is closed when they next change: a TCP listener manager
-// opens a listener per port (those it is configured to serve) and waits
-// on the channel to open and close listeners as edges come and go.
+// TCPPorts returns the ports of the TCP edges and tcp endpoints served
+// now, sorted, and a channel that is closed when they next change: a
+// TCP listener manager opens a listener per port (those it is configured
+// to serve) and waits on the channel to open and close listeners as
+// edges and endpoints come and go.
 func (c *Configs) TCPPorts() (ports []int, changed <-chan struct{}) {
 	c.portsMu.Lock()
 	defer c.portsMu.Unlock()

@@ -1,13 +1,14 @@
 // Package proxy is edgeplane's edge data plane as a library: what an edge
 // proxy that serves every edge (HTTPS, TLS and TCP) of every account in
-// a store needs.
+// a store, and every endpoint agents bind themselves, needs.
 //
 // It has two layers:
 //
 //   - [Configs] keeps the runtime config of every edge current by
 //     following the store's change feed (below), and indexes the HTTPS
 //     and TLS edges by the hosts they serve, with the hosts' TLS
-//     certificates, and the TCP edges by port.
+//     certificates, and the TCP edges by port; and the same for the
+//     agents' endpoints of an [EndpointSource] (# Endpoints below).
 //   - [Handler] is the http.Handler over a Configs: it matches a request
 //     to its edge by host, then to a route, and runs the route's
 //     pipeline; [Handler.TLSConfig] terminates TLS with the certificate
@@ -41,8 +42,8 @@
 //
 // An account's IP restrictions of type endpoints
 // ([edgeplane.Host.EndpointRestrictions]) apply to every request and
-// connection of every edge of the account, before anything of the
-// edge's (OIDC, traffic policy, the TLS handshake), on the client's
+// connection of every edge and endpoint of the account, before anything
+// of the edge's (OIDC, traffic policy, the TLS handshake), on the client's
 // address (for HTTP, conn.client_ip: the trusted proxies' X-Forwarded-For
 // applies). An enforced restriction whose IP policies refuse the address
 // refuses the traffic: 403 for HTTP, the connection closed for TLS and
@@ -129,6 +130,82 @@
 // edge type TCP. The stream is opened within
 // [StreamOptions.ConnectTimeout] and relayed as any upstream connection
 // is (idle timeout, half-close, byte counts).
+//
+// # Endpoints
+//
+// An agent may bind an endpoint itself (golang.ngrok.com/ngrok's
+// listeners without an edge): https://app.example.com,
+// http://app.example.com, tls://app.example.com:443 or
+// tcp://tcp.example.com:20001, served by the proxies directly, with no
+// edge, route or backend. The Configs reads them from
+// [Options.Endpoints] (the Service's Host): it lists them all when it
+// starts (every page, read once), then reads an endpoint again at each
+// change of kind endpoint in the feed; one deleted, or not found when
+// read, is no longer served (its host answers as an unknown host does,
+// its open connections are cut). An endpoint goes with its agent's
+// session: closing the session deletes it. [Configs.Endpoint] returns an
+// endpoint's snapshot, an [Edge] whose Endpoint is set.
+//
+// Where they are served:
+//
+//   - https endpoints by host on the HTTPS port, TLS terminated with the
+//     certificate of the account's reserved domain for the host, as for
+//     HTTPS edges ([Configs.Certificate]);
+//   - http endpoints by host on the plain HTTP port (a request that did
+//     not come over TLS); there an http endpoint comes before an HTTPS
+//     edge of the same host (decision: the endpoint's hostport is
+//     host:80, the edge's host:443, which the plain port serves only for
+//     want of an http one), and the HTTPS port does not serve it;
+//   - tls endpoints by the ClientHello's server name on the HTTPS port,
+//     split from it as TLS edges are ([Streams.SplitTLS]): passed
+//     through (PassthroughTLS: the client's bytes, ClientHello first, go
+//     to the agent, whose certificate the client sees) or terminated with
+//     the reserved domain's certificate (TLS 1.2 at least; the agent
+//     gets the plaintext);
+//   - tcp endpoints by port: [Streams.ServeTCP] listens on the ports of
+//     its range that a TCP edge or a tcp endpoint names
+//     ([Configs.TCPPorts]).
+//
+// https and tls endpoints must be on port 443 and http ones on port 80
+// (an endpoint elsewhere is not served, and is logged, as is one of
+// another protocol or without a host name). Hosts are matched as edges'
+// are: exact, else the wildcard ("*.example.com") that covers the host
+// one label deep; an exact host comes before a wildcard whatever serves
+// them. An edge and an endpoint never share a hostport (the control
+// plane's store keys guarantee it); if the Configs ever sees both, the
+// edge serves it and the clash is logged.
+//
+// Every request and connection of an endpoint meets, first, the
+// account's IP restrictions (# The account's IP restrictions above),
+// then the endpoint's traffic policy: compiled once per document (a new
+// version of the endpoint with the same document keeps it), by
+// [Options.Policy] with the endpoint's ID as its scope, as a route's
+// policy is, for HTTP (http and https endpoints: inbound and outbound
+// rules, rate limits and every action a route has) or for connections
+// (tls and tcp: the on_tcp_connect rules, before any byte goes back);
+// its endpoint.edge_id and endpoint.route_id variables are empty.
+// IP policies are not resolved for endpoints: restrict-ips takes allow
+// and deny CIDRs there. An endpoint whose policy does not compile (the
+// control plane refuses such binds; this is defensive) refuses all its
+// traffic, fail closed: 503 for HTTP, connections closed (counted
+// policy_denied); it is logged when read. Then the traffic goes to the
+// agent: [agents.Dialer.DialTunnel] with the endpoint's ID, as an
+// agent's tunnel is reached (# Agents' tunnels above: the same Dialer,
+// one stream per request, the same timeouts, relay, bounds and byte
+// counts), told the client's socket address, the protocol (https for a
+// request that came over TLS, http otherwise, tls or tcp), edge type
+// [agents.EdgeNone] and, for a tls endpoint, PassthroughTLS. When the
+// agent is not connected to this proxy's tunnel server
+// ([agents.ErrNoSession]) or the stream fails, the request gets 502 (a
+// connection is closed, counted upstream_failed), as when an upstream
+// fails. Without a Dialer an endpoint answers 503 (a connection is
+// closed, no_upstream).
+//
+// In [Metrics] an endpoint is an edge whose ID is the endpoint's, with
+// route "": its requests, durations and upstream errors count under
+// those labels (bounded by [MetricsOptions.MaxSeries] with the edges'),
+// its connections by kind and outcome as TLS and TCP edges' are, and its
+// streams with the agent streams. Log lines name it as edge.
 //
 // # OIDC
 //
@@ -220,7 +297,8 @@
 // # Following the store
 //
 // [New] reads the feed's revision, lists every edge of every account
-// ([edgeplane.Host.ListHTTPSEdges], ListTLSEdges, ListTCPEdges) and loads
+// ([edgeplane.Host.ListHTTPSEdges], ListTLSEdges, ListTCPEdges), and
+// every endpoint ([EndpointSource.ListEndpoints]), and loads
 // each one: its config compiled ([edgeplane.Host.HTTPSEdgeConfig]: routes,
 // modules, traffic policies; [edgeplane.Host.TLSEdgeConfig],
 // [edgeplane.Host.TCPEdgeConfig]) and the online tunnels of the backends
@@ -231,7 +309,8 @@
 //
 //   - an edge created or updated (its modules are inside it), or one of an
 //     HTTPS edge's routes created, updated or deleted: that edge is
-//     compiled again; an edge deleted is removed;
+//     compiled again; an edge deleted is removed; the same for an
+//     endpoint (read again from its source);
 //   - an IP policy, or a rule of one: the edges whose configs read its
 //     rules (routes' traffic policies, [edgeconfig.Route.IPPolicyIDs];
 //     TLS and TCP edges' IP restriction and traffic policy,
@@ -278,8 +357,8 @@
 //
 // # Limits
 //
-// The number of edges is not bounded here: a proxy that serves a store
-// serves every edge in it, and leaving some out would answer their
+// The number of edges (and endpoints) is not bounded here: a proxy that
+// serves a store serves every edge in it, and leaving some out would answer their
 // hostnames with 404s chosen by memory rather than by configuration. Its
 // memory is one compiled [edgeconfig.HTTPSEdge] per edge (at most
 // [edges.MaxRoutesPerEdge] routes, each with at most one compiled traffic
@@ -289,7 +368,9 @@
 // its routes use), at most [edges.MaxHostports] hosts per edge in the
 // hosts table, each with one parsed certificate (chain at most
 // [domains.MaxCertificatePEMBytes]). Size the process by the store's
-// edges. While it
+// edges, plus, per endpoint, its document and at most one compiled
+// traffic policy, one parsed certificate and three table entries. While
+// it
 // rebuilds, at most [Options.Parallelism] configs are being compiled and
 // at most 256 compiled configs wait to be published besides the published
 // ones (so a full reload does not double the memory), a page of at most

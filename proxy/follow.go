@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -34,11 +35,15 @@ type pending struct {
 	acctTun map[string]bool     // accounts with tunnel changes: all their used backends
 	acctDom map[string]bool     // accounts with reserved domain changes: their edges' certificates
 	acctIPX map[string]bool     // accounts whose endpoint restrictions changed: their edges' Restrictions
+	// listed are endpoints of compile as a full listing read them, so
+	// that loading them reads them no more; a change to one drops it
+	// from here (it is read again).
+	listed map[string]*agents.Endpoint
 }
 
 func newPending() *pending {
 	return &pending{compile: map[string]string{}, remove: map[string]string{}, tunnels: map[backendKey]bool{},
-		acctTun: map[string]bool{}, acctDom: map[string]bool{}, acctIPX: map[string]bool{}}
+		acctTun: map[string]bool{}, acctDom: map[string]bool{}, acctIPX: map[string]bool{}, listed: map[string]*agents.Endpoint{}}
 }
 
 func (p *pending) empty() bool {
@@ -94,7 +99,7 @@ func (h *configFeed) Failed(f follow.Failure) {
 	what := "cannot read the change feed"
 	switch f.Step {
 	case follow.StepResync:
-		what = "cannot list the HTTPS edges"
+		what = "cannot list the edges and endpoints"
 	case follow.StepApply:
 		what = "cannot rebuild edge configs"
 	}
@@ -107,6 +112,21 @@ func (h *configFeed) Failed(f follow.Failure) {
 // a kind the Service does not declare is logged and ignored.
 func (c *Configs) note(p *pending, ch store.Change) {
 	a := ch.AccountID
+	if ch.Kind == kindEndpoint {
+		// Not a kind of the Service's data plane roles: the endpoint is
+		// read again from the source (or dropped).
+		if c.endpoints == nil {
+			return
+		}
+		delete(p.listed, ch.ID)
+		if ch.Op == store.OpDelete {
+			delete(p.compile, ch.ID)
+			p.remove[ch.ID] = a
+			return
+		}
+		p.compile[ch.ID] = a
+		return
+	}
 	role, known := edgeplane.DataPlaneRoleOf(ch.Kind)
 	if !known {
 		c.log.Error("proxy: a change of an unknown kind in the feed; it is ignored", "kind", string(ch.Kind), "id", ch.ID, "revision", ch.Revision)
@@ -172,8 +192,9 @@ func (c *Configs) compileUsers(p *pending, users map[string]bool, account string
 	}
 }
 
-// reload lists every edge of every kind and puts in p the work of loading them
-// all again: each listed edge is compiled, each known one not listed is
+// reload lists every edge of every kind, and every endpoint, and puts in
+// p the work of loading them all again: each listed edge is compiled
+// (each endpoint built from its listing), each known one not listed is
 // removed. It returns the revision read before the listing: the listing,
 // and every read after it, reflects at least that revision.
 func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
@@ -198,6 +219,13 @@ func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
 				break
 			}
 			opts.BeforeID = next
+		}
+	}
+	clear(p.listed)
+	if c.endpoints != nil {
+		if err := c.listEndpoints(ctx, listed, p.listed); err != nil {
+			clear(p.listed)
+			return 0, err
 		}
 	}
 	for id, t := range c.known {

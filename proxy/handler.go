@@ -93,19 +93,22 @@ type HandlerOptions struct {
 	// Agents.DialTunnel opens, with the client's socket address in its
 	// [agents.ConnHeader] (see the package doc's # Agents' tunnels). It
 	// is used whatever Transport is, and the tunnel's forwards_to is
-	// never dialed. Nil: agents' tunnels are not reachable, and are
-	// skipped as tunnels that do not say where they forward are (with
-	// none other, the route answers 503 as when no tunnel serves it).
+	// never dialed. It also reaches the agents' http and https
+	// endpoints, by endpoint ID (see the package doc's # Endpoints).
+	// Nil: agents' tunnels are not reachable, and are skipped as tunnels
+	// that do not say where they forward are (with none other, the route
+	// answers 503 as when no tunnel serves it); endpoints answer 503.
 	Agents agents.Dialer
 }
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
-// every HTTPS edge of a [Configs]. It matches a request to its edge by
-// the hostport it was addressed to (Host header; on TLS, the ClientHello's
-// server name must name the same host), then to a route by path, then
-// runs the route's pipeline: the inbound traffic policy rules, the
-// backend (round-robin over the tunnels under lease), then on the way
-// back the outbound rules, the response headers module and the
+// every HTTPS edge of a [Configs], and its http and https endpoints
+// (see the package doc's # Endpoints). It matches a request to its edge
+// by the hostport it was addressed to (Host header; on TLS, the
+// ClientHello's server name must name the same host), then to a route by
+// path, then runs the route's pipeline: the inbound traffic policy
+// rules, the backend (round-robin over the tunnels under lease), then on
+// the way back the outbound rules, the response headers module and the
 // compression module. It is safe for concurrent use.
 type Handler struct {
 	configs *Configs
@@ -318,9 +321,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "misdirected request: the Host header does not name the TLS server name", http.StatusMisdirectedRequest)
 		return
 	}
-	e := h.configs.EdgeByHost(host)
-	if e == nil || e.Config == nil { // none, or a TLS edge's host
-
+	// An HTTPS edge, or the http or https endpoint of the listener's
+	// protocol (see the package doc's # Endpoints).
+	var e *Edge
+	if r.TLS != nil {
+		e = h.configs.siteTLS(host)
+	} else {
+		e = h.configs.sitePlain(host)
+	}
+	if e != nil && e.Config == nil && (e.ep == nil || !e.ep.serves(r.TLS != nil)) {
+		e = nil // a TLS edge's or a tls endpoint's host
+	}
+	if e == nil {
 		h.metrics.unrouted(reasonUnknownHost)
 		http.Error(rw, "no edge serves this host", http.StatusNotFound)
 		return
@@ -336,15 +348,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	oidcauth.StripHeaders(r.Header) // only the OIDC module sets them
-	if len(e.oidcRoutes) > 0 && h.oidcCallback(rw, r, e) {
-		return
+	var rt *route
+	if e.ep != nil {
+		// An endpoint is one route "/" of no edge, without modules.
+		if e.ep.policyErr != nil {
+			http.Error(rw, "service unavailable: this endpoint's traffic policy cannot be applied", http.StatusServiceUnavailable)
+			return
+		}
+		rt = e.epRoute
+	} else {
+		if len(e.oidcRoutes) > 0 && h.oidcCallback(rw, r, e) {
+			return
+		}
+		rc := e.Config.Route(r.URL.Path)
+		if rc == nil {
+			http.Error(rw, "no route of this edge matches the path", http.StatusNotFound)
+			return
+		}
+		rt = e.routes[rc.RouteID]
 	}
-	rc := e.Config.Route(r.URL.Path)
-	if rc == nil {
-		http.Error(rw, "no route of this edge matches the path", http.StatusNotFound)
-		return
-	}
-	rt := e.routes[rc.RouteID]
+	rc := rt.cfg
 	ex.route = rt
 	now := start
 	if !h.wallClock {
@@ -386,6 +409,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ex.upstream.agent {
 		rp = h.agentRP
 		ex.agentHeader = agents.ConnHeader{ClientAddr: client, Proto: "http", EdgeType: agents.EdgeHTTPS}
+		if e.ep != nil {
+			ex.agentHeader.EdgeType = agents.EdgeNone
+		}
 		if forwarded {
 			ex.agentHeader.ClientAddr, _ = peerAddr(r) // the socket's peer, not X-Forwarded-For's client
 		}
@@ -543,7 +569,7 @@ func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	ex.failed = true
 	ex.upstream.health.fail(h.clock().Add(h.backoff))
-	h.log.Warn("upstream error", "account", ex.edge.Config.AccountID, "edge", ex.edge.Config.EdgeID, "route", ex.route.cfg.RouteID,
+	h.log.Warn("upstream error", "account", ex.edge.AccountID(), "edge", ex.edge.ID(), "route", ex.route.cfg.RouteID,
 		"tunnel", ex.upstream.tunnelID, "err", err)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -589,7 +615,7 @@ func (h *Handler) observe(r *http.Request, ex *exchange, client netip.AddrPort, 
 		slog.Duration("duration", d),
 	}
 	if ex.edge != nil {
-		attrs = append(attrs, slog.String("account", ex.edge.Config.AccountID), slog.String("edge", ex.edge.Config.EdgeID))
+		attrs = append(attrs, slog.String("account", ex.edge.AccountID()), slog.String("edge", ex.edge.ID()))
 	}
 	if ex.route != nil {
 		attrs = append(attrs, slog.String("route", ex.route.cfg.RouteID))

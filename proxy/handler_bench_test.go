@@ -289,6 +289,65 @@ func BenchmarkHandlerAgentTunnel(b *testing.B) {
 	})
 }
 
+// BenchmarkHandlerAgentEndpoint is BenchmarkHandlerAgentTunnel/agent
+// to agents' endpoints instead of edges: 1,000 http endpoints (plain
+// HTTP requests, as benchServe sends), each request to the next, on a
+// stream of its own from the same Dialer to the same in-process agent;
+// without a traffic policy, and with a rate limit no client reaches.
+func BenchmarkHandlerAgentEndpoint(b *testing.B) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(fixedBody)))
+		_, _ = w.Write(fixedBody)
+	})
+	for _, bc := range []struct{ name, doc string }{
+		{"no_policy", ""},
+		{"rate_limit", benchLimit},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := &http.Server{Handler: answer}
+			d := &pipeDialer{ln: newConnListener()}
+			go func() { _ = srv.Serve(d.ln) }()
+			b.Cleanup(func() { _ = srv.Close() })
+			m := NewMetrics(MetricsOptions{MaxSeries: benchEdges})
+			prometheus.NewRegistry().MustRegister(m)
+			c := endpointFleet(b, benchEdges, bc.doc)
+			benchServe(b, NewHandler(c, HandlerOptions{Metrics: m, Agents: d}), http.StatusOK)
+		})
+	}
+}
+
+// endpointFleet returns a Configs over a memstore Service and an
+// in-memory EndpointSource with n http endpoints of one account, endpoint
+// i serving the host of benchHostport(i) with the traffic policy doc
+// when it is not empty.
+func endpointFleet(b testing.TB, n int, doc string) *Configs {
+	b.Helper()
+	ctx := context.Background()
+	st := memstore.New()
+	svc := mustService(edgeplane.New(st, edgeplane.Options{}))
+	b.Cleanup(func() { _ = svc.Close(ctx) })
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := newFakeEndpoints(st)
+	src.pageSize = 100
+	for i := range n {
+		host := strings.TrimSuffix(benchHostport(i), ":443")
+		src.set(agents.Endpoint{ID: fmt.Sprintf("%sbench%04d", agents.EndpointPrefix, i), AccountID: acct.ID, Proto: "http", Host: host, Port: 80,
+			Hostport: host + ":80", TrafficPolicy: doc})
+	}
+	c, err := New(ctx, svc.Host(), st, Options{Endpoints: src})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	if s := c.Stats(); s.Endpoints != n {
+		b.Fatalf("stats %+v, want %d endpoints", s, n)
+	}
+	return c
+}
+
 // pipeDialer is an agents.Dialer that hands each stream's other end, a
 // net.Pipe, to a listener (an agent's HTTP server).
 type pipeDialer struct{ ln *connListener }

@@ -23,16 +23,33 @@ type tracked struct {
 	slot       *slot
 	ipPolicies []string
 	backends   []string
-	hosts      []string // of an HTTPS or TLS edge
-	ports      []string // of a TCP edge
+	hosts      []string // of an HTTPS or TLS edge, or an https or tls endpoint
+	plain      []string // of an http endpoint
+	ports      []string // of a TCP edge or tcp endpoint
+	// endpoint says that the ID is an endpoint's; certs that the proxy
+	// terminates TLS for its hosts (every HTTPS and TLS edge's, an
+	// endpoint's as it says).
+	endpoint, certs bool
+}
+
+// certHosts returns the hosts whose certificates the snapshot holds.
+func (t *tracked) certHosts() []string {
+	if !t.certs {
+		return nil
+	}
+	return t.hosts
 }
 
 // updates are the table changes of one apply, published together by
 // flush: a new slot or nil (removed) by key.
-type updates struct{ edges, hosts, ports map[string]*slot }
+type updates struct {
+	edges, hosts, ports            map[string]*slot
+	eps, epHosts, epPlain, epPorts map[string]*slot
+}
 
 func newUpdates() *updates {
-	return &updates{edges: map[string]*slot{}, hosts: map[string]*slot{}, ports: map[string]*slot{}}
+	return &updates{edges: map[string]*slot{}, hosts: map[string]*slot{}, ports: map[string]*slot{},
+		eps: map[string]*slot{}, epHosts: map[string]*slot{}, epPlain: map[string]*slot{}, epPorts: map[string]*slot{}}
 }
 
 // flush publishes u's changes and empties it.
@@ -40,22 +57,29 @@ func (c *Configs) flush(u *updates) {
 	c.count.Add(int64(c.edges.set(u.edges)))
 	c.hosts.set(u.hosts)
 	c.ports.set(u.ports)
-	if len(u.ports) > 0 {
-		ports := make([]int, 0, len(c.portOf))
-		for p := range c.portOf {
-			n, _ := strconv.Atoi(p)
-			ports = append(ports, n)
+	c.epCount.Add(int64(c.eps.set(u.eps)))
+	c.epHosts.set(u.epHosts)
+	c.epPlain.set(u.epPlain)
+	c.epPorts.set(u.epPorts)
+	if len(u.ports) > 0 || len(u.epPorts) > 0 {
+		ports := make([]int, 0, len(c.portOf)+len(c.epPortOf))
+		for _, owners := range []map[string]string{c.portOf, c.epPortOf} {
+			for p := range owners {
+				n, _ := strconv.Atoi(p)
+				ports = append(ports, n)
+			}
 		}
 		slices.Sort(ports)
+		ports = slices.Compact(ports) // a port an edge and an endpoint both claim
 		c.portsMu.Lock()
 		c.portList = ports
 		close(c.portsNext)
 		c.portsNext = make(chan struct{})
 		c.portsMu.Unlock()
 	}
-	clear(u.edges)
-	clear(u.hosts)
-	clear(u.ports)
+	for _, m := range []map[string]*slot{u.edges, u.hosts, u.ports, u.eps, u.epHosts, u.epPlain, u.epPorts} {
+		clear(m)
+	}
 }
 
 // publish makes e the snapshot of edge id and indexes what it depends on
@@ -64,9 +88,13 @@ func (c *Configs) flush(u *updates) {
 func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	t := c.known[id]
 	if t == nil {
-		t = &tracked{account: account, slot: &slot{}}
+		t = &tracked{account: account, slot: &slot{}, endpoint: e.ep != nil}
 		c.known[id] = t
-		u.edges[id] = t.slot
+		if t.endpoint {
+			u.eps[id] = t.slot
+		} else {
+			u.edges[id] = t.slot
+		}
 		if c.byAccount[account] == nil {
 			c.byAccount[account] = map[string]bool{}
 		}
@@ -84,10 +112,21 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	// The snapshot first, then the tables: a reader that finds the slot
 	// by a new host finds the edge that serves it.
 	t.slot.p.Store(e)
-	if e.TCP != nil {
+	switch {
+	case e.ep != nil:
+		t.certs = e.ep.terminates
+		c.serveEndpoint(id, t, e.ep, u)
+	case e.TCP != nil:
 		c.servePorts(id, t, e.TCP.Hostports, u)
-	} else {
+		for _, p := range t.ports {
+			c.clash(id, c.epPortOf[p], p)
+		}
+	default:
+		t.certs = true
 		c.serve(id, t, e.Hostports(), u)
+		for _, h := range t.hosts {
+			c.clash(id, c.epHostOf[h], h)
+		}
 	}
 }
 
@@ -139,8 +178,14 @@ func (c *Configs) drop(id string, u *updates) {
 	if t == nil {
 		return
 	}
-	c.serve(id, t, nil, u)
-	c.servePorts(id, t, nil, u)
+	if t.endpoint {
+		c.serveEndpoint(id, t, nil, u)
+		u.eps[id] = nil
+	} else {
+		c.serve(id, t, nil, u)
+		c.servePorts(id, t, nil, u)
+		u.edges[id] = nil
+	}
 	c.unindex(id, t)
 	delete(c.known, id)
 	delete(c.byAccount[t.account], id)
@@ -149,7 +194,6 @@ func (c *Configs) drop(id string, u *updates) {
 		delete(c.restrictBy, t.account)
 	}
 	t.slot.p.Store(nil)
-	u.edges[id] = nil
 }
 
 // noteRestrictions records the IP policies the endpoint restrictions of

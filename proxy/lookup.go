@@ -78,20 +78,21 @@ func wildcardOf(host string) (string, bool) {
 
 // Certificate returns the TLS certificate for a ClientHello's server
 // name: the certificate of the reserved domain that serves the host of
-// the edge that serves the name ([Configs.EdgeByHost]): the domain named
-// so, else the wildcard domain that covers it. It returns nil when no
-// edge serves the name or that domain has no certificate. The name is
-// compared case-insensitively.
+// the edge ([Configs.EdgeByHost]), or of the https or tls endpoint that
+// the proxy terminates TLS for, that serves the name: the domain named
+// so, else the wildcard domain that covers it. It returns nil when
+// neither serves the name or that domain has no certificate. The name
+// is compared case-insensitively.
 func (c *Configs) Certificate(serverName string) *tls.Certificate {
 	name := strings.ToLower(strings.TrimSuffix(serverName, "."))
 	if name == "" || len(name) > maxHostBytes || strings.Contains(name, "*") {
 		return nil // a wildcard covers names; no client asks for "*.example.com"
 	}
-	if e := c.edgeListing(name); e != nil {
+	if e := c.listingTLS(name); e != nil {
 		return e.Certificates[name]
 	}
 	if w, ok := wildcardOf(name); ok {
-		if e := c.edgeListing(w); e != nil {
+		if e := c.listingTLS(w); e != nil {
 			return e.Certificates[w]
 		}
 	}

@@ -77,7 +77,9 @@ type MetricsOptions struct {
 //     connections_total, upstream_errors_total).
 //
 // The edge and route labels are IDs; route is "" for a request no route
-// matched. Their cardinality is bounded by [MetricsOptions.MaxSeries];
+// matched, and for an endpoint's request (an agent's endpoint counts as
+// an edge whose ID is the endpoint's; its connections count with the
+// TLS and TCP edges'). Their cardinality is bounded by [MetricsOptions.MaxSeries];
 // action is one of the policy action types, and code one of six values.
 // A nil *Metrics measures nothing.
 type Metrics struct {
@@ -233,14 +235,14 @@ func (m *Metrics) request(ex *exchange, action string, d time.Duration) {
 		return
 	}
 	if ex.route == nil {
-		edge, route := m.labels(ex.edge.Config.EdgeID, "")
+		edge, route := m.labels(ex.edge.ID(), "")
 		m.requests.WithLabelValues(edge, route, action, statusClass(ex.w.status)).Inc()
 		m.duration.WithLabelValues(edge, route).Observe(d.Seconds())
 		return
 	}
 	s := ex.route.series.Load()
 	if s == nil || s.m != m {
-		s = m.newRouteSeries(ex.edge.Config.EdgeID, ex.route.cfg.RouteID)
+		s = m.newRouteSeries(ex.edge.ID(), ex.route.cfg.RouteID)
 		ex.route.series.Store(s)
 	}
 	s.requests(action, ex.w.status).Inc()

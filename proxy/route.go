@@ -77,6 +77,9 @@ type upstream struct {
 // dialed by a transport that is not the agent transport.
 var agentURL = &url.URL{Scheme: "http", Host: "agent.invalid"}
 
+// endless is the lease end of an endpoint's upstream: it has none.
+var endless = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 // health is the passive health of one tunnel: after a failed request
 // the tunnel is skipped until the backoff ends. It is carried over from
 // snapshot to snapshot by tunnel ID.
@@ -129,7 +132,8 @@ func (r *pool) pick(now time.Time, agents bool) *upstream {
 // What derives from the config alone, and each tunnel's health, is taken
 // from old when it has the same config.
 func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*tls.Certificate, rev int64, old *Edge) *Edge {
-	e := &Edge{Config: base.Config, TLS: base.TLS, TCP: base.TCP, Restrictions: base.Restrictions, Tunnels: tunnels, Certificates: certs, Revision: rev}
+	e := &Edge{Config: base.Config, TLS: base.TLS, TCP: base.TCP, Endpoint: base.Endpoint, ep: base.ep,
+		Restrictions: base.Restrictions, Tunnels: tunnels, Certificates: certs, Revision: rev}
 	healths := map[string]*health{}
 	if old != nil {
 		old.eachPool(func(p *pool) {
@@ -174,6 +178,26 @@ func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*
 		}
 	}
 	switch {
+	case e.ep != nil:
+		// The agent's session that holds the endpoint is its one
+		// upstream, by the endpoint's ID; it has no lease of its own (the
+		// endpoint goes with its session).
+		p := &pool{}
+		if e.ep.route != nil {
+			e.epRoute = &route{cfg: e.ep.route, static: e.ep.static}
+			p = &e.epRoute.pool
+		} else {
+			e.stream = p
+		}
+		u := upstream{tunnelID: e.Endpoint.ID, agent: true, expires: endless, health: healths[e.Endpoint.ID]}
+		if e.epRoute != nil {
+			u.url = agentURL
+		}
+		if u.health == nil {
+			u.health = &health{}
+		}
+		p.upstreams, p.agents, p.noUpstream = []upstream{u}, 1, "no agent serves this endpoint here"
+		return e
 	case e.TLS != nil:
 		e.stream = &pool{}
 		fill(e.stream, e.TLS.Backend, "edge")
@@ -205,6 +229,9 @@ func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*
 func (e *Edge) eachPool(f func(*pool)) {
 	if e.stream != nil {
 		f(e.stream)
+	}
+	if e.epRoute != nil {
+		f(&e.epRoute.pool)
 	}
 	for _, r := range e.routes {
 		f(&r.pool)

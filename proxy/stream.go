@@ -95,16 +95,19 @@ type StreamOptions struct {
 	// (within ConnectTimeout), told the client's address, the protocol
 	// ("tls" or "tcp") and, for a TLS edge, whether the bytes are the
 	// client's own TLS; Dial is not used for it and the tunnel's
-	// forwards_to is never dialed. Nil: agents' tunnels are not
-	// reachable, and are skipped as tunnels that do not say where they
-	// forward are.
+	// forwards_to is never dialed. It also reaches the agents' tls and
+	// tcp endpoints, by endpoint ID (see the package doc's # Endpoints).
+	// Nil: agents' tunnels are not reachable, and are skipped as tunnels
+	// that do not say where they forward are; endpoints' connections are
+	// closed.
 	Agents agents.Dialer
 }
 
 // Streams is the data plane of TLS and TCP edges: it serves the TLS edges
 // of a [Configs] on the HTTPS port ([Streams.SplitTLS]) and its TCP edges
 // on their ports ([Streams.ServeTCP]), and relays each connection's bytes
-// to a tunnel of the edge's backend. See the package documentation's
+// to a tunnel of the edge's backend; and the same for the tls and tcp
+// endpoints agents bind, relayed to their agents. See the package documentation's
 // # TLS and TCP edges. It is safe for concurrent use.
 type Streams struct {
 	configs *Configs
@@ -213,7 +216,7 @@ func (s *Streams) reap() {
 		}
 		s.mu.Lock()
 		for id, ec := range s.open {
-			if s.configs.Edge(ec.account, id) == nil {
+			if !s.configs.served(ec.account, id) {
 				for _, cancel := range ec.cancels {
 					cancel()
 				}
@@ -288,6 +291,9 @@ func (cn *conn) agentHeader() agents.ConnHeader {
 	h := agents.ConnHeader{ClientAddr: cn.client, Proto: cn.kind, EdgeType: agents.EdgeTCP}
 	if cn.kind == kindTLS {
 		h.EdgeType, h.PassthroughTLS = agents.EdgeTLS, cn.passthrough
+	}
+	if cn.edge.ep != nil {
+		h.EdgeType = agents.EdgeNone
 	}
 	return h
 }
@@ -390,12 +396,12 @@ func (s *Streams) connectUpstream(ctx context.Context, cn *conn) (net.Conn, *ups
 	return nil, nil, outcomeUpstreamFailed
 }
 
-// SplitTLS serves the TLS edges on l, the HTTPS port, and returns a
-// listener of l's other connections, for the HTTPS edges' server (which
-// does its own TLS handshake on them). For each connection it reads the
-// ClientHello without consuming it (within HandshakeTimeout): when its
-// server name is the host of a TLS edge, the Streams serves the
-// connection; otherwise the connection, its ClientHello replayed, is
+// SplitTLS serves the TLS edges (and tls endpoints) on l, the HTTPS
+// port, and returns a listener of l's other connections, for the HTTPS
+// edges' server (which does its own TLS handshake on them). For each
+// connection it reads the ClientHello without consuming it (within
+// HandshakeTimeout): when its server name is the host of a TLS edge or
+// of a tls endpoint, the Streams serves the connection; otherwise the connection, its ClientHello replayed, is
 // returned by the listener's Accept. HTTPS and TLS edges share the
 // hostports on port 443 (a hostport is one edge's), so one port serves
 // both. A connection that sends no ClientHello in time is closed.
@@ -460,9 +466,11 @@ func (f *front) route(c net.Conn) {
 		return
 	}
 	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
-	if e := f.s.configs.EdgeByHost(name); e != nil && e.TLS != nil && name != "" && !strings.Contains(name, "*") {
-		f.s.serveTLS(replay, name, e)
-		return
+	if name != "" && !strings.Contains(name, "*") {
+		if e := f.s.configs.siteTLS(name); e != nil && (e.TLS != nil || (e.ep != nil && e.ep.proto == protoTLS)) {
+			f.s.serveTLS(replay, name, e)
+			return
+		}
 	}
 	select {
 	case f.conns <- replay:
@@ -491,17 +499,29 @@ func (f *front) Close() error {
 // Addr returns the underlying listener's address.
 func (f *front) Addr() net.Addr { return f.l.Addr() }
 
-// serveTLS serves a connection of TLS edge e whose ClientHello named
-// host; c replays the ClientHello.
+// serveTLS serves a connection of TLS edge (or tls endpoint) e whose
+// ClientHello named host; c replays the ClientHello.
 func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
-	cfg := e.TLS
-	cn := &conn{kind: kindTLS, edge: e, client: addrPort(c.RemoteAddr()), start: s.clock(),
-		passthrough: cfg.TerminateAt == edges.TerminateAtUpstream}
+	var (
+		ipr         *edgeconfig.IPRestriction
+		pol         *policy.Policy
+		broken      bool // the endpoint's traffic policy does not compile
+		passthrough bool
+		minVersion  uint16 = tls.VersionTLS12
+	)
+	edgeID := "" // endpoint.edge_id: none for an endpoint
+	if cfg := e.TLS; cfg != nil {
+		ipr, pol, minVersion, edgeID = cfg.IPRestriction, cfg.TrafficPolicy, cfg.MinVersion, cfg.EdgeID
+		passthrough = cfg.TerminateAt == edges.TerminateAtUpstream
+	} else {
+		pol, broken, passthrough = e.ep.policy, e.ep.policyErr != nil, e.ep.passthrough
+	}
+	cn := &conn{kind: kindTLS, edge: e, client: addrPort(c.RemoteAddr()), start: s.clock(), passthrough: passthrough}
 	// Everything before any byte goes back: a refused client never
 	// completes a handshake.
-	ctx, release, ok := s.gate(c, cn, cfg.IPRestriction, func() bool {
-		return cfg.TrafficPolicy == nil || cfg.TrafficPolicy.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
-			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: e.ID()}, s.clock()).Verdict == policy.Continue
+	ctx, release, ok := s.gate(c, cn, ipr, func() bool {
+		return !broken && (pol == nil || pol.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
+			Start: cn.start, TLS: &policy.TLSInfo{ServerName: host}, EdgeID: edgeID}, s.clock()).Verdict == policy.Continue)
 	})
 	if !ok {
 		return
@@ -515,7 +535,7 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 			s.refuse(c, cn, outcomeNoCertificate)
 			return
 		}
-		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: cfg.MinVersion})
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: minVersion})
 		hctx, cancel := context.WithTimeout(ctx, s.handshake)
 		err := tc.HandshakeContext(hctx)
 		cancel()
@@ -579,14 +599,15 @@ func edgeCertificate(e *Edge, host string) *tls.Certificate {
 	return nil
 }
 
-// ServeTCP serves the TCP edges whose ports are from lo to hi: it
-// listens on host:port for each such port a TCP edge serves, opening and
-// closing listeners as edges take and leave ports (following the
+// ServeTCP serves the TCP edges (and tcp endpoints) whose ports are
+// from lo to hi: it listens on host:port for each such port a TCP edge
+// or tcp endpoint serves (a TCP edge's when both claim it), opening and
+// closing listeners as they take and leave ports (following the
 // Configs), until ctx ends; then it closes its listeners and returns nil.
 // A port outside the range is not served (logged when it appears). A
 // port that cannot be listened on is logged and tried again at the next
 // change, or after a few seconds. Open connections are not cut when their
-// port's listener closes (only when their edge is deleted).
+// port's listener closes (only when their edge or endpoint is deleted).
 func (s *Streams) ServeTCP(ctx context.Context, host string, lo, hi int) error {
 	if lo < 1 || hi > 65535 || lo > hi {
 		return errors.New("proxy: the TCP port range must be within 1-65535, low to high, got " + strconv.Itoa(lo) + "-" + strconv.Itoa(hi))
@@ -650,16 +671,33 @@ func (s *Streams) acceptTCP(l net.Listener, port int) {
 	_ = acceptLoop(l, func(c net.Conn) { s.serveTCP(c, port) })
 }
 
-// serveTCP serves a connection that arrived on TCP port port.
+// serveTCP serves a connection that arrived on TCP port port: the TCP
+// edge's, else the tcp endpoint's.
 func (s *Streams) serveTCP(c net.Conn, port int) {
 	cn := &conn{kind: kindTCP, client: addrPort(c.RemoteAddr()), start: s.clock()}
 	e := s.configs.EdgeByPort(port)
+	if e == nil {
+		e = s.configs.endpointByPort(port)
+	}
 	if e == nil {
 		s.refuse(c, cn, outcomeUnrouted)
 		return
 	}
 	cn.edge = e
-	ctx, release, ok := s.gate(c, cn, e.TCP.IPRestriction, nil)
+	var (
+		ipr     *edgeconfig.IPRestriction
+		connect func() bool
+	)
+	if e.TCP != nil {
+		ipr = e.TCP.IPRestriction
+	} else {
+		pol, broken := e.ep.policy, e.ep.policyErr != nil
+		connect = func() bool {
+			return !broken && (pol == nil || pol.Connect(&policy.Conn{ClientAddr: cn.client, ServerAddr: addrPort(c.LocalAddr()),
+				Start: cn.start}, s.clock()).Verdict == policy.Continue) // no edge: endpoint.edge_id is empty
+		}
+	}
+	ctx, release, ok := s.gate(c, cn, ipr, connect)
 	if !ok {
 		return
 	}
