@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -522,8 +523,10 @@ func TestAgentTunnelDialFails(t *testing.T) {
 			if n := s.metric("edgeplane_proxy_agent_streams_total", "kind=https", "outcome="+tc.outcome); n != 1 {
 				t.Errorf("agent streams %s: %v, want 1", tc.outcome, n)
 			}
-			if n := s.metric("edgeplane_proxy_agent_streams_total", "kind=https", "outcome=opened"); n != 5 {
-				t.Errorf("agent streams opened: %v, want 5", n)
+			// The five requests that reached the good tunnel came on one
+			// client connection: one stream carried them all.
+			if n := s.metric("edgeplane_proxy_agent_streams_total", "kind=https", "outcome=opened"); n != 1 {
+				t.Errorf("agent streams opened: %v, want 1 (one per client connection)", n)
 			}
 			if n := s.metric("edgeplane_proxy_upstream_errors_total", "edge="+a.edge, "route="+a.route); n != 1 {
 				t.Errorf("upstream errors: %v, want 1", n)
@@ -781,5 +784,68 @@ func TestAgentTunnelHTTPSOverTLS(t *testing.T) {
 	}
 	if got.Host != "a.example.com" || got.Header.Get("X-Forwarded-Proto") != "https" {
 		t.Errorf("the agent saw Host %q, X-Forwarded-Proto %q; want a.example.com, https", got.Host, got.Header.Get("X-Forwarded-Proto"))
+	}
+}
+
+// TestAgentStreamsPerClientConnection: the requests of one client
+// connection reuse one stream to the agent, and each client connection
+// gets streams of its own, whose header names that client: a stream
+// never carries another client's request.
+func TestAgentStreamsPerClientConnection(t *testing.T) {
+	rec := &agentRecorder{}
+	fa := &fakeAgents{http: serveAgentHTTP(t, rec)}
+	s := newSite(t, siteOptions{hooks: newHooks(nil), handler: HandlerOptions{Agents: fa}})
+	p := s.account("acme")
+	a := s.newApp(p, "web", nil, "app.example.com:443")
+	registerAgentTunnel(t, s.svc, p, "web", "laptop", "")
+	s.sync()
+	clients := []*http.Client{
+		{Transport: &http.Transport{MaxIdleConnsPerHost: 1}},
+		{Transport: &http.Transport{MaxIdleConnsPerHost: 1}},
+	}
+	for range 3 {
+		for _, c := range clients {
+			if res := s.do(c, a.host, "GET", "/"); res.status != http.StatusOK {
+				t.Fatalf("status %d %q", res.status, res.body)
+			}
+		}
+	}
+	if n := s.metric("edgeplane_proxy_agent_streams_total", "kind=https", "outcome=opened"); n != 2 {
+		t.Errorf("agent streams opened for two client connections of three requests each: %v, want 2", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	byStream := map[*agentDial]map[string]bool{}
+	for _, r := range rec.reqs {
+		if byStream[r.dial] == nil {
+			byStream[r.dial] = map[string]bool{}
+		}
+		byStream[r.dial][r.dial.header.ClientAddr.String()] = true
+	}
+	if len(byStream) != 2 {
+		t.Fatalf("requests came on %d streams, want 2", len(byStream))
+	}
+	ports := map[uint16]bool{}
+	for d := range byStream {
+		ports[d.header.ClientAddr.Port()] = true
+	}
+	if len(ports) != 2 {
+		t.Errorf("the two streams' headers name the client ports %v; want two different ones", ports)
+	}
+}
+
+func TestAgentPoolKey(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"203.0.113.7:40000", "tn_1--203-0-113-7-40000.agent.invalid"},
+		{"[2001:db8::1]:443", "tn_1---2001-db8--1--443.agent.invalid"},
+		{"[fe80::1%eth0]:80", "tn_1---fe80--1-eth0--80.agent.invalid"},
+	} {
+		got := agentPoolKey("tn_1", netip.MustParseAddrPort(tc.addr))
+		if got != tc.want {
+			t.Errorf("agentPoolKey(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+		if _, err := url.Parse("http://" + got + "/"); err != nil {
+			t.Errorf("%q is not a URL host: %v", got, err)
+		}
 	}
 }

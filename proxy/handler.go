@@ -182,27 +182,56 @@ func (h *Handler) reverseProxy(transport http.RoundTripper) *httputil.ReversePro
 	}
 }
 
-// agentTransport returns the transport of requests to agents' tunnels:
-// each request dials a stream of its own (DisableKeepAlives), because a
-// stream's ConnHeader names one client. Keeping streams alive would let
-// a stream opened for one client carry another's request (the transport
-// pools connections by address, and hands a dial that finished after
-// its request gave up to the next request of that address), so the
-// agent would be told the wrong client; keying streams by client
-// connection would keep up to one idle stream per client connection
-// open in every agent. A stream costs the agent session one frame to
-// open, not a handshake, so there is little to save. The transport
-// never uses a proxy, waits at most upstreamTimeout (zero:
-// [DefaultUpstreamTimeout]) for response headers, and passes the
-// client's Accept-Encoding on as the default transport does.
+// agentTransport returns the transport of requests to agents' tunnels.
+// A stream's ConnHeader names one client, so streams are kept alive per
+// tunnel and client connection: each request's URL host is its pool key
+// ([agentPoolKey]: the tunnel and the client's socket address), so a
+// stream only ever carries the requests of the client connection it was
+// opened for (a dial that finished after its request gave up goes to the
+// next request of that same key). A client connection's requests then
+// reuse one stream, and the agent its connection to its upstream,
+// instead of a stream and an upstream connection per request. A stream
+// left idle closes after agentIdleTimeout, and at most agentIdlePerKey
+// are kept per key (an HTTP/2 client's concurrent requests open several)
+// and agentIdleTotal in all. The transport never uses a proxy, waits at
+// most upstreamTimeout (zero: [DefaultUpstreamTimeout]) for response
+// headers, and passes the client's Accept-Encoding on as the default
+// transport does.
 func (h *Handler) agentTransport(upstreamTimeout time.Duration) *http.Transport {
 	return &http.Transport{
 		DialContext:           h.dialAgent,
-		DisableKeepAlives:     true,
+		MaxIdleConns:          agentIdleTotal,
+		MaxIdleConnsPerHost:   agentIdlePerKey,
+		IdleConnTimeout:       agentIdleTimeout,
 		DisableCompression:    true,
 		ResponseHeaderTimeout: positiveOr(upstreamTimeout, DefaultUpstreamTimeout),
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// Bounds of the idle streams to agents kept for reuse (agentTransport).
+const (
+	agentIdleTimeout = 15 * time.Second
+	agentIdlePerKey  = 4
+	agentIdleTotal   = 4096
+)
+
+// agentPoolKey returns the host of the URL of a request to tunnel for a
+// client at addr: the key of the transport's pool of streams, a valid
+// DNS-like name under .invalid ("tn_1--203-0-113-7-40000.agent.invalid").
+func agentPoolKey(tunnel string, addr netip.AddrPort) string {
+	b := make([]byte, 0, len(tunnel)+64)
+	b = append(b, tunnel...)
+	b = append(b, "--"...)
+	b = addr.AppendTo(b)
+	for i := len(tunnel) + 2; i < len(b); i++ {
+		switch b[i] {
+		case '.', ':', '[', ']', '%':
+			b[i] = '-'
+		}
+	}
+	b = append(b, ".agent.invalid"...)
+	return string(b)
 }
 
 // dialAgent opens a stream to the agent's tunnel of the request whose
@@ -500,6 +529,9 @@ func requestHost(r *http.Request) (host string, ok bool) {
 func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	ex := exchangeOf(pr.In.Context())
 	pr.SetURL(ex.upstream.url)
+	if ex.upstream.agent {
+		pr.Out.URL.Host = agentPoolKey(ex.upstream.tunnelID, ex.agentHeader.ClientAddr)
+	}
 	if ex.forwarded {
 		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 	}
