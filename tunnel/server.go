@@ -111,9 +111,10 @@ type Options struct {
 // implements [agents.Dialer] for the tunnels its sessions hold. Its
 // methods are safe for concurrent use.
 type Server struct {
-	opts Options
-	log  *slog.Logger
-	m    *Metrics
+	opts      Options
+	tlsConfig *tls.Config // opts.TLSConfig with full-size records
+	log       *slog.Logger
+	m         *Metrics
 
 	mu        sync.Mutex
 	conns     map[*session]struct{} // every connection, authenticated or not
@@ -166,7 +167,11 @@ func NewServer(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, m: opts.Metrics,
+	// A session multiplexes many connections: its TLS records are always
+	// full-size (16 KiB), never first small after an idle spell.
+	tlsConfig := opts.TLSConfig.Clone()
+	tlsConfig.DynamicRecordSizingDisabled = true
+	s := &Server{opts: opts, tlsConfig: tlsConfig, log: log, m: opts.Metrics,
 		conns: map[*session]struct{}{}, sessions: map[string]*session{}, tunnels: map[string]*binding{},
 		listeners: map[net.Listener]struct{}{}, stopRenew: make(chan struct{})}
 	if opts.Feed != nil {

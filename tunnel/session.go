@@ -58,7 +58,8 @@ func newSession(s *Server, c net.Conn) *session {
 func (sess *session) run() {
 	s := sess.srv
 	defer sess.close("the connection ended")
-	tc := tls.Server(sess.raw, s.opts.TLSConfig)
+	raw := &batchConn{Conn: sess.raw}
+	tc := tls.Server(raw, s.tlsConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
@@ -73,7 +74,7 @@ func (sess *session) run() {
 	sess.limit = s.opts.HandshakeTimeout
 	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
 	sess.mu.Unlock()
-	sess.mux = muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: newCoalescingFramer}))
+	sess.mux = muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: framerFor(raw)}))
 	for {
 		str, err := sess.mux.AcceptTypedStream()
 		if err != nil {
