@@ -38,7 +38,7 @@ import (
 const agentUsage = `usage: edgeplane agent -server HOST:PORT [-ca FILE] -authtoken TOKEN [-log-format text|json] TUNNEL
 
 tunnels (the tunnel's flags may come before or after its target):
-  http PORT|URL       [-domain NAME | -label KEY=VALUE ...] [-metadata TEXT]
+  http PORT|URL       [-domain NAME [-scheme https|http] | -label KEY=VALUE ...] [-metadata TEXT]
   tcp  PORT|HOST:PORT [-remote-addr HOST:PORT] [-metadata TEXT]
   tls  PORT|HOST:PORT -domain NAME [-metadata TEXT]
 
@@ -52,6 +52,9 @@ the client's own TLS for tls (the target terminates it).
 
   -domain NAME       http: the endpoint's domain (without it the server
                      picks one); tls: required, the name clients' TLS asks for
+  -scheme https|http http: the endpoint's public scheme: https (default,
+                     the proxy's TLS listener, the reserved domain's
+                     certificate) or http (its plain listener)
   -label KEY=VALUE   http: start a labeled tunnel, selected by tunnel group
                      backends, instead of an endpoint; repeatable, not
                      with -domain
@@ -90,6 +93,7 @@ type agentConfig struct {
 	proto      string // "http", "tcp" or "tls"
 	target     agentTarget
 	domain     string
+	scheme     string // the public scheme of an http endpoint: "https" ("" too) or "http"
 	labels     map[string]string
 	remoteAddr string
 	metadata   string
@@ -133,6 +137,7 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 	switch c.proto {
 	case "http":
 		fs.StringVar(&c.domain, "domain", "", "")
+		fs.StringVar(&c.scheme, "scheme", "", "")
 		fs.Func("label", "", func(s string) error {
 			k, v, ok := strings.Cut(s, "=")
 			if !ok {
@@ -244,6 +249,12 @@ func (c *agentConfig) checkAgent() error {
 func (c *agentConfig) checkTunnel() error {
 	if c.domain != "" && len(c.labels) > 0 {
 		return usageError{"-domain and -label: give one or the other: -domain binds an endpoint, -label starts a labeled tunnel"}
+	}
+	if c.scheme != "" && c.scheme != "https" && c.scheme != "http" {
+		return usageError{fmt.Sprintf("-scheme %q: want https (the endpoint is served on the proxy's TLS listener) or http (on its plain one)", c.scheme)}
+	}
+	if c.scheme == "http" && len(c.labels) > 0 {
+		return usageError{"-scheme and -label: a labeled tunnel has no scheme of its own: its edge's is used"}
 	}
 	if c.proto == "tls" && c.domain == "" {
 		return usageError{"tls: -domain is required: the server name its clients' TLS asks for"}
@@ -390,6 +401,9 @@ func (c *agentConfig) tunnelConfig() config.Tunnel {
 		return config.LabeledTunnel(opts...)
 	}
 	opts := []config.HTTPEndpointOption{forwardsTo, metadata}
+	if c.scheme == "http" {
+		opts = append(opts, config.WithScheme(config.SchemeHTTP))
+	}
 	if c.domain != "" {
 		opts = append(opts, config.WithDomain(c.domain))
 	}

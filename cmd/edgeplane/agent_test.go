@@ -74,6 +74,8 @@ func TestAgentFlags(t *testing.T) {
 		{"agent flag after the tunnel", with("http", "3000", "-ca", "ca.pem"), nil, 2, "http: -ca is the agent's flag: give it before the tunnel"},
 		{"unknown tunnel flag", with("http", "3000", "-subdomain", "x"), nil, 2, "http: flag provided but not defined: -subdomain"},
 		{"domain and label", with("http", "3000", "-domain", "app.example.com", "-label", "app=web"), nil, 2, "-domain and -label: give one or the other"},
+		{"bad scheme", with("http", "3000", "-domain", "app.example.com", "-scheme", "ftp"), nil, 2, `-scheme "ftp": want https`},
+		{"scheme and label", with("http", "3000", "-scheme", "http", "-label", "app=web"), nil, 2, "-scheme and -label"},
 		{"bad domain", with("http", "3000", "-domain", "app_1.example.com"), nil, 2, `-domain "app_1.example.com": may contain only letters, digits, hyphens and dots, not '_'`},
 		{"IP as domain", with("http", "3000", "-domain", "192.0.2.1"), nil, 2, `-domain "192.0.2.1": must not end in an all-numeric label`},
 		{"tls without domain", with("tls", "8443"), nil, 2, "tls: -domain is required"},
@@ -243,6 +245,7 @@ func TestAgentTunnelConfig(t *testing.T) {
 		metadata string
 	}{
 		{"http endpoint", []string{"http", "3000", "-domain", "app.example.com", "-metadata", "m1"}, "https", []string{`"Domain":"app.example.com"`}, nil, "m1"},
+		{"http endpoint, plain", []string{"http", "3000", "-domain", "app.example.com", "-scheme", "http"}, "http", []string{`"Domain":"app.example.com"`}, nil, ""},
 		{"http, the server picks", []string{"http", "3000"}, "https", []string{`"Domain":""`, `"URL":""`}, nil, ""},
 		{"labeled", []string{"http", "3000", "-label", "app=web", "-label", "env=prod", "-metadata", "m2"}, "", []string{"null"}, map[string]string{"app": "web", "env": "prod"}, "m2"},
 		{"tcp", []string{"tcp", "22", "-remote-addr", "1.tcp.example.com:20002"}, "tcp", []string{`"Addr":"1.tcp.example.com:20002"`}, nil, ""},
