@@ -58,6 +58,7 @@ func TestOpenTunnelSession(t *testing.T) {
 	want := &agents.TunnelSession{
 		ID:           ts.ID,
 		URI:          "https://api.example.test/tunnel_sessions/" + ts.ID,
+		AccountID:    e.user.AccountID, // not shown (json:"-"): the tunnel server's
 		AgentVersion: "3.18.4",
 		Credential:   resource.Ref{ID: cred.ID, URI: "https://api.example.test/credentials/" + cred.ID},
 		IP:           "203.0.113.7",

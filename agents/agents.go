@@ -40,6 +40,9 @@ const (
 	MaxForwardsToBytes = 512
 	// MaxClientTypeBytes bounds ClientType.
 	MaxClientTypeBytes = 64
+	// MaxDescriptionBytes bounds an endpoint's Description, as the API
+	// bounds every description field.
+	MaxDescriptionBytes = 255
 )
 
 // TunnelSession is an agent's session with a tunnel server: it is online
@@ -245,6 +248,14 @@ type Endpoint struct {
 // EndpointType is the value of [Endpoint.Type].
 const EndpointType = "agent"
 
+// The protocols of endpoints ([Endpoint.Proto], [EndpointParams.Proto]).
+const (
+	ProtoHTTP  = "http"
+	ProtoHTTPS = "https"
+	ProtoTCP   = "tcp"
+	ProtoTLS   = "tls"
+)
+
 // EndpointParams are what an agent asks for when it binds an endpoint.
 type EndpointParams struct {
 	// ID is the endpoint's ID when the agent binds it again after a
@@ -259,13 +270,51 @@ type EndpointParams struct {
 	// TCPPorts.
 	Addr string
 	// TCPHost is the public host of tcp endpoints without Addr, and
-	// TCPPorts the ports a tcp endpoint may have: the tunnel server's
-	// edge proxy listens there.
+	// TCPLow to TCPHigh (inclusive) the ports a tcp endpoint may have:
+	// the tunnel server's edge proxy listens there. TCPLow 0: the
+	// server serves no tcp endpoints.
 	TCPHost         string
 	TCPLow, TCPHigh int
-	TrafficPolicy   string
-	ForwardsTo      string
-	Metadata        string
-	Description     string
-	PassthroughTLS  bool
+	// TrafficPolicy is the bind's traffic policy document, "" for none.
+	TrafficPolicy string
+	// ForwardsTo is informational, as a labeled tunnel's (at most
+	// MaxForwardsToBytes); Metadata and Description are at most
+	// MaxMetadataBytes and MaxDescriptionBytes. All are UTF-8.
+	ForwardsTo  string
+	Metadata    string
+	Description string
+	// PassthroughTLS, for a tls endpoint, says the agent terminates TLS.
+	PassthroughTLS bool
+}
+
+// Validate reports the broken rules that need nothing but p: the
+// protocol, and the bounds and encoding of the agent's texts. Each
+// violation names its field as EndpointParams does ("Proto",
+// "Metadata"). Addresses and policies are the Service's to check.
+func (p EndpointParams) Validate() error {
+	var vs apierr.Violations
+	switch p.Proto {
+	case ProtoHTTP, ProtoHTTPS, ProtoTCP, ProtoTLS:
+	default:
+		vs.Add("Proto", "must be http, https, tcp or tls, got %q", truncate(p.Proto, 16))
+	}
+	checkText(&vs, "ForwardsTo", p.ForwardsTo, MaxForwardsToBytes)
+	checkText(&vs, "Metadata", p.Metadata, MaxMetadataBytes)
+	checkText(&vs, "Description", p.Description, MaxDescriptionBytes)
+	if p.PassthroughTLS && p.Proto != ProtoTLS {
+		vs.Add("PassthroughTLS", "applies only to tls endpoints")
+	}
+	return vs.Err()
+}
+
+// truncate returns s cut to at most n bytes, at a UTF-8 boundary, for
+// messages that repeat an agent's text.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
