@@ -142,14 +142,15 @@ func endpointKeys(e *agents.Endpoint) []string {
 }
 
 // GetEndpoint returns an endpoint of the account (GET /endpoints/{id}):
-// an address an agent bound in one of the account's tunnel sessions.
+// an address an agent bound in one of the account's tunnel sessions. It
+// reads the store, not the record cache: an endpoint is removed with its
+// session's credential, two levels up, which a delete's invalidation of
+// the cache reaches only through a cached session.
 func (s *Service) GetEndpoint(ctx context.Context, p Principal, id string) (*agents.Endpoint, error) {
-	r, rec, err := records.Get(ctx, s.db, p, endpointForm.Form, id)
-	if err != nil {
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
-	s.presentEndpoint(r, rec)
-	return &r.Endpoint, nil
+	return s.getEndpoint(ctx, p.AccountID, id)
 }
 
 // ListEndpoints returns a page of the account's endpoints, newest first

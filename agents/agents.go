@@ -209,26 +209,33 @@ type Endpoint struct {
 	AccountID string `json:"-"`
 	// Region is the tunnel server's region.
 	Region string `json:"region"`
-	// CreatedAt and UpdatedAt are when the endpoint was bound and last
-	// bound again.
+	// CreatedAt is when the endpoint was first bound.
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the endpoint was last bound: again after the
+	// agent reconnected, with its ID, URL and CreatedAt.
 	UpdatedAt time.Time `json:"updated_at"`
 	// PublicURL is where clients reach it: https://app.example.com,
 	// http://app.example.com, tls://app.example.com:443,
-	// tcp://tcp.example.com:20001. URL is the same.
+	// tcp://tcp.example.com:20001.
 	PublicURL string `json:"public_url"`
-	URL       string `json:"url"`
-	// Proto is http, https, tcp or tls; Scheme the same.
-	Proto  string `json:"proto"`
+	// URL is the same as PublicURL.
+	URL string `json:"url"`
+	// Proto is http, https, tcp or tls.
+	Proto string `json:"proto"`
+	// Scheme is the same as Proto.
 	Scheme string `json:"scheme"`
 	// Hostport is Host and Port joined.
 	Hostport string `json:"hostport"`
-	Host     string `json:"host"`
-	Port     int64  `json:"port"`
+	// Host is the endpoint's domain (http, https, tls) or the host of
+	// its address (tcp).
+	Host string `json:"host"`
+	// Port is 443 (https, tls), 80 (http), or a tcp endpoint's port.
+	Port int64 `json:"port"`
 	// Type is "agent": the endpoint is served through an agent session.
 	Type string `json:"type"`
-	// Metadata and Description are what the agent set for the bind.
-	Metadata    string `json:"metadata"`
+	// Metadata is what the agent set for the bind.
+	Metadata string `json:"metadata"`
+	// Description is what the agent set for the bind.
 	Description string `json:"description"`
 	// Domain is the reserved domain the endpoint's host is (or that
 	// covers it); nil for TCP endpoints.
