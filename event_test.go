@@ -904,6 +904,16 @@ func TestCascadeDeletesAreReported(t *testing.T) {
 func TestUnknownKindInTheFeedIsLogged(t *testing.T) {
 	st := memstore.New()
 	e, logs := newEventEnv(t, st, events.Options{Sink: &eventRecorder{}})
+	// The record cache's follower starts at the revision it reads once
+	// running: wait until it follows, or the change below may come before
+	// that revision and never be read.
+	start, err := st.Revision(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Host().WaitRevision(e.ctx, start); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Create(e.ctx, store.Record{Kind: "agent_session", AccountID: e.admin.AccountID, ID: "as_1", Data: []byte(`{}`),
 		Note: store.Note{Event: "agent_session_created.v0", At: e.clock.Now()}}); err != nil {
 		t.Fatal(err)
