@@ -382,7 +382,7 @@ func parseTCPAddr(addr string) (host string, port int, reason string) {
 		return "", 0, "must be host:port, such as tcp.example.com:20001"
 	}
 	n, err := strconv.Atoi(p)
-	if err != nil || n < 1 || n > 65535 || p[0] == '0' {
+	if err != nil || n < 1 || n > 65535 || p[0] < '1' || p[0] > '9' {
 		return "", 0, "the port must be a number from 1 to 65535"
 	}
 	if ip, err := netip.ParseAddr(h); err == nil {

@@ -544,3 +544,65 @@ func TestEndpointEventTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestBindEndpointConcurrently: agents binding one hostport at once, in
+// sessions of two credentials, get it once; the others get a conflict.
+// A tcp range of ports bound at once is allocated once each.
+func TestBindEndpointConcurrently(t *testing.T) {
+	e, _ := endpointEnv(t)
+	acct := e.user.AccountID
+	_, a := e.token(t, e.user)
+	_, b := e.token(t, e.user)
+	sessions := []string{e.session(t, a).ID, e.session(t, b).ID}
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := e.svc.Host().BindEndpoint(e.ctx, acct, sessions[i%2], bindParams(agents.ProtoHTTPS, "app.example.com"))
+			errs <- err
+		}()
+	}
+	bound := 0
+	for range n {
+		switch err := <-errs; apierr.CodeOf(err) {
+		case 0:
+			bound++
+		case apierr.Conflict:
+		default:
+			t.Errorf("a concurrent bind: %v", err)
+		}
+	}
+	if bound != 1 {
+		t.Errorf("%d binds of one hostport succeeded, want 1", bound)
+	}
+
+	tiny := bindParams(agents.ProtoTCP, "")
+	tiny.TCPLow, tiny.TCPHigh = 30000, 30007
+	ports := make(chan int64, n)
+	for i := range n {
+		go func() {
+			ep, err := e.svc.Host().BindEndpoint(e.ctx, acct, sessions[i%2], tiny)
+			switch {
+			case err == nil:
+				ports <- ep.Port
+			case apierr.CodeOf(err) == apierr.ResourceExhausted:
+				ports <- 0
+			default:
+				t.Errorf("a concurrent bind of a picked port: %v", err)
+				ports <- 0
+			}
+		}()
+	}
+	seen := map[int64]bool{}
+	for range n {
+		if p := <-ports; p != 0 {
+			if seen[p] {
+				t.Errorf("port %d picked twice", p)
+			}
+			seen[p] = true
+		}
+	}
+	if len(seen) != 8 {
+		t.Errorf("%d ports of 8 picked by %d binds", len(seen), n)
+	}
+}
