@@ -386,6 +386,9 @@ func parseTCPAddr(addr string) (host string, port int, reason string) {
 		return "", 0, "the port must be a number from 1 to 65535"
 	}
 	if ip, err := netip.ParseAddr(h); err == nil {
+		if ip.Zone() != "" {
+			return "", 0, "the host must not have an IPv6 zone"
+		}
 		return ip.Unmap().String(), n, ""
 	}
 	name, err := domains.ParseName(h)

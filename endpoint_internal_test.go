@@ -21,6 +21,7 @@ func TestParseTCPAddr(t *testing.T) {
 		{addr: "192.0.2.1:65535", host: "192.0.2.1", port: 65535},
 		{addr: "[2001:db8::1]:443", host: "2001:db8::1", port: 443},
 		{addr: "[::ffff:192.0.2.1]:443", host: "192.0.2.1", port: 443},
+		{addr: "[fe80::1%eth0]:443", bad: true},
 		{addr: "tcp.example.com", bad: true},
 		{addr: "tcp.example.com:0", bad: true},
 		{addr: "tcp.example.com:65536", bad: true},
