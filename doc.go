@@ -102,9 +102,9 @@
 //
 // Reserved domains, TLS certificates and endpoint configurations (package
 // domains, configured by [Options.Domains]), tunnel group backends and
-// online tunnels (package backends), agents' tunnel sessions (package
-// agents; read-only over the API but for a stop request), edges, routes
-// and their modules
+// online tunnels (package backends), agents' tunnel sessions and
+// endpoints (package agents; read-only over the API but for a stop
+// request), edges, routes and their modules
 // (package edges, with traffic policies compiled by [Options.Policy]) and
 // event subscriptions and sources (package events) follow the same rules:
 // methods per operation acting for a [Principal], account isolation, PATCH
@@ -118,8 +118,8 @@
 // from the store's change feed (package store): a change is reported if
 // and only if its write committed, in commit order, and records deleted
 // with their parent (the routes of an edge, the tunnel sessions and
-// tunnels of a credential, the tunnels of a session) are reported as
-// deleted too. Delivery never blocks an operation: a slow
+// tunnels of a credential, the tunnels and endpoints of a session) are
+// reported as deleted too. Delivery never blocks an operation: a slow
 // sink leaves changes waiting in the feed, not in memory. [Service.Close]
 // delivers what was committed before it. With several Services over one
 // shared store, set a sink on one of them only: each Service with a sink
@@ -135,10 +135,13 @@
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
 // ones), [Host.OpenTunnelSession], [Host.RenewTunnelSession],
 // [Host.CloseTunnelSession], [Host.GetTunnelSession] and
-// [Host.StartLabeledTunnel] for tunnel servers that serve agents (a
-// session is a child of its credential and its labeled tunnels children
-// of the session, so they go offline together; the session's lease is
-// the tunnels' and is renewed with theirs), [Host.EdgeByHostport] (the edge that serves a host:port, by the
+// [Host.StartLabeledTunnel], [Host.BindEndpoint] and
+// [Host.UnbindEndpoint] for tunnel servers that serve agents (a
+// session is a child of its credential and its labeled tunnels and
+// endpoints children of the session, so they go offline together; the
+// session's lease is the tunnels' and is renewed with theirs),
+// [Host.GetEndpoint] and [Host.ListEndpoints] (every endpoint across
+// accounts) for edge proxies that serve endpoints, [Host.EdgeByHostport] (the edge that serves a host:port, by the
 // store's unique key of each edge hostport), [Host.HTTPSEdgeConfig],
 // [Host.HTTPSRouteConfig], [Host.TLSEdgeConfig], [Host.TCPEdgeConfig],
 // [Host.BackendTunnels], [Host.ListHTTPSEdges] (every HTTPS edge across
@@ -154,7 +157,7 @@
 // suite every backend runs). Each write gets a revision from the store's
 // change feed, which event delivery and edge proxies follow; lookups that
 // are not by ID go through the store's unique keys and secondary indexes
-// (an edge's hostports, a domain's certificate due time, a source's event type, a tunnel's
+// (an edge's or endpoint's hostports, a domain's certificate due time, a source's event type, a tunnel's
 // labels and lease end, a tunnel session's lease end), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of
@@ -227,4 +230,15 @@
 //   - An IP restriction needs at least one IP policy; enforced defaults to
 //     false.
 //   - The default base URL is [DefaultBaseURL].
+//   - An agent's endpoint (ep_) takes its hostport as an edge does: one
+//     edge or endpoint per hostport, and per TCP port, store-wide. A
+//     domain an endpoint names must be a reserved domain of the account
+//     (or covered by its wildcard); a domain reserved by another account
+//     gets the same refusal as one nobody reserved. A tcp endpoint
+//     whose port the tunnel server picks needs an ACL that permits
+//     everything (the grammar of bind rules has no port wildcard, and a
+//     restricted credential names the address it may bind). A rebind
+//     after a reconnect deletes the old record, then creates the new one
+//     (the store writes one record at a time): a bind that takes the
+//     hostport in between wins. See [Host.BindEndpoint].
 package edgeplane

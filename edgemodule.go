@@ -495,6 +495,13 @@ func (s *Service) DeleteTCPEdgeBackend(ctx context.Context, p Principal, id stri
 // locate the problem, and again atomically through the edge or route
 // record's Refs when it is written.
 func (s *Service) checkPolicy(ctx context.Context, p Principal, target policy.Target, scope, value string) (string, []string, error) {
+	return s.compilePolicy(ctx, p.AccountID, target, scope, "value", value)
+}
+
+// compilePolicy is checkPolicy for the account accountID, with the
+// violations under field: what an agent's endpoint bind (whose document
+// is its TrafficPolicy) shares with edges.
+func (s *Service) compilePolicy(ctx context.Context, accountID string, target policy.Target, scope, field, value string) (string, []string, error) {
 	var (
 		named   []string
 		failure error // a store failure while resolving: not the caller's fault
@@ -504,7 +511,7 @@ func (s *Service) checkPolicy(ctx context.Context, p Principal, target policy.Ta
 			if !ids.Valid(id, ipaccess.PolicyPrefix) {
 				return nil, apierr.New(apierr.InvalidArgument, "%q is not an IP policy ID (%s followed by %d base62 characters)", id, ipaccess.PolicyPrefix, ids.Len)
 			}
-			if _, err := s.store.Get(ctx, KindIPPolicy, p.AccountID, id); err != nil {
+			if _, err := s.store.Get(ctx, KindIPPolicy, accountID, id); err != nil {
 				if errors.Is(err, apierr.ErrNotFound) {
 					return nil, apierr.New(apierr.InvalidArgument, "IP policy %s not found in this account", id)
 				}
@@ -526,7 +533,7 @@ func (s *Service) checkPolicy(ctx context.Context, p Principal, target policy.Ta
 			return "", nil, err
 		}
 		var vs apierr.Violations
-		vs.AddError("value", err)
+		vs.AddError(field, err)
 		return "", nil, vs.Err()
 	}
 	compact, err := pol.MarshalJSON()

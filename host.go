@@ -173,6 +173,80 @@ func (h *Host) StartLabeledTunnel(ctx context.Context, accountID, sessionID stri
 	return h.s.startLabeledTunnel(ctx, accountID, sessionID, params)
 }
 
+// BindEndpoint records an endpoint the session's agent binds (Bind of
+// http, https, tcp or tls): an endpoint (ep_) that is a child of the
+// session, so it goes offline with it (closed, reaped, or deleted with
+// its credential), and whose hostport edge proxies serve without an
+// edge. The rules, each checked against the session's credential's ACL
+// as it is now (read again; an empty ACL or "*" permits everything):
+//
+//   - http, https and tls: params.Domain (canonical, as
+//     [domains.ParseName] makes it; a wildcard is allowed) must be
+//     permitted by the ACL (bind:<domain>, or bind:*.<parent>), else
+//     permission denied naming the domain and those rules; and be a
+//     reserved domain of the account, or a name a wildcard one of it
+//     covers, else a failed precondition saying to reserve it first (a
+//     name another account reserved is refused the same way). The
+//     endpoint holds the hostport <domain>:443 (https, tls) or
+//     <domain>:80 (http), which one edge or endpoint holds in the
+//     whole store: taken, a conflict naming it. It references the
+//     domain, which cannot be released while the endpoint is online.
+//   - tcp: params.TCPLow 0 says the tunnel server serves no TCP ports
+//     (failed precondition). params.Addr host:port (a DNS name or an IP
+//     address, and a port from TCPLow to TCPHigh) must be permitted by
+//     the ACL (bind:<host>:<port>). Without Addr, the Service picks a
+//     free port of the range on params.TCPHost (trying up to 64 ports
+//     from a random one; none free is resource exhausted), which only an
+//     ACL that permits everything allows: a restricted credential names
+//     the address it may bind. The endpoint holds its hostport and its
+//     port, as a TCP edge does: a port serves one TCP edge or endpoint.
+//   - params.TrafficPolicy, when set, must compile with the engine of
+//     edges' traffic policies (for HTTP for http and https, for
+//     connections otherwise), else invalid naming TrafficPolicy with the
+//     engine's message; the IP policies it names are referenced.
+//   - ForwardsTo, Metadata and Description are UTF-8 within
+//     [agents.MaxForwardsToBytes], [agents.MaxMetadataBytes] and
+//     [agents.MaxDescriptionBytes].
+//
+// params.ID set is a rebind after a reconnect: an endpoint ID. An
+// endpoint of the account with that ID must have been bound with the
+// session's credential (else permission denied); it is replaced by one
+// under this session with the same ID and creation time (and, for a tcp
+// endpoint bound without an address, the same address), after every rule
+// passes again. The store writes one record at a time, so the old
+// record is deleted, then the new one created: a bind that takes the
+// hostport in between makes the rebind a conflict. An ID that is gone
+// (its session reaped) is bound anew under that ID. A session that is
+// gone is not found; one whose lease has ended is a failed precondition.
+// Reported as an endpoint_created event (a rebind: endpoint_deleted,
+// then endpoint_created).
+func (h *Host) BindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error) {
+	return h.s.bindEndpoint(ctx, accountID, sessionID, params)
+}
+
+// UnbindEndpoint removes an endpoint of the account, as its tunnel
+// server does when the agent unbinds it. One that is gone is not found.
+// Reported as an endpoint_deleted event.
+func (h *Host) UnbindEndpoint(ctx context.Context, accountID, id string) error {
+	return h.s.unbindEndpoint(ctx, accountID, id)
+}
+
+// GetEndpoint returns an endpoint of the account, read from the store
+// (never from the record cache), with PassthroughTLS and AccountID, which
+// the API does not show. One that is gone is not found.
+func (h *Host) GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error) {
+	return h.s.getEndpoint(ctx, accountID, id)
+}
+
+// ListEndpoints returns up to opts.Limit endpoints (0 means
+// [MaxPageSize]) of every account, newest first, and the cursor of the
+// next page ("" at the end): what an edge proxy that serves every
+// account loads at start, as [Host.ListHTTPSEdges] for edges, but whole
+// models (with PassthroughTLS and AccountID). A host operation.
+func (h *Host) ListEndpoints(ctx context.Context, opts ListOptions) ([]agents.Endpoint, string, error) {
+	return h.s.listEndpoints(ctx, opts)
+}
+
 // BackendTunnels returns the online tunnels of the account that the
 // tunnel group backend backendID selects, newest first: those that carry
 // all of the backend's labels (at most [MaxBackendTunnels], the newest),

@@ -19,7 +19,8 @@ import (
 // Hostports of edges. An edge's record holds one store key per hostport
 // (hostportKey), so a hostport is used by one edge in the whole store,
 // whatever its kind or account: the store refuses a second one atomically
-// (a conflict naming the hostport). The record also references the
+// (a conflict naming the hostport). An agent's endpoint (endpoint.go)
+// takes the same keys, so an edge and an endpoint never share one. The record also references the
 // reserved domain that each host is (or that covers it, a wildcard), so
 // the domain cannot be released while an edge serves it, and a domain
 // released between the check and the write fails the write.
@@ -175,11 +176,11 @@ func (s *Service) edgeWriteErr(err error, k *records.Kind, id string, hostports 
 		for _, hp := range hostports {
 			if dup.Key == hostportKey(hp) {
 				return &apierr.Error{Code: apierr.Conflict, Err: err,
-					Msg: "the hostport " + hp + " is already used by another edge; a hostport serves one edge"}
+					Msg: "the hostport " + hp + " is already used by another edge or an agent's endpoint; a hostport serves one of them"}
 			}
-			if k == tcpEdgeKind && dup.Key == tcpPortKey(hostportPort(hp)) {
+			if (k == tcpEdgeKind || k == endpointKind) && dup.Key == tcpPortKey(hostportPort(hp)) {
 				return &apierr.Error{Code: apierr.Conflict, Err: err,
-					Msg: "the port of hostport " + hp + " is already used by another TCP edge; a TCP client names no host, so a port serves one TCP edge"}
+					Msg: "the port of hostport " + hp + " is already used by another TCP edge or tcp endpoint; a TCP client names no host, so a port serves one of them"}
 			}
 		}
 	case errors.As(err, &miss):

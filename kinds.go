@@ -14,8 +14,9 @@ import (
 // routes of their HTTPS edge; event sources of their subscription; tunnel
 // sessions of the credential whose authtoken opened them; tunnels of the
 // credential whose authtoken registered them, or of the session in which
-// an agent started them (deleting the credential takes them all offline).
-// Edge modules live inside their edge or route record.
+// an agent started them; endpoints of the session in which an agent bound
+// them (deleting the credential takes them all offline). Edge modules
+// live inside their edge or route record.
 const (
 	KindAccount               store.Kind = "account"
 	KindUser                  store.Kind = "user"
@@ -31,6 +32,7 @@ const (
 	KindTunnelGroupBackend    store.Kind = "tunnel_group_backend"
 	KindTunnel                store.Kind = "tunnel"
 	KindTunnelSession         store.Kind = "tunnel_session"
+	KindEndpoint              store.Kind = "endpoint"
 	KindEventSubscription     store.Kind = "event_subscription"
 	KindEventSource           store.Kind = "event_source"
 	KindHTTPSEdge             store.Kind = "https_edge"
@@ -51,7 +53,7 @@ const (
 // initialization cycle through the declaration that holds it.)
 var kindList = []declared{accountForm, userForm, botUserForm, apiKeyForm, credentialForm, ipPolicyForm, ipRuleForm,
 	ipRestrictionForm, reservedDomainForm, certificateForm, endpointConfigForm, backendForm, tunnelForm,
-	tunnelSessionForm, eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm}
+	tunnelSessionForm, endpointForm, eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm}
 
 // kind is one kind of resource as the Service declares it: its identity
 // and stored form (a [records.Form] over its *records.Kind), how a stored
@@ -157,6 +159,9 @@ const (
 	DataPlaneDomain
 	// DataPlaneTunnel: a tunnel that backends select by its labels.
 	DataPlaneTunnel
+	// DataPlaneEndpoint: an endpoint an agent bound, served without an
+	// edge (read whole with [Host.GetEndpoint]).
+	DataPlaneEndpoint
 )
 
 // DataPlaneRoleOf returns the part an edge proxy's configs take from the

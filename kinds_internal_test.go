@@ -74,6 +74,7 @@ func TestKindTraits(t *testing.T) {
 		{KindAPIKey, traits{auth: authForgetRecord}},
 		{KindBot, traits{auth: authForgetAll}},
 		{KindHTTPSEdgeRoute, traits{dataPlane: DataPlaneRoute}},
+		{KindEndpoint, traits{dataPlane: DataPlaneEndpoint}},
 		{KindCredential, traits{}},
 	} {
 		d, ok := declOf(tc.kind)

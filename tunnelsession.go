@@ -303,29 +303,15 @@ func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID s
 	if err := validateLabeledTunnel(params); err != nil {
 		return nil, err
 	}
-	// The credential's ACL as it is now, not as it was when the session
-	// opened: an update that narrows it applies to the next tunnel.
-	credRec, err := s.store.Get(ctx, KindCredential, accountID, sessRec.ParentID)
-	if errors.Is(err, apierr.ErrNotFound) {
-		return nil, tunnelSessionKind.NotFound(sessionID) // deleted meanwhile, and the session with it
-	}
-	if err != nil {
-		return nil, s.db.StoreErr(err, credentialKind, sessRec.ParentID)
-	}
-	cred, err := credentialForm.Decode(s.db, credRec)
+	acl, err := s.sessionACL(ctx, accountID, sessionID, sessRec.ParentID)
 	if err != nil {
 		return nil, err
-	}
-	acl, err := credentials.ParseACL(cred.ACL)
-	if err != nil {
-		// Stored ACLs were validated on write; a failure here is corruption.
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
 	}
 	if err := checkLabelsAllowed(acl, params.Labels); err != nil {
 		return nil, err
 	}
 	t := backends.Tunnel{ID: s.ids.New(backends.TunnelPrefix), AccountID: accountID, StartedAt: s.timestamp(), Labels: maps.Clone(params.Labels),
-		Credential: resource.Ref{ID: cred.ID}, ForwardsTo: params.ForwardsTo, ExpiresAt: sess.ExpiresAt,
+		Credential: resource.Ref{ID: sessRec.ParentID}, ForwardsTo: params.ForwardsTo, ExpiresAt: sess.ExpiresAt,
 		TunnelSession: &resource.Ref{ID: sessionID}, Metadata: params.Metadata}
 	rec := store.Record{Kind: KindTunnel, AccountID: accountID, ID: t.ID, ParentID: sessionID, Indexes: tunnelIndexes(&t),
 		Note: s.db.Note(tunnelKind.Event, events.Created)}
@@ -341,6 +327,31 @@ func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID s
 	}
 	s.presentTunnel(&t, rec)
 	return &t, nil
+}
+
+// sessionACL returns the ACL of credentialID, the credential of the
+// session sessionID, as it is now, not as it was when the session
+// opened: an update that narrows it applies to the next tunnel or
+// endpoint. A credential deleted meanwhile (and the session with it)
+// makes the session not found.
+func (s *Service) sessionACL(ctx context.Context, accountID, sessionID, credentialID string) (*credentials.ACL, error) {
+	credRec, err := s.store.Get(ctx, KindCredential, accountID, credentialID)
+	if errors.Is(err, apierr.ErrNotFound) {
+		return nil, tunnelSessionKind.NotFound(sessionID)
+	}
+	if err != nil {
+		return nil, s.db.StoreErr(err, credentialKind, credentialID)
+	}
+	cred, err := credentialForm.Decode(s.db, credRec)
+	if err != nil {
+		return nil, err
+	}
+	acl, err := credentials.ParseACL(cred.ACL)
+	if err != nil {
+		// Stored ACLs were validated on write; a failure here is corruption.
+		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	}
+	return acl, nil
 }
 
 // validateLabeledTunnel reports every broken rule of p at once: at least

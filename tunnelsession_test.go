@@ -57,8 +57,8 @@ func TestOpenTunnelSession(t *testing.T) {
 	ts := e.session(t, token)
 	want := &agents.TunnelSession{
 		ID:           ts.ID,
-		AccountID:    e.admin.AccountID,
 		URI:          "https://api.example.test/tunnel_sessions/" + ts.ID,
+		AccountID:    e.user.AccountID, // not shown (json:"-"): the tunnel server's
 		AgentVersion: "3.18.4",
 		Credential:   resource.Ref{ID: cred.ID, URI: "https://api.example.test/credentials/" + cred.ID},
 		IP:           "203.0.113.7",

@@ -40,6 +40,9 @@ const (
 	MaxForwardsToBytes = 512
 	// MaxClientTypeBytes bounds ClientType.
 	MaxClientTypeBytes = 64
+	// MaxDescriptionBytes bounds an endpoint's Description, as the API
+	// bounds every description field.
+	MaxDescriptionBytes = 255
 )
 
 // TunnelSession is an agent's session with a tunnel server: it is online
@@ -206,26 +209,33 @@ type Endpoint struct {
 	AccountID string `json:"-"`
 	// Region is the tunnel server's region.
 	Region string `json:"region"`
-	// CreatedAt and UpdatedAt are when the endpoint was bound and last
-	// bound again.
+	// CreatedAt is when the endpoint was first bound.
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the endpoint was last bound: again after the
+	// agent reconnected, with its ID, URL and CreatedAt.
 	UpdatedAt time.Time `json:"updated_at"`
 	// PublicURL is where clients reach it: https://app.example.com,
 	// http://app.example.com, tls://app.example.com:443,
-	// tcp://tcp.example.com:20001. URL is the same.
+	// tcp://tcp.example.com:20001.
 	PublicURL string `json:"public_url"`
-	URL       string `json:"url"`
-	// Proto is http, https, tcp or tls; Scheme the same.
-	Proto  string `json:"proto"`
+	// URL is the same as PublicURL.
+	URL string `json:"url"`
+	// Proto is http, https, tcp or tls.
+	Proto string `json:"proto"`
+	// Scheme is the same as Proto.
 	Scheme string `json:"scheme"`
 	// Hostport is Host and Port joined.
 	Hostport string `json:"hostport"`
-	Host     string `json:"host"`
-	Port     int64  `json:"port"`
+	// Host is the endpoint's domain (http, https, tls) or the host of
+	// its address (tcp).
+	Host string `json:"host"`
+	// Port is 443 (https, tls), 80 (http), or a tcp endpoint's port.
+	Port int64 `json:"port"`
 	// Type is "agent": the endpoint is served through an agent session.
 	Type string `json:"type"`
-	// Metadata and Description are what the agent set for the bind.
-	Metadata    string `json:"metadata"`
+	// Metadata is what the agent set for the bind.
+	Metadata string `json:"metadata"`
+	// Description is what the agent set for the bind.
 	Description string `json:"description"`
 	// Domain is the reserved domain the endpoint's host is (or that
 	// covers it); nil for TCP endpoints.
@@ -245,6 +255,14 @@ type Endpoint struct {
 // EndpointType is the value of [Endpoint.Type].
 const EndpointType = "agent"
 
+// The protocols of endpoints ([Endpoint.Proto], [EndpointParams.Proto]).
+const (
+	ProtoHTTP  = "http"
+	ProtoHTTPS = "https"
+	ProtoTCP   = "tcp"
+	ProtoTLS   = "tls"
+)
+
 // EndpointParams are what an agent asks for when it binds an endpoint.
 type EndpointParams struct {
 	// ID is the endpoint's ID when the agent binds it again after a
@@ -259,13 +277,51 @@ type EndpointParams struct {
 	// TCPPorts.
 	Addr string
 	// TCPHost is the public host of tcp endpoints without Addr, and
-	// TCPPorts the ports a tcp endpoint may have: the tunnel server's
-	// edge proxy listens there.
+	// TCPLow to TCPHigh (inclusive) the ports a tcp endpoint may have:
+	// the tunnel server's edge proxy listens there. TCPLow 0: the
+	// server serves no tcp endpoints.
 	TCPHost         string
 	TCPLow, TCPHigh int
-	TrafficPolicy   string
-	ForwardsTo      string
-	Metadata        string
-	Description     string
-	PassthroughTLS  bool
+	// TrafficPolicy is the bind's traffic policy document, "" for none.
+	TrafficPolicy string
+	// ForwardsTo is informational, as a labeled tunnel's (at most
+	// MaxForwardsToBytes); Metadata and Description are at most
+	// MaxMetadataBytes and MaxDescriptionBytes. All are UTF-8.
+	ForwardsTo  string
+	Metadata    string
+	Description string
+	// PassthroughTLS, for a tls endpoint, says the agent terminates TLS.
+	PassthroughTLS bool
+}
+
+// Validate reports the broken rules that need nothing but p: the
+// protocol, and the bounds and encoding of the agent's texts. Each
+// violation names its field as EndpointParams does ("Proto",
+// "Metadata"). Addresses and policies are the Service's to check.
+func (p EndpointParams) Validate() error {
+	var vs apierr.Violations
+	switch p.Proto {
+	case ProtoHTTP, ProtoHTTPS, ProtoTCP, ProtoTLS:
+	default:
+		vs.Add("Proto", "must be http, https, tcp or tls, got %q", truncate(p.Proto, 16))
+	}
+	checkText(&vs, "ForwardsTo", p.ForwardsTo, MaxForwardsToBytes)
+	checkText(&vs, "Metadata", p.Metadata, MaxMetadataBytes)
+	checkText(&vs, "Description", p.Description, MaxDescriptionBytes)
+	if p.PassthroughTLS && p.Proto != ProtoTLS {
+		vs.Add("PassthroughTLS", "applies only to tls endpoints")
+	}
+	return vs.Err()
+}
+
+// truncate returns s cut to at most n bytes, at a UTF-8 boundary, for
+// messages that repeat an agent's text.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

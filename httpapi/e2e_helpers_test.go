@@ -397,12 +397,14 @@ func jsonString(s string) string {
 }
 
 // fixture is one resource of every kind in an account, with every module
-// set, one event source and one tunnel session of the credential.
+// set, one event source, one tunnel session of the credential and one
+// endpoint its agent bound on the reserved domain.
 type fixture struct {
 	edgeSet
 	cred, pol, rule, ipx, cert, ec, rd, bk, sub string
 	source                                      string // type of the subscription's source
 	session                                     string // opened through the Service's Host, as a tunnel server does
+	endpoint                                    string // bound in the session through the Host: https://<name>.example.com
 }
 
 // newFixture creates a fixture; name makes its reserved domain unique
@@ -426,6 +428,7 @@ func newFixture(t *testing.T, s *server, key, name string) fixture {
 	if r := call(t, s, "PATCH", "/reserved_domains/"+f.rd, key, `{"https_endpoint_configuration_id":"`+f.ec+`"}`); r.status != 200 {
 		t.Fatalf("attach endpoint configuration: %d %s", r.status, r.body)
 	}
+	f.endpoint = bindEndpoint(t, s, key, f.session, domain)
 	f.bk = create(t, s, key, "/backends/tunnel_group", `{"labels":{"app":"web"}}`, "bkdtg_")
 	f.sub = create(t, s, key, "/event_subscriptions", `{}`, "esb_")
 	if r := call(t, s, "POST", "/event_subscriptions/"+f.sub+"/sources", key, `{"type":"`+f.source+`"}`); r.status != 201 {
@@ -450,6 +453,24 @@ func openSession(t *testing.T, s *server, token string) string {
 		t.Fatal(err)
 	}
 	return wantID(t, ts.ID, "ts_")
+}
+
+// bindEndpoint binds an https endpoint on domain in the tunnel session
+// sessionID of the account of key through the Service's Host, as a
+// tunnel server does for an agent's Bind, and returns its id.
+func bindEndpoint(t *testing.T, s *server, key, sessionID, domain string) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := s.svc.Authenticate(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := s.svc.Host().BindEndpoint(ctx, p.AccountID, sessionID, agents.EndpointParams{Proto: "https", Domain: domain,
+		ForwardsTo: "http://localhost:3000", Metadata: `{"app":"web"}`, Description: "the web app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wantID(t, ep.ID, "ep_")
 }
 
 // moduleBodies returns a valid PUT body for each of the fixture's nine

@@ -43,6 +43,7 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 		"/tunnels/" + tn.ID:                                            {"GET"},
 		"/tunnel_sessions/" + a.session:                                {"GET"},
 		"/tunnel_sessions/" + a.session + "/stop":                      {"POST"},
+		"/endpoints/" + a.endpoint:                                     {"GET"},
 		"/edges/https/" + a.https:                                      {"GET", "PATCH", "DELETE"},
 		routes:                                                         {"GET", "POST"},
 		routes + "/" + a.route:                                         {"GET", "PATCH", "DELETE"},
@@ -85,7 +86,7 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 	}
 
 	// B's lists never show A's resources.
-	aIDs := []string{a.cred, a.pol, a.rule, a.ipx, a.rd, a.cert, a.ec, a.bk, a.https, a.route, a.tls, a.tcp, a.sub, a.session, tn.ID, cr.json["id"].(string)}
+	aIDs := []string{a.cred, a.pol, a.rule, a.ipx, a.rd, a.cert, a.ec, a.bk, a.https, a.route, a.tls, a.tcp, a.sub, a.session, a.endpoint, tn.ID, cr.json["id"].(string)}
 	bView := snapshot(t, s, s.keyB)
 	r := call(t, s, "GET", "/tunnels", s.keyB, "")
 	if r.status != 200 {

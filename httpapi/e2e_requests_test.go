@@ -69,10 +69,14 @@ func TestE2ECascadingDeletes(t *testing.T) {
 	checkError(t, call(t, s, "GET", "/ip_policy_rules/"+f.rule, s.keyA, ""), apiError{status: 404, code: errNotFound})
 	noContent(t, call(t, s, "DELETE", "/event_subscriptions/"+f.sub, s.keyA, ""))
 	checkError(t, call(t, s, "GET", "/event_subscriptions/"+f.sub+"/sources/"+f.source, s.keyA, ""), apiError{status: 404, code: errNotFound})
+	// The agent's endpoint holds its reserved domain until its session
+	// goes, here with the credential.
+	checkError(t, call(t, s, "DELETE", "/reserved_domains/"+f.rd, s.keyA, ""), apiError{status: 409, code: errConflict, msg: []string{f.endpoint}})
+	noContent(t, call(t, s, "DELETE", "/credentials/"+f.cred, s.keyA, ""))
+	checkError(t, call(t, s, "GET", "/endpoints/"+f.endpoint, s.keyA, ""), apiError{status: 404, code: errNotFound})
 	noContent(t, call(t, s, "DELETE", "/reserved_domains/"+f.rd, s.keyA, ""))
 	noContent(t, call(t, s, "DELETE", "/tls_certificates/"+f.cert, s.keyA, ""))
 	noContent(t, call(t, s, "DELETE", "/endpoint_configurations/"+f.ec, s.keyA, ""))
-	noContent(t, call(t, s, "DELETE", "/credentials/"+f.cred, s.keyA, ""))
 	for _, c := range collections {
 		if ids := listIDs(t, s, s.keyA, c.path, c.field); len(ids) != 0 {
 			t.Errorf("%s still lists %q", c.path, ids)

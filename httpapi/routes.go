@@ -393,6 +393,12 @@ func (h *Handler) table() []route {
 		read("/tunnel_sessions/{id}", "getTunnelSession", "Get a tunnel session", s.GetTunnelSession),
 		command("/tunnel_sessions/{id}/stop", "stopTunnelSession", "Ask the agent of a tunnel session to stop", s.StopTunnelSession),
 
+		// Endpoints (the original API's /endpoints of type agent): bound by
+		// agents through tunnel servers and removed with their sessions;
+		// the API only reads them.
+		listOf("/endpoints", "listEndpoints", "List the endpoints agents bound", "endpoints", s.ListEndpoints),
+		read("/endpoints/{id}", "getEndpoint", "Get an endpoint", s.GetEndpoint),
+
 		// Edges and routes (referenced, not shown).
 		create("/edges/https", "createHTTPSEdge", "Create an HTTPS edge", s.CreateHTTPSEdge),
 		listOf("/edges/https", "listHTTPSEdges", "List HTTPS edges", "https_edges", s.ListHTTPSEdges),

@@ -13,7 +13,6 @@ import (
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/policy"
-	"github.com/edgeplane/edgeplane/store"
 )
 
 // EndpointSource reads the endpoints agents bind themselves (see the
@@ -27,10 +26,8 @@ type EndpointSource interface {
 	ListEndpoints(ctx context.Context, opts edgeplane.ListOptions) ([]agents.Endpoint, string, error)
 }
 
-// kindEndpoint is the store kind of endpoints, whose changes in the feed
-// say which endpoints to read again. It equals edgeplane.KindEndpoint,
-// which this package will name once the root declares it.
-const kindEndpoint store.Kind = "endpoint"
+// kindEndpoint is the store kind of endpoints.
+const kindEndpoint = edgeplane.KindEndpoint
 
 // The protocols of [agents.Endpoint.Proto].
 const (

@@ -78,6 +78,31 @@
 // the SDK registers the tunnel only then and drops a connection that
 // comes first.
 //
-// Endpoints (Bind of http, https, tcp or tls) are not served yet: a
-// Bind is refused with FailedPrecondition saying so.
+// # Endpoints
+//
+// A Bind of http, https, tcp or tls opens an endpoint: a public address
+// the edge proxies serve without an edge, recorded through the Host
+// ([edgeplane.Host.BindEndpoint] has the rules) as a child of the
+// session, and reached through DialTunnel under the endpoint's ID (the
+// proxy header's Id). Its address is the Bind's Domain (else Hostname,
+// else the host of URL) for http, https and tls, checked against the
+// credential's ACL (bind:<domain>, bind:*.<parent>) and the account's
+// reserved domains; for tcp, Addr (else URL's host:port), whose port
+// must be in [Options.TCPLow, Options.TCPHigh], checked against
+// bind:<host>:<port>; without one, the Host picks a free port of the
+// range on Options.TCPHost, for a credential whose ACL permits
+// everything. A tls endpoint whose TLSTermination is null passes the
+// client's TLS to the agent; set (without a certificate of the
+// agent's), the edge terminates it. Options the edges do not apply
+// (basic auth, OAuth, OIDC, IP restrictions, PROXY protocol, header
+// rewrites, ...) are refused when set, rather than ignored; a traffic
+// policy expresses them. The answer echoes the Bind's Proto and Opts (a
+// tcp endpoint's picked address filled in), with the endpoint's ID and
+// URL. Endpoints count with tunnels towards MaxTunnelsPerSession.
+//
+// An agent that reconnects binds its endpoints again under their IDs;
+// the Host moves each to the new session, keeping its URL and creation
+// time, so the SDK's tunnels keep their IDs and URLs. An Unbind removes
+// the endpoint unless a newer session of the agent holds it; an endpoint
+// removed elsewhere is stopped at the agent (StopTunnel), as a tunnel is.
 package tunnel

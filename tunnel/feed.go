@@ -11,7 +11,7 @@ import (
 )
 
 // feedHandler follows the change feed for the Server: changes made
-// elsewhere to the sessions and tunnels it holds. It implements
+// elsewhere to the sessions, tunnels and endpoints it holds. It implements
 // [follow.Handler].
 type feedHandler struct{ s *Server }
 
@@ -36,7 +36,7 @@ func (h *feedHandler) Resync(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// Apply acts on the changes of held sessions and tunnels.
+// Apply acts on the changes of held sessions, tunnels and endpoints.
 func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 	for _, c := range b.Changes {
 		switch c.Kind {
@@ -63,6 +63,27 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			h.s.mu.Unlock()
 			if bd != nil {
 				go bd.sess.stopTunnel(c.ID, "the tunnel was removed: its credential's ACL no longer allows it, or it was deleted", apierr.NotFound)
+			}
+		case edgeplane.KindEndpoint:
+			if c.Op != store.OpDelete {
+				continue
+			}
+			h.s.mu.Lock()
+			bd := h.s.tunnels[c.ID]
+			h.s.mu.Unlock()
+			if bd == nil {
+				continue
+			}
+			// A rebind deletes the endpoint and creates it again under the
+			// agent's new session: one that is still there, the holder's,
+			// stays.
+			ep, err := h.s.opts.Host.GetEndpoint(ctx, bd.sess.accountID, c.ID)
+			switch {
+			case err == nil && ep.TunnelSession != nil && ep.TunnelSession.ID == bd.sess.id:
+			case err == nil, errors.Is(err, apierr.ErrNotFound):
+				go bd.sess.stopTunnel(c.ID, "the endpoint was removed", apierr.NotFound)
+			default:
+				return err
 			}
 		}
 	}

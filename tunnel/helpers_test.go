@@ -254,3 +254,11 @@ func (e *env) connectB(b *testing.B, token string) ngrok.Session {
 	}
 	return sess
 }
+
+// sdkAcceptRace recovers, in a goroutine that accepts a tunnel's
+// connections, from a race of the SDK (v1.12.1, session.go): Connect
+// stores a session without a logger (line 741) after the first connect
+// may already have stored the connected one (line 689), and a failed
+// Accept then logs through the nil logger and panics. A failed Accept
+// only happens as the test ends (its session closed), so nothing is lost.
+func sdkAcceptRace() { _ = recover() }

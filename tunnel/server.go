@@ -71,6 +71,9 @@ type Host interface {
 	UnregisterTunnel(ctx context.Context, accountID, id string) error
 	AgentToken(purpose edgeplane.AgentTokenPurpose, accountID, credentialID, id string) string
 	CheckAgentToken(purpose edgeplane.AgentTokenPurpose, token, accountID, credentialID, id string) error
+	BindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error)
+	UnbindEndpoint(ctx context.Context, accountID, id string) error
+	GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error)
 }
 
 // Options configures a [Server]. Host and TLSConfig are required; the
@@ -101,8 +104,17 @@ type Options struct {
 	RenewInterval time.Duration
 	// MaxSessions: see [DefaultMaxSessions].
 	MaxSessions int
-	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession].
+	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession]. A
+	// session's endpoints count with its tunnels.
 	MaxTunnelsPerSession int
+	// TCPHost, TCPLow and TCPHigh are where the edge proxy serves tcp
+	// endpoints: the ports from TCPLow to TCPHigh (inclusive) of the
+	// public host TCPHost. A tcp endpoint's address must have a port of
+	// the range; one that names none gets a free port of the range on
+	// TCPHost. TCPLow and TCPHigh 0 (the default): tcp endpoints are
+	// refused; otherwise TCPHost is required.
+	TCPHost         string
+	TCPLow, TCPHigh int
 	// Metrics receives the server's measurements; nil measures nothing.
 	Metrics *Metrics
 }
@@ -147,6 +159,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.RenewInterval < 0 || opts.HandshakeTimeout < 0 || opts.MaxSessions < 0 || opts.MaxTunnelsPerSession < 0 {
 		vs.Add("", "durations and bounds must not be negative")
+	}
+	if reason := validTCPRange(opts.TCPHost, opts.TCPLow, opts.TCPHigh); reason != "" {
+		vs.Add("TCPLow", "%s", reason)
 	}
 	if err := vs.Err(); err != nil {
 		return nil, err
@@ -315,12 +330,17 @@ func (s *Server) StopSession(id string) bool {
 	return true
 }
 
-// bind records that sess holds tunnel id.
+// bind records that b.sess holds tunnel b.id: an endpoint bound again
+// in a newer session replaces the binding of its older one, which counts
+// once.
 func (s *Server) bind(b *binding) {
 	s.mu.Lock()
+	_, replaced := s.tunnels[b.id]
 	s.tunnels[b.id] = b
 	s.mu.Unlock()
-	s.m.tunnelUp()
+	if !replaced {
+		s.m.tunnelUp()
+	}
 }
 
 // unbind forgets tunnel id if sess holds it, and reports whether it did.

@@ -47,6 +47,7 @@ func (e *env) get(t *testing.T, id, path string) (int, string, error) {
 // serve answers every request on l with its path, the client address the
 // agent was told and the proxy header's metadata.
 func serve(l ngrok.Tunnel) {
+	defer sdkAcceptRace()
 	_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s from %s", r.URL.Path, r.RemoteAddr)
 	}))
@@ -145,10 +146,11 @@ func TestRefusals(t *testing.T) {
 	if _, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("env", "prod"))); err != nil {
 		t.Errorf("bind:env=* refused env=prod: %v", err)
 	}
-	// Endpoints are refused, saying so.
+	// An ACL of labels permits no domain: an endpoint is refused, saying
+	// which rule it needs (endpoint_test.go has the endpoints' rules).
 	_, err := sess.Listen(context.Background(), config.HTTPEndpoint(config.WithDomain("app.example.com")))
-	if err == nil || !strings.Contains(err.Error(), "ERR_SERVICE_103") {
-		t.Errorf("an endpoint bind: %v; want ERR_SERVICE_103", err)
+	if err == nil || !strings.Contains(err.Error(), "ERR_SERVICE_104") || !strings.Contains(err.Error(), "bind:app.example.com") {
+		t.Errorf("an endpoint bind: %v; want ERR_SERVICE_104 naming bind:app.example.com", err)
 	}
 }
 

@@ -26,7 +26,7 @@ type session struct {
 	raw    net.Conn
 	remote netip.AddrPort
 
-	mux muxado.TypedStreamSession // set by run before any stream is read
+	mux muxado.TypedStreamSession // set by run (under mu, which close reads it under) before any stream is read
 
 	authed    chan struct{} // closed once Auth succeeded
 	done      chan struct{} // closed once the session is closed
@@ -74,9 +74,12 @@ func (sess *session) run() {
 	sess.limit = s.opts.HandshakeTimeout
 	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
 	sess.mu.Unlock()
-	sess.mux = muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: framerFor(raw)}))
+	mux := muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: framerFor(raw)}))
+	sess.mu.Lock() // close may read it meanwhile (a Server closing)
+	sess.mux = mux
+	sess.mu.Unlock()
 	for {
-		str, err := sess.mux.AcceptTypedStream()
+		str, err := mux.AcceptTypedStream()
 		if err != nil {
 			return
 		}
@@ -337,21 +340,9 @@ func (sess *session) startLabel(str muxado.TypedStream) any {
 	return startLabelResp{ID: t.ID}
 }
 
-// bindEndpoint handles Bind, which opens an endpoint (http, https, tcp,
-// tls). Endpoints are not served yet: the agent is told so.
-func (sess *session) bindEndpoint(str muxado.TypedStream) any {
-	var req bindMsg
-	if err := readMessage(str, &req); err != nil {
-		return bindResp{Error: protoError(err)}
-	}
-	sess.srv.m.refused(reasonUnsupported)
-	return bindResp{ID: req.ID, Error: protoError(apierr.New(apierr.FailedPrecondition,
-		"this tunnel server does not open endpoints yet; start a labeled tunnel (bind:<key>=<value>) and serve it through an edge"))}
-}
-
-// unbind handles Unbind: the tunnel is unregistered. An ID the session
-// does not hold is a success (the SDK unbinds a labeled tunnel under
-// the ID it had before a reconnect).
+// unbind handles Unbind: the tunnel is unregistered, or the endpoint
+// unbound. An ID the session does not hold is a success (the SDK unbinds
+// a labeled tunnel under the ID it had before a reconnect).
 func (sess *session) unbind(str muxado.TypedStream) any {
 	s := sess.srv
 	var req unbindMsg
@@ -365,7 +356,18 @@ func (sess *session) unbind(str muxado.TypedStream) any {
 	if !held {
 		return unbindResp{}
 	}
-	s.unbind(sess, req.ID)
+	mine := s.unbind(sess, req.ID)
+	if isEndpoint(req.ID) {
+		if !mine {
+			return unbindResp{} // bound again in a newer session here, which holds it now
+		}
+		if err := sess.unbindEndpoint(req.ID); err != nil {
+			s.log.Warn("unbinding an agent's endpoint failed", "endpoint", req.ID, "err", err)
+			return unbindResp{Error: protoError(err)}
+		}
+		s.log.Info("agent endpoint unbound", "session", sess.id, "endpoint", req.ID)
+		return unbindResp{}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
 	err := s.opts.Host.UnregisterTunnel(ctx, sess.accountID, req.ID)
 	cancel()
@@ -451,9 +453,10 @@ func (sess *session) close(why string) {
 		if sess.silence != nil {
 			sess.silence.Stop()
 		}
+		mux := sess.mux
 		sess.mu.Unlock()
-		if sess.mux != nil {
-			sess.mux.Close()
+		if mux != nil {
+			mux.Close()
 		}
 		sess.raw.Close()
 		sess.srv.forget(sess)

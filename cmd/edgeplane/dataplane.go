@@ -47,6 +47,7 @@ type dataPlaneConfig struct {
 	tunnelCert          string
 	tunnelKey           string
 	tunnelTLS           *tls.Config // tunnelCert and tunnelKey loaded, by check; nil: by SNI
+	tunnelTCPHost       string
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -71,6 +72,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.tunnelAddr, prefix+"tunnel-addr", "", "address of the TLS listener for agents (golang.ngrok.com/ngrok and edgeplane agent connect here with ngrok.WithServer); \"\": no agents")
 	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: the reserved domain's certificate that the agent's server name names)")
 	fs.StringVar(&c.tunnelKey, prefix+"tunnel-key", "", "PEM file of the private key of -"+prefix+"tunnel-cert")
+	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
 }
 
 // check validates c's flags (named with prefix) and returns the trusted
@@ -156,7 +158,7 @@ type dataPlane struct {
 func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed, c dataPlaneConfig, trusted []netip.Prefix,
 	sealingKey []byte, logger *slog.Logger, m *metrics, errc chan<- error) (*dataPlane, error) {
 	start := time.Now()
-	cfgs, err := proxy.New(ctx, svc.Host(), feed, proxy.Options{Logger: logger})
+	cfgs, err := proxy.New(ctx, svc.Host(), feed, proxy.Options{Logger: logger, Endpoints: svc.Host()})
 	if err != nil {
 		return nil, fmt.Errorf("loading the edges from the store: %w", err)
 	}
@@ -178,8 +180,13 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		}
 		tm := tunnel.NewMetrics()
 		m.reg.MustRegister(tm)
-		d.tunnels, err = tunnel.NewServer(tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
-			Version: buildVersion(), Metrics: tm})
+		topts := tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
+			Version: buildVersion(), Metrics: tm}
+		if c.tcpLow != 0 {
+			// tcp endpoints get ports of the TCP range, on -tunnel-tcp-host.
+			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, c.tcpHost, "localhost"), c.tcpLow, c.tcpHigh
+		}
+		d.tunnels, err = tunnel.NewServer(topts)
 		if err == nil {
 			agentLn, err = net.Listen("tcp", c.tunnelAddr)
 		}

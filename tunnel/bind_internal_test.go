@@ -1,0 +1,125 @@
+package tunnel
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/apierr"
+)
+
+func TestEndpointParams(t *testing.T) {
+	s := &Server{opts: Options{TCPHost: "tcp.example.test", TCPLow: 20000, TCPHigh: 20099}}
+	for _, tc := range []struct {
+		name  string
+		proto string
+		opts  string
+		extra bindExtra
+		want  agents.EndpointParams // Proto, Domain, Addr, PassthroughTLS, TrafficPolicy compared
+		bad   []string              // violations' fields
+	}{
+		{name: "the SDK's https", proto: "https", opts: `{"URL":"","Domain":"app.example.com","Hostname":"","Subdomain":"","Auth":"","HostHeaderRewrite":false,"LocalURLScheme":"","ProxyProto":0,"Compression":null,"BasicAuth":null,"TrafficPolicy":""}`,
+			want: agents.EndpointParams{Proto: "https", Domain: "app.example.com"}},
+		{name: "hostname", proto: "http", opts: `{"Hostname":"app.example.com"}`, want: agents.EndpointParams{Proto: "http", Domain: "app.example.com"}},
+		{name: "a URL", proto: "https", opts: `{"URL":"https://App.example.com"}`, want: agents.EndpointParams{Proto: "https", Domain: "app.example.com"}},
+		{name: "a bare URL", proto: "tls", opts: `{"URL":"app.example.com:443","TLSTermination":null}`, want: agents.EndpointParams{Proto: "tls", Domain: "app.example.com", PassthroughTLS: true}},
+		{name: "URL and Domain agree", proto: "https", opts: `{"URL":"https://app.example.com:443","Domain":"APP.example.com"}`, want: agents.EndpointParams{Proto: "https", Domain: "APP.example.com"}},
+		{name: "tls terminated", proto: "tls", opts: `{"Domain":"app.example.com","TLSTermination":{}}`, want: agents.EndpointParams{Proto: "tls", Domain: "app.example.com"}},
+		{name: "tcp", proto: "tcp", opts: `{"Addr":"tcp.example.test:20001","TrafficPolicy":"{}"}`, want: agents.EndpointParams{Proto: "tcp", Addr: "tcp.example.test:20001", TrafficPolicy: "{}"}},
+		{name: "tcp URL", proto: "tcp", opts: `{"URL":"tcp://tcp.example.test:20001"}`, want: agents.EndpointParams{Proto: "tcp", Addr: "tcp.example.test:20001"}},
+		{name: "no options", proto: "tcp", opts: `null`, want: agents.EndpointParams{Proto: "tcp"}},
+		{name: "agent-side options", proto: "tls", opts: `{"Domain":"a.example.com","MutualTLSAtAgent":true,"TLSTermination":null}`, want: agents.EndpointParams{Proto: "tls", Domain: "a.example.com", PassthroughTLS: true}},
+
+		{name: "basic auth", proto: "https", opts: `{"Domain":"a.example.com","BasicAuth":{"credentials":[]}}`, bad: []string{"Opts.BasicAuth"}},
+		{name: "compression and PROXY protocol", proto: "https", opts: `{"Domain":"a.example.com","Compression":{},"ProxyProto":2}`, bad: []string{"Opts.Compression", "Opts.ProxyProto"}},
+		{name: "a subdomain", proto: "https", opts: `{"Subdomain":"a"}`, bad: []string{"Opts.Subdomain"}},
+		{name: "a URL of another scheme", proto: "https", opts: `{"URL":"http://a.example.com"}`, bad: []string{"Opts.URL"}},
+		{name: "a URL of another port", proto: "https", opts: `{"URL":"https://a.example.com:8443"}`, bad: []string{"Opts.URL"}},
+		{name: "URL and Domain disagree", proto: "https", opts: `{"URL":"https://a.example.com","Domain":"b.example.com"}`, bad: []string{"Opts.URL"}},
+		{name: "the agent's certificate", proto: "tls", opts: `{"Domain":"a.example.com","TLSTermination":{"cert":"Y2VydA==","key":"a2V5"}}`, bad: []string{"Opts.TLSTermination"}},
+		{name: "a tcp URL of another scheme", proto: "tcp", opts: `{"URL":"https://a.example.com"}`, bad: []string{"Opts.URL"}},
+		{name: "a typed option of another type", proto: "https", opts: `{"Domain":5}`, bad: []string{"Opts.Domain"}},
+		{name: "not an object", proto: "https", opts: `[1]`, bad: []string{"Opts"}},
+		{name: "pooling, an IP policy and an internal binding", proto: "https", opts: `{"Domain":"a.example.com"}`,
+			extra: bindExtra{PoolingEnabled: true, IPPolicyRef: "ipp_1", Bindings: []string{"public", "internal"}},
+			bad:   []string{"Extra.IPPolicyRef", "Extra.PoolingEnabled", "Extra.Bindings[1]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := bindMsg{ID: "ep_1", Proto: tc.proto, ForwardsTo: "app://laptop", Opts: json.RawMessage(tc.opts), Extra: tc.extra}
+			o, err := decodeOpts(req.Opts)
+			var p agents.EndpointParams
+			if err == nil {
+				p, err = s.endpointParams(req, o)
+			}
+			var got []string
+			for _, v := range apierr.ViolationsOf(err) {
+				got = append(got, v.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.bad, ",") {
+				t.Fatalf("violations %q (%v), want %q", got, err, tc.bad)
+			}
+			if tc.bad != nil {
+				return
+			}
+			if p.Proto != tc.want.Proto || p.Domain != tc.want.Domain || p.Addr != tc.want.Addr || p.PassthroughTLS != tc.want.PassthroughTLS ||
+				p.TrafficPolicy != tc.want.TrafficPolicy || p.ID != "ep_1" || p.ForwardsTo != "app://laptop" || p.TCPLow != 20000 || p.TCPHost != "tcp.example.test" {
+				t.Errorf("params %+v", p)
+			}
+		})
+	}
+}
+
+func TestEchoOpts(t *testing.T) {
+	tcp := &agents.Endpoint{Proto: "tcp", Hostport: "tcp.example.test:20007"}
+	for _, tc := range []struct {
+		name, opts, asked string
+		ep                *agents.Endpoint
+		want              string
+	}{
+		{"as asked", `{"Domain":"a.example.com","Compression":null}`, "", &agents.Endpoint{Proto: "https"}, `{"Domain":"a.example.com","Compression":null}`},
+		{"a named address", `{"Addr":"tcp.example.test:20007"}`, "tcp.example.test:20007", tcp, `{"Addr":"tcp.example.test:20007"}`},
+		{"a picked address", `{"URL":"","Addr":"","ProxyProto":0}`, "", tcp, `{"Addr":"tcp.example.test:20007","ProxyProto":0,"URL":""}`},
+		{"no options", ``, "", tcp, `{"Addr":"tcp.example.test:20007"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(echoOpts(json.RawMessage(tc.opts), tc.ep, tc.asked)); got != tc.want {
+				t.Errorf("echoOpts = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzDecodeOpts: any options an agent sends are judged without panic;
+// what is refused is an invalid argument with violations under Opts, and
+// what is taken sets only options the Server reads.
+func FuzzDecodeOpts(f *testing.F) {
+	for _, s := range []string{`{"Domain":"a.example.com","BasicAuth":null}`, `{"Compression":{}}`, `null`, `[`, `{"TLSTermination":{"cert":"eA=="}}`, `{"ProxyProto":0.0}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		o, err := decodeOpts(json.RawMessage(raw))
+		if err != nil {
+			vs := apierr.ViolationsOf(err)
+			if apierr.CodeOf(err) != apierr.InvalidArgument || len(vs) == 0 {
+				t.Fatalf("refusal %v", err)
+			}
+			for _, v := range vs {
+				if !strings.HasPrefix(v.Field, "Opts") {
+					t.Fatalf("violation of %q", v.Field)
+				}
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(raw), &m) == nil {
+			for k, v := range m {
+				if !isUnset(v) && !slices.Contains(optsRead, k) && !slices.Contains(optsAgentSide, k) {
+					t.Fatalf("took the set option %s: %s", k, v)
+				}
+			}
+		}
+		_ = o
+	})
+}
