@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"golang.ngrok.com/muxado/v2"
@@ -254,6 +255,15 @@ func (sess *session) bindEndpoint(str muxado.TypedStream) any {
 	_, again := sess.tunnels[req.ID]
 	full := !again && len(sess.tunnels) >= s.opts.MaxTunnelsPerSession
 	sess.mu.Unlock()
+	// A bind under an ID is an agent binding its endpoint again after a
+	// reconnect: it must bring the endpoint's token, which only the bind
+	// that made the endpoint handed out (sealed for the ID, the account
+	// and the credential). A forged or foreign token is refused.
+	if req.ID != "" && !again {
+		if err := s.opts.Host.CheckAgentToken(edgeplane.AgentTokenEndpoint, req.Extra.Token, sess.accountID, sess.credentialID, req.ID); err != nil {
+			return refuse(err, reasonResume)
+		}
+	}
 	if full {
 		return refuse(apierr.New(apierr.ResourceExhausted, "a session holds at most %d tunnels and endpoints", s.opts.MaxTunnelsPerSession), reasonTooManyTunnels)
 	}
@@ -281,7 +291,8 @@ func (sess *session) bindEndpoint(str muxado.TypedStream) any {
 		_, _ = io.Copy(io.Discard, io.LimitReader(str, 1<<10))
 	}()
 	s.log.Info("agent endpoint bound", "session", sess.id, "endpoint", ep.ID, "url", ep.URL, "rebind", req.ID != "")
-	return bindResp{ID: ep.ID, URL: ep.URL, Proto: req.Proto, Opts: echoOpts(req.Opts, ep, params.Addr)}
+	return bindResp{ID: ep.ID, URL: ep.URL, Proto: req.Proto, Opts: echoOpts(req.Opts, ep, params.Addr),
+		Extra: bindRespExtra{Token: s.opts.Host.AgentToken(edgeplane.AgentTokenEndpoint, sess.accountID, sess.credentialID, ep.ID)}}
 }
 
 // unbindEndpoint removes endpoint id through the Host, unless it is no

@@ -100,9 +100,14 @@
 // tcp endpoint's picked address filled in), with the endpoint's ID and
 // URL. Endpoints count with tunnels towards MaxTunnelsPerSession.
 //
-// An agent that reconnects binds its endpoints again under their IDs;
-// the Host moves each to the new session, keeping its URL and creation
-// time, so the SDK's tunnels keep their IDs and URLs. An Unbind removes
+// An agent that reconnects binds its endpoints again under their IDs,
+// each with the token its first bind's answer carried (the endpoint's ID
+// sealed for the account and credential, as a session's cookie is): a
+// bind under an ID without that endpoint's valid token is refused
+// (PermissionDenied), so an ID cannot be taken over by a forged or
+// another credential's token. The Host moves each to the new session,
+// keeping its URL and creation time, so the SDK's tunnels keep their IDs
+// and URLs. An Unbind removes
 // the endpoint unless a newer session of the agent holds it; an endpoint
 // removed elsewhere is stopped at the agent (StopTunnel), as a tunnel is.
 package tunnel

@@ -3,6 +3,7 @@ package tunnel_test
 import (
 	"crypto/tls"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +117,82 @@ func TestResumeTakesOver(t *testing.T) {
 	}
 	if e.m.Sessions() != 3 { // intruder, forger, again
 		t.Errorf("%d sessions; want 3", e.m.Sessions())
+	}
+}
+
+type rawBindResp struct {
+	ID    string `json:"Id"`
+	URL   string
+	Error string
+	Extra struct{ Token string }
+}
+
+// bind sends an http endpoint Bind for domain under id with token.
+func (a *rawAgent) bind(t *testing.T, id, token, domain string) rawBindResp {
+	t.Helper()
+	str, err := a.mux.OpenTypedStream(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer str.Close()
+	req := map[string]any{"Id": id, "Proto": "http", "ForwardsTo": "app://test", "Opts": map[string]any{"Domain": domain},
+		"Extra": map[string]any{"Token": token}}
+	if err := json.NewEncoder(str).Encode(req); err != nil {
+		t.Fatal(err)
+	}
+	var resp rawBindResp
+	_ = str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := json.NewDecoder(str).Decode(&resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestEndpointTokens: an endpoint bound again under its ID needs the
+// token its bind handed out: a forged token, or the token of another
+// credential's endpoint, is refused; the endpoint's own token rebinds it
+// under the same ID and URL.
+func TestEndpointTokens(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	e.reserve(t, "app.example.com")
+	e.reserve(t, "other.example.com")
+	_, token := e.token(t)
+	_, otherToken := e.token(t)
+
+	first := dialRaw(t, e)
+	first.auth(t, token, "", "")
+	b1 := first.bind(t, "", "", "app.example.com")
+	if b1.Error != "" || b1.ID == "" || b1.Extra.Token == "" || b1.URL != "http://app.example.com" {
+		t.Fatalf("first bind: %+v", b1)
+	}
+	other := dialRaw(t, e)
+	other.auth(t, otherToken, "", "")
+	b2 := other.bind(t, "", "", "other.example.com")
+	if b2.Error != "" {
+		t.Fatalf("the other credential's bind: %+v", b2)
+	}
+
+	again := dialRaw(t, e)
+	again.auth(t, token, "", "")
+	for name, tok := range map[string]string{
+		"forged":                  b1.Extra.Token[:len(b1.Extra.Token)-4] + "AAAA",
+		"none":                    "",
+		"another endpoint's":      b2.Extra.Token,
+		"another credential's ID": b1.Extra.Token, // for b2's ID below
+	} {
+		id := b1.ID
+		if name == "another credential's ID" {
+			id = b2.ID
+		}
+		if r := again.bind(t, id, tok, "app.example.com"); !strings.Contains(r.Error, "ERR_SERVICE_104") {
+			t.Errorf("a rebind with %s token: %+v; want ERR_SERVICE_104", name, r)
+		}
+	}
+	r := again.bind(t, b1.ID, b1.Extra.Token, "app.example.com")
+	if r.Error != "" || r.ID != b1.ID || r.URL != b1.URL {
+		t.Fatalf("the rebind with the endpoint's own token: %+v", r)
+	}
+	if ep := e.endpoint(t, b1.ID); ep.TunnelSession == nil {
+		t.Errorf("the rebound endpoint: %+v", ep)
 	}
 }
