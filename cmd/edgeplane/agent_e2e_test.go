@@ -132,3 +132,80 @@ func TestServeProxyAgent(t *testing.T) {
 		t.Errorf("after the agent stopped: %d %q; want 503", code, body)
 	}
 }
+
+// TestServeProxyAgentEndpoint: a public URL for a local app. edgeplane
+// serve -proxy with a tunnel listener on a SQLite file; the account
+// reserves app.example.com and makes a credential that may bind it;
+// edgeplane agent http PORT -domain app.example.com -scheme http binds
+// the endpoint and prints its URL; a client that resolves the name to
+// the proxy (curl --connect-to) reaches the local web server through the
+// agent's connection. GET /endpoints shows the endpoint.
+func TestServeProxyAgentEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := writeTunnelCert(t, dir)
+	key := "epk_" + strings.Repeat("e", 40)
+	s := startServe(t, []string{"-store", "sqlite:" + filepath.Join(dir, "edgeplane.db"), "-proxy", "-proxy-http-addr", "127.0.0.1:0",
+		"-proxy-tunnel-addr", "127.0.0.1:0", "-proxy-tunnel-cert", certFile, "-proxy-tunnel-key", keyFile},
+		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	out := s.stdout.String()
+	proxyHTTP := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
+	agentAddr := regexp.MustCompile(`(?m)^agents connect to (\S+) \(TLS\)$`).FindStringSubmatch(out)
+	if proxyHTTP == nil || agentAddr == nil {
+		t.Fatalf("stdout: %s", out)
+	}
+	api := apiClient{t: t, base: "http://" + s.addr, key: key}
+	api.must(201, "POST", "/reserved_domains", `{"domain":"app.example.com"}`)
+	token := api.must(201, "POST", "/credentials", `{"acl":["bind:app.example.com"]}`)["token"].(string)
+	up := newUpstream(t, "local")
+	_, upPort, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var agentOut, agentErr syncbuf.Buffer
+	go func() {
+		done <- run(ctx, []string{"agent", "-server", agentAddr[1], "-ca", certFile, "-authtoken", token, "http", upPort, "-domain", "app.example.com", "-scheme", "http"},
+			func(string) string { return "" }, &agentOut, &agentErr, ready)
+	}()
+	select {
+	case line := <-ready:
+		if line != "http://app.example.com" {
+			t.Errorf("the agent printed %q; want the endpoint's URL", line)
+		}
+	case code := <-done:
+		t.Fatalf("the agent exited with %d: %s %s", code, agentOut.String(), agentErr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the agent did not start: %s", agentErr.String())
+	}
+	c := through(proxyHTTP[1], nil) // as curl --connect-to app.example.com:80:PROXY
+	took, ok := within(5*time.Second, func() bool {
+		code, body := fetch(c, "http://app.example.com/hello", "endpoint")
+		return code == 200 && body == "upstream local /hello"
+	})
+	if !ok {
+		code, body := fetch(c, "http://app.example.com/hello", "endpoint")
+		t.Fatalf("through the endpoint: %d %q; agent log: %s", code, body, agentErr.String())
+	}
+	t.Logf("the endpoint served %v after the agent printed its URL", took)
+	eps := api.must(200, "GET", "/endpoints", "")["endpoints"].([]any)
+	if len(eps) != 1 || eps[0].(map[string]any)["public_url"] != "http://app.example.com" || eps[0].(map[string]any)["type"] != "agent" {
+		t.Errorf("endpoints: %v", eps)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("the agent exited with %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not stop")
+	}
+	if _, ok := within(2*time.Second, func() bool {
+		code, _ := fetch(c, "http://app.example.com/hello", "endpoint")
+		return code == http.StatusNotFound
+	}); !ok {
+		code, body := fetch(c, "http://app.example.com/hello", "endpoint")
+		t.Errorf("after the agent stopped: %d %q; want 404 (no endpoint serves the host)", code, body)
+	}
+}
