@@ -130,37 +130,8 @@ func (m *Metrics) streamOpened() {
 	}
 }
 
-// count returns c, counting its bytes when m measures.
+// count returns the agent connection of stream c, counting its bytes
+// when m measures.
 func (m *Metrics) count(c net.Conn) net.Conn {
-	if m == nil {
-		return c
-	}
-	return &countedConn{Conn: c, m: m}
-}
-
-// countedConn counts a proxied stream's bytes.
-type countedConn struct {
-	net.Conn
-	m *Metrics
-}
-
-func (c *countedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.m.bytesOut.Add(float64(n))
-	return n, err
-}
-
-func (c *countedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.m.bytesIn.Add(float64(n))
-	return n, err
-}
-
-// CloseWrite half-closes the stream, when it can: the client's half-close
-// reaches the agent as EOF.
-func (c *countedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
+	return &agentConn{Conn: c, m: m}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/internal/bulkcopy"
 )
 
 // The agent is built on golang.ngrok.com/ngrok, the original service's
@@ -664,14 +665,14 @@ func writeBadGateway(w io.Writer) error {
 func splice(client, up net.Conn) (in, out int64) {
 	inc := make(chan int64, 1)
 	go func() {
-		n, err := io.Copy(up, client)
+		n, err := bulkcopy.Copy(up, client)
 		cw, ok := up.(interface{ CloseWrite() error })
 		if err != nil || !ok || cw.CloseWrite() != nil {
 			up.Close()
 		}
 		inc <- n
 	}()
-	out, _ = io.Copy(client, up)
+	out, _ = bulkcopy.Copy(client, up) // large frames while bulk (package bulkcopy)
 	client.Close()
 	in = <-inc
 	up.Close()

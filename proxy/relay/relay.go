@@ -271,6 +271,7 @@ func isTimeout(err error) bool {
 // TCP to TCP (and Unix to TCP) it is dst.ReadFrom(src), which Linux does
 // with splice(2); to a TCP dst from any other src with a WriteTo method
 // (a conn wrapper that knows its own fast path) it is src.WriteTo(dst);
+// to any other dst with a ReadFrom method (likewise) dst.ReadFrom(src);
 // otherwise it is a loop through a pooled [BufferSize] buffer.
 func copyOnce(dst, src net.Conn, track bool) (int64, time.Time, error) {
 	if tc, ok := dst.(*net.TCPConn); ok {
@@ -284,6 +285,16 @@ func copyOnce(dst, src net.Conn, track bool) (int64, time.Time, error) {
 		default:
 			return copyBuffer(dst, src, track)
 		}
+		var last time.Time
+		if track && n > 0 {
+			last = time.Now()
+		}
+		return n, last, err
+	}
+	if rf, ok := dst.(io.ReaderFrom); ok {
+		// A conn wrapper that knows its own fast path for what is
+		// written to it (an agent's stream: large frames).
+		n, err := rf.ReadFrom(src)
 		var last time.Time
 		if track && n > 0 {
 			last = time.Now()
