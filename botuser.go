@@ -113,6 +113,9 @@ func (s *Service) UpdateBotUser(ctx context.Context, p Principal, id string, par
 	if err != nil {
 		return nil, err
 	}
+	if params.Active != nil && !*params.Active {
+		s.closeSessionsOfOwner(ctx, p.AccountID, b.ID) // sessionbinds.go
+	}
 	s.presentBotRecord(b, store.Record{})
 	return &b.BotUser, nil
 }

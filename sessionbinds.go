@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"strconv"
 
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/events"
@@ -18,14 +21,53 @@ import (
 // holds the session, following the change feed, stops it at the agent
 // (the protocol's StopTunnel). A tunnel an agent starts in the instant
 // between the ACL's update and this check may stay until the agent
-// binds again; the next update of the ACL removes it.
+// binds again; the next update of the ACL removes it. Endpoints are
+// held to the ACL the same way: a domain or an address it no longer
+// allows is unbound.
+//
+// A deactivated bot's credentials are refused from its deactivation on,
+// and their agents' sessions are closed (closeSessionsOfOwner): each
+// session's record is removed, and the tunnel server that holds it,
+// following the feed, closes its connection.
 
-// unbindDisallowed removes the tunnels of the credential's agent
-// sessions that acl does not allow, and returns how many it removed.
-// Failures are logged: the ACL update they follow has committed.
+// unbindDisallowed removes the tunnels and endpoints of the credential's
+// agent sessions that acl does not allow, and returns how many it
+// removed. Failures are logged: the ACL update they follow has
+// committed.
 func (s *Service) unbindDisallowed(ctx context.Context, accountID, credentialID string, acl *credentials.ACL) int {
 	removed := 0
 	err := s.eachChild(ctx, KindTunnelSession, accountID, credentialID, func(sess store.Record) error {
+		// Endpoints: a domain (http, https, tls) or an address (tcp) the
+		// ACL no longer allows. A tcp port the server picked stays only
+		// while the ACL allows everything, as at its bind.
+		err := s.eachChild(ctx, KindEndpoint, accountID, sess.ID, func(rec store.Record) error {
+			var e struct { // endpointDoc's fields
+				Proto string `json:"proto"`
+				Host  string `json:"host"`
+				Port  int64  `json:"port"`
+			}
+			if err := json.Unmarshal(rec.Data, &e); err != nil {
+				return apierr.Wrap(apierr.Internal, err, "internal error")
+			}
+			allowed := acl.AllowsDomain(e.Host)
+			if e.Proto == agents.ProtoTCP {
+				allowed = acl.AllowsAll() || acl.AllowsAddr(net.JoinHostPort(e.Host, strconv.FormatInt(e.Port, 10)))
+			}
+			if allowed {
+				return nil
+			}
+			err := s.store.Delete(ctx, KindEndpoint, accountID, rec.ID, s.db.Note(endpointKind.Event, events.Deleted))
+			switch {
+			case err == nil:
+				removed++
+			case !errors.Is(err, apierr.ErrNotFound):
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		return s.eachChild(ctx, KindTunnel, accountID, sess.ID, func(rec store.Record) error {
 			var t onlineTunnel
 			if err := json.Unmarshal(rec.Data, &t); err != nil {
@@ -68,6 +110,47 @@ func (s *Service) eachChild(ctx context.Context, kind store.Kind, accountID, par
 		}
 		if len(recs) < q.Limit {
 			return nil
+		}
+		q.BeforeID = recs[len(recs)-1].ID
+	}
+}
+
+// closeSessionsOfOwner removes the agent sessions (and with them their
+// tunnels and endpoints) of every credential of the account that ownerID
+// owns, and returns how many it removed. Failures are logged: the
+// deactivation they follow has committed, and refuses the credentials'
+// tokens already.
+func (s *Service) closeSessionsOfOwner(ctx context.Context, accountID, ownerID string) int {
+	closed := 0
+	q := store.Query{Kind: KindCredential, AccountID: accountID, Limit: MaxPageSize}
+	for {
+		recs, err := s.store.List(ctx, q)
+		if err != nil {
+			s.log.Error("closing a deactivated bot's agent sessions failed; they end when their tunnel servers renew them", "owner", ownerID, "err", err)
+			return closed
+		}
+		for _, rec := range recs {
+			var c struct {
+				OwnerID string `json:"owner_id"`
+			}
+			if json.Unmarshal(rec.Data, &c) != nil || c.OwnerID != ownerID {
+				continue
+			}
+			err := s.eachChild(ctx, KindTunnelSession, accountID, rec.ID, func(sess store.Record) error {
+				err := s.store.Delete(ctx, KindTunnelSession, accountID, sess.ID, s.db.Note(tunnelSessionKind.Event, events.Deleted))
+				if err == nil {
+					closed++
+				} else if !errors.Is(err, apierr.ErrNotFound) {
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				s.log.Error("closing a deactivated bot's agent sessions failed; they end when their tunnel servers renew them", "owner", ownerID, "err", err)
+			}
+		}
+		if len(recs) < q.Limit {
+			return closed
 		}
 		q.BeforeID = recs[len(recs)-1].ID
 	}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"golang.ngrok.com/ngrok"
 	"golang.ngrok.com/ngrok/config"
@@ -385,4 +387,74 @@ func TestServerTCPOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNarrowedACLStopsEndpoint: an ACL update that no longer allows an
+// endpoint's domain unbinds it, and the agent is told (its Accept
+// fails); an endpoint still allowed keeps serving.
+func TestNarrowedACLStopsEndpoint(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	e.reserve(t, "a.example.com")
+	e.reserve(t, "b.example.com")
+	cred, token := e.token(t, "bind:a.example.com", "bind:b.example.com")
+	sess := e.connect(t, e.addr, token)
+	a, err := sess.Listen(context.Background(), config.HTTPEndpoint(config.WithDomain("a.example.com"), config.WithScheme(config.SchemeHTTP)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go serve(a)
+	b, err := sess.Listen(context.Background(), config.HTTPEndpoint(config.WithDomain("b.example.com"), config.WithScheme(config.SchemeHTTP)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		defer sdkAcceptRace()
+		_, err := b.Accept()
+		accepted <- err
+	}()
+	narrowed := []string{"bind:a.example.com"}
+	if _, err := e.svc.UpdateCredential(e.ctx, e.admin, cred.ID, credentials.UpdateParams{ACL: &narrowed}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-accepted:
+		if err == nil || !strings.Contains(err.Error(), "ACL no longer allows it") {
+			t.Errorf("the stopped endpoint's Accept: %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the endpoint the ACL no longer allows was not stopped within a second")
+	}
+	if code, body, err := e.get(t, a.ID(), "/still"); err != nil || code != 200 || !strings.HasPrefix(body, "/still") {
+		t.Errorf("the endpoint still allowed: %d %q %v", code, body, err)
+	}
+}
+
+// TestDeactivatedBotClosesSessions: deactivating a bot closes the agent
+// sessions of the credentials it owns within a second, and its tokens
+// are refused from then on.
+func TestDeactivatedBotClosesSessions(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	bot, err := e.svc.CreateBotUser(e.ctx, e.admin, identity.CreateBotUserParams{Name: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.svc.CreateCredential(e.ctx, e.admin, credentials.CreateParams{OwnerID: bot.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var disconnects atomic.Int32
+	e.connect(t, e.addr, *c.Token, ngrok.WithDisconnectHandler(func(context.Context, ngrok.Session, error) { disconnects.Add(1) }))
+	if e.m.Sessions() != 1 {
+		t.Fatalf("%d sessions", e.m.Sessions())
+	}
+	inactive := false
+	if _, err := e.svc.UpdateBotUser(e.ctx, e.admin, bot.ID, identity.UpdateBotUserParams{Active: &inactive}); err != nil {
+		t.Fatal(err)
+	}
+	took, ok := eventually(time.Second, func() bool { return disconnects.Load() > 0 && e.m.Sessions() == 0 })
+	if !ok {
+		t.Fatalf("the session of a deactivated bot's credential is still open %v later", took)
+	}
+	t.Logf("the session closed %v after its bot was deactivated", took)
 }

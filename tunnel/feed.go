@@ -81,7 +81,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			switch {
 			case err == nil && ep.TunnelSession != nil && ep.TunnelSession.ID == bd.sess.id:
 			case err == nil, errors.Is(err, apierr.ErrNotFound):
-				go bd.sess.stopTunnel(c.ID, "the endpoint was removed", apierr.NotFound)
+				go bd.sess.stopTunnel(c.ID, "the endpoint was removed: its credential's ACL no longer allows it, or it was deleted", apierr.NotFound)
 			default:
 				return err
 			}
