@@ -273,7 +273,7 @@ func (sess *session) bindEndpoint(str muxado.TypedStream) any {
 	if err != nil {
 		return refuse(err, refusalReason(err))
 	}
-	b := &binding{sess: sess, id: ep.ID, ready: make(chan struct{})}
+	b := &binding{sess: sess, id: ep.ID, kind: ep.Proto, ready: make(chan struct{})}
 	sess.mu.Lock()
 	sess.tunnels[ep.ID] = struct{}{}
 	sess.mu.Unlock()

@@ -27,7 +27,8 @@ const (
 // prometheus.Collector the host registers:
 //
 //   - edgeplane_tunnel_sessions: authenticated agent sessions held now;
-//   - edgeplane_tunnel_tunnels: tunnels those sessions hold now;
+//   - edgeplane_tunnel_tunnels{kind}: labeled tunnels and endpoints
+//     those sessions hold now, kind labeled, http, https, tcp or tls;
 //   - edgeplane_tunnel_refusals_total{reason}: connections and requests
 //     refused, by reason (tls_handshake, authtoken, bad_message, invalid,
 //     acl, conflict, gone, unsupported, too_many_sessions,
@@ -38,9 +39,10 @@ const (
 //
 // A nil *Metrics measures nothing.
 type Metrics struct {
-	sessions, tunnels atomic.Int64
+	sessions          atomic.Int64
+	tunnels           [len(tunnelKinds)]atomic.Int64 // by kind, as tunnelKinds
 	sessionsG         prometheus.GaugeFunc
-	tunnelsG          prometheus.GaugeFunc
+	tunnelsG          []prometheus.GaugeFunc
 	refusals          *prometheus.CounterVec
 	streams           prometheus.Counter
 	bytesIn, bytesOut prometheus.Counter
@@ -51,8 +53,11 @@ func NewMetrics() *Metrics {
 	m := &Metrics{}
 	m.sessionsG = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_tunnel_sessions",
 		Help: "Authenticated agent sessions held."}, func() float64 { return float64(m.sessions.Load()) })
-	m.tunnelsG = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_tunnel_tunnels",
-		Help: "Tunnels the agent sessions hold."}, func() float64 { return float64(m.tunnels.Load()) })
+	for i, k := range tunnelKinds {
+		m.tunnelsG = append(m.tunnelsG, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_tunnel_tunnels",
+			Help: "Labeled tunnels and endpoints the agent sessions hold, by kind.", ConstLabels: prometheus.Labels{"kind": k}},
+			func() float64 { return float64(m.tunnels[i].Load()) }))
+	}
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_tunnel_refusals_total",
 		Help: "Agent connections and requests refused, by reason."}, []string{"reason"})
 	m.streams = prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeplane_tunnel_streams_total",
@@ -71,7 +76,9 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.sessionsG.Collect(ch)
-	m.tunnelsG.Collect(ch)
+	for _, g := range m.tunnelsG {
+		g.Collect(ch)
+	}
 	m.refusals.Collect(ch)
 	m.streams.Collect(ch)
 	m.bytesIn.Collect(ch)
@@ -86,12 +93,34 @@ func (m *Metrics) Sessions() int64 {
 	return m.sessions.Load()
 }
 
-// Tunnels returns how many tunnels the Server's sessions hold.
+// Tunnels returns how many tunnels and endpoints the Server's sessions
+// hold.
 func (m *Metrics) Tunnels() int64 {
 	if m == nil {
 		return 0
 	}
-	return m.tunnels.Load()
+	var n int64
+	for i := range m.tunnels {
+		n += m.tunnels[i].Load()
+	}
+	return n
+}
+
+// tunnelKinds are the values of the kind label of
+// edgeplane_tunnel_tunnels: a labeled tunnel, or an endpoint's proto.
+var tunnelKinds = [...]string{kindLabeled, "http", "https", "tcp", "tls"}
+
+// kindLabeled is the kind of a labeled tunnel.
+const kindLabeled = "labeled"
+
+// kindIndex returns the index of kind in tunnelKinds.
+func kindIndex(kind string) int {
+	for i, k := range tunnelKinds {
+		if k == kind {
+			return i
+		}
+	}
+	return 0
 }
 
 func (m *Metrics) refused(reason string) {
@@ -112,15 +141,15 @@ func (m *Metrics) sessionDown() {
 	}
 }
 
-func (m *Metrics) tunnelUp() {
+func (m *Metrics) tunnelUp(kind string) {
 	if m != nil {
-		m.tunnels.Add(1)
+		m.tunnels[kindIndex(kind)].Add(1)
 	}
 }
 
-func (m *Metrics) tunnelDown() {
+func (m *Metrics) tunnelDown(kind string) {
 	if m != nil {
-		m.tunnels.Add(-1)
+		m.tunnels[kindIndex(kind)].Add(-1)
 	}
 }
 

@@ -144,6 +144,7 @@ type Server struct {
 type binding struct {
 	sess  *session
 	id    string
+	kind  string        // kindLabeled, or the endpoint's proto
 	ready chan struct{} // closed once the agent has the tunnel (see startLabel)
 }
 
@@ -339,7 +340,7 @@ func (s *Server) bind(b *binding) {
 	s.tunnels[b.id] = b
 	s.mu.Unlock()
 	if !replaced {
-		s.m.tunnelUp()
+		s.m.tunnelUp(b.kind)
 	}
 }
 
@@ -349,7 +350,7 @@ func (s *Server) unbind(sess *session, id string) bool {
 	defer s.mu.Unlock()
 	if b := s.tunnels[id]; b != nil && b.sess == sess {
 		delete(s.tunnels, id)
-		s.m.tunnelDown()
+		s.m.tunnelDown(b.kind)
 		return true
 	}
 	return false
@@ -384,7 +385,7 @@ func (s *Server) forget(sess *session) {
 	for id := range sess.tunnels {
 		if b := s.tunnels[id]; b != nil && b.sess == sess {
 			delete(s.tunnels, id)
-			s.m.tunnelDown()
+			s.m.tunnelDown(b.kind)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/tunnel"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.ngrok.com/ngrok"
 	"golang.ngrok.com/ngrok/config"
 )
@@ -310,5 +311,42 @@ func TestNarrowedACLStopsTunnel(t *testing.T) {
 	}
 	if _, _, err := e.get(t, api.ID(), "/"); !errors.Is(err, agents.ErrNoSession) {
 		t.Errorf("the stopped tunnel: %v; want ErrNoSession", err)
+	}
+}
+
+// TestMetricsByKind: edgeplane_tunnel_tunnels counts labeled tunnels and
+// endpoints by kind, and sessions.
+func TestMetricsByKind(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	e.reserve(t, "app.example.com")
+	_, token := e.token(t)
+	sess := e.connect(t, e.addr, token)
+	if _, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "web"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Listen(context.Background(), config.HTTPEndpoint(config.WithDomain("app.example.com"), config.WithScheme(config.SchemeHTTP))); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e.m)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetGauge().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{"edgeplane_tunnel_sessions": 1, "edgeplane_tunnel_tunnels/labeled": 1,
+		"edgeplane_tunnel_tunnels/http": 1, "edgeplane_tunnel_tunnels/https": 0, "edgeplane_tunnel_tunnels/tcp": 0} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
 	}
 }

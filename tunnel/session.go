@@ -318,7 +318,7 @@ func (sess *session) startLabel(str muxado.TypedStream) any {
 		s.log.Info("agent's labeled tunnel refused", "session", sess.id, "err", err)
 		return startLabelResp{Error: protoError(err)}
 	}
-	b := &binding{sess: sess, id: t.ID, ready: make(chan struct{})}
+	b := &binding{sess: sess, id: t.ID, kind: kindLabeled, ready: make(chan struct{})}
 	sess.mu.Lock()
 	sess.tunnels[t.ID] = struct{}{}
 	sess.mu.Unlock()
