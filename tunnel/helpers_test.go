@@ -88,14 +88,11 @@ func (e *env) token(t *testing.T, acl ...string) (*credentials.Credential, strin
 // server's, or a relay's), and closes it when the test ends.
 func (e *env) connect(t *testing.T, addr, token string, opts ...ngrok.ConnectOption) ngrok.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	opts = append([]ngrok.ConnectOption{ngrok.WithServer(addr), ngrok.WithCA(e.pool), ngrok.WithAuthtoken(token)}, opts...)
 	sess, err := ngrok.Connect(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = ctx
 	t.Cleanup(func() { sess.Close() })
 	return sess
 }
