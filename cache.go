@@ -106,6 +106,9 @@ func (f *cacheFollower) Apply(_ context.Context, b follow.Batch) error {
 	c := f.cache
 	for _, ch := range b.Changes {
 		d, known := declOf(ch.Kind)
+		if !known && isInternal(ch.Kind) {
+			continue // nothing of it is cached, nor authenticates
+		}
 		if !known {
 			// What a change of a kind this Service does not declare
 			// means is unknown: it is logged, and drops every cached

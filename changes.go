@@ -78,6 +78,9 @@ func (s *Service) startFollowing() {
 // Service does not declare is logged, never reported.
 func (s *Service) report(ctx context.Context, c store.Change) {
 	d, known := declOf(c.Kind)
+	if !known && isInternal(c.Kind) {
+		return // the Service's own record: no event
+	}
 	if !known {
 		s.log.Error("event delivery: a change of an unknown kind in the feed; it is not reported", "kind", string(c.Kind), "id", c.ID, "revision", c.Revision)
 		return

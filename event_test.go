@@ -934,3 +934,40 @@ func TestUnknownKindInTheFeedIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalKindsAreKnown: the Service's own records (the sealing
+// check, written on a store's first use) are known to every follower of
+// the feed: nothing logs them as a change of an unknown kind.
+func TestInternalKindsAreKnown(t *testing.T) {
+	st := memstore.New()
+	e, logs := newEventEnv(t, st, events.Options{Sink: &eventRecorder{}})
+	before, err := st.Revision(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Host().WaitRevision(e.ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Host().CheckSealingKey(e.ctx); err != nil { // writes the check on first use
+		t.Fatal(err)
+	}
+	rev, err := st.Revision(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev == before {
+		t.Fatal("CheckSealingKey wrote nothing: the test tests nothing")
+	}
+	if err := e.svc.Host().WaitRevision(e.ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "unknown kind") {
+		t.Errorf("the sealing check was logged as an unknown kind:\n%s", logs)
+	}
+	if role, known := edgeplane.DataPlaneRoleOf("sealing_check"); !known || role != edgeplane.DataPlaneNone {
+		t.Errorf("DataPlaneRoleOf(sealing_check) = %v, %v; want none, known", role, known)
+	}
+}

@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/events"
@@ -166,14 +167,24 @@ const (
 
 // DataPlaneRoleOf returns the part an edge proxy's configs take from the
 // records of a store kind, and false for a kind the Service does not
-// store (which a follower of the feed logs).
+// store (which a follower of the feed logs). The Service's own records
+// (the sealing check) are known, with no part.
 func DataPlaneRoleOf(k store.Kind) (DataPlaneRole, bool) {
 	d, ok := declOf(k)
 	if !ok {
-		return DataPlaneNone, false
+		return DataPlaneNone, isInternal(k)
 	}
 	return d.traitsOf().dataPlane, true
 }
+
+// internalKinds are the kinds the Service stores for itself and the API
+// never shows (the sealing check, bootstrap.go). They are known to the
+// followers of the feed, which pass over their changes: they have no
+// declaration, no events and nothing cached.
+var internalKinds = []store.Kind{kindSealingCheck}
+
+// isInternal reports whether k is one of internalKinds.
+func isInternal(k store.Kind) bool { return slices.Contains(internalKinds, k) }
 
 // declOf returns the declaration of a store kind.
 func declOf(k store.Kind) (declared, bool) {
