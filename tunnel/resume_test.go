@@ -196,3 +196,74 @@ func TestEndpointTokens(t *testing.T) {
 		t.Errorf("the rebound endpoint: %+v", ep)
 	}
 }
+
+// rpc sends one request of stream type typ and decodes the answer.
+func (a *rawAgent) rpc(t *testing.T, typ uint32, req, resp any) {
+	t.Helper()
+	str, err := a.mux.OpenTypedStream(muxado.StreamType(typ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer str.Close()
+	if err := json.NewEncoder(str).Encode(req); err != nil {
+		t.Fatal(err)
+	}
+	_ = str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := json.NewDecoder(str).Decode(resp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRequestsBeforeAuthAndSrvInfo: every request but Auth is refused
+// before a successful Auth (the protocol's error, naming the rule); a
+// second Auth is refused; SrvInfo answers the server's region.
+func TestRequestsBeforeAuthAndSrvInfo(t *testing.T) {
+	e := newEnv(t, tunnel.Options{Region: "eu"})
+	_, token := e.token(t)
+	a := dialRaw(t, e)
+	for _, typ := range []uint32{1, 2, 7, 8} {
+		var resp struct{ Error string }
+		a.rpc(t, typ, map[string]any{}, &resp)
+		if !strings.Contains(resp.Error, "authenticate first") || !strings.HasSuffix(resp.Error, "\n\nERR_SERVICE_105") {
+			t.Errorf("request type %d before Auth: %q", typ, resp.Error)
+		}
+	}
+	if r := a.auth(t, token, "", ""); r.Error != "" {
+		t.Fatalf("Auth: %+v", r)
+	}
+	if r := a.auth(t, token, "", ""); !strings.Contains(r.Error, "already authenticated") {
+		t.Errorf("a second Auth: %+v", r)
+	}
+	var info struct{ Region string }
+	a.rpc(t, 8, struct{}{}, &info)
+	if info.Region != "eu" {
+		t.Errorf("SrvInfo: %+v", info)
+	}
+}
+
+// TestMessageTooLarge: a request over MaxMessageBytes is refused as too
+// large, and the session goes on.
+func TestMessageTooLarge(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	_, token := e.token(t)
+	a := dialRaw(t, e)
+	if r := a.auth(t, token, "", ""); r.Error != "" {
+		t.Fatalf("Auth: %+v", r)
+	}
+	str, err := a.mux.OpenTypedStream(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer str.Close()
+	go json.NewEncoder(str).Encode(map[string]any{"Labels": map[string]string{"app": "web"}, "Metadata": strings.Repeat("m", tunnel.MaxMessageBytes)})
+	var resp struct{ Error string }
+	_ = str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := json.NewDecoder(str).Decode(&resp); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(resp.Error, "ERR_SERVICE_109") {
+		t.Errorf("an oversized request: %q; want ERR_SERVICE_109", resp.Error)
+	}
+	var info struct{ Region string }
+	a.rpc(t, 8, struct{}{}, &info) // the session still answers
+}
