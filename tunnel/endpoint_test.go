@@ -444,7 +444,8 @@ func TestDeactivatedBotClosesSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var disconnects atomic.Int32
-	e.connect(t, e.addr, *c.Token, ngrok.WithDisconnectHandler(func(context.Context, ngrok.Session, error) { disconnects.Add(1) }))
+	// The session ends at its first disconnect (see noReconnect).
+	e.connect(t, e.addr, *c.Token, ngrok.WithDisconnectHandler(func(_ context.Context, s ngrok.Session, _ error) { disconnects.Add(1); s.Close() }))
 	if e.m.Sessions() != 1 {
 		t.Fatalf("%d sessions", e.m.Sessions())
 	}

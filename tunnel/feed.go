@@ -38,6 +38,15 @@ func (h *feedHandler) Resync(ctx context.Context) (int64, error) {
 
 // Apply acts on the changes of held sessions, tunnels and endpoints.
 func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
+	// A session removed in this batch is closed, not told of each of its
+	// tunnels: a command written to a session that is closing races with
+	// its close inside muxado.
+	removed := map[string]bool{}
+	for _, c := range b.Changes {
+		if c.Kind == edgeplane.KindTunnelSession && c.Op == store.OpDelete {
+			removed[c.ID] = true
+		}
+	}
 	for _, c := range b.Changes {
 		switch c.Kind {
 		case edgeplane.KindTunnelSession:
@@ -61,7 +70,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			h.s.mu.Lock()
 			bd := h.s.tunnels[c.ID]
 			h.s.mu.Unlock()
-			if bd != nil {
+			if bd != nil && !removed[bd.sess.id] {
 				go bd.sess.stopTunnel(c.ID, "the tunnel was removed: its credential's ACL no longer allows it, or it was deleted", apierr.NotFound)
 			}
 		case edgeplane.KindEndpoint:
@@ -71,7 +80,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			h.s.mu.Lock()
 			bd := h.s.tunnels[c.ID]
 			h.s.mu.Unlock()
-			if bd == nil {
+			if bd == nil || removed[bd.sess.id] {
 				continue
 			}
 			// A rebind deletes the endpoint and creates it again under the

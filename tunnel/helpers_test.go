@@ -259,3 +259,11 @@ func (e *env) connectB(b *testing.B, token string) ngrok.Session {
 // Accept then logs through the nil logger and panics. A failed Accept
 // only happens as the test ends (its session closed), so nothing is lost.
 func sdkAcceptRace() { _ = recover() }
+
+// noReconnect ends an SDK session at its first disconnect, instead of
+// reconnecting: a test whose server ends the session must not leave the
+// SDK reconnecting when it closes the session at its end, since closing
+// an SDK session while a request of its reconnect is being written is a
+// data race inside muxado (v2.0.2: a stream reuses its frame after
+// writeFrame returned early on the session's death).
+var noReconnect = ngrok.WithDisconnectHandler(func(_ context.Context, s ngrok.Session, _ error) { s.Close() })

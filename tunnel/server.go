@@ -372,6 +372,12 @@ func (s *Server) authenticated(sess *session, previous string) (old *session) {
 // forget removes a closed session and its tunnels from the maps, and
 // returns the IDs of the tunnels it held.
 func (s *Server) forget(sess *session) {
+	sess.mu.Lock() // sess.tunnels is sess's
+	held := make([]string, 0, len(sess.tunnels))
+	for id := range sess.tunnels {
+		held = append(held, id)
+	}
+	sess.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, sess)
@@ -382,7 +388,7 @@ func (s *Server) forget(sess *session) {
 		}
 	default:
 	}
-	for id := range sess.tunnels {
+	for _, id := range held {
 		if b := s.tunnels[id]; b != nil && b.sess == sess {
 			delete(s.tunnels, id)
 			s.m.tunnelDown(b.kind)

@@ -175,7 +175,7 @@ func TestDeletedCredentialClosesSession(t *testing.T) {
 	e := newEnv(t, tunnel.Options{})
 	cred, token := e.token(t)
 	var disconnects atomic.Int32
-	sess := e.connect(t, e.addr, token, ngrok.WithDisconnectHandler(func(context.Context, ngrok.Session, error) { disconnects.Add(1) }))
+	sess := e.connect(t, e.addr, token, ngrok.WithDisconnectHandler(func(_ context.Context, s ngrok.Session, _ error) { disconnects.Add(1); s.Close() }))
 	tun, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "web")))
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestSilentAgentIsDropped(t *testing.T) {
 	e := newEnv(t, tunnel.Options{})
 	_, token := e.token(t)
 	r := newRelay(t, e.addr)
-	sess := e.connect(t, r.addr(), token, ngrok.WithHeartbeatInterval(50*time.Millisecond), ngrok.WithHeartbeatTolerance(100*time.Millisecond))
+	sess := e.connect(t, r.addr(), token, ngrok.WithHeartbeatInterval(50*time.Millisecond), ngrok.WithHeartbeatTolerance(100*time.Millisecond), noReconnect)
 	if _, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "web"))); err != nil {
 		t.Fatal(err)
 	}

@@ -193,9 +193,13 @@ func (sess *session) auth(str muxado.TypedStream) any {
 		s.m.refused(reason)
 		s.log.Info("agent authentication refused", "remote", sess.remote.String(), "err", err)
 		go func() {
-			// Let the answer reach the agent before the connection goes.
+			// The agent closes its side once it has read the answer (both
+			// SDKs do); the server closes the connection only if it has
+			// not after commandTimeout. Closing first would cut the
+			// agent's session while it writes the request stream's FIN,
+			// which races inside muxado's client.
 			select {
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(commandTimeout):
 			case <-sess.done:
 			}
 			sess.close("authentication failed")
@@ -434,6 +438,11 @@ func (sess *session) stopTunnel(id, msg string, code apierr.Code) {
 		return
 	}
 	sess.srv.unbind(sess, id)
+	select {
+	case <-sess.done:
+		return // closing: nothing to tell (and a write would race the close in muxado)
+	default:
+	}
 	str, err := sess.mux.OpenTypedStream(typeStopTunnel)
 	if err != nil {
 		return
