@@ -30,7 +30,10 @@
 // An agent's Auth carries the authtoken of a tunnel credential. The
 // Server asks the [Host] (the Service's) to judge it: an unknown token,
 // a malformed one and a deactivated bot's are refused, and the
-// connection is closed. A session that authenticates is recorded
+// connection is closed (by the agent, as both SDKs do once they have
+// read the answer; by the Server 5 s later if the agent has not, while
+// nothing but the answer goes through). A session that authenticates
+// is recorded
 // (GET /tunnel_sessions shows it) with a lease the Server renews every
 // RenewInterval while the connection lives; when the connection ends,
 // the record and its tunnels are removed, and if this process dies
