@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -41,14 +42,11 @@ func (s *Service) unbindDisallowed(ctx context.Context, accountID, credentialID 
 		// ACL no longer allows. A tcp port the server picked stays only
 		// while the ACL allows everything, as at its bind.
 		err := s.eachChild(ctx, KindEndpoint, accountID, sess.ID, func(rec store.Record) error {
-			var e struct { // endpointDoc's fields
-				Proto string `json:"proto"`
-				Host  string `json:"host"`
-				Port  int64  `json:"port"`
+			r, err := endpointForm.Decode(s.db, rec)
+			if err != nil {
+				return err
 			}
-			if err := json.Unmarshal(rec.Data, &e); err != nil {
-				return apierr.Wrap(apierr.Internal, err, "internal error")
-			}
+			e := r.Endpoint
 			allowed := acl.AllowsDomain(e.Host)
 			if e.Proto == agents.ProtoTCP {
 				allowed = acl.AllowsAll() || acl.AllowsAddr(net.JoinHostPort(e.Host, strconv.FormatInt(e.Port, 10)))
@@ -56,14 +54,7 @@ func (s *Service) unbindDisallowed(ctx context.Context, accountID, credentialID 
 			if allowed {
 				return nil
 			}
-			err := s.store.Delete(ctx, KindEndpoint, accountID, rec.ID, s.db.Note(endpointKind.Event, events.Deleted))
-			switch {
-			case err == nil:
-				removed++
-			case !errors.Is(err, apierr.ErrNotFound):
-				return err
-			}
-			return nil
+			return s.removeHeld(ctx, endpointKind, accountID, rec.ID, &removed)
 		})
 		if err != nil {
 			return err
@@ -77,15 +68,8 @@ func (s *Service) unbindDisallowed(ctx context.Context, accountID, credentialID 
 				return nil
 			}
 			// A tunnel's labels never change (a renewal changes only its
-			// lease): delete it whatever its version.
-			err := s.store.Delete(ctx, KindTunnel, accountID, rec.ID, s.db.Note(tunnelKind.Event, events.Deleted))
-			switch {
-			case err == nil:
-				removed++
-			case !errors.Is(err, apierr.ErrNotFound):
-				return err
-			}
-			return nil
+			// lease): it goes whatever its version.
+			return s.removeHeld(ctx, tunnelKind, accountID, rec.ID, &removed)
 		})
 	})
 	if err != nil {
@@ -130,20 +114,11 @@ func (s *Service) closeSessionsOfOwner(ctx context.Context, accountID, ownerID s
 			return closed
 		}
 		for _, rec := range recs {
-			var c struct {
-				OwnerID string `json:"owner_id"`
-			}
-			if json.Unmarshal(rec.Data, &c) != nil || c.OwnerID != ownerID {
+			if c, err := credentialForm.Decode(s.db, rec); err != nil || c.OwnerID != ownerID {
 				continue
 			}
 			err := s.eachChild(ctx, KindTunnelSession, accountID, rec.ID, func(sess store.Record) error {
-				err := s.store.Delete(ctx, KindTunnelSession, accountID, sess.ID, s.db.Note(tunnelSessionKind.Event, events.Deleted))
-				if err == nil {
-					closed++
-				} else if !errors.Is(err, apierr.ErrNotFound) {
-					return err
-				}
-				return nil
+				return s.removeHeld(ctx, tunnelSessionKind, accountID, sess.ID, &closed)
 			})
 			if err != nil {
 				s.log.Error("closing a deactivated bot's agent sessions failed; they end when their tunnel servers renew them", "owner", ownerID, "err", err)
@@ -154,4 +129,17 @@ func (s *Service) closeSessionsOfOwner(ctx context.Context, accountID, ownerID s
 		}
 		q.BeforeID = recs[len(recs)-1].ID
 	}
+}
+
+// removeHeld removes record id of kind k, reported as k's deleted event,
+// and counts it in n; one removed meanwhile is not an error.
+func (s *Service) removeHeld(ctx context.Context, k *records.Kind, accountID, id string, n *int) error {
+	err := s.store.Delete(ctx, k.StoreKind, accountID, id, s.db.Note(k.Event, events.Deleted))
+	switch {
+	case err == nil:
+		*n++
+	case !errors.Is(err, apierr.ErrNotFound):
+		return err
+	}
+	return nil
 }

@@ -112,9 +112,14 @@ func (h *configFeed) Failed(f follow.Failure) {
 // a kind the Service does not declare is logged and ignored.
 func (c *Configs) note(p *pending, ch store.Change) {
 	a := ch.AccountID
-	if ch.Kind == kindEndpoint {
-		// Not a kind of the Service's data plane roles: the endpoint is
-		// read again from the source (or dropped).
+	role, known := edgeplane.DataPlaneRoleOf(ch.Kind)
+	if !known {
+		c.log.Error("proxy: a change of an unknown kind in the feed; it is ignored", "kind", string(ch.Kind), "id", ch.ID, "revision", ch.Revision)
+		return
+	}
+	switch role {
+	case edgeplane.DataPlaneEndpoint:
+		// Read again from the source (or dropped).
 		if c.endpoints == nil {
 			return
 		}
@@ -125,14 +130,6 @@ func (c *Configs) note(p *pending, ch store.Change) {
 			return
 		}
 		p.compile[ch.ID] = a
-		return
-	}
-	role, known := edgeplane.DataPlaneRoleOf(ch.Kind)
-	if !known {
-		c.log.Error("proxy: a change of an unknown kind in the feed; it is ignored", "kind", string(ch.Kind), "id", ch.ID, "revision", ch.Revision)
-		return
-	}
-	switch role {
 	case edgeplane.DataPlaneEdge:
 		if ch.Op == store.OpDelete {
 			delete(p.compile, ch.ID)

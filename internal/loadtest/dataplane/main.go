@@ -53,6 +53,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/edgeplane/edgeplane/internal/loadtest/loadkit"
 	"io"
 	"log"
 	"math"
@@ -63,7 +64,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -346,55 +346,12 @@ type result struct {
 // µs returns d in microseconds.
 func µs(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// cpuTime returns the CPU time (user and system) process pid has used,
-// from /proc/pid/stat; 0 where that cannot be read.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state): utime is field 14, stime 15
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTicks
-}
-
-// clockTicks is the unit of /proc/pid/stat's times: USER_HZ, 100 on
-// Linux.
-const clockTicks = 100
-
 // cpuPerRequest is the server's CPU time per request of a run.
 func (r result) cpuPerRequest() time.Duration {
 	if r.requests == 0 {
 		return 0
 	}
 	return time.Duration(float64(r.cpu) / r.requests)
-}
-
-var (
-	reRPS    = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
-	reTotal  = regexp.MustCompile(`(?m)^\s*(\d+) requests in`)
-	reP50    = regexp.MustCompile(`(?m)^\s+50%\s+(\S+)`)
-	reP99    = regexp.MustCompile(`(?m)^\s+99%\s+(\S+)`)
-	reNon2xx = regexp.MustCompile(`(?m)^\s*Non-2xx or 3xx responses:\s+(\d+)`)
-	reErrors = regexp.MustCompile(`(?m)^\s*Socket errors:.*$`)
-)
-
-// wrkDuration parses wrk's latency figures: 812.00us, 1.23ms, 2.00s.
-func wrkDuration(s string) time.Duration {
-	s = strings.Replace(s, "us", "µs", 1)
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return -1
-	}
-	return d
 }
 
 // measure runs wrk against addr with the script.
@@ -405,24 +362,24 @@ func measure(addr, script string, d time.Duration, conns, threads int) (result, 
 		return result{}, fmt.Errorf("wrk: %v\n%s", err, out)
 	}
 	var r result
-	m := reRPS.FindSubmatch(out)
+	m := loadkit.WrkRPS.FindSubmatch(out)
 	if m == nil {
 		return result{}, fmt.Errorf("wrk printed no req/s:\n%s", out)
 	}
 	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
-	if m := reTotal.FindSubmatch(out); m != nil {
+	if m := loadkit.WrkTotal.FindSubmatch(out); m != nil {
 		r.requests, _ = strconv.ParseFloat(string(m[1]), 64)
 	}
-	if m := reP50.FindSubmatch(out); m != nil {
-		r.p50 = wrkDuration(string(m[1]))
+	if m := loadkit.WrkP50.FindSubmatch(out); m != nil {
+		r.p50 = loadkit.WrkDuration(string(m[1]))
 	}
-	if m := reP99.FindSubmatch(out); m != nil {
-		r.p99 = wrkDuration(string(m[1]))
+	if m := loadkit.WrkP99.FindSubmatch(out); m != nil {
+		r.p99 = loadkit.WrkDuration(string(m[1]))
 	}
-	if m := reNon2xx.FindSubmatch(out); m != nil {
+	if m := loadkit.WrkNon2xx.FindSubmatch(out); m != nil {
 		r.non2xx, _ = strconv.ParseInt(string(m[1]), 10, 64)
 	}
-	r.errors = string(reErrors.Find(out))
+	r.errors = string(loadkit.WrkErrors.Find(out))
 	return r, nil
 }
 
@@ -550,12 +507,12 @@ func harness(hosts, rounds int, d time.Duration, conns, threads int, refuse, tog
 	for round := 1; round <= rounds; round++ {
 		for k := range cases {
 			c := cases[(k+round-1)%len(cases)] // each round starts with another case
-			cpu0, up0 := cpuTime(c.s.cmd.Process.Pid), cpuTime(up.cmd.Process.Pid)
+			cpu0, up0 := loadkit.CPUTime(c.s.cmd.Process.Pid), loadkit.CPUTime(up.cmd.Process.Pid)
 			r, err := measure(c.s.addr, script, d, conns, threads)
 			if err != nil {
 				return err
 			}
-			r.cpu, r.upCPU = cpuTime(c.s.cmd.Process.Pid)-cpu0, cpuTime(up.cmd.Process.Pid)-up0
+			r.cpu, r.upCPU = loadkit.CPUTime(c.s.cmd.Process.Pid)-cpu0, loadkit.CPUTime(up.cmd.Process.Pid)-up0
 			results[c.name] = append(results[c.name], r)
 			fmt.Printf("| %d | %s | %.0f | %v | %v | %.1f | %.1f | %d%s |\n", round, c.name, r.rps, r.p50, r.p99,
 				µs(r.cpuPerRequest()), µs(time.Duration(float64(r.upCPU)/r.requests)), r.non2xx, strings.TrimPrefix(" "+r.errors, " "))

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
+	"github.com/edgeplane/edgeplane/internal/loadtest/loadkit"
 	"io"
 	"net/http"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -55,25 +55,6 @@ func (r httpResult) per(v float64) float64 {
 // µs returns d in microseconds.
 func µs(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-var (
-	reRPS    = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
-	reTotal  = regexp.MustCompile(`(?m)^\s*(\d+) requests in`)
-	reP50    = regexp.MustCompile(`(?m)^\s+50%\s+(\S+)`)
-	reP99    = regexp.MustCompile(`(?m)^\s+99%\s+(\S+)`)
-	reNon2xx = regexp.MustCompile(`(?m)^\s*Non-2xx or 3xx responses:\s+(\d+)`)
-	reErrors = regexp.MustCompile(`(?m)^\s*Socket errors:.*$`)
-)
-
-// wrkDuration parses wrk's latency figures: 812.00us, 1.23ms, 2.00s.
-func wrkDuration(s string) time.Duration {
-	s = strings.Replace(s, "us", "µs", 1)
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return -1
-	}
-	return d
-}
-
 // runWrk runs wrk against the proxy's plain listener addr with the Host
 // header host.
 func runWrk(addr, host string, d time.Duration, conns, threads int) (httpResult, error) {
@@ -83,24 +64,24 @@ func runWrk(addr, host string, d time.Duration, conns, threads int) (httpResult,
 		return httpResult{}, fmt.Errorf("wrk: %v\n%s", err, out)
 	}
 	var r httpResult
-	m := reRPS.FindSubmatch(out)
+	m := loadkit.WrkRPS.FindSubmatch(out)
 	if m == nil {
 		return httpResult{}, fmt.Errorf("wrk printed no req/s:\n%s", out)
 	}
 	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
-	if m := reTotal.FindSubmatch(out); m != nil {
+	if m := loadkit.WrkTotal.FindSubmatch(out); m != nil {
 		r.requests, _ = strconv.ParseFloat(string(m[1]), 64)
 	}
-	if m := reP50.FindSubmatch(out); m != nil {
-		r.p50 = wrkDuration(string(m[1]))
+	if m := loadkit.WrkP50.FindSubmatch(out); m != nil {
+		r.p50 = loadkit.WrkDuration(string(m[1]))
 	}
-	if m := reP99.FindSubmatch(out); m != nil {
-		r.p99 = wrkDuration(string(m[1]))
+	if m := loadkit.WrkP99.FindSubmatch(out); m != nil {
+		r.p99 = loadkit.WrkDuration(string(m[1]))
 	}
-	if m := reNon2xx.FindSubmatch(out); m != nil {
+	if m := loadkit.WrkNon2xx.FindSubmatch(out); m != nil {
 		r.non2xx, _ = strconv.ParseInt(string(m[1]), 10, 64)
 	}
-	r.errors = string(reErrors.Find(out))
+	r.errors = string(loadkit.WrkErrors.Find(out))
 	return r, nil
 }
 
@@ -155,16 +136,16 @@ func measureHTTP(s *serveProc, up *proc, cases []httpCase, rounds int, d time.Du
 			var agent0 time.Duration
 			var agentW0 int64
 			if c.agent != nil {
-				agent0, agentW0 = cpuTime(c.agent.pid()), writeCalls(c.agent.pid())
+				agent0, agentW0 = loadkit.CPUTime(c.agent.pid()), writeCalls(c.agent.pid())
 			}
-			serve0, up0, serveW0 := cpuTime(s.pid()), cpuTime(up.pid()), writeCalls(s.pid())
+			serve0, up0, serveW0 := loadkit.CPUTime(s.pid()), loadkit.CPUTime(up.pid()), writeCalls(s.pid())
 			r, err := runWrk(s.proxyHTTP, c.host, d, conns, threads)
 			if err != nil {
 				return false, err
 			}
-			r.serveCPU, r.upCPU, r.serveWrites = cpuTime(s.pid())-serve0, cpuTime(up.pid())-up0, writeCalls(s.pid())-serveW0
+			r.serveCPU, r.upCPU, r.serveWrites = loadkit.CPUTime(s.pid())-serve0, loadkit.CPUTime(up.pid())-up0, writeCalls(s.pid())-serveW0
 			if c.agent != nil {
-				r.agentCPU, r.agentWrites = cpuTime(c.agent.pid())-agent0, writeCalls(c.agent.pid())-agentW0
+				r.agentCPU, r.agentWrites = loadkit.CPUTime(c.agent.pid())-agent0, writeCalls(c.agent.pid())-agentW0
 			}
 			results[c.name] = append(results[c.name], r)
 			fmt.Printf("| %d | %s | %.0f | %v | %v | %.1f | %.1f | %.1f | %.1f | %.1f | %d%s |\n", round, c.name, r.rps, r.p50, r.p99,

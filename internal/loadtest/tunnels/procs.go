@@ -229,30 +229,6 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// cpuTime returns the CPU time (user and system) process pid has used,
-// from /proc/pid/stat; 0 where that cannot be read.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state): utime is field 14, stime 15
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTicks
-}
-
-// clockTicks is the unit of /proc/pid/stat's times: USER_HZ, 100 on
-// Linux.
-const clockTicks = 100
-
 // rssKiB returns process pid's resident set (VmRSS) in KiB, from
 // /proc/pid/status; -1 where that cannot be read.
 func rssKiB(pid int) int64 {

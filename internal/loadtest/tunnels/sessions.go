@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/edgeplane/edgeplane/internal/loadtest/loadkit"
 	"os"
 	"slices"
 	"strconv"
@@ -181,7 +182,7 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	}
 	fmt.Printf("%d idle agent sessions (golang.ngrok.com/ngrok v1.12.1: sessions only, no tunnel; SDK heartbeat every 10s) on a fresh serve process, "+
 		"from %d tool processes, %d connecting at a time each; held %v\n\n", c.n, c.tools, c.parallel, c.hold)
-	start, cpu0 := time.Now(), cpuTime(s.pid())
+	start, cpu0 := time.Now(), loadkit.CPUTime(s.pid())
 	tools := make([]*proc, c.tools)
 	for i := range tools {
 		p, err := startProc(dir, fmt.Sprintf("sessions-%d", i), self, true, []string{"-serve", "sessions", "-server", s.agents, "-ca", certFile,
@@ -205,7 +206,7 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 		connected += ok
 	}
 	took := time.Since(start)
-	connectCPU := cpuTime(s.pid()) - cpu0
+	connectCPU := loadkit.CPUTime(s.pid()) - cpu0
 	atConnect := sampleMem(s)
 	fmt.Printf("connected %d of %d in %v (%.0f sessions/s); serve CPU %.1f s, %.0f µs per session\n", connected, c.n,
 		took.Round(100*time.Millisecond), float64(connected)/took.Seconds(), connectCPU.Seconds(), µs(connectCPU)/float64(max(connected, 1)))
@@ -231,9 +232,9 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	if err != nil {
 		return false, err
 	}
-	cpu1, upd0 := cpuTime(s.pid()), s.storeOp("update")
+	cpu1, upd0 := loadkit.CPUTime(s.pid()), s.storeOp("update")
 	time.Sleep(c.hold)
-	holdCPU, upd := cpuTime(s.pid())-cpu1, s.storeOp("update").minus(upd0)
+	holdCPU, upd := loadkit.CPUTime(s.pid())-cpu1, s.storeOp("update").minus(upd0)
 	after := sampleMem(s)
 	gauge, err := s.metric("edgeplane_tunnel_sessions")
 	if err != nil {

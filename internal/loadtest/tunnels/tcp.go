@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/edgeplane/edgeplane/internal/loadtest/loadkit"
 	"io"
 	"net"
 	"time"
@@ -171,16 +172,16 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 				var agent0 time.Duration
 				var agentW0 int64
 				if c.agent != nil {
-					agent0, agentW0 = cpuTime(c.agent.pid()), writeCalls(c.agent.pid())
+					agent0, agentW0 = loadkit.CPUTime(c.agent.pid()), writeCalls(c.agent.pid())
 				}
-				serve0, serveW0 := cpuTime(s.pid()), writeCalls(s.pid())
+				serve0, serveW0 := loadkit.CPUTime(s.pid()), writeCalls(s.pid())
 				took, err := transfer(c.addr, d.upload, n)
 				if err != nil {
 					return false, fmt.Errorf("%s %s: %w", c.name, d.name, err)
 				}
-				r := tcpResult{took: took, serveCPU: cpuTime(s.pid()) - serve0, serveWrites: writeCalls(s.pid()) - serveW0}
+				r := tcpResult{took: took, serveCPU: loadkit.CPUTime(s.pid()) - serve0, serveWrites: writeCalls(s.pid()) - serveW0}
 				if c.agent != nil {
-					r.agentCPU, r.agentWrites = cpuTime(c.agent.pid())-agent0, writeCalls(c.agent.pid())-agentW0
+					r.agentCPU, r.agentWrites = loadkit.CPUTime(c.agent.pid())-agent0, writeCalls(c.agent.pid())-agentW0
 				}
 				results[c.name+" "+d.name] = append(results[c.name+" "+d.name], r)
 				mib := float64(n) / (1 << 20)
