@@ -133,13 +133,17 @@
 // [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
 // [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [Host.OpenTunnelSession], [Host.RenewTunnelSession],
-// [Host.CloseTunnelSession], [Host.GetTunnelSession] and
-// [Host.StartLabeledTunnel], [Host.BindEndpoint] and
-// [Host.UnbindEndpoint] for tunnel servers that serve agents (a
-// session is a child of its credential and its labeled tunnels and
-// endpoints children of the session, so they go offline together; the
-// session's lease is the tunnels' and is renewed with theirs),
+// ones), [Host.RegisterNode], [Host.RenewNode], [Host.RemoveNode],
+// [Host.OpenTunnelSession], [Host.CloseTunnelSession],
+// [Host.GetTunnelSession] and [Host.StartLabeledTunnel],
+// [Host.BindEndpoint] and [Host.UnbindEndpoint] for tunnel servers that
+// serve agents (a session is a child of its credential and its labeled
+// tunnels and endpoints children of the session, so they go offline
+// together; each tunnel server is a node of the store, and its one lease
+// keeps every session it holds online: a node renews it with one write
+// whatever it holds, and a node that stops renewing is reaped with its
+// sessions), [Host.GetNode], [Host.ListNodes] and [Host.NodeKey] for the
+// hop between nodes (package hop),
 // [Host.GetEndpoint] and [Host.ListEndpoints] (every endpoint across
 // accounts) for edge proxies that serve endpoints, [Host.EdgeByHostport] (the edge that serves a host:port, by the
 // store's unique key of each edge hostport), [Host.HTTPSEdgeConfig],

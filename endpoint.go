@@ -57,6 +57,7 @@ type endpointDoc struct {
 	UpstreamURL    string    `json:"upstream_url,omitempty"`
 	TrafficPolicy  string    `json:"traffic_policy,omitempty"`
 	PassthroughTLS bool      `json:"passthrough_tls,omitempty"`
+	Node           string    `json:"node,omitempty"`
 }
 
 // endpointRecord is an endpoint as the Service holds it: the model and
@@ -77,13 +78,13 @@ var endpointForm = &kind[endpointRecord]{Form: records.PlainForm(endpointKind,
 	func(r *endpointRecord) *endpointDoc {
 		return &endpointDoc{CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Proto: r.Proto, Host: r.Host, Port: r.Port,
 			CredentialID: r.CredentialID, DomainID: records.RefID(r.Domain), Region: r.Region, Metadata: r.Metadata,
-			Description: r.Description, UpstreamURL: r.UpstreamURL, TrafficPolicy: r.TrafficPolicy, PassthroughTLS: r.PassthroughTLS}
+			Description: r.Description, UpstreamURL: r.UpstreamURL, TrafficPolicy: r.TrafficPolicy, PassthroughTLS: r.PassthroughTLS, Node: r.Node}
 	},
 	func(d *endpointDoc, rec store.Record) *endpointRecord {
 		r := &endpointRecord{Endpoint: agents.Endpoint{ID: rec.ID, AccountID: rec.AccountID, Region: d.Region,
 			CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Proto: d.Proto, Host: d.Host, Port: d.Port,
 			Metadata: d.Metadata, Description: d.Description, Domain: records.IDRef(d.DomainID), UpstreamURL: d.UpstreamURL,
-			TrafficPolicy: d.TrafficPolicy, TunnelSession: &resource.Ref{ID: rec.ParentID}, PassthroughTLS: d.PassthroughTLS},
+			TrafficPolicy: d.TrafficPolicy, TunnelSession: &resource.Ref{ID: rec.ParentID}, PassthroughTLS: d.PassthroughTLS, Node: d.Node},
 			CredentialID: d.CredentialID}
 		setEndpointAddress(&r.Endpoint)
 		return r
@@ -182,8 +183,8 @@ func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string,
 	if err != nil {
 		return nil, err
 	}
-	if !s.now().Before(sess.ExpiresAt) {
-		return nil, sessionEnded(sessionID, sess.ExpiresAt)
+	if err := s.sessionNodeLive(ctx, sessionID, sess.Node); err != nil {
+		return nil, err
 	}
 	if err := params.Validate(); err != nil {
 		return nil, err
@@ -251,7 +252,7 @@ func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string,
 	r := &endpointRecord{Endpoint: agents.Endpoint{ID: id, AccountID: accountID, Region: sess.Region, CreatedAt: now, UpdatedAt: now,
 		Proto: params.Proto, Host: target.host, Port: target.port, Metadata: params.Metadata, Description: params.Description,
 		Domain: records.IDRef(target.domainID), UpstreamURL: params.ForwardsTo, TrafficPolicy: value,
-		TunnelSession: &resource.Ref{ID: sessionID}, PassthroughTLS: params.PassthroughTLS}, CredentialID: credentialID}
+		TunnelSession: &resource.Ref{ID: sessionID}, PassthroughTLS: params.PassthroughTLS, Node: sess.Node}, CredentialID: credentialID}
 	if old != nil {
 		r.CreatedAt = old.CreatedAt
 		// The store has no write of two records at once: the old record

@@ -22,7 +22,8 @@ func ExampleHost_BindEndpoint() {
 	c, _ := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:*.example.com"}})
 
 	host := svc.Host()
-	params := agents.SessionParams{AgentVersion: "3.18.4", IP: netip.MustParseAddr("203.0.113.7")}
+	node, _ := host.RegisterNode(ctx, agents.NodeParams{})
+	params := agents.SessionParams{AgentVersion: "3.18.4", IP: netip.MustParseAddr("203.0.113.7"), Node: node.ID}
 	ts, _ := host.OpenTunnelSession(ctx, *c.Token, params)
 	ep, err := host.BindEndpoint(ctx, p.AccountID, ts.ID, agents.EndpointParams{Proto: "https", Domain: "app.example.com"})
 	if err != nil {

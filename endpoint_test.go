@@ -117,7 +117,7 @@ func TestBindEndpoint(t *testing.T) {
 			want.ID, want.URI = got.ID, endpointsBaseURL+"endpoints/"+got.ID
 			want.AccountID, want.Region, want.CreatedAt, want.UpdatedAt = acct, "eu", at, at
 			want.PublicURL, want.Scheme, want.Type = want.URL, want.Proto, agents.EndpointType
-			want.UpstreamURL, want.TunnelSession = "app://laptop/server?pid=1234", sessionRef
+			want.UpstreamURL, want.TunnelSession, want.Node = "app://laptop/server?pid=1234", sessionRef, e.node
 			if diff := cmp.Diff(&want, got); diff != "" {
 				t.Errorf("BindEndpoint (-want +got):\n%s", diff)
 			}
@@ -474,6 +474,7 @@ func TestEndpointsGoWithTheirSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		gone(t, ep.ID)
+		e.node = "" // reaped with its sessions: the next session registers another
 	})
 	t.Run("domain in use", func(t *testing.T) {
 		_, token := e.token(t, e.user)

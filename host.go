@@ -2,6 +2,7 @@ package edgeplane
 
 import (
 	"context"
+	"crypto/ed25519"
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/backends"
@@ -118,24 +119,57 @@ func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
 // malformed token, or one of a deactivated bot, is
 // [apierr.Unauthenticated] with one message; authentication comes first,
 // whatever the params), validates params ([agents.SessionParams.Validate])
-// and stores the session as a child of the token's credential, online
-// under a lease of [Options.TunnelLease] that [Host.RenewTunnelSession]
-// extends. Deleting the credential removes the session and its tunnels.
-// Reported as a tunnel_session_created event.
+// and stores the session as a child of the token's credential, held by
+// params.Node: a live registered node ([Host.RegisterNode]), whose lease
+// keeps the session online (else invalid, naming node). Deleting the
+// credential removes the session and its tunnels. Reported as a
+// tunnel_session_created event.
 func (h *Host) OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
 	return h.s.openTunnelSession(ctx, token, params)
 }
 
-// RenewTunnelSession extends the lease of a session of the account and
-// of each of its tunnels to [Options.TunnelLease] from now, as its tunnel
-// server does while the agent is connected, and returns the session.
-// The tunnels are renewed first, then the session. A session that is
-// gone (closed, reaped, or deleted with its credential) is not found; one
-// whose lease has already ended cannot be renewed (failed precondition:
-// the agent opens a new session). Renewals report no event.
-func (h *Host) RenewTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
-	return h.s.renewTunnelSession(ctx, accountID, id)
+// RegisterNode records a new edge node (a tunnel server of the store)
+// under a lease of [Options.TunnelLease] from now, which it renews with
+// [Host.RenewNode] for every session it holds, and returns it with its
+// ID. params are validated ([agents.NodeParams.Validate]). Nodes report
+// no events.
+func (h *Host) RegisterNode(ctx context.Context, params agents.NodeParams) (*agents.Node, error) {
+	return h.s.registerNode(ctx, params)
 }
+
+// RenewNode extends the lease of node id to [Options.TunnelLease] from
+// now: one write, whatever the node holds. A node whose lease has
+// already ended is not renewed (failed precondition): its sessions are
+// offline, to be reaped, and the node must close them and register
+// anew. One that is gone (reaped or removed) is not found.
+func (h *Host) RenewNode(ctx context.Context, id string) (*agents.Node, error) {
+	return h.s.renewNode(ctx, id)
+}
+
+// RemoveNode removes node id and every session it holds (with their
+// tunnels and endpoints, each session reported as
+// tunnel_session_deleted), as a node that shuts down does.
+func (h *Host) RemoveNode(ctx context.Context, id string) error {
+	return h.s.removeNode(ctx, id)
+}
+
+// GetNode returns node id, live or with a lease that ended but not yet
+// reaped (see its ExpiresAt); one that is gone is not found.
+func (h *Host) GetNode(ctx context.Context, id string) (*agents.Node, error) {
+	return h.s.getNode(ctx, id)
+}
+
+// ListNodes returns every registered node, newest first.
+func (h *Host) ListNodes(ctx context.Context) ([]agents.Node, error) {
+	return h.s.listNodes(ctx)
+}
+
+// NodeKey returns the Ed25519 private key every node of the store
+// derives from the sealing key ([Options.SealingKey], HKDF): the nodes
+// authenticate each other with it on the hop between them (package
+// hop), so that only servers holding the store's sealing key can use
+// the hop.
+func (h *Host) NodeKey() ed25519.PrivateKey { return h.s.nodeKey() }
 
 // CloseTunnelSession removes a session of the account and its tunnels,
 // in one atomic store delete (they are its children), as its tunnel

@@ -178,10 +178,10 @@ func DataPlaneRoleOf(k store.Kind) (DataPlaneRole, bool) {
 }
 
 // internalKinds are the kinds the Service stores for itself and the API
-// never shows (the sealing check, bootstrap.go). They are known to the
+// never shows (the sealing check, bootstrap.go; nodes, node.go). They are known to the
 // followers of the feed, which pass over their changes: they have no
 // declaration, no events and nothing cached.
-var internalKinds = []store.Kind{kindSealingCheck}
+var internalKinds = []store.Kind{kindSealingCheck, kindNode}
 
 // isInternal reports whether k is one of internalKinds.
 func isInternal(k store.Kind) bool { return slices.Contains(internalKinds, k) }

@@ -85,9 +85,9 @@ type Options struct {
 	// [Transport]). Default
 	// [DefaultCacheBytes] (64 MiB); negative turns the cache off.
 	CacheBytes int
-	// TunnelLease is how long a registered tunnel, or an agent's tunnel
-	// session, stays online without its tunnel server renewing it
-	// ([Host.RenewTunnel], [Host.RenewTunnelSession]). Default
+	// TunnelLease is how long a registered tunnel, or an edge node with
+	// every agent session it holds, stays online without its tunnel
+	// server renewing it ([Host.RenewTunnel], [Host.RenewNode]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 }

@@ -48,6 +48,7 @@ type env struct {
 	admin, user, bot edgeplane.Principal // account A
 	other            edgeplane.Principal // account B
 	logs             *bytes.Buffer
+	node             string // the node e.session's sessions name, registered by the first
 }
 
 func newEnv(t testing.TB) *env {

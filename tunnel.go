@@ -35,11 +35,14 @@ const indexLabel = "label"
 const indexLeaseEnd = "lease_end"
 
 // tunnelIndexes returns a tunnel record's index entries: its labels and
-// the end of its lease.
+// the end of its lease (a registered tunnel's; an agent's has none).
 func tunnelIndexes(t *backends.Tunnel) []store.IndexEntry {
 	out := make([]store.IndexEntry, 0, len(t.Labels)+1)
 	for k, v := range t.Labels {
 		out = append(out, store.IndexEntry{Name: indexLabel, Value: k + "=" + v})
+	}
+	if t.ExpiresAt.IsZero() {
+		return out
 	}
 	return append(out, store.IndexEntry{Name: indexLeaseEnd, Value: store.IndexTime(t.ExpiresAt)})
 }
@@ -53,8 +56,9 @@ type tunnelDoc struct {
 	StartedAt    time.Time         `json:"started_at"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	ForwardsTo   string            `json:"forwards_to,omitempty"`
-	ExpiresAt    time.Time         `json:"expires_at"`
+	ExpiresAt    time.Time         `json:"expires_at,omitzero"`
 	CredentialID string            `json:"credential_id,omitempty"`
+	Node         string            `json:"node,omitempty"`
 	Metadata     string            `json:"metadata,omitempty"`
 }
 
@@ -65,7 +69,7 @@ var (
 
 var tunnelForm = &kind[backends.Tunnel]{Form: records.PlainForm(tunnelKind,
 	func(t *backends.Tunnel) *tunnelDoc {
-		d := &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt, Metadata: t.Metadata}
+		d := &tunnelDoc{StartedAt: t.StartedAt, Labels: t.Labels, ForwardsTo: t.ForwardsTo, ExpiresAt: t.ExpiresAt, Metadata: t.Metadata, Node: t.Node}
 		if t.TunnelSession != nil {
 			d.CredentialID = t.Credential.ID // the record's parent is the session
 		}
@@ -73,7 +77,7 @@ var tunnelForm = &kind[backends.Tunnel]{Form: records.PlainForm(tunnelKind,
 	},
 	func(d *tunnelDoc, rec store.Record) *backends.Tunnel {
 		t := &backends.Tunnel{ID: rec.ID, AccountID: rec.AccountID, StartedAt: d.StartedAt, Labels: maps.Clone(d.Labels),
-			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt, Metadata: d.Metadata}
+			Credential: resource.Ref{ID: rec.ParentID}, ForwardsTo: d.ForwardsTo, ExpiresAt: d.ExpiresAt, Metadata: d.Metadata, Node: d.Node}
 		if d.CredentialID != "" {
 			t.Credential = resource.Ref{ID: d.CredentialID}
 			t.TunnelSession = &resource.Ref{ID: rec.ParentID}
@@ -175,11 +179,13 @@ func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions
 // fields costs a fraction of a full decode.
 type onlineTunnel struct {
 	Labels    map[string]string `json:"labels"`
-	ExpiresAt time.Time         `json:"expires_at"`
+	ExpiresAt time.Time         `json:"expires_at,omitzero"`
+	Node      string            `json:"node,omitempty"`
 }
 
 // selectTunnels calls visit with the account's online tunnel records that
-// carry all of labels and whose lease has not ended, newest first, at
+// carry all of labels and whose lease (a registered tunnel's own, an
+// agent's tunnel's node's) has not ended, newest first, at
 // most [MaxBackendTunnels] of them, and stops at visit's first error. It reads the tunnels that carry one
 // of the labels (the first key in order) through the label index; a
 // backend without labels (which the API never stores) selects none.
@@ -191,6 +197,7 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 	q := store.Query{Kind: KindTunnel, AccountID: accountID, Index: indexLabel, Value: key + "=" + labels[key], Limit: MaxPageSize}
 	selected := 0
 	now := s.now()
+	nodeEnds := map[string]time.Time{} // the nodes of the tunnels read, each read once
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {
@@ -201,8 +208,25 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 			if err := json.Unmarshal(rec.Data, &t); err != nil {
 				return apierr.Wrap(apierr.Internal, err, "internal error")
 			}
-			if !backends.Selects(labels, t.Labels) || !now.Before(t.ExpiresAt) {
+			if !backends.Selects(labels, t.Labels) || (!t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)) {
 				continue
+			}
+			if t.Node != "" {
+				end, ok := nodeEnds[t.Node]
+				if !ok {
+					n, err := s.getNode(ctx, t.Node)
+					switch {
+					case errors.Is(err, apierr.ErrNotFound): // reaped: the tunnel goes next
+					case err != nil:
+						return err
+					default:
+						end = n.ExpiresAt
+					}
+					nodeEnds[t.Node] = end
+				}
+				if !now.Before(end) {
+					continue // its node's lease ended: offline, to be reaped
+				}
 			}
 			if selected == MaxBackendTunnels {
 				s.log.Warn("a backend selects more online tunnels than are shown; older tunnels are left out",
@@ -273,14 +297,15 @@ func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backe
 	return out, nil
 }
 
-// reapTunnels is [Host.ReapTunnels]: sessions first, so that their
-// tunnels go with them.
+// reapTunnels is [Host.ReapTunnels]: the sessions of nodes whose lease
+// ended first (their tunnels and endpoints go with them), then
+// registered tunnels whose lease ended.
 func (s *Service) reapTunnels(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, apierr.Invalidf("limit", "must be positive, got %d", limit)
 	}
 	now := s.now()
-	reaped, err := s.reapExpired(ctx, tunnelSessionKind, now, limit)
+	reaped, err := s.reapNodes(ctx, now, limit)
 	if err != nil || reaped == limit {
 		return reaped, err
 	}

@@ -31,14 +31,14 @@ import (
 // removes a session whose lease ended, with its tunnels. The API lists and
 // reads sessions and asks one to stop (POST /tunnel_sessions/{id}/stop):
 // a store update of the session that its tunnel server sees in the change
-// feed. Renewals are not reported as events.
+// feed.
 
 // tunnelSessionDoc is the stored form of a tunnel session (see package
 // internal/records). Its account is its record's and its credential the
 // record's parent; its transport is always agents.Transport.
 type tunnelSessionDoc struct {
 	StartedAt     time.Time `json:"started_at"`
-	ExpiresAt     time.Time `json:"expires_at"`
+	Node          string    `json:"node"`
 	AgentVersion  string    `json:"agent_version,omitempty"`
 	OS            string    `json:"os,omitempty"`
 	IP            string    `json:"ip,omitempty"`
@@ -66,13 +66,13 @@ var (
 
 var tunnelSessionForm = &kind[tunnelSessionRecord]{Form: records.PlainForm(tunnelSessionKind,
 	func(r *tunnelSessionRecord) *tunnelSessionDoc {
-		return &tunnelSessionDoc{StartedAt: r.StartedAt, ExpiresAt: r.ExpiresAt, AgentVersion: r.AgentVersion, OS: r.OS, IP: r.IP,
+		return &tunnelSessionDoc{StartedAt: r.StartedAt, Node: r.Node, AgentVersion: r.AgentVersion, OS: r.OS, IP: r.IP,
 			Metadata: r.Metadata, Region: r.Region, ClientType: r.ClientType, StopSupported: r.StopSupported, StopRequested: r.StopRequested}
 	},
 	func(d *tunnelSessionDoc, rec store.Record) *tunnelSessionRecord {
 		return &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: rec.ID, AccountID: rec.AccountID, AgentVersion: d.AgentVersion,
 			Credential: resource.Ref{ID: rec.ParentID}, IP: d.IP, Metadata: d.Metadata, OS: d.OS, Region: d.Region,
-			StartedAt: d.StartedAt, ExpiresAt: d.ExpiresAt, StopRequested: d.StopRequested},
+			StartedAt: d.StartedAt, Node: d.Node, StopRequested: d.StopRequested},
 			ClientType: d.ClientType, StopSupported: d.StopSupported}
 	}), present: (*Service).presentTunnelSession, shown: showTunnelSession}
 
@@ -88,10 +88,10 @@ func (s *Service) presentTunnelSession(r *tunnelSessionRecord, _ store.Record) {
 	r.Transport = agents.Transport
 }
 
-// tunnelSessionIndexes returns a session record's index entries: the end
-// of its lease, read by [Host.ReapTunnels].
-func tunnelSessionIndexes(expiresAt time.Time) []store.IndexEntry {
-	return []store.IndexEntry{{Name: indexLeaseEnd, Value: store.IndexTime(expiresAt)}}
+// tunnelSessionIndexes returns a session record's index entries: its
+// node, read when the node is removed or reaped.
+func tunnelSessionIndexes(node string) []store.IndexEntry {
+	return []store.IndexEntry{{Name: indexNode, Value: node}}
 }
 
 // GetTunnelSession returns a tunnel session of the account (GET
@@ -139,13 +139,15 @@ func (s *Service) openTunnelSession(ctx context.Context, token string, params ag
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.nodeLive(ctx, params.Node); err != nil {
+		return nil, err
+	}
 	r := &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: s.ids.New(agents.SessionPrefix), AccountID: auth.AccountID, AgentVersion: params.AgentVersion,
 		Credential: resource.Ref{ID: auth.Credential.ID}, IP: addrString(params.IP), Metadata: params.Metadata, OS: params.OS,
-		Region: params.Region, StartedAt: s.timestamp()},
+		Region: params.Region, StartedAt: s.timestamp(), Node: params.Node},
 		ClientType: params.ClientType, StopSupported: params.StopSupported}
-	r.ExpiresAt = r.StartedAt.Add(s.lease)
 	rec := store.Record{Kind: KindTunnelSession, AccountID: auth.AccountID, ID: r.ID, ParentID: auth.Credential.ID,
-		Indexes: tunnelSessionIndexes(r.ExpiresAt), Note: s.db.Note(tunnelSessionKind.Event, events.Created)}
+		Indexes: tunnelSessionIndexes(r.Node), Note: s.db.Note(tunnelSessionKind.Event, events.Created)}
 	if err := tunnelSessionForm.Encode(s.db, r, &rec); err != nil {
 		return nil, err
 	}
@@ -196,90 +198,6 @@ func (s *Service) getTunnelSession(ctx context.Context, accountID, id string) (*
 	return &r.TunnelSession, nil
 }
 
-// sessionEnded is the error of a write to a session whose lease has ended
-// but which is not reaped yet.
-func sessionEnded(id string, at time.Time) error {
-	return apierr.New(apierr.FailedPrecondition, "the lease of tunnel session %s ended at %s; the agent must open a new session",
-		id, at.Format(time.RFC3339))
-}
-
-// renewTunnelSession is [Host.RenewTunnelSession].
-func (s *Service) renewTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
-	cur, _, err := s.readTunnelSession(ctx, accountID, id)
-	if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	if !now.Before(cur.ExpiresAt) {
-		return nil, sessionEnded(id, cur.ExpiresAt)
-	}
-	expires := now.UTC().Truncate(time.Second).Add(s.lease)
-	// The tunnels first: should the session's lease end meanwhile, it is
-	// reaped with its tunnels, never the tunnels alone under a live
-	// session.
-	if err := s.extendSessionTunnels(ctx, accountID, id, expires); err != nil {
-		return nil, err
-	}
-	var out *tunnelSessionRecord
-	rec, err := s.store.Update(ctx, KindTunnelSession, accountID, id, func(rec *store.Record) error {
-		r, err := tunnelSessionForm.Decode(s.db, *rec)
-		if err != nil {
-			return err
-		}
-		if !now.Before(r.ExpiresAt) {
-			return sessionEnded(id, r.ExpiresAt)
-		}
-		r.ExpiresAt = expires
-		if err := tunnelSessionForm.Encode(s.db, r, rec); err != nil {
-			return err
-		}
-		rec.Indexes = tunnelSessionIndexes(r.ExpiresAt)
-		out = r
-		return nil
-	})
-	if err != nil {
-		return nil, s.db.StoreErr(err, tunnelSessionKind, id)
-	}
-	s.presentTunnelSession(out, rec)
-	return &out.TunnelSession, nil
-}
-
-// extendSessionTunnels sets the lease of every tunnel of the session to
-// end at expires. A tunnel removed meanwhile is skipped.
-func (s *Service) extendSessionTunnels(ctx context.Context, accountID, sessionID string, expires time.Time) error {
-	q := store.Query{Kind: KindTunnel, AccountID: accountID, ParentID: sessionID, Limit: MaxPageSize}
-	for {
-		recs, err := s.store.List(ctx, q)
-		if err != nil {
-			return s.db.StoreErr(err, tunnelKind, "")
-		}
-		for _, r := range recs {
-			_, err := s.store.Update(ctx, KindTunnel, accountID, r.ID, func(rec *store.Record) error {
-				t, err := tunnelForm.Decode(s.db, *rec)
-				if err != nil {
-					return err
-				}
-				t.ExpiresAt = expires
-				if err := tunnelForm.Encode(s.db, t, rec); err != nil {
-					return err
-				}
-				rec.Indexes = tunnelIndexes(t)
-				return nil
-			})
-			switch {
-			case errors.Is(err, apierr.ErrNotFound):
-				// unregistered, reaped or closed meanwhile
-			case err != nil:
-				return s.db.StoreErr(err, tunnelKind, r.ID)
-			}
-		}
-		if len(recs) < q.Limit {
-			return nil
-		}
-		q.BeforeID = recs[len(recs)-1].ID
-	}
-}
-
 // closeTunnelSession is [Host.CloseTunnelSession].
 func (s *Service) closeTunnelSession(ctx context.Context, accountID, id string) error {
 	if !ids.Valid(id, agents.SessionPrefix) {
@@ -297,8 +215,8 @@ func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID s
 	if err != nil {
 		return nil, err
 	}
-	if !s.now().Before(sess.ExpiresAt) {
-		return nil, sessionEnded(sessionID, sess.ExpiresAt)
+	if err := s.sessionNodeLive(ctx, sessionID, sess.Node); err != nil {
+		return nil, err
 	}
 	if err := validateLabeledTunnel(params); err != nil {
 		return nil, err
@@ -311,8 +229,8 @@ func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID s
 		return nil, err
 	}
 	t := backends.Tunnel{ID: s.ids.New(backends.TunnelPrefix), AccountID: accountID, StartedAt: s.timestamp(), Labels: maps.Clone(params.Labels),
-		Credential: resource.Ref{ID: sessRec.ParentID}, ForwardsTo: params.ForwardsTo, ExpiresAt: sess.ExpiresAt,
-		TunnelSession: &resource.Ref{ID: sessionID}, Metadata: params.Metadata}
+		Credential: resource.Ref{ID: sessRec.ParentID}, ForwardsTo: params.ForwardsTo,
+		TunnelSession: &resource.Ref{ID: sessionID}, Node: sess.Node, Metadata: params.Metadata}
 	rec := store.Record{Kind: KindTunnel, AccountID: accountID, ID: t.ID, ParentID: sessionID, Indexes: tunnelIndexes(&t),
 		Note: s.db.Note(tunnelKind.Event, events.Created)}
 	if err := tunnelForm.Encode(s.db, &t, &rec); err != nil {

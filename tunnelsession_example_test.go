@@ -19,7 +19,13 @@ func ExampleHost_OpenTunnelSession() {
 	c, _ := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:app=*"}})
 
 	host := svc.Host()
-	ts, err := host.OpenTunnelSession(ctx, *c.Token, agents.SessionParams{AgentVersion: "3.18.4", OS: "linux/amd64", IP: netip.MustParseAddr("203.0.113.7")})
+	// A tunnel server registers itself as a node; its sessions name it.
+	node, err := host.RegisterNode(ctx, agents.NodeParams{Addr: "10.0.0.1:4443"})
+	if err != nil {
+		panic(err)
+	}
+	ts, err := host.OpenTunnelSession(ctx, *c.Token, agents.SessionParams{AgentVersion: "3.18.4", OS: "linux/amd64",
+		IP: netip.MustParseAddr("203.0.113.7"), Node: node.ID})
 	if err != nil {
 		panic(err)
 	}
@@ -30,7 +36,8 @@ func ExampleHost_OpenTunnelSession() {
 	_, err = host.StartLabeledTunnel(ctx, p.AccountID, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"env": "prod"}})
 	fmt.Println(err)
 
-	if _, err := host.RenewTunnelSession(ctx, p.AccountID, ts.ID); err != nil {
+	// The node renews one lease for all its sessions.
+	if _, err := host.RenewNode(ctx, node.ID); err != nil {
 		panic(err)
 	}
 	// The API asks the agent to stop; the tunnel server reads the mark.

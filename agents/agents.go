@@ -47,8 +47,8 @@ const (
 
 // TunnelSession is an agent's session with a tunnel server: it is online
 // while the connection lasts. Its shape is the original service's
-// TunnelSession; ExpiresAt is an extension (the session's lease, which
-// its tunnel server renews while the connection is alive).
+// TunnelSession; Node is an extension (the edge node that holds the
+// connection, whose lease keeps the session online).
 type TunnelSession struct {
 	// ID is the session's identifier, SessionPrefix and an opaque string.
 	ID string `json:"id"`
@@ -75,9 +75,11 @@ type TunnelSession struct {
 	// Transport is how the agent is connected: "ngrok/2", the agent
 	// protocol's muxado over TLS, as the original service names it.
 	Transport string `json:"transport"`
-	// ExpiresAt is when the session's lease ends unless its tunnel
-	// server renews it: from then on it is offline, and is removed.
-	ExpiresAt time.Time `json:"expires_at"`
+	// Node is the ID of the edge node (tunnel server) that holds the
+	// session's connection. The session is online while the node's lease
+	// is (see [Node]): when the node stops renewing it, the session is
+	// removed with the node's others. An extension of the original shape.
+	Node string `json:"node"`
 	// StopRequested is set by a stop request (POST
 	// /tunnel_sessions/{id}/stop): the session's tunnel server tells the
 	// agent to stop, or closes its connection. Not shown.
@@ -104,6 +106,9 @@ type SessionParams struct {
 	// stop request for a session that does not is carried out by closing
 	// its connection.
 	StopSupported bool
+	// Node is the ID of the registered node whose tunnel server holds
+	// the connection (required).
+	Node string
 }
 
 // Validate reports every broken rule at once, naming each field.
@@ -114,6 +119,9 @@ func (p SessionParams) Validate() error {
 	checkText(&vs, "client_type", p.ClientType, MaxClientTypeBytes)
 	checkText(&vs, "metadata", p.Metadata, MaxMetadataBytes)
 	checkText(&vs, "region", p.Region, MaxVersionBytes)
+	if p.Node == "" {
+		vs.Add("node", "is required: a session is held by a registered node")
+	}
 	return vs.Err()
 }
 
@@ -173,18 +181,19 @@ func (h ConnHeader) String() string {
 }
 
 // Dialer hands connections to agents' tunnels. Package tunnel's Server
-// implements it for the sessions it holds; an edge proxy uses it to
-// reach a tunnel whose TunnelSession is set, instead of dialing the
-// tunnel's forwards_to.
+// implements it for the sessions it holds, and package hop for those of
+// every node of the store; an edge proxy uses it to reach a tunnel whose
+// TunnelSession is set, instead of dialing the tunnel's forwards_to.
 type Dialer interface {
-	// DialTunnel opens a connection to the agent that serves tunnelID,
-	// telling it h. The error is ErrNoSession (wrapped) when no session
-	// this Dialer holds serves the tunnel.
-	DialTunnel(ctx context.Context, tunnelID string, h ConnHeader) (net.Conn, error)
+	// DialTunnel opens a connection to the agent that serves tunnelID
+	// (a labeled tunnel's or an endpoint's ID) in a session that node
+	// holds, telling it h. The error is ErrNoSession (wrapped) when the
+	// Dialer cannot reach a session that serves the tunnel.
+	DialTunnel(ctx context.Context, node, tunnelID string, h ConnHeader) (net.Conn, error)
 }
 
 // ErrNoSession is the error of [Dialer.DialTunnel] for a tunnel whose
-// agent is not connected here.
+// agent is not connected where the Dialer can reach it.
 var ErrNoSession = noSession{}
 
 type noSession struct{}
@@ -246,6 +255,9 @@ type Endpoint struct {
 	TrafficPolicy string `json:"traffic_policy"`
 	// TunnelSession is the session that holds the endpoint.
 	TunnelSession *resource.Ref `json:"tunnel_session,omitempty"`
+	// Node is the ID of the edge node that holds the endpoint's session
+	// (see [TunnelSession.Node]). An extension of the original shape.
+	Node string `json:"node"`
 	// PassthroughTLS, for a tls endpoint, says the client's TLS goes to
 	// the agent as it is (the agent terminates it); false: the proxy
 	// terminates TLS with the reserved domain's certificate. Not shown.
@@ -324,4 +336,62 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// NodePrefix begins every node's ID.
+const NodePrefix = "nd_"
+
+// Bounds of a node's registration, in bytes.
+const (
+	// MaxNodeAddrBytes bounds Node.Addr (host:port).
+	MaxNodeAddrBytes = 255
+)
+
+// Node is an edge node: one tunnel server (an `edgeplane proxy` process,
+// or `serve -proxy`) of the store. It registers itself and renews one
+// lease for all the sessions it holds: liveness costs one store write per
+// node per renewal, whatever the number of sessions. A node that stops
+// renewing is reaped when its lease ends, with its sessions, their
+// tunnels and endpoints. The API does not show nodes; `edgeplane admin
+// list-nodes` does.
+type Node struct {
+	// ID is the node's identifier, NodePrefix and an opaque string. A
+	// node that restarts, or lost its lease, registers under a new ID.
+	ID string `json:"id"`
+	// Addr is where other nodes reach it for the hop (package hop),
+	// host:port; "" when it takes no hop.
+	Addr string `json:"addr"`
+	// Region and Version are the node's tunnel server's.
+	Region  string `json:"region"`
+	Version string `json:"version"`
+	// StartedAt is when the node registered.
+	StartedAt time.Time `json:"started_at"`
+	// ExpiresAt is when its lease ends unless renewed.
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// NodeParams are what a node registers.
+type NodeParams struct {
+	// Addr is the node's hop address, host:port with a numeric port, or
+	// "" for none.
+	Addr string
+	// Region and Version: see [Node].
+	Region, Version string
+}
+
+// Validate reports every broken rule at once, naming each field.
+func (p NodeParams) Validate() error {
+	var vs apierr.Violations
+	if p.Addr != "" {
+		if len(p.Addr) > MaxNodeAddrBytes {
+			vs.Add("addr", "must be at most %d bytes, got %d", MaxNodeAddrBytes, len(p.Addr))
+		} else if host, port, err := net.SplitHostPort(p.Addr); err != nil || host == "" {
+			vs.Add("addr", "must be host:port, got %q", truncate(p.Addr, 64))
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			vs.Add("addr", "must have a port from 1 to 65535, got %q", truncate(port, 16))
+		}
+	}
+	checkText(&vs, "region", p.Region, MaxVersionBytes)
+	checkText(&vs, "version", p.Version, MaxVersionBytes)
+	return vs.Err()
 }

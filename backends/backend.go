@@ -134,22 +134,31 @@ type Tunnel struct {
 	// traffic to, as the agent reported it (http://127.0.0.1:3000), or ""
 	// when it did not say.
 	ForwardsTo string `json:"forwards_to"`
-	// ExpiresAt is when the tunnel's lease ends: unless its tunnel server
-	// renews the lease before then, the tunnel is offline from that
-	// moment (no backend selects it) and is removed.
-	ExpiresAt time.Time `json:"expires_at"`
+	// ExpiresAt is when the lease of a registered tunnel
+	// (Host.RegisterTunnel) ends: unless its tunnel server renews the
+	// lease before then, the tunnel is offline from that moment (no
+	// backend selects it) and is removed. Zero (and not shown) for an
+	// agent's tunnel, which is online while its node's lease is (Node).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// TunnelSession is the agent session that holds the tunnel, when an
 	// agent bound it through a tunnel server (package tunnel): the proxy
 	// then hands the tunnel's connections to that session and never dials
 	// ForwardsTo, which is informational. Nil for a tunnel registered by
 	// a host that forwards itself (Host.RegisterTunnel).
 	TunnelSession *resource.Ref `json:"tunnel_session,omitempty"`
+	// Node is the ID of the edge node whose tunnel server holds the
+	// agent's session ("" and not shown for a registered tunnel).
+	Node string `json:"node,omitempty"`
 	// Metadata is what the agent set for the tunnel; "" otherwise.
 	Metadata string `json:"metadata,omitempty"`
 }
 
-// Expired reports whether t's lease has ended at time now.
-func (t *Tunnel) Expired(now time.Time) bool { return !now.Before(t.ExpiresAt) }
+// Expired reports whether t's lease has ended at time now. An agent's
+// tunnel has no lease of its own (its node's holds it) and never
+// expires.
+func (t *Tunnel) Expired(now time.Time) bool {
+	return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)
+}
 
 // RegisterTunnelParams are what a tunnel server knows about a tunnel an
 // agent opens.

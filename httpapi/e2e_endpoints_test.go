@@ -33,8 +33,12 @@ func TestE2EEndpoints(t *testing.T) {
 		"metadata":"{\"app\":\"web\"}","description":"the web app",
 		"domain":{"id":"{{rd}}","uri":"` + base + `/reserved_domains/{{rd}}"},
 		"upstream_url":"http://localhost:3000","traffic_policy":"",
-		"tunnel_session":{"id":"{{ts}}","uri":"` + base + `/tunnel_sessions/{{ts}}"}}`
-	kv := []string{"id", id, "rd", rd, "ts", session}
+		"tunnel_session":{"id":"{{ts}}","uri":"` + base + `/tunnel_sessions/{{ts}}"},"node":"{{node}}"}`
+	held, err := s.svc.Host().GetTunnelSession(ctx, acct, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := []string{"id", id, "rd", rd, "ts", session, "node", held.Node}
 	exact(t, call(t, s, "GET", "/endpoints/"+id, s.keyA, ""), 200, endpoint, kv...)
 	exact(t, call(t, s, "GET", "/endpoints", s.keyA, ""), 200,
 		`{"endpoints":[`+endpoint+`],"uri":"`+base+`/endpoints","next_page_uri":null}`, kv...)

@@ -447,8 +447,13 @@ func newFixture(t *testing.T, s *server, key, name string) fixture {
 // returns its id.
 func openSession(t *testing.T, s *server, token string) string {
 	t.Helper()
+	node, err := s.svc.Host().RegisterNode(context.Background(), agents.NodeParams{Region: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts, err := s.svc.Host().OpenTunnelSession(context.Background(), token, agents.SessionParams{
-		AgentVersion: "3.18.4", OS: "linux/amd64", IP: netip.MustParseAddr("203.0.113.7"), Region: "eu", ClientType: "library/official/go"})
+		AgentVersion: "3.18.4", OS: "linux/amd64", IP: netip.MustParseAddr("203.0.113.7"), Region: "eu", ClientType: "library/official/go",
+		Node: node.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

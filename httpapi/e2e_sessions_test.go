@@ -25,17 +25,22 @@ func TestE2ETunnelSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	held, err := s.svc.Host().GetTunnelSession(ctx, acct, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := held.Node
 
 	session := `{"id":"{{id}}","uri":"` + base + `/tunnel_sessions/{{id}}","agent_version":"3.18.4",
 		"credential":{"id":"{{cred}}","uri":"` + base + `/credentials/{{cred}}"},"ip":"203.0.113.7","metadata":"","os":"linux/amd64",
-		"region":"eu","started_at":"` + t0 + `","transport":"ngrok/2","expires_at":"2026-11-21T12:01:00Z"}`
-	exact(t, call(t, s, "GET", "/tunnel_sessions/"+id, s.keyA, ""), 200, session, "id", id, "cred", cred)
+		"region":"eu","started_at":"` + t0 + `","transport":"ngrok/2","node":"{{node}}"}`
+	exact(t, call(t, s, "GET", "/tunnel_sessions/"+id, s.keyA, ""), 200, session, "id", id, "cred", cred, "node", node)
 	exact(t, call(t, s, "GET", "/tunnel_sessions", s.keyA, ""), 200,
-		`{"tunnel_sessions":[`+session+`],"uri":"`+base+`/tunnel_sessions","next_page_uri":null}`, "id", id, "cred", cred)
+		`{"tunnel_sessions":[`+session+`],"uri":"`+base+`/tunnel_sessions","next_page_uri":null}`, "id", id, "cred", cred, "node", node)
 	exact(t, call(t, s, "GET", "/tunnels/"+tn.ID, s.keyA, ""), 200, `{"id":"{{tn}}","uri":"`+base+`/tunnels/{{tn}}","account_id":"{{acct}}",
 		"started_at":"`+t0+`","labels":{"app":"web"},"credential":{"id":"{{cred}}","uri":"`+base+`/credentials/{{cred}}"},
-		"forwards_to":"app://laptop","expires_at":"2026-11-21T12:01:00Z",
-		"tunnel_session":{"id":"{{id}}","uri":"`+base+`/tunnel_sessions/{{id}}"}}`, "tn", tn.ID, "acct", acct, "id", id, "cred", cred)
+		"forwards_to":"app://laptop",
+		"tunnel_session":{"id":"{{id}}","uri":"`+base+`/tunnel_sessions/{{id}}"},"node":"{{node}}"}`, "tn", tn.ID, "acct", acct, "id", id, "cred", cred, "node", node)
 
 	// Another account's session does not exist for it; nor does a
 	// missing or malformed one.
@@ -86,7 +91,7 @@ func TestE2ETunnelSessions(t *testing.T) {
 	}
 	noContent(t, call(t, s, "POST", "/tunnel_sessions/"+id+"/stop", s.keyA, ""))
 	// The mark is not shown.
-	exact(t, call(t, s, "GET", "/tunnel_sessions/"+id, s.keyA, ""), 200, session, "id", id, "cred", cred)
+	exact(t, call(t, s, "GET", "/tunnel_sessions/"+id, s.keyA, ""), 200, session, "id", id, "cred", cred, "node", node)
 
 	// Deleting the credential removes the session and its tunnel.
 	noContent(t, call(t, s, "DELETE", "/credentials/"+cred, s.keyA, ""))

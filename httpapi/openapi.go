@@ -525,7 +525,8 @@ func (b *docBuilder) property(p jsonschema.InterceptPropParams, s side) error {
 			ps.WithFormat("uri")
 		}
 	}
-	omitEmpty := strings.Contains(p.Field.Tag.Get("json"), ",omitempty")
+	tag := p.Field.Tag.Get("json")
+	omitEmpty := strings.Contains(tag, ",omitempty") || strings.Contains(tag, ",omitzero")
 	if (s == requestSide && required) || (s == responseSide && !omitEmpty) {
 		if !slices.Contains(p.ParentSchema.Required, p.Name) {
 			p.ParentSchema.Required = append(p.ParentSchema.Required, p.Name)

@@ -94,14 +94,15 @@ var _ agents.Dialer = (*fakeAgents)(nil)
 
 // agentDial is one call of DialTunnel.
 type agentDial struct {
+	node     string
 	tunnelID string
 	header   agents.ConnHeader
 	err      error
 	read     *firstBytes // what the agent read; nil when the dial failed
 }
 
-func (f *fakeAgents) DialTunnel(ctx context.Context, tunnelID string, h agents.ConnHeader) (net.Conn, error) {
-	d := &agentDial{tunnelID: tunnelID, header: h}
+func (f *fakeAgents) DialTunnel(ctx context.Context, node, tunnelID string, h agents.ConnHeader) (net.Conn, error) {
+	d := &agentDial{node: node, tunnelID: tunnelID, header: h}
 	f.mu.Lock()
 	d.err = f.fail[tunnelID]
 	if f.failNext > 0 {

@@ -98,7 +98,19 @@ type HandlerOptions struct {
 	// Nil: agents' tunnels are not reachable, and are skipped as tunnels
 	// that do not say where they forward are (with none other, the route
 	// answers 503 as when no tunnel serves it); endpoints answer 503.
+	// When Agents has a method Node() string (package tunnel's Server and
+	// package hop's Hop do), a backend's tunnels held on that node are
+	// preferred to those of other nodes.
 	Agents agents.Dialer
+}
+
+// localNode returns the node of d, when d says (a Node() string method):
+// its tunnels are preferred.
+func localNode(d agents.Dialer) string {
+	if n, ok := d.(interface{ Node() string }); ok {
+		return n.Node()
+	}
+	return ""
 }
 
 // Handler is the edge data plane for HTTP: an http.Handler that serves
@@ -242,7 +254,7 @@ func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) 
 	ex := exchangeOf(ctx)
 	dctx, cancel := context.WithTimeout(ctx, upstreamDialTimeout)
 	defer cancel()
-	c, err := h.agents.DialTunnel(dctx, ex.upstream.tunnelID, ex.agentHeader)
+	c, err := h.agents.DialTunnel(dctx, ex.upstream.node, ex.upstream.tunnelID, ex.agentHeader)
 	h.metrics.agentStream(kindHTTPS, err)
 	return c, err
 }
@@ -429,7 +441,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// 3. The backend: a tunnel under lease, round-robin.
-	ex.upstream = rt.pick(now, h.agents != nil)
+	ex.upstream = rt.pick(now, h.agents != nil, localNode(h.agents))
 	if ex.upstream == nil {
 		http.Error(rw, rt.noUpstream, http.StatusServiceUnavailable)
 		return

@@ -352,7 +352,7 @@ func endpointFleet(b testing.TB, n int, doc string) *Configs {
 // net.Pipe, to a listener (an agent's HTTP server).
 type pipeDialer struct{ ln *connListener }
 
-func (d *pipeDialer) DialTunnel(_ context.Context, _ string, _ agents.ConnHeader) (net.Conn, error) {
+func (d *pipeDialer) DialTunnel(_ context.Context, _, _ string, _ agents.ConnHeader) (net.Conn, error) {
 	proxySide, agentSide := net.Pipe()
 	d.ln.push(agentSide)
 	return proxySide, nil

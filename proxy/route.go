@@ -63,6 +63,7 @@ type upstream struct {
 	// an [agents.Dialer], by tunnel ID, and its forwards_to is never
 	// dialed. url is then [agentURL] and addr is empty.
 	agent   bool
+	node    string    // an agent's tunnel: the node that holds its session
 	url     *url.URL  // where an HTTP request goes
 	addr    string    // where a TLS or TCP edge's connection goes: host:port
 	expires time.Time // the lease's end
@@ -100,29 +101,40 @@ func (h *health) succeed() {
 
 // pick returns the upstream of the next request: round-robin over the
 // tunnels whose lease has not ended, skipping those in a failure backoff
-// while another is available. With every live tunnel in backoff it still
-// returns one (the next in turn) rather than refuse the request; with no
-// live tunnel it returns nil. Agents' tunnels are candidates only when
-// agents is true (the caller has an [agents.Dialer]); otherwise they are
-// skipped as a tunnel that does not say where it forwards is.
-func (r *pool) pick(now time.Time, agents bool) *upstream {
+// while another is available, and preferring an agent's tunnel held on
+// node local (this proxy's own node, "" for none) to one reached through
+// the hop. With every live tunnel in backoff it still returns one (the
+// next in turn) rather than refuse the request; with no live tunnel it
+// returns nil. Agents' tunnels are candidates only when agents is true
+// (the caller has an [agents.Dialer]); otherwise they are skipped as a
+// tunnel that does not say where it forwards is.
+func (r *pool) pick(now time.Time, agents bool, local string) *upstream {
 	n := len(r.upstreams)
 	if n == 0 || (!agents && r.agents == n) {
 		return nil
 	}
 	start := int(r.next.Add(1) - 1)
-	var fallback *upstream
+	var healthy, fallback *upstream
 	for i := range n {
 		u := &r.upstreams[(start+i)%n]
 		if (u.agent && !agents) || !now.Before(u.expires) {
 			continue // unreachable here, or the lease ended (the tunnel is not reaped yet)
 		}
-		if u.health.ok(now) {
-			return u
+		if !u.health.ok(now) {
+			if fallback == nil {
+				fallback = u
+			}
+			continue
 		}
-		if fallback == nil {
-			fallback = u
+		if local == "" || !u.agent || u.node == local {
+			return u // nothing nearer than this one
 		}
+		if healthy == nil {
+			healthy = u // held by another node: taken if no local one is healthy
+		}
+	}
+	if healthy != nil {
+		return healthy
 	}
 	return fallback
 }
@@ -149,7 +161,10 @@ func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*
 		}
 		p.noUpstream = "no online tunnel serves this " + what
 		for _, t := range tunnels[b.BackendID] {
-			u := upstream{tunnelID: t.ID, expires: t.ExpiresAt}
+			u := upstream{tunnelID: t.ID, expires: t.ExpiresAt, node: t.Node}
+			if u.expires.IsZero() {
+				u.expires = endless // an agent's tunnel: online while its node's lease is
+			}
 			ok := true
 			switch {
 			case t.TunnelSession != nil:
@@ -189,7 +204,7 @@ func newEdge(base Edge, tunnels map[string][]backends.Tunnel, certs map[string]*
 		} else {
 			e.stream = p
 		}
-		u := upstream{tunnelID: e.Endpoint.ID, agent: true, expires: endless, health: healths[e.Endpoint.ID]}
+		u := upstream{tunnelID: e.Endpoint.ID, agent: true, node: e.Endpoint.Node, expires: endless, health: healths[e.Endpoint.ID]}
 		if e.epRoute != nil {
 			u.url = agentURL
 		}

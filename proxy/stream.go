@@ -366,7 +366,7 @@ func (s *Streams) connectUpstream(ctx context.Context, cn *conn) (net.Conn, *ups
 	tried := 0
 	for tried < usable {
 		now := s.clock()
-		u := p.pick(now, s.agents != nil)
+		u := p.pick(now, s.agents != nil, localNode(s.agents))
 		if u == nil {
 			break
 		}
@@ -377,7 +377,7 @@ func (s *Streams) connectUpstream(ctx context.Context, cn *conn) (net.Conn, *ups
 			err error
 		)
 		if u.agent {
-			c, err = s.agents.DialTunnel(dctx, u.tunnelID, cn.agentHeader())
+			c, err = s.agents.DialTunnel(dctx, u.node, u.tunnelID, cn.agentHeader())
 			s.metrics.agentStream(cn.kind, err)
 		} else {
 			c, err = s.dial(dctx, "tcp", u.addr)

@@ -31,7 +31,7 @@ func BenchmarkDialTunnelHTTP(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		c, err := e.srv.DialTunnel(context.Background(), tun.ID(), h)
+		c, err := e.srv.DialTunnel(context.Background(), "", tun.ID(), h)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func BenchmarkDialTunnelBytes(b *testing.B) {
 			go func() { io.Copy(c, c); c.Close() }()
 		}
 	}()
-	c, err := e.srv.DialTunnel(context.Background(), tun.ID(), agents.ConnHeader{ClientAddr: clientAddr, Proto: "tcp", EdgeType: agents.EdgeTCP})
+	c, err := e.srv.DialTunnel(context.Background(), "", tun.ID(), agents.ConnHeader{ClientAddr: clientAddr, Proto: "tcp", EdgeType: agents.EdgeTCP})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,10 +34,17 @@
 // read the answer; by the Server 5 s later if the agent has not, while
 // nothing but the answer goes through). A session that authenticates
 // is recorded
-// (GET /tunnel_sessions shows it) with a lease the Server renews every
-// RenewInterval while the connection lives; when the connection ends,
-// the record and its tunnels are removed, and if this process dies
-// without removing them the lease ends them.
+// (GET /tunnel_sessions shows it) under the Server's node: each Server is
+// a node of the store ([edgeplane.Host.RegisterNode], Options.NodeAddr
+// for the hop between nodes, package hop) and renews the node's one
+// lease every RenewInterval, one store write for all its sessions,
+// tunnels and endpoints. When a connection ends, its record and its
+// tunnels are removed; if this process dies without removing them, the
+// node's lease ends them all (the Service's reaper removes a node's
+// sessions once its lease ended). A Server that could not renew in
+// time (the store unreachable for a whole lease) closes its sessions,
+// whose records are reaped, and registers a new node; its agents
+// reconnect. [Server.Close] removes the node and what it still holds.
 //
 // A session lives while its heartbeat does: the agent reports its
 // heartbeat interval and tolerance (bounded to [MinHeartbeat,

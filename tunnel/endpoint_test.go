@@ -67,7 +67,7 @@ func (e *env) roundTrip(t *testing.T, id, proto, msg string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := e.srv.DialTunnel(ctx, id, agents.ConnHeader{ClientAddr: clientAddr, Proto: proto, EdgeType: agents.EdgeNone})
+	c, err := e.srv.DialTunnel(ctx, "", id, agents.ConnHeader{ClientAddr: clientAddr, Proto: proto, EdgeType: agents.EdgeNone})
 	if err != nil {
 		return "", err
 	}
@@ -377,7 +377,7 @@ func TestServerTCPOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tunnel.Options{})
-			tc.opts.Host, tc.opts.TLSConfig = e.svc.Host(), &tls.Config{}
+			tc.opts.Host, tc.opts.TLSConfig, tc.opts.Feed = e.svc.Host(), &tls.Config{}, e.st
 			srv, err := tunnel.NewServer(tc.opts)
 			if (err == nil) != tc.ok {
 				t.Fatalf("NewServer: %v; want ok %v", err, tc.ok)

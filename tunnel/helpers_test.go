@@ -35,6 +35,7 @@ type env struct {
 	addr  string         // the tunnel server's address
 	pool  *x509.CertPool // roots agents verify it with
 	ctx   context.Context
+	st    *memstore.Store
 }
 
 func newEnv(t testing.TB, opts tunnel.Options) *env {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
@@ -23,9 +24,10 @@ const (
 	// DefaultHandshakeTimeout bounds the TLS handshake and, after it, the
 	// wait for the agent's Auth.
 	DefaultHandshakeTimeout = 10 * time.Second
-	// DefaultRenewInterval is how often a session's lease is renewed: a
-	// third of the Service's default tunnel lease, so that two renewals
-	// may fail before the lease ends.
+	// DefaultRenewInterval is how often the server's node lease (which
+	// keeps every session it holds online) is renewed: a third of the
+	// Service's default tunnel lease, so that two renewals may fail
+	// before the lease ends.
 	DefaultRenewInterval = 20 * time.Second
 	// DefaultMaxSessions bounds the sessions (connections, authenticated
 	// or not) one Server holds.
@@ -49,8 +51,6 @@ const (
 	// hostTimeout bounds one call of the Host made outside a request (a
 	// session's close, a renewal).
 	hostTimeout = 10 * time.Second
-	// renewWorkers is how many sessions' leases are renewed at once.
-	renewWorkers = 8
 	// maxRPCs bounds the requests of one session handled at once.
 	maxRPCs = 16
 	// acceptBacklog bounds the streams an agent opened that wait to be
@@ -63,8 +63,10 @@ const (
 // implements it. Its errors are *apierr.Error values, sent to the agent
 // with their codes.
 type Host interface {
+	RegisterNode(ctx context.Context, params agents.NodeParams) (*agents.Node, error)
+	RenewNode(ctx context.Context, id string) (*agents.Node, error)
+	RemoveNode(ctx context.Context, id string) error
 	OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error)
-	RenewTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error)
 	CloseTunnelSession(ctx context.Context, accountID, id string) error
 	GetTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error)
 	StartLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error)
@@ -76,8 +78,8 @@ type Host interface {
 	GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error)
 }
 
-// Options configures a [Server]. Host and TLSConfig are required; the
-// zero value of every other field means its documented default.
+// Options configures a [Server]. Host, TLSConfig and Feed are required;
+// the zero value of every other field means its documented default.
 type Options struct {
 	// Host authenticates agents and records their sessions and tunnels.
 	Host Host
@@ -85,12 +87,16 @@ type Options struct {
 	// (or GetCertificate) is what agents verify (ngrok.WithCA). The
 	// Server does not change it; it never asks for client certificates.
 	TLSConfig *tls.Config
-	// Feed, when set, is followed for the changes that end sessions and
-	// tunnels made elsewhere: a session deleted (its credential deleted,
-	// or reaped) is closed, a stop requested through the API stops it,
-	// a tunnel of a held session deleted is stopped at the agent. Nil:
-	// such changes are seen at the next renewal of the session's lease.
+	// Feed is followed for the changes that end sessions and tunnels
+	// made elsewhere: a session deleted (its credential deleted, taken
+	// over by the agent's reconnect to another node, or reaped) is
+	// closed, a stop requested through the API stops it, a tunnel of a
+	// held session deleted is stopped at the agent.
 	Feed store.Feed
+	// NodeAddr is the address other nodes of the store reach this one
+	// at for the hop (package hop), host:port, recorded with the node
+	// the Server registers; "" when it takes no hop.
+	NodeAddr string
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
 	// Region is reported to agents and recorded with their sessions.
@@ -100,7 +106,7 @@ type Options struct {
 	// HandshakeTimeout: see [DefaultHandshakeTimeout].
 	HandshakeTimeout time.Duration
 	// RenewInterval: see [DefaultRenewInterval]. It must be well below
-	// the Service's tunnel lease.
+	// the Service's tunnel lease (Options.TunnelLease).
 	RenewInterval time.Duration
 	// MaxSessions: see [DefaultMaxSessions].
 	MaxSessions int
@@ -135,6 +141,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	closed    bool
 
+	node      atomic.Pointer[agents.Node] // the node the Server registered, renewed
 	follower  *follow.Follower
 	stopRenew chan struct{}
 	wg        sync.WaitGroup
@@ -148,12 +155,17 @@ type binding struct {
 	ready chan struct{} // closed once the agent has the tunnel (see startLabel)
 }
 
-// NewServer returns a Server with opts; it starts following opts.Feed
-// and renewing sessions' leases, until [Server.Close].
+// NewServer returns a Server with opts: it registers its node through
+// the Host (the error of that registration is returned), starts
+// following opts.Feed and renewing the node's lease, until
+// [Server.Close].
 func NewServer(opts Options) (*Server, error) {
 	var vs apierr.Violations
 	if opts.Host == nil {
 		vs.Add("Host", "is required")
+	}
+	if opts.Feed == nil {
+		vs.Add("Feed", "is required: it brings the changes made elsewhere to the sessions held here")
 	}
 	if opts.TLSConfig == nil {
 		vs.Add("TLSConfig", "is required: agents speak only TLS")
@@ -190,13 +202,33 @@ func NewServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts, tlsConfig: tlsConfig, log: log, m: opts.Metrics,
 		conns: map[*session]struct{}{}, sessions: map[string]*session{}, tunnels: map[string]*binding{},
 		listeners: map[net.Listener]struct{}{}, stopRenew: make(chan struct{})}
-	if opts.Feed != nil {
-		s.follower = follow.Start(opts.Feed, &feedHandler{s: s}, -1, follow.Options{})
+	if err := s.register(); err != nil {
+		return nil, err
 	}
+	s.follower = follow.Start(opts.Feed, &feedHandler{s: s}, -1, follow.Options{})
 	s.wg.Add(1)
 	go s.renewLoop()
 	return s, nil
 }
+
+// register records a new node for the Server through the Host.
+func (s *Server) register() error {
+	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	defer cancel()
+	n, err := s.opts.Host.RegisterNode(ctx, agents.NodeParams{Addr: s.opts.NodeAddr, Region: s.opts.Region, Version: s.opts.Version})
+	if err != nil {
+		return fmt.Errorf("tunnel: registering the node: %w", err)
+	}
+	s.node.Store(n)
+	s.log.Info("edge node registered", "node", n.ID, "addr", n.Addr)
+	return nil
+}
+
+// Node returns the ID of the node the Server registered: the sessions it
+// holds name it. It changes only if the node's lease ended (the Server
+// could not renew it in time): its sessions are then closed, and it
+// registers anew.
+func (s *Server) Node() string { return s.node.Load().ID }
 
 // ErrServerClosed is returned by [Server.Serve] after [Server.Close].
 var ErrServerClosed = errors.New("tunnel: server closed")
@@ -283,23 +315,30 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	close(s.stopRenew)
-	if s.follower != nil {
-		s.follower.Stop()
-	}
+	s.follower.Stop()
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Go(func() { c.close("the tunnel server is shutting down") })
 	}
 	wg.Wait()
 	s.wg.Wait()
+	// The node goes with whatever session record its sessions' closes
+	// could not remove.
+	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	defer cancel()
+	if err := s.opts.Host.RemoveNode(ctx, s.Node()); err != nil && !errors.Is(err, apierr.ErrNotFound) {
+		s.log.Warn("removing the edge node failed; its lease will end it", "node", s.Node(), "err", err)
+	}
 	return nil
 }
 
 // DialTunnel implements [agents.Dialer]: it opens a stream to the agent
 // whose session here holds tunnelID, writes the proxy header h, and
 // returns the stream. Bytes written to it reach the agent's listener;
-// its reads are the agent's answer.
-func (s *Server) DialTunnel(ctx context.Context, tunnelID string, h agents.ConnHeader) (net.Conn, error) {
+// its reads are the agent's answer. node is not consulted: the Server
+// serves the tunnels its own sessions hold, and no other (package hop
+// reaches other nodes').
+func (s *Server) DialTunnel(ctx context.Context, node, tunnelID string, h agents.ConnHeader) (net.Conn, error) {
 	s.mu.Lock()
 	b := s.tunnels[tunnelID]
 	s.mu.Unlock()
@@ -396,8 +435,11 @@ func (s *Server) forget(sess *session) {
 	}
 }
 
-// renewLoop renews the leases of the authenticated sessions every
-// RenewInterval; a session the Host no longer knows is closed.
+// renewLoop renews the node's lease every RenewInterval: one write for
+// every session the Server holds. A lease that ended (the store was
+// unreachable too long) cannot be renewed: the node's sessions are
+// offline and reaped, so the Server closes them (their agents
+// reconnect) and registers a new node.
 func (s *Server) renewLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.RenewInterval)
@@ -408,41 +450,33 @@ func (s *Server) renewLoop() {
 			return
 		case <-t.C:
 		}
+		id := s.Node()
+		ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+		n, err := s.opts.Host.RenewNode(ctx, id)
+		cancel()
+		switch {
+		case err == nil:
+			s.node.Store(n)
+			continue
+		case !errors.Is(err, apierr.ErrNotFound) && !errors.Is(err, apierr.ErrFailedPrecondition):
+			s.log.Warn("renewing the edge node's lease failed", "node", id, "err", err)
+			continue
+		}
+		s.log.Error("the edge node's lease ended; closing its sessions and registering a new node", "node", id, "err", err)
+		if err := s.register(); err != nil {
+			s.log.Error("registering a new edge node failed; retrying", "err", err)
+			continue
+		}
 		s.mu.Lock()
-		held := make([]*session, 0, len(s.sessions))
+		var old []*session
 		for _, sess := range s.sessions {
-			held = append(held, sess)
-		}
-		s.mu.Unlock()
-		// A few renewals at a time: a store that commits writes in
-		// parallel (PostgreSQL) renews that many times faster. Each
-		// session is still one write: see the package doc's limits.
-		work := make(chan *session)
-		var wg sync.WaitGroup
-		for range renewWorkers {
-			wg.Go(func() {
-				for sess := range work {
-					ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
-					_, err := s.opts.Host.RenewTunnelSession(ctx, sess.accountID, sess.id)
-					cancel()
-					switch {
-					case errors.Is(err, apierr.ErrNotFound):
-						go sess.close("the session was removed")
-					case err != nil:
-						s.log.Warn("renewing an agent session's lease failed", "session", sess.id, "err", err)
-					}
-				}
-			})
-		}
-	feed:
-		for _, sess := range held {
-			select {
-			case work <- sess:
-			case <-s.stopRenew:
-				break feed
+			if sess.node != s.Node() {
+				old = append(old, sess)
 			}
 		}
-		close(work)
-		wg.Wait()
+		s.mu.Unlock()
+		for _, sess := range old {
+			go sess.close("the edge node's lease ended")
+		}
 	}
 }

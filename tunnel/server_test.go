@@ -27,7 +27,7 @@ func (e *env) get(t *testing.T, id, path string) (int, string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := e.srv.DialTunnel(ctx, id, agents.ConnHeader{ClientAddr: clientAddr, Proto: "https", EdgeType: agents.EdgeHTTPS})
+	c, err := e.srv.DialTunnel(ctx, "", id, agents.ConnHeader{ClientAddr: clientAddr, Proto: "https", EdgeType: agents.EdgeHTTPS})
 	if err != nil {
 		return 0, "", err
 	}

@@ -34,6 +34,7 @@ type session struct {
 	rpcs      chan struct{} // a slot per request in progress
 
 	id, accountID, credentialID string
+	node                        string // the Server's node when the session opened
 	stopSupported               bool
 
 	mu        sync.Mutex
@@ -224,7 +225,7 @@ func (sess *session) auth(str muxado.TypedStream) any {
 	}
 	params := agents.SessionParams{AgentVersion: req.Extra.Version, OS: osName, ClientType: req.Extra.ClientType,
 		Metadata: req.Extra.Metadata, IP: sess.remote.Addr(), Region: s.opts.Region,
-		StopSupported: req.Extra.StopUnsupportedError != nil && *req.Extra.StopUnsupportedError == ""}
+		StopSupported: req.Extra.StopUnsupportedError != nil && *req.Extra.StopUnsupportedError == "", Node: s.Node()}
 	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
 	ts, err := s.opts.Host.OpenTunnelSession(ctx, req.Extra.Authtoken, params)
 	cancel()
@@ -235,7 +236,7 @@ func (sess *session) auth(str muxado.TypedStream) any {
 		}
 		return fail(err, reason)
 	}
-	sess.id, sess.accountID, sess.credentialID = ts.ID, ts.AccountID, ts.Credential.ID
+	sess.id, sess.accountID, sess.credentialID, sess.node = ts.ID, ts.AccountID, ts.Credential.ID, ts.Node
 	sess.stopSupported = params.StopSupported
 	interval := heartbeatValue(req.Extra.HeartbeatInterval, DefaultHeartbeatInterval)
 	tolerance := heartbeatValue(req.Extra.HeartbeatTolerance, DefaultHeartbeatTolerance)

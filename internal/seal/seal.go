@@ -13,6 +13,7 @@ package seal
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -43,6 +44,7 @@ var (
 type Sealer struct {
 	aead cipher.AEAD
 	id   [idSize]byte
+	prk  []byte // HKDF-Extract of the key, for Derive
 }
 
 // New returns a Sealer for key, which must be [KeySize] bytes.
@@ -58,7 +60,11 @@ func New(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sealer{aead: aead}
+	prk, err := hkdf.Extract(sha256.New, key, []byte("edgeplane seal derive"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Sealer{aead: aead, prk: prk}
 	sum := sha256.Sum256(key)
 	copy(s.id[:], sum[:idSize])
 	return s, nil
@@ -79,6 +85,17 @@ func (s *Sealer) Seal(plaintext, aad []byte) []byte {
 	nonce := out[1+idSize:]
 	rand.Read(nonce)
 	return s.aead.Seal(out, nonce, plaintext, aad)
+}
+
+// Derive returns n bytes derived from the key for purpose (HKDF-SHA256,
+// RFC 5869): the same key and purpose give the same bytes, which tell
+// nothing of the key or of another purpose's bytes. n is at most 8160.
+func (s *Sealer) Derive(purpose string, n int) []byte {
+	b, err := hkdf.Expand(sha256.New, s.prk, purpose, n)
+	if err != nil {
+		panic("seal: Derive: " + err.Error()) // only for n beyond HKDF's bound, a caller's bug
+	}
+	return b
 }
 
 // Open decrypts a value made by Seal with the same aad.

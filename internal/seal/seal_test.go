@@ -71,3 +71,26 @@ func BenchmarkOpen(b *testing.B) {
 		}
 	}
 }
+
+func TestDerive(t *testing.T) {
+	k1, k2 := seal.NewKey(), seal.NewKey()
+	s1, _ := seal.New(k1)
+	s1b, _ := seal.New(k1)
+	s2, _ := seal.New(k2)
+	a := s1.Derive("purpose a", 32)
+	if len(a) != 32 {
+		t.Fatalf("len %d, want 32", len(a))
+	}
+	if !bytes.Equal(a, s1b.Derive("purpose a", 32)) {
+		t.Error("the same key and purpose derived different bytes")
+	}
+	if bytes.Equal(a, s1.Derive("purpose b", 32)) {
+		t.Error("two purposes derived the same bytes")
+	}
+	if bytes.Equal(a, s2.Derive("purpose a", 32)) {
+		t.Error("two keys derived the same bytes")
+	}
+	if bytes.Equal(a, k1) {
+		t.Error("derived bytes are the key")
+	}
+}
