@@ -113,30 +113,40 @@ func (r *pool) pick(now time.Time, agents bool, local string) *upstream {
 	if n == 0 || (!agents && r.agents == n) {
 		return nil
 	}
-	start := int(r.next.Add(1) - 1)
-	var healthy, fallback *upstream
-	for i := range n {
-		u := &r.upstreams[(start+i)%n]
-		if (u.agent && !agents) || !now.Before(u.expires) {
-			continue // unreachable here, or the lease ended (the tunnel is not reaped yet)
-		}
-		if !u.health.ok(now) {
-			if fallback == nil {
-				fallback = u
+	turn := int(r.next.Add(1) - 1)
+	usable := func(u *upstream) bool {
+		// unreachable here, or the lease ended (the tunnel is not reaped yet)
+		return (!u.agent || agents) && now.Before(u.expires)
+	}
+	near := func(u *upstream) bool { return local == "" || !u.agent || u.node == local }
+	// The healthy near ones take turns; a far one (held by another node)
+	// only when no near one is healthy, then the far ones take turns.
+	for _, wantNear := range []bool{true, false} {
+		healthy := 0
+		for i := range r.upstreams {
+			if u := &r.upstreams[i]; usable(u) && near(u) == wantNear && u.health.ok(now) {
+				healthy++
 			}
+		}
+		if healthy == 0 {
 			continue
 		}
-		if local == "" || !u.agent || u.node == local {
-			return u // nothing nearer than this one
-		}
-		if healthy == nil {
-			healthy = u // held by another node: taken if no local one is healthy
+		k := turn % healthy
+		for i := range r.upstreams {
+			if u := &r.upstreams[i]; usable(u) && near(u) == wantNear && u.health.ok(now) {
+				if k == 0 {
+					return u
+				}
+				k--
+			}
 		}
 	}
-	if healthy != nil {
-		return healthy
+	for i := range n {
+		if u := &r.upstreams[(turn+i)%n]; usable(u) {
+			return u // every one in backoff: the next in turn rather than a refusal
+		}
 	}
-	return fallback
+	return nil
 }
 
 // newEdge returns the snapshot of an edge (base holds its config: one of

@@ -36,6 +36,7 @@ type env struct {
 	pool  *x509.CertPool // roots agents verify it with
 	ctx   context.Context
 	st    *memstore.Store
+	cert  tls.Certificate // the server's
 }
 
 func newEnv(t testing.TB, opts tunnel.Options) *env {
@@ -72,7 +73,7 @@ func newEnv(t testing.TB, opts tunnel.Options) *env {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return &env{svc: svc, admin: edgeplane.Principal{AccountID: acct.ID, SubjectID: sub.ID, Admin: true},
-		srv: srv, m: opts.Metrics, addr: ln.Addr().String(), pool: pool, ctx: ctx}
+		srv: srv, m: opts.Metrics, addr: ln.Addr().String(), pool: pool, ctx: ctx, st: st, cert: cert}
 }
 
 // token creates a credential with acl and returns it and its authtoken.

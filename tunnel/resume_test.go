@@ -20,7 +20,13 @@ type rawAgent struct {
 
 func dialRaw(t *testing.T, e *env) *rawAgent {
 	t.Helper()
-	tc, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.pool, ServerName: "127.0.0.1"})
+	return dialRawTo(t, e, e.addr)
+}
+
+// dialRawTo connects a raw agent to the tunnel server at addr.
+func dialRawTo(t *testing.T, e *env, addr string) *rawAgent {
+	t.Helper()
+	tc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: e.pool, ServerName: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
