@@ -35,9 +35,9 @@
 //     (before and after, from /proc; target <= 64 KiB), its
 //     edgeplane_tunnel_sessions gauge (want -sessions), the heartbeats
 //     the SDK's own timer sent during the hold, the sessions the SDK saw
-//     fail (a session whose lease lapsed is closed by the server and
-//     reopened by the SDK: want none), and the store updates during the
-//     hold (the lease renewals).
+//     fail (want none), and the store updates during the hold (the
+//     node's one lease, renewed every 20 s whatever the sessions: want
+//     at most one per 20 s).
 //
 // With -parts heap (not in the default run) it also opens -sessions
 // idle sessions on a tunnel.Server alone in a process (memstore, no
