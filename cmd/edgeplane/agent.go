@@ -36,14 +36,14 @@ import (
 // unchanged, and ours goes through the same code (session, reconnects,
 // Bind and StartTunnelWithLabel, proxied streams).
 
-const agentUsage = `usage: edgeplane agent -server HOST:PORT [-ca FILE] -authtoken TOKEN [-log-format text|json] TUNNEL
+const agentUsage = `usage: edgeplane agent -server HOST:PORT[,HOST:PORT...] [-ca FILE] -authtoken TOKEN [-log-format text|json] TUNNEL
 
 tunnels (the tunnel's flags may come before or after its target):
   http PORT|URL       [-domain NAME [-scheme https|http] | -label KEY=VALUE ...] [-metadata TEXT]
   tcp  PORT|HOST:PORT [-remote-addr HOST:PORT] [-metadata TEXT]
   tls  PORT|HOST:PORT -domain NAME [-metadata TEXT]
 
-Connects to the tunnel server at -server as an agent, starts one tunnel
+Connects to a tunnel server of -server as an agent, starts one tunnel
 and forwards every connection it is handed to the target: a bare PORT is
 127.0.0.1:PORT (for http, http://127.0.0.1:PORT); an http target may be an
 http:// or https:// URL (scheme, host and port; an https target's
@@ -68,6 +68,19 @@ its own (a labeled tunnel has none: "ID labels K=V,..." instead). Each
 connection is logged on stderr with the client's address, bytes_in (from
 the client), bytes_out (to it) and its duration.
 
+-server is one tunnel server, or a comma-separated list of at most 16
+edge nodes sharing one store (each HOST:PORT given once). The agent keeps
+its session on one server; when the session fails (refused, reset,
+heartbeat timeout) it reconnects to the next server of the list,
+round-robin from the first, and its tunnel moves with it: a dead node
+costs one reconnect. Each server's certificate is checked for the host
+the agent dialed. Several nodes may instead stand behind one DNS name,
+with one A (or AAAA) record per node: agents and clients both just use
+the name, and each connection attempt tries its addresses in turn (a
+node that refuses is skipped; the certificates must all be valid for
+the name). Each dial of a server gives up after 10s (a name's addresses
+share the time).
+
 The authtoken is never printed. -authtoken may also be set as
 EDGEPLANE_AUTHTOKEN, -server as EDGEPLANE_SERVER, -ca as EDGEPLANE_CA
 (a flag on the command line wins); the tunnel's flags have no variables.
@@ -86,10 +99,19 @@ flags:
 // agentDialTimeout bounds connecting to the target for one connection.
 const agentDialTimeout = 10 * time.Second
 
+// agentServerDialTimeout bounds connecting to a tunnel server, so that a
+// node that drops connection attempts costs one reconnect rather than
+// the system's connect timeout (minutes). A DNS name's addresses share
+// it, each tried in turn.
+const agentServerDialTimeout = 10 * time.Second
+
+// maxAgentServers bounds -server's list.
+const maxAgentServers = 16
+
 // agentConfig is what agent's command line says.
 type agentConfig struct {
 	server, ca, authtoken, logFormat string
-	serverHost                       string // server's host, the TLS server name
+	servers                          []agentServer // -server's list, in order
 
 	proto      string // "http", "tcp" or "tls"
 	target     agentTarget
@@ -120,7 +142,7 @@ func (t agentTarget) String() string {
 
 func agentFlags(c *agentConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.StringVar(&c.server, "server", "", "HOST:PORT of the tunnel server (required)")
+	fs.StringVar(&c.server, "server", "", "HOST:PORT of the tunnel server, or a comma-separated list of at most 16 (required)")
 	fs.StringVar(&c.ca, "ca", "", "PEM `file` of the roots that may sign the server's certificate (default: the system's roots)")
 	fs.StringVar(&c.authtoken, "authtoken", "", "the authtoken of a tunnel credential (required; better set as EDGEPLANE_AUTHTOKEN)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -229,11 +251,11 @@ func (c *agentConfig) checkAgent() error {
 	if c.server == "" {
 		return usageError{"-server is required: HOST:PORT of the tunnel server"}
 	}
-	host, err := checkHostPort(c.server)
+	servers, err := parseServers(c.server)
 	if err != nil {
-		return usageError{fmt.Sprintf("-server %q: %v", c.server, err)}
+		return err
 	}
-	c.serverHost = host
+	c.servers = servers
 	if c.authtoken == "" {
 		return usageError{"-authtoken is required (or EDGEPLANE_AUTHTOKEN): the authtoken of a tunnel credential"}
 	}
@@ -292,6 +314,131 @@ func (c *agentConfig) checkTunnel() error {
 		return usageError{"-metadata: must be valid UTF-8"}
 	}
 	return nil
+}
+
+// agentServer is a tunnel server of -server.
+type agentServer struct {
+	addr string // HOST:PORT, dialed
+	host string // its host: the name (or IP address) its certificate is checked for
+}
+
+// parseServers parses -server's value: one HOST:PORT, or a comma-separated
+// list of at most maxAgentServers, each given once (spaces around an
+// entry are ignored). An error names the entry and the rule.
+func parseServers(s string) ([]agentServer, error) {
+	entries := strings.Split(s, ",")
+	if len(entries) > maxAgentServers {
+		return nil, usageError{fmt.Sprintf("-server: must have at most %d servers, got %d", maxAgentServers, len(entries))}
+	}
+	servers := make([]agentServer, 0, len(entries))
+	seen := make(map[string]int, len(entries)) // the entry (from 1) of each server
+	for i, e := range entries {
+		name := fmt.Sprintf("-server %q", s) // as a single server always read
+		if len(entries) > 1 {
+			e = strings.TrimSpace(e)
+			name = fmt.Sprintf("-server entry %d %q", i+1, e)
+		}
+		host, err := checkHostPort(e)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("%s: %v", name, err)}
+		}
+		key := serverKey(host, e)
+		if first, dup := seen[key]; dup {
+			return nil, usageError{fmt.Sprintf("%s: the same server as entry %d: give each server once", name, first)}
+		}
+		seen[key] = i + 1
+		servers = append(servers, agentServer{addr: e, host: host})
+	}
+	return servers, nil
+}
+
+// serverKey returns what two entries of -server that name the same
+// server have in common: the host in lower case (an IP address in its
+// canonical form) and the port's number.
+func serverKey(host, hostport string) string {
+	_, port, _ := net.SplitHostPort(hostport)
+	n, _ := strconv.Atoi(port)
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	return net.JoinHostPort(strings.ToLower(host), strconv.Itoa(n))
+}
+
+// serverRing picks the tunnel server of each connection attempt of an
+// agent's session, round-robin from the first. The SDK makes an attempt
+// at the start, then after each failed attempt and after each session's
+// end, never while a session lives: so the agent stays on a server while
+// its session lives, and a dead server costs one attempt.
+//
+// It works through two hooks the SDK calls for each attempt, in this
+// order and from one goroutine (ngrok-go v1.12.1, session.go, Connect's
+// rawDialer, which builds a new tls.Config for each attempt): the TLS
+// configuration callback (configureTLS), which picks the server and sets
+// the TLS server name to its host, then the dialer (DialContext), which
+// dials that server whatever address the SDK passes. Go's own
+// verification then checks the certificate against the roots (-ca or the
+// system's) for the host actually dialed.
+//
+// Its methods are safe for concurrent use.
+type serverRing struct {
+	servers []agentServer
+
+	mu       sync.Mutex
+	picked   int          // attempts picked
+	pending  *agentServer // picked for the attempt under way, not yet dialed
+	reported int          // attempts whose end was reported
+}
+
+// configureTLS is the SDK's TLS configuration callback (WithTLSConfig):
+// it picks the server of the attempt about to be made, and has its
+// certificate checked for that server's host. (The SDK would check the
+// text before the first ':' of WithServer's address: another server's
+// name, and "[" for an IPv6 address.)
+func (r *serverRing) configureTLS(tc *tls.Config) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.servers[r.picked%len(r.servers)]
+	r.picked++
+	r.pending = &s
+	tc.ServerName = s.host
+}
+
+// DialContext connects to the server configureTLS picked for this
+// attempt; the address the SDK passes (WithServer's) is ignored. Without
+// a pick it fails: the certificate would be checked for an unknown name.
+func (r *serverRing) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
+	r.mu.Lock()
+	s := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if s == nil {
+		return nil, errors.New("no tunnel server picked for this connection attempt")
+	}
+	ctx, cancel := context.WithTimeout(ctx, agentServerDialTimeout)
+	defer cancel()
+	var d net.Dialer
+	return d.DialContext(ctx, network, s.addr)
+}
+
+// Dial is DialContext without a context (the SDK's Dialer has both).
+func (r *serverRing) Dial(network, addr string) (net.Conn, error) {
+	return r.DialContext(context.Background(), network, addr)
+}
+
+// report returns the server of the attempt a state change of the SDK is
+// about and, after a failure, the server of the next attempt. The SDK
+// reports each attempt's outcome in order, on one goroutine (its connect
+// and disconnect handlers): a session connected (failed false), or a
+// failure, which ends the attempt: a failed dial, handshake,
+// authentication or rebind, or a connected session's end.
+func (r *serverRing) report(failed bool) (server, next agentServer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	server = r.servers[r.reported%len(r.servers)]
+	if failed {
+		r.reported++
+	}
+	return server, r.servers[r.reported%len(r.servers)]
 }
 
 // targetForms says what targets proto's tunnel takes.
@@ -468,19 +615,20 @@ func agentCmd(ctx context.Context, args []string, getenv func(string) string, st
 		connects atomic.Int64                 // sessions established
 		current  atomic.Pointer[ngrok.Tunnel] // the tunnel, once started
 	)
+	ring := &serverRing{servers: c.servers}
 	opts := []ngrok.ConnectOption{
-		ngrok.WithServer(c.server),
+		ngrok.WithServer(c.server), // only named in the SDK's errors: ring dials
+		ngrok.WithDialer(ring),
 		ngrok.WithCA(roots),
-		// The SDK takes the server name as the text before the first ':',
-		// which is wrong for an IPv6 address.
-		ngrok.WithTLSConfig(func(tc *tls.Config) { tc.ServerName = c.serverHost }),
+		ngrok.WithTLSConfig(ring.configureTLS),
 		ngrok.WithAuthtoken(c.authtoken),
 		ngrok.WithConnectHandler(func(context.Context, ngrok.Session) {
 			msg := "session established"
 			if connects.Add(1) > 1 {
 				msg = "session re-established"
 			}
-			attrs := []slog.Attr{slog.String("server", c.server)}
+			server, _ := ring.report(false)
+			attrs := []slog.Attr{slog.String("server", server.addr)}
 			if t := current.Load(); t != nil {
 				attrs = append(attrs, slog.String("tunnel", (*t).ID())) // a labeled tunnel's ID changes on rebind
 			}
@@ -492,7 +640,13 @@ func agentCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err == nil || closing.Load() || sessCtx.Err() != nil {
 				return
 			}
-			logger.Warn("session failed; retrying", "server", c.server, "err", err.Error())
+			server, next := ring.report(true)
+			attrs := []slog.Attr{slog.String("server", server.addr)}
+			if len(c.servers) > 1 {
+				attrs = append(attrs, slog.String("next", next.addr))
+			}
+			attrs = append(attrs, slog.String("err", err.Error()))
+			logger.LogAttrs(context.Background(), slog.LevelWarn, "session failed; retrying", attrs...)
 		}),
 		ngrok.WithStopHandler(func(context.Context, ngrok.Session) error {
 			// The SDK answers, then closes the session, which ends Accept.

@@ -63,6 +63,10 @@ func TestAgentFlags(t *testing.T) {
 		{"server without a port", []string{"agent", "-server", "tunnel.example.com", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server "tunnel.example.com": want HOST:PORT`},
 		{"server port out of range", []string{"agent", "-server", "t.example.com:70000", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server "t.example.com:70000": the port must be a number from 1 to 65535`},
 		{"server from a bad variable", []string{"agent", "-authtoken", agentToken, "http", "3000"}, map[string]string{"EDGEPLANE_SERVER": ":4443"}, 2, `-server ":4443": want HOST:PORT: the host is missing`},
+		{"server list, bad entry", []string{"agent", "-server", "a.example.com:443,b.example.com", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server entry 2 "b.example.com": want HOST:PORT`},
+		{"server list, duplicate", []string{"agent", "-server", "a.example.com:443,b.example.com:443,A.example.com:443", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server entry 3 "A.example.com:443": the same server as entry 1`},
+		{"server list too long", []string{"agent", "-server", strings.Repeat("t.example.com:443,", 16) + "t.example.com:443", "-authtoken", agentToken, "http", "3000"}, nil, 2, "-server: must have at most 16 servers, got 17"},
+		{"server list from a bad variable", []string{"agent", "-authtoken", agentToken, "http", "3000"}, map[string]string{"EDGEPLANE_SERVER": "a.example.com:443,"}, 2, `-server entry 2 "": want HOST:PORT`},
 		{"no authtoken", []string{"agent", "-server", "t.example.com:443", "http", "3000"}, nil, 2, "-authtoken is required (or EDGEPLANE_AUTHTOKEN)"},
 		{"bad log format", with("-log-format", "xml", "http", "3000"), nil, 2, `-log-format "xml": want text or json`},
 		{"no tunnel", with(), nil, 2, "which tunnel? http, tcp or tls"},
@@ -124,42 +128,50 @@ func TestAgentFlagsParse(t *testing.T) {
 			"http port, token from the environment",
 			[]string{"-server", "tunnel.example.com:4443", "http", "3000"},
 			map[string]string{"EDGEPLANE_AUTHTOKEN": "envtoken"},
-			agentConfig{server: "tunnel.example.com:4443", serverHost: "tunnel.example.com", authtoken: "envtoken", logFormat: "text",
+			agentConfig{server: "tunnel.example.com:4443", servers: []agentServer{{"tunnel.example.com:4443", "tunnel.example.com"}}, authtoken: "envtoken", logFormat: "text",
 				proto: "http", target: agentTarget{"http", "127.0.0.1:3000"}},
 		},
 		{
 			"the flag wins over the variable",
 			[]string{"-authtoken", "flagtoken", "http", "3000"},
 			map[string]string{"EDGEPLANE_AUTHTOKEN": "envtoken", "EDGEPLANE_SERVER": "[::1]:4443", "EDGEPLANE_LOG_FORMAT": "json"},
-			agentConfig{server: "[::1]:4443", serverHost: "::1", authtoken: "flagtoken", logFormat: "json",
+			agentConfig{server: "[::1]:4443", servers: []agentServer{{"[::1]:4443", "::1"}}, authtoken: "flagtoken", logFormat: "json",
 				proto: "http", target: agentTarget{"http", "127.0.0.1:3000"}},
+		},
+		{
+			"a list of servers from the variable",
+			[]string{"-authtoken", "tok", "tcp", "22"},
+			map[string]string{"EDGEPLANE_SERVER": "edge-1.example.com:4443, edge-2.example.com:4443,[::1]:4443"},
+			agentConfig{server: "edge-1.example.com:4443, edge-2.example.com:4443,[::1]:4443",
+				servers:   []agentServer{{"edge-1.example.com:4443", "edge-1.example.com"}, {"edge-2.example.com:4443", "edge-2.example.com"}, {"[::1]:4443", "::1"}},
+				authtoken: "tok", logFormat: "text", proto: "tcp", target: agentTarget{"", "127.0.0.1:22"}},
 		},
 		{
 			"labels on both sides of the target",
 			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "http", "-label", "app=web", "https://app.internal:8443/", "-label", "env=prod", "-metadata", `{"team":"a"}`},
 			nil,
-			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", logFormat: "text",
+			agentConfig{server: "t.example.com:443", servers: []agentServer{{"t.example.com:443", "t.example.com"}}, authtoken: "tok", logFormat: "text",
 				proto: "http", target: agentTarget{"https", "app.internal:8443"}, labels: map[string]string{"app": "web", "env": "prod"}, metadata: `{"team":"a"}`},
 		},
 		{
 			"http domain, made canonical",
 			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "http", "http://localhost", "-domain", "App.Example.COM."},
 			nil,
-			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", logFormat: "text",
+			agentConfig{server: "t.example.com:443", servers: []agentServer{{"t.example.com:443", "t.example.com"}}, authtoken: "tok", logFormat: "text",
 				proto: "http", target: agentTarget{"http", "localhost:80"}, domain: "app.example.com"},
 		},
 		{
 			"tcp with a remote address",
 			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "tcp", "db.internal:5432", "-remote-addr", "1.tcp.example.com:20002"},
 			nil,
-			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", logFormat: "text",
+			agentConfig{server: "t.example.com:443", servers: []agentServer{{"t.example.com:443", "t.example.com"}}, authtoken: "tok", logFormat: "text",
 				proto: "tcp", target: agentTarget{"", "db.internal:5432"}, remoteAddr: "1.tcp.example.com:20002"},
 		},
 		{
 			"tls",
 			[]string{"-server", "t.example.com:443", "-authtoken", "tok", "-ca", "ca.pem", "tls", "-domain", "*.example.com", "8443"},
 			nil,
-			agentConfig{server: "t.example.com:443", serverHost: "t.example.com", authtoken: "tok", ca: "ca.pem", logFormat: "text",
+			agentConfig{server: "t.example.com:443", servers: []agentServer{{"t.example.com:443", "t.example.com"}}, authtoken: "tok", ca: "ca.pem", logFormat: "text",
 				proto: "tls", target: agentTarget{"", "127.0.0.1:8443"}, domain: "*.example.com"},
 		},
 	} {
@@ -172,6 +184,168 @@ func TestAgentFlagsParse(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAgentServerList: -server is one HOST:PORT (read as before: its
+// errors name the whole value) or a comma-separated list of at most 16,
+// in order, spaces around an entry ignored; an error names the entry (by
+// position and text) and the rule; a server given twice (however its
+// host is spelled) is refused.
+func TestAgentServerList(t *testing.T) {
+	var sixteen []string
+	for i := range maxAgentServers {
+		sixteen = append(sixteen, fmt.Sprintf("edge-%d.example.com:4443", i))
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     []agentServer
+		err      string
+	}{
+		{"single", "tunnel.example.com:4443", []agentServer{{"tunnel.example.com:4443", "tunnel.example.com"}}, ""},
+		{"single IPv6", "[2001:db8::1]:443", []agentServer{{"[2001:db8::1]:443", "2001:db8::1"}}, ""},
+		{"list", "edge-1.example.com:4443,10.0.0.2:4443, [::1]:4443 ",
+			[]agentServer{{"edge-1.example.com:4443", "edge-1.example.com"}, {"10.0.0.2:4443", "10.0.0.2"}, {"[::1]:4443", "::1"}}, ""},
+		{"one name, two ports", "edge.example.com:4443,edge.example.com:4444",
+			[]agentServer{{"edge.example.com:4443", "edge.example.com"}, {"edge.example.com:4444", "edge.example.com"}}, ""},
+		{"sixteen", strings.Join(sixteen, ","), nil, ""},
+		{"seventeen", strings.Join(sixteen, ",") + ",edge-16.example.com:4443", nil, "-server: must have at most 16 servers, got 17"},
+		{"single without a port", "tunnel.example.com", nil, `-server "tunnel.example.com": want HOST:PORT`},
+		{"single without a host", ":4443", nil, `-server ":4443": want HOST:PORT: the host is missing`},
+		{"entry without a port", "a.example.com:443,b.example.com", nil, `-server entry 2 "b.example.com": want HOST:PORT`},
+		{"entry with a bad port", "a.example.com:443,b.example.com:0,c.example.com:443", nil, `-server entry 2 "b.example.com:0": the port must be a number from 1 to 65535, not "0"`},
+		{"entry without a host", "a.example.com:443, :443", nil, `-server entry 2 ":443": want HOST:PORT: the host is missing`},
+		{"empty entry", "a.example.com:443,,b.example.com:443", nil, `-server entry 2 "": want HOST:PORT`},
+		{"trailing comma", "a.example.com:443,", nil, `-server entry 2 "": want HOST:PORT`},
+		{"duplicate", "a.example.com:443,b.example.com:443,a.example.com:443", nil, `-server entry 3 "a.example.com:443": the same server as entry 1: give each server once`},
+		{"duplicate, another case", "a.example.com:443,A.Example.COM:443", nil, `-server entry 2 "A.Example.COM:443": the same server as entry 1`},
+		{"duplicate, another port spelling", "a.example.com:443,a.example.com:0443", nil, `-server entry 2 "a.example.com:0443": the same server as entry 1`},
+		{"duplicate IPv6", "[2001:db8::1]:443,[2001:db8:0::1]:443", nil, `-server entry 2 "[2001:db8:0::1]:443": the same server as entry 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseServers(tc.in)
+			if tc.err != "" {
+				if _, usage := err.(usageError); !usage || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%v (%T), want a usageError with %q", err, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+			if tc.want == nil && len(got) != strings.Count(tc.in, ",")+1 {
+				t.Errorf("%d servers from %q", len(got), tc.in)
+			}
+		})
+	}
+}
+
+// FuzzAgentServerList: parseServers never panics; what it accepts is 1
+// to 16 servers, each with a host and a port from 1 to 65535, none given
+// twice, and the accepted addresses, joined again, parse to the same
+// list.
+func FuzzAgentServerList(f *testing.F) {
+	for _, s := range []string{"t.example.com:443", "a:1,b:2", "[::1]:4443, 10.0.0.1:1", "a:1,A:01", ",", "a:1,,", "[::1%eth0]:1,x:65535", strings.Repeat("a:1,", 17)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		servers, err := parseServers(s)
+		if err != nil {
+			if _, usage := err.(usageError); !usage {
+				t.Fatalf("%q: %T, want a usageError", s, err)
+			}
+			return
+		}
+		if len(servers) < 1 || len(servers) > maxAgentServers {
+			t.Fatalf("%q: %d servers", s, len(servers))
+		}
+		keys := map[string]bool{}
+		addrs := make([]string, len(servers))
+		for i, sv := range servers {
+			host, port, err := net.SplitHostPort(sv.addr)
+			if err != nil || host != sv.host || host == "" || checkPort(port) != nil {
+				t.Fatalf("%q: server %+v", s, sv)
+			}
+			if k := serverKey(sv.host, sv.addr); keys[k] {
+				t.Fatalf("%q: %s twice", s, k)
+			} else {
+				keys[k] = true
+			}
+			addrs[i] = sv.addr
+		}
+		again, err := parseServers(strings.Join(addrs, ","))
+		if err != nil || !reflect.DeepEqual(again, servers) {
+			t.Fatalf("%q: %v, then %v, %v", s, servers, again, err)
+		}
+	})
+}
+
+// TestAgentServerRing: each connection attempt (the SDK's TLS callback,
+// then its dialer) goes to the next server, round-robin from the first,
+// its certificate checked for that server's host, whatever address the
+// SDK passes; a dial without a pick fails. The state changes name the
+// server of their attempt: a connect does not end the attempt, a failure
+// does and names the next server.
+func TestAgentServerRing(t *testing.T) {
+	var lns []net.Listener
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		lns = append(lns, ln)
+	}
+	_, port1, _ := net.SplitHostPort(lns[1].Addr().String())
+	servers := []agentServer{
+		{lns[0].Addr().String(), "127.0.0.1"},
+		{"localhost:" + port1, "localhost"},
+	}
+	ring := &serverRing{servers: servers}
+	if _, err := ring.DialContext(context.Background(), "tcp", servers[0].addr); err == nil || !strings.Contains(err.Error(), "no tunnel server picked") {
+		t.Errorf("a dial without a pick: %v", err)
+	}
+	for i, want := range []int{0, 1, 0, 1, 0} {
+		var tc tls.Config
+		tc.ServerName = "the SDK's"
+		ring.configureTLS(&tc)
+		if tc.ServerName != servers[want].host {
+			t.Errorf("attempt %d: server name %q, want %q", i, tc.ServerName, servers[want].host)
+		}
+		conn, err := ring.DialContext(context.Background(), "tcp", "sdk.example.com:443")
+		if err != nil {
+			t.Fatalf("attempt %d: %v", i, err)
+		}
+		peer, err := lns[want].Accept() // the attempt's server has the connection
+		if err != nil {
+			t.Fatal(err)
+		}
+		if peer.RemoteAddr().String() != conn.LocalAddr().String() {
+			t.Errorf("attempt %d: dialed from %s, server %d accepted %s", i, conn.LocalAddr(), want, peer.RemoteAddr())
+		}
+		conn.Close()
+		peer.Close()
+	}
+
+	ring = &serverRing{servers: append(servers, agentServer{"[::1]:4443", "::1"})}
+	for i, ev := range []struct {
+		failed       bool
+		server, next int
+	}{
+		{false, 0, 0}, // connected on the first
+		{true, 0, 1},  // its session ended
+		{true, 1, 2},  // refused
+		{false, 2, 2}, // connected on the third
+		{true, 2, 0},  // its session ended: round-robin
+		{true, 0, 1},
+	} {
+		server, next := ring.report(ev.failed)
+		if server != ring.servers[ev.server] || next != ring.servers[ev.next] {
+			t.Errorf("state change %d (failed %v): server %v, next %v; want %v, %v", i, ev.failed, server, next, ring.servers[ev.server], ring.servers[ev.next])
+		}
 	}
 }
 
@@ -582,4 +756,75 @@ func serverCert(t *testing.T, ca *testCA, name string, ip net.IP) tls.Certificat
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestAgentFailover: edgeplane serve -proxy with a tunnel listener and
+// edgeplane agent with a list of three servers: the first refuses
+// connections (a closed port, by the name localhost, which the tunnel
+// server's certificate lacks); the second and third are relays to the
+// tunnel listener (its certificate is for 127.0.0.1 alone), standing in
+// for two edge nodes. The agent fails over to the second, its
+// certificate checked for the host dialed (the SDK alone would check
+// localhost, the first entry's), and the edge serves through its tunnel.
+// When the second is cut, the session ends and the agent reconnects
+// through the third, its tunnel with it. Each log line names the server
+// actually used.
+func TestAgentFailover(t *testing.T) {
+	ts := startTunnelServe(t)
+	tn := newTenant(ts.api, "dev.example.com", "dev")
+	up := newUpstream(t, "dev")
+	_, upPort, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
+	second, third := startRelay(t, "127.0.0.1:0", ts.agentAddr), startRelay(t, "127.0.0.1:0", ts.agentAddr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // after the relays, which cannot take its port
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close() // connection refused from now on
+	first := "localhost:" + port
+
+	nodes := *ts // startAgent gives agentAddr as -server
+	nodes.agentAddr = first + "," + second.addr + "," + third.addr
+	a := nodes.startAgent(t, tn.credToken, "http", upPort, "-label", "app=dev")
+	logged := func(lines ...string) {
+		t.Helper()
+		if _, ok := within(20*time.Second, func() bool {
+			for _, l := range lines {
+				if !strings.Contains(a.stderr.String(), l) {
+					return false
+				}
+			}
+			return true
+		}); !ok {
+			t.Fatalf("the agent's log lacks %q: %s", lines, a.stderr)
+		}
+	}
+	logged(`msg="session failed; retrying" server=`+first+" next="+second.addr+" ",
+		`msg="session established" server=`+second.addr+"\n")
+	if strings.Contains(a.stderr.String(), "x509") {
+		t.Errorf("a certificate error: %s", a.stderr)
+	}
+	c := through(ts.proxyHTTP, nil)
+	serves := func() bool {
+		code, body := fetch(c, "http://dev.example.com:443/x", "agent")
+		return code == 200 && body == "upstream dev /x"
+	}
+	if _, ok := within(5*time.Second, serves); !ok {
+		code, body := fetch(c, "http://dev.example.com:443/x", "agent")
+		t.Fatalf("through the agent: %d %q; agent log: %s", code, body, a.stderr)
+	}
+
+	second.cut() // the node dies: its connections reset, its port refuses
+	logged(`msg="session failed; retrying" server=`+second.addr+" next="+third.addr+" ",
+		`msg="session re-established" server=`+third.addr+" ")
+	took, ok := within(5*time.Second, serves)
+	if !ok {
+		code, body := fetch(c, "http://dev.example.com:443/x", "agent")
+		t.Fatalf("after the failover: %d %q; agent log: %s", code, body, a.stderr)
+	}
+	t.Logf("the edge served through the third server %v after the agent logged its reconnect", took)
+	if n := strings.Count(a.stderr.String(), `msg="session failed; retrying"`); n != 2 {
+		t.Errorf("%d failures logged, want 2 (one per dead server): %s", n, a.stderr)
+	}
+	a.stopAndWait(t)
 }
