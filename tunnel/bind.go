@@ -232,7 +232,7 @@ func echoOpts(raw json.RawMessage, ep *agents.Endpoint, askedAddr string) json.R
 // then hands it connections under the endpoint's ID (DialTunnel). A
 // Bind with an ID is a rebind after a reconnect: the answer echoes it,
 // as the SDK keeps the ID it had.
-func (sess *session) bindEndpoint(str muxado.TypedStream) any {
+func (sess *session) bindEndpoint(str muxado.Stream) any {
 	s := sess.srv
 	var req bindMsg
 	if err := readMessage(str, &req); err != nil {

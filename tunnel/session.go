@@ -15,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/internal/muxframe"
 	"golang.ngrok.com/muxado/v2"
 )
 
@@ -24,6 +25,7 @@ import (
 type session struct {
 	srv    *Server
 	raw    net.Conn
+	frames *muxframe.Conn // raw, writing the session's frames; set by run before the mux
 	remote netip.AddrPort
 
 	mux muxado.TypedStreamSession // set by run (under mu, which close reads it under) before any stream is read
@@ -59,7 +61,7 @@ func newSession(s *Server, c net.Conn) *session {
 func (sess *session) run() {
 	s := sess.srv
 	defer sess.close("the connection ended")
-	raw := &batchConn{Conn: sess.raw}
+	raw := muxframe.NewConn(sess.raw)
 	tc := tls.Server(raw, s.tlsConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
@@ -75,16 +77,17 @@ func (sess *session) run() {
 	sess.limit = s.opts.HandshakeTimeout
 	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
 	sess.mu.Unlock()
-	mux := muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: framerFor(raw)}))
-	sess.mu.Lock() // close may read it meanwhile (a Server closing)
-	sess.mux = mux
+	mux := muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: raw.NewFramer}))
+	sess.mu.Lock() // close may read them meanwhile (a Server closing)
+	sess.mux, sess.frames = mux, raw
 	sess.mu.Unlock()
 	for {
-		str, err := mux.AcceptTypedStream()
+		accepted, err := mux.AcceptTypedStream()
 		if err != nil {
 			return
 		}
-		switch t := str.StreamType(); t {
+		str := raw.Wrap(accepted)
+		switch t := accepted.StreamType(); t {
 		case typeHeartbeat:
 			sess.mu.Lock()
 			first := !sess.heartbeat
@@ -113,7 +116,7 @@ func (sess *session) run() {
 
 // echo answers the agent's heartbeat: every four bytes are written back,
 // and each resets the silence after which the session is closed.
-func (sess *session) echo(str muxado.TypedStream) {
+func (sess *session) echo(str muxado.Stream) {
 	defer str.Close()
 	var b [4]byte
 	for {
@@ -143,7 +146,7 @@ func (sess *session) beat() {
 
 // serveRPC reads one request of type t from str, answers it with one
 // JSON object and closes its side.
-func (sess *session) serveRPC(t muxado.StreamType, str muxado.TypedStream) {
+func (sess *session) serveRPC(t muxado.StreamType, str muxado.Stream) {
 	defer str.Close()
 	_ = str.SetReadDeadline(time.Now().Add(sess.srv.opts.HandshakeTimeout))
 	var resp any
@@ -187,7 +190,7 @@ func (sess *session) serveRPC(t muxado.StreamType, str muxado.TypedStream) {
 
 // auth handles the agent's Auth: the authtoken is the Host's to judge;
 // a session that fails is closed once its answer is sent.
-func (sess *session) auth(str muxado.TypedStream) any {
+func (sess *session) auth(str muxado.Stream) any {
 	s := sess.srv
 	var req authMsg
 	fail := func(err error, reason string) any {
@@ -297,7 +300,7 @@ func heartbeatValue(ns int64, def time.Duration) time.Duration {
 
 // startLabel handles StartTunnelWithLabel: the Host checks the labels
 // against the credential's ACL and records the tunnel.
-func (sess *session) startLabel(str muxado.TypedStream) any {
+func (sess *session) startLabel(str muxado.Stream) any {
 	s := sess.srv
 	var req startLabelMsg
 	if err := readMessage(str, &req); err != nil {
@@ -348,7 +351,7 @@ func (sess *session) startLabel(str muxado.TypedStream) any {
 // unbind handles Unbind: the tunnel is unregistered, or the endpoint
 // unbound. An ID the session does not hold is a success (the SDK unbinds
 // a labeled tunnel under the ID it had before a reconnect).
-func (sess *session) unbind(str muxado.TypedStream) any {
+func (sess *session) unbind(str muxado.Stream) any {
 	s := sess.srv
 	var req unbindMsg
 	if err := readMessage(str, &req); err != nil {
@@ -387,10 +390,11 @@ func (sess *session) unbind(str muxado.TypedStream) any {
 // openProxy opens a proxied connection to tunnel id: a stream of type
 // proxy, the header, then the connection's bytes.
 func (sess *session) openProxy(ctx context.Context, id string, h agents.ConnHeader) (net.Conn, error) {
-	str, err := sess.mux.OpenTypedStream(typeProxy)
+	opened, err := sess.mux.OpenTypedStream(typeProxy)
 	if err != nil {
 		return nil, err
 	}
+	str := sess.frames.Wrap(opened)
 	hdr, err := json.Marshal(proxyHeader{ID: id, ClientAddr: h.ClientAddr.String(), Proto: h.Proto,
 		EdgeType: string(h.EdgeType), PassthroughTLS: h.PassthroughTLS})
 	if err != nil {
@@ -416,7 +420,8 @@ func (sess *session) openProxy(ctx context.Context, id string, h agents.ConnHead
 // command when it accepts one, then the connection is closed.
 func (sess *session) stop() {
 	if sess.stopSupported && sess.mux != nil {
-		if str, err := sess.mux.OpenTypedStream(typeStop); err == nil {
+		if opened, err := sess.mux.OpenTypedStream(typeStop); err == nil {
+			str := sess.frames.Wrap(opened)
 			_ = str.SetDeadline(time.Now().Add(commandTimeout))
 			if json.NewEncoder(str).Encode(struct{}{}) == nil {
 				var resp errorResp
@@ -444,10 +449,11 @@ func (sess *session) stopTunnel(id, msg string, code apierr.Code) {
 		return // closing: nothing to tell (and a write would race the close in muxado)
 	default:
 	}
-	str, err := sess.mux.OpenTypedStream(typeStopTunnel)
+	opened, err := sess.mux.OpenTypedStream(typeStopTunnel)
 	if err != nil {
 		return
 	}
+	str := sess.frames.Wrap(opened)
 	defer str.Close()
 	_ = str.SetWriteDeadline(time.Now().Add(commandTimeout))
 	_ = json.NewEncoder(str).Encode(stopTunnelMsg{ID: id, Message: msg, ErrorCode: code.Wire()})
@@ -463,12 +469,17 @@ func (sess *session) close(why string) {
 		if sess.silence != nil {
 			sess.silence.Stop()
 		}
-		mux := sess.mux
+		mux, frames := sess.mux, sess.frames
 		sess.mu.Unlock()
+		// The socket first: a frame stuck in a write to an agent that
+		// reads nothing fails. Then the writer reads no frame again (a
+		// write that fails because the session died leaves its bytes to
+		// its caller), and the session dies.
+		sess.raw.Close()
 		if mux != nil {
+			frames.Stop()
 			mux.Close()
 		}
-		sess.raw.Close()
 		sess.srv.forget(sess)
 		select {
 		case <-sess.authed:

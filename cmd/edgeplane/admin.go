@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -17,6 +18,9 @@ const adminUsage = `usage: edgeplane admin <command> [flags]
 
 commands (each takes -store, as serve does):
   list-accounts                                  the accounts, newest first
+  list-nodes                                     the edge nodes (tunnel servers) of the store:
+                                                 ID, hop address, region, version, start,
+                                                 lease end, and live or expired
   create-account  -name NAME                     an account; prints its ID
   create-user     -account ID -name NAME [-admin] a user of the account
   create-bot      -account ID -name NAME [-admin] a bot of the account
@@ -53,7 +57,7 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	var token, labels, forwardsTo string
 	var lease time.Duration
 	switch cmd {
-	case "list-accounts":
+	case "list-accounts", "list-nodes":
 	case "create-account":
 		fs.StringVar(&name, "name", "", "display name (required)")
 	case "create-user", "create-bot":
@@ -114,6 +118,20 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 				return nil
 			}
 			opts.BeforeID = next
+		}
+	case "list-nodes":
+		nodes, err := host.ListNodes(ctx)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for _, n := range nodes {
+			state := "live"
+			if !now.Before(n.ExpiresAt) {
+				state = "expired" // to be reaped with its sessions
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, cmp.Or(n.Addr, "-"), cmp.Or(n.Region, "-"), cmp.Or(n.Version, "-"),
+				n.StartedAt.Format(time.RFC3339), n.ExpiresAt.Format(time.RFC3339), state)
 		}
 	case "create-account":
 		a, err := host.CreateAccount(ctx, identity.AccountParams{Name: name})

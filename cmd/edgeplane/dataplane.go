@@ -16,10 +16,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/hop"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/store"
@@ -48,6 +50,9 @@ type dataPlaneConfig struct {
 	tunnelKey           string
 	tunnelTLS           *tls.Config // tunnelCert and tunnelKey loaded, by check; nil: by SNI
 	tunnelTCPHost       string
+	nodeAddr            string // the hop's listener ("": none)
+	nodeAdvertise       string // the hop address other nodes dial ("": nodeAddr's)
+	nodeLease           time.Duration
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -72,6 +77,9 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.tunnelAddr, prefix+"tunnel-addr", "", "address of the TLS listener for agents (golang.ngrok.com/ngrok and edgeplane agent connect here with ngrok.WithServer); \"\": no agents")
 	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: the reserved domain's certificate that the agent's server name names)")
 	fs.StringVar(&c.tunnelKey, prefix+"tunnel-key", "", "PEM file of the private key of -"+prefix+"tunnel-cert")
+	fs.StringVar(&c.nodeAddr, prefix+"node-addr", "", "address of the hop's listener: other edge nodes of the store (edgeplane proxy processes on the same store) hand this node the requests and connections for the agents connected here (mutual TLS from the sealing key); \"\": this node takes no hop, and requests for its agents that reach another node fail")
+	fs.StringVar(&c.nodeAdvertise, prefix+"node-advertise", "", "HOST:PORT other nodes dial for the hop, recorded with the node (default: -"+prefix+"node-addr, which must then name its host)")
+	fs.DurationVar(&c.nodeLease, prefix+"node-lease", edgeplane.DefaultTunnelLease, "with -"+prefix+"tunnel-addr: the lease of this edge node, which keeps its agents' sessions online; renewed every third of it (one store write for all its sessions); when the node dies its agents' tunnels and endpoints go offline at its end")
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
 }
 
@@ -89,6 +97,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 			return nil, usageError{fmt.Sprintf("-%s%s %v: want a positive duration", prefix, d.name, d.v)}
 		}
 	}
+	if c.nodeLease < 3*time.Second {
+		return nil, usageError{fmt.Sprintf("-%snode-lease %v: want at least 3s (it is renewed every third of it)", prefix, c.nodeLease)}
+	}
 	if c.maxConnsPerEdge < 1 {
 		return nil, usageError{fmt.Sprintf("-%smax-conns-per-edge %d: want at least 1", prefix, c.maxConnsPerEdge)}
 	}
@@ -103,6 +114,23 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	}
 	if (c.tunnelCert == "") != (c.tunnelKey == "") {
 		return nil, usageError{fmt.Sprintf("-%stunnel-cert and -%stunnel-key go together: give both or neither", prefix, prefix)}
+	}
+	if c.nodeAddr != "" && c.tunnelAddr == "" {
+		return nil, usageError{fmt.Sprintf("-%snode-addr needs -%stunnel-addr: the hop hands streams to the agents connected to this node", prefix, prefix)}
+	}
+	if c.nodeAdvertise != "" && c.nodeAddr == "" {
+		return nil, usageError{fmt.Sprintf("-%snode-advertise needs -%snode-addr", prefix, prefix)}
+	}
+	if c.nodeAddr != "" {
+		adv := cmp.Or(c.nodeAdvertise, c.nodeAddr)
+		host, port, err := net.SplitHostPort(adv)
+		n, perr := strconv.Atoi(port)
+		switch {
+		case err != nil || perr != nil || n < 1 || n > 65535:
+			return nil, usageError{fmt.Sprintf("-%snode-advertise %q: want HOST:PORT with a port from 1 to 65535", prefix, adv)}
+		case host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified():
+			return nil, usageError{fmt.Sprintf("-%snode-addr %q listens on every interface: give -%snode-advertise, the HOST:PORT other nodes reach it at", prefix, c.nodeAddr, prefix)}
+		}
 	}
 	if c.tunnelCert != "" {
 		if c.tunnelAddr == "" {
@@ -138,6 +166,9 @@ type dataPlane struct {
 	configs *proxy.Configs
 	streams *proxy.Streams
 	tunnels *tunnel.Server // nil without -tunnel-addr
+	hop     *hop.Hop       // with tunnels: reaches the agents of every node
+	// hopAddr is the hop's listener, when there is one.
+	hopAddr string
 	// agentAddr is the tunnel server's listener, when there is one.
 	agentAddr string
 	stopTCP   context.CancelFunc
@@ -166,7 +197,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	logger.Info("edges loaded", "edges", cfgs.Stats().Edges, "revision", cfgs.Revision(), "took", time.Since(start).Round(time.Millisecond))
 	pm := proxy.NewMetrics(proxy.MetricsOptions{})
 	m.watchProxy(cfgs, pm)
-	var agentLn net.Listener
+	var agentLn, hopLn net.Listener
 	var dialer agents.Dialer
 	if c.tunnelAddr != "" {
 		tlsCfg := c.tunnelTLS
@@ -181,23 +212,44 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		tm := tunnel.NewMetrics()
 		m.reg.MustRegister(tm)
 		topts := tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
-			Version: buildVersion(), Metrics: tm}
+			Version: buildVersion(), Metrics: tm, RenewInterval: c.nodeLease / 3}
 		if c.tcpLow != 0 {
 			// tcp endpoints get ports of the TCP range, on -tunnel-tcp-host.
 			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, c.tcpHost, "localhost"), c.tcpLow, c.tcpHigh
+		}
+		if c.nodeAddr != "" {
+			if hopLn, err = net.Listen("tcp", c.nodeAddr); err != nil {
+				cfgs.Close()
+				return nil, err
+			}
+			// The address other nodes dial: -node-advertise, else the
+			// listener's own (its port picked when -node-addr asks for 0).
+			topts.NodeAddr = cmp.Or(c.nodeAdvertise, hopLn.Addr().String())
 		}
 		d.tunnels, err = tunnel.NewServer(topts)
 		if err == nil {
 			agentLn, err = net.Listen("tcp", c.tunnelAddr)
 		}
+		if err == nil {
+			hm := hop.NewMetrics()
+			m.reg.MustRegister(hm)
+			d.hop, err = hop.New(hop.Options{Node: d.tunnels.Node(), Key: svc.Host().NodeKey(), Local: d.tunnels,
+				Resolve: newNodeResolver(svc.Host()).resolve, Logger: logger.With("part", "hop"), Metrics: hm})
+		}
 		if err != nil {
+			if agentLn != nil {
+				agentLn.Close()
+			}
+			if hopLn != nil {
+				hopLn.Close()
+			}
 			if d.tunnels != nil {
 				d.tunnels.Close()
 			}
 			cfgs.Close()
 			return nil, err
 		}
-		dialer = d.tunnels
+		dialer = d.hop
 	}
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
 		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets, Agents: dialer})
@@ -219,6 +271,10 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			}
 			if d.tunnels != nil {
 				agentLn.Close()
+				if hopLn != nil {
+					hopLn.Close()
+				}
+				d.hop.Close()
 				d.tunnels.Close()
 			}
 			d.streams.Close()
@@ -261,6 +317,14 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 				errc <- err
 			}
 		}()
+		if hopLn != nil {
+			d.hopAddr = hopLn.Addr().String()
+			go func() {
+				if err := d.hop.Serve(hopLn); !errors.Is(err, hop.ErrClosed) {
+					errc <- err
+				}
+			}()
+		}
 	}
 	for i, srv := range d.servers {
 		ln := lns[i]
@@ -284,6 +348,10 @@ func (d *dataPlane) report(w io.Writer) {
 	}
 	if d.agentAddr != "" {
 		fmt.Fprintf(w, "agents connect to %s (TLS)\n", d.agentAddr)
+		fmt.Fprintf(w, "edge node %s\n", d.tunnels.Node())
+	}
+	if d.hopAddr != "" {
+		fmt.Fprintf(w, "other nodes hop to %s (mutual TLS)\n", d.hopAddr)
 	}
 }
 
@@ -292,6 +360,7 @@ func (d *dataPlane) report(w io.Writer) {
 // down by the caller, with its others.
 func (d *dataPlane) close() {
 	if d.tunnels != nil {
+		d.hop.Close()
 		d.tunnels.Close()
 	}
 	d.stopTCP()
@@ -324,4 +393,47 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// nodeResolver resolves node IDs to their hop addresses through the
+// store, remembering each: a node's address never changes under its ID
+// (a node that restarts registers a new one).
+type nodeResolver struct {
+	host  *edgeplane.Host
+	mu    sync.Mutex
+	addrs map[string]string
+}
+
+// maxResolvedNodes bounds the addresses a nodeResolver remembers; past
+// it, it forgets them all (nodes come and go; the live ones are read
+// again at their next stream).
+const maxResolvedNodes = 4096
+
+func newNodeResolver(host *edgeplane.Host) *nodeResolver {
+	return &nodeResolver{host: host, addrs: map[string]string{}}
+}
+
+// resolve returns node's hop address: "" (and no error) for a node that
+// takes no hop; an error for one that is gone or whose lease ended.
+func (r *nodeResolver) resolve(ctx context.Context, node string) (string, error) {
+	r.mu.Lock()
+	addr, ok := r.addrs[node]
+	r.mu.Unlock()
+	if ok {
+		return addr, nil
+	}
+	n, err := r.host.GetNode(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	if !time.Now().Before(n.ExpiresAt) {
+		return "", fmt.Errorf("the lease of node %s ended at %s", node, n.ExpiresAt.Format(time.RFC3339))
+	}
+	r.mu.Lock()
+	if len(r.addrs) >= maxResolvedNodes {
+		clear(r.addrs)
+	}
+	r.addrs[node] = n.Addr
+	r.mu.Unlock()
+	return n.Addr, nil
 }

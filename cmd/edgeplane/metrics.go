@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -216,4 +217,26 @@ func (s timedStore) List(ctx context.Context, q store.Query) ([]store.Record, er
 func (s timedStore) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
 	defer observe(s.ops.changes, time.Now())
 	return s.Store.Changes(ctx, after, limit, payload)
+}
+
+// watchNodes exports the number of live edge nodes of the store, read
+// at each scrape.
+func (m *metrics) watchNodes(host *edgeplane.Host) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_nodes",
+		Help: "Edge nodes (tunnel servers) of the store whose lease holds, as this node sees them."},
+		func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			nodes, err := host.ListNodes(ctx)
+			if err != nil {
+				return math.NaN()
+			}
+			live, now := 0, time.Now()
+			for _, n := range nodes {
+				if now.Before(n.ExpiresAt) {
+					live++
+				}
+			}
+			return float64(live)
+		}))
 }

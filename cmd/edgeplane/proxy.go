@@ -21,6 +21,7 @@ import (
 // proxyConfig is what proxy's flags say.
 type proxyConfig struct {
 	store, logFormat, metricsAddr string
+	reapInterval                  time.Duration
 	data                          dataPlaneConfig
 }
 
@@ -30,6 +31,7 @@ func proxyFlags(c *proxyConfig) *flag.FlagSet {
 	c.data.flags(fs, "", "")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint and GET /healthz (default: off)")
+	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "with -tunnel-addr: how often the sessions of edge nodes whose lease ended (and expired tunnels) are removed; every node reaps, so that a dead node's agents are offline without edgeplane serve")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: edgeplane proxy [flags]
 
@@ -79,7 +81,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	m := newMetrics()
 	ts := newTimedStore(st, m.storeOps)
-	svc, err := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key})
+	svc, err := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease})
 	if err != nil {
 		return err
 	}
@@ -98,6 +100,13 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer dp.close()
+	if c.data.tunnelAddr != "" {
+		reapCtx, stopReaping := context.WithCancel(ctx)
+		reaped := make(chan struct{})
+		go func() { defer close(reaped); reapTunnels(reapCtx, svc.Host(), c.reapInterval, logger) }()
+		defer func() { stopReaping(); <-reaped }()
+		m.watchNodes(svc.Host())
+	}
 	servers := dp.servers
 	dp.report(stdout)
 	if c.metricsAddr != "" {

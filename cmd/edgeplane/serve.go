@@ -122,7 +122,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	ts := newTimedStore(st, m.storeOps)
-	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key})
+	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease})
 	if err != nil {
 		return err
 	}
@@ -190,6 +190,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer dp.close()
 		servers = append(servers, dp.servers...)
 		dp.report(stdout)
+		if c.data.tunnelAddr != "" {
+			m.watchNodes(svc.Host())
+		}
 	}
 	if c.metricsAddr != "" {
 		srv, addr, err := serveMetrics(c.metricsAddr, m, logger, errc)

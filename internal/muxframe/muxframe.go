@@ -1,0 +1,366 @@
+// Package muxframe writes the frames of a muxado session
+// (golang.ngrok.com/muxado/v2) over TLS with one system call each, and
+// lets the session's owner stop its writer from touching frames once the
+// session is dying.
+//
+// # One write per frame
+//
+// muxado's framer writes a frame as two writes, its 8-byte header and
+// its payload; crypto/tls makes each write one or more TLS records
+// (16 KiB at most) and writes each record to the socket apart: a 32 KiB
+// frame was four system calls. Here a frame is gathered in a pooled
+// buffer and written to the TLS connection at once, and the records TLS
+// makes of it are gathered below TLS ([Conn]) and written to the socket
+// in one system call.
+//
+// # Stopping the writer
+//
+// muxado (v2.0.2) answers a stream's write with "session closed" as
+// soon as the session starts dying, while its writer goroutine may still
+// be reading that write's frame (its header, and the caller's bytes): a
+// caller that then reuses its buffer, or writes again on the stream
+// (which repacks the stream's one frame), races with the writer. After
+// [Conn.Stop] returns, the framer reads no frame again: the frame being
+// written when it was called is finished first, and every later one is
+// refused with [ErrStopped] without being read. A session's owner calls
+// Stop before it closes the session, and a stream's writer calls it
+// when a write fails because the session died ([Dead]), before it
+// returns the error.
+package muxframe
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+
+	"golang.ngrok.com/muxado/v2"
+	"golang.ngrok.com/muxado/v2/frame"
+)
+
+// maxPooledFrame bounds the buffers kept for reuse: a frame's payload is
+// at most a stream's window (256 KiB), which append may round up to
+// twice; larger buffers are dropped.
+const maxPooledFrame = 512 << 10
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// ErrStopped is the error of a frame written after [Conn.Stop].
+var ErrStopped = errors.New("muxframe: the session's writer is stopped")
+
+// Conn is a muxado session's socket, under its TLS. Between the hold
+// and the flush of one frame's write, the records TLS writes are
+// gathered and written at once; other writes (the handshake, alerts) go
+// through as they come. It is the home of the session's framer
+// ([Conn.NewFramer]) and of its stop.
+type Conn struct {
+	net.Conn
+	mu      sync.Mutex
+	holding bool
+	buf     []byte
+
+	wmu     sync.Mutex // held while the framer reads and writes a frame
+	stopped bool       // under wmu
+}
+
+// NewConn returns c wrapped.
+func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
+
+// NewFramer is the muxado.Config.NewFramer of the session whose TLS
+// connection w runs over c: each frame is one write to w, and one write
+// to the socket.
+func (c *Conn) NewFramer(r io.Reader, w io.Writer) frame.Framer {
+	g := &gather{}
+	return &framer{Framer: frame.NewFramer(r, g), g: g, w: w, raw: c}
+}
+
+// Stop ends the framer's reads of frames: it waits for the frame being
+// written, if any, and from then on refuses every frame unread.
+func (c *Conn) Stop() {
+	c.wmu.Lock()
+	c.stopped = true
+	c.wmu.Unlock()
+}
+
+// Dead reports whether err, a muxado stream's or session's, says that
+// the session died (closed by either end, or its transport failed): the
+// write that returned it may still be read by the writer until
+// [Conn.Stop].
+func Dead(err error) bool {
+	if err == nil {
+		return false
+	}
+	code, _ := muxado.GetError(err)
+	switch code {
+	case muxado.SessionClosed, muxado.PeerEOF, muxado.RemoteGoneAway:
+		return true
+	}
+	return false
+}
+
+type framer struct {
+	frame.Framer // reads from the transport, writes into g
+	g            *gather
+	w            io.Writer // the TLS connection
+	raw          *Conn     // the socket under it
+}
+
+// WriteFrame writes f to the TLS connection in one write, and its
+// records to the socket in one write. Only the session's writer
+// goroutine calls it.
+func (f *framer) WriteFrame(fr frame.Frame) error {
+	f.raw.wmu.Lock()
+	defer f.raw.wmu.Unlock()
+	if f.raw.stopped {
+		return ErrStopped
+	}
+	bp := framePool.Get().(*[]byte)
+	f.g.buf = (*bp)[:0]
+	err := f.Framer.WriteFrame(fr)
+	if err == nil {
+		f.raw.hold()
+		_, err = f.w.Write(f.g.buf)
+		if ferr := f.raw.flush(); err == nil {
+			err = ferr
+		}
+	}
+	if cap(f.g.buf) <= maxPooledFrame {
+		*bp = f.g.buf[:0]
+		framePool.Put(bp)
+	}
+	f.g.buf = nil
+	return err
+}
+
+// gather is the writer the inner framer writes a frame into.
+type gather struct{ buf []byte }
+
+func (g *gather) Write(p []byte) (int, error) {
+	g.buf = append(g.buf, p...)
+	return len(p), nil
+}
+
+func (c *Conn) hold() {
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// Write writes p to the socket, or gathers it while a frame is written.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.holding {
+		if c.buf == nil {
+			c.buf = (*framePool.Get().(*[]byte))[:0]
+		}
+		c.buf = append(c.buf, p...)
+		c.mu.Unlock()
+		return len(p), nil
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// flush writes what was gathered since hold, and stops gathering.
+func (c *Conn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) <= maxPooledFrame {
+		b := c.buf[:0]
+		framePool.Put(&b)
+	}
+	c.buf = nil
+	return err
+}
+
+// Stream is a muxado stream whose writes stop the session's framer
+// when they fail because the session died ([Dead]) or timed out (the
+// frame may still be queued): once such a write returns, neither its
+// bytes nor the stream's frame are read again, so the caller may reuse
+// them. Its writes and closes are serialized (muxado serializes them
+// too, each waiting for the write in progress): a close that runs while
+// a write fails waits for the stop. A write that times out thus ends the
+// session; the callers' write deadlines are for agents that read
+// nothing for seconds.
+type Stream struct {
+	muxado.Stream
+	raw *Conn
+	mu  sync.Mutex // held by a write, a half-close or a close
+}
+
+// Wrap returns str, a stream of the session whose socket is c.
+func (c *Conn) Wrap(str muxado.Stream) *Stream { return &Stream{Stream: str, raw: c} }
+
+// settle stops the framer after a write that failed with err, when the
+// writer may still read it.
+func (s *Stream) settle(err error) {
+	if code, _ := muxado.GetError(err); Dead(err) || code == muxado.WriteTimeout {
+		s.raw.Stop()
+	}
+}
+
+// Write writes p on the stream.
+func (s *Stream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.Stream.Write(p)
+	s.settle(err)
+	return n, err
+}
+
+// CloseWrite half-closes the stream (a FIN frame).
+func (s *Stream) CloseWrite() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.Stream.CloseWrite()
+	s.settle(err)
+	return err
+}
+
+// Close closes the stream; its FIN is a write like any other (whose
+// error muxado does not return).
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Stream.Close()
+}
+
+// maxPending bounds the bytes a [Flusher] holds for its next write: a
+// frame that finds this much pending waits, and so does the session's
+// writer.
+const maxPending = 1 << 20
+
+// Flusher writes a session's frames to its TLS connection from a
+// goroutine of its own ([Flusher.Run]), in groups: the session's writer
+// copies each frame into the pending bytes and goes on, and frames that
+// come while a write is in progress share the next one (a group commit
+// of frames). It suits a connection that carries many streams at once
+// (between edge nodes); [Conn.NewFramer] writes each frame as it comes.
+type Flusher struct {
+	tc       io.WriteCloser // the TLS connection
+	raw      *Conn          // the socket under it
+	kick     chan struct{}  // a frame is pending (capacity 1)
+	done     chan struct{}  // closed by Stop
+	stopOnce sync.Once
+
+	mu      sync.Mutex
+	room    sync.Cond // signalled when a write took what was pending, or failed
+	pending []byte
+	err     error // the first write's error: later frames fail with it
+}
+
+// NewFlusher returns the Flusher of the session whose TLS connection tc
+// runs over c. The caller runs [Flusher.Run] and, once the session
+// ended, [Flusher.Stop].
+func (c *Conn) NewFlusher(tc io.WriteCloser) *Flusher {
+	f := &Flusher{tc: tc, raw: c, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f.room.L = &f.mu
+	return f
+}
+
+// NewFramer is the muxado.Config.NewFramer whose frames f writes.
+func (f *Flusher) NewFramer(r io.Reader, _ io.Writer) frame.Framer {
+	g := &gather{}
+	return &queueFramer{Framer: frame.NewFramer(r, g), g: g, f: f}
+}
+
+// add queues a frame's bytes (copied). It blocks while maxPending bytes
+// wait, and fails once a write failed or the flusher stopped.
+func (f *Flusher) add(b []byte) error {
+	f.mu.Lock()
+	for len(f.pending) >= maxPending && f.err == nil {
+		f.room.Wait()
+	}
+	if err := f.err; err != nil {
+		f.mu.Unlock()
+		return err
+	}
+	f.pending = append(f.pending, b...)
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default: // a kick is pending: the flusher will take these bytes too
+	}
+	return nil
+}
+
+// Run writes what is pending until Stop, or a write fails (it then
+// closes the TLS connection: the session's reader ends the session).
+func (f *Flusher) Run() {
+	var buf []byte // the other buffer: pending and buf alternate
+	for {
+		select {
+		case <-f.kick:
+		case <-f.done:
+			return
+		}
+		f.mu.Lock()
+		buf, f.pending = f.pending, buf[:0]
+		f.room.Broadcast()
+		f.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		f.raw.hold()
+		_, err := f.tc.Write(buf)
+		if ferr := f.raw.flush(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			f.fail(err)
+			f.tc.Close()
+			return
+		}
+		if cap(buf) > maxPending {
+			buf = nil // a burst's buffer is not kept
+		}
+	}
+}
+
+// fail records err: every later frame fails with it.
+func (f *Flusher) fail(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.room.Broadcast()
+	f.mu.Unlock()
+}
+
+// Stop ends Run: the session ended. Later frames fail.
+func (f *Flusher) Stop() {
+	f.stopOnce.Do(func() {
+		close(f.done)
+		f.fail(net.ErrClosed)
+	})
+}
+
+// queueFramer reads frames as muxado's framer does, and hands each frame
+// it writes to the Flusher in one piece.
+type queueFramer struct {
+	frame.Framer // reads from the transport, writes into g
+	g            *gather
+	f            *Flusher
+}
+
+// WriteFrame copies fr to the flusher's pending bytes, unless the
+// session's writer was stopped ([Conn.Stop]). Only the session's writer
+// goroutine calls it. g's buffer is kept: a frame is at most a stream's
+// window (256 KiB) and its header.
+func (q *queueFramer) WriteFrame(fr frame.Frame) error {
+	q.f.raw.wmu.Lock()
+	defer q.f.raw.wmu.Unlock()
+	if q.f.raw.stopped {
+		return ErrStopped
+	}
+	q.g.buf = q.g.buf[:0]
+	if err := q.Framer.WriteFrame(fr); err != nil {
+		return err
+	}
+	return q.f.add(q.g.buf)
+}
