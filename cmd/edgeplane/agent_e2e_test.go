@@ -88,13 +88,21 @@ type agentProc struct {
 // args, and waits until it prints its line. The test's end stops it.
 func (ts *tunnelServe) startAgent(t *testing.T, token string, tunnel ...string) *agentProc {
 	t.Helper()
+	return startAgentOn(t, ts.agentAddr, ts.certFile, token, tunnel...)
+}
+
+// startAgentOn runs edgeplane agent against servers (-server) with the
+// roots of caFile, token and the tunnel args, and waits until it prints
+// its line. The test's end stops it.
+func startAgentOn(t *testing.T, servers, caFile, token string, tunnel ...string) *agentProc {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &agentProc{stop: cancel, done: make(chan int, 1), stderr: &syncbuf.Buffer{}}
 	t.Cleanup(cancel)
 	ready := make(chan string, 1)
 	var stdout syncbuf.Buffer
 	go func() {
-		a.done <- run(ctx, append([]string{"agent", "-server", ts.agentAddr, "-ca", ts.certFile, "-authtoken", token}, tunnel...),
+		a.done <- run(ctx, append([]string{"agent", "-server", servers, "-ca", caFile, "-authtoken", token}, tunnel...),
 			func(string) string { return "" }, &stdout, a.stderr, ready)
 	}()
 	select {

@@ -122,12 +122,17 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		return nil, usageError{fmt.Sprintf("-%snode-advertise needs -%snode-addr", prefix, prefix)}
 	}
 	if c.nodeAddr != "" {
-		adv := cmp.Or(c.nodeAdvertise, c.nodeAddr)
+		// Without -node-advertise, the listener's own address is
+		// advertised (its port picked when -node-addr names port 0).
+		adv, flag, lowest := c.nodeAdvertise, "node-advertise", 1
+		if adv == "" {
+			adv, flag, lowest = c.nodeAddr, "node-addr", 0
+		}
 		host, port, err := net.SplitHostPort(adv)
 		n, perr := strconv.Atoi(port)
 		switch {
-		case err != nil || perr != nil || n < 1 || n > 65535:
-			return nil, usageError{fmt.Sprintf("-%snode-advertise %q: want HOST:PORT with a port from 1 to 65535", prefix, adv)}
+		case err != nil || perr != nil || n < lowest || n > 65535:
+			return nil, usageError{fmt.Sprintf("-%s%s %q: want HOST:PORT with a port from %d to 65535", prefix, flag, adv, lowest)}
 		case host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified():
 			return nil, usageError{fmt.Sprintf("-%snode-addr %q listens on every interface: give -%snode-advertise, the HOST:PORT other nodes reach it at", prefix, c.nodeAddr, prefix)}
 		}

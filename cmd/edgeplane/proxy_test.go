@@ -30,6 +30,9 @@ import (
 type proxyProc struct {
 	name                 string
 	http, https, metrics string // addresses
+	agents, hop          string // with -tunnel-addr and -node-addr: the agents' and the hop's listeners
+	node                 string // with -tunnel-addr: its edge node's ID
+	tcpHost              string // the address of its TCP listeners, when the test set one
 	stderr               *syncbuf.Buffer
 	cmd                  *exec.Cmd
 }
@@ -78,6 +81,15 @@ func startProxyArgs(t *testing.T, name, spec string, args []string, env ...strin
 				} else {
 					p.https = m[2]
 				}
+			}
+			if m := regexp.MustCompile(`^agents connect to (\S+) \(TLS\)$`).FindStringSubmatch(line); m != nil {
+				p.agents = m[1]
+			}
+			if m := regexp.MustCompile(`^edge node (nd_\w+)$`).FindStringSubmatch(line); m != nil {
+				p.node = m[1]
+			}
+			if m := regexp.MustCompile(`^other nodes hop to (\S+) \(mutual TLS\)$`).FindStringSubmatch(line); m != nil {
+				p.hop = m[1]
 			}
 			if m := regexp.MustCompile(`^metrics on http://(\S+)/metrics$`).FindStringSubmatch(line); m != nil {
 				p.metrics = m[1]
