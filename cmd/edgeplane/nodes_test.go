@@ -112,10 +112,14 @@ func edgeNodes(t *testing.T, spec string, tcpLow int, env ...string) {
 		t.Helper()
 		d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: clientIP}}
 		edge := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, p.http) }}}
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, network, p.http)
+			}}}
 		endpoint := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 			TLSClientConfig: &tls.Config{RootCAs: roots},
-			DialContext:     func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, p.https) }}}
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, network, p.https)
+			}}}
 		took, ok := within(20*time.Second, func() bool {
 			c1, b1 := fetch(edge, "http://web.example.com:443/x", p.name)
 			c2, b2 := fetch(endpoint, "https://app.example.com/y", p.name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,51 +19,119 @@ import (
 // bootstrapped with (EDGEPLANE_API_KEY).
 var apiKey = "epk_" + strings.Repeat("l", 40)
 
-// serveProc is an edgeplane serve -proxy process on a SQLite file, with
-// the tunnel listener for agents and the metrics endpoint.
+// serveProc is an edge node the harness started: an edgeplane serve
+// -proxy process on a SQLite file (with the API), or an edgeplane proxy
+// process on the same file (no API: api is ""), each with the plain HTTP
+// listener of the edges, the tunnel listener for agents and the metrics
+// endpoint.
 type serveProc struct {
 	*proc
 	store                           string // the -store spec, for edgeplane admin
 	api, proxyHTTP, agents, metrics string // addresses
+	node                            string // the edge node's ID (nd_...)
+	hop                             string // the hop's listener ("": none)
 }
 
-// startServe starts edgeplane serve -proxy in dir: the API, the plain
-// HTTP listener of the edges, the TCP edges' ports tcpPorts ("" for
-// none) on 127.0.0.1, the tunnel listener with the certificate, and
-// /metrics; without the API's rate limit. cpuprofile, when not "", is
-// the directory serve writes its CPU profile to (NAME.pprof) as it stops.
-func startServe(dir, name, bin, certFile, keyFile, tcpPorts, cpuprofile string) (*serveProc, error) {
+// nodeOptions are what an edge node listens on beyond its HTTP, agents'
+// and metrics' listeners, and how it is profiled.
+type nodeOptions struct {
+	// tcpPorts are the TCP edges' ports, LOW-HIGH ("": none), on
+	// tcpHost (default 127.0.0.1).
+	tcpPorts, tcpHost string
+	// hop says that the node listens for other nodes' hops on 127.0.0.1.
+	hop bool
+	// cpuprofile, when not "", is the directory the node writes its CPU
+	// profile to (NAME.pprof) as it stops (serve only).
+	cpuprofile string
+}
+
+// startServe starts edgeplane serve -proxy in dir on a new SQLite file:
+// the API, the plain HTTP listener of the edges, the tunnel listener
+// with the certificate, /metrics and what o asks; without the API's
+// rate limit.
+func startServe(dir, name, bin, certFile, keyFile string, o nodeOptions) (*serveProc, error) {
 	s := &serveProc{store: "sqlite:" + filepath.Join(dir, name+".db")}
 	args := []string{"serve", "-addr", "127.0.0.1:0", "-store", s.store, "-metrics-addr", "127.0.0.1:0",
 		"-proxy", "-proxy-http-addr", "127.0.0.1:0",
 		"-proxy-tunnel-addr", "127.0.0.1:0", "-proxy-tunnel-cert", certFile, "-proxy-tunnel-key", keyFile}
-	if tcpPorts != "" {
-		args = append(args, "-proxy-tcp-ports", tcpPorts, "-proxy-tcp-host", "127.0.0.1")
+	if o.tcpPorts != "" {
+		args = append(args, "-proxy-tcp-ports", o.tcpPorts, "-proxy-tcp-host", cmp.Or(o.tcpHost, "127.0.0.1"))
 	}
-	if cpuprofile != "" {
-		args = append(args, "-cpuprofile", filepath.Join(cpuprofile, name+".pprof"))
+	if o.hop {
+		args = append(args, "-proxy-node-addr", "127.0.0.1:0")
+	}
+	if o.cpuprofile != "" {
+		args = append(args, "-cpuprofile", filepath.Join(o.cpuprofile, name+".pprof"))
 	}
 	p, err := startProc(dir, name, bin, false, args, "EDGEPLANE_API_KEY="+apiKey, "EDGEPLANE_RATE_LIMIT=0")
 	if err != nil {
 		return nil, err
 	}
 	s.proc = p
-	// serve prints the proxy's listeners, the agents', the metrics' and
-	// last the API's, once it serves.
-	for _, l := range []struct {
+	// serve prints the proxy's listeners, the agents', the node, the
+	// hop's, the metrics' and last the API's, once it serves.
+	if err := s.readAddrs(o.hop, &s.api, "listening on http://"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// startProxy starts edgeplane proxy in dir on the SQLite file of store
+// (a serve process's, whose sealing key file lies beside it): the plain
+// HTTP listener of the edges, the tunnel listener with the certificate,
+// /metrics and what o asks (not cpuprofile).
+func startProxy(dir, name, bin, store, certFile, keyFile string, o nodeOptions) (*serveProc, error) {
+	s := &serveProc{store: store}
+	args := []string{"proxy", "-store", store, "-metrics-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0",
+		"-tunnel-addr", "127.0.0.1:0", "-tunnel-cert", certFile, "-tunnel-key", keyFile}
+	if o.tcpPorts != "" {
+		args = append(args, "-tcp-ports", o.tcpPorts, "-tcp-host", cmp.Or(o.tcpHost, "127.0.0.1"))
+	}
+	if o.hop {
+		args = append(args, "-node-addr", "127.0.0.1:0")
+	}
+	p, err := startProc(dir, name, bin, false, args)
+	if err != nil {
+		return nil, err
+	}
+	s.proc = p
+	// proxy prints the same lines as serve, but the API's: /metrics's
+	// is its last.
+	if err := s.readAddrs(o.hop, nil, ""); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readAddrs reads the node's addresses from its stdout, in the order it
+// prints them: the proxy's HTTP listener, the agents', the node's ID,
+// the hop's (when hop), the metrics' and then, when last is not nil, the
+// line that starts with lastPrefix. It stops the process when one does
+// not come, and drains its stdout once all did.
+func (s *serveProc) readAddrs(hop bool, last *string, lastPrefix string) error {
+	type line struct {
 		prefix string
 		addr   *string
-	}{{"proxy on http://", &s.proxyHTTP}, {"agents connect to ", &s.agents}, {"metrics on http://", &s.metrics}, {"listening on http://", &s.api}} {
-		v, err := p.await(l.prefix, 30*time.Second)
+	}
+	lines := []line{{"proxy on http://", &s.proxyHTTP}, {"agents connect to ", &s.agents}, {"edge node ", &s.node}}
+	if hop {
+		lines = append(lines, line{"other nodes hop to ", &s.hop})
+	}
+	lines = append(lines, line{"metrics on http://", &s.metrics})
+	if last != nil {
+		lines = append(lines, line{lastPrefix, last})
+	}
+	for _, l := range lines {
+		v, err := s.await(l.prefix, 30*time.Second)
 		if err != nil {
-			p.stop()
-			return nil, err
+			s.stop()
+			return err
 		}
 		*l.addr, _, _ = strings.Cut(v, " ")
 	}
 	s.metrics = strings.TrimSuffix(s.metrics, "/metrics")
-	p.drain()
-	return s, nil
+	s.drain()
+	return nil
 }
 
 // call sends a request to the API and wants status want; it returns
@@ -197,6 +267,54 @@ func startAgent(dir, name, bin string, s *serveProc, certFile, token string, por
 	}
 	p.drain()
 	return p, nil
+}
+
+// metricSum returns the sum of the samples of the metric name (of any
+// labels) whose labels include every one of labels (each as /metrics
+// writes it: direction="out"); 0 when there is none.
+func (s *serveProc) metricSum(name string, labels ...string) (float64, error) {
+	resp, err := apiClient.Get("http://" + s.metrics + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || rest[0] != '{' && rest[0] != ' ' {
+			continue
+		}
+		set, value := "", rest
+		if rest[0] == '{' {
+			var found bool
+			if set, value, found = strings.Cut(rest[1:], "} "); !found {
+				continue
+			}
+		}
+		if !allIn(strings.Split(set, ","), labels) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return 0, fmt.Errorf("/metrics: %s: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// allIn reports whether every one of want is in set.
+func allIn(set, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(set, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // opStats are the count and the total seconds of one store operation,

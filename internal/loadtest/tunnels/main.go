@@ -91,6 +91,7 @@ func main() {
 	caFile := flag.String("ca", "", "internal: the sessions tool's CA file")
 	authtoken := flag.String("authtoken", "", "internal: the sessions tool's authtoken")
 	n := flag.Int("n", 0, "internal: the sessions one tool opens")
+	label := flag.String("label", "", "internal: KEY=VALUE, the label of the one tunnel each of the sessions tool's sessions starts (default: none, sessions only)")
 	keyFile := flag.String("key", "", "internal: the tunnel server's key file (tunnelheap)")
 
 	parts := flag.String("parts", "http,tcp,sessions", "comma-separated parts to run: http, tcp, sessions, and heap (not by default: "+
@@ -118,7 +119,7 @@ func main() {
 			sessions:  sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
 			edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
 	case "sessions":
-		err = runSessionsTool(*server, *caFile, *authtoken, *n, *parallel)
+		err = runSessionsTool(*server, *caFile, *authtoken, *label, *n, *parallel)
 	case "tunnelheap":
 		err = runTunnelHeap(*caFile, *keyFile)
 	default:
@@ -148,6 +149,25 @@ func runServer(kind string) error {
 	fmt.Printf("listening %s\n", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return ln.Close()
+}
+
+// startServer starts this binary as the server kind (upstream, sink),
+// named name, adds it to ps, and returns it with its address and port
+// once it listens.
+func startServer(dir, name, self, kind string, ps *procs) (p *proc, addr string, port int, err error) {
+	if p, err = startProc(dir, name, self, true, []string{"-serve", kind}); err != nil {
+		return nil, "", 0, err
+	}
+	ps.add(p)
+	if addr, err = p.await("listening ", 10*time.Second); err != nil {
+		return nil, "", 0, err
+	}
+	_, ps2, _ := net.SplitHostPort(addr)
+	port, err = strconv.Atoi(ps2)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("%s listens on %q", name, addr)
+	}
+	return p, addr, port, nil
 }
 
 // options are the harness's flags.
@@ -250,21 +270,11 @@ func harness(o options) error {
 func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met map[string]bool) error {
 	var ps procs
 	defer ps.stopAll()
-	up, err := startProc(dir, "upstream", self, true, []string{"-serve", "upstream"})
+	up, upAddr, upP, err := startServer(dir, "upstream", self, "upstream", &ps)
 	if err != nil {
 		return err
 	}
-	ps.add(up)
-	upAddr, err := up.await("listening ", 10*time.Second)
-	if err != nil {
-		return err
-	}
-	sink, err := startProc(dir, "sink", self, true, []string{"-serve", "sink"})
-	if err != nil {
-		return err
-	}
-	ps.add(sink)
-	sinkAddr, err := sink.await("listening ", 10*time.Second)
+	_, sinkAddr, sinkP, err := startServer(dir, "sink", self, "sink", &ps)
 	if err != nil {
 		return err
 	}
@@ -274,7 +284,7 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 	}
 	lo, hi := min(ports[0], ports[1]), max(ports[0], ports[1])
 	t0 := time.Now()
-	s, err := startServe(dir, "serve", bin, certFile, keyFile, fmt.Sprintf("%d-%d", lo, hi), o.cpuprofile)
+	s, err := startServe(dir, "serve", bin, certFile, keyFile, nodeOptions{tcpPorts: fmt.Sprintf("%d-%d", lo, hi), cpuprofile: o.cpuprofile})
 	if err != nil {
 		return err
 	}
@@ -304,10 +314,6 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 	if _, err := s.registerTunnel(bin, token, "tcpdirect", "tcp://"+sinkAddr); err != nil {
 		return err
 	}
-	_, upPort, _ := net.SplitHostPort(upAddr)
-	_, sinkPort, _ := net.SplitHostPort(sinkAddr)
-	upP, _ := strconv.Atoi(upPort)
-	sinkP, _ := strconv.Atoi(sinkPort)
 	httpAgent, err := startAgent(dir, "agent-http", bin, s, certFile, token, upP, "agent")
 	if err != nil {
 		return err

@@ -16,19 +16,30 @@ import (
 	"time"
 
 	"golang.ngrok.com/ngrok"
+	"golang.ngrok.com/ngrok/config"
 )
 
 // runSessionsTool is the load tool's mode (-serve sessions): it opens n
 // agent sessions with the SDK (parallel at a time), sessions only, no
-// tunnel, prints "connected OK FAILED", then answers commands on its
-// standard input until it ends (then it exits, and its connections with
-// it):
+// tunnel, unless label (KEY=VALUE) is given: then each session starts
+// one labeled tunnel with that label, which no one accepts on. It
+// prints "connected OK FAILED" (a session whose tunnel failed to start
+// counts as failed), then answers commands on its standard input until
+// it ends (then it exits, and its connections with it):
 //
 //   - "stats": "stats BEATS DISCONNECTS", the heartbeats the SDK's own
 //     heartbeat answered and the sessions' failures since connecting;
 //   - "beat K": K sessions spread over the n call Heartbeat at once;
 //     "beat OK FAILED NS,NS,..." with each answered one's latency.
-func runSessionsTool(server, caFile, token string, n, parallel int) error {
+func runSessionsTool(server, caFile, token, label string, n, parallel int) error {
+	var tunnelCfg config.Tunnel
+	if label != "" {
+		k, v, ok := strings.Cut(label, "=")
+		if !ok {
+			return fmt.Errorf("-label %q: want KEY=VALUE", label)
+		}
+		tunnelCfg = config.LabeledTunnel(config.WithLabel(k, v))
+	}
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return err
@@ -71,6 +82,14 @@ func runSessionsTool(server, caFile, token string, n, parallel int) error {
 				}
 				firstErr.CompareAndSwap(nil, &err)
 				return
+			}
+			if tunnelCfg != nil {
+				if err := listenWithin(sess, tunnelCfg, time.Minute); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, &err)
+					_ = sess.Close()
+					return
+				}
 			}
 			sessions[i] = sess
 		})
@@ -124,6 +143,24 @@ func runSessionsTool(server, caFile, token string, n, parallel int) error {
 	return nil
 }
 
+// listenWithin starts cfg's tunnel on sess, failing when the server has
+// not answered within d: the SDK's Listen does not heed its context, and
+// waits for the server's answer (closing the session ends it). The
+// tunnel stays open with its session; the SDK holds it.
+func listenWithin(sess ngrok.Session, cfg config.Tunnel, d time.Duration) error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := sess.Listen(context.Background(), cfg)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("no tunnel within %v", d)
+	}
+}
+
 // memSample is the serve process's memory at one moment: VmRSS and the
 // Go runtime's own figures from its /metrics.
 type memSample struct {
@@ -152,6 +189,77 @@ type sessionsConfig struct {
 	sample             int
 }
 
+// sessionTools are the sessions tool processes (-serve sessions) of one
+// measurement.
+type sessionTools []*proc
+
+// startSessionTools starts k processes of this binary (-serve sessions),
+// named name-0, name-1..., which open n sessions between them (spread
+// evenly: per[i] is tool i's) on the tunnel server at server, parallel
+// at a time each; each session starts one tunnel labeled label unless it
+// is "". The processes are added to ps.
+func startSessionTools(dir, name, self, server, certFile, token, label string, n, k, parallel int, ps *procs) (tools sessionTools, per []int, err error) {
+	per = make([]int, k)
+	for i := range per {
+		per[i] = n / k
+		if i < n%k {
+			per[i]++
+		}
+	}
+	for i := range k {
+		args := []string{"-serve", "sessions", "-server", server, "-ca", certFile,
+			"-authtoken", token, "-n", strconv.Itoa(per[i]), "-parallel", strconv.Itoa(parallel)}
+		if label != "" {
+			args = append(args, "-label", label)
+		}
+		p, err := startProc(dir, fmt.Sprintf("%s-%d", name, i), self, true, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		tools = append(tools, ps.add(p))
+	}
+	return tools, per, nil
+}
+
+// awaitConnected waits until every tool has opened its sessions and
+// returns how many did; it prints the tools where some failed.
+func (ts sessionTools) awaitConnected() (int, error) {
+	connected := 0
+	for _, p := range ts {
+		v, err := p.await("connected ", 10*time.Minute)
+		if err != nil {
+			return 0, err
+		}
+		f := strings.Fields(v)
+		ok, _ := strconv.Atoi(f[0])
+		if f[1] != "0" {
+			fmt.Printf("%s: %s sessions failed to connect: %s\n", p.name, f[1], p.tail())
+		}
+		connected += ok
+	}
+	return connected, nil
+}
+
+// stats returns the heartbeats the tools' sessions saw answered and the
+// failures they saw, since they connected.
+func (ts sessionTools) stats() (beats, disconnects int64, err error) {
+	for _, p := range ts {
+		if err := p.send("stats"); err != nil {
+			return 0, 0, err
+		}
+		v, err := p.await("stats ", 30*time.Second)
+		if err != nil {
+			return 0, 0, err
+		}
+		var b, d int64
+		if _, err := fmt.Sscan(v, &b, &d); err != nil {
+			return 0, 0, fmt.Errorf("%s: stats %q", p.name, v)
+		}
+		beats, disconnects = beats+b, disconnects+d
+	}
+	return beats, disconnects, nil
+}
+
 // measureSessions opens c.n idle agent sessions on a fresh serve process
 // from c.tools tool processes, holds them for c.hold, and reports the
 // serve process's memory per session, its sessions gauge and sampled
@@ -159,7 +267,7 @@ type sessionsConfig struct {
 func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c sessionsConfig) (bool, error) {
 	var ps procs
 	defer ps.stopAll()
-	s, err := startServe(dir, "serve-sessions", bin, certFile, keyFile, "", cpuprofile)
+	s, err := startServe(dir, "serve-sessions", bin, certFile, keyFile, nodeOptions{cpuprofile: cpuprofile})
 	if err != nil {
 		return false, err
 	}
@@ -173,37 +281,16 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	}
 	time.Sleep(2 * time.Second) // let the new process settle
 	before := sampleMem(s)
-	per := make([]int, c.tools)
-	for i := range per {
-		per[i] = c.n / c.tools
-		if i < c.n%c.tools {
-			per[i]++
-		}
-	}
 	fmt.Printf("%d idle agent sessions (golang.ngrok.com/ngrok v1.12.1: sessions only, no tunnel; SDK heartbeat every 10s) on a fresh serve process, "+
 		"from %d tool processes, %d connecting at a time each; held %v\n\n", c.n, c.tools, c.parallel, c.hold)
 	start, cpu0 := time.Now(), loadkit.CPUTime(s.pid())
-	tools := make([]*proc, c.tools)
-	for i := range tools {
-		p, err := startProc(dir, fmt.Sprintf("sessions-%d", i), self, true, []string{"-serve", "sessions", "-server", s.agents, "-ca", certFile,
-			"-authtoken", token, "-n", strconv.Itoa(per[i]), "-parallel", strconv.Itoa(c.parallel)})
-		if err != nil {
-			return false, err
-		}
-		tools[i] = ps.add(p)
+	tools, per, err := startSessionTools(dir, "sessions", self, s.agents, certFile, token, "", c.n, c.tools, c.parallel, &ps)
+	if err != nil {
+		return false, err
 	}
-	connected := 0
-	for _, p := range tools {
-		v, err := p.await("connected ", 10*time.Minute)
-		if err != nil {
-			return false, err
-		}
-		f := strings.Fields(v)
-		ok, _ := strconv.Atoi(f[0])
-		if f[1] != "0" {
-			fmt.Printf("%s: %s sessions failed to connect: %s\n", p.name, f[1], p.tail())
-		}
-		connected += ok
+	connected, err := tools.awaitConnected()
+	if err != nil {
+		return false, err
 	}
 	took := time.Since(start)
 	connectCPU := loadkit.CPUTime(s.pid()) - cpu0
@@ -211,24 +298,7 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	fmt.Printf("connected %d of %d in %v (%.0f sessions/s); serve CPU %.1f s, %.0f µs per session\n", connected, c.n,
 		took.Round(100*time.Millisecond), float64(connected)/took.Seconds(), connectCPU.Seconds(), µs(connectCPU)/float64(max(connected, 1)))
 
-	stats := func() (beats, disconnects int64, err error) {
-		for _, p := range tools {
-			if err := p.send("stats"); err != nil {
-				return 0, 0, err
-			}
-			v, err := p.await("stats ", 30*time.Second)
-			if err != nil {
-				return 0, 0, err
-			}
-			var b, d int64
-			if _, err := fmt.Sscan(v, &b, &d); err != nil {
-				return 0, 0, fmt.Errorf("%s: stats %q", p.name, v)
-			}
-			beats, disconnects = beats+b, disconnects+d
-		}
-		return beats, disconnects, nil
-	}
-	beats0, disc0, err := stats()
+	beats0, disc0, err := tools.stats()
 	if err != nil {
 		return false, err
 	}
@@ -240,7 +310,7 @@ func measureSessions(dir, bin, self, certFile, keyFile, cpuprofile string, c ses
 	if err != nil {
 		return false, err
 	}
-	beats1, disc1, err := stats()
+	beats1, disc1, err := tools.stats()
 	if err != nil {
 		return false, err
 	}
