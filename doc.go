@@ -162,7 +162,7 @@
 // change feed, which event delivery and edge proxies follow; lookups that
 // are not by ID go through the store's unique keys and secondary indexes
 // (an edge's or endpoint's hostports, a domain's certificate due time, a source's event type, a tunnel's
-// labels and lease end, a tunnel session's lease end), never a scan of all records.
+// labels and lease end, a node's lease end, the sessions of a node), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of
 // its own (a document type in its root file, see package

@@ -25,10 +25,11 @@ import (
 // credential, and the labeled tunnels the agent starts
 // ([Host.StartLabeledTunnel]) are tunnel records that are children of
 // the session: closing the session, or deleting the credential, removes
-// them in the same atomic step. A session is online under a lease, as
-// tunnels are ([Options.TunnelLease]), which its tunnel server renews
-// with its tunnels' ([Host.RenewTunnelSession]); [Host.ReapTunnels]
-// removes a session whose lease ended, with its tunnels. The API lists and
+// them in the same atomic step. A session names the edge node whose
+// tunnel server holds it (node.go) and has no lease of its own: it is
+// online while its node's lease is, and [Host.ReapTunnels] removes it,
+// with its tunnels and endpoints, once the node's lease ended. The API
+// lists and
 // reads sessions and asks one to stop (POST /tunnel_sessions/{id}/stop):
 // a store update of the session that its tunnel server sees in the change
 // feed.

@@ -94,7 +94,7 @@ func main() {
 	label := flag.String("label", "", "internal: KEY=VALUE, the label of the one tunnel each of the sessions tool's sessions starts (default: none, sessions only)")
 	keyFile := flag.String("key", "", "internal: the tunnel server's key file (tunnelheap)")
 
-	parts := flag.String("parts", "http,tcp,sessions", "comma-separated parts to run: http, tcp, sessions, and heap (not by default: "+
+	parts := flag.String("parts", "http,tcp,sessions,nodes", "comma-separated parts to run: http, tcp, sessions, nodes, and heap (not by default: "+
 		"where an idle session's memory goes, on a tunnel.Server alone in a process, with a heap profile)")
 	rounds := flag.Int("rounds", 5, "measured rounds of the HTTP and TCP parts; each round runs every case once")
 	duration := flag.Duration("duration", 5*time.Second, "wrk duration of one HTTP measurement")
@@ -106,6 +106,7 @@ func main() {
 	parallel := flag.Int("parallel", 16, "sessions one tool process connects at a time")
 	hold := flag.Duration("hold", 30*time.Second, "how long the sessions idle before they are measured")
 	sample := flag.Int("sample", 100, "sessions whose heartbeat is sampled")
+	nodeTunnels := flag.Int("node-tunnels", 10000, "idle agent sessions of the nodes part, each with one labeled tunnel, half on each of the two nodes")
 	edgeplaneBin := flag.String("edgeplane", "", "the edgeplane binary (default: built from this module)")
 	keep := flag.Bool("keep", false, "keep the temporary directory (stores, logs)")
 	heapprofile := flag.String("heapprofile", "", "where -parts heap writes its heap profiles (default: the temporary directory)")
@@ -117,7 +118,7 @@ func main() {
 	case "":
 		err = harness(options{parts: *parts, rounds: *rounds, duration: *duration, conns: *conns, threads: *threads, bytes: *bytes,
 			sessions:  sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
-			edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
+			nodeTunnels: *nodeTunnels, edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
 	case "sessions":
 		err = runSessionsTool(*server, *caFile, *authtoken, *label, *n, *parallel)
 	case "tunnelheap":
@@ -162,8 +163,8 @@ func startServer(dir, name, self, kind string, ps *procs) (p *proc, addr string,
 	if addr, err = p.await("listening ", 10*time.Second); err != nil {
 		return nil, "", 0, err
 	}
-	_, ps2, _ := net.SplitHostPort(addr)
-	port, err = strconv.Atoi(ps2)
+	_, portText, _ := net.SplitHostPort(addr)
+	port, err = strconv.Atoi(portText)
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("%s listens on %q", name, addr)
 	}
@@ -177,6 +178,7 @@ type options struct {
 	duration               time.Duration
 	bytes                  int64
 	sessions               sessionsConfig
+	nodeTunnels            int
 	edgeplane, cpuprofile  string
 	heapprofile            string
 	keep                   bool
@@ -186,20 +188,29 @@ func harness(o options) error {
 	want := map[string]bool{}
 	for p := range strings.SplitSeq(o.parts, ",") {
 		switch p {
-		case "http", "tcp", "sessions", "heap":
+		case "http", "tcp", "sessions", "nodes", "heap":
 			want[p] = true
 		default:
-			return fmt.Errorf("-parts: unknown part %q: want http, tcp, sessions, heap", p)
+			return fmt.Errorf("-parts: unknown part %q: want http, tcp, sessions, nodes, heap", p)
 		}
 	}
 	if o.rounds < 1 || o.sessions.tools < 1 || o.sessions.n < o.sessions.tools || o.sessions.sample < o.sessions.tools || o.sessions.parallel < 1 {
 		return errors.New("-rounds, -tools, -parallel must be at least 1, -sessions and -sample at least -tools")
 	}
-	if _, err := exec.LookPath("wrk"); err != nil && want["http"] {
+	if want["nodes"] && o.nodeTunnels < 2*max(1, o.sessions.tools/2) {
+		return errors.New("-node-tunnels must be at least -tools (at least 2): half of them open the tunnels on each node")
+	}
+	if _, err := exec.LookPath("wrk"); err != nil && (want["http"] || want["nodes"]) {
 		return errors.New("wrk not found: apt-get install wrk")
 	}
 	if want["sessions"] || want["heap"] {
 		if err := raiseOpenFiles(uint64(o.sessions.n) + 1024); err != nil {
+			return err
+		}
+	}
+	if want["nodes"] {
+		// Each node holds half of the tunnels' sessions.
+		if err := raiseOpenFiles(uint64(o.nodeTunnels-o.nodeTunnels/2) + 1024); err != nil {
 			return err
 		}
 	}
@@ -246,6 +257,12 @@ func harness(o options) error {
 			return err
 		}
 		met["idle sessions (KiB per session, gauge, heartbeats)"] = ok
+	}
+	if want["nodes"] {
+		fmt.Printf("\n## Two edge nodes: the hop\n\n")
+		if err := measureNodes(dir, bin, self, certFile, keyFile, o, met); err != nil {
+			return err
+		}
 	}
 	if want["heap"] {
 		fmt.Printf("\n## Where an idle session's memory goes\n\n")
