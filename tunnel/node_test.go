@@ -1,7 +1,9 @@
 package tunnel_test
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"net"
 	"testing"
@@ -17,7 +19,10 @@ import (
 // store, with e's certificate, and returns it and its address.
 func (e *env) secondServer(t *testing.T, opts tunnel.Options) (*tunnel.Server, string) {
 	t.Helper()
-	opts.Host, opts.Feed = e.svc.Host(), e.st
+	if opts.Host == nil {
+		opts.Host = e.svc.Host()
+	}
+	opts.Feed = e.st
 	opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{e.cert}}
 	srv, err := tunnel.NewServer(opts)
 	if err != nil {
@@ -159,5 +164,64 @@ func TestTakeoverAcrossNodes(t *testing.T) {
 	// Node B serves the endpoint; node A refuses it.
 	if _, err := e.srv.DialTunnel(e.ctx, e.srv.Node(), b1.ID, agents.ConnHeader{ClientAddr: clientAddr, Proto: "http"}); err == nil {
 		t.Error("node A dialed an endpoint it no longer holds")
+	}
+}
+
+// slowOpenHost is a Host whose OpenTunnelSession waits for release once
+// entered (entered is sent then), and sends the session it opened on
+// opened.
+type slowOpenHost struct {
+	tunnel.Host
+	entered, release chan struct{}
+	opened           chan string
+}
+
+func (h *slowOpenHost) OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
+	h.entered <- struct{}{}
+	<-h.release
+	ts, err := h.Host.OpenTunnelSession(ctx, token, params)
+	if err == nil {
+		h.opened <- ts.ID
+	}
+	return ts, err
+}
+
+// TestCloseDuringAuth: a connection that closes while its Auth is with
+// the Host is neither counted nor kept: its session's record, created
+// meanwhile, is removed.
+func TestCloseDuringAuth(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	_, token := e.token(t)
+	h := &slowOpenHost{Host: e.svc.Host(), entered: make(chan struct{}, 1), release: make(chan struct{}), opened: make(chan string, 1)}
+	m := tunnel.NewMetrics()
+	srv, addr := e.secondServer(t, tunnel.Options{Host: h, Metrics: m})
+	a := dialRawTo(t, e, addr)
+	// The Auth, whose answer is never read: the connection closes first.
+	str, err := a.mux.OpenTypedStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewEncoder(str).Encode(map[string]any{"Version": []string{"3", "2"},
+		"Extra": map[string]any{"Authtoken": token, "Version": "raw", "ClientType": "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-h.entered
+	a.mux.Close()
+	a.tc.Close()
+	if _, ok := eventually(2*time.Second, func() bool { return tunnel.Conns(srv) == 0 }); !ok {
+		t.Fatal("the server did not see the connection close")
+	}
+	close(h.release)
+	id := <-h.opened
+	// Its record is removed once the Auth saw the close, after anything
+	// the Auth would count.
+	if _, ok := eventually(2*time.Second, func() bool {
+		_, err := e.svc.Host().GetTunnelSession(e.ctx, e.admin.AccountID, id)
+		return errors.Is(err, apierr.ErrNotFound)
+	}); !ok {
+		t.Fatal("the session of a connection closed during its Auth is still recorded")
+	}
+	if n, held := m.Sessions(), tunnel.Sessions(srv); n != 0 || held != 0 {
+		t.Errorf("%d sessions counted, %d held; want none", n, held)
 	}
 }

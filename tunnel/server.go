@@ -397,7 +397,8 @@ func (s *Server) unbind(sess *session, id string) bool {
 
 // authenticated records sess under its session ID; the session held
 // here under previous, the ID the agent resumes (its cookie checked), is
-// returned to be closed: the agent took over.
+// returned to be closed: the agent took over. The caller holds sess.mu
+// (s.mu is taken inside it, never the other way).
 func (s *Server) authenticated(sess *session, previous string) (old *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -408,9 +409,9 @@ func (s *Server) authenticated(sess *session, previous string) (old *session) {
 	return old
 }
 
-// forget removes a closed session and its tunnels from the maps, and
-// returns the IDs of the tunnels it held.
-func (s *Server) forget(sess *session) {
+// forget removes a closed session and its tunnels from the maps; counted
+// says that its Auth succeeded (it is in the sessions map).
+func (s *Server) forget(sess *session, counted bool) {
 	sess.mu.Lock() // sess.tunnels is sess's
 	held := make([]string, 0, len(sess.tunnels))
 	for id := range sess.tunnels {
@@ -420,12 +421,8 @@ func (s *Server) forget(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, sess)
-	select {
-	case <-sess.authed: // sess.id is set
-		if s.sessions[sess.id] == sess {
-			delete(s.sessions, sess.id)
-		}
-	default:
+	if counted && s.sessions[sess.id] == sess {
+		delete(s.sessions, sess.id)
 	}
 	for _, id := range held {
 		if b := s.tunnels[id]; b != nil && b.sess == sess {

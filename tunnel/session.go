@@ -41,6 +41,8 @@ type session struct {
 
 	mu        sync.Mutex
 	authing   bool                // an Auth is in progress or done
+	closing   bool                // close has begun: an Auth that ends now does not count
+	counted   bool                // Auth succeeded before close: the session is in the Server's maps and its gauge
 	tunnels   map[string]struct{} // held tunnel IDs
 	heartbeat bool                // the agent's heartbeat stream is open
 	silence   *time.Timer         // closes the session when the heartbeat is silent
@@ -263,7 +265,18 @@ func (sess *session) auth(str muxado.Stream) any {
 			s.log.Info("an agent's session cookie is not valid for the session it resumes; the old session is left to its heartbeat", "session", ts.ID, "resumes", truncate(req.ClientID, 64))
 		}
 	}
+	// Counted and registered at once, unless the connection closed
+	// meanwhile: close then neither forgets it nor counts it down, and
+	// its record (just created) is removed here.
+	sess.mu.Lock()
+	if sess.closing {
+		sess.mu.Unlock()
+		go sess.closeRecord()
+		return authResp{Version: protocolVersion, Error: protoError(apierr.New(apierr.FailedPrecondition, "the connection closed during Auth"))}
+	}
+	sess.counted = true
 	old := s.authenticated(sess, previous)
+	sess.mu.Unlock()
 	close(sess.authed)
 	s.m.sessionUp()
 	if old != nil {
@@ -276,11 +289,6 @@ func (sess *session) auth(str muxado.Stream) any {
 				s.log.Warn("removing the session an agent took over failed; its lease will end it", "session", previous, "err", err)
 			}
 		}()
-	}
-	select {
-	case <-sess.done: // closed meanwhile: its close ran before authed was set
-		go sess.closeRecord()
-	default:
 	}
 	s.log.Info("agent session opened", "session", sess.id, "account", sess.accountID, "remote", sess.remote.String(),
 		"agent", req.Extra.ClientType+"/"+req.Extra.Version)
@@ -466,6 +474,8 @@ func (sess *session) close(why string) {
 	sess.closeOnce.Do(func() {
 		close(sess.done)
 		sess.mu.Lock()
+		sess.closing = true
+		counted := sess.counted
 		if sess.silence != nil {
 			sess.silence.Stop()
 		}
@@ -480,13 +490,11 @@ func (sess *session) close(why string) {
 			frames.Stop()
 			mux.Close()
 		}
-		sess.srv.forget(sess)
-		select {
-		case <-sess.authed:
+		sess.srv.forget(sess, counted)
+		if counted {
 			sess.srv.m.sessionDown()
 			sess.srv.log.Info("agent session closed", "session", sess.id, "why", why)
 			sess.closeRecord()
-		default:
 		}
 	})
 }
