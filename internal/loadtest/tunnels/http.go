@@ -167,13 +167,8 @@ func measureHTTP(s *serveProc, up *proc, cases []httpCase, rounds int, d time.Du
 			median(rs, func(r httpResult) float64 { return r.perRequest(r.serveCPU) }),
 			median(rs, func(r httpResult) float64 { return r.perRequest(r.agentCPU) }))
 	}
-	// Per-round ratios: the machine's drift between rounds cancels out.
 	ratio := func(f func(httpResult) float64) float64 {
-		v := make([]float64, rounds)
-		for i := range v {
-			v[i] = f(results[cases[1].name][i]) / f(results[cases[0].name][i])
-		}
-		return median(v, func(x float64) float64 { return x })
+		return roundRatio(results[cases[0].name], results[cases[1].name], f)
 	}
 	rps := ratio(func(r httpResult) float64 { return r.rps })
 	p99 := ratio(func(r httpResult) float64 { return float64(r.p99) })

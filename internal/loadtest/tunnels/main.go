@@ -38,22 +38,47 @@
 //     fail (want none), and the store updates during the hold (the
 //     node's one lease, renewed every 20 s whatever the sessions: want
 //     at most one per 20 s).
+//  4. Two edge nodes and the hop between them (-parts nodes): node A, an
+//     edgeplane serve -proxy process with -proxy-node-addr, and node B,
+//     an edgeplane proxy process on the same SQLite file (it reads the
+//     sealing key from the key file serve keeps beside it) with
+//     -node-addr; each has its tunnel, hop, plain HTTP and metrics
+//     listeners, and the TCP edge's port on a loopback address of its
+//     own (A 127.0.0.1, B 127.0.0.2). Two agents hold their sessions on
+//     A: the labeled tunnel of the HTTPS edge agent.example.com to the
+//     upstream (as in 1) and that of a TCP edge to the sink (as in 2). B
+//     holds no agent: it carries what it receives for them to A over the
+//     hop (its edgeplane_hop_streams_total says how many streams). wrk
+//     through A's HTTP listener and through B's, with the same Host,
+//     interleaved rounds; then -bytes each way through the TCP edge at
+//     A's address and at B's. Targets: req/s B/A >= 0.7 (p99 B/A is
+//     shown) and MiB/s B/A >= 0.7 each way. Last, the store writes of
+//     both nodes (create, update, replace, delete, from each one's
+//     /metrics) during a -hold with no idle tunnel, then during one with
+//     -node-tunnels idle SDK sessions each with one labeled tunnel
+//     (app=idle), half on each node, opened by -tools tool processes
+//     (half per node). Target: independent of the tunnels, at most the
+//     larger of the baseline and the two nodes' lease renewals (one per
+//     node every 20 s); and each node's sessions and tunnels gauges as
+//     opened, no session failing during the hold.
 //
 // With -parts heap (not in the default run) it also opens -sessions
 // idle sessions on a tunnel.Server alone in a process (memstore, no
 // proxy, no SQLite) and prints the live heap per session with the
 // allocation sites that hold it (go tool pprof -top of a heap profile).
 //
-// Every server runs in a process of its own: edgeplane serve, each
-// agent, the upstream and the sink (this binary again, with -serve), the
-// session tools; wrk and the transfers' client are apart from them. The
+// Every server runs in a process of its own: edgeplane serve (and
+// proxy), each agent, the upstream and the sink (this binary again,
+// with -serve), the session tools; wrk and the transfers' client are
+// apart from them. The
 // harness raises its open-files limit to the hard limit, which the
 // processes it starts inherit. edgeplane is built once into a temporary
 // directory (or -edgeplane names a binary).
 //
-//	go run ./internal/loadtest/tunnels                            # the default run, about 3 minutes
+//	go run ./internal/loadtest/tunnels                            # the default run, about 6 minutes (the nodes part 3 to 4)
 //	go run ./internal/loadtest/tunnels -rounds 7 -duration 10s -conns 32
 //	go run ./internal/loadtest/tunnels -parts sessions -sessions 20000 -hold 60s
+//	go run ./internal/loadtest/tunnels -parts nodes -node-tunnels 1000 -rounds 3 -hold 20s
 //	go run ./internal/loadtest/tunnels -parts heap -sessions 4000 -hold 15s -heapprofile /tmp/heap
 //	go run ./internal/loadtest/tunnels -parts http,tcp -cpuprofile /tmp/prof   # serve's CPU profile
 //
@@ -117,7 +142,7 @@ func main() {
 	switch *mode {
 	case "":
 		err = harness(options{parts: *parts, rounds: *rounds, duration: *duration, conns: *conns, threads: *threads, bytes: *bytes,
-			sessions:  sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
+			sessions:    sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
 			nodeTunnels: *nodeTunnels, edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
 	case "sessions":
 		err = runSessionsTool(*server, *caFile, *authtoken, *label, *n, *parallel)
@@ -197,8 +222,8 @@ func harness(o options) error {
 	if o.rounds < 1 || o.sessions.tools < 1 || o.sessions.n < o.sessions.tools || o.sessions.sample < o.sessions.tools || o.sessions.parallel < 1 {
 		return errors.New("-rounds, -tools, -parallel must be at least 1, -sessions and -sample at least -tools")
 	}
-	if want["nodes"] && o.nodeTunnels < 2*max(1, o.sessions.tools/2) {
-		return errors.New("-node-tunnels must be at least -tools (at least 2): half of them open the tunnels on each node")
+	if want["nodes"] && o.nodeTunnels < max(2, o.sessions.tools) {
+		return errors.New("-node-tunnels must be at least 2 and at least -tools: half of the tools open half of the tunnels on each node")
 	}
 	if _, err := exec.LookPath("wrk"); err != nil && (want["http"] || want["nodes"]) {
 		return errors.New("wrk not found: apt-get install wrk")

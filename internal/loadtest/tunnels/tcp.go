@@ -149,16 +149,10 @@ func (r tcpResult) mibps(n int64) float64 {
 // then the medians and the ratios agent/direct. It reports whether the
 // targets were met.
 func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error) {
-	dirs := []struct {
-		name   string
-		upload bool
-	}{{"upload", true}, {"download", false}}
 	// Warm-up: buffers, the relay's pools, the agent's stream.
 	for _, c := range cases {
-		for _, d := range dirs {
-			if _, err := transfer(c.addr, d.upload, min(n, 16<<20)); err != nil {
-				return false, fmt.Errorf("%s %s: %w", c.name, d.name, err)
-			}
+		if err := warmUp(c.name, c.addr, n); err != nil {
+			return false, err
 		}
 	}
 	fmt.Printf("%d MiB through a TCP edge on one connection, each direction (upload: client to sink, download: sink to client), %d rounds, interleaved\n\n", n>>20, rounds)
@@ -166,7 +160,7 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	results := map[string][]tcpResult{}
 	for round := 1; round <= rounds; round++ {
-		for _, d := range dirs {
+		for _, d := range directions {
 			for k := range cases {
 				c := cases[(k+round-1)%len(cases)]
 				var agent0 time.Duration
@@ -194,7 +188,7 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 	fmt.Println("| case | direction | median MiB/s | median serve CPU s | median agent CPU s |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, c := range cases {
-		for _, d := range dirs {
+		for _, d := range directions {
 			rs := results[c.name+" "+d.name]
 			fmt.Printf("| %s | %s | %.0f | %.2f | %.2f |\n", c.name, d.name, median(rs, func(r tcpResult) float64 { return r.mibps(n) }),
 				median(rs, func(r tcpResult) float64 { return r.serveCPU.Seconds() }), median(rs, func(r tcpResult) float64 { return r.agentCPU.Seconds() }))
@@ -202,7 +196,7 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 	}
 	fmt.Println()
 	ok := true
-	for _, d := range dirs {
+	for _, d := range directions {
 		v := make([]float64, rounds)
 		for i := range v {
 			v[i] = results[cases[1].name+" "+d.name][i].mibps(n) / results[cases[0].name+" "+d.name][i].mibps(n)
@@ -212,4 +206,30 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 		ok = ok && r >= 0.5
 	}
 	return ok, nil
+}
+
+// directions are the two ways of a TCP transfer.
+var directions = []struct {
+	name   string
+	upload bool
+}{{"upload", true}, {"download", false}}
+
+// warmUp moves up to 16 MiB of n each way through addr, the case name's.
+func warmUp(name, addr string, n int64) error {
+	for _, d := range directions {
+		if _, err := transfer(addr, d.upload, min(n, 16<<20)); err != nil {
+			return fmt.Errorf("%s %s: %w", name, d.name, err)
+		}
+	}
+	return nil
+}
+
+// roundRatio is the median over rounds of f(other[i]) / f(base[i]): per
+// round, so that the machine's drift between rounds cancels out.
+func roundRatio[R any](base, other []R, f func(R) float64) float64 {
+	v := make([]float64, min(len(base), len(other)))
+	for i := range v {
+		v[i] = f(other[i]) / f(base[i])
+	}
+	return median(v, func(x float64) float64 { return x })
 }
