@@ -82,6 +82,9 @@ func TestServerIsANode(t *testing.T) {
 	if _, err = e.svc.Host().GetNode(e.ctx, node); !errors.Is(err, apierr.ErrNotFound) {
 		t.Errorf("the node after Close: %v; want not found", err)
 	}
+	if page, err := e.svc.ListTunnelSessions(e.ctx, e.admin, edgeplane.ListOptions{}); err != nil || len(page.Items) != 0 {
+		t.Errorf("sessions after Close: %+v, %v; want none (removed with the node)", page, err)
+	}
 }
 
 // TestNodeLeaseLost: a Server whose node is gone from the store (its

@@ -51,6 +51,9 @@ const (
 	// hostTimeout bounds one call of the Host made outside a request (a
 	// session's close, a renewal).
 	hostTimeout = 10 * time.Second
+	// removeNodeTimeout bounds the removal of the node and its sessions'
+	// records at Close; what is left then, the node's lease ends.
+	removeNodeTimeout = 30 * time.Second
 	// maxRPCs bounds the requests of one session handled at once.
 	maxRPCs = 16
 	// acceptBacklog bounds the streams an agent opened that wait to be
@@ -142,6 +145,7 @@ type Server struct {
 	closed    bool
 
 	node      atomic.Pointer[agents.Node] // the node the Server registered, renewed
+	shutdown  atomic.Bool                 // Close has begun: RemoveNode removes the sessions' records at once
 	follower  *follow.Follower
 	stopRenew chan struct{}
 	wg        sync.WaitGroup
@@ -306,6 +310,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.shutdown.Store(true)
 	for ln := range s.listeners {
 		ln.Close()
 	}
@@ -322,9 +327,10 @@ func (s *Server) Close() error {
 	}
 	wg.Wait()
 	s.wg.Wait()
-	// The node goes with whatever session record its sessions' closes
-	// could not remove.
-	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	// The node goes with its sessions' records, removed one after
+	// another rather than by every session's close at once (10,000
+	// concurrent deletes time out on a SQLite file).
+	ctx, cancel := context.WithTimeout(context.Background(), removeNodeTimeout)
 	defer cancel()
 	if err := s.opts.Host.RemoveNode(ctx, s.Node()); err != nil && !errors.Is(err, apierr.ErrNotFound) {
 		s.log.Warn("removing the edge node failed; its lease will end it", "node", s.Node(), "err", err)

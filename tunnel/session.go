@@ -494,7 +494,9 @@ func (sess *session) close(why string) {
 		if counted {
 			sess.srv.m.sessionDown()
 			sess.srv.log.Info("agent session closed", "session", sess.id, "why", why)
-			sess.closeRecord()
+			if !sess.srv.shutdown.Load() {
+				sess.closeRecord() // else Close removes the node's records at once
+			}
 		}
 	})
 }
