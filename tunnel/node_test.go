@@ -50,7 +50,11 @@ func TestServerIsANode(t *testing.T) {
 		t.Errorf("the node %+v; want its hop address and region", n)
 	}
 	_, token := e.token(t)
-	e.connect(t, e.addr, token)
+	// A hand-made agent: Close ends its session, which the SDK would
+	// reconnect (see noReconnect).
+	if r := dialRaw(t, e).auth(t, token, "", ""); r.Error != "" {
+		t.Fatalf("Auth: %+v", r)
+	}
 	page, err := e.svc.ListTunnelSessions(e.ctx, e.admin, edgeplane.ListOptions{})
 	if err != nil || len(page.Items) != 1 {
 		t.Fatalf("sessions: %+v, %v", page, err)

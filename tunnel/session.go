@@ -33,6 +33,7 @@ type session struct {
 	authed    chan struct{} // closed once Auth succeeded
 	done      chan struct{} // closed once the session is closed
 	closeOnce sync.Once
+	stopOnce  sync.Once // a stop request is carried out once
 	rpcs      chan struct{} // a slot per request in progress
 
 	id, accountID, credentialID string
@@ -425,8 +426,12 @@ func (sess *session) openProxy(ctx context.Context, id string, h agents.ConnHead
 }
 
 // stop ends the session as a stop request asks: the agent's Stop
-// command when it accepts one, then the connection is closed.
-func (sess *session) stop() {
+// command when it accepts one, then the connection is closed. The feed
+// may show the request more than once (a resync reads it again): the
+// agent is told once.
+func (sess *session) stop() { sess.stopOnce.Do(sess.stopNow) }
+
+func (sess *session) stopNow() {
 	if sess.stopSupported && sess.mux != nil {
 		if opened, err := sess.mux.OpenTypedStream(typeStop); err == nil {
 			str := sess.frames.Wrap(opened)
