@@ -33,7 +33,7 @@ type session struct {
 	authed    chan struct{} // closed once Auth succeeded
 	done      chan struct{} // closed once the session is closed
 	closeOnce sync.Once
-	stopOnce  sync.Once // a stop request is carried out once
+	stopOnce  sync.Once     // a stop request is carried out once
 	rpcs      chan struct{} // a slot per request in progress
 
 	id, accountID, credentialID string
