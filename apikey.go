@@ -90,8 +90,15 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	}
 	sum := sha256.Sum256([]byte(secret))
 	now := s.now()
-	if p, ok := s.auth.Get(sum, now); ok {
-		return p, nil
+	if _, ok := s.auth.Get(sum, now); ok {
+		// Only once the cache reflects every change committed before
+		// this call (a key revoked, or its owner deactivated, through
+		// another replica): see fence.go.
+		if s.fence(ctx) == nil {
+			if p, ok := s.auth.Get(sum, now); ok {
+				return p, nil
+			}
+		}
 	}
 	key := "api_key:" + hex.EncodeToString(sum[:]) // apiKeyLookup(secret)
 	gen := s.auth.Note()

@@ -181,10 +181,18 @@
 // what it wrote (and, for a delete, the records below it) before it
 // returns, so a caller always reads its own writes; writes by other
 // processes sharing the store (replicas, edgeplane admin) are invalidated
-// by a goroutine that follows the change feed, so one replica sees
-// another's write as soon as the feed shows it (milliseconds on
-// PostgreSQL; within 100 ms on a SQLite file written by another process).
-// Lists read the store and reuse the cached documents of their items.
+// by a goroutine that follows the change feed (milliseconds on
+// PostgreSQL; within 100 ms on a SQLite file written by another
+// process). A read that the record cache or the API key cache would
+// answer is fenced first: it reads the store's revision and waits until
+// the follower has applied it, so after a write is acknowledged by any
+// replica, every later read on any replica sees it (a delete through one
+// replica, then a read through another: not found; a key revoked
+// through one: refused by all). The revision reads are coalesced: one
+// round trip serves every read that arrived before it was sent. A store
+// that only this process writes ([store.Exclusive]: memstore) needs no
+// fence. Lists read the store and reuse the cached documents of their
+// items.
 // Credentials also keep, once read, the JSON the API answers for them,
 // cached with the record's version and counted in the same bound: GET
 // /credentials/{id} and a page of /credentials (through [Transport],

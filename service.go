@@ -128,6 +128,7 @@ type Service struct {
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
 	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
+	revisions   *revisionBatcher   // the fence's revision reads (fence.go); nil: reads need no fence
 }
 
 // New returns a Service over store, or an InvalidArgument error naming
@@ -191,6 +192,10 @@ func New(st store.Store, opts Options) (*Service, error) {
 		BaseURL: s.baseURL, Kinds: allKinds(), ExplainInUse: s.explainInUse}
 	s.startEvents(opts.Events)
 	s.startCache()
+	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {
+		s.revisions = &revisionBatcher{store: st}
+		s.db.Fence = s.fence
+	}
 	return s, nil
 }
 

@@ -242,6 +242,12 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, apierr.Invalidf(HeaderVersion, "the %s header is required and must be one of the supported versions: %s; got %q", HeaderVersion, Version, clip(v, MaxEchoBytes)))
 		return
 	}
+	// One fence for the request's reads (see edgeplane.Service.Fence):
+	// the authentication and the records read under it. r is replaced:
+	// the deferred log reads the one the mux records its route on.
+	if ctx := h.svc.Fence(r.Context()); ctx != r.Context() {
+		r = r.WithContext(ctx)
+	}
 	p, err := h.authenticate(r)
 	if err != nil {
 		h.writeError(w, r, err)

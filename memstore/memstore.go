@@ -186,6 +186,10 @@ func (s *Store) dropValues(h uint32, o *layout) {
 // New returns an empty Store with the default [Options].
 func New() *Store { return NewWithOptions(Options{}) }
 
+// Exclusive implements [store.Exclusive]: only this process writes the
+// in-memory store.
+func (s *Store) Exclusive() bool { return true }
+
 // NewWithOptions returns an empty Store configured by o.
 func NewWithOptions(o Options) *Store { return newWithHash(o, seededHash()) }
 

@@ -335,3 +335,12 @@ func (q Query) Check() error {
 	}
 	return nil
 }
+
+// Exclusive is implemented by a Store that no other process can write
+// (memstore): the caches a Service keeps in front of it are made true by
+// its own writes alone, so its reads need no fence (see the root
+// package's doc, # Storage). A Store that does not implement it, or
+// answers false, may be shared.
+type Exclusive interface {
+	Exclusive() bool
+}

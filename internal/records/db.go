@@ -24,6 +24,11 @@ type DB struct {
 	Store store.Store
 	// Cache is the record cache; nil when it is off.
 	Cache *recordcache.Cache
+	// Fence, when set, is called before a read is answered from Cache:
+	// it returns once Cache reflects every change committed to the store
+	// before the call (another process's too). On its error the read goes
+	// to the store.
+	Fence func(ctx context.Context) error
 	// Log receives failures that are not the caller's.
 	Log *slog.Logger
 	// Now is the clock of event labels.
@@ -107,4 +112,18 @@ func (db *DB) StoreErr(err error, k *Kind, id string) error {
 	}
 	db.Log.Error("store failure", "kind", string(k.StoreKind), "id", id, "err", err)
 	return apierr.Wrap(apierr.Internal, err, "internal error")
+}
+
+// cached returns the cache's entry of k, once [DB.Fence] has made sure
+// the cache reflects every change committed before the call; a miss, or
+// a failed fence, says to read the store.
+func (db *DB) cached(ctx context.Context, k recordcache.Key) (*recordcache.Entry, bool) {
+	e, ok := db.Cache.Get(k)
+	if !ok || db.Fence == nil {
+		return e, ok
+	}
+	if err := db.Fence(ctx); err != nil {
+		return nil, false
+	}
+	return db.Cache.Get(k) // the fence's wait may have invalidated it
 }

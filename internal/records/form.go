@@ -173,7 +173,7 @@ func (f Form[M]) corrupt(db *DB, rec store.Record, err error) error {
 // from the record cache when it holds it, else from the store (and then
 // caches it). The store's errors are returned as they are.
 func (f Form[M]) Read(ctx context.Context, db *DB, accountID, id string) (*M, store.Record, error) {
-	if e, ok := db.Cache.Get(recordcache.Key{Kind: f.StoreKind, Account: accountID, ID: id}); ok {
+	if e, ok := db.cached(ctx, recordcache.Key{Kind: f.StoreKind, Account: accountID, ID: id}); ok {
 		m, err := f.model(db, e.Doc, e.Rec)
 		return m, e.Rec, err
 	}

@@ -229,7 +229,7 @@ func AppendJSON[M any](ctx context.Context, db *DB, p identity.Principal, f Form
 	if !ids.Valid(id, f.Prefix) {
 		return dst, f.NotFound(id)
 	}
-	e, ok := db.Cache.Get(recordcache.Key{Kind: f.StoreKind, Account: p.AccountID, ID: id})
+	e, ok := db.cached(ctx, recordcache.Key{Kind: f.StoreKind, Account: p.AccountID, ID: id})
 	var (
 		doc any
 		rec store.Record
