@@ -55,6 +55,12 @@ type Store struct {
 	poll   time.Duration
 	closed chan struct{}
 
+	// The writes waiting for a batch (see write), and whether a writer
+	// is committing batches.
+	wmu      sync.Mutex
+	wqueue   []*writeReq
+	wleading bool
+
 	mu      sync.Mutex
 	commits chan struct{} // closed and replaced at each commit seen
 	waiters int
@@ -162,7 +168,7 @@ const (
 
 var writeStatements = []string{
 	qBump, qTrimFeed, qRaiseFloor, qAddChange, qInsertRecord, qInsertKey, qInsertRef, qInsertIdx, qUpdateRecord, qDeleteKeys, qDeleteRefs, qDeleteIdx, qDeleteRecord,
-	qGetRecord, qDescendants, qDeleteSubtreeRefs,
+	qGetRecord, qDescendants, qDeleteSubtreeRefs, qSavepoint, qRollbackTo, qRelease,
 }
 
 // dbError turns an error of the database into one a caller may see: the
@@ -209,30 +215,152 @@ func isRestricted(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_TRIGGER || c == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
-// write runs fn in one immediate transaction on the writer and commits
-// it, then wakes this Store's waiters. An error of fn is returned as it
-// is when it is already one for callers (fn maps database errors itself
-// with dbError or a typed store error).
+// maxBatch bounds the writes one transaction commits together.
+const maxBatch = 128
+
+// writeReq is a write waiting for its batch's commit.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx wtx) error
+	done chan error // its result, once its batch committed or failed
+}
+
+// write runs fn in an immediate transaction on the writer and commits
+// it, then wakes this Store's waiters. Concurrent writes share one
+// transaction and one fsync (group commit): the writes that arrive while
+// a batch commits wait for the next, which the first of them commits for
+// all. Within a batch each write runs in a savepoint of its own, so a
+// write whose fn fails (a unique key, a failed precondition) is undone
+// alone and the others commit; their revisions stay in commit order and
+// gapless, since an undone write's revision bump is undone with it. A
+// write is acknowledged only once its batch committed, and an error
+// means it was not written. An error of fn is returned as it is when it
+// is already one for callers (fn maps database errors itself with
+// dbError or a typed store error).
 func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.wmu.Lock()
+	s.wqueue = append(s.wqueue, req)
+	lead := !s.wleading
+	s.wleading = true
+	s.wmu.Unlock()
+	if lead {
+		s.lead()
+	}
+	// Not abandoned when ctx ends: the batch may already be committing
+	// it, and the answer must say whether it was written. A write whose
+	// ctx ended before its batch began is skipped.
+	return <-req.done
+}
+
+// lead commits the waiting writes, a batch at a time: the caller's own
+// batch, then, while writes wait, it hands the next batch to a new
+// goroutine and returns (its caller's write is done).
+func (s *Store) lead() {
+	s.wmu.Lock()
+	n := min(len(s.wqueue), maxBatch)
+	batch := s.wqueue[:n:n]
+	s.wqueue = s.wqueue[n:]
+	s.wmu.Unlock()
+	s.commitBatch(batch)
+	s.wmu.Lock()
+	if len(s.wqueue) == 0 {
+		s.wqueue = nil
+		s.wleading = false
+		s.wmu.Unlock()
+		return
+	}
+	s.wmu.Unlock()
+	go s.lead()
+}
+
+// Savepoint statements of a batch's writes.
+const (
+	qSavepoint  = "SAVEPOINT w"
+	qRollbackTo = "ROLLBACK TO w"
+	qRelease    = "RELEASE w"
+)
+
+// commitBatch runs batch's writes in one transaction, each in a
+// savepoint when there are several, commits, and answers each.
+func (s *Store) commitBatch(batch []*writeReq) {
+	results := make([]error, len(batch))
+	answer := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	failAll := func(err error) {
+		for i := range results {
+			if results[i] == nil {
+				results[i] = err
+			}
+		}
+		answer()
+	}
+	// The transaction outlives any one write's context: a write whose
+	// context ends fails alone.
+	ctx := context.Background()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return dbError(ctx, err)
+		failAll(dbError(ctx, err))
+		return
 	}
-	if err := fn(wtx{tx: tx, ws: s.ws}); err != nil {
-		tx.Rollback()
-		if ctx.Err() != nil {
-			return ctx.Err()
+	t := wtx{tx: tx, ws: s.ws}
+	single := len(batch) == 1
+	written := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
 		}
-		return err
+		if !single {
+			if _, err := t.ExecContext(ctx, qSavepoint); err != nil {
+				tx.Rollback()
+				failAll(dbError(ctx, err))
+				return
+			}
+		}
+		if err := r.fn(t); err != nil {
+			if r.ctx.Err() != nil {
+				err = r.ctx.Err()
+			}
+			results[i] = err
+			if single {
+				tx.Rollback()
+				answer()
+				return
+			}
+			if _, rerr := t.ExecContext(ctx, qRollbackTo); rerr != nil {
+				tx.Rollback()
+				failAll(dbError(ctx, rerr))
+				return
+			}
+		} else {
+			written++
+		}
+		if !single {
+			if _, err := t.ExecContext(ctx, qRelease); err != nil {
+				tx.Rollback()
+				failAll(dbError(ctx, err))
+				return
+			}
+		}
+	}
+	if written == 0 {
+		tx.Rollback()
+		answer()
+		return
 	}
 	if err := tx.Commit(); err != nil {
-		return dbError(ctx, err)
+		failAll(dbError(ctx, err))
+		return
 	}
 	s.notify()
-	return nil
+	answer()
 }
 
 // bump advances the store's revision by n in tx and returns the new

@@ -354,3 +354,86 @@ func testFeedCompaction(t *testing.T, s store.Store) {
 		t.Errorf("a smaller Compact brought back compacted changes: %v", err)
 	}
 }
+
+// testConcurrentWritesWithFailures: many writers at once, a third of
+// whose writes fail (a taken unique key, a callback's refusal, a stale
+// version): each failed write fails alone, with its own error, and leaves
+// nothing; every other write is there, and the feed holds exactly those,
+// at consecutive revisions. A store that commits concurrent writes
+// together (group commit) must undo a failed one without the others.
+func testConcurrentWritesWithFailures(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f := newFixture()
+	acct := f.account()
+	taken := f.record(kindA, acct)
+	taken.Keys = []string{"key:taken"}
+	held := f.record(kindA, acct)
+	create(t, s, taken, held)
+	start, err := s.Revision(ctx)
+	must(t, err)
+
+	const writers = 48
+	var (
+		mu      sync.Mutex
+		created []string
+		updates int
+	)
+	refused := errors.New("refused by the callback")
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			switch i % 6 {
+			case 0, 1, 2: // a create that succeeds
+				r := f.record(kindB, acct)
+				r.Keys = []string{"key:" + r.ID}
+				if err := s.Create(ctx, r); err != nil {
+					t.Errorf("create %s: %v", r.ID, err)
+					return
+				}
+				mu.Lock()
+				created = append(created, r.ID)
+				mu.Unlock()
+			case 3: // a taken unique key
+				r := f.record(kindB, acct)
+				r.Keys = []string{"key:taken"}
+				var de *store.DuplicateError
+				if err := s.Create(ctx, r); !errors.As(err, &de) {
+					t.Errorf("create with a taken key: %v; want a key conflict", err)
+				}
+				if _, err := s.Get(ctx, kindB, acct, r.ID); !errors.Is(err, apierr.ErrNotFound) {
+					t.Errorf("the refused create %s is there: %v", r.ID, err)
+				}
+			case 4: // a callback that refuses
+				if _, err := s.Update(ctx, kindA, acct, held.ID, func(*store.Record) error { return refused }); !errors.Is(err, refused) {
+					t.Errorf("a refusing update: %v; want its callback's error", err)
+				}
+			case 5: // an update that succeeds
+				if _, err := s.Update(ctx, kindA, acct, held.ID, func(r *store.Record) error { r.Data = doc("held", i); return nil }); err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				mu.Lock()
+				updates++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	got := changesAfter(t, s, start)
+	if want := len(created) + updates; len(got) != want {
+		t.Fatalf("%d changes after %d successful writes: %+v", len(got), want, briefs(got))
+	}
+	for i, c := range got {
+		if c.Revision != start+int64(i)+1 {
+			t.Fatalf("change %d at revision %d; want %d (consecutive)", i, c.Revision, start+int64(i)+1)
+		}
+	}
+	for _, id := range created {
+		if _, err := s.Get(ctx, kindB, acct, id); err != nil {
+			t.Errorf("created %s: %v", id, err)
+		}
+	}
+	if rev, err := s.Revision(ctx); err != nil || rev != start+int64(len(got)) {
+		t.Errorf("revision %d, %v; want %d", rev, err, start+int64(len(got)))
+	}
+}

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FeedOrderAndContent", testFeedOrderAndContent},
 		{"FeedFailedWrites", testFeedFailedWrites},
 		{"FeedConcurrentWriters", testFeedConcurrentWriters},
+		{"ConcurrentWritesWithFailures", testConcurrentWritesWithFailures},
 		{"FeedWait", testFeedWait},
 		{"FeedCompaction", testFeedCompaction},
 		{"ReturnedValuesAreCopies", testCopies},
