@@ -26,8 +26,10 @@
 // NORMAL would survive a crash of the process but could lose the last
 // commits to an OS crash or power loss; a control plane's acknowledged
 // write (a credential issued, a policy changed) must not come back, so
-// the store pays one fsync per write for FULL. Checkpoints are SQLite's
-// automatic ones.
+// the store pays an fsync per commit for FULL. Concurrent writes share a
+// commit (group commit, at most 128 writes): each runs in a savepoint of
+// its own, so one that fails is undone alone, and each is answered once
+// its batch committed. Checkpoints are SQLite's automatic ones.
 //
 // # Schema and migrations
 //
