@@ -2,7 +2,9 @@ package edgeplane
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -81,9 +83,14 @@ func (b *revisionBatcher) run() {
 	}
 }
 
-// fencedKey marks a context whose reads are fenced already
-// ([Service.Fence]).
+// fencedKey marks a context of [Service.Fence]: its value says whether
+// the fence passed (reads may use the caches) or failed (reads go to
+// the store).
 type fencedKey struct{}
+
+// errFenceFailed is the fence's error under a context whose fence
+// failed: its reads go to the store.
+var errFenceFailed = errors.New("the fence of this context failed: reads go to the store")
 
 // Fence makes sure the Service's caches reflect every change committed
 // to the store before the call (another replica's too), and returns ctx
@@ -91,16 +98,15 @@ type fencedKey struct{}
 // transport calls it once per request, before the request's reads (its
 // authentication among them), which then cost one coalesced revision
 // query together instead of one each. Without it every cached read
-// fences itself. When the store cannot say its revision, or the Service
-// needs no fence ([store.Exclusive]), it returns ctx as it is.
+// fences itself. When the fence fails (the store cannot say its
+// revision, or the caches lag more than maxFenceWait), the reads under
+// the returned context go to the store. When the Service needs no fence
+// ([store.Exclusive]) it returns ctx as it is.
 func (s *Service) Fence(ctx context.Context) context.Context {
 	if s.revisions == nil || ctx.Value(fencedKey{}) != nil {
 		return ctx
 	}
-	if s.fence(ctx) != nil {
-		return ctx // each read fences itself, or goes to the store
-	}
-	return context.WithValue(ctx, fencedKey{}, true)
+	return context.WithValue(ctx, fencedKey{}, s.fence(ctx) == nil)
 }
 
 // fence returns once the Service's caches reflect every change committed
@@ -109,12 +115,29 @@ func (s *Service) Fence(ctx context.Context) context.Context {
 // the error as a miss; see records.DB.Fence). Under a context of
 // [Service.Fence] it returns at once.
 func (s *Service) fence(ctx context.Context) error {
-	if s.revisions == nil || ctx.Value(fencedKey{}) != nil {
+	if s.revisions == nil {
 		return nil
+	}
+	if passed, ok := ctx.Value(fencedKey{}).(bool); ok {
+		if passed {
+			return nil
+		}
+		return errFenceFailed
 	}
 	rev, err := s.revisions.revision(ctx)
 	if err != nil {
 		return err
 	}
-	return s.cacheFollow.waitApplied(ctx, rev)
+	if s.cacheFollow.applied.Load() >= rev {
+		return nil // the common case: no wait, no timer
+	}
+	// A follower that lags (the feed failing and retrying) does not hold
+	// reads: past maxFenceWait they go to the store, which is current.
+	wctx, cancel := context.WithTimeout(ctx, maxFenceWait)
+	defer cancel()
+	return s.cacheFollow.waitApplied(wctx, rev)
 }
+
+// maxFenceWait bounds a fence's wait for the cache's follower; a read
+// whose fence gives up reads the store instead of the caches.
+const maxFenceWait = time.Second
