@@ -143,6 +143,9 @@ func edgeNodes(t *testing.T, spec string, tcpLow int, env ...string) {
 	if v := metricValue(m, `edgeplane_hop_streams_total{direction="out",peer="`+a.node+`"}`); v < 3 {
 		t.Errorf("B forwarded %v streams to A; want at least 3", v)
 	}
+	if v := metricValue(m, "edgeplane_nodes"); v != 3 {
+		t.Errorf("B sees %v live nodes; want 3", v)
+	}
 
 	// The hop refuses a client that is not a node: no certificate.
 	if conn, err := tls.Dial("tcp", b.hop, &tls.Config{InsecureSkipVerify: true}); err == nil {
@@ -202,6 +205,9 @@ func edgeNodes(t *testing.T, spec string, tcpLow int, env ...string) {
 	}
 	if list := adminRun(t, spec, "list-nodes"); strings.Contains(list, a.node) {
 		t.Errorf("admin list-nodes still lists A after its reaping:\n%s", list)
+	}
+	if _, m := get(t, "http://"+c.metrics+"/metrics", nil); metricValue(m, "edgeplane_nodes") != 2 {
+		t.Errorf("C sees %v live nodes after A's reaping; want 2", metricValue(m, "edgeplane_nodes"))
 	}
 }
 
