@@ -92,7 +92,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	busy := "_pragma=busy_timeout(" + strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10) + ")"
 	w, err := sql.Open("sqlite", path+"?"+busy+
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_pragma=temp_store(2)&_txlock=immediate")
 	if err != nil {
 		return nil, err
 	}
