@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
@@ -951,6 +952,17 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if err := e.svc.Host().CheckSealingKey(e.ctx); err != nil { // writes the check on first use
 		t.Fatal(err)
 	}
+	// A node's records too: registered, renewed, removed.
+	node, err := e.svc.Host().RegisterNode(e.ctx, agents.NodeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Host().RenewNode(e.ctx, node.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Host().RemoveNode(e.ctx, node.ID); err != nil {
+		t.Fatal(err)
+	}
 	rev, err := st.Revision(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -965,9 +977,11 @@ func TestInternalKindsAreKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Contains(logs.String(), "unknown kind") {
-		t.Errorf("the sealing check was logged as an unknown kind:\n%s", logs)
+		t.Errorf("the sealing check or a node was logged as an unknown kind:\n%s", logs)
 	}
-	if role, known := edgeplane.DataPlaneRoleOf("sealing_check"); !known || role != edgeplane.DataPlaneNone {
-		t.Errorf("DataPlaneRoleOf(sealing_check) = %v, %v; want none, known", role, known)
+	for _, k := range []store.Kind{"sealing_check", "node"} {
+		if role, known := edgeplane.DataPlaneRoleOf(k); !known || role != edgeplane.DataPlaneNone {
+			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want none, known", k, role, known)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -66,9 +67,11 @@ func encodeNode(n *agents.Node, rec *store.Record) error {
 	return nil
 }
 
-func nodeNotFound(id string) error {
-	return apierr.New(apierr.NotFound, "node %s is not registered: its lease ended, or it was removed", id)
-}
+// nodeKind is the identity of nodes for the store's errors; nodes are
+// not an API kind (not in kindList).
+var nodeKind = &records.Kind{StoreKind: kindNode, Prefix: agents.NodePrefix, Noun: "node"}
+
+func nodeNotFound(id string) error { return nodeKind.NotFound(id) }
 
 // nodeEnded is the error of a renewal after the node's lease ended.
 func nodeEnded(id string, at time.Time) error {
@@ -87,7 +90,7 @@ func (s *Service) registerNode(ctx context.Context, params agents.NodeParams) (*
 		return nil, err
 	}
 	if err := s.store.Create(ctx, rec); err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+		return nil, s.db.StoreErr(err, nodeKind, n.ID)
 	}
 	return n, nil
 }
@@ -111,15 +114,8 @@ func (s *Service) renewNode(ctx context.Context, id string) (*agents.Node, error
 		out = n
 		return encodeNode(n, rec)
 	})
-	switch {
-	case errors.Is(err, apierr.ErrNotFound):
-		return nil, nodeNotFound(id)
-	case err != nil:
-		var ae *apierr.Error
-		if errors.As(err, &ae) {
-			return nil, err
-		}
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	if err != nil {
+		return nil, s.db.StoreErr(err, nodeKind, id)
 	}
 	return out, nil
 }
@@ -130,11 +126,8 @@ func (s *Service) getNode(ctx context.Context, id string) (*agents.Node, error) 
 		return nil, nodeNotFound(id)
 	}
 	rec, err := s.store.Get(ctx, kindNode, nodeAccount, id)
-	switch {
-	case errors.Is(err, apierr.ErrNotFound):
-		return nil, nodeNotFound(id)
-	case err != nil:
-		return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+	if err != nil {
+		return nil, s.db.StoreErr(err, nodeKind, id)
 	}
 	return decodeNode(rec)
 }
@@ -146,7 +139,7 @@ func (s *Service) listNodes(ctx context.Context) ([]agents.Node, error) {
 	for {
 		recs, err := s.store.List(ctx, q)
 		if err != nil {
-			return nil, apierr.Wrap(apierr.Internal, err, "internal error")
+			return nil, s.db.StoreErr(err, nodeKind, "")
 		}
 		for _, rec := range recs {
 			n, err := decodeNode(rec)
@@ -170,14 +163,7 @@ func (s *Service) removeNode(ctx context.Context, id string) error {
 	if _, err := s.removeNodeSessions(ctx, id, -1); err != nil {
 		return err
 	}
-	err := s.store.Delete(ctx, kindNode, nodeAccount, id, store.Note{})
-	switch {
-	case errors.Is(err, apierr.ErrNotFound):
-		return nodeNotFound(id)
-	case err != nil:
-		return apierr.Wrap(apierr.Internal, err, "internal error")
-	}
-	return nil
+	return s.db.StoreErr(s.store.Delete(ctx, kindNode, nodeAccount, id, store.Note{}), nodeKind, id)
 }
 
 // removeNodeSessions removes up to limit (negative: all) sessions of node
@@ -220,7 +206,7 @@ func (s *Service) reapNodes(ctx context.Context, now time.Time, limit int) (int,
 	recs, err := s.store.List(ctx, store.Query{Kind: kindNode, AccountID: nodeAccount, Index: indexLeaseEnd,
 		Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true, Limit: MaxPageSize})
 	if err != nil {
-		return 0, apierr.Wrap(apierr.Internal, err, "internal error")
+		return 0, s.db.StoreErr(err, nodeKind, "")
 	}
 	reaped := 0
 	for _, rec := range recs {
@@ -240,7 +226,7 @@ func (s *Service) reapNodes(ctx context.Context, now time.Time, limit int) (int,
 		if err := s.store.DeleteIf(ctx, kindNode, nodeAccount, rec.ID, rec.Version, store.Note{}); err != nil && !errors.Is(err, apierr.ErrNotFound) {
 			var ve *store.VersionError
 			if !errors.As(err, &ve) {
-				return reaped, apierr.Wrap(apierr.Internal, err, "internal error")
+				return reaped, s.db.StoreErr(err, nodeKind, rec.ID)
 			}
 		}
 	}

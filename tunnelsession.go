@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/netip"
 	"time"
-	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -284,18 +283,7 @@ func validateLabeledTunnel(p agents.LabeledTunnelParams) error {
 	} else {
 		vs.AddError("", backends.ValidateLabels(p.Labels))
 	}
-	checkAgentText(&vs, "forwards_to", p.ForwardsTo, agents.MaxForwardsToBytes)
-	checkAgentText(&vs, "metadata", p.Metadata, agents.MaxMetadataBytes)
+	vs.CheckText("forwards_to", p.ForwardsTo, agents.MaxForwardsToBytes)
+	vs.CheckText("metadata", p.Metadata, agents.MaxMetadataBytes)
 	return vs.Err()
-}
-
-// checkAgentText adds a violation when s, text an agent reported, is
-// longer than max bytes or is not valid UTF-8.
-func checkAgentText(vs *apierr.Violations, field, s string, max int) {
-	switch {
-	case len(s) > max:
-		vs.Add(field, "must be at most %d bytes, got %d", max, len(s))
-	case !utf8.ValidString(s):
-		vs.Add(field, "must be valid UTF-8")
-	}
 }

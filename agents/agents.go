@@ -114,11 +114,11 @@ type SessionParams struct {
 // Validate reports every broken rule at once, naming each field.
 func (p SessionParams) Validate() error {
 	var vs apierr.Violations
-	checkText(&vs, "agent_version", p.AgentVersion, MaxVersionBytes)
-	checkText(&vs, "os", p.OS, MaxOSBytes)
-	checkText(&vs, "client_type", p.ClientType, MaxClientTypeBytes)
-	checkText(&vs, "metadata", p.Metadata, MaxMetadataBytes)
-	checkText(&vs, "region", p.Region, MaxVersionBytes)
+	vs.CheckText("agent_version", p.AgentVersion, MaxVersionBytes)
+	vs.CheckText("os", p.OS, MaxOSBytes)
+	vs.CheckText("client_type", p.ClientType, MaxClientTypeBytes)
+	vs.CheckText("metadata", p.Metadata, MaxMetadataBytes)
+	vs.CheckText("region", p.Region, MaxVersionBytes)
 	if p.Node == "" {
 		vs.Add("node", "is required: a session is held by a registered node")
 	}
@@ -137,17 +137,6 @@ type LabeledTunnelParams struct {
 	ForwardsTo string
 	// Metadata is the tunnel's metadata, at most MaxMetadataBytes.
 	Metadata string
-}
-
-// checkText adds a violation when s is longer than max bytes or is not
-// valid UTF-8.
-func checkText(vs *apierr.Violations, field, s string, max int) {
-	switch {
-	case len(s) > max:
-		vs.Add(field, "must be at most %d bytes, got %d", max, len(s))
-	case !utf8.ValidString(s):
-		vs.Add(field, "must be valid UTF-8")
-	}
 }
 
 // EdgeType tells an agent what kind of edge a connection came through,
@@ -317,9 +306,9 @@ func (p EndpointParams) Validate() error {
 	default:
 		vs.Add("Proto", "must be http, https, tcp or tls, got %q", truncate(p.Proto, 16))
 	}
-	checkText(&vs, "ForwardsTo", p.ForwardsTo, MaxForwardsToBytes)
-	checkText(&vs, "Metadata", p.Metadata, MaxMetadataBytes)
-	checkText(&vs, "Description", p.Description, MaxDescriptionBytes)
+	vs.CheckText("ForwardsTo", p.ForwardsTo, MaxForwardsToBytes)
+	vs.CheckText("Metadata", p.Metadata, MaxMetadataBytes)
+	vs.CheckText("Description", p.Description, MaxDescriptionBytes)
 	if p.PassthroughTLS && p.Proto != ProtoTLS {
 		vs.Add("PassthroughTLS", "applies only to tls endpoints")
 	}
@@ -391,7 +380,7 @@ func (p NodeParams) Validate() error {
 			vs.Add("addr", "must have a port from 1 to 65535, got %q", truncate(port, 16))
 		}
 	}
-	checkText(&vs, "region", p.Region, MaxVersionBytes)
-	checkText(&vs, "version", p.Version, MaxVersionBytes)
+	vs.CheckText("region", p.Region, MaxVersionBytes)
+	vs.CheckText("version", p.Version, MaxVersionBytes)
 	return vs.Err()
 }

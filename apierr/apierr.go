@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Code classifies an error. The zero value is not a valid code.
@@ -216,6 +217,17 @@ type Violations []Violation
 // fmt.Sprintf does.
 func (vs *Violations) Add(field, format string, args ...any) {
 	*vs = append(*vs, Violation{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// CheckText records that field broke a rule when s, a text a caller or
+// a peer sent, is longer than maxBytes bytes or is not valid UTF-8.
+func (vs *Violations) CheckText(field, s string, maxBytes int) {
+	switch {
+	case len(s) > maxBytes:
+		vs.Add(field, "must be at most %d bytes, got %d", maxBytes, len(s))
+	case !utf8.ValidString(s):
+		vs.Add(field, "must be valid UTF-8")
+	}
 }
 
 // AddError records the violations of err, prefixing each field with prefix

@@ -114,14 +114,11 @@ func (h *header) validate() error {
 // checkText records a violation of field when s is longer than max
 // bytes, not UTF-8, or empty when required.
 func checkText(vs *apierr.Violations, field, s string, max int, required bool) {
-	switch {
-	case required && s == "":
+	if required && s == "" {
 		vs.Add(field, "must not be empty")
-	case len(s) > max:
-		vs.Add(field, "must be at most %d bytes, got %d", max, len(s))
-	case !utf8.ValidString(s):
-		vs.Add(field, "must be UTF-8")
+		return
 	}
+	vs.CheckText(field, s, max)
 }
 
 // truncate returns s cut to at most n bytes, at a UTF-8 boundary, for

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
@@ -273,23 +271,7 @@ func (sess *session) bindEndpoint(str muxado.Stream) any {
 	if err != nil {
 		return refuse(err, refusalReason(err))
 	}
-	b := &binding{sess: sess, id: ep.ID, kind: ep.Proto, ready: make(chan struct{})}
-	sess.mu.Lock()
-	sess.tunnels[ep.ID] = struct{}{}
-	sess.mu.Unlock()
-	s.bind(b)
-	select {
-	case <-sess.done: // closed meanwhile: its close may have missed the endpoint
-		s.unbind(sess, ep.ID)
-	default:
-	}
-	// As for a labeled tunnel, connections wait for the agent to have
-	// read the answer (see startLabel).
-	go func() {
-		defer close(b.ready)
-		_ = str.SetReadDeadline(time.Now().Add(commandTimeout))
-		_, _ = io.Copy(io.Discard, io.LimitReader(str, 1<<10))
-	}()
+	sess.hold(ep.ID, ep.Proto, str)
 	s.log.Info("agent endpoint bound", "session", sess.id, "endpoint", ep.ID, "url", ep.URL, "rebind", req.ID != "")
 	return bindResp{ID: ep.ID, URL: ep.URL, Proto: req.Proto, Opts: echoOpts(req.Opts, ep, params.Addr),
 		Extra: bindRespExtra{Token: s.opts.Host.AgentToken(edgeplane.AgentTokenEndpoint, sess.accountID, sess.credentialID, ep.ID)}}

@@ -335,26 +335,33 @@ func (sess *session) startLabel(str muxado.Stream) any {
 		s.log.Info("agent's labeled tunnel refused", "session", sess.id, "err", err)
 		return startLabelResp{Error: protoError(err)}
 	}
-	b := &binding{sess: sess, id: t.ID, kind: kindLabeled, ready: make(chan struct{})}
+	sess.hold(t.ID, kindLabeled, str)
+	s.log.Info("agent tunnel started", "session", sess.id, "tunnel", t.ID, "labels", req.Labels)
+	return startLabelResp{ID: t.ID}
+}
+
+// hold records that the session holds tunnel id (a labeled tunnel's or
+// an endpoint's, of kind), bound by the request on str. The agent
+// registers the tunnel once it has read the answer, just after it closes
+// the request stream: connections for the tunnel wait for that FIN (or a
+// bound), else the agent would drop them.
+func (sess *session) hold(id, kind string, str muxado.Stream) {
+	s := sess.srv
+	b := &binding{sess: sess, id: id, kind: kind, ready: make(chan struct{})}
 	sess.mu.Lock()
-	sess.tunnels[t.ID] = struct{}{}
+	sess.tunnels[id] = struct{}{}
 	sess.mu.Unlock()
 	s.bind(b)
 	select {
 	case <-sess.done: // closed meanwhile: its close may have missed the tunnel
-		s.unbind(sess, t.ID)
+		s.unbind(sess, id)
 	default:
 	}
-	// The agent registers the tunnel once it has read the answer, just
-	// after it closes the request stream: connections for the tunnel wait
-	// for that FIN (or a bound), else the agent would drop them.
 	go func() {
 		defer close(b.ready)
 		_ = str.SetReadDeadline(time.Now().Add(commandTimeout))
 		_, _ = io.Copy(io.Discard, io.LimitReader(str, 1<<10))
 	}()
-	s.log.Info("agent tunnel started", "session", sess.id, "tunnel", t.ID, "labels", req.Labels)
-	return startLabelResp{ID: t.ID}
 }
 
 // unbind handles Unbind: the tunnel is unregistered, or the endpoint

@@ -232,19 +232,25 @@ func (s *serveProc) registerTunnel(bin, token, label, forwardsTo string) (string
 	return string(m[1]), nil
 }
 
-// metric returns the value of the sample named exactly name (with its
-// labels, if any) on the process's /metrics.
-func (s *serveProc) metric(name string) (float64, error) {
+// scrape returns the process's /metrics.
+func (s *serveProc) scrape() (string, error) {
 	resp, err := apiClient.Get("http://" + s.metrics + "/metrics")
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// metric returns the value of the sample named exactly name (with its
+// labels, if any) on the process's /metrics.
+func (s *serveProc) metric(name string) (float64, error) {
+	b, err := s.scrape()
 	if err != nil {
 		return 0, err
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
+	for line := range strings.SplitSeq(b, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}
@@ -273,17 +279,12 @@ func startAgent(dir, name, bin string, s *serveProc, certFile, token string, por
 // labels) whose labels include every one of labels (each as /metrics
 // writes it: direction="out"); 0 when there is none.
 func (s *serveProc) metricSum(name string, labels ...string) (float64, error) {
-	resp, err := apiClient.Get("http://" + s.metrics + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := s.scrape()
 	if err != nil {
 		return 0, err
 	}
 	var sum float64
-	for line := range strings.SplitSeq(string(b), "\n") {
+	for line := range strings.SplitSeq(b, "\n") {
 		rest, ok := strings.CutPrefix(line, name)
 		if !ok || rest == "" || rest[0] != '{' && rest[0] != ' ' {
 			continue
