@@ -407,27 +407,7 @@ func TestNarrowedACLStopsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := make(chan error, 1)
-	go func() {
-		defer sdkAcceptRace()
-		_, err := b.Accept()
-		accepted <- err
-	}()
-	narrowed := []string{"bind:a.example.com"}
-	if _, err := e.svc.UpdateCredential(e.ctx, e.admin, cred.ID, credentials.UpdateParams{ACL: &narrowed}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-accepted:
-		if err == nil || !strings.Contains(err.Error(), "ACL no longer allows it") {
-			t.Errorf("the stopped endpoint's Accept: %v", err)
-		}
-	case <-time.After(time.Second):
-		t.Fatal("the endpoint the ACL no longer allows was not stopped within a second")
-	}
-	if code, body, err := e.get(t, a.ID(), "/still"); err != nil || code != 200 || !strings.HasPrefix(body, "/still") {
-		t.Errorf("the endpoint still allowed: %d %q %v", code, body, err)
-	}
+	wantStoppedByACL(t, e, cred.ID, []string{"bind:a.example.com"}, b, a, "endpoint")
 }
 
 // TestDeactivatedBotClosesSessions: deactivating a bot closes the agent

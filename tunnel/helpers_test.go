@@ -8,16 +8,19 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"io"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -269,3 +272,35 @@ func sdkAcceptRace() { _ = recover() }
 // data race inside muxado (v2.0.2: a stream reuses its frame after
 // writeFrame returned early on the session's death).
 var noReconnect = ngrok.WithDisconnectHandler(func(_ context.Context, s ngrok.Session, _ error) { s.Close() })
+
+// wantStoppedByACL narrows the ACL of credential credID to acl and wants
+// stopped, a tunnel or endpoint the agent holds that acl does not allow,
+// stopped at the agent within a second (its Accept fails with the
+// server's message) and no longer reachable, and kept, one it allows,
+// still serving (what names the two in messages).
+func wantStoppedByACL(t *testing.T, e *env, credID string, acl []string, stopped, kept ngrok.Tunnel, what string) {
+	t.Helper()
+	accepted := make(chan error, 1)
+	go func() {
+		defer sdkAcceptRace()
+		_, err := stopped.Accept()
+		accepted <- err
+	}()
+	if _, err := e.svc.UpdateCredential(e.ctx, e.admin, credID, credentials.UpdateParams{ACL: &acl}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-accepted:
+		if err == nil || !strings.Contains(err.Error(), "ACL no longer allows it") {
+			t.Errorf("the stopped %s's Accept: %v", what, err)
+		}
+	case <-time.After(time.Second):
+		t.Fatalf("the %s the ACL no longer allows was not stopped within a second", what)
+	}
+	if code, body, err := e.get(t, kept.ID(), "/still"); err != nil || code != 200 || !strings.HasPrefix(body, "/still") {
+		t.Errorf("the %s still allowed: %d %q %v", what, code, body, err)
+	}
+	if _, _, err := e.get(t, stopped.ID(), "/"); !errors.Is(err, agents.ErrNoSession) {
+		t.Errorf("the stopped %s: %v; want ErrNoSession", what, err)
+	}
+}

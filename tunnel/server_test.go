@@ -14,7 +14,6 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
-	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.ngrok.com/ngrok"
@@ -292,29 +291,7 @@ func TestNarrowedACLStopsTunnel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := make(chan error, 1)
-	go func() {
-		_, err := api.Accept()
-		accepted <- err
-	}()
-	narrowed := []string{"bind:app=web"}
-	if _, err := e.svc.UpdateCredential(e.ctx, e.admin, cred.ID, credentials.UpdateParams{ACL: &narrowed}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-accepted:
-		if err == nil || !strings.Contains(err.Error(), "ACL no longer allows it") {
-			t.Errorf("the stopped tunnel's Accept: %v", err)
-		}
-	case <-time.After(time.Second):
-		t.Fatal("the tunnel the ACL no longer allows was not stopped within a second")
-	}
-	if code, body, err := e.get(t, web.ID(), "/still"); err != nil || code != 200 || !strings.HasPrefix(body, "/still") {
-		t.Errorf("the tunnel still allowed: %d %q %v", code, body, err)
-	}
-	if _, _, err := e.get(t, api.ID(), "/"); !errors.Is(err, agents.ErrNoSession) {
-		t.Errorf("the stopped tunnel: %v; want ErrNoSession", err)
-	}
+	wantStoppedByACL(t, e, cred.ID, []string{"bind:app=web"}, api, web, "tunnel")
 }
 
 // TestMetricsByKind: edgeplane_tunnel_tunnels counts labeled tunnels and
