@@ -819,6 +819,7 @@ func BenchmarkRenewNode(b *testing.B) {
 	for _, n := range []int{0, 100} {
 		b.Run(strconv.Itoa(n)+" sessions", func(b *testing.B) {
 			e := newEnv(b)
+			e.params(b) // registers the node, which renews with no session too
 			_, token := e.token(b, e.user)
 			for range n {
 				e.session(b, token)
