@@ -963,6 +963,15 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if err := e.svc.Host().RemoveNode(e.ctx, node.ID); err != nil {
 		t.Fatal(err)
 	}
+	// And a lease's: taken, renewed, released.
+	for range 2 {
+		if _, err := e.svc.Host().AcquireLease(e.ctx, "acme", "me", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.svc.Host().ReleaseLease(e.ctx, "acme", "me"); err != nil {
+		t.Fatal(err)
+	}
 	rev, err := st.Revision(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -979,7 +988,7 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if strings.Contains(logs.String(), "unknown kind") {
 		t.Errorf("the sealing check or a node was logged as an unknown kind:\n%s", logs)
 	}
-	for _, k := range []store.Kind{"sealing_check", "node"} {
+	for _, k := range []store.Kind{"sealing_check", "node", "lease"} {
 		if role, known := edgeplane.DataPlaneRoleOf(k); !known || role != edgeplane.DataPlaneNone {
 			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want none, known", k, role, known)
 		}

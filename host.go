@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"crypto/ed25519"
+	"time"
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/backends"
@@ -126,6 +127,24 @@ func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
 // tunnel_session_created event.
 func (h *Host) OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
 	return h.s.openTunnelSession(ctx, token, params)
+}
+
+// AcquireLease takes or renews the lease name for holder, for term from
+// now (between 1s and [MaxLeaseTerm]), unless another holder's term has
+// not ended: then it returns the lease as it stands, Held false. A
+// holder renews by calling it again before its term ends; the lease
+// keeps its Since. See lease.go's doc for the guarantee. name is at most
+// [MaxLeaseName] bytes of a-z, 0-9, '_', '-' and '.'; holder at most
+// [MaxLeaseHolder] bytes of UTF-8.
+func (h *Host) AcquireLease(ctx context.Context, name, holder string, term time.Duration) (*Lease, error) {
+	return h.s.acquireLease(ctx, name, holder, term)
+}
+
+// ReleaseLease lets lease name go if holder holds it, so that the next
+// [Host.AcquireLease] of another holder takes it at once; otherwise it
+// does nothing.
+func (h *Host) ReleaseLease(ctx context.Context, name, holder string) error {
+	return h.s.releaseLease(ctx, name, holder)
 }
 
 // RegisterNode records a new edge node (a tunnel server of the store)
