@@ -31,31 +31,43 @@
 //
 // # Writes and the change feed
 //
-// Every write is one transaction at READ COMMITTED. Its first statement
-// locks the one row of the feed_head table (SELECT ... FOR UPDATE), so
-// the writes of one store, through any handle in any process, run one
-// at a time: a write reads the state its predecessors committed, and
-// Update holds the lock across its callback, so no update is lost. The
-// write's statements come next, then its changes, whose revisions are
-// drawn from the feed_revision SEQUENCE, the records' versions, and the
-// new revision in feed_head, and a NOTIFY; then COMMIT. Because the lock
-// is held from before the first nextval until the commit, revisions
-// commit in the order they were drawn: when a reader sees revision n
-// committed, every revision below n that will ever commit already has.
-// A reader therefore never skips a change that commits later, without
-// any horizon bookkeeping. The price is that writes of one store do not
-// run in parallel (reads do); memstore makes the same trade. For the same
-// reason [Store.Update]'s callback must not write through the store: that
-// write would wait for the lock its own Update holds.
+// Writes are committed in groups ([store.GroupCommit]): the writes that
+// arrive while a batch commits wait for the next, which the first of
+// them commits for all, up to 60 writes in one transaction at READ
+// COMMITTED and one commit (one WAL flush). The transaction's first
+// statement locks the one row of the feed_head table (SELECT ... FOR
+// UPDATE), so the batches of one store, through any handle in any
+// process, run one at a time: a write reads the state its predecessors
+// committed, and Update holds the lock across its callback, so no update
+// is lost. Each write of a batch runs in a savepoint (a batch of one
+// needs none): its statements, its changes, whose revisions are drawn
+// from the feed_revision SEQUENCE, and the record's version go in one
+// pipelined round trip with the savepoint and its release; a write that
+// fails there (a unique key, a missing reference, a failed precondition)
+// is rolled back to its savepoint and fails alone, and the others
+// commit. The batch ends with the feed's new head in feed_head and one
+// NOTIFY, then COMMIT; no write is acknowledged before it. A batch stays
+// below 64 writes because PostgreSQL keeps only 64 subtransaction IDs of
+// a transaction in shared memory. Because the lock is held from before
+// the first nextval until the commit, revisions commit in the order they
+// were drawn: when a reader sees revision n committed, every revision
+// below n that will ever commit already has. A reader therefore never
+// skips a change that commits later, without any horizon bookkeeping.
+// The price is that batches of one store do not run in parallel (reads
+// do). For the same reason [Store.Update]'s callback must not write
+// through the store: that write would wait for the batch its own Update
+// is in.
 //
 // The revisions are drawn after the statements that can fail on a
 // constraint, so a refused write consumes none. A write that dies after
-// drawing them (its context ends, its connection drops) leaves a hole in
-// the numbering: revisions are strictly increasing but not always
-// consecutive, and [Store.Changes] skips a hole, which holds no change.
+// drawing them (its context ends, its connection drops, its batch fails)
+// leaves a hole in the numbering: revisions are strictly increasing but
+// not always consecutive, and [Store.Changes] skips a hole, which holds
+// no change.
 //
-// Serialization failures (40001) and deadlocks (40P01) are retried, at
-// most 8 attempts in all; with writers serialised they should not occur,
+// Serialization failures (40001) and deadlocks (40P01) are retried (a
+// write alone from its savepoint, a batch that fails at its commit as a
+// whole), at most 8 attempts in all; with writers serialised they should not occur,
 // but a foreign key violation that the write's own checks did not
 // predict (only possible if the schema is written to by something other
 // than this package) is treated the same way. So [Store.Update]'s
@@ -70,7 +82,7 @@
 //
 // # Waiting
 //
-// Each write sends NOTIFY on a channel named after the schema, with the
+// Each batch sends NOTIFY on a channel named after the schema, with the
 // new revision as payload, in its transaction: PostgreSQL delivers it at
 // commit. Each Store keeps one dedicated connection (outside the pool)
 // that LISTENs on it and wakes every waiting [Store.Wait]; Wait takes
@@ -84,8 +96,9 @@
 // [DefaultFeedRetention]); a reader behind them, or behind
 // [Store.Compact], gets a [store.CompactedError], and so does one ahead
 // of the store's revision. Older rows are deleted every 32 writes of a
-// handle, in the write's transaction, and by Compact. The retention is a
-// property of the handle: handles sharing a store should agree on it.
+// handle, in the transaction of the batch that passes the mark, and by
+// Compact. The retention is a property of the handle: handles sharing a
+// store should agree on it.
 //
 // # Limits
 //

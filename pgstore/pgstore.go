@@ -47,8 +47,9 @@ type Options struct {
 type Store struct {
 	pool    *pgxpool.Pool
 	keep    int64
-	channel string // the NOTIFY channel of the schema
-	writes  atomic.Int64
+	channel string       // the NOTIFY channel of the schema
+	writes  atomic.Int64 // writes committed through this handle, for pruning
+	batches *store.GroupCommit[work]
 
 	listener  *listener
 	closeOnce sync.Once
@@ -103,6 +104,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, dbErr(ctx, err)
 	}
 	s := &Store{pool: pool, keep: int64(opts.FeedRetention)}
+	s.batches = store.NewGroupCommit(maxBatch, s.commitBatch)
 	if s.keep <= 0 {
 		s.keep = DefaultFeedRetention
 	}

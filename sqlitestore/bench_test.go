@@ -3,6 +3,8 @@ package sqlitestore_test
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/memstore"
@@ -43,6 +45,23 @@ func BenchmarkStore(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+		// CreateConcurrent: 64 writers at once, as the API server under
+		// load: what group commit is for (ns/op is per write).
+		b.Run(be.name+"/CreateConcurrent", func(b *testing.B) {
+			s := be.open(b)
+			var next atomic.Int64
+			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := rec("k", "acct", fmt.Sprintf("st_%08d", next.Add(1)))
+					r.Keys = []string{"key:" + r.ID}
+					if err := s.Create(ctx, r); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 		b.Run(be.name+"/Get", func(b *testing.B) {
 			s := be.open(b)

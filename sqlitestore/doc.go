@@ -33,7 +33,10 @@
 // the store pays an fsync per commit for FULL. Concurrent writes share a
 // commit (group commit, at most 128 writes): each runs in a savepoint of
 // its own, so one that fails is undone alone, and each is answered once
-// its batch committed. Checkpoints are SQLite's automatic ones.
+// its batch committed. A batch reads the store's revision once, gives
+// each write the next ones (a write undone gives its back) and writes
+// the new revision once, before its commit. Checkpoints are SQLite's
+// automatic ones.
 //
 // # Schema and migrations
 //

@@ -73,25 +73,53 @@ func (c *statements) close() error {
 type wtx struct {
 	tx *sql.Tx
 	ws *statements
+	b  *batchState
+}
+
+// batchState is what a batch's writes share beyond the transaction.
+type batchState struct {
+	// rev is the revision of the batch's last write so far (see bump).
+	rev int64
+	// stmts are the writer's statements bound to the transaction, each
+	// bound once per batch rather than once per call.
+	stmts map[*sql.Stmt]*sql.Stmt
+}
+
+// stmt returns the statement of q bound to the transaction, nil when q
+// is not one of the writer's prepared statements.
+func (t wtx) stmt(ctx context.Context, q string) *sql.Stmt {
+	st := t.ws.lookup(q)
+	if st == nil {
+		return nil
+	}
+	if t.b.stmts == nil {
+		t.b.stmts = make(map[*sql.Stmt]*sql.Stmt, len(writeStatements))
+	}
+	bound := t.b.stmts[st]
+	if bound == nil {
+		bound = t.tx.StmtContext(ctx, st)
+		t.b.stmts[st] = bound
+	}
+	return bound
 }
 
 func (t wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := t.ws.lookup(q); st != nil {
-		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
 	return t.tx.ExecContext(ctx, q, args...)
 }
 
 func (t wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := t.ws.lookup(q); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
 	return t.tx.QueryContext(ctx, q, args...)
 }
 
 func (t wtx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := t.ws.lookup(q); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, q, args...)
 }

@@ -55,11 +55,8 @@ type Store struct {
 	poll   time.Duration
 	closed chan struct{}
 
-	// The writes waiting for a batch (see write), and whether a writer
-	// is committing batches.
-	wmu      sync.Mutex
-	wqueue   []*writeReq
-	wleading bool
+	// writes commits the writes in batches (see write).
+	writes *store.GroupCommit[func(tx wtx) error]
 
 	mu      sync.Mutex
 	commits chan struct{} // closed and replaced at each commit seen
@@ -123,6 +120,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		keep: int64(o.FeedRetention), poll: o.PollInterval,
 		closed: make(chan struct{}), commits: make(chan struct{}),
 	}
+	s.writes = store.NewGroupCommit(maxBatch, s.commitBatch)
 	// The writer's statements are prepared now, while its one connection
 	// is free: preparing inside a write would wait for it forever.
 	for _, q := range writeStatements {
@@ -151,7 +149,8 @@ var ErrClosed = errors.New("sqlitestore: the store is closed")
 
 // The writer's statements, prepared at Open.
 const (
-	qBump         = "UPDATE meta SET revision = revision + ? RETURNING revision"
+	qRevision     = "SELECT revision FROM meta"
+	qSetRevision  = "UPDATE meta SET revision = ?"
 	qTrimFeed     = "DELETE FROM feed WHERE revision <= ?"
 	qRaiseFloor   = "UPDATE meta SET floor = max(floor, ?)"
 	qAddChange    = "INSERT INTO feed (revision, op, kind, account_id, id, parent_id, data, note_event, note_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -167,7 +166,7 @@ const (
 )
 
 var writeStatements = []string{
-	qBump, qTrimFeed, qRaiseFloor, qAddChange, qInsertRecord, qInsertKey, qInsertRef, qInsertIdx, qUpdateRecord, qDeleteKeys, qDeleteRefs, qDeleteIdx, qDeleteRecord,
+	qRevision, qSetRevision, qTrimFeed, qRaiseFloor, qAddChange, qInsertRecord, qInsertKey, qInsertRef, qInsertIdx, qUpdateRecord, qDeleteKeys, qDeleteRefs, qDeleteIdx, qDeleteRecord,
 	qGetRecord, qDescendants, qDeleteSubtreeRefs, qSavepoint, qRollbackTo, qRelease,
 }
 
@@ -218,63 +217,20 @@ func isRestricted(err error) bool {
 // maxBatch bounds the writes one transaction commits together.
 const maxBatch = 128
 
-// writeReq is a write waiting for its batch's commit.
-type writeReq struct {
-	ctx  context.Context
-	fn   func(tx wtx) error
-	done chan error // its result, once its batch committed or failed
-}
-
 // write runs fn in an immediate transaction on the writer and commits
 // it, then wakes this Store's waiters. Concurrent writes share one
-// transaction and one fsync (group commit): the writes that arrive while
-// a batch commits wait for the next, which the first of them commits for
-// all. Within a batch each write runs in a savepoint of its own, so a
-// write whose fn fails (a unique key, a failed precondition) is undone
-// alone and the others commit; their revisions stay in commit order and
-// gapless, since an undone write's revision bump is undone with it. A
-// write is acknowledged only once its batch committed, and an error
-// means it was not written. An error of fn is returned as it is when it
-// is already one for callers (fn maps database errors itself with
-// dbError or a typed store error).
+// transaction and one fsync (group commit, [store.GroupCommit]): the
+// writes that arrive while a batch commits wait for the next, which the
+// first of them commits for all. Within a batch each write runs in a
+// savepoint of its own, so a write whose fn fails (a unique key, a
+// failed precondition) is undone alone and the others commit; their
+// revisions stay in commit order and gapless, since an undone write's
+// revision bump is undone with it. A write is acknowledged only once its
+// batch committed, and an error means it was not written. An error of fn
+// is returned as it is when it is already one for callers (fn maps
+// database errors itself with dbError or a typed store error).
 func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.wmu.Lock()
-	s.wqueue = append(s.wqueue, req)
-	lead := !s.wleading
-	s.wleading = true
-	s.wmu.Unlock()
-	if lead {
-		s.lead()
-	}
-	// Not abandoned when ctx ends: the batch may already be committing
-	// it, and the answer must say whether it was written. A write whose
-	// ctx ended before its batch began is skipped.
-	return <-req.done
-}
-
-// lead commits the waiting writes, a batch at a time: the caller's own
-// batch, then, while writes wait, it hands the next batch to a new
-// goroutine and returns (its caller's write is done).
-func (s *Store) lead() {
-	s.wmu.Lock()
-	n := min(len(s.wqueue), maxBatch)
-	batch := s.wqueue[:n:n]
-	s.wqueue = s.wqueue[n:]
-	s.wmu.Unlock()
-	s.commitBatch(batch)
-	s.wmu.Lock()
-	if len(s.wqueue) == 0 {
-		s.wqueue = nil
-		s.wleading = false
-		s.wmu.Unlock()
-		return
-	}
-	s.wmu.Unlock()
-	go s.lead()
+	return s.writes.Do(ctx, fn)
 }
 
 // Savepoint statements of a batch's writes.
@@ -286,20 +242,13 @@ const (
 
 // commitBatch runs batch's writes in one transaction, each in a
 // savepoint when there are several, commits, and answers each.
-func (s *Store) commitBatch(batch []*writeReq) {
-	results := make([]error, len(batch))
-	answer := func() {
-		for i, r := range batch {
-			r.done <- results[i]
-		}
-	}
+func (s *Store) commitBatch(batch []*store.Pending[func(tx wtx) error]) {
 	failAll := func(err error) {
-		for i := range results {
-			if results[i] == nil {
-				results[i] = err
+		for _, r := range batch {
+			if r.Err == nil {
+				r.Err = err
 			}
 		}
-		answer()
 	}
 	// The transaction outlives any one write's context: a write whose
 	// context ends fails alone.
@@ -309,12 +258,18 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		failAll(dbError(ctx, err))
 		return
 	}
-	t := wtx{tx: tx, ws: s.ws}
+	t := wtx{tx: tx, ws: s.ws, b: &batchState{}}
+	if err := t.queryRow(ctx, qRevision).Scan(&t.b.rev); err != nil {
+		tx.Rollback()
+		failAll(dbError(ctx, err))
+		return
+	}
+	start := t.b.rev
 	single := len(batch) == 1
 	written := 0
-	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			results[i] = err
+	for _, r := range batch {
+		if err := r.Ctx.Err(); err != nil {
+			r.Err = err
 			continue
 		}
 		if !single {
@@ -324,14 +279,15 @@ func (s *Store) commitBatch(batch []*writeReq) {
 				return
 			}
 		}
-		if err := r.fn(t); err != nil {
-			if r.ctx.Err() != nil {
-				err = r.ctx.Err()
+		before := t.b.rev
+		if err := r.Work(t); err != nil {
+			t.b.rev = before // the write's revisions are undone with it
+			if r.Ctx.Err() != nil {
+				err = r.Ctx.Err()
 			}
-			results[i] = err
+			r.Err = err
 			if single {
 				tx.Rollback()
-				answer()
 				return
 			}
 			if _, rerr := t.ExecContext(ctx, qRollbackTo); rerr != nil {
@@ -352,25 +308,29 @@ func (s *Store) commitBatch(batch []*writeReq) {
 	}
 	if written == 0 {
 		tx.Rollback()
-		answer()
 		return
+	}
+	if t.b.rev != start {
+		if _, err := t.ExecContext(ctx, qSetRevision, t.b.rev); err != nil {
+			tx.Rollback()
+			failAll(dbError(ctx, err))
+			return
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		failAll(dbError(ctx, err))
 		return
 	}
 	s.notify()
-	answer()
 }
 
-// bump advances the store's revision by n in tx and returns the new
-// revision; it also compacts the feed when the write passes a multiple of
-// a step of the retention.
+// bump advances the batch's revision by n and returns the new revision
+// (the store's revision is written once, when the batch commits); it
+// also compacts the feed when the write passes a multiple of a step of
+// the retention.
 func (s *Store) bump(ctx context.Context, tx wtx, n int64) (int64, error) {
-	var rev int64
-	if err := tx.queryRow(ctx, qBump, n).Scan(&rev); err != nil {
-		return 0, dbError(ctx, err)
-	}
+	rev := tx.b.rev + n
+	tx.b.rev = rev
 	step := max(1, min(s.keep/8, 1024))
 	if (rev-n)/step != rev/step && rev > s.keep {
 		through := rev - s.keep
