@@ -2,7 +2,9 @@ package pgstore_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/memstore"
@@ -34,6 +36,44 @@ func BenchmarkStore(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+			})
+			// CreateConcurrent and UpdateConcurrent: 64 writers at once,
+			// as the API server under load: what group commit is for
+			// (ns/op is per write).
+			b.Run("CreateConcurrent", func(b *testing.B) {
+				s := be.open(b)
+				ctx := context.Background()
+				var next atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := s.Create(ctx, benchRecord(int(next.Add(1)))); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+			b.Run("UpdateConcurrent", func(b *testing.B) {
+				s := seeded(b, be.open(b), 1000)
+				ctx := context.Background()
+				var next atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := int(next.Add(1))
+						_, err := s.Update(ctx, "bench", "acct", benchID(i%1000+1), func(r *store.Record) error {
+							r.Data = []byte(`{"name":"renamed","n":` + strconv.Itoa(i) + `}`)
+							return nil
+						})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			})
 			b.Run("Get", func(b *testing.B) {
 				s := seeded(b, be.open(b), 1000)

@@ -37,37 +37,39 @@
 // COMMITTED and one commit (one WAL flush). The transaction's first
 // statement locks the one row of the feed_head table (SELECT ... FOR
 // UPDATE), so the batches of one store, through any handle in any
-// process, run one at a time: a write reads the state its predecessors
-// committed, and Update holds the lock across its callback, so no update
-// is lost. Each write of a batch runs in a savepoint (a batch of one
-// needs none): its statements, its changes, whose revisions are drawn
-// from the feed_revision SEQUENCE, and the record's version go in one
-// pipelined round trip with the savepoint and its release; a write that
-// fails there (a unique key, a missing reference, a failed precondition)
-// is rolled back to its savepoint and fails alone, and the others
-// commit. The batch ends with the feed's new head in feed_head and one
-// NOTIFY, then COMMIT; no write is acknowledged before it. A batch stays
-// below 64 writes because PostgreSQL keeps only 64 subtransaction IDs of
-// a transaction in shared memory. Because the lock is held from before
-// the first nextval until the commit, revisions commit in the order they
-// were drawn: when a reader sees revision n committed, every revision
-// below n that will ever commit already has. A reader therefore never
-// skips a change that commits later, without any horizon bookkeeping.
-// The price is that batches of one store do not run in parallel (reads
-// do). For the same reason [Store.Update]'s callback must not write
-// through the store: that write would wait for the batch its own Update
-// is in.
+// process, run one at a time: a batch reads the state its predecessors
+// committed, and Update runs its callback with the lock held, so no
+// update is lost. Holding the lock, a batch gives its writes the
+// revisions after the feed's head, in order, in Go; it ends by moving
+// the head (and the feed_revision SEQUENCE, which older versions drew
+// revisions from) to its last revision, one NOTIFY, and COMMIT. No
+// write is acknowledged before that commit. Because the lock is held
+// from the head's read to the commit, revisions commit in order and
+// without holes: when a reader sees revision n committed, every
+// revision below n already has.
 //
-// The revisions are drawn after the statements that can fail on a
-// constraint, so a refused write consumes none. A write that dies after
-// drawing them (its context ends, its connection drops, its batch fails)
-// leaves a hole in the numbering: revisions are strictly increasing but
-// not always consecutive, and [Store.Changes] skips a hole, which holds
-// no change.
+// A batch first takes the fast path: with the lock, it reads every
+// record its writes update or replace (one query), plans each write in
+// Go against that record as the batch's earlier writes left it (an
+// update's callback runs here; a write whose record does not exist or
+// whose precondition fails is refused alone, having queued nothing), and
+// sends every write's statements and the batch's end in one pipelined
+// round trip: four round trips for the batch, whatever its size. When a
+// statement fails there (a unique key, a missing reference), the
+// transaction is rolled back and the batch is taken again on the careful
+// path, as is a batch with a delete (which queries the transaction for
+// the descendants and referrers): each write reads its record through
+// the transaction and runs in a savepoint (a batch of one needs none),
+// so that one that fails is rolled back to it, its revisions given back,
+// and fails alone while the others commit. A batch stays below 64
+// writes because PostgreSQL keeps only 64 subtransaction IDs of a
+// transaction in shared memory. For the same reason as the lock, an
+// Update's callback must not write through the store: that write would
+// wait for the batch its own Update is in.
 //
 // Serialization failures (40001) and deadlocks (40P01) are retried (a
-// write alone from its savepoint, a batch that fails at its commit as a
-// whole), at most 8 attempts in all; with writers serialised they should not occur,
+// write alone from its savepoint, a batch that fails as a whole), at
+// most 8 attempts in all; with writers serialised they should not occur,
 // but a foreign key violation that the write's own checks did not
 // predict (only possible if the schema is written to by something other
 // than this package) is treated the same way. So [Store.Update]'s

@@ -50,6 +50,8 @@ type Store struct {
 	channel string       // the NOTIFY channel of the schema
 	writes  atomic.Int64 // writes committed through this handle, for pruning
 	batches *store.GroupCommit[work]
+	// fast and careful count the batches committed on each path.
+	fast, careful atomic.Int64
 
 	listener  *listener
 	closeOnce sync.Once

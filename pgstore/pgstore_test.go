@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,10 +340,13 @@ func TestCascadeWithInternalReferences(t *testing.T) {
 	}
 }
 
-// TestRevisionHole: a revision drawn by a write that never committed
-// leaves a hole that the feed skips: readers get the next change, and
-// versions still increase.
-func TestRevisionHole(t *testing.T) {
+// TestRevisionsAfterAnAbortedDraw: revisions are the batches' to give
+// under the feed lock, so a revision drawn from the sequence by a
+// transaction that never committed (an older version of this package
+// cancelled between nextval and COMMIT) is given again, and the feed
+// stays gapless; and the sequence follows the head, so that a writer
+// that draws from it counts on from there.
+func TestRevisionsAfterAnAbortedDraw(t *testing.T) {
 	ctx := context.Background()
 	u := freshSchema(t)
 	s := open(t, u, pgstore.Options{})
@@ -352,29 +358,32 @@ func TestRevisionHole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// As a write cancelled between nextval and COMMIT would.
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT nextval('feed_revision')`); err != nil {
+	var drawn int64
+	if err := tx.QueryRow(ctx, `SELECT nextval('feed_revision')`).Scan(&drawn); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if drawn != 2 {
+		t.Fatalf("the sequence gave %d after the first write, want 2: it does not follow the head", drawn)
+	}
 	if err := s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_2", Data: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := s.Changes(ctx, 1, 10, store.WithData)
-	if err != nil || len(cs) != 1 || cs[0].ID != "st_2" || cs[0].Revision != 3 {
-		t.Fatalf("the feed after the hole: %+v, %v; want st_2 at revision 3", cs, err)
+	if err != nil || len(cs) != 1 || cs[0].ID != "st_2" || cs[0].Revision != 2 {
+		t.Fatalf("the feed after the aborted draw: %+v, %v; want st_2 at revision 2", cs, err)
 	}
-	if rev, err := s.Revision(ctx); err != nil || rev != 3 {
-		t.Errorf("Revision() = %d, %v; want 3", rev, err)
+	if rev, err := s.Revision(ctx); err != nil || rev != 2 {
+		t.Errorf("Revision() = %d, %v; want 2", rev, err)
 	}
-	if err := s.Wait(ctx, 2); err != nil {
-		t.Errorf("Wait for the hole: %v", err)
+	if err := conn.QueryRow(ctx, `SELECT nextval('feed_revision')`).Scan(&drawn); err != nil || drawn != 3 {
+		t.Errorf("the sequence after the second write gave %d, %v; want 3", drawn, err)
 	}
 }
 
@@ -438,5 +447,78 @@ func TestListenerReconnects(t *testing.T) {
 	}
 	if err := <-woke; err != nil {
 		t.Fatalf("Wait after the listener reconnected: %v", err)
+	}
+}
+
+// TestBatchPaths: concurrent writes that all succeed commit on the fast
+// path (their statements pipelined, no savepoints); a batch in which one
+// breaks a unique key is taken again on the careful path, where that one
+// fails alone; a delete takes the careful path.
+func TestBatchPaths(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshSchema(t), pgstore.Options{})
+	seed := store.Record{Kind: "k", AccountID: "a", ID: "st_seed", Keys: []string{"taken"}, Data: []byte(`{"n":0}`)}
+	if err := s.Create(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	run := func(n int, write func(i int) error) []error {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { errs[i] = write(i) })
+		}
+		wg.Wait()
+		return errs
+	}
+	fast0, careful0 := s.Batches()
+	for i, err := range run(32, func(i int) error {
+		if i%2 == 0 {
+			return s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_" + strconv.Itoa(100+i), Data: []byte(`{}`)})
+		}
+		_, err := s.Update(ctx, "k", "a", "st_seed", func(r *store.Record) error {
+			var d struct{ N int }
+			if err := json.Unmarshal(r.Data, &d); err != nil {
+				return err
+			}
+			r.Data = []byte(`{"n":` + strconv.Itoa(d.N+1) + `}`)
+			return nil
+		})
+		return err
+	}) {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	fast1, careful1 := s.Batches()
+	if fast1 == fast0 || careful1 != careful0 {
+		t.Fatalf("writes that all succeed: %d fast and %d careful batches, want only fast ones", fast1-fast0, careful1-careful0)
+	}
+	got, err := s.Get(ctx, "k", "a", "st_seed")
+	if err != nil || string(got.Data) != `{"n":16}` {
+		t.Fatalf("after 16 concurrent increments: %s, %v; want n 16 (updates of one record in a batch see each other)", got.Data, err)
+	}
+
+	errs := run(16, func(i int) error {
+		r := store.Record{Kind: "k", AccountID: "a", ID: "st_" + strconv.Itoa(200+i), Data: []byte(`{}`)}
+		if i == 7 {
+			r.Keys = []string{"taken"}
+		}
+		return s.Create(ctx, r)
+	})
+	for i, err := range errs {
+		var dup *store.DuplicateError
+		if (i == 7) != errors.As(err, &dup) || (i != 7 && err != nil) {
+			t.Errorf("create %d: %v", i, err)
+		}
+	}
+	_, careful2 := s.Batches()
+	if careful2 == careful1 {
+		t.Error("a batch with a broken key committed without the careful path")
+	}
+	if err := s.Delete(ctx, "k", "a", "st_100", store.Note{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, careful3 := s.Batches(); careful3 == careful2 {
+		t.Error("a delete committed without the careful path")
 	}
 }
