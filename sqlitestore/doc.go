@@ -31,9 +31,12 @@
 // commits to an OS crash or power loss; a control plane's acknowledged
 // write (a credential issued, a policy changed) must not come back, so
 // the store pays an fsync per commit for FULL. Concurrent writes share a
-// commit (group commit, at most 128 writes): each runs in a savepoint of
-// its own, so one that fails is undone alone, and each is answered once
-// its batch committed. A batch reads the store's revision once, gives
+// commit (group commit, at most 128 writes), and each is answered once
+// its batch committed. A batch first runs its writes one after another
+// without savepoints; a write that fails after one of its statements
+// took effect makes the batch roll back and run again with a savepoint
+// per write, so that one is undone alone (a write that fails before any
+// statement took effect needs no undo, and fails alone either way). A batch reads the store's revision once, gives
 // each write the next ones (a write undone gives its back) and writes
 // the new revision once, before its commit. Checkpoints are SQLite's
 // automatic ones.

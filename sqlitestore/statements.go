@@ -80,6 +80,9 @@ type wtx struct {
 type batchState struct {
 	// rev is the revision of the batch's last write so far (see bump).
 	rev int64
+	// took counts the statements run through ExecContext that took
+	// effect (a failed statement takes none: SQLite undoes it).
+	took int
 	// stmts are the writer's statements bound to the transaction, each
 	// bound once per batch rather than once per call.
 	stmts map[*sql.Stmt]*sql.Stmt
@@ -103,11 +106,16 @@ func (t wtx) stmt(ctx context.Context, q string) *sql.Stmt {
 	return bound
 }
 
-func (t wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+func (t wtx) ExecContext(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
 	if st := t.stmt(ctx, q); st != nil {
-		return st.ExecContext(ctx, args...)
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = t.tx.ExecContext(ctx, q, args...)
 	}
-	return t.tx.ExecContext(ctx, q, args...)
+	if err == nil {
+		t.b.took++
+	}
+	return res, err
 }
 
 func (t wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {

@@ -240,88 +240,111 @@ const (
 	qRelease    = "RELEASE w"
 )
 
-// commitBatch runs batch's writes in one transaction, each in a
-// savepoint when there are several, commits, and answers each.
+// commitBatch runs batch's writes in one transaction, commits, and
+// answers each. It first runs them without savepoints; a write that
+// fails there after one of its statements took effect (a unique key
+// broken by its second statement, say) makes it roll the transaction
+// back and run the batch again, each write in a savepoint of its own. A
+// write that fails before any of its statements took effect (a record
+// that does not exist, a callback's refusal, a failed precondition, a
+// first statement refused: SQLite undoes a failed statement) needs no
+// undo and fails alone on either run.
 func (s *Store) commitBatch(batch []*store.Pending[func(tx wtx) error]) {
-	failAll := func(err error) {
+	if s.tryBatch(batch, false) {
+		return
+	}
+	for _, r := range batch {
+		r.Err = nil
+	}
+	s.tryBatch(batch, true)
+}
+
+// tryBatch runs batch's writes in one transaction, each in a savepoint
+// when careful (and there are several), commits, and sets each one's
+// result. Not careful, it returns false, having rolled back and set no
+// result, when a write failed after some of its statements took effect.
+func (s *Store) tryBatch(batch []*store.Pending[func(tx wtx) error], careful bool) bool {
+	failAll := func(err error) bool {
 		for _, r := range batch {
 			if r.Err == nil {
 				r.Err = err
 			}
 		}
+		return true
 	}
 	// The transaction outlives any one write's context: a write whose
 	// context ends fails alone.
 	ctx := context.Background()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		failAll(dbError(ctx, err))
-		return
+		return failAll(dbError(ctx, err))
 	}
 	t := wtx{tx: tx, ws: s.ws, b: &batchState{}}
 	if err := t.queryRow(ctx, qRevision).Scan(&t.b.rev); err != nil {
 		tx.Rollback()
-		failAll(dbError(ctx, err))
-		return
+		return failAll(dbError(ctx, err))
 	}
 	start := t.b.rev
 	single := len(batch) == 1
+	savepoints := careful && !single
 	written := 0
 	for _, r := range batch {
 		if err := r.Ctx.Err(); err != nil {
 			r.Err = err
 			continue
 		}
-		if !single {
+		if savepoints {
 			if _, err := t.ExecContext(ctx, qSavepoint); err != nil {
 				tx.Rollback()
-				failAll(dbError(ctx, err))
-				return
+				return failAll(dbError(ctx, err))
 			}
 		}
-		before := t.b.rev
+		before, took := t.b.rev, t.b.took
 		if err := r.Work(t); err != nil {
 			t.b.rev = before // the write's revisions are undone with it
 			if r.Ctx.Err() != nil {
 				err = r.Ctx.Err()
 			}
+			switch {
+			case single:
+				r.Err = err
+				tx.Rollback()
+				return true
+			case savepoints:
+				if _, rerr := t.ExecContext(ctx, qRollbackTo); rerr != nil {
+					tx.Rollback()
+					return failAll(dbError(ctx, rerr))
+				}
+			case t.b.took != took:
+				tx.Rollback()
+				return false // to be undone alone: run again with savepoints
+			}
 			r.Err = err
-			if single {
-				tx.Rollback()
-				return
-			}
-			if _, rerr := t.ExecContext(ctx, qRollbackTo); rerr != nil {
-				tx.Rollback()
-				failAll(dbError(ctx, rerr))
-				return
-			}
 		} else {
 			written++
 		}
-		if !single {
+		if savepoints {
 			if _, err := t.ExecContext(ctx, qRelease); err != nil {
 				tx.Rollback()
-				failAll(dbError(ctx, err))
-				return
+				return failAll(dbError(ctx, err))
 			}
 		}
 	}
 	if written == 0 {
 		tx.Rollback()
-		return
+		return true
 	}
 	if t.b.rev != start {
 		if _, err := t.ExecContext(ctx, qSetRevision, t.b.rev); err != nil {
 			tx.Rollback()
-			failAll(dbError(ctx, err))
-			return
+			return failAll(dbError(ctx, err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		failAll(dbError(ctx, err))
-		return
+		return failAll(dbError(ctx, err))
 	}
 	s.notify()
+	return true
 }
 
 // bump advances the batch's revision by n and returns the new revision
