@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -421,40 +422,66 @@ func (s *Store) Create(ctx context.Context, rec store.Record) error {
 		case err != nil:
 			return dbError(ctx, err)
 		}
-		if err := insertFacts(ctx, tx, &r); err != nil {
+		if err := insertFacts(ctx, tx, &r, nil); err != nil {
 			return err
 		}
 		return addChange(ctx, tx, rev, store.OpCreate, &r, r.Note)
 	})
 }
 
-// insertFacts writes r's keys, references and index entries, mapping
-// their constraint failures to the store's errors.
-func insertFacts(ctx context.Context, tx wtx, r *store.Record) error {
-	for _, k := range r.Keys {
-		_, err := tx.ExecContext(ctx, qInsertKey, k, r.ID)
-		if isUniqueViolation(err) {
-			return &store.DuplicateError{Key: k}
-		} else if err != nil {
-			return dbError(ctx, err)
+// insertFacts writes the rows of r's keys, references and index
+// entries; when r replaces old, it first deletes old's, and leaves alone
+// those that did not change.
+func insertFacts(ctx context.Context, tx wtx, r, old *store.Record) error {
+	drop := func(q string) error {
+		_, err := tx.ExecContext(ctx, q, r.ID)
+		return dbError(ctx, err)
+	}
+	if old == nil || !slices.Equal(r.Keys, old.Keys) {
+		if old != nil && len(old.Keys) > 0 {
+			if err := drop(qDeleteKeys); err != nil {
+				return err
+			}
+		}
+		for _, k := range r.Keys {
+			_, err := tx.ExecContext(ctx, qInsertKey, k, r.ID)
+			if isUniqueViolation(err) {
+				return &store.DuplicateError{Key: k}
+			} else if err != nil {
+				return dbError(ctx, err)
+			}
 		}
 	}
-	for _, ref := range r.Refs {
-		if ref == r.ID {
-			continue
+	if old == nil || !slices.Equal(r.Refs, old.Refs) {
+		if old != nil && len(old.Refs) > 0 {
+			if err := drop(qDeleteRefs); err != nil {
+				return err
+			}
 		}
-		_, err := tx.ExecContext(ctx, qInsertRef, ref, r.ID, r.AccountID)
-		if isForeignKeyViolation(err) {
-			return &store.MissingRefError{ID: ref}
-		} else if err != nil {
-			return dbError(ctx, err)
+		for _, ref := range r.Refs {
+			if ref == r.ID {
+				continue
+			}
+			_, err := tx.ExecContext(ctx, qInsertRef, ref, r.ID, r.AccountID)
+			if isForeignKeyViolation(err) {
+				return &store.MissingRefError{ID: ref}
+			} else if err != nil {
+				return dbError(ctx, err)
+			}
 		}
 	}
-	for _, e := range store.UniqueIndexes(r.Indexes) {
-		_, err := tx.ExecContext(ctx, qInsertIdx,
-			r.ID, e.Name, e.Value, string(r.Kind), r.AccountID)
-		if err != nil {
-			return dbError(ctx, err)
+	if old == nil || !slices.Equal(r.Indexes, old.Indexes) {
+		if old != nil && len(old.Indexes) > 0 {
+			if err := drop(qDeleteIdx); err != nil {
+				return err
+			}
+		}
+		for _, e := range store.UniqueIndexes(r.Indexes) {
+			_, err := tx.ExecContext(ctx, qInsertIdx,
+				r.ID, e.Name, e.Value, string(r.Kind), r.AccountID)
+			if err != nil {
+				return dbError(ctx, err)
+			}
 		}
 	}
 	return nil
@@ -514,12 +541,7 @@ func (s *Store) put(ctx context.Context, tx wtx, old *store.Record, rec store.Re
 		nonNil(r.Data), encode(r.Keys), encode(r.Refs), encode(r.Indexes), rev, r.ID); err != nil {
 		return store.Record{}, dbError(ctx, err)
 	}
-	for _, q := range []string{qDeleteKeys, qDeleteRefs, qDeleteIdx} {
-		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
-			return store.Record{}, dbError(ctx, err)
-		}
-	}
-	if err := insertFacts(ctx, tx, &r); err != nil {
+	if err := insertFacts(ctx, tx, &r, old); err != nil {
 		return store.Record{}, err
 	}
 	if err := addChange(ctx, tx, rev, store.OpUpdate, &r, r.Note); err != nil {
