@@ -124,6 +124,17 @@ func BenchmarkStore(b *testing.B) {
 				}
 			}
 		})
+		// Revision: what a fenced read costs (the API server reads it,
+		// coalesced, before it answers from its caches).
+		b.Run(be.name+"/Revision", func(b *testing.B) {
+			s := be.open(b)
+			seed(b, s)
+			for b.Loop() {
+				if _, err := s.Revision(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(be.name+"/Lookup", func(b *testing.B) {
 			s := be.open(b)
 			seed(b, s)

@@ -19,7 +19,11 @@
 //     the writer's time.
 //   - the readers, a pool of [Options].Readers connections:
 //     "PATH?_pragma=busy_timeout(MS)&_pragma=query_only(1)". In WAL mode
-//     readers never wait for the writer and see only committed data.
+//     readers never wait for the writer and see only committed data. One
+//     more connection of the pool is kept for [Store.Revision], which
+//     runs its one prepared statement on it through the driver (no pool,
+//     no database/sql rows): the API server reads the revision before it
+//     answers from its caches, so it is the most frequent query.
 //
 // The busy timeout is [Options].BusyTimeout (default 5s).
 //

@@ -3,6 +3,9 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -14,9 +17,81 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	var rev int64
-	err := s.rs.queryRow(ctx, "SELECT revision FROM meta").Scan(&rev)
+	s.revMu.Lock()
+	defer s.revMu.Unlock()
+	select {
+	case <-s.closed:
+		return 0, ErrClosed
+	default:
+	}
+	rev, err := s.readRevision(ctx)
+	if err != nil && ctx.Err() == nil {
+		// Start afresh on the next read: a connection that failed once
+		// may stay broken.
+		s.closeRevisionConn() //nolint:errcheck // err is the one to report
+	}
 	return rev, dbError(ctx, err)
+}
+
+// readRevision reads the revision on the Store's revision connection
+// (opened on first use), through the driver's statement. Under revMu.
+func (s *Store) readRevision(ctx context.Context) (int64, error) {
+	if s.rev == nil {
+		c, err := s.r.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s.rev = c
+	}
+	var rev int64
+	err := s.rev.Raw(func(dc any) error {
+		if s.revStmt == nil {
+			p, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return errors.New("sqlitestore: the driver cannot prepare with a context")
+			}
+			st, err := p.PrepareContext(ctx, "SELECT revision FROM meta")
+			if err != nil {
+				return err
+			}
+			s.revStmt = st
+		}
+		q, ok := s.revStmt.(driver.StmtQueryContext)
+		if !ok {
+			return errors.New("sqlitestore: the driver cannot query with a context")
+		}
+		rows, err := q.QueryContext(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 1)
+		if err := rows.Next(dest); err != nil {
+			return err
+		}
+		v, ok := dest[0].(int64)
+		if !ok {
+			return fmt.Errorf("sqlitestore: the revision is a %T", dest[0])
+		}
+		rev = v
+		return nil
+	})
+	return rev, err
+}
+
+// closeRevisionConn closes the revision connection and its statement.
+// Under revMu.
+func (s *Store) closeRevisionConn() error {
+	var errs []error
+	if s.revStmt != nil {
+		errs = append(errs, s.revStmt.Close())
+		s.revStmt = nil
+	}
+	if s.rev != nil {
+		errs = append(errs, s.rev.Close())
+		s.rev = nil
+	}
+	return errors.Join(errs...)
 }
 
 // Changes implements [store.Feed]. A revision above the store's is also

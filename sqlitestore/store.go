@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -65,6 +66,13 @@ type Store struct {
 	polling bool
 	pollers sync.WaitGroup
 	once    sync.Once
+
+	// Revision reads on a connection of its own (opened on first use),
+	// through the driver's statement: no pool, no database/sql rows; a
+	// fenced read of the API server costs one, coalesced.
+	revMu   sync.Mutex
+	rev     *sql.Conn
+	revStmt driver.Stmt
 }
 
 // Open opens (creating if needed) the database at path, brings its schema
@@ -107,8 +115,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	r.SetMaxOpenConns(o.Readers)
-	r.SetMaxIdleConns(o.Readers)
+	r.SetMaxOpenConns(o.Readers + 1) // and the revision's (feed.go)
+	r.SetMaxIdleConns(o.Readers + 1)
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	if err := r.PingContext(ctx); err != nil {
@@ -142,7 +150,10 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 	})
 	s.pollers.Wait()
-	return errors.Join(s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close())
+	s.revMu.Lock()
+	rerr := s.closeRevisionConn()
+	s.revMu.Unlock()
+	return errors.Join(rerr, s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close())
 }
 
 // ErrClosed is the error of [Store.Wait] on a closed Store.
