@@ -172,6 +172,14 @@ func newTimedStore(st store.Store, ops *prometheus.HistogramVec) timedStore {
 	}}
 }
 
+// Exclusive reports what the store it times reports ([store.Exclusive]):
+// a Service on a timed memstore still knows that no other process writes
+// it, and answers from its caches without a fence.
+func (s timedStore) Exclusive() bool {
+	ex, ok := s.Store.(store.Exclusive)
+	return ok && ex.Exclusive()
+}
+
 func observe(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
 
 func (s timedStore) Create(ctx context.Context, rec store.Record) error {

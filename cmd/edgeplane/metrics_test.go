@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/sqlitestore"
+	"github.com/edgeplane/edgeplane/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -39,5 +45,24 @@ func TestMetricsObserve(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.duration); n != maxSeries+10 {
 		t.Errorf("%d duration series, want %d", n, maxSeries+10)
+	}
+}
+
+// TestTimedStoreKeepsExclusive: timing a store keeps what it says of its
+// writers, or serve on memory would fence every cached read.
+func TestTimedStoreKeepsExclusive(t *testing.T) {
+	ops := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ops"}, []string{"op"})
+	var mem store.Store = newTimedStore(memstore.New(), ops)
+	if ex, ok := mem.(store.Exclusive); !ok || !ex.Exclusive() {
+		t.Error("a timed memstore does not say it is exclusive")
+	}
+	sq, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	var timed store.Store = newTimedStore(sq, ops)
+	if ex, ok := timed.(store.Exclusive); ok && ex.Exclusive() {
+		t.Error("a timed SQLite store says it is exclusive")
 	}
 }
