@@ -109,6 +109,20 @@ func BenchmarkBackends(b *testing.B) {
 					}
 				}
 			})
+			// The same page as the HTTP API answers it: its items' JSON
+			// (records.ListEncoded), the encodings cached with the records.
+			b.Run("ListCredentials100JSON", func(b *testing.B) {
+				tr := e.svc.Transport()
+				var buf []byte
+				b.ReportAllocs()
+				for b.Loop() {
+					page, err := tr.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{Limit: 100})
+					if err != nil || len(page.AppendItemsJSON(nil)) < 100 {
+						b.Fatal(err)
+					}
+					buf = page.AppendItemsJSON(buf[:0])
+				}
+			})
 			desc := "renamed"
 			b.Run("UpdateCredential", func(b *testing.B) {
 				b.ReportAllocs()
