@@ -117,7 +117,7 @@ func BenchmarkBackends(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					page, err := tr.ListCredentials(e.ctx, e.admin, edgeplane.ListOptions{Limit: 100})
-					if err != nil || len(page.AppendItemsJSON(nil)) < 100 {
+					if err != nil {
 						b.Fatal(err)
 					}
 					buf = page.AppendItemsJSON(buf[:0])

@@ -23,6 +23,14 @@
 // does all of that for a [follow.Handler]). A write may carry a [Note]
 // (the event it reports), which its change shows.
 //
+// # Optional interfaces
+//
+// A backend may implement [Exclusive] (no other process writes it: the
+// Service's caches need no fence) and [VersionLister] (lists of IDs and
+// versions without documents, and reads of several records at once: a
+// list then reads from the store only the records the Service's record
+// cache does not hold). storetest checks a VersionLister against List.
+//
 // [follow.Handler]: https://pkg.go.dev/github.com/edgeplane/edgeplane/store/follow#Handler
 package store
 

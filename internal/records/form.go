@@ -232,6 +232,33 @@ func (f Form[M]) ListedJSON(db *DB, t recordcache.Ticket, rec store.Record, pres
 	return b, nil
 }
 
+// listedModel is Listed for a record of a list (see listChunk): the
+// model of the cache's entry when the list took one, else Listed's.
+func (f Form[M]) listedModel(db *DB, t recordcache.Ticket, it listed) (*M, error) {
+	if it.e == nil {
+		return f.Listed(db, t, it.rec)
+	}
+	return f.model(db, it.e.Doc, it.rec)
+}
+
+// listedJSON is ListedJSON for a record of a list (see listChunk): the
+// JSON cached with the cache's entry when the list took one (made and
+// cached with it when it has none), else ListedJSON's.
+func (f Form[M]) listedJSON(db *DB, t recordcache.Ticket, it listed, present func(*M, store.Record)) ([]byte, error) {
+	if it.e == nil {
+		return f.ListedJSON(db, t, it.rec, present)
+	}
+	if b := it.e.JSON(); b != nil {
+		return b, nil
+	}
+	b, err := f.encodeShown(db, it.e.Doc, it.rec, present)
+	if err != nil {
+		return nil, err
+	}
+	db.Cache.SetJSON(it.e, b)
+	return b, nil
+}
+
 // encodeShown returns the JSON of the model of doc, a parse of rec,
 // presented: the model's own encoding when it is a [jsonenc.Appender]
 // that succeeds, else encoding/json's.
