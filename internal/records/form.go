@@ -233,29 +233,30 @@ func (f Form[M]) ListedJSON(db *DB, t recordcache.Ticket, rec store.Record, pres
 }
 
 // listedModel is Listed for a record of a list (see listChunk): the
-// model of the cache's entry when the list took one, else Listed's.
-func (f Form[M]) listedModel(db *DB, t recordcache.Ticket, it listed) (*M, error) {
-	if it.e == nil {
-		return f.Listed(db, t, it.rec)
+// model of e, the cache's entry the list took for rec, when it took one,
+// else Listed's.
+func (f Form[M]) listedModel(db *DB, t recordcache.Ticket, rec store.Record, e *recordcache.Entry) (*M, error) {
+	if e == nil {
+		return f.Listed(db, t, rec)
 	}
-	return f.model(db, it.e.Doc, it.rec)
+	return f.model(db, e.Doc, rec)
 }
 
 // listedJSON is ListedJSON for a record of a list (see listChunk): the
-// JSON cached with the cache's entry when the list took one (made and
-// cached with it when it has none), else ListedJSON's.
-func (f Form[M]) listedJSON(db *DB, t recordcache.Ticket, it listed, present func(*M, store.Record)) ([]byte, error) {
-	if it.e == nil {
-		return f.ListedJSON(db, t, it.rec, present)
+// JSON cached with e, the cache's entry the list took for rec, when it
+// took one (made and cached with it when it has none), else ListedJSON's.
+func (f Form[M]) listedJSON(db *DB, t recordcache.Ticket, rec store.Record, e *recordcache.Entry, present func(*M, store.Record)) ([]byte, error) {
+	if e == nil {
+		return f.ListedJSON(db, t, rec, present)
 	}
-	if b := it.e.JSON(); b != nil {
+	if b := e.JSON(); b != nil {
 		return b, nil
 	}
-	b, err := f.encodeShown(db, it.e.Doc, it.rec, present)
+	b, err := f.encodeShown(db, e.Doc, rec, present)
 	if err != nil {
 		return nil, err
 	}
-	db.Cache.SetJSON(it.e, b)
+	db.Cache.SetJSON(e, b)
 	return b, nil
 }
 

@@ -105,17 +105,16 @@ func ListAs[M, V any](ctx context.Context, db *DB, p identity.Principal, f Form[
 	for {
 		t := db.Cache.Note()
 		want := min(chunk, budget-scanned)
-		recs, more, last, err := db.listChunk(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor}, want)
+		recs, cached, more, last, err := db.listChunk(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor}, want)
 		if err != nil {
 			return nil, db.StoreErr(err, f.Kind, "")
 		}
 		if page.Items == nil {
 			page.Items = make([]V, 0, min(len(recs), limit))
 		}
-		for _, it := range recs {
-			rec := it.rec
+		for i, rec := range recs {
 			scanned++
-			m, err := f.listedModel(db, t, it)
+			m, err := f.listedModel(db, t, rec, entryAt(cached, i))
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +198,7 @@ func ListEncoded[M any](ctx context.Context, db *DB, p identity.Principal, f For
 		return nil, err
 	}
 	t := db.Cache.Note()
-	recs, more, last, err := db.listChunk(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: q.BeforeID}, limit)
+	recs, cached, more, last, err := db.listChunk(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: q.BeforeID}, limit)
 	if err != nil {
 		return nil, db.StoreErr(err, f.Kind, "")
 	}
@@ -208,8 +207,8 @@ func ListEncoded[M any](ctx context.Context, db *DB, p identity.Principal, f For
 		page.Next = last
 	}
 	page.JSON = make([][]byte, len(recs))
-	for i, it := range recs {
-		b, err := f.listedJSON(db, t, it, present)
+	for i, rec := range recs {
+		b, err := f.listedJSON(db, t, rec, entryAt(cached, i), present)
 		if err != nil {
 			return nil, err
 		}
@@ -218,18 +217,21 @@ func ListEncoded[M any](ctx context.Context, db *DB, p identity.Principal, f For
 	return page, nil
 }
 
-// listed is one record of a list: e, the record cache's entry of it at
-// the version the store listed, and rec its e.Rec (Data nil); or e nil
-// and rec the record as the store returned it, whole.
-type listed struct {
-	rec store.Record
-	e   *recordcache.Entry
+// entryAt returns cached[i], nil when cached is nil (see listChunk).
+func entryAt(cached []*recordcache.Entry, i int) *recordcache.Entry {
+	if cached == nil {
+		return nil
+	}
+	return cached[i]
 }
 
 // listChunk returns the first want records that q selects (q.Limit is
 // set here), newest first; more reports whether any remain after them,
 // and last is the ID of the last of them as the store listed them: the
-// cursor after them, "" when there are none.
+// cursor after them, "" when there are none. cached[i], when cached is
+// not nil, is the record cache's entry of recs[i] at the version the
+// store listed (and recs[i] its Rec, Data nil), or nil when recs[i] was
+// read whole from the store.
 //
 // When the store is a [store.VersionLister] (DB.Versions) and the record
 // cache is in use, it reads the IDs and versions alone, takes from the
@@ -244,60 +246,57 @@ type listed struct {
 // paging contract of [store.Store.List] holds; one written between them
 // comes at its newer version. Otherwise (no VersionLister, the cache off
 // or not current, or a list across accounts) it is List's page.
-func (db *DB) listChunk(ctx context.Context, q store.Query, want int) (recs []listed, more bool, last string, err error) {
+func (db *DB) listChunk(ctx context.Context, q store.Query, want int) (recs []store.Record, cached []*recordcache.Entry, more bool, last string, err error) {
 	q.Limit = want + 1 // the one more says whether records remain
 	if db.Versions == nil || q.AccountID == "" || !db.Cache.Ready() {
-		whole, err := db.Store.List(ctx, q)
-		if err != nil {
-			return nil, false, "", err
+		if recs, err = db.Store.List(ctx, q); err != nil {
+			return nil, nil, false, "", err
 		}
-		more = len(whole) > want
-		whole = whole[:min(len(whole), want)]
-		recs = make([]listed, len(whole))
-		for i, r := range whole {
-			recs[i] = listed{rec: r}
+		more = len(recs) > want
+		recs = recs[:min(len(recs), want)]
+		if len(recs) > 0 {
+			last = recs[len(recs)-1].ID
 		}
-		if len(whole) > 0 {
-			last = whole[len(whole)-1].ID
-		}
-		return recs, more, last, nil
+		return recs, nil, more, last, nil
 	}
 	vs, err := db.Versions.ListVersions(ctx, q)
 	if err != nil {
-		return nil, false, "", err
+		return nil, nil, false, "", err
 	}
 	more = len(vs) > want
 	vs = vs[:min(len(vs), want)]
 	if len(vs) > 0 {
 		last = vs[len(vs)-1].ID
 	}
-	recs = make([]listed, len(vs))
+	recs, cached = make([]store.Record, len(vs)), make([]*recordcache.Entry, len(vs))
 	var missed []string
 	for i, v := range vs {
 		if e, ok := db.Cache.Get(recordcache.Key{Kind: q.Kind, Account: q.AccountID, ID: v.ID}); ok && e.Rec.Version == v.Version {
-			recs[i] = listed{rec: e.Rec, e: e}
+			recs[i], cached[i] = e.Rec, e
 		} else {
 			missed = append(missed, v.ID)
 		}
 	}
 	if len(missed) == 0 {
-		return recs, more, last, nil
+		return recs, cached, more, last, nil
 	}
 	read, err := db.Versions.GetMany(ctx, q.Kind, q.AccountID, missed)
 	if err != nil {
-		return nil, false, "", err
+		return nil, nil, false, "", err
 	}
-	out, j := recs[:0], 0 // read is in the order of missed, a subsequence of vs
+	n, j := 0, 0 // read is in the order of missed, a subsequence of vs
 	for i, v := range vs {
 		switch {
-		case recs[i].e != nil:
-			out = append(out, recs[i])
+		case cached[i] != nil:
+			recs[n], cached[n] = recs[i], cached[i]
+			n++
 		case j < len(read) && read[j].ID == v.ID:
-			out = append(out, listed{rec: read[j]})
+			recs[n], cached[n] = read[j], nil
+			n++
 			j++
 		}
 	}
-	return out, more, last, nil
+	return recs[:n], cached[:n], more, last, nil
 }
 
 // AppendJSON appends to dst the JSON of the record id of f's kind in p's
