@@ -118,7 +118,10 @@
 // the index alone and never touches the records' rows or their documents
 // (schema version 3 added the version to them; a write rewrites its
 // record's entries, a few bytes in its transaction). The other shapes
-// read each match's row for its version. [Store.GetMany] then reads the
+// read each match's row for its version. The page comes back as one row
+// of text (group_concat of each record's ID, length-prefixed, and
+// version): with modernc.org/sqlite a row costs more to step through
+// and scan than its bytes cost to parse. [Store.GetMany] then reads the
 // records a list's caller does not hold: one statement whatever the
 // number of IDs (a JSON array, walked with json_each), one lookup of
 // records_by_account_version and the primary key per ID. A page of 100

@@ -2,14 +2,51 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/edgeplane/edgeplane/store"
 )
 
 // versionsSQL returns the statement and arguments of q's IDs and
-// versions: listSQL's, without the documents.
-func versionsSQL(q store.Query) (string, []any) { return selectSQL(q, "r.id, r.version") }
+// versions: listSQL's selecting them alone, gathered into one row of
+// text, "<bytes of the ID>:<ID><version>" for each record, newest first,
+// separated by ';' (see parseVersions). One row instead of one per record
+// because a row costs far more to step through and scan with database/sql
+// than its bytes cost to parse (a third of ListVersions' time for a page
+// of 100, BenchmarkList).
+func versionsSQL(q store.Query) (string, []any) {
+	inner, args := selectSQL(q, "r.id AS id, r.version AS version")
+	return "SELECT group_concat(octet_length(id) || ':' || id || version, ';' ORDER BY id DESC) FROM (" + inner + ")", args
+}
+
+// errMalformedVersions reports a row of versionsSQL that parseVersions
+// cannot read (a bug: SQLite wrote it).
+var errMalformedVersions = errors.New("sqlitestore: malformed list of versions")
+
+// parseVersions parses what versionsSQL's row holds; the IDs are
+// substrings of list.
+func parseVersions(list string, out []store.Version) ([]store.Version, error) {
+	for list != "" {
+		n, rest, ok := strings.Cut(list, ":")
+		size, err := strconv.Atoi(n)
+		if !ok || err != nil || size < 0 || size > len(rest) {
+			return nil, errMalformedVersions
+		}
+		id, rest := rest[:size], rest[size:]
+		num, rest, more := strings.Cut(rest, ";")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || more && rest == "" {
+			return nil, errMalformedVersions
+		}
+		out = append(out, store.Version{ID: id, Version: v})
+		list = rest
+	}
+	return out, nil
+}
 
 // qGetMany reads the records of one kind and account whose IDs are in
 // a JSON array: one primary-key lookup per ID, one statement whatever
@@ -28,23 +65,11 @@ func (s *Store) ListVersions(ctx context.Context, q store.Query) ([]store.Versio
 		return nil, err
 	}
 	query, args := versionsSQL(q)
-	rows, err := s.rs.query(ctx, query, args...)
-	if err != nil {
+	var list sql.NullString
+	if err := s.rs.queryRow(ctx, query, args...).Scan(&list); err != nil {
 		return nil, dbError(ctx, err)
 	}
-	defer rows.Close()
-	out := make([]store.Version, 0, min(q.Limit, store.MaxGetMany))
-	for rows.Next() {
-		var v store.Version
-		if err := rows.Scan(&v.ID, &v.Version); err != nil {
-			return nil, dbError(ctx, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError(ctx, err)
-	}
-	return out, nil
+	return parseVersions(list.String, make([]store.Version, 0, min(q.Limit, store.MaxGetMany)))
 }
 
 // GetMany implements [store.VersionLister].
