@@ -125,7 +125,7 @@
 // records a list's caller does not hold: one statement whatever the
 // number of IDs (a JSON array, walked with json_each), one lookup of
 // records_by_account_version and the primary key per ID. A page of 100
-// costs about a sixth of List's time when every record is cached
+// costs about a seventh of List's time when every record is cached
 // (BenchmarkList).
 //
 // # Limits
