@@ -105,7 +105,7 @@ func benchRecord(i int) store.Record {
 	}
 }
 
-func seeded(b *testing.B, s store.Store, n int) store.Store {
+func seeded(b testing.TB, s store.Store, n int) store.Store {
 	b.Helper()
 	for i := 1; i <= n; i++ {
 		if err := s.Create(context.Background(), benchRecord(i)); err != nil {
