@@ -191,8 +191,15 @@
 // through one: refused by all). The revision reads are coalesced: one
 // round trip serves every read that arrived before it was sent. A store
 // that only this process writes ([store.Exclusive]: memstore) needs no
-// fence. Lists read the store and reuse the cached documents of their
-// items.
+// fence. A page of a list reads its records' IDs and versions from the
+// store and takes the documents the record cache holds at those
+// versions, reading from the store (in one query) only the records it
+// does not hold, when the store can list versions
+// ([store.VersionLister]: sqlitestore, pgstore); a filtered list does so
+// chunk by chunk, so it reads only the records it scans. A cached
+// document is taken only at the version the store lists, so lists need
+// no fence. On other stores (memstore) a list reads the store's records
+// and reuses the cached documents of their versions.
 // Credentials also keep, once read, the JSON the API answers for them,
 // cached with the record's version and counted in the same bound: GET
 // /credentials/{id} and a page of /credentials (through [Transport],

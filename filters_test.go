@@ -3,6 +3,7 @@ package edgeplane_test
 import (
 	"context"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/sqlitestore"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -88,8 +90,22 @@ func walkFiltered(t *testing.T, e *env, opts edgeplane.ListOptions) (ids []strin
 	}
 }
 
+// TestListFilterPaging, on memstore (lists read whole records) and on a
+// SQLite file (lists read IDs and versions, and the documents the record
+// cache does not hold).
 func TestListFilterPaging(t *testing.T) {
-	e := newEnv(t)
+	t.Run("memstore", func(t *testing.T) { testListFilterPaging(t, newEnv(t)) })
+	t.Run("sqlitestore", func(t *testing.T) {
+		st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "store.db"), sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		testListFilterPaging(t, newEnvWithStore(t, st))
+	})
+}
+
+func testListFilterPaging(t *testing.T, e *env) {
 	desc := func(i int) string {
 		if i%4 == 0 {
 			return "keep " + strconv.Itoa(i)

@@ -190,6 +190,9 @@ func New(st store.Store, opts Options) (*Service, error) {
 	s.store = recordcache.Invalidating(st, s.cache)
 	s.db = &records.DB{Store: s.store, Cache: s.cache, Log: s.log, Now: s.now, Sealer: s.sealer, Filters: s.filters,
 		BaseURL: s.baseURL, Kinds: allKinds(), ExplainInUse: s.explainInUse}
+	if vl, ok := st.(store.VersionLister); ok {
+		s.db.Versions = vl
+	}
 	s.startEvents(opts.Events)
 	s.startCache()
 	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {

@@ -145,7 +145,7 @@ func benchRecord(i int) store.Record {
 	}
 }
 
-func seeded(b *testing.B, s store.Store, n int) store.Store {
+func seeded(b testing.TB, s store.Store, n int) store.Store {
 	b.Helper()
 	for i := 1; i <= n; i++ {
 		if err := s.Create(context.Background(), benchRecord(i)); err != nil {
@@ -153,4 +153,47 @@ func seeded(b *testing.B, s store.Store, n int) store.Store {
 		}
 	}
 	return s
+}
+
+// BenchmarkList: a page of 100 out of 1,000 records read whole (List),
+// beside its IDs and versions alone (ListVersions, what a list whose
+// records are all in the Service's record cache reads), and those plus
+// the 10 records a list would miss (GetMany).
+func BenchmarkList(b *testing.B) {
+	s := open(b, freshSchema(b), pgstore.Options{})
+	seeded(b, s, 1000)
+	ctx := context.Background()
+	q := store.Query{Kind: "bench", AccountID: "acct", BeforeID: benchID(600), Limit: 100}
+	b.Run("List", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if page, err := s.List(ctx, q); err != nil || len(page) != 100 {
+				b.Fatal(len(page), err)
+			}
+		}
+	})
+	b.Run("ListVersions", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if page, err := s.ListVersions(ctx, q); err != nil || len(page) != 100 {
+				b.Fatal(len(page), err)
+			}
+		}
+	})
+	b.Run("ListVersions+GetMany10", func(b *testing.B) {
+		b.ReportAllocs()
+		ids := make([]string, 10)
+		for b.Loop() {
+			page, err := s.ListVersions(ctx, q)
+			if err != nil || len(page) != 100 {
+				b.Fatal(len(page), err)
+			}
+			for i := range ids {
+				ids[i] = page[i*10].ID
+			}
+			if recs, err := s.GetMany(ctx, "bench", "acct", ids); err != nil || len(recs) != 10 {
+				b.Fatal(len(recs), err)
+			}
+		}
+	})
 }

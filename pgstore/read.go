@@ -58,6 +58,25 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
+	sql, args := listSQL(q, recordColumns)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, dbErr(ctx, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
+		var sr scannedRecord
+		err := row.Scan(sr.targets()...)
+		return sr.record(), err
+	})
+	if err != nil {
+		return nil, dbErr(ctx, err)
+	}
+	return out, nil
+}
+
+// listSQL returns the statement and arguments of q selecting cols of
+// records r (see List).
+func listSQL(q store.Query, cols string) (string, []any) {
 	var (
 		args  []any
 		where []string
@@ -107,21 +126,9 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 	if q.BeforeID != "" {
 		cond("r.id < ?", q.BeforeID)
 	}
-	sql := "SELECT " + recordColumns + " FROM " + from + " WHERE " + strings.Join(where, " AND ") +
+	sql := "SELECT " + cols + " FROM " + from + " WHERE " + strings.Join(where, " AND ") +
 		" ORDER BY " + order + " DESC LIMIT " + arg(q.Limit)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, dbErr(ctx, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
-		var sr scannedRecord
-		err := row.Scan(sr.targets()...)
-		return sr.record(), err
-	})
-	if err != nil {
-		return nil, dbErr(ctx, err)
-	}
-	return out, nil
+	return sql, args
 }
 
 // Revision implements [store.Feed].

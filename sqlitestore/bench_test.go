@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -147,4 +148,54 @@ func BenchmarkStore(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkList: a page of 100 out of 1,000 credential-sized records
+// read whole (List), beside its IDs and versions alone (ListVersions, what
+// a list whose records are all in the Service's record cache reads), and
+// those plus the 10 records a list would miss (GetMany).
+func BenchmarkList(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
+	data := []byte(`{"description":"` + strings.Repeat("d", 200) + `","metadata":"","acl":["bind:*.example.com"],"created_at":"2026-11-21T10:30:15Z","owner_id":"usr_0123456789abcdefghijklmnop"}`)
+	for i := range 1000 {
+		r := rec("k", "acct", fmt.Sprintf("st_%08d", i))
+		r.Data = data
+		r.Keys = []string{fmt.Sprintf("key:%d", i)}
+		if err := s.Create(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := store.Query{Kind: "k", AccountID: "acct", BeforeID: "st_00000700", Limit: 100}
+	b.Run("List", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if page, err := s.List(ctx, q); err != nil || len(page) != 100 {
+				b.Fatalf("List: %d records, %v", len(page), err)
+			}
+		}
+	})
+	b.Run("ListVersions", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if page, err := s.ListVersions(ctx, q); err != nil || len(page) != 100 {
+				b.Fatalf("ListVersions: %d versions, %v", len(page), err)
+			}
+		}
+	})
+	b.Run("ListVersions+GetMany10", func(b *testing.B) {
+		b.ReportAllocs()
+		ids := make([]string, 10)
+		for b.Loop() {
+			page, err := s.ListVersions(ctx, q)
+			if err != nil || len(page) != 100 {
+				b.Fatalf("ListVersions: %d versions, %v", len(page), err)
+			}
+			for i := range ids {
+				ids[i] = page[i*10].ID
+			}
+			if recs, err := s.GetMany(ctx, "k", "acct", ids); err != nil || len(recs) != 10 {
+				b.Fatalf("GetMany: %d records, %v", len(recs), err)
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,9 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// TestQueryPlans: every List shape is answered from an index range
-// (SEARCH), never a scan of a table or a whole index (SCAN).
+// TestQueryPlans: every List and ListVersions shape is answered from an
+// index range (SEARCH), never a scan of a table or a whole index (SCAN);
+// the versions of a list by account or parent from the index alone.
 func TestQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
@@ -53,6 +55,40 @@ func TestQueryPlans(t *testing.T) {
 				}
 			}
 		})
+	}
+	// The IDs and versions of a list by account or by parent come from
+	// the index alone; every shape is still a range of an index.
+	covered := map[string]bool{"account": true, "account, cursor": true, "parent": true, "parent, every account": true}
+	for name, q := range tests {
+		t.Run("versions of "+name, func(t *testing.T) {
+			query, args := versionsSQL(q)
+			plan := explain(t, s, query, args...)
+			for _, step := range plan {
+				// The page's rows are gathered into one (versionsSQL): a
+				// scan of the subquery's at most Limit rows.
+				if strings.HasPrefix(step, "SCAN") && !strings.HasPrefix(step, "SCAN (subquery") {
+					t.Errorf("plan scans: %q\nquery: %s\nplan: %q", step, query, plan)
+				}
+				if covered[name] && strings.HasPrefix(step, "SEARCH r ") && !strings.Contains(step, "COVERING INDEX") {
+					t.Errorf("plan reads the records' rows: %q\nquery: %s\nplan: %q", step, query, plan)
+				}
+			}
+			if covered[name] && !slices.ContainsFunc(plan, func(step string) bool { return strings.HasPrefix(step, "SEARCH r USING COVERING INDEX") }) {
+				t.Errorf("no covering index in %q", plan)
+			}
+		})
+	}
+	// A parent's children in one account are found by the parent, not by
+	// a walk of every record of the account.
+	query, args := listSQL(tests["parent"])
+	if plan := explain(t, s, query, args...); len(plan) != 1 || !strings.Contains(plan[0], "records_by_parent_version") {
+		t.Errorf("children of a parent: %q", plan)
+	}
+	// GetMany looks each ID up (json_each is the list of IDs it reads).
+	for _, step := range explain(t, s, qGetMany, `["st_1"]`, "k", "acct") {
+		if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "json_each") {
+			t.Errorf("GetMany scans: %q", step)
+		}
 	}
 	for name, query := range map[string]string{
 		"get":    "SELECT " + recordColumns + " FROM records r WHERE r.id = ? AND r.kind = ? AND r.account_id = ?",

@@ -113,15 +113,18 @@ func (s *Store) List(ctx context.Context, q store.Query) ([]store.Record, error)
 
 // listSQL returns the statement and arguments of q, each a range scan of
 // an index (see the package doc, # Queries):
-//   - by kind, account, parent: records_by_account, records_by_kind or
-//     records_by_parent, walked backwards from the cursor;
+//   - by kind, account, parent: records_by_account_version, records_by_kind or
+//     records_by_parent_version, walked backwards from the cursor;
 //   - by index value: idx_by_account or idx_by_kind, walked backwards
 //     from (value, cursor);
 //   - by index values below a bound: the same indexes up to the bound,
 //     the matching records then sorted by ID;
 //   - by referrers: the primary key of refs, walked backwards from
 //     (target, cursor).
-func listSQL(q store.Query) (string, []any) {
+func listSQL(q store.Query) (string, []any) { return selectSQL(q, recordColumns) }
+
+// selectSQL is listSQL selecting cols of records r.
+func selectSQL(q store.Query, cols string) (string, []any) {
 	var where []string
 	var args []any
 	cond := func(c string, a any) {
@@ -171,13 +174,20 @@ func listSQL(q store.Query) (string, []any) {
 		}
 	}
 	cond("r.kind = ?", string(q.Kind))
-	if q.AccountID != "" {
+	switch {
+	case q.AccountID != "" && q.ParentID != "" && q.Index == "" && q.RefersTo == "":
+		// A parent's children: the account is checked on the entries of
+		// records_by_parent_version (which holds it), never used to pick
+		// records_by_account_version, which would walk every record of
+		// the account's kind.
+		cond("+r.account_id = ?", q.AccountID)
+	case q.AccountID != "":
 		cond("r.account_id = ?", q.AccountID)
 	}
 	if q.ParentID != "" && (q.Index != "" || q.RefersTo != "") {
 		cond("r.parent_id = ?", q.ParentID)
 	}
 	args = append(args, q.Limit)
-	return "SELECT " + recordColumns + " FROM " + from + " WHERE " + strings.Join(where, " AND ") +
+	return "SELECT " + cols + " FROM " + from + " WHERE " + strings.Join(where, " AND ") +
 		" ORDER BY " + order + " DESC LIMIT ?", args
 }

@@ -138,6 +138,65 @@ func TestMigrationSplitsNotes(t *testing.T) {
 	}
 }
 
+// TestMigrationListVersions: migration 3 upgrades a version 2 file's
+// indexes in place; its records are listed by ID and version after it,
+// and read back whole.
+func TestMigrationListVersions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db := rawDB(t, path)
+	for _, m := range []string{"migrations/0001_init.sql", "migrations/0002_typed_notes.sql"} {
+		b, err := os.ReadFile(m)
+		mustDo(t, err)
+		_, err = db.Exec(string(b))
+		mustDo(t, err)
+	}
+	for i, r := range []struct{ id, parent string }{{"st_1", ""}, {"st_2", "st_1"}, {"st_3", ""}} {
+		var parent any
+		if r.parent != "" {
+			parent = r.parent
+		}
+		_, err := db.Exec("INSERT INTO records (id, kind, account_id, parent_id, data, keys, refs, idx, version) VALUES (?, 'k', 'acct', ?, x'7b7d', 'null', 'null', 'null', ?)",
+			r.id, parent, 10+i)
+		mustDo(t, err)
+	}
+	_, err := db.Exec("UPDATE meta SET revision = 12")
+	mustDo(t, err)
+	setUserVersion(t, path, 2)
+	mustDo(t, db.Close())
+
+	s := open(t, path, sqlitestore.Options{})
+	if v := userVersion(t, path); v != sqlitestore.SchemaVersion() || v < 3 {
+		t.Fatalf("user_version = %d after Open, want %d", v, sqlitestore.SchemaVersion())
+	}
+	got, err := s.ListVersions(ctx, store.Query{Kind: "k", AccountID: "acct", Limit: 10})
+	mustDo(t, err)
+	if diff := cmp.Diff([]store.Version{{ID: "st_3", Version: 12}, {ID: "st_2", Version: 11}, {ID: "st_1", Version: 10}}, got); diff != "" {
+		t.Errorf("ListVersions after the migration (-want +got):\n%s", diff)
+	}
+	got, err = s.ListVersions(ctx, store.Query{Kind: "k", AccountID: "acct", ParentID: "st_1", Limit: 10})
+	mustDo(t, err)
+	if diff := cmp.Diff([]store.Version{{ID: "st_2", Version: 11}}, got); diff != "" {
+		t.Errorf("children after the migration (-want +got):\n%s", diff)
+	}
+	recs, err := s.GetMany(ctx, "k", "acct", []string{"st_2", "st_1"})
+	mustDo(t, err)
+	if len(recs) != 2 || recs[0].ID != "st_2" || recs[0].ParentID != "st_1" || string(recs[1].Data) != "{}" {
+		t.Errorf("GetMany after the migration: %+v", recs)
+	}
+	var names []string
+	rows, err := rawDB(t, path).Query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' AND name LIKE 'records_by_%' ORDER BY name")
+	mustDo(t, err)
+	for rows.Next() {
+		var n string
+		mustDo(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	mustDo(t, rows.Err())
+	if diff := cmp.Diff([]string{"records_by_account_version", "records_by_kind", "records_by_parent_version"}, names); diff != "" {
+		t.Errorf("indexes of records after the migration (-want +got):\n%s", diff)
+	}
+}
+
 // rawDB opens the file directly, bypassing the Store.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()

@@ -23,6 +23,14 @@
 // does all of that for a [follow.Handler]). A write may carry a [Note]
 // (the event it reports), which its change shows.
 //
+// # Optional interfaces
+//
+// A backend may implement [Exclusive] (no other process writes it: the
+// Service's caches need no fence) and [VersionLister] (lists of IDs and
+// versions without documents, and reads of several records at once: a
+// list then reads from the store only the records the Service's record
+// cache does not hold). storetest checks a VersionLister against List.
+//
 // [follow.Handler]: https://pkg.go.dev/github.com/edgeplane/edgeplane/store/follow#Handler
 package store
 
@@ -343,4 +351,68 @@ func (q Query) Check() error {
 // answers false, may be shared.
 type Exclusive interface {
 	Exclusive() bool
+}
+
+// MaxGetMany is the most IDs one [VersionLister.GetMany] takes: a page
+// of a list and then some.
+const MaxGetMany = 256
+
+// Version is a record's ID and [Record].Version: what
+// [VersionLister.ListVersions] returns of each record it selects.
+type Version struct {
+	ID      string
+	Version int64
+}
+
+// VersionLister is implemented by a Store that can list records without
+// their documents, and read the documents of several records in one step
+// (sqlitestore, pgstore): a list can then read the IDs and versions of a
+// page from the store and take the documents the Service's record cache
+// holds at those versions, and read from the store only the records it
+// does not hold. A Store whose List is as cheap as that (memstore) need
+// not implement it.
+type VersionLister interface {
+	// ListVersions returns the ID and version of each record that List
+	// would return for q, in the same order and with the same errors
+	// (q is checked with [Query.Check]): the same selection by kind,
+	// account, parent, index value and reference, the same paging.
+	ListVersions(ctx context.Context, q Query) ([]Version, error)
+	// GetMany returns the records of that kind in accountID whose IDs are
+	// among ids, in the order of ids; an ID that names no such record
+	// (none, another kind's, another account's) is left out, and an ID
+	// repeated is returned once. accountID must not be empty, and ids
+	// holds at most [MaxGetMany] IDs: more is refused with an
+	// [apierr.InvalidArgument] error naming "ids".
+	GetMany(ctx context.Context, kind Kind, accountID string, ids []string) ([]Record, error)
+}
+
+// CheckGetMany reports whether a [VersionLister.GetMany] of accountID
+// and ids is one a Store answers. Backends call it first, so every
+// backend refuses the same calls with the same error.
+func CheckGetMany(accountID string, ids []string) error {
+	if accountID == "" {
+		return apierr.Invalidf("account_id", "must not be empty")
+	}
+	if len(ids) > MaxGetMany {
+		return apierr.Invalidf("ids", "must hold at most %d IDs, got %d", MaxGetMany, len(ids))
+	}
+	return nil
+}
+
+// InOrder returns recs in the order of ids, each once, as
+// [VersionLister.GetMany] answers: a backend that reads the records in
+// another order calls it last. recs must hold only records whose IDs
+// are among ids; it may be reordered.
+func InOrder(recs []Record, ids []string) []Record {
+	if len(recs) < 2 {
+		return recs
+	}
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		if _, ok := at[id]; !ok {
+			at[id] = i
+		}
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return at[a.ID] - at[b.ID] })
+	return slices.CompactFunc(recs, func(a, b Record) bool { return a.ID == b.ID })
 }

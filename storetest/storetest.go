@@ -16,7 +16,11 @@
 // delete and DeleteIf; never on a returned record), changes without data
 // ([store.WithoutData]), cascades, no change for a failed write,
 // completeness under concurrent writers, a waiting reader woken by a
-// commit, and the resync error behind a compaction.
+// commit, and the resync error behind a compaction. For a backend that
+// implements the optional [store.VersionLister] (skipped otherwise), it
+// checks that ListVersions answers every List query with the same
+// records' IDs and versions, and GetMany's selection, order, bound and
+// account isolation.
 package storetest
 
 import (
@@ -75,6 +79,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FeedCompaction", testFeedCompaction},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"ContextCancellation", testContextCancellation},
+		{"ListVersions", testListVersions},
+		{"GetMany", testGetMany},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

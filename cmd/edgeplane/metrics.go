@@ -160,16 +160,40 @@ type timedStore struct {
 // cost every request.
 type storeOps struct {
 	create, get, lookup, update, replace, delete, list, changes prometheus.Observer
+	listVersions, getMany                                       prometheus.Observer
 }
 
-// newTimedStore returns st, each call timed into the series of ops.
-func newTimedStore(st store.Store, ops *prometheus.HistogramVec) timedStore {
-	return timedStore{Store: st, ops: &storeOps{
+// newTimedStore returns st, each call timed into the series of ops. A
+// [store.VersionLister] stays one (the Service lists pages through it),
+// its two calls timed as list_versions and get_many.
+func newTimedStore(st store.Store, ops *prometheus.HistogramVec) store.Store {
+	ts := timedStore{Store: st, ops: &storeOps{
 		create: ops.WithLabelValues("create"), get: ops.WithLabelValues("get"),
 		lookup: ops.WithLabelValues("lookup"), update: ops.WithLabelValues("update"),
 		replace: ops.WithLabelValues("replace"), delete: ops.WithLabelValues("delete"),
 		list: ops.WithLabelValues("list"), changes: ops.WithLabelValues("changes"),
+		listVersions: ops.WithLabelValues("list_versions"), getMany: ops.WithLabelValues("get_many"),
 	}}
+	if vl, ok := st.(store.VersionLister); ok {
+		return timedVersionStore{timedStore: ts, vl: vl}
+	}
+	return ts
+}
+
+// timedVersionStore is a timedStore of a [store.VersionLister].
+type timedVersionStore struct {
+	timedStore
+	vl store.VersionLister
+}
+
+func (s timedVersionStore) ListVersions(ctx context.Context, q store.Query) ([]store.Version, error) {
+	defer observe(s.ops.listVersions, time.Now())
+	return s.vl.ListVersions(ctx, q)
+}
+
+func (s timedVersionStore) GetMany(ctx context.Context, kind store.Kind, accountID string, ids []string) ([]store.Record, error) {
+	defer observe(s.ops.getMany, time.Now())
+	return s.vl.GetMany(ctx, kind, accountID, ids)
 }
 
 // Exclusive reports what the store it times reports ([store.Exclusive]):

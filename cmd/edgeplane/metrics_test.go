@@ -11,7 +11,6 @@ import (
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/sqlitestore"
 	"github.com/edgeplane/edgeplane/store"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -48,12 +47,64 @@ func TestMetricsObserve(t *testing.T) {
 	}
 }
 
+// TestTimedStoreKeepsVersionLister: the timed store of a
+// store.VersionLister (SQLite) is one, so that the Service's lists read
+// versions through it, timed as list_versions and get_many; memstore's is
+// not one.
+func TestTimedStoreKeepsVersionLister(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	m := newMetrics()
+	ts := newTimedStore(sq, m.storeOps)
+	vl, ok := ts.(store.VersionLister)
+	if !ok {
+		t.Fatalf("the timed store of a VersionLister is a %T, not one", ts)
+	}
+	if err := ts.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_1", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err := vl.ListVersions(ctx, store.Query{Kind: "k", AccountID: "a", Limit: 10}); err != nil || len(vs) != 1 {
+		t.Fatalf("ListVersions: %v, %v", vs, err)
+	}
+	if recs, err := vl.GetMany(ctx, "k", "a", []string{"st_1"}); err != nil || len(recs) != 1 {
+		t.Fatalf("GetMany: %v, %v", recs, err)
+	}
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "edgeplane_store_operation_duration_seconds" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "op" {
+					counts[l.GetValue()] = mt.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	for _, op := range []string{"list_versions", "get_many", "create"} {
+		if counts[op] != 1 {
+			t.Errorf("%s timed %d calls, want 1 (all: %v)", op, counts[op], counts)
+		}
+	}
+	if _, ok := newTimedStore(memstore.New(), m.storeOps).(store.VersionLister); ok {
+		t.Error("the timed store of memstore claims to be a VersionLister")
+	}
+}
+
 // TestTimedStoreKeepsExclusive: timing a store keeps what it says of its
 // writers, or serve on memory would fence every cached read.
 func TestTimedStoreKeepsExclusive(t *testing.T) {
-	ops := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ops"}, []string{"op"})
-	var mem store.Store = newTimedStore(memstore.New(), ops)
-	if ex, ok := mem.(store.Exclusive); !ok || !ex.Exclusive() {
+	m := newMetrics()
+	if ex, ok := newTimedStore(memstore.New(), m.storeOps).(store.Exclusive); !ok || !ex.Exclusive() {
 		t.Error("a timed memstore does not say it is exclusive")
 	}
 	sq, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlitestore.Options{})
@@ -61,8 +112,7 @@ func TestTimedStoreKeepsExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	var timed store.Store = newTimedStore(sq, ops)
-	if ex, ok := timed.(store.Exclusive); ok && ex.Exclusive() {
+	if ex, ok := newTimedStore(sq, m.storeOps).(store.Exclusive); ok && ex.Exclusive() {
 		t.Error("a timed SQLite store says it is exclusive")
 	}
 }

@@ -24,6 +24,12 @@ type DB struct {
 	Store store.Store
 	// Cache is the record cache; nil when it is off.
 	Cache *recordcache.Cache
+	// Versions, when set, is the store's [store.VersionLister] (the
+	// store under Store, whose reads need no invalidation): lists read
+	// their pages' IDs and versions from it and the documents from Cache,
+	// reading from the store only the records Cache does not hold at
+	// those versions (see [ListAs]).
+	Versions store.VersionLister
 	// Fence, when set, is called before a read is answered from Cache:
 	// it returns once Cache reflects every change committed to the store
 	// before the call (another process's too). On its error the read goes

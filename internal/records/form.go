@@ -232,6 +232,34 @@ func (f Form[M]) ListedJSON(db *DB, t recordcache.Ticket, rec store.Record, pres
 	return b, nil
 }
 
+// listedModel is Listed for a record of a list (see listChunk): the
+// model of e, the cache's entry the list took for rec, when it took one,
+// else Listed's.
+func (f Form[M]) listedModel(db *DB, t recordcache.Ticket, rec store.Record, e *recordcache.Entry) (*M, error) {
+	if e == nil {
+		return f.Listed(db, t, rec)
+	}
+	return f.model(db, e.Doc, rec)
+}
+
+// listedJSON is ListedJSON for a record of a list (see listChunk): the
+// JSON cached with e, the cache's entry the list took for rec, when it
+// took one (made and cached with it when it has none), else ListedJSON's.
+func (f Form[M]) listedJSON(db *DB, t recordcache.Ticket, rec store.Record, e *recordcache.Entry, present func(*M, store.Record)) ([]byte, error) {
+	if e == nil {
+		return f.ListedJSON(db, t, rec, present)
+	}
+	if b := e.JSON(); b != nil {
+		return b, nil
+	}
+	b, err := f.encodeShown(db, e.Doc, rec, present)
+	if err != nil {
+		return nil, err
+	}
+	db.Cache.SetJSON(e, b)
+	return b, nil
+}
+
 // encodeShown returns the JSON of the model of doc, a parse of rec,
 // presented: the model's own encoding when it is a [jsonenc.Appender]
 // that succeeds, else encoding/json's.

@@ -71,7 +71,9 @@ type LateField[V any] struct {
 // shows (and completed by late). q.Filter, when set, is compiled for V
 // and evaluated on what show returns; the page then scans the store until
 // it holds q.Limit matches, the list ends, MaxFilterScan records were
-// read or the evaluations cost MaxFilterPageCost.
+// read or the evaluations cost MaxFilterPageCost, reading from the store
+// only the records of each chunk that the record cache does not hold
+// (see the package doc, # Lists).
 func ListAs[M, V any](ctx context.Context, db *DB, p identity.Principal, f Form[M], parent string, q Query,
 	show func(*M, store.Record) (*V, error), late LateField[V]) (*Listing[V], error) {
 	if err := p.Check(); err != nil {
@@ -103,18 +105,16 @@ func ListAs[M, V any](ctx context.Context, db *DB, p identity.Principal, f Form[
 	for {
 		t := db.Cache.Note()
 		want := min(chunk, budget-scanned)
-		recs, err := db.Store.List(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor, Limit: want + 1})
+		recs, cached, more, last, err := db.listChunk(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: cursor}, want)
 		if err != nil {
 			return nil, db.StoreErr(err, f.Kind, "")
 		}
-		more := len(recs) > want // records remain after recs[:want]
-		recs = recs[:min(len(recs), want)]
 		if page.Items == nil {
 			page.Items = make([]V, 0, min(len(recs), limit))
 		}
 		for i, rec := range recs {
 			scanned++
-			m, err := f.Listed(db, t, rec)
+			m, err := f.listedModel(db, t, rec, entryAt(cached, i))
 			if err != nil {
 				return nil, err
 			}
@@ -142,16 +142,16 @@ func ListAs[M, V any](ctx context.Context, db *DB, p identity.Principal, f Form[
 				page.Items = append(page.Items, *v)
 			}
 			if len(page.Items) == limit || spent >= MaxFilterPageCost {
-				if i < len(recs)-1 || more {
+				if rec.ID != last || more {
 					page.Next = rec.ID
 				}
 				return page, nil
 			}
 		}
-		if !more || len(recs) == 0 {
+		if !more || last == "" {
 			return page, nil
 		}
-		cursor = recs[len(recs)-1].ID
+		cursor = last
 		if scanned >= budget {
 			page.Next = cursor
 			return page, nil
@@ -182,8 +182,9 @@ func PageLimit(vs *apierr.Violations, k *Kind, q Query) int {
 // Without a filter, it answers the page as the JSON of its items (JSON,
 // Encoded), each the encoding cached with its record's version when the
 // cache holds it (made and cached otherwise), so that a page costs a
-// store list and copies, not a decode, a model and an encode per item;
-// with one, it is List.
+// store list (of IDs and versions alone on a [store.VersionLister]: see
+// the package doc, # Lists) and copies, not a decode, a model and an
+// encode per item; with one, it is List.
 func ListEncoded[M any](ctx context.Context, db *DB, p identity.Principal, f Form[M], parent string, q Query, present func(*M, store.Record)) (*Listing[M], error) {
 	if q.Filter != "" {
 		return List(ctx, db, p, f, parent, q, present)
@@ -197,24 +198,105 @@ func ListEncoded[M any](ctx context.Context, db *DB, p identity.Principal, f For
 		return nil, err
 	}
 	t := db.Cache.Note()
-	recs, err := db.Store.List(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: q.BeforeID, Limit: limit + 1})
+	recs, cached, more, last, err := db.listChunk(ctx, store.Query{Kind: f.StoreKind, AccountID: p.AccountID, ParentID: parent, BeforeID: q.BeforeID}, limit)
 	if err != nil {
 		return nil, db.StoreErr(err, f.Kind, "")
 	}
 	page := &Listing[M]{Encoded: true, Limit: limit}
-	if len(recs) > limit {
-		recs = recs[:limit]
-		page.Next = recs[limit-1].ID
+	if more {
+		page.Next = last
 	}
 	page.JSON = make([][]byte, len(recs))
 	for i, rec := range recs {
-		b, err := f.ListedJSON(db, t, rec, present)
+		b, err := f.listedJSON(db, t, rec, entryAt(cached, i), present)
 		if err != nil {
 			return nil, err
 		}
 		page.JSON[i] = b
 	}
 	return page, nil
+}
+
+// entryAt returns cached[i], nil when cached is nil (see listChunk).
+func entryAt(cached []*recordcache.Entry, i int) *recordcache.Entry {
+	if cached == nil {
+		return nil
+	}
+	return cached[i]
+}
+
+// listChunk returns the first want records that q selects (q.Limit is
+// set here), newest first; more reports whether any remain after them,
+// and last is the ID of the last of them as the store listed them: the
+// cursor after them, "" when there are none. cached[i], when cached is
+// not nil, is the record cache's entry of recs[i] at the version the
+// store listed (and recs[i] its Rec, Data nil), or nil when recs[i] was
+// read whole from the store.
+//
+// When the store is a [store.VersionLister] (DB.Versions) and the record
+// cache is in use, it reads the IDs and versions alone, takes from the
+// cache each record it holds at the listed version, and reads the others
+// with one GetMany (which the caller caches under its ticket, as it does
+// what List returns). An entry is taken only at the version the store
+// listed, and a record's version changes on every write, so the entry is
+// the record as the store holds it at that version: no fence is needed
+// (unlike a read by ID, which learns no version from the store). A record
+// the store no longer holds when GetMany reads (deleted between the two
+// reads) is left out: it did not exist throughout the paging, so the
+// paging contract of [store.Store.List] holds; one written between them
+// comes at its newer version. Otherwise (no VersionLister, the cache off
+// or not current, or a list across accounts) it is List's page.
+func (db *DB) listChunk(ctx context.Context, q store.Query, want int) (recs []store.Record, cached []*recordcache.Entry, more bool, last string, err error) {
+	q.Limit = want + 1 // the one more says whether records remain
+	if db.Versions == nil || q.AccountID == "" || !db.Cache.Ready() {
+		if recs, err = db.Store.List(ctx, q); err != nil {
+			return nil, nil, false, "", err
+		}
+		more = len(recs) > want
+		recs = recs[:min(len(recs), want)]
+		if len(recs) > 0 {
+			last = recs[len(recs)-1].ID
+		}
+		return recs, nil, more, last, nil
+	}
+	vs, err := db.Versions.ListVersions(ctx, q)
+	if err != nil {
+		return nil, nil, false, "", err
+	}
+	more = len(vs) > want
+	vs = vs[:min(len(vs), want)]
+	if len(vs) > 0 {
+		last = vs[len(vs)-1].ID
+	}
+	recs, cached = make([]store.Record, len(vs)), make([]*recordcache.Entry, len(vs))
+	var missed []string
+	for i, v := range vs {
+		if e, ok := db.Cache.Get(recordcache.Key{Kind: q.Kind, Account: q.AccountID, ID: v.ID}); ok && e.Rec.Version == v.Version {
+			recs[i], cached[i] = e.Rec, e
+		} else {
+			missed = append(missed, v.ID)
+		}
+	}
+	if len(missed) == 0 {
+		return recs, cached, more, last, nil
+	}
+	read, err := db.Versions.GetMany(ctx, q.Kind, q.AccountID, missed)
+	if err != nil {
+		return nil, nil, false, "", err
+	}
+	n, j := 0, 0 // read is in the order of missed, a subsequence of vs
+	for i, v := range vs {
+		switch {
+		case cached[i] != nil:
+			recs[n], cached[n] = recs[i], cached[i]
+			n++
+		case j < len(read) && read[j].ID == v.ID:
+			recs[n], cached[n] = read[j], nil
+			n++
+			j++
+		}
+	}
+	return recs[:n], cached[:n], more, last, nil
 }
 
 // AppendJSON appends to dst the JSON of the record id of f's kind in p's
