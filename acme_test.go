@@ -218,3 +218,46 @@ func TestReportCertificateProgress(t *testing.T) {
 		t.Errorf("progress from another account: %v, want not found", err)
 	}
 }
+
+// TestDeleteDomainDeletesManagedCertificate: the managed certificate
+// goes with its domain; an uploaded one stays.
+func TestDeleteDomainDeletesManagedCertificate(t *testing.T) {
+	e := newEnv(t)
+	policy := &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}
+	managed, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "app.example.com", CertificateManagementPolicy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
+	d, err := e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, managed.ID, certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := d.Certificate.ID
+	// An uploaded certificate on another domain stays when it goes.
+	upPEM, upKey := genTLSCert(t, tlsSpec{names: []string{"up.example.com"}})
+	up, err := e.svc.CreateTLSCertificate(e.ctx, e.user, domains.CreateCertificateParams{CertificatePEM: upPEM, PrivateKeyPEM: upKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upDomain, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "up.example.com", CertificateID: up.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteReservedDomain(e.ctx, e.user, upDomain.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.user, up.ID); err != nil {
+		t.Errorf("the uploaded certificate went with its domain: %v", err)
+	}
+	// Another account cannot delete the domain (nor its certificate).
+	if err := e.svc.DeleteReservedDomain(e.ctx, e.other, managed.ID); !errors.Is(err, apierr.ErrNotFound) {
+		t.Fatalf("another account's delete: %v", err)
+	}
+	if err := e.svc.DeleteReservedDomain(e.ctx, e.user, managed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.user, issued); !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("the managed certificate outlived its domain: %v", err)
+	}
+}

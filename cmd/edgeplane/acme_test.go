@@ -1,0 +1,210 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/letsencrypt/pebble/v2/ca"
+	"github.com/letsencrypt/pebble/v2/db"
+	"github.com/letsencrypt/pebble/v2/va"
+	"github.com/letsencrypt/pebble/v2/wfe"
+	"github.com/miekg/dns"
+)
+
+// testResolver is the DNS server Pebble validates with (over TCP, as
+// Pebble asks): the names it is told lead to 127.0.0.1.
+type testResolver struct {
+	addr string
+	mu   sync.Mutex
+	a    map[string]bool
+}
+
+func startTestResolver(t *testing.T, names ...string) *testResolver {
+	t.Helper()
+	r := &testResolver{a: map[string]bool{}}
+	for _, n := range names {
+		r.a[n] = true
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = ln.Addr().String()
+	srv := &dns.Server{Listener: ln, Handler: r}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	return r
+}
+
+func (r *testResolver) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	m := new(dns.Msg)
+	m.SetReply(req)
+	if len(req.Question) == 1 && req.Question[0].Qtype == dns.TypeA {
+		q := req.Question[0]
+		r.mu.Lock()
+		ok := r.a[strings.TrimSuffix(strings.ToLower(q.Name), ".")]
+		r.mu.Unlock()
+		if ok {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)})
+		}
+	}
+	_ = w.WriteMsg(m)
+}
+
+// lateHandler serves through a handler set after the server started:
+// Pebble, once the proxy's ports are known.
+type lateHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := l.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	http.Error(w, "not yet", http.StatusServiceUnavailable)
+}
+
+// TestServeACME: edgeplane serve -proxy orders a certificate from Pebble
+// (the ACME test server, in this process) for a reserved domain with a
+// certificate management policy, the challenge answered by the proxy's
+// HTTP listener; the proxy then presents it (crypto/tls and curl verify
+// it with Pebble's root); deleting the domain deletes the certificate.
+func TestServeACME(t *testing.T) {
+	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
+	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
+	late := &lateHandler{}
+	acmeSrv := httptest.NewTLSServer(late)
+	defer acmeSrv.Close()
+	rootsFile := filepath.Join(t.TempDir(), "acme-server-roots.pem")
+	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: acmeSrv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	key := "epk_" + strings.Repeat("a", 40)
+	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0",
+		"-acme-directory", acmeSrv.URL + wfe.DirectoryPath, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"},
+		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	out := s.stdout.String()
+	proxyHTTP := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
+	proxyHTTPS := regexp.MustCompile(`(?m)^proxy on https://(\S+)$`).FindStringSubmatch(out)
+	if proxyHTTP == nil || proxyHTTPS == nil {
+		t.Fatalf("stdout: %s", out)
+	}
+	portOf := func(addr string) int {
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	// Pebble validates on the proxy's ports, resolving names with the
+	// test's resolver.
+	resolver := startTestResolver(t, "app.example.com")
+	logger := log.New(io.Discard, "", 0)
+	mdb := db.NewMemoryStore()
+	authority := ca.New(logger, mdb, "", "rsa", 0, 1, map[string]ca.Profile{"default": {}})
+	validator := va.New(logger, portOf(proxyHTTP[1]), portOf(proxyHTTPS[1]), false, resolver.addr, mdb)
+	front := wfe.New(logger, mdb, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
+	h := front.Handler()
+	late.h.Store(&h)
+	pebbleRoots := x509.NewCertPool()
+	pebbleRoots.AddCert(authority.GetRootCert(0).Cert)
+
+	api := apiClient{t: t, base: "http://" + s.addr, key: key}
+	tn := newTenant(api, "app.example.com", "app")
+	up := newUpstream(t, "app")
+	tn.registerTunnel(t, spec, up.URL, time.Hour)
+	d := api.must(200, "PATCH", "/reserved_domains/"+tn.domain, `{"certificate_management_policy":{"authority":"letsencrypt","private_key_type":"ecdsa"}}`)
+	if st, _ := d["certificate_management_status"].(map[string]any); st == nil || st["provisioning_job"] == nil {
+		t.Fatalf("after attaching the policy: %v", d)
+	}
+	var certID string
+	if took, ok := within(30*time.Second, func() bool {
+		d = api.must(200, "GET", "/reserved_domains/"+tn.domain, "")
+		c, _ := d["certificate"].(map[string]any)
+		if c != nil {
+			certID, _ = c["id"].(string)
+		}
+		return certID != ""
+	}); !ok {
+		t.Fatalf("no certificate after %v: %v\n%s", took, d, tail(s.stderr.String(), 3000))
+	} else {
+		t.Logf("issued %v after the policy was attached", took.Round(time.Millisecond))
+	}
+	st, _ := d["certificate_management_status"].(map[string]any)
+	if st == nil || st["provisioning_job"] != nil || st["renews_at"] == nil {
+		t.Errorf("status after issuance: %v; want renews_at and no job", st)
+	}
+	cert := api.must(200, "GET", "/tls_certificates/"+certID, "")
+	if cert["private_key_type"] != "ecdsa" || !strings.Contains(cert["description"].(string), "app.example.com") {
+		t.Errorf("managed certificate: %v", cert)
+	}
+
+	// crypto/tls through the proxy, verified with Pebble's root.
+	c := through(proxyHTTPS[1], &tls.Config{RootCAs: pebbleRoots})
+	if _, ok := within(5*time.Second, func() bool { code, _ := fetch(c, "https://app.example.com/x", "tls"); return code == 200 }); !ok {
+		code, body := fetch(c, "https://app.example.com/x", "tls")
+		t.Fatalf("https://app.example.com/x through the proxy: %d %q", code, body)
+	}
+	// curl, as an operator would check it.
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Log("curl is not installed: the curl check is skipped")
+	} else {
+		rootFile := filepath.Join(t.TempDir(), "pebble-root.pem")
+		if err := os.WriteFile(rootFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: authority.GetRootCert(0).Cert.Raw}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("curl", "-sS", "--max-time", "10", "--connect-to", "app.example.com:443:127.0.0.1:"+strconv.Itoa(portOf(proxyHTTPS[1])),
+			"--cacert", rootFile, "https://app.example.com/curl").CombinedOutput()
+		if err != nil || string(out) != "upstream app /curl" {
+			t.Errorf("curl --cacert <Pebble's root> https://app.example.com/curl: %v %q", err, out)
+		}
+	}
+
+	// Deleting the domain deletes its managed certificate.
+	api.must(204, "DELETE", "/edges/https/"+tn.edge, "")
+	api.must(204, "DELETE", "/reserved_domains/"+tn.domain, "")
+	api.must(404, "GET", "/tls_certificates/"+certID, "")
+	if !strings.Contains(s.stderr.String(), "ordering=true") {
+		t.Errorf("the log does not say this replica took the acme lease:\n%s", tail(s.stderr.String(), 2000))
+	}
+}
+
+// TestACMEFlags: the -acme-* flags are checked before serve starts.
+func TestACMEFlags(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "roots.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-acme-staging", "-acme-directory", "https://ca.example/dir"}, "exclude each other"},
+		{[]string{"-acme-directory", "ftp://ca.example/dir"}, "Options.Directory"},
+		{[]string{"-acme-email", "not an address"}, "Options.Email"},
+		{[]string{"-acme-ca-roots", filepath.Join(dir, "missing.pem")}, "-acme-ca-roots"},
+		{[]string{"-acme-ca-roots", notPEM}, "no PEM certificate"},
+		{[]string{"-acme-interval", "0s"}, "-acme-interval"},
+	} {
+		var out, errOut strings.Builder
+		code := run(t.Context(), append([]string{"serve", "-addr", "127.0.0.1:0", "-store", "memory:"}, tc.args...), func(string) string { return "" }, &out, &errOut, nil)
+		if code != 2 || !strings.Contains(errOut.String()+out.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errOut.String()+out.String(), tc.want)
+		}
+	}
+}
