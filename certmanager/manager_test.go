@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/acmedns"
 	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/domains"
 )
@@ -251,5 +252,62 @@ func TestRenewal(t *testing.T) {
 	e.clock.Advance(24 * time.Hour)
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
 		t.Fatalf("pass after detaching the policy = %+v, %v; want nothing", res, err)
+	}
+}
+
+// TestDNS01Wildcard issues a certificate for a wildcard outside the
+// service's base domains by DNS-01: the user's _acme-challenge CNAME
+// leads the CA's resolver to the domain's acme_challenge_cname_target,
+// which the edge's DNS server (package acmedns) answers from the store.
+func TestDNS01Wildcard(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	authority, err := acmedns.New(acmedns.Options{Host: e.svc.Host(), Zones: []string{"acme." + domains.DefaultCNAMEBase}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := authority.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { authority.Close() })
+	d := e.managed(t, "*.example.org", domains.KeyTypeECDSA)
+	if d.ACMEChallengeCNAMETarget == nil {
+		t.Fatalf("no acme_challenge_cname_target: %+v", d)
+	}
+	if job := d.CertificateManagementStatus.ProvisioningJob; !strings.Contains(job.Msg, *d.ACMEChallengeCNAMETarget) {
+		t.Errorf("the job's msg %q does not name the CNAME target %s", job.Msg, *d.ACMEChallengeCNAMETarget)
+	}
+	m := e.manager(t, p)
+	// Without the user's CNAME record: DNS_ERROR.
+	if res, err := m.Pass(e.ctx); err != nil || res.Failed != 1 {
+		t.Fatalf("pass without the CNAME = %+v, %v; want one failed", res, err)
+	}
+	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
+	if job.ErrorCode == nil || *job.ErrorCode != domains.ErrorCodeDNS {
+		t.Fatalf("job %+v, want DNS_ERROR", job)
+	}
+	// The user adds it; setting the policy again retries at once.
+	e.resolver.mu.Lock()
+	e.resolver.cname["_acme-challenge.example.org"] = *d.ACMEChallengeCNAMETarget
+	e.resolver.authority = addr
+	e.resolver.mu.Unlock()
+	if _, err := e.svc.UpdateReservedDomain(e.ctx, e.p, d.ID, domains.UpdateParams{CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("pass with the CNAME = %+v, %v; want one issued", res, err)
+	}
+	got := e.domain(t, d.ID)
+	c, err := e.svc.GetTLSCertificate(e.ctx, e.p, got.Certificate.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SubjectAlternativeNames.DNSNames) != 1 || c.SubjectAlternativeNames.DNSNames[0] != "*.example.org" {
+		t.Errorf("certificate names %v, want *.example.org", c.SubjectAlternativeNames.DNSNames)
+	}
+	// The challenge is gone: the DNS server no longer answers it.
+	if _, err := e.svc.Host().ACMEChallenge(e.ctx, edgeplane.ChallengeDNS01, *d.ACMEChallengeCNAMETarget, ""); err == nil {
+		t.Error("the DNS-01 challenge is still stored after the order")
 	}
 }

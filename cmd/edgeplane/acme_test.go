@@ -25,6 +25,8 @@ import (
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
 	"github.com/miekg/dns"
+
+	"github.com/edgeplane/edgeplane"
 )
 
 // testResolver is the DNS server Pebble validates with (over TCP, as
@@ -200,11 +202,58 @@ func TestACMEFlags(t *testing.T) {
 		{[]string{"-acme-ca-roots", filepath.Join(dir, "missing.pem")}, "-acme-ca-roots"},
 		{[]string{"-acme-ca-roots", notPEM}, "no PEM certificate"},
 		{[]string{"-acme-interval", "0s"}, "-acme-interval"},
+		{[]string{"-proxy", "-proxy-dns-addr", "127.0.0.1:0", "-proxy-dns-zone", "*.example.com"}, "-proxy-dns-zone"},
 	} {
 		var out, errOut strings.Builder
 		code := run(t.Context(), append([]string{"serve", "-addr", "127.0.0.1:0", "-store", "memory:"}, tc.args...), func(string) string { return "" }, &out, &errOut, nil)
 		if code != 2 || !strings.Contains(errOut.String()+out.String(), tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errOut.String()+out.String(), tc.want)
+		}
+	}
+}
+
+// TestServeDNS01: serve -proxy -proxy-dns-addr answers the DNS-01
+// challenges in the store (another process's, on the same SQLite file)
+// over UDP and TCP, authoritatively, in its zone only.
+func TestServeDNS01(t *testing.T) {
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-dns-addr", "127.0.0.1:0", "-acme=false"}, nil)
+	m := regexp.MustCompile(`(?m)^DNS-01 challenges answered on (\S+) \(UDP and TCP\)$`).FindStringSubmatch(s.stdout.String())
+	if m == nil {
+		t.Fatalf("stdout: %s", s.stdout)
+	}
+	st, closeStore, err := openStore(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	key, err := readSealingKey(spec, func(string) string { return "" }, io.Discard, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(t.Context())
+	const name = "lbl.acme.edgeplane-cname.com"
+	if err := svc.Host().PutACMEChallenge(t.Context(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
+		KeyAuthorization: "txt-value", ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		q := new(dns.Msg)
+		q.SetQuestion(name+".", dns.TypeTXT)
+		in, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(in.Answer) != 1 || in.Answer[0].(*dns.TXT).Txt[0] != "txt-value" || !in.Authoritative {
+			t.Errorf("%s: TXT %s: %v", network, name, in)
+		}
+		q.SetQuestion("example.com.", dns.TypeTXT)
+		if in, _, err = (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1]); err != nil || in.Rcode != dns.RcodeRefused {
+			t.Errorf("%s: a name outside the zone: %v, %v; want REFUSED", network, in, err)
 		}
 	}
 }
