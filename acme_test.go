@@ -3,6 +3,7 @@ package edgeplane_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -259,5 +261,76 @@ func TestDeleteDomainDeletesManagedCertificate(t *testing.T) {
 	}
 	if _, err := e.svc.GetTLSCertificate(e.ctx, e.user, issued); !errors.Is(err, apierr.ErrNotFound) {
 		t.Errorf("the managed certificate outlived its domain: %v", err)
+	}
+}
+
+// TestCertificateTransitionsAreEvents: each report of the certificate
+// manager (progress, failure, issue) is a reserved_domain_updated event
+// showing the new status; the issued certificate is a
+// tls_certificate_created event, and deleting the domain reports the
+// certificate's deletion.
+func TestCertificateTransitionsAreEvents(t *testing.T) {
+	rec := &eventRecorder{}
+	e, _ := newEventEnv(t, memstore.New(), events.Options{Sink: rec})
+	e.subscribe(t, e.user, "reserved_domain_updated.v0", "tls_certificate_created.v0", "tls_certificate_deleted.v0", "reserved_domain_deleted.v0")
+	d, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "app.example.com",
+		CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.svc.Host()
+	if _, err := h.ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "ordering"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS,
+		Msg: "no CNAME", RetriesAt: e.clock.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
+	issued, err := h.ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteReservedDomain(e.ctx, e.user, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.closeEvents(t)
+	type seen struct{ typ, id, state string }
+	var got []seen
+	for _, ev := range rec.events() {
+		var obj struct {
+			ID     string `json:"id"`
+			Status *struct {
+				Job *struct {
+					Msg       string  `json:"msg"`
+					ErrorCode *string `json:"error_code"`
+				} `json:"provisioning_job"`
+			} `json:"certificate_management_status"`
+		}
+		if err := json.Unmarshal(ev.Object, &obj); err != nil {
+			t.Fatal(err)
+		}
+		state := ""
+		if obj.Status != nil && obj.Status.Job != nil {
+			state = obj.Status.Job.Msg
+			if obj.Status.Job.ErrorCode != nil {
+				state += " " + *obj.Status.Job.ErrorCode
+			}
+		} else if obj.Status != nil {
+			state = "issued"
+		}
+		got = append(got, seen{ev.Type, obj.ID, state})
+	}
+	cert := issued.Certificate.ID
+	want := []seen{
+		{"reserved_domain_updated.v0", d.ID, "ordering"},
+		{"reserved_domain_updated.v0", d.ID, "no CNAME DNS_ERROR"},
+		{"tls_certificate_created.v0", cert, ""},
+		{"reserved_domain_updated.v0", d.ID, "issued"},
+		{"reserved_domain_deleted.v0", d.ID, ""},
+		{"tls_certificate_deleted.v0", cert, ""},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n got %v\nwant %v", got, want)
 	}
 }
