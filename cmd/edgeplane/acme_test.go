@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"log"
@@ -81,30 +83,40 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "not yet", http.StatusServiceUnavailable)
 }
 
-// TestServeACME: edgeplane serve -proxy orders a certificate from Pebble
-// (the ACME test server, in this process) for a reserved domain with a
-// certificate management policy, the challenge answered by the proxy's
-// HTTP listener; the proxy then presents it (crypto/tls and curl verify
-// it with Pebble's root); deleting the domain deletes the certificate.
-func TestServeACME(t *testing.T) {
+// latePebble is Pebble, the ACME test server, in this process: its
+// HTTPS server runs from the start (serve needs its directory URL), its
+// validation once the proxy's ports are known.
+type latePebble struct {
+	late    *lateHandler
+	srv     *httptest.Server
+	flags   []string // serve's -acme-* flags for it
+	roots   *x509.CertPool
+	rootPEM []byte
+}
+
+func startLatePebble(t *testing.T) *latePebble {
+	t.Helper()
 	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
 	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
-	late := &lateHandler{}
-	acmeSrv := httptest.NewTLSServer(late)
-	defer acmeSrv.Close()
+	p := &latePebble{late: &lateHandler{}}
+	p.srv = httptest.NewTLSServer(p.late)
+	t.Cleanup(p.srv.Close)
 	rootsFile := filepath.Join(t.TempDir(), "acme-server-roots.pem")
-	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: acmeSrv.Certificate().Raw}), 0o600); err != nil {
+	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
-	key := "epk_" + strings.Repeat("a", 40)
-	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0",
-		"-acme-directory", acmeSrv.URL + wfe.DirectoryPath, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"},
-		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	p.flags = []string{"-acme-directory", p.srv.URL + wfe.DirectoryPath, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"}
+	return p
+}
+
+// start starts Pebble's validation on the ports of s's proxy, resolving
+// names to 127.0.0.1, and returns the proxy's HTTP and HTTPS addresses.
+func (p *latePebble) start(t *testing.T, s *server, names ...string) (proxyHTTP, proxyHTTPS string) {
+	t.Helper()
 	out := s.stdout.String()
-	proxyHTTP := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
-	proxyHTTPS := regexp.MustCompile(`(?m)^proxy on https://(\S+)$`).FindStringSubmatch(out)
-	if proxyHTTP == nil || proxyHTTPS == nil {
+	h := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
+	hs := regexp.MustCompile(`(?m)^proxy on https://(\S+)$`).FindStringSubmatch(out)
+	if h == nil || hs == nil {
 		t.Fatalf("stdout: %s", out)
 	}
 	portOf := func(addr string) int {
@@ -112,19 +124,38 @@ func TestServeACME(t *testing.T) {
 		n, _ := strconv.Atoi(p)
 		return n
 	}
-	// Pebble validates on the proxy's ports, resolving names with the
-	// test's resolver.
-	resolver := startTestResolver(t, "app.example.com")
+	resolver := startTestResolver(t, names...)
 	logger := log.New(io.Discard, "", 0)
 	mdb := db.NewMemoryStore()
 	authority := ca.New(logger, mdb, "", "rsa", 0, 1, map[string]ca.Profile{"default": {}})
-	validator := va.New(logger, portOf(proxyHTTP[1]), portOf(proxyHTTPS[1]), false, resolver.addr, mdb)
+	validator := va.New(logger, portOf(h[1]), portOf(hs[1]), false, resolver.addr, mdb)
 	front := wfe.New(logger, mdb, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
-	h := front.Handler()
-	late.h.Store(&h)
-	pebbleRoots := x509.NewCertPool()
-	pebbleRoots.AddCert(authority.GetRootCert(0).Cert)
+	handler := front.Handler()
+	p.late.h.Store(&handler)
+	p.roots = x509.NewCertPool()
+	p.roots.AddCert(authority.GetRootCert(0).Cert)
+	p.rootPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: authority.GetRootCert(0).Cert.Raw})
+	return h[1], hs[1]
+}
 
+// TestServeACME: edgeplane serve -proxy orders a certificate from Pebble
+// (the ACME test server, in this process) for a reserved domain with a
+// certificate management policy, the challenge answered by the proxy's
+// HTTP listener; the proxy then presents it (crypto/tls and curl verify
+// it with Pebble's root); deleting the domain deletes the certificate.
+func TestServeACME(t *testing.T) {
+	pb := startLatePebble(t)
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	key := "epk_" + strings.Repeat("a", 40)
+	s := startServe(t, append([]string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0"}, pb.flags...),
+		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	_, proxyHTTPS := pb.start(t, s, "app.example.com")
+	pebbleRoots := pb.roots
+	portOf := func(addr string) int {
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
 	api := apiClient{t: t, base: "http://" + s.addr, key: key}
 	tn := newTenant(api, "app.example.com", "app")
 	up := newUpstream(t, "app")
@@ -156,7 +187,7 @@ func TestServeACME(t *testing.T) {
 	}
 
 	// crypto/tls through the proxy, verified with Pebble's root.
-	c := through(proxyHTTPS[1], &tls.Config{RootCAs: pebbleRoots})
+	c := through(proxyHTTPS, &tls.Config{RootCAs: pebbleRoots})
 	if _, ok := within(5*time.Second, func() bool { code, _ := fetch(c, "https://app.example.com/x", "tls"); return code == 200 }); !ok {
 		code, body := fetch(c, "https://app.example.com/x", "tls")
 		t.Fatalf("https://app.example.com/x through the proxy: %d %q", code, body)
@@ -166,10 +197,10 @@ func TestServeACME(t *testing.T) {
 		t.Log("curl is not installed: the curl check is skipped")
 	} else {
 		rootFile := filepath.Join(t.TempDir(), "pebble-root.pem")
-		if err := os.WriteFile(rootFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: authority.GetRootCert(0).Cert.Raw}), 0o600); err != nil {
+		if err := os.WriteFile(rootFile, pb.rootPEM, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command("curl", "-sS", "--max-time", "10", "--connect-to", "app.example.com:443:127.0.0.1:"+strconv.Itoa(portOf(proxyHTTPS[1])),
+		out, err := exec.Command("curl", "-sS", "--max-time", "10", "--connect-to", "app.example.com:443:127.0.0.1:"+strconv.Itoa(portOf(proxyHTTPS)),
 			"--cacert", rootFile, "https://app.example.com/curl").CombinedOutput()
 		if err != nil || string(out) != "upstream app /curl" {
 			t.Errorf("curl --cacert <Pebble's root> https://app.example.com/curl: %v %q", err, out)
@@ -255,5 +286,75 @@ func TestServeDNS01(t *testing.T) {
 		if in, _, err = (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1]); err != nil || in.Rcode != dns.RcodeRefused {
 			t.Errorf("%s: a name outside the zone: %v, %v; want REFUSED", network, in, err)
 		}
+	}
+}
+
+// TestACMEOneOrdererSQLite and TestACMEOneOrdererPostgres: two serve
+// replicas on one store; exactly one holds the acme lease and orders
+// (one managed certificate per order); when it stops, the other takes
+// over and orders the next.
+func TestACMEOneOrdererSQLite(t *testing.T) {
+	acmeReplicas(t, "sqlite:"+filepath.Join(t.TempDir(), "edgeplane.db"), nil)
+}
+
+func TestACMEOneOrdererPostgres(t *testing.T) {
+	acmeReplicas(t, freshPostgres(t), map[string]string{"EDGEPLANE_SEAL_KEY": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))})
+}
+
+func acmeReplicas(t *testing.T, spec string, env map[string]string) {
+	pb := startLatePebble(t)
+	key := "epk_" + strings.Repeat("r", 40)
+	e := map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"}
+	for k, v := range env {
+		e[k] = v
+	}
+	// P serves the proxy and never orders; A and B order when they hold
+	// the lease (the challenges reach P's proxy through the store).
+	p := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0", "-acme=false"}, e)
+	a := startServe(t, append([]string{"-store", spec}, pb.flags...), e)
+	b := startServe(t, append([]string{"-store", spec}, pb.flags...), e)
+	pb.start(t, p, "one.example.com", "two.example.com")
+	api := apiClient{t: t, base: "http://" + p.addr, key: key}
+	order := func(name string) {
+		t.Helper()
+		id := api.must(201, "POST", "/reserved_domains", `{"domain":"`+name+`","certificate_management_policy":{"authority":"letsencrypt"}}`)["id"].(string)
+		if took, ok := within(40*time.Second, func() bool {
+			return api.must(200, "GET", "/reserved_domains/"+id, "")["certificate"] != nil
+		}); !ok {
+			t.Fatalf("%s: no certificate after %v\nA: %s\nB: %s", name, took, tail(a.stderr.String(), 2000), tail(b.stderr.String(), 2000))
+		}
+	}
+	managed := func() int {
+		n := 0
+		for _, c := range api.must(200, "GET", "/tls_certificates", "")["tls_certificates"].([]any) {
+			if strings.HasPrefix(c.(map[string]any)["description"].(string), "managed certificate for") {
+				n++
+			}
+		}
+		return n
+	}
+	holds := func(s *server) bool { return strings.Contains(s.stderr.String(), "ordering=true") }
+	order("one.example.com")
+	if n := managed(); n != 1 {
+		t.Errorf("%d managed certificates after one order, want 1", n)
+	}
+	if holds(p) || holds(a) == holds(b) {
+		t.Fatalf("want exactly one of A and B holding the acme lease; P %v, A %v, B %v", holds(p), holds(a), holds(b))
+	}
+	orderer, other := a, b
+	if holds(b) {
+		orderer, other = b, a
+	}
+	// The orderer stops (releasing the lease): the other takes over and
+	// orders the next.
+	if code := orderer.stop(); code != 0 {
+		t.Errorf("stopping the orderer: exit %d", code)
+	}
+	order("two.example.com")
+	if !holds(other) {
+		t.Errorf("the other replica did not take the lease over:\n%s", tail(other.stderr.String(), 2000))
+	}
+	if n := managed(); n != 2 {
+		t.Errorf("%d managed certificates after two orders, want 2", n)
 	}
 }
