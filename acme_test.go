@@ -334,3 +334,34 @@ func TestCertificateTransitionsAreEvents(t *testing.T) {
 		t.Errorf("events:\n got %v\nwant %v", got, want)
 	}
 }
+
+// FuzzACMEChallenge: whatever the type, name, token and value, a put is
+// either refused as invalid (and then stores nothing) or reads back as
+// written; a read never fails otherwise.
+func FuzzACMEChallenge(f *testing.F) {
+	f.Add("http-01", "app.example.com", "tok_-1", "tok.k")
+	f.Add("dns-01", "_acme-challenge.x.example", "", "v")
+	f.Add("tls-alpn-01", "A..b", "x", "a b")
+	e := newEnv(f)
+	h := e.svc.Host()
+	f.Fuzz(func(t *testing.T, typ, name, token, value string) {
+		c := edgeplane.ACMEChallenge{Type: typ, Name: name, Token: token, KeyAuthorization: value, ExpiresAt: e.clock.Now().Add(time.Minute)}
+		err := h.PutACMEChallenge(e.ctx, c)
+		got, gerr := h.ACMEChallenge(e.ctx, typ, name, token)
+		switch {
+		case err == nil:
+			if gerr != nil || got.KeyAuthorization != value {
+				t.Fatalf("put %+v, read %+v, %v", c, got, gerr)
+			}
+			if err := h.DeleteACMEChallenge(e.ctx, typ, name, token); err != nil {
+				t.Fatal(err)
+			}
+		case apierr.CodeOf(err) != apierr.InvalidArgument:
+			t.Fatalf("put: %v, want nil or invalid argument", err)
+		case gerr == nil:
+			t.Fatalf("a refused put is read back: %+v", got)
+		case apierr.CodeOf(gerr) != apierr.InvalidArgument && !errors.Is(gerr, apierr.ErrNotFound):
+			t.Fatalf("read: %v", gerr)
+		}
+	})
+}

@@ -248,6 +248,9 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 		}
 		err = fmt.Errorf("the issued certificate could not be recorded: %w", err)
 	}
+	if code, _ := classify(o.Domain, err); code == domains.ErrorCodeInternal {
+		m.forgetAccount() // the CA may have lost or deactivated it: register again next time
+	}
 	f := m.failure(o, err, started)
 	log.Warn("certificate manager: order failed", "error_code", f.ErrorCode, "retries_at", f.RetriesAt, "err", err)
 	if _, rerr := m.host.ReportCertificateFailed(ctx, o.AccountID, o.ReservedDomainID, f); rerr != nil {
@@ -337,6 +340,15 @@ func (m *Manager) registered(ctx context.Context, c *acme.Client) (acme.Account,
 	}
 	m.account = &acct
 	return acct, nil
+}
+
+// forgetAccount drops the registered account, so that the next order
+// registers the stored key again (which gives back the CA's account for
+// it, or a new one on a CA that lost it).
+func (m *Manager) forgetAccount() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.account = nil
 }
 
 // newCertificateKey returns a new private key of the policy's type (RSA
