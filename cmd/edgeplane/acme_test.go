@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -29,6 +30,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 )
 
 // testResolver is the DNS server Pebble validates with (over TCP, as
@@ -111,9 +113,8 @@ func startLatePebble(t *testing.T) *latePebble {
 
 // start starts Pebble's validation on the ports of s's proxy, resolving
 // names to 127.0.0.1, and returns the proxy's HTTP and HTTPS addresses.
-func (p *latePebble) start(t *testing.T, s *server, names ...string) (proxyHTTP, proxyHTTPS string) {
+func (p *latePebble) start(t *testing.T, out string, names ...string) (proxyHTTP, proxyHTTPS string) {
 	t.Helper()
-	out := s.stdout.String()
 	h := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
 	hs := regexp.MustCompile(`(?m)^proxy on https://(\S+)$`).FindStringSubmatch(out)
 	if h == nil || hs == nil {
@@ -149,7 +150,7 @@ func TestServeACME(t *testing.T) {
 	key := "epk_" + strings.Repeat("a", 40)
 	s := startServe(t, append([]string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0"}, pb.flags...),
 		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
-	_, proxyHTTPS := pb.start(t, s, "app.example.com")
+	_, proxyHTTPS := pb.start(t, s.stdout.String(), "app.example.com")
 	pebbleRoots := pb.roots
 	portOf := func(addr string) int {
 		_, p, _ := net.SplitHostPort(addr)
@@ -313,7 +314,7 @@ func acmeReplicas(t *testing.T, spec string, env map[string]string) {
 	p := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0", "-acme=false"}, e)
 	a := startServe(t, append([]string{"-store", spec}, pb.flags...), e)
 	b := startServe(t, append([]string{"-store", spec}, pb.flags...), e)
-	pb.start(t, p, "one.example.com", "two.example.com")
+	pb.start(t, p.stdout.String(), "one.example.com", "two.example.com")
 	api := apiClient{t: t, base: "http://" + p.addr, key: key}
 	order := func(name string) {
 		t.Helper()
@@ -356,5 +357,45 @@ func acmeReplicas(t *testing.T, spec string, env map[string]string) {
 	}
 	if n := managed(); n != 2 {
 		t.Errorf("%d managed certificates after two orders, want 2", n)
+	}
+}
+
+// TestProxyCommandACME: edgeplane serve orders (no proxy of its own),
+// edgeplane proxy on the same SQLite file answers the CA's HTTP-01
+// challenge from the store and presents the issued certificate.
+func TestProxyCommandACME(t *testing.T) {
+	pb := startLatePebble(t)
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	key := "epk_" + strings.Repeat("c", 40)
+	s := startServe(t, append([]string{"-store", spec}, pb.flags...), map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncbuf.Buffer
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"proxy", "-store", spec, "-https-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0"},
+			func(string) string { return "" }, &stdout, &stderr, ready)
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-ready:
+	case code := <-done:
+		t.Fatalf("proxy exited with %d: %s %s", code, stdout.String(), stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("proxy not ready")
+	}
+	_, proxyHTTPS := pb.start(t, stdout.String(), "cmd.example.com")
+	api := apiClient{t: t, base: "http://" + s.addr, key: key}
+	tn := newTenant(api, "cmd.example.com", "cmd")
+	api.must(200, "PATCH", "/reserved_domains/"+tn.domain, `{"certificate_management_policy":{"authority":"letsencrypt"}}`)
+	if took, ok := within(30*time.Second, func() bool {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", proxyHTTPS, &tls.Config{ServerName: "cmd.example.com", RootCAs: pb.roots})
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	}); !ok {
+		t.Fatalf("edgeplane proxy presents no certificate from Pebble after %v: %v\n%s", took, api.must(200, "GET", "/reserved_domains/"+tn.domain, ""), tail(s.stderr.String(), 2000))
 	}
 }
