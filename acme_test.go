@@ -365,3 +365,43 @@ func FuzzACMEChallenge(f *testing.F) {
 		}
 	})
 }
+
+// TestRenewalDeletesReplacedManagedCertificate: a renewal deletes the
+// managed certificate it replaces; an uploaded certificate a managed one
+// replaces stays.
+func TestRenewalDeletesReplacedManagedCertificate(t *testing.T) {
+	e := newEnv(t)
+	upPEM, upKey := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
+	up, err := e.svc.CreateTLSCertificate(e.ctx, e.user, domains.CreateCertificateParams{CertificatePEM: upPEM, PrivateKeyPEM: upKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "app.example.com", CertificateID: up.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}
+	if _, err := e.svc.UpdateReservedDomain(e.ctx, e.user, d.ID, domains.UpdateParams{CertificateManagementPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	issue := func() string {
+		t.Helper()
+		certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
+		got, err := e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Certificate.ID
+	}
+	first := issue()
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.user, up.ID); err != nil {
+		t.Errorf("the uploaded certificate a managed one replaced was deleted: %v", err)
+	}
+	second := issue()
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.user, first); !errors.Is(err, apierr.ErrNotFound) {
+		t.Errorf("the managed certificate a renewal replaced is still there: %v", err)
+	}
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.user, second); err != nil {
+		t.Errorf("the renewed certificate: %v", err)
+	}
+}

@@ -391,7 +391,9 @@ func (h *Host) CertificateOrders(ctx context.Context, limit int) ([]CertificateO
 // certificate in the domain's account (it belongs to the account like any
 // other, described "managed certificate for <domain>"), makes it the
 // domain's certificate, ends the provisioning job and sets renews_at (see
-// [domains.RenewsAt]). A certificate it replaces is kept.
+// [domains.RenewsAt]). A managed certificate it replaces (one
+// the manager issued for this domain) is deleted, unless another domain
+// now uses it; an uploaded one is kept.
 //
 // It fails with not-found for an unknown domain, invalid-argument for a
 // bad chain or key, and failed-precondition when the domain no longer has

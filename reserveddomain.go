@@ -325,15 +325,8 @@ func (s *Service) DeleteReservedDomain(ctx context.Context, p Principal, id stri
 	if err := records.Remove(ctx, s.db, p, reservedDomainKind, id); err != nil {
 		return err
 	}
-	if d.Certificate == nil {
-		return nil
-	}
-	c, _, err := records.Get(ctx, s.db, p, certificateForm.Form, d.Certificate.ID)
-	if err != nil || c.ManagedFor != id {
-		return nil // gone already, or the user's own
-	}
-	if err := records.Remove(ctx, s.db, p, certificateKind, c.ID); err != nil {
-		s.log.Warn("cannot delete the managed certificate of a deleted reserved domain", "certificate", c.ID, "reserved_domain", id, "err", err)
+	if d.Certificate != nil {
+		s.deleteManagedCertificate(ctx, p.AccountID, d.Certificate.ID, id)
 	}
 	return nil
 }

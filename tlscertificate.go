@@ -306,9 +306,14 @@ func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domain
 	if err := s.storeCertificate(ctx, accountID, &c, keyPEM, domainID); err != nil {
 		return nil, err
 	}
+	var replaced string
 	d, err = s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
 		if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
 			return err
+		}
+		replaced = ""
+		if d.Certificate != nil {
+			replaced = d.Certificate.ID
 		}
 		d.CertificateIssued(resource.Ref{ID: c.ID}, c.NotBefore, c.NotAfter)
 		return nil
@@ -319,7 +324,31 @@ func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domain
 		}
 		return nil, err
 	}
+	if replaced != "" {
+		s.deleteManagedCertificate(ctx, accountID, replaced, domainID)
+	}
 	return d, nil
+}
+
+// deleteManagedCertificate deletes certificate id of the account if the
+// certificate manager issued it for the reserved domain domainID and no
+// domain uses it any more (reported as its tls_certificate_deleted
+// event); a certificate uploaded by the user, or one still in use, is
+// kept. Failures are logged: the certificate stays, an ordinary one.
+func (s *Service) deleteManagedCertificate(ctx context.Context, accountID, id, domainID string) {
+	rec, err := s.store.Get(ctx, KindTLSCertificate, accountID, id)
+	if err != nil {
+		return // gone already
+	}
+	c, err := certificateForm.Decode(s.db, rec)
+	if err != nil || c.ManagedFor != domainID {
+		return // the user's own
+	}
+	err = s.store.DeleteIf(ctx, KindTLSCertificate, accountID, id, rec.Version, s.db.Note(certificateKind.Event, events.Deleted))
+	var use *store.InUseError
+	if err != nil && !errors.As(err, &use) && !errors.Is(err, apierr.ErrNotFound) {
+		s.log.Warn("cannot delete a managed certificate no longer in use", "certificate", id, "reserved_domain", domainID, "err", err)
+	}
 }
 
 // managedKeyMatches fails with failed-precondition unless d has a policy

@@ -245,6 +245,9 @@ func TestRenewal(t *testing.T) {
 	if again := e.domain(t, d.ID).Certificate.ID; again == firstID {
 		t.Errorf("the domain's certificate is still %s after the renewal", again)
 	}
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.p, firstID); err == nil {
+		t.Error("the replaced managed certificate is still there")
+	}
 	// Detaching the policy stops renewals.
 	if err := e.svc.DetachReservedDomainCertificateManagementPolicy(e.ctx, e.p, d.ID); err != nil {
 		t.Fatal(err)

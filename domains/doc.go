@@ -108,8 +108,10 @@
 //   - A wildcard and the names below it are separate reservations: only
 //     the exact (canonical) name is unique across accounts.
 //   - A certificate that certificate management issued is an ordinary
-//     certificate of the account; one that a renewal replaces is kept, for
-//     the user to delete.
+//     certificate of the account, which remembers the domain it was
+//     issued for: one that a renewal replaces is deleted, and so is the
+//     domain's when the domain is deleted (unless the user attached it
+//     elsewhere meanwhile).
 //   - Uploaded chains must be in order and unexpired; certificate_pem is
 //     at most 64 KiB, private_key_pem at most 16 KiB.
 //   - Endpoint configurations are minimal records (id, uri, created_at,
