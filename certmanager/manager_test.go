@@ -1,10 +1,13 @@
 package certmanager_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -75,6 +78,25 @@ func TestHTTP01(t *testing.T) {
 	// Nothing is due now; the challenge is gone from the store.
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
 		t.Errorf("second pass = %+v, %v; want nothing to do", res, err)
+	}
+	// With a certificate, the challenge is answered on HTTPS too (where
+	// a CA follows an operator's redirect from HTTP).
+	if err := e.svc.Host().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "renew",
+		KeyAuthorization: "renew.thumb", ExpiresAt: e.clock.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.roots},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", e.httpsAddr)
+		}}}
+	if resp, err := hc.Get("https://app.example.com/.well-known/acme-challenge/renew"); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "renew.thumb" {
+			t.Errorf("HTTP-01 over HTTPS: %d %q", resp.StatusCode, body)
+		}
 	}
 	resp, err := http.Get("http://" + e.httpAddr + "/.well-known/acme-challenge/anything")
 	if err != nil {

@@ -73,9 +73,10 @@
 // The certificate manager (package certmanager) stores each pending ACME
 // challenge in the store, and every proxy answers it, whichever the CA
 // reaches: an HTTP-01 request (GET or HEAD
-// /.well-known/acme-challenge/<token> on the plain HTTP listener) is
-// answered with the key authorization of the stored challenge for its
-// host and token, before edge routing; a token with no challenge goes
+// /.well-known/acme-challenge/<token> on the plain HTTP listener, or on
+// HTTPS, where the CA follows a redirect) is answered with the key
+// authorization of the stored challenge for its host and token, before
+// edge routing; a token with no challenge goes
 // on to the edges, so that an upstream may answer its own ACME client's
 // challenges. A ClientHello on the HTTPS listener that offers the ALPN
 // protocol acme-tls/1 (TLS-ALPN-01, RFC 8737) gets the validation

@@ -358,8 +358,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	host, ok := requestHost(r)
-	if ok && r.TLS == nil && strings.HasPrefix(r.URL.Path, acmeChallengePath) && h.serveACMEHTTP(rw, r, host) {
-		return // an HTTP-01 validation, before the edges
+	if ok && strings.HasPrefix(r.URL.Path, acmeChallengePath) && h.serveACMEHTTP(rw, r, host) {
+		return // an HTTP-01 validation (or one redirected to HTTPS), before the edges
 	}
 	switch {
 	case !ok:
