@@ -43,7 +43,9 @@ const (
 	// RetriesAt.
 	ErrorCodeInternal = "INTERNAL_ERROR"
 	// ErrorCodeDNS is a permanent failure that the user must correct in
-	// DNS; the job is not retried until the user sets the policy again.
+	// DNS; the job is retried at its RetriesAt when the certificate
+	// manager set one (a slow schedule, so that a fix is picked up), and
+	// at once when the user sets the policy again.
 	ErrorCodeDNS = "DNS_ERROR"
 )
 
