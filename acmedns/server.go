@@ -17,7 +17,8 @@
 // ([edgeplane.Host.ACMEChallenge], which the certificate manager,
 // package certmanager, stores), so that every edge node answers the
 // same; the zone apex answers SOA and NS; every other name of the zones
-// is NXDOMAIN, and names outside them are REFUSED. It serves UDP and TCP
+// is NXDOMAIN, and names outside them are REFUSED, as are the queries of
+// a source beyond [QueryLimit] in [QueryWindow]. It serves UDP and TCP
 // on the same address.
 package acmedns
 
@@ -35,6 +36,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
 // lookupTimeout bounds the store read of one query.
@@ -42,6 +44,14 @@ const lookupTimeout = 2 * time.Second
 
 // ttl is the TTL of the answers: short, since a challenge lives minutes.
 const ttl = 10
+
+// The bound of the store reads queries cause: per source address,
+// QueryLimit queries in QueryWindow; beyond it a query is REFUSED without
+// a store read. (A CA's resolvers ask a few times per validation.)
+const (
+	QueryLimit  = 200
+	QueryWindow = 10 * time.Second
+)
 
 // Options configures a [Server].
 type Options struct {
@@ -64,6 +74,8 @@ type Server struct {
 	zones []string // canonical, no trailing dot
 	ns    string
 	log   *slog.Logger
+
+	limit *ratelimit.Limiter // per source address
 
 	mu      sync.Mutex
 	servers []*dns.Server
@@ -90,6 +102,10 @@ func New(o Options) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if s.limit, err = ratelimit.New(ratelimit.Options{Capacity: QueryLimit, Window: QueryWindow}); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -151,6 +167,13 @@ func (s *Server) Close() error {
 
 // serve answers one query.
 func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
+	host, _, _ := net.SplitHostPort(w.RemoteAddr().String())
+	if !s.limit.AllowAt(host, time.Now()).Allowed {
+		m := new(dns.Msg)
+		m.SetRcode(req, dns.RcodeRefused)
+		_ = w.WriteMsg(m)
+		return
+	}
 	_ = w.WriteMsg(s.answer(req))
 }
 

@@ -140,3 +140,30 @@ func BenchmarkAnswer(b *testing.B) {
 		}
 	}
 }
+
+// TestQueryLimit: a source beyond QueryLimit queries in QueryWindow is
+// refused.
+func TestQueryLimit(t *testing.T) {
+	s, _ := newServer(t)
+	addr, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
+	q := new(dns.Msg)
+	q.SetQuestion("acme.edgeplane-cname.com.", dns.TypeSOA)
+	refusedAt := 0
+	for i := 1; i <= 2*QueryLimit && refusedAt == 0; i++ {
+		in, _, err := c.Exchange(q, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Rcode == dns.RcodeRefused {
+			refusedAt = i
+		}
+	}
+	if refusedAt != QueryLimit+1 {
+		t.Errorf("first refused query: %d, want %d", refusedAt, QueryLimit+1)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/edgeplane/edgeplane/acmedns"
 	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/proxy"
 )
 
 // wantIssued checks that d has a managed certificate whose renewal is at
@@ -141,6 +142,21 @@ func TestHTTP01Answer(t *testing.T) {
 				t.Errorf("%d %q, want %d %q", resp.StatusCode, body, tc.status, tc.body)
 			}
 		})
+	}
+	// A client beyond the limit gets 429 (and causes no store read).
+	status := 0
+	for i := 0; i < 2*proxy.ACMEChallengeLimit && status != http.StatusTooManyRequests; i++ {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr+"/.well-known/acme-challenge/tok", nil)
+		req.Host = "app.example.com"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if status != http.StatusTooManyRequests {
+		t.Errorf("%d requests from one client: last %d, want 429", 2*proxy.ACMEChallengeLimit, status)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
 // ACME challenges (see the package doc's # Certificates from ACME): the
@@ -27,14 +30,37 @@ const acmeChallengePath = "/.well-known/acme-challenge/"
 // acmeTimeout bounds the store read of a challenge.
 const acmeTimeout = 5 * time.Second
 
+// The bound of the store reads HTTP-01 requests cause: per client
+// address, ACMEChallengeLimit requests in ACMEChallengeWindow (a CA
+// validates a name with a few requests from each of its vantage points).
+// Beyond it a client gets 429, without a store read.
+const (
+	ACMEChallengeLimit  = 60
+	ACMEChallengeWindow = 10 * time.Second
+)
+
+// newACMELimiter returns the limiter of HTTP-01 requests.
+func newACMELimiter() *ratelimit.Limiter {
+	l, err := ratelimit.New(ratelimit.Options{Capacity: ACMEChallengeLimit, Window: ACMEChallengeWindow})
+	if err != nil {
+		panic(err) // constant options
+	}
+	return l
+}
+
 // serveACMEHTTP answers an HTTP-01 validation request for host from the
 // store's challenge records, and reports true; a request that is not one,
 // or names no pending challenge, is left to the edges (false): an
 // upstream may answer its own ACME client's challenges.
-func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host string) bool {
+func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host string, client netip.Addr) bool {
 	token, ok := strings.CutPrefix(r.URL.Path, acmeChallengePath)
 	if !ok || token == "" || len(token) > edgeplane.MaxACMEToken || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
+	}
+	if d := h.acmeLimit.AllowAt(client.String(), time.Now()); !d.Allowed {
+		w.Header().Set("Retry-After", strconv.FormatInt(d.RetryAfterSeconds(), 10))
+		http.Error(w, "too many ACME challenge requests from this address", http.StatusTooManyRequests)
+		return true
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), acmeTimeout)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
+	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
 // Defaults of [HandlerOptions].
@@ -142,12 +143,14 @@ type Handler struct {
 
 	oidcKey   []byte
 	providers *oidcauth.Providers
+	// acmeLimit bounds the HTTP-01 requests of each client (acme.go).
+	acmeLimit *ratelimit.Limiter
 }
 
 // NewHandler returns the Handler of the edges c serves.
 func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
-		oidcKey: o.OIDCKey, providers: o.OIDCProviders}
+		oidcKey: o.OIDCKey, providers: o.OIDCProviders, acmeLimit: newACMELimiter()}
 	if h.providers == nil {
 		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: o.OIDCNetworks})
 	}
@@ -358,7 +361,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	host, ok := requestHost(r)
-	if ok && strings.HasPrefix(r.URL.Path, acmeChallengePath) && h.serveACMEHTTP(rw, r, host) {
+	if ok && strings.HasPrefix(r.URL.Path, acmeChallengePath) && h.serveACMEHTTP(rw, r, host, client.Addr()) {
 		return // an HTTP-01 validation (or one redirected to HTTPS), before the edges
 	}
 	switch {
