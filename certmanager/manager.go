@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -118,6 +119,22 @@ type Manager struct {
 
 	mu      sync.Mutex
 	account *acme.Account // registered with the CA; nil until the first order
+
+	issued, dnsErrors, internalErrors atomic.Int64 // Stats
+}
+
+// Stats counts the outcomes of a Manager's orders since it was made.
+type Stats struct {
+	// Issued counts the certificates issued and recorded.
+	Issued int64
+	// DNSErrors and InternalErrors count the orders reported failed with
+	// DNS_ERROR and INTERNAL_ERROR.
+	DNSErrors, InternalErrors int64
+}
+
+// Stats returns the counts of the Manager's orders, for metrics.
+func (m *Manager) Stats() Stats {
+	return Stats{Issued: m.issued.Load(), DNSErrors: m.dnsErrors.Load(), InternalErrors: m.internalErrors.Load()}
 }
 
 // New returns a Manager, or an error naming the option that is wrong.
@@ -240,6 +257,7 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 		_, err = m.host.ReportCertificateIssued(ctx, o.AccountID, o.ReservedDomainID, certPEM, keyPEM)
 		if err == nil {
 			log.Info("certificate manager: certificate issued")
+			m.issued.Add(1)
 			return true
 		}
 		if apierr.CodeOf(err) == apierr.FailedPrecondition || errors.Is(err, apierr.ErrNotFound) {
@@ -252,6 +270,11 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 		m.forgetAccount() // the CA may have lost or deactivated it: register again next time
 	}
 	f := m.failure(o, err, started)
+	if f.ErrorCode == domains.ErrorCodeDNS {
+		m.dnsErrors.Add(1)
+	} else {
+		m.internalErrors.Add(1)
+	}
 	log.Warn("certificate manager: order failed", "error_code", f.ErrorCode, "retries_at", f.RetriesAt, "err", err)
 	if _, rerr := m.host.ReportCertificateFailed(ctx, o.AccountID, o.ReservedDomainID, f); rerr != nil {
 		log.Warn("certificate manager: cannot report the failure", "err", rerr)

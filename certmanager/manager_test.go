@@ -205,6 +205,9 @@ func TestDNSError(t *testing.T) {
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
 		t.Fatalf("pass before retries_at = %+v, %v; want nothing", res, err)
 	}
+	if st := m.Stats(); st != (certmanager.Stats{DNSErrors: 1}) {
+		t.Errorf("Stats after the DNS error: %+v", st)
+	}
 	e.resolver.point("broken.example.com", true)
 	e.clock.AdvanceTo(*job.RetriesAt)
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
@@ -241,6 +244,9 @@ func TestCAUnreachable(t *testing.T) {
 		if !job.StartedAt.Equal(started) {
 			t.Errorf("pass %d: started_at %v, want %v kept", i, job.StartedAt, started)
 		}
+	}
+	if st := m.Stats(); st != (certmanager.Stats{InternalErrors: 3}) {
+		t.Errorf("Stats with the CA down: %+v", st)
 	}
 	p.down.Store(false)
 	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob

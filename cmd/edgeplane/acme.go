@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/certmanager"
@@ -84,12 +87,14 @@ func (c *acmeConfig) manager(host *edgeplane.Host, logger *slog.Logger) (*certma
 
 // startACME runs the certificate manager of svc while this replica holds
 // the acme lease, until the returned function is called.
-func startACME(ctx context.Context, svc *edgeplane.Service, c acmeConfig, logger *slog.Logger) (stop func(), err error) {
+func startACME(ctx context.Context, svc *edgeplane.Service, c acmeConfig, logger *slog.Logger, mt *metrics) (stop func(), err error) {
 	logger = logger.With("part", "acme")
 	m, err := c.manager(svc.Host(), logger)
 	if err != nil {
 		return nil, err
 	}
+	var held atomic.Bool
+	mt.watchACME(m, &held)
 	host, _ := os.Hostname()
 	var b [4]byte
 	rand.Read(b[:])
@@ -99,8 +104,33 @@ func startACME(ctx context.Context, svc *edgeplane.Service, c acmeConfig, logger
 	go func() {
 		defer close(done)
 		_ = elect.Run(ctx, elect.Config{Leaser: svc.Host(), Name: acmeLease, Holder: holder, Log: logger,
-			OnChange: func(held bool) { logger.Info("certificate manager", "ordering", held, "holder", holder) }},
+			OnChange: func(h bool) { held.Store(h); logger.Info("certificate manager", "ordering", h, "holder", holder) }},
 			func(ctx context.Context) { _ = m.Run(ctx) })
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// watchACME exports the certificate manager's counts and whether this
+// replica holds the acme lease.
+func (m *metrics) watchACME(mgr *certmanager.Manager, held *atomic.Bool) {
+	for _, r := range []struct {
+		result string
+		get    func(certmanager.Stats) int64
+	}{
+		{"issued", func(s certmanager.Stats) int64 { return s.Issued }},
+		{"dns_error", func(s certmanager.Stats) int64 { return s.DNSErrors }},
+		{"internal_error", func(s certmanager.Stats) int64 { return s.InternalErrors }},
+	} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_acme_orders_total",
+			Help: "Certificate orders of this replica's certificate manager, by outcome.", ConstLabels: prometheus.Labels{"result": r.result}},
+			func() float64 { return float64(r.get(mgr.Stats())) }))
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_acme_lease_held",
+		Help: "1 while this replica holds the acme lease and orders certificates."},
+		func() float64 {
+			if held.Load() {
+				return 1
+			}
+			return 0
+		}))
 }

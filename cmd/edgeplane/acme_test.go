@@ -148,7 +148,7 @@ func TestServeACME(t *testing.T) {
 	pb := startLatePebble(t)
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
 	key := "epk_" + strings.Repeat("a", 40)
-	s := startServe(t, append([]string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0"}, pb.flags...),
+	s := startServe(t, append([]string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0"}, pb.flags...),
 		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
 	_, proxyHTTPS := pb.start(t, s.stdout.String(), "app.example.com")
 	pebbleRoots := pb.roots
@@ -205,6 +205,18 @@ func TestServeACME(t *testing.T) {
 			"--cacert", rootFile, "https://app.example.com/curl").CombinedOutput()
 		if err != nil || string(out) != "upstream app /curl" {
 			t.Errorf("curl --cacert <Pebble's root> https://app.example.com/curl: %v %q", err, out)
+		}
+	}
+
+	// The metrics say so.
+	metricsAddr := regexp.MustCompile(`(?m)^metrics on http://(\S+)/metrics$`).FindStringSubmatch(s.stdout.String())
+	if metricsAddr == nil {
+		t.Fatalf("stdout: %s", s.stdout)
+	}
+	_, exposition := get(t, "http://"+metricsAddr[1]+"/metrics", nil)
+	for name, want := range map[string]float64{`edgeplane_acme_orders_total{result="issued"}`: 1, `edgeplane_acme_orders_total{result="dns_error"}`: 0, "edgeplane_acme_lease_held": 1} {
+		if got := metricValue(exposition, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
 

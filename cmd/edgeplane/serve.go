@@ -208,7 +208,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", addr)
 	}
 	if c.acme.on {
-		stopACME, err := startACME(ctx, svc, c.acme, logger)
+		stopACME, err := startACME(ctx, svc, c.acme, logger, m)
 		if err != nil {
 			return err
 		}
