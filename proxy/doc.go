@@ -76,8 +76,10 @@
 // /.well-known/acme-challenge/<token> on the plain HTTP listener, or on
 // HTTPS, where the CA follows a redirect) is answered with the key
 // authorization of the stored challenge for its host and token, before
-// edge routing; a token with no challenge goes on to the edges, so that
-// an upstream may answer its own ACME client's challenges. A client
+// edge routing and the account's IP restrictions (the CA's addresses are
+// not known; the answer is public: the key authorization is what the CA
+// is sent anyway); a token with no challenge goes on to the edges, so
+// that an upstream may answer its own ACME client's challenges. A client
 // address beyond [ACMEChallengeLimit] such requests in
 // [ACMEChallengeWindow] gets 429, without a store read. A ClientHello on
 // the HTTPS listener that offers the ALPN protocol acme-tls/1
