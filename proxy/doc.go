@@ -77,8 +77,8 @@
 // HTTPS, where the CA follows a redirect) is answered with the key
 // authorization of the stored challenge for its host and token, before
 // edge routing and the account's IP restrictions (the CA's addresses are
-// not known; the answer is public: the key authorization is what the CA
-// is sent anyway); a token with no challenge goes on to the edges, so
+// not known; a key authorization holds nothing secret: the token and the
+// account key's public thumbprint); a token with no challenge goes on to the edges, so
 // that an upstream may answer its own ACME client's challenges. A client
 // address beyond [ACMEChallengeLimit] such requests in
 // [ACMEChallengeWindow] gets 429, without a store read. A ClientHello on
