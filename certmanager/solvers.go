@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mholt/acmez/v3"
 	"github.com/mholt/acmez/v3/acme"
@@ -80,8 +81,14 @@ func (s *solver) Present(ctx context.Context, chal acme.Challenge) error {
 	return nil
 }
 
-// CleanUp removes the challenge.
+// CleanUp removes the challenge, also when the order's context has
+// ended (within cleanUpTimeout; one left behind expires and is reaped).
 func (s *solver) CleanUp(ctx context.Context, chal acme.Challenge) error {
 	c := s.record(chal)
-	return s.m.host.DeleteACMEChallenge(context.WithoutCancel(ctx), c.Type, c.Name, c.Token)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanUpTimeout)
+	defer cancel()
+	return s.m.host.DeleteACMEChallenge(ctx, c.Type, c.Name, c.Token)
 }
+
+// cleanUpTimeout bounds the removal of a challenge.
+const cleanUpTimeout = 10 * time.Second
