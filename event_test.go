@@ -972,6 +972,20 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if err := e.svc.Host().ReleaseLease(e.ctx, "acme", "me"); err != nil {
 		t.Fatal(err)
 	}
+	// And the certificate manager's: an account key, a challenge put,
+	// replaced and deleted.
+	if _, err := e.svc.Host().ACMEAccountKey(e.ctx, "https://acme.example.test/dir", func() ([]byte, error) { return []byte("k"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	ch := edgeplane.ACMEChallenge{Type: edgeplane.ChallengeTLSALPN01, Name: "a.example.com", KeyAuthorization: "a.b", ExpiresAt: e.clock.Now().Add(time.Minute)}
+	for range 2 {
+		if err := e.svc.Host().PutACMEChallenge(e.ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.svc.Host().DeleteACMEChallenge(e.ctx, ch.Type, ch.Name, ""); err != nil {
+		t.Fatal(err)
+	}
 	rev, err := st.Revision(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -988,7 +1002,7 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if strings.Contains(logs.String(), "unknown kind") {
 		t.Errorf("the sealing check or a node was logged as an unknown kind:\n%s", logs)
 	}
-	for _, k := range []store.Kind{"sealing_check", "node", "lease"} {
+	for _, k := range []store.Kind{"sealing_check", "node", "lease", "acme_account", "acme_challenge"} {
 		if role, known := edgeplane.DataPlaneRoleOf(k); !known || role != edgeplane.DataPlaneNone {
 			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want none, known", k, role, known)
 		}

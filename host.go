@@ -391,7 +391,9 @@ func (h *Host) CertificateOrders(ctx context.Context, limit int) ([]CertificateO
 // certificate in the domain's account (it belongs to the account like any
 // other, described "managed certificate for <domain>"), makes it the
 // domain's certificate, ends the provisioning job and sets renews_at (see
-// [domains.RenewsAt]). A certificate it replaces is kept.
+// [domains.RenewsAt]). A managed certificate it replaces (one
+// the manager issued for this domain) is deleted, unless another domain
+// now uses it; an uploaded one is kept.
 //
 // It fails with not-found for an unknown domain, invalid-argument for a
 // bad chain or key, and failed-precondition when the domain no longer has
@@ -404,11 +406,63 @@ func (h *Host) ReportCertificateIssued(ctx context.Context, accountID, domainID,
 // ReportCertificateFailed records that the certificate manager could not
 // obtain a certificate for a reserved domain: with
 // [domains.ErrorCodeInternal] the job is retried at f.RetriesAt; with
-// [domains.ErrorCodeDNS] it waits until the user sets the policy again.
+// [domains.ErrorCodeDNS] at f.RetriesAt when set, else it waits until
+// the user sets the policy again.
 // It fails with failed-precondition when the domain no longer has a
 // policy.
 func (h *Host) ReportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
 	return h.s.reportCertificateFailed(ctx, accountID, domainID, f)
+}
+
+// ReportCertificateProgress records what the certificate manager is
+// doing for a reserved domain it orders a certificate for: the
+// provisioning job's msg (1 to 1024 bytes of UTF-8), its error code and
+// retry time cleared, its started_at kept (or, for a renewal not yet
+// shown as a job, renews_at; or now). Each report is a
+// reserved_domain_updated event. It fails with failed-precondition when
+// the domain no longer has a policy.
+func (h *Host) ReportCertificateProgress(ctx context.Context, accountID, domainID, msg string) (*domains.ReservedDomain, error) {
+	return h.s.reportCertificateProgress(ctx, accountID, domainID, msg)
+}
+
+// ACMEAccountKey returns the ACME account key of the directory (an
+// absolute URL) stored for the certificate manager, sealed under the
+// sealing key: when none is stored, it stores the one generate returns
+// (at most [MaxACMEAccountKey] bytes, PEM). Two replicas that store one
+// at the same moment both get the one stored first. It is a host
+// operation; the key is never shown by the API.
+func (h *Host) ACMEAccountKey(ctx context.Context, directory string, generate func() ([]byte, error)) ([]byte, error) {
+	return h.s.acmeAccountKey(ctx, directory, generate)
+}
+
+// PutACMEChallenge records a pending ACME challenge (replacing one of
+// the same type, name and token), for every edge node to answer until
+// c.ExpiresAt: see [ACMEChallenge] for the rules, checked all at once
+// (invalid argument naming each field). A host operation of the
+// certificate manager.
+func (h *Host) PutACMEChallenge(ctx context.Context, c ACMEChallenge) error {
+	return h.s.putACMEChallenge(ctx, c)
+}
+
+// ACMEChallenge returns the pending challenge of that type, name and
+// token (token empty for TLS-ALPN-01 and DNS-01), read from the store;
+// one that is missing or expired is not found. Edge nodes answer the
+// CA's validation requests with it.
+func (h *Host) ACMEChallenge(ctx context.Context, typ, name, token string) (*ACMEChallenge, error) {
+	return h.s.acmeChallenge(ctx, typ, name, token)
+}
+
+// DeleteACMEChallenge removes a challenge once validated or failed; one
+// that is gone is no error.
+func (h *Host) DeleteACMEChallenge(ctx context.Context, typ, name, token string) error {
+	return h.s.deleteACMEChallenge(ctx, typ, name, token)
+}
+
+// ReapACMEChallenges removes up to limit (1 to [MaxPageSize]) expired
+// challenges (left behind by a manager that stopped between presenting
+// and cleaning up) and returns how many it removed.
+func (h *Host) ReapACMEChallenges(ctx context.Context, limit int) (int, error) {
+	return h.s.reapACMEChallenges(ctx, limit)
 }
 
 // TLSCertificateKeyPair returns the PEM chain and private key of a TLS

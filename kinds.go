@@ -179,10 +179,10 @@ func DataPlaneRoleOf(k store.Kind) (DataPlaneRole, bool) {
 
 // internalKinds are the kinds the Service stores for itself and the API
 // never shows (the sealing check, bootstrap.go; nodes, node.go; leases,
-// lease.go). They are known to the
-// followers of the feed, which pass over their changes: they have no
-// declaration, no events and nothing cached.
-var internalKinds = []store.Kind{kindSealingCheck, kindNode, kindLease}
+// lease.go; ACME account keys and challenges, acme.go). They are known
+// to the followers of the feed, which pass over their changes: they have
+// no declaration, no events and nothing cached.
+var internalKinds = []store.Kind{kindSealingCheck, kindNode, kindLease, kindACMEAccount, kindACMEChallenge}
 
 // isInternal reports whether k is one of internalKinds.
 func isInternal(k store.Kind) bool { return slices.Contains(internalKinds, k) }

@@ -312,9 +312,23 @@ func (s *Service) UpdateReservedDomain(ctx context.Context, p Principal, id stri
 
 // DeleteReservedDomain releases a reserved domain (DELETE
 // /reserved_domains/{id}); the name can then be reserved again, by any
-// account. Its certificate and endpoint configurations are not deleted.
+// account. Its endpoint configurations are not deleted, nor is its
+// certificate, unless certificate management issued it for this domain:
+// a managed certificate goes with its domain (reported as its
+// tls_certificate_deleted event; one that another domain now uses is
+// kept).
 func (s *Service) DeleteReservedDomain(ctx context.Context, p Principal, id string) error {
-	return records.Remove(ctx, s.db, p, reservedDomainKind, id)
+	d, _, err := records.Get(ctx, s.db, p, reservedDomainForm.Form, id)
+	if err != nil {
+		return err
+	}
+	if err := records.Remove(ctx, s.db, p, reservedDomainKind, id); err != nil {
+		return err
+	}
+	if d.Certificate != nil {
+		s.deleteManagedCertificate(ctx, p.AccountID, d.Certificate.ID, id)
+	}
+	return nil
 }
 
 // DetachReservedDomainCertificate removes a reserved domain's certificate

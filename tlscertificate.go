@@ -23,6 +23,10 @@ import (
 type storedCertificate struct {
 	domains.Certificate
 	SealedPrivateKey []byte
+	// ManagedFor is the reserved domain whose certificate manager issued
+	// it; deleting the domain deletes it while it is the domain's
+	// certificate.
+	ManagedFor string
 }
 
 // The stored form of a TLS certificate (see package internal/records).
@@ -39,6 +43,7 @@ type (
 		NotAfter          time.Time `json:"not_after"`
 		PrivateKeyType    string    `json:"private_key_type"`
 		SealedPrivateKey  []byte    `json:"sealed_private_key"`
+		ManagedFor        string    `json:"managed_for,omitempty"`
 	}
 )
 
@@ -52,14 +57,14 @@ var certificateForm = &kind[storedCertificate]{Form: records.PlainForm(certifica
 		return &certificateDoc{Common: records.Common{CreatedAt: c.CreatedAt, Description: c.Description, Metadata: c.Metadata}, CertificatePEM: c.CertificatePEM,
 			SubjectCommonName: c.SubjectCommonName, DNSNames: c.SubjectAlternativeNames.DNSNames, IPs: c.SubjectAlternativeNames.IPs,
 			IssuerCommonName: c.IssuerCommonName, SerialNumber: c.SerialNumber, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
-			PrivateKeyType: c.PrivateKeyType, SealedPrivateKey: c.SealedPrivateKey}
+			PrivateKeyType: c.PrivateKeyType, SealedPrivateKey: c.SealedPrivateKey, ManagedFor: c.ManagedFor}
 	},
 	func(d *certificateDoc, rec store.Record) *storedCertificate {
 		return &storedCertificate{Certificate: domains.Certificate{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description,
 			Metadata: d.Metadata, CertificatePEM: d.CertificatePEM, SubjectCommonName: d.SubjectCommonName,
 			SubjectAlternativeNames: domains.SubjectAlternativeNames{DNSNames: slices.Clone(d.DNSNames), IPs: slices.Clone(d.IPs)},
 			IssuerCommonName:        d.IssuerCommonName, SerialNumber: d.SerialNumber, NotBefore: d.NotBefore, NotAfter: d.NotAfter,
-			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: slices.Clone(d.SealedPrivateKey)}
+			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: slices.Clone(d.SealedPrivateKey), ManagedFor: d.ManagedFor}
 	}), present: (*Service).presentStoredCertificate, shown: showCertificate}
 
 func (s *Service) presentStoredCertificate(c *storedCertificate, rec store.Record) {
@@ -100,18 +105,20 @@ func (s *Service) CreateTLSCertificate(ctx context.Context, p Principal, params 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.storeCertificate(ctx, p.AccountID, &c, params.PrivateKeyPEM); err != nil {
+	if err := s.storeCertificate(ctx, p.AccountID, &c, params.PrivateKeyPEM, ""); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
 // storeCertificate gives c an ID and creation time, stores it with its
-// key in the account and presents it.
-func (s *Service) storeCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM string) error {
+// key in the account and presents it. managedFor names the reserved
+// domain the certificate manager issued it for, "" for an upload.
+func (s *Service) storeCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM, managedFor string) error {
 	c.ID, c.CreatedAt = s.ids.New(domains.CertificatePrefix), s.timestamp()
 	sealed := s.sealer.Seal([]byte(keyPEM), keyAAD(accountID, c.ID))
-	err := records.Create(ctx, s.db, Principal{AccountID: accountID}, certificateForm.Form, c.ID, "", &storedCertificate{Certificate: *c, SealedPrivateKey: sealed}, nil)
+	err := records.Create(ctx, s.db, Principal{AccountID: accountID}, certificateForm.Form, c.ID, "",
+		&storedCertificate{Certificate: *c, SealedPrivateKey: sealed, ManagedFor: managedFor}, nil)
 	if err != nil {
 		return err
 	}
@@ -296,12 +303,17 @@ func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domain
 	if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
 		return nil, err
 	}
-	if err := s.storeCertificate(ctx, accountID, &c, keyPEM); err != nil {
+	if err := s.storeCertificate(ctx, accountID, &c, keyPEM, domainID); err != nil {
 		return nil, err
 	}
+	var replaced string
 	d, err = s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
 		if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
 			return err
+		}
+		replaced = ""
+		if d.Certificate != nil {
+			replaced = d.Certificate.ID
 		}
 		d.CertificateIssued(resource.Ref{ID: c.ID}, c.NotBefore, c.NotAfter)
 		return nil
@@ -312,7 +324,31 @@ func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domain
 		}
 		return nil, err
 	}
+	if replaced != "" {
+		s.deleteManagedCertificate(ctx, accountID, replaced, domainID)
+	}
 	return d, nil
+}
+
+// deleteManagedCertificate deletes certificate id of the account if the
+// certificate manager issued it for the reserved domain domainID and no
+// domain uses it any more (reported as its tls_certificate_deleted
+// event); a certificate uploaded by the user, or one still in use, is
+// kept. Failures are logged: the certificate stays, an ordinary one.
+func (s *Service) deleteManagedCertificate(ctx context.Context, accountID, id, domainID string) {
+	rec, err := s.store.Get(ctx, KindTLSCertificate, accountID, id)
+	if err != nil {
+		return // gone already
+	}
+	c, err := certificateForm.Decode(s.db, rec)
+	if err != nil || c.ManagedFor != domainID {
+		return // the user's own
+	}
+	err = s.store.DeleteIf(ctx, KindTLSCertificate, accountID, id, rec.Version, s.db.Note(certificateKind.Event, events.Deleted))
+	var use *store.InUseError
+	if err != nil && !errors.As(err, &use) && !errors.Is(err, apierr.ErrNotFound) {
+		s.log.Warn("cannot delete a managed certificate no longer in use", "certificate", id, "reserved_domain", domainID, "err", err)
+	}
 }
 
 // managedKeyMatches fails with failed-precondition unless d has a policy

@@ -67,8 +67,10 @@
 //     thirds of the certificate's lifetime, 30 days before expiry for a
 //     90-day certificate); failure ([ReservedDomain.CertificateFailed])
 //     keeps the job with error_code INTERNAL_ERROR (retried at retries_at)
-//     or DNS_ERROR (permanent: not retried until the user sets the policy
-//     again);
+//     or DNS_ERROR (permanent until the user corrects DNS: retried at
+//     retries_at when the manager sets one, on a slow schedule, else not
+//     until the user sets the policy again); while the manager works on
+//     a job it reports what it does ([ReservedDomain.CertificateProgress]);
 //   - when renews_at has passed, the domain is due again and responses
 //     show a job ("certificate renewal has started", started_at =
 //     renews_at) until the manager reports ([ReservedDomain.ShowRenewal]);
@@ -106,8 +108,10 @@
 //   - A wildcard and the names below it are separate reservations: only
 //     the exact (canonical) name is unique across accounts.
 //   - A certificate that certificate management issued is an ordinary
-//     certificate of the account; one that a renewal replaces is kept, for
-//     the user to delete.
+//     certificate of the account, which remembers the domain it was
+//     issued for: one that a renewal replaces is deleted, and so is the
+//     domain's when the domain is deleted (unless the user attached it
+//     elsewhere meanwhile).
 //   - Uploaded chains must be in order and unexpired; certificate_pem is
 //     at most 64 KiB, private_key_pem at most 16 KiB.
 //   - Endpoint configurations are minimal records (id, uri, created_at,

@@ -43,7 +43,9 @@ const (
 	// RetriesAt.
 	ErrorCodeInternal = "INTERNAL_ERROR"
 	// ErrorCodeDNS is a permanent failure that the user must correct in
-	// DNS; the job is not retried until the user sets the policy again.
+	// DNS; the job is retried at its RetriesAt when the certificate
+	// manager set one (a slow schedule, so that a fix is picked up), and
+	// at once when the user sets the policy again.
 	ErrorCodeDNS = "DNS_ERROR"
 )
 
@@ -392,9 +394,9 @@ func (d *ReservedDomain) ShowRenewal(now time.Time) {
 
 // CertificateDue reports whether, at time now, d's managed certificate
 // needs issuing or renewing: a policy is attached and either a job has
-// not failed, or it failed with [ErrorCodeInternal] and its retry time
-// has come, or no job runs and the renewal time has come. A job failed
-// with [ErrorCodeDNS] waits for the user.
+// not failed, or it failed and its retry time has come, or no job runs
+// and the renewal time has come. A job failed with [ErrorCodeDNS]
+// without a retry time waits for the user.
 func (d *ReservedDomain) CertificateDue(now time.Time) bool {
 	at, ok := d.CertificateDueAt()
 	return ok && !now.Before(at)
@@ -402,9 +404,8 @@ func (d *ReservedDomain) CertificateDue(now time.Time) bool {
 
 // CertificateDueAt returns when d's managed certificate becomes due (see
 // [ReservedDomain.CertificateDue]): the zero time when it is due now
-// whatever the time, and false when no time makes it due (no policy, a
-// job failed with [ErrorCodeDNS], or one failed with [ErrorCodeInternal]
-// without a retry time). Stores index domains by it, so that the due ones
+// whatever the time, and false when no time makes it due (no policy, or
+// a failed job without a retry time). Stores index domains by it, so that the due ones
 // are found without reading the others.
 func (d *ReservedDomain) CertificateDueAt() (time.Time, bool) {
 	st := d.CertificateManagementStatus
@@ -415,7 +416,7 @@ func (d *ReservedDomain) CertificateDueAt() (time.Time, bool) {
 		switch {
 		case job.ErrorCode == nil:
 			return time.Time{}, true
-		case *job.ErrorCode == ErrorCodeInternal && job.RetriesAt != nil:
+		case job.RetriesAt != nil:
 			return *job.RetriesAt, true
 		}
 		return time.Time{}, false
@@ -451,8 +452,10 @@ type ProvisioningFailure struct {
 	// Msg describes the error for the user; 1 to 1024 bytes.
 	Msg string `json:"msg" validate:"required,maxbytes=1024"`
 	// RetriesAt is when the job will be retried: required for
-	// [ErrorCodeInternal] (and after the current time), and must be zero
-	// for [ErrorCodeDNS].
+	// [ErrorCodeInternal], optional for [ErrorCodeDNS] (zero: not until
+	// the user sets the policy again; a certificate manager retries DNS
+	// errors on a slow schedule, so that a fixed DNS record is picked
+	// up), and when set after the current time.
 	RetriesAt time.Time `json:"retries_at"`
 }
 
@@ -467,32 +470,52 @@ func (f ProvisioningFailure) Validate(now time.Time) error {
 			vs.Add("retries_at", "is required for %s and must be in the future", ErrorCodeInternal)
 		}
 	case ErrorCodeDNS:
-		if !f.RetriesAt.IsZero() {
-			vs.Add("retries_at", "must be empty for %s: the user must correct DNS and set the policy again", ErrorCodeDNS)
+		if !f.RetriesAt.IsZero() && !f.RetriesAt.After(now) {
+			vs.Add("retries_at", "must be in the future or empty for %s (empty: the user must correct DNS and set the policy again)", ErrorCodeDNS)
 		}
 	}
 	return vs.Err()
 }
 
+// CertificateProgress records at time now what the certificate manager
+// is doing for d (msg): the job (a new one started at RenewsAt when a
+// due renewal was not yet recorded as a job, or at now when there was
+// none) carries msg and no error code or retry time: it runs. Call it
+// on a domain with a policy, msg 1 to 1024 bytes.
+func (d *ReservedDomain) CertificateProgress(msg string, now time.Time) {
+	st := d.CertificateManagementStatus
+	if st == nil {
+		st = &CertStatus{}
+	}
+	d.CertificateManagementStatus = &CertStatus{RenewsAt: st.RenewsAt, ProvisioningJob: &CertJob{Msg: msg, StartedAt: st.jobStart(now)}}
+}
+
+// jobStart returns when the job of st started, for a report at now: the
+// current job's start, else a due renewal's time, else now.
+func (st *CertStatus) jobStart(now time.Time) time.Time {
+	switch {
+	case st.ProvisioningJob != nil:
+		return st.ProvisioningJob.StartedAt
+	case st.RenewsAt != nil && !now.Before(*st.RenewsAt):
+		return *st.RenewsAt
+	}
+	return now
+}
+
 // CertificateFailed records failure f at time now: the job (a new one
 // started at RenewsAt when a renewal was not yet recorded as a job, or at
-// now when there was none) carries the error code, the message and, for
-// [ErrorCodeInternal], the retry time. Call it after
+// now when there was none) carries the error code, the message and the
+// retry time, if any. Call it after
 // [ProvisioningFailure.Validate], on a domain with a policy.
 func (d *ReservedDomain) CertificateFailed(f ProvisioningFailure, now time.Time) {
 	st := d.CertificateManagementStatus
 	if st == nil {
 		st = &CertStatus{}
 	}
-	started := now
-	if st.ProvisioningJob != nil {
-		started = st.ProvisioningJob.StartedAt
-	} else if st.RenewsAt != nil && !now.Before(*st.RenewsAt) {
-		started = *st.RenewsAt
-	}
+	started := st.jobStart(now)
 	code := f.ErrorCode
 	job := &CertJob{ErrorCode: &code, Msg: f.Msg, StartedAt: started}
-	if f.ErrorCode == ErrorCodeInternal {
+	if !f.RetriesAt.IsZero() {
 		r := resource.Timestamp(f.RetriesAt)
 		job.RetriesAt = &r
 	}

@@ -242,6 +242,23 @@ func TestCertificateLifecycle(t *testing.T) {
 			t.Error("DNS_ERROR must not be due")
 		}
 
+		// A DNS_ERROR with a retry time (the manager's slow schedule) is
+		// due then, and no earlier; progress clears the error and keeps
+		// the job's start.
+		slow := renews.Add(7 * time.Hour)
+		dns := d
+		dns.CertificateFailed(domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "CNAME missing", RetriesAt: slow}, renews.Add(time.Hour))
+		if j := dns.CertificateManagementStatus.ProvisioningJob; j.RetriesAt == nil || !j.RetriesAt.Equal(slow) {
+			t.Errorf("DNS_ERROR with retry: %+v", j)
+		}
+		if dns.CertificateDue(slow.Add(-time.Second)) || !dns.CertificateDue(slow) {
+			t.Error("DNS_ERROR with a retry time must be due at it, not before")
+		}
+		dns.CertificateProgress("validating", slow)
+		if j := dns.CertificateManagementStatus.ProvisioningJob; j.ErrorCode != nil || j.RetriesAt != nil || j.Msg != "validating" || !j.StartedAt.Equal(renews) {
+			t.Errorf("progress: %+v", j)
+		}
+
 		// Setting the same policy again retries after a failure.
 		t1 := renews.Add(2 * time.Hour)
 		domains.UpdateParams{CertificateManagementPolicy: policy}.Apply(&d, t1)
@@ -327,7 +344,8 @@ func TestProvisioningFailureValidate(t *testing.T) {
 		{"dns", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x"}, nil},
 		{"internal without retry", domains.ProvisioningFailure{ErrorCode: "INTERNAL_ERROR", Msg: "x"}, []string{"retries_at"}},
 		{"internal retry in the past", domains.ProvisioningFailure{ErrorCode: "INTERNAL_ERROR", Msg: "x", RetriesAt: now}, []string{"retries_at"}},
-		{"dns with retry", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x", RetriesAt: now.Add(time.Hour)}, []string{"retries_at"}},
+		{"dns with retry", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x", RetriesAt: now.Add(time.Hour)}, nil},
+		{"dns retry in the past", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x", RetriesAt: now}, []string{"retries_at"}},
 		{"unknown code, no msg", domains.ProvisioningFailure{ErrorCode: "OOPS"}, []string{"error_code", "msg"}},
 		{"msg too long", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: strings.Repeat("x", 1025)}, []string{"msg"}},
 	}

@@ -68,6 +68,27 @@
 // presented from the next handshake on, without restart. A name no edge
 // serves, or whose domain has no certificate, fails the handshake.
 //
+// # Certificates from ACME
+//
+// The certificate manager (package certmanager) stores each pending ACME
+// challenge in the store, and every proxy answers it, whichever the CA
+// reaches: an HTTP-01 request (GET or HEAD
+// /.well-known/acme-challenge/<token> on the plain HTTP listener, or on
+// HTTPS, where the CA follows a redirect) is answered with the key
+// authorization of the stored challenge for its host and token, before
+// edge routing and the account's IP restrictions (the CA's addresses are
+// not known; a key authorization holds nothing secret: the token and the
+// account key's public thumbprint); a token with no challenge goes on to the edges, so
+// that an upstream may answer its own ACME client's challenges. A client
+// address beyond [ACMEChallengeLimit] such requests in
+// [ACMEChallengeWindow] gets 429, without a store read. A ClientHello on
+// the HTTPS listener that offers the ALPN protocol acme-tls/1
+// (TLS-ALPN-01, RFC 8737) gets the validation certificate of the stored
+// challenge of its server name, or fails; the split of TLS edges leaves
+// such a hello to the HTTPS server, whatever edge serves the name.
+// Issued certificates reach the proxies as every certificate does (# TLS
+// above).
+//
 // # Backends
 //
 // A route's backend is a tunnel group: its tunnels under lease, whose

@@ -15,9 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mholt/acmez/v3"
+
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
+	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
 // Defaults of [HandlerOptions].
@@ -140,12 +143,14 @@ type Handler struct {
 
 	oidcKey   []byte
 	providers *oidcauth.Providers
+	// acmeLimit bounds the HTTP-01 requests of each client (acme.go).
+	acmeLimit *ratelimit.Limiter
 }
 
 // NewHandler returns the Handler of the edges c serves.
 func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
-		oidcKey: o.OIDCKey, providers: o.OIDCProviders}
+		oidcKey: o.OIDCKey, providers: o.OIDCProviders, acmeLimit: newACMELimiter()}
 	if h.providers == nil {
 		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: o.OIDCNetworks})
 	}
@@ -264,12 +269,18 @@ func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) 
 // ([Configs.Certificate]; a hello without a server name, or for a name
 // no edge serves, fails the handshake). Certificates follow the store:
 // a new one is presented from the next handshake on. TLS 1.2 is the
-// minimum; HTTP/2 and HTTP/1.1 are offered.
+// minimum; HTTP/2 and HTTP/1.1 are offered. A hello that offers
+// acme-tls/1 is a TLS-ALPN-01 validation: it gets the validation
+// certificate of the name's pending challenge (package certmanager
+// stores them), or fails.
 func (h *Handler) TLSConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
+		NextProtos: []string{"h2", "http/1.1", acmez.ACMETLS1Protocol},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if offersACMETLS(hello.SupportedProtos) {
+				return h.acmeCertificate(hello.Context(), hello.ServerName) // a TLS-ALPN-01 validation
+			}
 			if cert := h.configs.Certificate(hello.ServerName); cert != nil {
 				return cert, nil
 			}
@@ -350,6 +361,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	host, ok := requestHost(r)
+	if ok && strings.HasPrefix(r.URL.Path, acmeChallengePath) && h.serveACMEHTTP(rw, r, host, client.Addr()) {
+		return // an HTTP-01 validation (or one redirected to HTTPS), before the edges
+	}
 	switch {
 	case !ok:
 		h.metrics.unrouted(reasonUnknownHost)

@@ -466,7 +466,9 @@ func (f *front) route(c net.Conn) {
 		return
 	}
 	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
-	if name != "" && !strings.Contains(name, "*") {
+	// A TLS-ALPN-01 validation (acme-tls/1) is the HTTPS server's to
+	// answer, whatever edge serves the name.
+	if name != "" && !strings.Contains(name, "*") && !offersACMETLS(hello.Protocols) {
 		if e := f.s.configs.siteTLS(name); e != nil && (e.TLS != nil || (e.ep != nil && e.ep.proto == protoTLS)) {
 			f.s.serveTLS(replay, name, e)
 			return

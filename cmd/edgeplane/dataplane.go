@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/acmedns"
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/hop"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/proxy"
@@ -53,6 +55,7 @@ type dataPlaneConfig struct {
 	nodeAddr            string // the hop's listener ("": none)
 	nodeAdvertise       string // the hop address other nodes dial ("": nodeAddr's)
 	nodeLease           time.Duration
+	dnsAddr, dnsZone    string // the DNS-01 challenges' server ("": none) and its zone
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -80,6 +83,8 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.nodeAddr, prefix+"node-addr", "", "address of the hop's listener: other edge nodes of the store (edgeplane proxy processes on the same store) hand this node the requests and connections for the agents connected here (mutual TLS from the sealing key); \"\": this node takes no hop, and requests for its agents that reach another node fail")
 	fs.StringVar(&c.nodeAdvertise, prefix+"node-advertise", "", "HOST:PORT other nodes dial for the hop, recorded with the node (default: -"+prefix+"node-addr, which must then name its host)")
 	fs.DurationVar(&c.nodeLease, prefix+"node-lease", edgeplane.DefaultTunnelLease, "with -"+prefix+"tunnel-addr: the lease of this edge node, which keeps its agents' sessions online; renewed every third of it (one store write for all its sessions); when the node dies its agents' tunnels and endpoints go offline at its end")
+	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
+	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
 }
 
@@ -147,6 +152,11 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		}
 		c.tunnelTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	}
+	if c.dnsAddr != "" {
+		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host), Zones: []string{c.dnsZone}}); err != nil {
+			return nil, usageError{fmt.Sprintf("-%sdns-zone: %v", prefix, err)}
+		}
+	}
 	trusted, err := proxy.ParseTrustedProxies(c.trustedProxies)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("-%strusted-proxies: %v", prefix, err)}
@@ -176,6 +186,8 @@ type dataPlane struct {
 	hopAddr string
 	// agentAddr is the tunnel server's listener, when there is one.
 	agentAddr string
+	dns       *acmedns.Server // nil without -dns-addr
+	dnsAddr   string
 	stopTCP   context.CancelFunc
 	tcpDone   chan struct{}
 	servers   []*http.Server
@@ -300,6 +312,27 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		}
 		d.addrs = append(d.addrs, scheme+"://"+ln.Addr().String())
 	}
+	if c.dnsAddr != "" {
+		if d.dns, err = acmedns.New(acmedns.Options{Host: svc.Host(), Zones: []string{c.dnsZone}, Logger: logger.With("part", "dns")}); err == nil {
+			d.dnsAddr, err = d.dns.Listen(c.dnsAddr)
+		}
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			if d.tunnels != nil {
+				agentLn.Close()
+				if hopLn != nil {
+					hopLn.Close()
+				}
+				d.hop.Close()
+				d.tunnels.Close()
+			}
+			d.streams.Close()
+			cfgs.Close()
+			return nil, fmt.Errorf("-dns-addr: %w", err)
+		}
+	}
 	d.tcpDone = make(chan struct{})
 	tcpCtx, stop := context.WithCancel(context.Background())
 	d.stopTCP = stop
@@ -358,12 +391,18 @@ func (d *dataPlane) report(w io.Writer) {
 	if d.hopAddr != "" {
 		fmt.Fprintf(w, "other nodes hop to %s (mutual TLS)\n", d.hopAddr)
 	}
+	if d.dnsAddr != "" {
+		fmt.Fprintf(w, "DNS-01 challenges answered on %s (UDP and TCP)\n", d.dnsAddr)
+	}
 }
 
 // close stops the TCP edges' listeners, ends the TLS and TCP edges'
 // connections and stops following the store; the HTTP servers are shut
 // down by the caller, with its others.
 func (d *dataPlane) close() {
+	if d.dns != nil {
+		d.dns.Close()
+	}
 	if d.tunnels != nil {
 		d.hop.Close()
 		d.tunnels.Close()

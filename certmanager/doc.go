@@ -1,0 +1,65 @@
+// Package certmanager obtains the managed certificates of a Service's
+// reserved domains (those with a certificate management policy) from an
+// ACME certificate authority, Let's Encrypt by default.
+//
+// It is built on github.com/mholt/acmez/v3, a library ACME client (RFC
+// 8555, RFC 8737) that leaves storage, locking and the answering of
+// challenges to its user: everything the Manager keeps lives in the
+// Service's store, so any replica can take over, and every edge node
+// answers the CA.
+//
+// # Orders
+//
+// A [Manager] makes passes ([Manager.Pass], every [Options.Interval]
+// under [Manager.Run]): each pass reads the domains that are due
+// ([edgeplane.Host.CertificateOrders]: a new policy, a failed job whose
+// retry time has come, a certificate at two thirds of its lifetime) and
+// orders one certificate at a time, for the domain's name alone, with a
+// new private key of the policy's type (RSA 2048 or ECDSA P-256). Run one
+// Manager per store: under a lease (package internal/elect), so that
+// exactly one replica orders and another takes over when it dies.
+//
+// The ACME account key is an ECDSA P-256 key made on first use and kept
+// sealed in the store, one per directory
+// ([edgeplane.Host.ACMEAccountKey]); registering it again gives back the
+// same account.
+//
+// # Challenges
+//
+// A domain that is not a wildcard is validated by HTTP-01 or TLS-ALPN-01
+// ([Options.Challenges]), a wildcard by DNS-01. Each challenge is stored
+// ([edgeplane.Host.PutACMEChallenge]) before the CA is told to validate,
+// and deleted after; the edge proxies (package proxy) answer them from
+// the store: HTTP-01 at /.well-known/acme-challenge/<token> on their HTTP
+// listener, before edge routing; TLS-ALPN-01 to a ClientHello that offers
+// acme-tls/1 on their HTTPS listener. A DNS-01 TXT record is served at
+// the domain's acme_challenge_cname_target, where the user's
+// _acme-challenge CNAME points. A challenge left behind by a manager that
+// stopped expires after [ChallengeTTL] and is removed by the next pass.
+//
+// # Status
+//
+// The domain's certificate_management_status says what happens:
+//
+//   - while ordering, provisioning_job has started_at (when the job
+//     began) and msg (what is happening: the order, then what the CA is
+//     validating and what must reach the service);
+//   - on success, certificate is the new managed certificate (its key
+//     sealed), provisioning_job is null and renews_at is at two thirds
+//     of the certificate's lifetime; the proxies present it from their
+//     next handshake;
+//   - when the CA could not validate the domain because its DNS does not
+//     lead to the service (a validation problem of type dns, connection,
+//     unauthorized, incorrectResponse, tls, malformed or caa; or a CAA
+//     record or the CA's policy refusing the name), error_code is
+//     DNS_ERROR, and the order is retried on a slow schedule (the job's
+//     age, between [DNSRetryMin] and [DNSRetryMax]) so that a fixed DNS
+//     record is picked up; setting the policy again retries at once;
+//   - every other failure (the CA unreachable or failing, a rate limit,
+//     a timeout) is INTERNAL_ERROR, retried after the job's age between
+//     [InternalRetryMin] and [InternalRetryMax]: the waits double;
+//   - retry times carry ±10% jitter.
+//
+// Each report changes the reserved domain, so each transition is a
+// reserved_domain_updated event. Detaching the policy stops renewals.
+package certmanager

@@ -1,0 +1,360 @@
+package certmanager_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/acmedns"
+	"github.com/edgeplane/edgeplane/certmanager"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/proxy"
+)
+
+// wantIssued checks that d has a managed certificate whose renewal is at
+// two thirds of its lifetime and no job, that the proxy presents it for
+// name (verified against Pebble's roots), and returns the leaf.
+func wantIssued(t *testing.T, e *edge, p *pebble, id, name string) *x509.Certificate {
+	t.Helper()
+	d := e.domain(t, id)
+	st := d.CertificateManagementStatus
+	if st != nil && st.ProvisioningJob != nil && st.ProvisioningJob.Msg == domains.RenewalMsg && st.RenewsAt != nil && !e.clock.Now().Before(*st.RenewsAt) {
+		// Pebble's certificates start at the real now, which the test's
+		// clock may have passed by two thirds of their lifetime already:
+		// then the renewal is due, and shown as a job at once.
+		st.ProvisioningJob = nil
+	}
+	if d.Certificate == nil || st == nil || st.ProvisioningJob != nil || st.RenewsAt == nil {
+		t.Fatalf("after the pass: certificate %v, status %+v; want a certificate, renews_at and no job", d.Certificate, st)
+	}
+	cert, err := e.svc.GetTLSCertificate(e.ctx, e.p, d.Certificate.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := domains.RenewsAt(cert.NotBefore, cert.NotAfter); !st.RenewsAt.Equal(want) {
+		t.Errorf("renews_at %v, want two thirds of %v..%v = %v", st.RenewsAt, cert.NotBefore, cert.NotAfter, want)
+	}
+	if cert.PrivateKeyType != d.CertificateManagementPolicy.PrivateKeyType {
+		t.Errorf("certificate key %s, policy %s", cert.PrivateKeyType, d.CertificateManagementPolicy.PrivateKeyType)
+	}
+	e.synced(t)
+	leaf, err := e.handshake(t, name, p.roots)
+	if err != nil {
+		t.Fatalf("TLS to the proxy for %s, verified with Pebble's root: %v", name, err)
+	}
+	if leaf.SerialNumber.Text(16) == "" || !strings.EqualFold(leaf.DNSNames[0], name) {
+		t.Errorf("the proxy presented %v", leaf.DNSNames)
+	}
+	return leaf
+}
+
+// TestHTTP01 issues an RSA certificate validated by HTTP-01 through the
+// proxy's HTTP listener, and the proxy presents it at once.
+func TestHTTP01(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	e.resolver.point("app.example.com", true)
+	d := e.managed(t, "app.example.com", domains.KeyTypeRSA)
+	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
+	if _, err := e.handshake(t, "app.example.com", p.roots); err == nil {
+		t.Fatal("the proxy presented a certificate before one was issued")
+	}
+	res, err := m.Pass(e.ctx)
+	if err != nil || res.Issued != 1 || res.Failed != 0 {
+		t.Fatalf("Pass = %+v, %v; want one issued", res, err)
+	}
+	leaf := wantIssued(t, e, p, d.ID, "app.example.com")
+	if _, ok := leaf.PublicKey.(*rsa.PublicKey); !ok {
+		t.Errorf("leaf key %T, want RSA", leaf.PublicKey)
+	}
+	// Nothing is due now; the challenge is gone from the store.
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
+		t.Errorf("second pass = %+v, %v; want nothing to do", res, err)
+	}
+	// With a certificate, the challenge is answered on HTTPS too (where
+	// a CA follows an operator's redirect from HTTP).
+	if err := e.svc.Host().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "renew",
+		KeyAuthorization: "renew.thumb", ExpiresAt: e.clock.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.roots},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", e.httpsAddr)
+		}}}
+	if resp, err := hc.Get("https://app.example.com/.well-known/acme-challenge/renew"); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "renew.thumb" {
+			t.Errorf("HTTP-01 over HTTPS: %d %q", resp.StatusCode, body)
+		}
+	}
+	resp, err := http.Get("http://" + e.httpAddr + "/.well-known/acme-challenge/anything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown challenge token: %d, want 404 (no edge answers it)", resp.StatusCode)
+	}
+}
+
+// TestHTTP01Answer: the proxy answers a stored challenge for its host
+// and token only.
+func TestHTTP01Answer(t *testing.T) {
+	e := startEdge(t)
+	err := e.svc.Host().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "tok",
+		KeyAuthorization: "tok.thumb", ExpiresAt: e.clock.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, host, path string
+		status           int
+		body             string
+	}{
+		{"the challenge", "app.example.com", "/.well-known/acme-challenge/tok", 200, "tok.thumb"},
+		{"upper-case host with a port", "APP.example.com:80", "/.well-known/acme-challenge/tok", 200, "tok.thumb"},
+		{"another host", "other.example.com", "/.well-known/acme-challenge/tok", 404, "no edge serves this host\n"},
+		{"another token", "app.example.com", "/.well-known/acme-challenge/tok2", 404, "no edge serves this host\n"},
+		{"a bad token", "app.example.com", "/.well-known/acme-challenge/../tok", 404, "no edge serves this host\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr+tc.path, nil)
+			req.Host = tc.host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || string(body) != tc.body {
+				t.Errorf("%d %q, want %d %q", resp.StatusCode, body, tc.status, tc.body)
+			}
+		})
+	}
+	// A client beyond the limit gets 429 (and causes no store read).
+	status := 0
+	for i := 0; i < 2*proxy.ACMEChallengeLimit && status != http.StatusTooManyRequests; i++ {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr+"/.well-known/acme-challenge/tok", nil)
+		req.Host = "app.example.com"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if status != http.StatusTooManyRequests {
+		t.Errorf("%d requests from one client: last %d, want 429", 2*proxy.ACMEChallengeLimit, status)
+	}
+}
+
+// TestTLSALPN01 issues an ECDSA certificate validated by TLS-ALPN-01 on
+// the proxy's HTTPS listener.
+func TestTLSALPN01(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	e.resolver.point("tls.example.com", true)
+	d := e.managed(t, "tls.example.com", domains.KeyTypeECDSA)
+	m := e.manager(t, p, edgeplane.ChallengeTLSALPN01)
+	res, err := m.Pass(e.ctx)
+	if err != nil || res.Issued != 1 {
+		t.Fatalf("Pass = %+v, %v; want one issued", res, err)
+	}
+	leaf := wantIssued(t, e, p, d.ID, "tls.example.com")
+	if _, ok := leaf.PublicKey.(*ecdsa.PublicKey); !ok {
+		t.Errorf("leaf key %T, want ECDSA", leaf.PublicKey)
+	}
+}
+
+// TestDNSError: a domain whose name does not lead to the edge fails with
+// DNS_ERROR and a slow retry; once its DNS is fixed, the retry issues.
+func TestDNSError(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	d := e.managed(t, "broken.example.com", domains.KeyTypeRSA)
+	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
+	res, err := m.Pass(e.ctx)
+	if err != nil || res.Failed != 1 {
+		t.Fatalf("Pass = %+v, %v; want one failed", res, err)
+	}
+	now := e.clock.Now()
+	got := e.domain(t, d.ID)
+	job := got.CertificateManagementStatus.ProvisioningJob
+	if job == nil || job.ErrorCode == nil || *job.ErrorCode != domains.ErrorCodeDNS || job.RetriesAt == nil {
+		t.Fatalf("job %+v; want DNS_ERROR with a retry time", job)
+	}
+	if lo, hi := now.Add(certmanager.DNSRetryMin*9/10-time.Second), now.Add(certmanager.DNSRetryMin*11/10); job.RetriesAt.Before(lo) || job.RetriesAt.After(hi) {
+		t.Errorf("retries_at %v, want within %v..%v (the slow schedule)", job.RetriesAt, lo, hi)
+	}
+	if !strings.Contains(job.Msg, "broken.example.com") || !job.StartedAt.Equal(d.CertificateManagementStatus.ProvisioningJob.StartedAt) {
+		t.Errorf("job %+v: want the domain in msg and the job's start kept", job)
+	}
+	// Not retried before retries_at.
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
+		t.Fatalf("pass before retries_at = %+v, %v; want nothing", res, err)
+	}
+	if st := m.Stats(); st != (certmanager.Stats{DNSErrors: 1}) {
+		t.Errorf("Stats after the DNS error: %+v", st)
+	}
+	e.resolver.point("broken.example.com", true)
+	e.clock.AdvanceTo(*job.RetriesAt)
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("pass after the DNS fix = %+v, %v; want one issued", res, err)
+	}
+	wantIssued(t, e, p, d.ID, "broken.example.com")
+}
+
+// TestCAUnreachable: with the CA down the order fails with
+// INTERNAL_ERROR and a retry after backoff, growing with the job's age;
+// once the CA is back, the retry issues.
+func TestCAUnreachable(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	e.resolver.point("app.example.com", true)
+	d := e.managed(t, "app.example.com", domains.KeyTypeRSA)
+	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
+	p.down.Store(true)
+	started := d.CertificateManagementStatus.ProvisioningJob.StartedAt
+	for i, age := range []time.Duration{0, 10 * time.Minute, 5 * time.Hour} {
+		e.clock.AdvanceTo(started.Add(age))
+		now := e.clock.Now()
+		if res, err := m.Pass(e.ctx); err != nil || res.Failed != 1 {
+			t.Fatalf("pass %d with the CA down = %+v, %v; want one failed", i, res, err)
+		}
+		job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
+		if job == nil || job.ErrorCode == nil || *job.ErrorCode != domains.ErrorCodeInternal || job.RetriesAt == nil {
+			t.Fatalf("pass %d: job %+v; want INTERNAL_ERROR with a retry time", i, job)
+		}
+		wait := min(max(now.Sub(started), certmanager.InternalRetryMin), certmanager.InternalRetryMax)
+		if lo, hi := now.Add(wait*9/10-time.Second), now.Add(wait*11/10+time.Second); job.RetriesAt.Before(lo) || job.RetriesAt.After(hi) {
+			t.Errorf("pass %d (job age %s): retries_at in %s, want %s ±10%%", i, age, job.RetriesAt.Sub(now), wait)
+		}
+		if !job.StartedAt.Equal(started) {
+			t.Errorf("pass %d: started_at %v, want %v kept", i, job.StartedAt, started)
+		}
+	}
+	if st := m.Stats(); st != (certmanager.Stats{InternalErrors: 3}) {
+		t.Errorf("Stats with the CA down: %+v", st)
+	}
+	p.down.Store(false)
+	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
+	e.clock.AdvanceTo(*job.RetriesAt)
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("pass with the CA back = %+v, %v; want one issued", res, err)
+	}
+	wantIssued(t, e, p, d.ID, "app.example.com")
+}
+
+// TestRenewal: a short-lived certificate is renewed at two thirds of its
+// lifetime, and the proxy presents the new one.
+func TestRenewal(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 3*time.Hour)
+	e.resolver.point("app.example.com", true)
+	d := e.managed(t, "app.example.com", domains.KeyTypeECDSA)
+	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("Pass = %+v, %v", res, err)
+	}
+	first := wantIssued(t, e, p, d.ID, "app.example.com")
+	renews := *e.domain(t, d.ID).CertificateManagementStatus.RenewsAt
+	firstID := e.domain(t, d.ID).Certificate.ID
+	if got := renews.Sub(first.NotBefore); got < 2*time.Hour-time.Minute || got > 2*time.Hour+time.Minute {
+		t.Fatalf("renews_at %s after not_before, want two thirds of 3h", got)
+	}
+	e.clock.AdvanceTo(renews.Add(-time.Second))
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
+		t.Fatalf("pass before renews_at = %+v, %v; want nothing", res, err)
+	}
+	e.clock.AdvanceTo(renews)
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("renewal pass = %+v, %v; want one issued", res, err)
+	}
+	second := wantIssued(t, e, p, d.ID, "app.example.com")
+	if second.SerialNumber.Cmp(first.SerialNumber) == 0 {
+		t.Error("the proxy still presents the first certificate")
+	}
+	if again := e.domain(t, d.ID).Certificate.ID; again == firstID {
+		t.Errorf("the domain's certificate is still %s after the renewal", again)
+	}
+	if _, err := e.svc.GetTLSCertificate(e.ctx, e.p, firstID); err == nil {
+		t.Error("the replaced managed certificate is still there")
+	}
+	// Detaching the policy stops renewals.
+	if err := e.svc.DetachReservedDomainCertificateManagementPolicy(e.ctx, e.p, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(24 * time.Hour)
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
+		t.Fatalf("pass after detaching the policy = %+v, %v; want nothing", res, err)
+	}
+}
+
+// TestDNS01Wildcard issues a certificate for a wildcard outside the
+// service's base domains by DNS-01: the user's _acme-challenge CNAME
+// leads the CA's resolver to the domain's acme_challenge_cname_target,
+// which the edge's DNS server (package acmedns) answers from the store.
+func TestDNS01Wildcard(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	authority, err := acmedns.New(acmedns.Options{Host: e.svc.Host(), Zones: []string{"acme." + domains.DefaultCNAMEBase}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := authority.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { authority.Close() })
+	d := e.managed(t, "*.example.org", domains.KeyTypeECDSA)
+	if d.ACMEChallengeCNAMETarget == nil {
+		t.Fatalf("no acme_challenge_cname_target: %+v", d)
+	}
+	if job := d.CertificateManagementStatus.ProvisioningJob; !strings.Contains(job.Msg, *d.ACMEChallengeCNAMETarget) {
+		t.Errorf("the job's msg %q does not name the CNAME target %s", job.Msg, *d.ACMEChallengeCNAMETarget)
+	}
+	m := e.manager(t, p)
+	// Without the user's CNAME record: DNS_ERROR.
+	if res, err := m.Pass(e.ctx); err != nil || res.Failed != 1 {
+		t.Fatalf("pass without the CNAME = %+v, %v; want one failed", res, err)
+	}
+	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
+	if job.ErrorCode == nil || *job.ErrorCode != domains.ErrorCodeDNS {
+		t.Fatalf("job %+v, want DNS_ERROR", job)
+	}
+	// The user adds it; setting the policy again retries at once.
+	e.resolver.mu.Lock()
+	e.resolver.cname["_acme-challenge.example.org"] = *d.ACMEChallengeCNAMETarget
+	e.resolver.authority = addr
+	e.resolver.mu.Unlock()
+	if _, err := e.svc.UpdateReservedDomain(e.ctx, e.p, d.ID, domains.UpdateParams{CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("pass with the CNAME = %+v, %v; want one issued", res, err)
+	}
+	got := e.domain(t, d.ID)
+	c, err := e.svc.GetTLSCertificate(e.ctx, e.p, got.Certificate.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SubjectAlternativeNames.DNSNames) != 1 || c.SubjectAlternativeNames.DNSNames[0] != "*.example.org" {
+		t.Errorf("certificate names %v, want *.example.org", c.SubjectAlternativeNames.DNSNames)
+	}
+	// The challenge is gone: the DNS server no longer answers it.
+	if _, err := e.svc.Host().ACMEChallenge(e.ctx, edgeplane.ChallengeDNS01, *d.ACMEChallengeCNAMETarget, ""); err == nil {
+		t.Error("the DNS-01 challenge is still stored after the order")
+	}
+}
