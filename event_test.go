@@ -31,6 +31,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -375,7 +376,8 @@ func TestEventSubscriptionCRUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &events.Subscription{ID: sub.ID, URI: "https://api.example.test/event_subscriptions/" + sub.ID,
-		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m", Sources: []events.Source{}}
+		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m", Sources: []events.Source{},
+		Destinations: []resource.Ref{}}
 	if diff := cmp.Diff(want, sub); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
