@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/webhook"
 )
 
 // Event destinations are where subscriptions send their events
@@ -97,21 +98,7 @@ const (
 var deliveryKind = &records.Kind{StoreKind: kindDelivery, Prefix: deliveryPrefix, Noun: "event delivery state"}
 
 // deliveryDoc is the stored state of delivery to one destination.
-type deliveryDoc struct {
-	// Cursor is the revision through which events were delivered.
-	Cursor int64 `json:"cursor"`
-	// State is events.StateOK, StateRetrying or StateFailing.
-	State string `json:"state,omitempty"`
-	// Attempts and LastError describe the event being retried.
-	Attempts  int    `json:"attempts,omitempty"`
-	LastError string `json:"last_error,omitempty"`
-	// PendingSince is the time of the oldest event not yet delivered.
-	PendingSince    *time.Time `json:"pending_since,omitempty"`
-	LastDeliveredAt *time.Time `json:"last_delivered_at,omitempty"`
-	Delivered       int64      `json:"delivered,omitempty"`
-	Dropped         int64      `json:"dropped,omitempty"`
-	Skipped         int64      `json:"skipped,omitempty"`
-}
+type deliveryDoc = webhook.State
 
 // deliveryID is the record ID of a destination's delivery state.
 func deliveryID(destinationID string) string { return deliveryPrefix + destinationID }
