@@ -33,6 +33,7 @@ type serveConfig struct {
 	cpuProfile               string
 	prefault                 bool
 	data                     dataPlaneConfig
+	events                   eventConfig
 }
 
 func serveFlags(c *serveConfig) *flag.FlagSet {
@@ -52,6 +53,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.BoolVar(&c.prefault, "prefault", false, "populate the memory the Go heap grows by in bulk, before its first use (Linux 5.14 or later): saves the page fault per 4 KiB of growth, 10-15µs in some virtual machines, at the cost of a goroutine that looks every 5ms and of memory made resident ahead of use (default off)")
 	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
 	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
+	c.events.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: edgeplane serve [flags]\n\nEvery flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_RATE_LIMIT...).\n\n")
 		fs.PrintDefaults()
@@ -89,6 +91,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if c.rateLimit == 0 {
 		c.rateLimit = -1 // httpapi: negative is off
+	}
+	if err := c.events.check(); err != nil {
+		return err
 	}
 	var trusted []netip.Prefix
 	if c.proxy {
@@ -206,6 +211,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); reapTunnels(reapCtx, svc.Host(), c.reapInterval, logger) }()
 	defer func() { stopReaping(); <-reaped }() // also when a server fails: the reaper never outlives serve or its store
+	defer startEvents(ctx, svc.Host(), c.events, logger, m)()
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	if ready != nil {
 		ready <- ln.Addr().String()
