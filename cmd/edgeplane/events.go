@@ -27,6 +27,8 @@ type eventConfig struct {
 	nets        []netip.Prefix // networks parsed, by check
 	retryWindow time.Duration
 	timeout     time.Duration
+	// feedRetention is how many changes the store's feed keeps.
+	feedRetention int
 }
 
 func (c *eventConfig) flags(fs *flag.FlagSet) {
@@ -34,6 +36,7 @@ func (c *eventConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.networks, "event-networks", "", "comma-separated CIDR prefixes or addresses: the only networks event destinations may reach, private ones included (default: public addresses only, since a tenant chooses the URL)")
 	fs.DurationVar(&c.retryWindow, "event-retry-window", 24*time.Hour, "how long a failed event is retried, later events of its destination waiting, before it is dropped and the destination marked failing; keep the store's change feed longer than this")
 	fs.DurationVar(&c.timeout, "event-timeout", 10*time.Second, "how long one delivery attempt may take")
+	fs.IntVar(&c.feedRetention, "feed-retention", 0, "how many of the newest changes the store's change feed keeps (SQLite and PostgreSQL; default 10000): a destination that fails for longer than the feed holds loses the events compacted away (counted as skipped), so keep at least your writes per -event-retry-window")
 }
 
 // check validates the flags.
@@ -44,6 +47,9 @@ func (c *eventConfig) check() error {
 	}
 	if c.retryWindow <= 0 {
 		return usageError{fmt.Sprintf("-event-retry-window %v: want a positive duration", c.retryWindow)}
+	}
+	if c.feedRetention < 0 {
+		return usageError{fmt.Sprintf("-feed-retention %d: want 0 (the default) or more", c.feedRetention)}
 	}
 	if c.timeout <= 0 {
 		return usageError{fmt.Sprintf("-event-timeout %v: want a positive duration", c.timeout)}

@@ -102,7 +102,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 
-	st, closeStore, err := openStore(ctx, c.store)
+	st, closeStore, err := openStoreKeeping(ctx, c.store, c.events.feedRetention)
 	if err != nil {
 		return err
 	}
