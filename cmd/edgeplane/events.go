@@ -27,6 +27,7 @@ type eventConfig struct {
 	nets        []netip.Prefix // networks parsed, by check
 	retryWindow time.Duration
 	timeout     time.Duration
+	lease       time.Duration
 	// feedRetention is how many changes the store's feed keeps.
 	feedRetention int
 }
@@ -36,6 +37,7 @@ func (c *eventConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.networks, "event-networks", "", "comma-separated CIDR prefixes or addresses: the only networks event destinations may reach, private ones included (default: public addresses only, since a tenant chooses the URL)")
 	fs.DurationVar(&c.retryWindow, "event-retry-window", 24*time.Hour, "how long a failed event is retried, later events of its destination waiting, before it is dropped and the destination marked failing; keep the store's change feed longer than this")
 	fs.DurationVar(&c.timeout, "event-timeout", 10*time.Second, "how long one delivery attempt may take")
+	fs.DurationVar(&c.lease, "event-lease", 30*time.Second, "term of the lease by which one replica delivers: when the delivering replica dies, another takes over within about this long")
 	fs.IntVar(&c.feedRetention, "feed-retention", 0, "how many of the newest changes the store's change feed keeps (SQLite and PostgreSQL; default 10000): a destination that fails for longer than the feed holds loses the events compacted away (counted as skipped), so keep at least your writes per -event-retry-window")
 }
 
@@ -47,6 +49,9 @@ func (c *eventConfig) check() error {
 	}
 	if c.retryWindow <= 0 {
 		return usageError{fmt.Sprintf("-event-retry-window %v: want a positive duration", c.retryWindow)}
+	}
+	if c.lease < time.Second || c.lease > edgeplane.MaxLeaseTerm {
+		return usageError{fmt.Sprintf("-event-lease %v: want 1s to %v", c.lease, edgeplane.MaxLeaseTerm)}
 	}
 	if c.feedRetention < 0 {
 		return usageError{fmt.Sprintf("-feed-retention %d: want 0 (the default) or more", c.feedRetention)}
@@ -69,7 +74,7 @@ func startEvents(ctx context.Context, host *edgeplane.Host, c eventConfig, log *
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = elect.Run(ctx, elect.Config{Leaser: host, Name: "events", Holder: holder, Log: log,
+		_ = elect.Run(ctx, elect.Config{Leaser: host, Name: "events", Holder: holder, Term: c.lease, Log: log,
 			OnChange: func(held bool) {
 				if held {
 					em.leader.Set(1)

@@ -136,16 +136,29 @@ func waitArrived(t *testing.T, rcv *hookReceiver, acked []string) {
 	}
 }
 
+// eventEnv is the environment of the event tests' servers: the admin
+// key, destinations on loopback, a short lease.
+func eventEnv(extra ...string) []string {
+	return append([]string{"EDGEPLANE_API_KEY=epk_" + strings.Repeat("c", 40), "EDGEPLANE_EVENT_NETWORKS=127.0.0.0/8", "EDGEPLANE_EVENT_LEASE=2s"}, extra...)
+}
+
 // TestEventsCrashSafetySQLite: edgeplane serve delivers by default; it
 // is killed with SIGKILL during a stream of writes and restarted on the
 // same file: every acknowledged write's event reaches the receiver (at
 // least once).
 func TestEventsCrashSafetySQLite(t *testing.T) {
+	eventsCrashSafety(t, "sqlite:"+filepath.Join(t.TempDir(), "events.db"), eventEnv()...)
+}
+
+// TestEventsCrashSafetyPostgres is the same on PostgreSQL.
+func TestEventsCrashSafetyPostgres(t *testing.T) {
+	eventsCrashSafety(t, freshPostgres(t), eventEnv(sealKeyEnv)...)
+}
+
+func eventsCrashSafety(t *testing.T, spec string, env ...string) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	spec := "sqlite:" + filepath.Join(t.TempDir(), "events.db")
-	env := []string{"EDGEPLANE_API_KEY=epk_" + strings.Repeat("c", 40), "EDGEPLANE_EVENT_NETWORKS=127.0.0.0/8"}
 	rcv := newHookReceiver(t)
 	addr, cmd := startProcess(t, spec, env...)
 	setUpHook(t, addr, rcv)
@@ -154,9 +167,61 @@ func TestEventsCrashSafetySQLite(t *testing.T) {
 	waitArrived(t, rcv, acked)
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
-	dups := 0
-	for _, n := range rcv.counts {
-		dups += n - 1
+	t.Logf("%d writes acknowledged before SIGKILL, every event delivered after the restart (%d events, %d repeated deliveries)", len(acked), len(rcv.counts), rcv.repeats())
+}
+
+// repeats counts the deliveries of an event after its first; mu held.
+func (r *hookReceiver) repeats() int {
+	n := 0
+	for _, c := range r.counts {
+		n += c - 1
 	}
-	t.Logf("%d writes acknowledged before SIGKILL, every event delivered after the restart (%d events, %d repeated deliveries)", len(acked), len(rcv.counts), dups)
+	return n
+}
+
+// createMany creates n credentials through addr and returns their IDs.
+func createMany(t *testing.T, addr string, n int) []string {
+	var ids []string
+	for range n {
+		code, v := apiDo(addr, "POST", "/credentials", `{"description":"c"}`)
+		if code != 201 {
+			t.Fatalf("create: %d %v", code, v)
+		}
+		ids = append(ids, v["id"].(string))
+	}
+	return ids
+}
+
+// TestEventsTwoReplicasPostgres: two servers on one PostgreSQL database
+// deliver each event once (the one that holds the lease delivers; writes
+// through either are delivered), and when the delivering one is killed
+// the other takes over: every later write's event arrives too.
+func TestEventsTwoReplicasPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	spec := freshPostgres(t)
+	env := eventEnv(sealKeyEnv)
+	rcv := newHookReceiver(t)
+	addrA, cmdA := startProcess(t, spec, env...)
+	setUpHook(t, addrA, rcv)
+	// A is alone: once its first event arrives, it holds the lease.
+	waitArrived(t, rcv, createMany(t, addrA, 1))
+	addrB, _ := startProcess(t, spec, env...)
+	ids := append(createMany(t, addrB, 50), createMany(t, addrA, 50)...)
+	waitArrived(t, rcv, ids)
+	rcv.mu.Lock()
+	if n := rcv.repeats(); n != 0 {
+		t.Errorf("with both replicas up, %d events were delivered more than once", n)
+	}
+	rcv.mu.Unlock()
+
+	_ = cmdA.Process.Signal(syscall.SIGKILL)
+	_ = cmdA.Wait()
+	later := createMany(t, addrB, 50)
+	waitArrived(t, rcv, later)
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	t.Logf("%d events, each delivered once while both replicas ran; after the deliverer's SIGKILL the other delivered the %d later ones (%d repeated deliveries in all)",
+		len(ids)+1, len(later), rcv.repeats())
 }
