@@ -33,6 +33,7 @@ import (
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/webhook"
 )
 
 // eventRecorder is a sink that records every event.
@@ -974,6 +975,24 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if err := e.svc.Host().ReleaseLease(e.ctx, "acme", "me"); err != nil {
 		t.Fatal(err)
 	}
+	// And an event destination's delivery state: created with it, saved
+	// by delivery, deleted with it.
+	dest, err := e.svc.CreateEventDestination(e.ctx, e.user, events.CreateDestinationParams{
+		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://h.example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := e.svc.Host().EventDelivery()
+	dests, err := src.Destinations(e.ctx)
+	if err != nil || len(dests) != 1 {
+		t.Fatalf("destinations %v, %v", dests, err)
+	}
+	if err := src.SaveState(e.ctx, dests[0], webhook.State{Cursor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteEventDestination(e.ctx, e.user, dest.ID); err != nil {
+		t.Fatal(err)
+	}
 	rev, err := st.Revision(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -990,7 +1009,7 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if strings.Contains(logs.String(), "unknown kind") {
 		t.Errorf("the sealing check or a node was logged as an unknown kind:\n%s", logs)
 	}
-	for _, k := range []store.Kind{"sealing_check", "node", "lease"} {
+	for _, k := range []store.Kind{"sealing_check", "node", "lease", "event_delivery"} {
 		if role, known := edgeplane.DataPlaneRoleOf(k); !known || role != edgeplane.DataPlaneNone {
 			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want none, known", k, role, known)
 		}
