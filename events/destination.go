@@ -334,7 +334,7 @@ func ParseSecret(s string) ([]byte, error) {
 	if !ok {
 		return nil, apierr.New(apierr.InvalidArgument, "must start with %q, followed by the base64 of a %d to %d byte key", SecretPrefix, minSecretBytes, maxSecretBytes)
 	}
-	key, err := base64.StdEncoding.DecodeString(rest)
+	key, err := base64.StdEncoding.Strict().DecodeString(rest)
 	if err != nil || len(key) < minSecretBytes || len(key) > maxSecretBytes {
 		return nil, apierr.New(apierr.InvalidArgument, "must be %q followed by the standard base64 of a %d to %d byte key", SecretPrefix, minSecretBytes, maxSecretBytes)
 	}

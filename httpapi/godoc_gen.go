@@ -976,6 +976,7 @@ var goDocs = map[string]string{
 	"github.com/edgeplane/edgeplane/webhook.State.LastDeliveredAt":                           "LastDeliveredAt is when an event was last delivered.",
 	"github.com/edgeplane/edgeplane/webhook.State.LastError":                                 "",
 	"github.com/edgeplane/edgeplane/webhook.State.PendingSince":                              "PendingSince is when the event being retried happened.",
+	"github.com/edgeplane/edgeplane/webhook.State.RetryingSince":                             "RetryingSince is when the event being retried was first tried: its retry window goes on across a restart or a takeover.",
 	"github.com/edgeplane/edgeplane/webhook.State.Skipped":                                   "",
 	"github.com/edgeplane/edgeplane/webhook.State.State":                                     "State is StateOK (\"\" too), StateRetrying or StateFailing.",
 }

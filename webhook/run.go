@@ -52,6 +52,9 @@ type State struct {
 	LastError string `json:"last_error,omitempty"`
 	// PendingSince is when the event being retried happened.
 	PendingSince *time.Time `json:"pending_since,omitempty"`
+	// RetryingSince is when the event being retried was first tried: its
+	// retry window goes on across a restart or a takeover.
+	RetryingSince *time.Time `json:"retrying_since,omitempty"`
 	// LastDeliveredAt is when an event was last delivered.
 	LastDeliveredAt *time.Time `json:"last_delivered_at,omitempty"`
 	// Delivered, Dropped and Skipped count events delivered, events given
@@ -388,6 +391,10 @@ func (r *runner) deliver(ctx context.Context, d Destination) {
 func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Event, save func() bool) bool {
 	first := r.o.Now()
 	attempts := 0
+	if st.State == StateRetrying && st.RetryingSince != nil && st.Cursor == ev.Revision-1 {
+		// Retried before a restart or a takeover: the window goes on.
+		first, attempts = *st.RetryingSince, st.Attempts
+	}
 	for {
 		attempts++
 		select {
@@ -402,7 +409,7 @@ func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Ev
 		if err == nil {
 			now := r.o.Now()
 			changed := st.State != StateOK && st.State != ""
-			st.State, st.Attempts, st.LastError, st.LastDeliveredAt = StateOK, 0, "", &now
+			st.State, st.Attempts, st.LastError, st.LastDeliveredAt, st.RetryingSince = StateOK, 0, "", &now, nil
 			st.Delivered++
 			r.count(d.ID, "delivered")
 			if changed {
@@ -419,9 +426,10 @@ func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Ev
 			msg = msg[:512]
 		}
 		at := ev.CreatedAt
-		st.Attempts, st.LastError, st.PendingSince, st.Cursor = attempts, msg, &at, ev.Revision-1
+		since := first
+		st.Attempts, st.LastError, st.PendingSince, st.Cursor, st.RetryingSince = attempts, msg, &at, ev.Revision-1, &since
 		if st.State == StateFailing || r.o.Now().Sub(first) >= r.o.RetryWindow {
-			st.State = StateFailing
+			st.State, st.RetryingSince = StateFailing, nil
 			st.Dropped++
 			r.count(d.ID, "dropped")
 			r.o.Log.Error("event delivery: an event failed for the whole retry window and is dropped; the destination is failing",

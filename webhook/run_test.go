@@ -185,3 +185,23 @@ func TestRunSkipped(t *testing.T) {
 		t.Errorf("state %+v, want 8 skipped (revisions 5 to 12), cursor 15", src.state)
 	}
 }
+
+// The retry window goes on across a restart: an event whose retries
+// began a window ago (the stored state says so) gets one more attempt,
+// then is dropped.
+func TestRunRetryWindowSurvivesRestart(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	began := clock.now.Add(-time.Hour)
+	src := &fakeSource{d: webhook.Destination{ID: "ed_1"}, events: someEvents(2),
+		state: webhook.State{Cursor: 10, State: webhook.StateRetrying, Attempts: 40, RetryingSince: &began}}
+	snd := &fakeSender{attempts: map[string]int{}, done: make(chan struct{}), want: 1, fail: func(id string, _ int) bool { return id == "ev_1" }}
+	runUntil(t, src, snd, clock, time.Hour)
+	if n := snd.attempts["ev_1"]; n != 1 {
+		t.Errorf("ev_1 attempted %d times after the restart, want 1", n)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if src.state.Dropped != 1 || src.state.Delivered != 1 {
+		t.Errorf("state %+v", src.state)
+	}
+}
