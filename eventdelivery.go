@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
@@ -20,10 +21,22 @@ import (
 // delivery to each (kept in the store), and each destination's events
 // read from the change feed after a revision. Run webhook.Run with it on
 // one replica at a time (internal/elect).
-func (h *Host) EventDelivery() webhook.Source { return deliverySource{h.s} }
+func (h *Host) EventDelivery() webhook.Source { return deliverySource{s: h.s, warned: new(sync.Map)} }
 
 // deliverySource is [Host.EventDelivery].
-type deliverySource struct{ s *Service }
+type deliverySource struct {
+	s *Service
+	// warned holds the destinations whose unreadable secret or document
+	// was logged: once each, not at every rescan.
+	warned *sync.Map
+}
+
+// warn logs msg about destination id once per source.
+func (src deliverySource) warn(id, msg string, args ...any) {
+	if _, done := src.warned.LoadOrStore(id, true); !done {
+		src.s.log.Error(msg, append([]any{"id", id}, args...)...)
+	}
+}
 
 // Destinations implements [webhook.Source]: every destination whose key
 // opens (one that does not is logged and left out).
@@ -39,17 +52,17 @@ func (src deliverySource) Destinations(ctx context.Context) ([]webhook.Destinati
 		for _, rec := range recs {
 			v, err := eventDestinationForm.Decode(s.db, rec)
 			if err != nil {
-				s.log.Error("event delivery: cannot read a destination", "id", rec.ID, "err", err)
+				src.warn(rec.ID, "event delivery: cannot read a destination; it gets no events", "err", err)
 				continue
 			}
 			secret, err := s.sealer.Open(v.SealedSecret, secretAAD(rec.AccountID, rec.ID))
 			if err != nil {
-				s.log.Error("event delivery: cannot open a destination's secret (another sealing key?)", "id", rec.ID, "err", err)
+				src.warn(rec.ID, "event delivery: cannot open a destination's secret (another sealing key?); it gets no events", "err", err)
 				continue
 			}
 			key, err := events.ParseSecret(string(secret))
 			if err != nil || v.Target.HTTP == nil {
-				s.log.Error("event delivery: a destination's secret or target is malformed", "id", rec.ID)
+				src.warn(rec.ID, "event delivery: a destination's secret or target is malformed; it gets no events")
 				continue
 			}
 			out = append(out, webhook.Destination{AccountID: rec.AccountID, ID: rec.ID, URL: v.Target.HTTP.URL, Headers: v.Target.HTTP.Headers, Key: key})

@@ -3,6 +3,7 @@ package edgeplane_test
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -81,5 +82,36 @@ func TestEventDestinationEvents(t *testing.T) {
 	}
 	if strings.Join(got, ",") != strings.Join(types, ",") {
 		t.Fatalf("events %v, want %v", got, types)
+	}
+}
+
+// A destination whose secret does not open (the store read under another
+// sealing key) gets no events, and says so in the log once, not at every
+// rescan.
+func TestEventDeliverySkipsUnopenableSecrets(t *testing.T) {
+	st := memstore.New()
+	e := newEnvWithStore(t, st)
+	if _, err := e.svc.CreateEventDestination(e.ctx, e.user, events.CreateDestinationParams{
+		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://h.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.svc.Host().EventDelivery().Destinations(e.ctx); err != nil || len(got) != 1 || len(got[0].Key) != 32 {
+		t.Fatalf("under its own key: %+v, %v", got, err)
+	}
+	var logs bytes.Buffer
+	other, err := edgeplane.New(st, edgeplane.Options{SealingKey: bytes.Repeat([]byte{7}, edgeplane.SealingKeySize),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(e.ctx)
+	src := other.Host().EventDelivery()
+	for range 3 {
+		if got, err := src.Destinations(e.ctx); err != nil || len(got) != 0 {
+			t.Fatalf("under another key: %+v, %v", got, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "cannot open a destination's secret"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs.String())
 	}
 }
