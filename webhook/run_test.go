@@ -205,3 +205,69 @@ func TestRunRetryWindowSurvivesRestart(t *testing.T) {
 		t.Errorf("state %+v", src.state)
 	}
 }
+
+// multiSource is fakeSource with several destinations, each with the
+// same events and its own state.
+type multiSource struct {
+	*fakeSource
+	dests []webhook.Destination
+}
+
+func (m multiSource) Destinations(context.Context) ([]webhook.Destination, error) {
+	return m.dests, nil
+}
+
+func (m multiSource) SaveState(context.Context, webhook.Destination, webhook.State) error { return nil }
+
+// concurrencySender counts the attempts in flight, per destination and
+// in all.
+type concurrencySender struct {
+	mu               sync.Mutex
+	inFlight, maxAll int
+	perDest          map[string]int
+	maxPerDest, sent int
+	done             chan struct{}
+	want             int
+}
+
+func (s *concurrencySender) Send(_ context.Context, r webhook.Request) error {
+	s.mu.Lock()
+	s.inFlight++
+	s.perDest[r.URL]++
+	s.maxAll = max(s.maxAll, s.inFlight)
+	s.maxPerDest = max(s.maxPerDest, s.perDest[r.URL])
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond) // holds the slot while the others try
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	s.perDest[r.URL]--
+	s.sent++
+	if s.sent == s.want {
+		close(s.done)
+	}
+	return nil
+}
+
+// At most MaxInFlight attempts run at once in all, and one per
+// destination.
+func TestRunBoundsInFlight(t *testing.T) {
+	src := multiSource{fakeSource: &fakeSource{events: someEvents(5), state: webhook.State{Cursor: 10}}}
+	for i := range 6 {
+		src.dests = append(src.dests, webhook.Destination{ID: "ed_" + strconv.Itoa(i), URL: "https://h" + strconv.Itoa(i) + ".example.com"})
+	}
+	snd := &concurrencySender{perDest: map[string]int{}, done: make(chan struct{}), want: 30}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- webhook.Run(ctx, src, webhook.Options{Sender: snd, MaxInFlight: 2, Rescan: time.Hour}) }()
+	select {
+	case <-snd.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("not delivered")
+	}
+	cancel()
+	<-done
+	if snd.maxAll > 2 || snd.maxPerDest != 1 {
+		t.Fatalf("at most %d in flight in all (want <= 2), %d per destination (want 1)", snd.maxAll, snd.maxPerDest)
+	}
+}
