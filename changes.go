@@ -77,23 +77,8 @@ func (s *Service) startFollowing() {
 // waiting while it is full, until ctx ends. A change of a kind the
 // Service does not declare is logged, never reported.
 func (s *Service) report(ctx context.Context, c store.Change) {
-	d, known := declOf(c.Kind)
-	if !known && isInternal(c.Kind) {
-		return // the Service's own record: no event
-	}
-	if !known {
-		s.log.Error("event delivery: a change of an unknown kind in the feed; it is not reported", "kind", string(c.Kind), "id", c.ID, "revision", c.Revision)
-		return
-	}
-	k := d.info()
-	typ, at := c.Note.Event, c.Note.At
-	if typ == "" {
-		if c.Op != store.OpDelete || k.Event == "" {
-			return // a write that reports nothing
-		}
-		typ, at = k.EventType(events.Deleted), s.now()
-	}
-	if !s.eventTypes.Known(typ) {
+	typ, at, d, ok := s.eventOf(c)
+	if !ok {
 		return
 	}
 	obj, err := s.changeObject(ctx, c, d)
@@ -102,6 +87,32 @@ func (s *Service) report(ctx context.Context, c store.Change) {
 		return
 	}
 	s.queue.Put(ctx, events.Change{AccountID: c.AccountID, Type: typ, CreatedAt: resource.Timestamp(at), Object: obj})
+}
+
+// eventOf returns the event type and time a committed change reports and
+// the declaration of its kind; false for a change that reports nothing.
+// A change of a kind the Service does not declare is logged.
+func (s *Service) eventOf(c store.Change) (typ string, at time.Time, d declared, ok bool) {
+	d, known := declOf(c.Kind)
+	if !known && isInternal(c.Kind) {
+		return "", time.Time{}, nil, false // the Service's own record: no event
+	}
+	if !known {
+		s.log.Error("event delivery: a change of an unknown kind in the feed; it is not reported", "kind", string(c.Kind), "id", c.ID, "revision", c.Revision)
+		return "", time.Time{}, nil, false
+	}
+	k := d.info()
+	typ, at = c.Note.Event, c.Note.At
+	if typ == "" {
+		if c.Op != store.OpDelete || k.Event == "" {
+			return "", time.Time{}, nil, false // a write that reports nothing
+		}
+		typ, at = k.EventType(events.Deleted), s.now()
+	}
+	if !s.eventTypes.Known(typ) {
+		return "", time.Time{}, nil, false
+	}
+	return typ, at, d, true
 }
 
 // changeObject returns what an event shows of a change, as JSON: the

@@ -31,7 +31,9 @@ import (
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
+	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/webhook"
 )
 
 // eventRecorder is a sink that records every event.
@@ -375,7 +377,8 @@ func TestEventSubscriptionCRUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &events.Subscription{ID: sub.ID, URI: "https://api.example.test/event_subscriptions/" + sub.ID,
-		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m", Sources: []events.Source{}}
+		CreatedAt: time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC), Description: "hooks", Metadata: "m", Sources: []events.Source{},
+		Destinations: []resource.Ref{}}
 	if diff := cmp.Diff(want, sub); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
@@ -986,6 +989,24 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if err := e.svc.Host().DeleteACMEChallenge(e.ctx, ch.Type, ch.Name, ""); err != nil {
 		t.Fatal(err)
 	}
+	// And an event destination's delivery state: created with it, saved
+	// by delivery, deleted with it.
+	dest, err := e.svc.CreateEventDestination(e.ctx, e.user, events.CreateDestinationParams{
+		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://h.example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := e.svc.Host().EventDelivery()
+	dests, err := src.Destinations(e.ctx)
+	if err != nil || len(dests) != 1 {
+		t.Fatalf("destinations %v, %v", dests, err)
+	}
+	if err := src.SaveState(e.ctx, dests[0], webhook.State{Cursor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteEventDestination(e.ctx, e.user, dest.ID); err != nil {
+		t.Fatal(err)
+	}
 	rev, err := st.Revision(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -1002,7 +1023,7 @@ func TestInternalKindsAreKnown(t *testing.T) {
 	if strings.Contains(logs.String(), "unknown kind") {
 		t.Errorf("the sealing check or a node was logged as an unknown kind:\n%s", logs)
 	}
-	for _, k := range []store.Kind{"sealing_check", "node", "lease", "acme_account", "acme_challenge"} {
+	for _, k := range []store.Kind{"sealing_check", "node", "lease", "acme_account", "acme_challenge", "event_delivery"} {
 		if role, known := edgeplane.DataPlaneRoleOf(k); !known || role != edgeplane.DataPlaneNone {
 			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want none, known", k, role, known)
 		}

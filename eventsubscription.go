@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -14,6 +15,7 @@ import (
 // source's subscription is its record's parent.
 type subscriptionDoc struct {
 	records.Common
+	DestinationIDs []string `json:"destination_ids,omitempty"`
 }
 
 // The identity of the kinds this file declares (see kindList).
@@ -21,14 +23,21 @@ var eventSubscriptionKind = &records.Kind{StoreKind: KindEventSubscription, Pref
 
 var eventSubscriptionForm = &kind[events.Subscription]{Form: records.PlainForm(eventSubscriptionKind,
 	func(v *events.Subscription) *subscriptionDoc {
-		return &subscriptionDoc{records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata}}
+		return &subscriptionDoc{records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata}, records.RefIDs(v.Destinations)}
 	},
 	func(d *subscriptionDoc, rec store.Record) *events.Subscription {
-		return &events.Subscription{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
+		return &events.Subscription{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
+			Destinations: records.IDRefs(d.DestinationIDs)}
 	}), present: (*Service).presentSubscription}
 
 func (s *Service) presentSubscription(v *events.Subscription, _ store.Record) {
 	v.URI = s.uri(eventSubscriptionKind.Collection, v.ID)
+	for i := range v.Destinations {
+		v.Destinations[i] = s.ref(eventDestinationKind.Collection, v.Destinations[i].ID)
+	}
+	if v.Destinations == nil {
+		v.Destinations = []resource.Ref{}
+	}
 }
 
 // CreateEventSubscription creates an event subscription with the sources
@@ -48,9 +57,9 @@ func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, para
 		return nil, err
 	}
 	v := &events.Subscription{ID: s.ids.New(events.SubscriptionPrefix), CreatedAt: s.timestamp(),
-		Description: params.Description, Metadata: params.Metadata}
-	if err := records.Create(ctx, s.db, p, eventSubscriptionForm.Form, v.ID, "", v, nil); err != nil {
-		return nil, err
+		Description: params.Description, Metadata: params.Metadata, Destinations: records.IDRefs(params.DestinationIDs)}
+	if err := records.Create(ctx, s.db, p, eventSubscriptionForm.Form, v.ID, "", v, params.DestinationIDs); err != nil {
+		return nil, refViolation(err, "destination_ids", true, params.DestinationIDs)
 	}
 	v.Sources = make([]events.Source, 0, len(params.Sources))
 	for _, src := range params.Sources {
@@ -123,12 +132,17 @@ func (s *Service) UpdateEventSubscription(ctx context.Context, p Principal, id s
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := records.Update(ctx, s.db, p, eventSubscriptionForm.Form, id, func(v *events.Subscription, _ *store.Record) error {
+	v, err := records.Update(ctx, s.db, p, eventSubscriptionForm.Form, id, func(v *events.Subscription, rec *store.Record) error {
 		params.Apply(v)
+		rec.Refs = records.RefIDs(v.Destinations)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		var named []string
+		if params.DestinationIDs != nil {
+			named = *params.DestinationIDs
+		}
+		return nil, refViolation(err, "destination_ids", true, named)
 	}
 	s.presentSubscription(v, store.Record{})
 	if err := s.withSources(ctx, p, v); err != nil {

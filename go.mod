@@ -16,6 +16,7 @@ require (
 	github.com/mholt/acmez/v3 v3.1.7
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.25.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/swaggest/jsonschema-go v0.3.74
 	golang.ngrok.com/muxado/v2 v2.0.2
 	golang.ngrok.com/ngrok v1.12.1

@@ -36,6 +36,7 @@ const (
 	KindEndpoint              store.Kind = "endpoint"
 	KindEventSubscription     store.Kind = "event_subscription"
 	KindEventSource           store.Kind = "event_source"
+	KindEventDestination      store.Kind = "event_destination"
 	KindHTTPSEdge             store.Kind = "https_edge"
 	KindHTTPSEdgeRoute        store.Kind = "https_edge_route"
 	KindTLSEdge               store.Kind = "tls_edge"
@@ -54,7 +55,8 @@ const (
 // initialization cycle through the declaration that holds it.)
 var kindList = []declared{accountForm, userForm, botUserForm, apiKeyForm, credentialForm, ipPolicyForm, ipRuleForm,
 	ipRestrictionForm, reservedDomainForm, certificateForm, endpointConfigForm, backendForm, tunnelForm,
-	tunnelSessionForm, endpointForm, eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm}
+	tunnelSessionForm, endpointForm, eventSubscriptionForm, eventSourceForm, httpsEdgeForm, httpsRouteForm, tlsEdgeForm, tcpEdgeForm,
+	eventDestinationForm}
 
 // kind is one kind of resource as the Service declares it: its identity
 // and stored form (a [records.Form] over its *records.Kind), how a stored
@@ -179,10 +181,11 @@ func DataPlaneRoleOf(k store.Kind) (DataPlaneRole, bool) {
 
 // internalKinds are the kinds the Service stores for itself and the API
 // never shows (the sealing check, bootstrap.go; nodes, node.go; leases,
-// lease.go; ACME account keys and challenges, acme.go). They are known
-// to the followers of the feed, which pass over their changes: they have
-// no declaration, no events and nothing cached.
-var internalKinds = []store.Kind{kindSealingCheck, kindNode, kindLease, kindACMEAccount, kindACMEChallenge}
+// lease.go; ACME account keys and challenges, acme.go; event delivery
+// states, eventdestination.go). They are known to the followers of the
+// feed, which pass over their changes: they have no declaration, no
+// events and nothing cached.
+var internalKinds = []store.Kind{kindSealingCheck, kindNode, kindLease, kindACMEAccount, kindACMEChallenge, kindDelivery}
 
 // isInternal reports whether k is one of internalKinds.
 func isInternal(k store.Kind) bool { return slices.Contains(internalKinds, k) }

@@ -62,6 +62,8 @@ func fill(v reflect.Value, n *int) {
 		v.SetString("v" + strconv.Itoa(*n) + "<&>\u2028é")
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Float64:
+		v.SetFloat(float64(*n))
 	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint32, reflect.Uint64, reflect.Uint8:
 		if v.CanInt() {
 			v.SetInt(int64(*n))
@@ -122,7 +124,12 @@ var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true
 	// An endpoint's addresses and its constant type, computed from its
 	// proto, host and port: named with their struct, as other kinds
 	// store fields of these names.
-	"Endpoint.URL": true, "Endpoint.PublicURL": true, "Endpoint.Scheme": true, "Endpoint.Hostport": true, "Endpoint.Type": true}
+	"Endpoint.URL": true, "Endpoint.PublicURL": true, "Endpoint.Scheme": true, "Endpoint.Hostport": true, "Endpoint.Type": true,
+	// An event destination's delivery state (a record of its own), its
+	// secret (sealed beside the model, shown once) and the original
+	// service's targets it never has.
+	"Destination.Delivery": true, "HTTPTarget.Secret": true, "Target.Firehose": true, "Target.Kinesis": true,
+	"Target.CloudwatchLogs": true, "Target.Datadog": true}
 
 // isComputed says whether the last step of p is a computed field.
 func isComputed(p cmp.Path) bool {
@@ -369,6 +376,10 @@ func TestStoredForms(t *testing.T) {
 	t.Run("ip restriction", func(t *testing.T) {
 		roundTrip(t, s, ipRestrictionForm.Form, func(m *ipaccess.Restriction) store.Record { return plain(m.ID) },
 			func(*ipaccess.Restriction) []string { return nil })
+	})
+	t.Run("event destination", func(t *testing.T) {
+		roundTrip(t, s, eventDestinationForm.Form, func(m *storedDestination) store.Record { return plain(m.ID) },
+			func(*storedDestination) []string { return nil })
 	})
 	t.Run("reserved domain", func(t *testing.T) {
 		roundTrip(t, s, reservedDomainForm.Form, func(m *domains.ReservedDomain) store.Record { return plain(m.ID) },

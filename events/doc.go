@@ -1,5 +1,6 @@
 // Package events holds edgeplane's event subscriptions and their delivery:
-// the [Subscription] and [Source] models with their parameters, the
+// the [Subscription], [Source] and [Destination] models with their
+// parameters, the
 // [Registry] of known event types, the [Event] a host receives, the [Sink]
 // interface it implements, and the bounded delivery [Queue].
 //
@@ -91,7 +92,19 @@
 //   - The subscriptions of a change are found when the worker takes it,
 //     not when the change happens: a source added or removed in between
 //     decides.
-//   - Delivery is at most once and in order, from one goroutine. The queue
+//   - Event destinations have the original service's shape (id, uri,
+//     created_at, description, metadata, format "json", target) with a
+//     target of edgeplane's own, http {url, secret, headers}; the
+//     original's other targets are refused, naming http. The secret,
+//     "whsec_" then the base64 of a 24 to 64 byte key (32 generated), is
+//     shown in the response of the write that set it, null ever after. A
+//     destination also shows delivery, the state of delivery to it.
+//     Subscriptions send to at most [MaxSubscriptionDestinations]
+//     destinations (destination_ids; destinations as Refs); an account
+//     has at most [MaxDestinationsPerAccount]. Delivery to destinations,
+//     at least once from the store's change feed, is package webhook's;
+//     this package's [Queue] feeds the host's [Sink] only.
+//   - Delivery to a Sink is at most once and in order, from one goroutine. The queue
 //     holds [DefaultQueueSize] changes and each sink call gets
 //     [DefaultDeliveryTimeout] unless [Options] say otherwise.
 package events

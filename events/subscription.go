@@ -7,7 +7,9 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/validate"
+	"github.com/edgeplane/edgeplane/resource"
 )
 
 // Identifier prefixes.
@@ -52,6 +54,9 @@ type Subscription struct {
 	// Sources are the subscription's sources, ordered by type; filled by
 	// the Service from the source records, never nil in responses.
 	Sources []Source `json:"sources"`
+	// Destinations are the event destinations the subscription's events
+	// are sent to; never nil in responses.
+	Destinations []resource.Ref `json:"destinations"`
 }
 
 // CreateSubscriptionParams are the parameters of creating an event
@@ -64,6 +69,10 @@ type CreateSubscriptionParams struct {
 	// Sources are added to the new subscription: at most
 	// [MaxCreateSources], each a known event type listed once.
 	Sources []CreateSourceParams `json:"sources"`
+	// DestinationIDs are the event destinations (of the account) the
+	// subscription's events are sent to: at most
+	// [MaxSubscriptionDestinations], each listed once.
+	DestinationIDs []string `json:"destination_ids" validate:"max=10,unique,dive,required,maxbytes=64"`
 }
 
 // Validate reports every broken rule of p, the sources' under
@@ -72,6 +81,7 @@ type CreateSubscriptionParams struct {
 func (p CreateSubscriptionParams) Validate(reg *Registry) error {
 	var vs apierr.Violations
 	validate.Into(&vs, "", p)
+	checkDestinationIDs(&vs, p.DestinationIDs)
 	if len(p.Sources) > MaxCreateSources {
 		vs.Add("sources", "must list at most %d sources, got %d; add more one at a time", MaxCreateSources, len(p.Sources))
 		return vs.Err()
@@ -104,11 +114,31 @@ type UpdateSubscriptionParams struct {
 	Description *string `json:"description" validate:"omitnil,maxbytes=255"`
 	// Metadata replaces the metadata; at most 4096 bytes.
 	Metadata *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
+	// DestinationIDs replaces the destinations: at most
+	// [MaxSubscriptionDestinations], each listed once.
+	DestinationIDs *[]string `json:"destination_ids" validate:"omitnil,max=10,unique,dive,required,maxbytes=64"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
 // InvalidArgument [*apierr.Error].
-func (p UpdateSubscriptionParams) Validate() error { return validate.Struct(p) }
+func (p UpdateSubscriptionParams) Validate() error {
+	var vs apierr.Violations
+	validate.Into(&vs, "", p)
+	if p.DestinationIDs != nil {
+		checkDestinationIDs(&vs, *p.DestinationIDs)
+	}
+	return vs.Err()
+}
+
+// checkDestinationIDs adds a violation of destination_ids[i] for each
+// entry that is not an event destination ID.
+func checkDestinationIDs(vs *apierr.Violations, list []string) {
+	for i, id := range list {
+		if id != "" && len(id) <= 64 && !ids.Valid(id, DestinationPrefix) {
+			vs.Add("destination_ids["+strconv.Itoa(i)+"]", "must be an event destination ID (%s followed by %d base62 characters)", DestinationPrefix, ids.Len)
+		}
+	}
+}
 
 // Apply sets the fields of sub that p carries.
 func (p UpdateSubscriptionParams) Apply(sub *Subscription) {
@@ -117,6 +147,12 @@ func (p UpdateSubscriptionParams) Apply(sub *Subscription) {
 	}
 	if p.Metadata != nil {
 		sub.Metadata = *p.Metadata
+	}
+	if p.DestinationIDs != nil {
+		sub.Destinations = make([]resource.Ref, len(*p.DestinationIDs))
+		for i, id := range *p.DestinationIDs {
+			sub.Destinations[i] = resource.Ref{ID: id}
+		}
 	}
 }
 

@@ -402,6 +402,7 @@ func jsonString(s string) string {
 type fixture struct {
 	edgeSet
 	cred, pol, rule, ipx, cert, ec, rd, bk, sub string
+	dest                                        string // the event destination the subscription sends to
 	source                                      string // type of the subscription's source
 	session                                     string // opened through the Service's Host, as a tunnel server does
 	endpoint                                    string // bound in the session through the Host: https://<name>.example.com
@@ -430,7 +431,8 @@ func newFixture(t *testing.T, s *server, key, name string) fixture {
 	}
 	f.endpoint = bindEndpoint(t, s, key, f.session, domain)
 	f.bk = create(t, s, key, "/backends/tunnel_group", `{"labels":{"app":"web"}}`, "bkdtg_")
-	f.sub = create(t, s, key, "/event_subscriptions", `{}`, "esb_")
+	f.dest = create(t, s, key, "/event_destinations", `{"target":{"http":{"url":"https://hooks.example.com/edgeplane"}}}`, "ed_")
+	f.sub = create(t, s, key, "/event_subscriptions", `{"destination_ids":["`+f.dest+`"]}`, "esb_")
 	if r := call(t, s, "POST", "/event_subscriptions/"+f.sub+"/sources", key, `{"type":"`+f.source+`"}`); r.status != 201 {
 		t.Fatalf("add source: %d %s", r.status, r.body)
 	}

@@ -153,7 +153,7 @@ func TestE2ESubscriptionSources(t *testing.T) {
 	r := call(t, s, "POST", "/event_subscriptions", s.keyA, `{"sources":[{"type":"ip_policy_created.v0"}]}`)
 	id := wantID(t, r.json["id"], "esb_")
 	const sub = `{"id":"{{id}}","uri":"` + base + `/event_subscriptions/{{id}}","created_at":"` + t0 + `","description":"","metadata":"",
-		"sources":[{"type":"ip_policy_created.v0","uri":"` + base + `/event_subscriptions/{{id}}/sources/ip_policy_created.v0"}]}`
+		"sources":[{"type":"ip_policy_created.v0","uri":"` + base + `/event_subscriptions/{{id}}/sources/ip_policy_created.v0"}],"destinations":[]}`
 	exact(t, r, 201, sub, "id", id)
 	exact(t, call(t, s, "GET", "/event_subscriptions/"+id, s.keyA, ""), 200, sub, "id", id)
 	exact(t, call(t, s, "GET", "/event_subscriptions/"+id+"/sources", s.keyA, ""), 200,

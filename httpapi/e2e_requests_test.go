@@ -67,8 +67,10 @@ func TestE2ECascadingDeletes(t *testing.T) {
 	noContent(t, call(t, s, "DELETE", "/ip_restrictions/"+f.ipx, s.keyA, ""))
 	noContent(t, call(t, s, "DELETE", "/ip_policies/"+f.pol, s.keyA, ""))
 	checkError(t, call(t, s, "GET", "/ip_policy_rules/"+f.rule, s.keyA, ""), apiError{status: 404, code: errNotFound})
+	checkError(t, call(t, s, "DELETE", "/event_destinations/"+f.dest, s.keyA, ""), apiError{status: 409, code: errConflict, msg: []string{f.sub}})
 	noContent(t, call(t, s, "DELETE", "/event_subscriptions/"+f.sub, s.keyA, ""))
 	checkError(t, call(t, s, "GET", "/event_subscriptions/"+f.sub+"/sources/"+f.source, s.keyA, ""), apiError{status: 404, code: errNotFound})
+	noContent(t, call(t, s, "DELETE", "/event_destinations/"+f.dest, s.keyA, ""))
 	// The agent's endpoint holds its reserved domain until its session
 	// goes, here with the credential.
 	checkError(t, call(t, s, "DELETE", "/reserved_domains/"+f.rd, s.keyA, ""), apiError{status: 409, code: errConflict, msg: []string{f.endpoint}})

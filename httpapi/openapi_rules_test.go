@@ -110,7 +110,7 @@ func TestOpenAPIRulesAreEnforced(t *testing.T) {
 	f := newFixture(t, s, s.keyA, "rules")
 	bot := create(t, s, s.keyA, "/bot_users", `{"name":"rules"}`, "bot_")
 	key := create(t, s, s.keyA, "/api_keys", `{}`, "ak_")
-	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp, f.session, f.endpoint, bot, key}
+	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.dest, f.https, f.route, f.tls, f.tcp, f.session, f.endpoint, bot, key}
 	doc := rawDoc(t)
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
 	cases := 0
@@ -192,7 +192,7 @@ func TestOpenAPIQueryRulesAreEnforced(t *testing.T) {
 	f := newFixture(t, s, s.keyA, "query")
 	bot := create(t, s, s.keyA, "/bot_users", `{"name":"rules"}`, "bot_")
 	key := create(t, s, s.keyA, "/api_keys", `{}`, "ak_")
-	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.https, f.route, f.tls, f.tcp, f.session, f.endpoint, bot, key}
+	existing := []string{f.cred, f.pol, f.rule, f.ipx, f.cert, f.ec, f.rd, f.bk, f.sub, f.dest, f.https, f.route, f.tls, f.tcp, f.session, f.endpoint, bot, key}
 	cases := 0
 	operations(rawDoc(t), func(opName string, op map[string]any) {
 		method, path, _ := strings.Cut(opName, " ")

@@ -432,6 +432,12 @@ func (h *Handler) table() []route {
 		read2("/event_subscriptions/{subscription_id}/sources/{type}", "getEventSource", "Get a source of a subscription", sourceIDs, s.GetEventSource),
 		write2(http.MethodPatch, "/event_subscriptions/{subscription_id}/sources/{type}", "updateEventSource", "Update a source (an empty object)", sourceIDs, s.UpdateEventSource),
 		remove2("/event_subscriptions/{subscription_id}/sources/{type}", "deleteEventSource", "Remove a source from a subscription", sourceIDs, s.DeleteEventSource),
+		// Event destinations: where subscriptions send their events (a signed webhook).
+		create("/event_destinations", "createEventDestination", "Create an event destination (its webhook secret is shown once, here)", s.CreateEventDestination),
+		listOf("/event_destinations", "listEventDestinations", "List event destinations", "event_destinations", s.ListEventDestinations),
+		read("/event_destinations/{id}", "getEventDestination", "Get an event destination and the state of delivery to it", s.GetEventDestination),
+		patch("/event_destinations/{id}", "updateEventDestination", "Update an event destination", s.UpdateEventDestination),
+		remove("/event_destinations/{id}", "deleteEventDestination", "Delete an event destination no subscription sends to", s.DeleteEventDestination),
 	}
 	// Edge modules (SPEC 4.5).
 	base := "/edges/https/{edge_id}/routes/{id}/"

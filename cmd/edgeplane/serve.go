@@ -34,6 +34,7 @@ type serveConfig struct {
 	prefault                 bool
 	data                     dataPlaneConfig
 	acme                     acmeConfig
+	events                   eventConfig
 }
 
 func serveFlags(c *serveConfig) *flag.FlagSet {
@@ -54,6 +55,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
 	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
 	c.acme.flags(fs)
+	c.events.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: edgeplane serve [flags]\n\nEvery flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_RATE_LIMIT...).\n\n")
 		fs.PrintDefaults()
@@ -95,6 +97,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := c.acme.check(); err != nil {
 		return err
 	}
+	if err := c.events.check(); err != nil {
+		return err
+	}
 	var trusted []netip.Prefix
 	if c.proxy {
 		if trusted, err = c.data.check("proxy-"); err != nil {
@@ -102,7 +107,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 
-	st, closeStore, err := openStore(ctx, c.store)
+	st, closeStore, err := openStoreKeeping(ctx, c.store, c.events.feedRetention)
 	if err != nil {
 		return err
 	}
@@ -218,6 +223,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); reapTunnels(reapCtx, svc.Host(), c.reapInterval, logger) }()
 	defer func() { stopReaping(); <-reaped }() // also when a server fails: the reaper never outlives serve or its store
+	defer startEvents(ctx, svc.Host(), c.events, logger, m)()
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	if ready != nil {
 		ready <- ln.Addr().String()

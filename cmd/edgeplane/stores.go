@@ -28,17 +28,23 @@ const storeHelp = "the store: sqlite:PATH (a SQLite file, created if missing), p
 
 // openStore opens the store spec names and returns it with its closer.
 func openStore(ctx context.Context, spec string) (store.Store, func() error, error) {
+	return openStoreKeeping(ctx, spec, 0)
+}
+
+// openStoreKeeping is openStore whose SQLite or PostgreSQL change feed
+// keeps the newest feedRetention changes (0: the store's default).
+func openStoreKeeping(ctx context.Context, spec string, feedRetention int) (store.Store, func() error, error) {
 	switch {
 	case spec == "memory:":
 		return memstore.New(), func() error { return nil }, nil
 	case strings.HasPrefix(spec, "sqlite:"):
-		st, err := sqlitestore.Open(ctx, strings.TrimPrefix(spec, "sqlite:"), sqlitestore.Options{})
+		st, err := sqlitestore.Open(ctx, strings.TrimPrefix(spec, "sqlite:"), sqlitestore.Options{FeedRetention: feedRetention})
 		if err != nil {
 			return nil, nil, fmt.Errorf("-store %s: %w", spec, err)
 		}
 		return st, st.Close, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		st, err := pgstore.Open(ctx, spec, pgstore.Options{})
+		st, err := pgstore.Open(ctx, spec, pgstore.Options{FeedRetention: feedRetention})
 		if err != nil {
 			// The URL may hold a password: it is not echoed. The driver's
 			// cause (pgx's says which host, user and database it could not

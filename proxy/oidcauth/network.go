@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/edgeplane/edgeplane/internal/netguard"
 )
 
 // MaxProviderRedirects is how many redirects a call to a provider
@@ -131,76 +133,6 @@ func limitRedirects(next func(*http.Request, []*http.Request) error) func(*http.
 	}
 }
 
-// Non-public networks, by the reason they are refused. IPv4-mapped IPv6
-// addresses are unmapped before the lookup; NAT64 addresses are judged by
-// the IPv4 address they embed.
-var nonPublicNetworks = []struct {
-	prefix netip.Prefix
-	reason string
-}{
-	// IPv4 (IANA IPv4 Special-Purpose Address Registry, RFC 6890 and on).
-	// 0.0.0.0 and 127.0.0.0/8 are handled before this table.
-	{netip.MustParsePrefix("0.0.0.0/8"), "in \"this network\" (0.0.0.0/8)"},
-	{netip.MustParsePrefix("10.0.0.0/8"), "private (10.0.0.0/8)"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT, 100.64.0.0/10)"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16, where cloud metadata services live)"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "private (172.16.0.0/12)"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "reserved for IETF protocol assignments (192.0.0.0/24)"},
-	{netip.MustParsePrefix("192.0.2.0/24"), "reserved for documentation"},
-	{netip.MustParsePrefix("192.88.99.0/24"), "the deprecated 6to4 relay anycast (192.88.99.0/24)"},
-	{netip.MustParsePrefix("192.168.0.0/16"), "private (192.168.0.0/16)"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "reserved for benchmarking (198.18.0.0/15)"},
-	{netip.MustParsePrefix("198.51.100.0/24"), "reserved for documentation"},
-	{netip.MustParsePrefix("203.0.113.0/24"), "reserved for documentation"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (240.0.0.0/4, broadcast included)"},
-	// IPv6 (IANA IPv6 Special-Purpose Address Registry). ::/128, ::1 and
-	// 64:ff9b::/96 are handled before this table.
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (64:ff9b:1::/48)"},
-	{netip.MustParsePrefix("::/8"), "reserved (::/8)"},
-	{netip.MustParsePrefix("100::/64"), "discard-only (100::/64)"},
-	{netip.MustParsePrefix("2001:db8::/32"), "reserved for documentation"},
-	{netip.MustParsePrefix("2001::/23"), "reserved for IETF protocol assignments (2001::/23, Teredo included)"},
-	{netip.MustParsePrefix("2002::/16"), "6to4 (2002::/16)"},
-	{netip.MustParsePrefix("3fff::/20"), "reserved for documentation"},
-	{netip.MustParsePrefix("fc00::/7"), "unique local (private, fc00::/7)"},
-	{netip.MustParsePrefix("fe80::/10"), "link-local (fe80::/10)"},
-	{netip.MustParsePrefix("fec0::/10"), "site-local (fec0::/10)"},
-	{netip.MustParsePrefix("ff00::/8"), "multicast"},
-}
-
-var (
-	nat64Prefix     = netip.MustParsePrefix("64:ff9b::/96")
-	globalUnicastV6 = netip.MustParsePrefix("2000::/3")
-)
-
 // nonPublic returns why a is not a public unicast address, or "" when it
-// is one. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the
-// IPv4 address, NAT64 ones (64:ff9b::a.b.c.d) by the IPv4 address they
-// embed; an IPv6 address outside global unicast (2000::/3) is not public.
-func nonPublic(a netip.Addr) string {
-	a = a.Unmap().WithZone("")
-	switch {
-	case !a.IsValid():
-		return "not an IP address"
-	case a.IsUnspecified():
-		return "unspecified"
-	case a.IsLoopback():
-		return "loopback"
-	case a.Is6() && nat64Prefix.Contains(a):
-		b := a.As16()
-		if r := nonPublic(netip.AddrFrom4([4]byte(b[12:]))); r != "" {
-			return "NAT64 of an address that is " + r
-		}
-		return ""
-	}
-	for _, n := range nonPublicNetworks {
-		if n.prefix.Contains(a) {
-			return n.reason
-		}
-	}
-	if a.Is6() && !globalUnicastV6.Contains(a) {
-		return "outside IPv6 global unicast (2000::/3)"
-	}
-	return ""
-}
+// is one (package internal/netguard's table, shared with event delivery).
+func nonPublic(a netip.Addr) string { return netguard.NonPublic(a) }

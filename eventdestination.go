@@ -1,0 +1,298 @@
+package edgeplane
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/webhook"
+)
+
+// Event destinations are where subscriptions send their events
+// (/event_destinations). A destination's webhook secret is sealed under
+// the Service's sealing key, bound to its record; the API shows it once,
+// in the response of the write that set it. Each destination has, as a
+// child record of an internal kind, the state of delivery to it
+// (deliveryDoc): the cursor (the store revision through which its events
+// were delivered) and the counters its API representation shows. The
+// cursor is created with the destination, at the revision of its create,
+// so that every change after it is delivered; deleting the destination
+// deletes it.
+
+// storedDestination is an event destination as the Service holds it:
+// the API model and, beside it, the sealed webhook secret.
+type storedDestination struct {
+	events.Destination
+	SealedSecret []byte
+}
+
+// destinationDoc is the stored form of an event destination.
+type destinationDoc struct {
+	records.Common
+	Format       string            `json:"format"`
+	URL          string            `json:"url"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	SealedSecret []byte            `json:"sealed_secret"`
+}
+
+// The identity of the kind this file declares (see kindList).
+var eventDestinationKind = &records.Kind{StoreKind: KindEventDestination, Prefix: events.DestinationPrefix, Collection: "event_destinations", Noun: "event destination", Event: "event_destination"}
+
+var eventDestinationForm = &kind[storedDestination]{Form: records.PlainForm(eventDestinationKind,
+	func(v *storedDestination) *destinationDoc {
+		d := &destinationDoc{Common: records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata},
+			Format: v.Format, SealedSecret: v.SealedSecret}
+		if v.Target.HTTP != nil {
+			d.URL, d.Headers = v.Target.HTTP.URL, v.Target.HTTP.Headers
+		}
+		return d
+	},
+	func(d *destinationDoc, rec store.Record) *storedDestination {
+		return &storedDestination{Destination: events.Destination{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
+			Format: d.Format, Target: events.Target{HTTP: &events.HTTPTarget{URL: d.URL, Headers: maps.Clone(d.Headers)}}},
+			SealedSecret: slices.Clone(d.SealedSecret)}
+	}), present: (*Service).presentStoredDestination, shown: showDestination}
+
+func (s *Service) presentStoredDestination(v *storedDestination, rec store.Record) {
+	s.presentDestination(&v.Destination, rec)
+}
+
+func (s *Service) presentDestination(v *events.Destination, _ store.Record) {
+	v.URI = s.uri(eventDestinationKind.Collection, v.ID)
+	if v.Format == "" {
+		v.Format = events.FormatJSON
+	}
+	if v.Target.HTTP != nil && v.Target.HTTP.Headers == nil {
+		v.Target.HTTP.Headers = map[string]string{}
+	}
+	if v.Delivery.State == "" {
+		v.Delivery.State = events.StateOK
+	}
+}
+
+// showDestination shows a stored destination as the API does: without
+// its secret. (An event shows no delivery state: it is read apart.)
+func showDestination(_ context.Context, _ *Service, v *storedDestination, _ store.Record) (any, error) {
+	return &v.Destination, nil
+}
+
+// secretAAD binds a sealed secret to its destination record.
+func secretAAD(accountID, id string) []byte {
+	return []byte("event_destination/" + accountID + "/" + id)
+}
+
+// The internal kind of delivery states: one record per destination, its
+// child, under the destination's account.
+const (
+	kindDelivery   store.Kind = "event_delivery"
+	deliveryPrefix            = "delivery_"
+)
+
+// deliveryKind is the identity of delivery states for the store's errors.
+var deliveryKind = &records.Kind{StoreKind: kindDelivery, Prefix: deliveryPrefix, Noun: "event delivery state"}
+
+// deliveryDoc is the stored state of delivery to one destination.
+type deliveryDoc = webhook.State
+
+// deliveryID is the record ID of a destination's delivery state.
+func deliveryID(destinationID string) string { return deliveryPrefix + destinationID }
+
+// CreateEventDestination creates an event destination (POST
+// /event_destinations). Its webhook secret is generated when params do
+// not give one, and returned in this response only. An account has at
+// most [events.MaxDestinationsPerAccount] destinations: one more is a
+// failed precondition.
+func (s *Service) CreateEventDestination(ctx context.Context, p Principal, params events.CreateDestinationParams) (*events.Destination, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	h := params.Target.HTTP
+	secret := events.NewSecret()
+	if h.Secret != nil {
+		secret = *h.Secret
+	}
+	v := &storedDestination{Destination: events.Destination{ID: s.ids.New(events.DestinationPrefix), CreatedAt: s.timestamp(),
+		Description: params.Description, Metadata: params.Metadata, Format: events.FormatJSON,
+		Target: events.Target{HTTP: &events.HTTPTarget{URL: h.URL, Headers: maps.Clone(h.Headers)}}}}
+	v.SealedSecret = s.sealer.Seal([]byte(secret), secretAAD(p.AccountID, v.ID))
+	full := func() error {
+		return apierr.New(apierr.FailedPrecondition, "the account already has %d event destinations, the most one account may have; delete one first",
+			events.MaxDestinationsPerAccount)
+	}
+	// The cursor starts at the revision before the destination's create:
+	// every change after it is delivered (those before the create go to
+	// no subscription of this destination, which did not exist).
+	rev, err := s.store.Revision(ctx)
+	if err != nil {
+		return nil, s.db.StoreErr(err, eventDestinationKind, "")
+	}
+	if err := records.CreateInSlot(ctx, s.db, p, eventDestinationForm.Form, v.ID, "", v, nil, events.MaxDestinationsPerAccount, full); err != nil {
+		return nil, err
+	}
+	if err := s.writeDelivery(ctx, p.AccountID, v.ID, deliveryDoc{Cursor: rev}, true); err != nil {
+		undo := context.WithoutCancel(ctx)
+		if derr := s.store.Delete(undo, KindEventDestination, p.AccountID, v.ID, s.db.Note(eventDestinationKind.Event, events.Deleted)); derr != nil {
+			s.log.Error("cannot delete an event destination whose delivery state failed", "id", v.ID, "err", derr)
+		}
+		return nil, s.db.StoreErr(err, deliveryKind, "")
+	}
+	out := v.Destination
+	s.presentDestination(&out, store.Record{})
+	if err := s.withDelivery(ctx, p.AccountID, &out); err != nil {
+		return nil, err
+	}
+	out.Target.HTTP.Secret = &secret
+	return &out, nil
+}
+
+// writeDelivery creates (create) or replaces the delivery state of a
+// destination. Its writes report nothing.
+func (s *Service) writeDelivery(ctx context.Context, accountID, destinationID string, d deliveryDoc, create bool) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if create {
+		return s.store.Create(ctx, store.Record{Kind: kindDelivery, AccountID: accountID, ID: deliveryID(destinationID), ParentID: destinationID, Data: data})
+	}
+	_, err = s.store.Update(ctx, kindDelivery, accountID, deliveryID(destinationID), func(r *store.Record) error {
+		r.Data = data
+		return nil
+	})
+	return err
+}
+
+// readDelivery returns the delivery state of a destination; a missing
+// one is the zero state.
+func (s *Service) readDelivery(ctx context.Context, accountID, destinationID string) (deliveryDoc, bool, error) {
+	rec, err := s.store.Get(ctx, kindDelivery, accountID, deliveryID(destinationID))
+	if err != nil {
+		if apierr.CodeOf(err) == apierr.NotFound {
+			return deliveryDoc{}, false, nil
+		}
+		return deliveryDoc{}, false, err
+	}
+	var d deliveryDoc
+	if err := json.Unmarshal(rec.Data, &d); err != nil {
+		return deliveryDoc{}, false, err
+	}
+	return d, true, nil
+}
+
+// withDelivery fills the delivery state of a destination as the API
+// shows it.
+func (s *Service) withDelivery(ctx context.Context, accountID string, v *events.Destination) error {
+	d, _, err := s.readDelivery(ctx, accountID, v.ID)
+	if err != nil {
+		return s.db.StoreErr(err, deliveryKind, "")
+	}
+	rev, err := s.store.Revision(ctx)
+	if err != nil {
+		return s.db.StoreErr(err, deliveryKind, "")
+	}
+	v.Delivery = showDelivery(d, rev, s.now())
+	return nil
+}
+
+// showDelivery is the API's view of a delivery state at revision rev and
+// time now.
+func showDelivery(d deliveryDoc, rev int64, now time.Time) events.DeliveryStatus {
+	st := events.DeliveryStatus{State: d.State, Cursor: d.Cursor, LagRevisions: max(rev-d.Cursor, 0), Attempts: d.Attempts,
+		LastError: d.LastError, LastDeliveredAt: d.LastDeliveredAt, Delivered: d.Delivered, Dropped: d.Dropped, Skipped: d.Skipped}
+	if st.State == "" {
+		st.State = events.StateOK
+	}
+	if d.PendingSince != nil {
+		st.LagSeconds = max(now.Sub(*d.PendingSince).Seconds(), 0)
+	}
+	return st
+}
+
+// GetEventDestination returns an event destination with the state of
+// delivery to it (GET /event_destinations/{id}).
+func (s *Service) GetEventDestination(ctx context.Context, p Principal, id string) (*events.Destination, error) {
+	v, rec, err := records.Get(ctx, s.db, p, eventDestinationForm.Form, id)
+	if err != nil {
+		return nil, err
+	}
+	out := v.Destination
+	s.presentDestination(&out, rec)
+	if err := s.withDelivery(ctx, p.AccountID, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListEventDestinations returns a page of the account's event
+// destinations, newest first, each with the state of delivery to it
+// (GET /event_destinations).
+func (s *Service) ListEventDestinations(ctx context.Context, p Principal, opts ListOptions) (*Page[events.Destination], error) {
+	show := func(v *storedDestination, rec store.Record) (*events.Destination, error) {
+		out := v.Destination
+		s.presentDestination(&out, rec)
+		return &out, nil
+	}
+	// The delivery state is read from its own record: before a filter
+	// that reads obj.delivery, else only for the destinations that match.
+	delivery := records.LateField[events.Destination]{Name: "delivery", Fill: func(v *events.Destination) error {
+		return s.withDelivery(ctx, p.AccountID, v)
+	}}
+	return listAs(ctx, s, p, eventDestinationForm.Form, "", eventDestinationKind.Collection, opts, show, delivery)
+}
+
+// UpdateEventDestination changes the fields present in params (PATCH
+// /event_destinations/{id}). A target replaces the old one; an http
+// target without a secret keeps the old secret, one with a secret
+// replaces it and the response shows it.
+func (s *Service) UpdateEventDestination(ctx context.Context, p Principal, id string, params events.UpdateDestinationParams) (*events.Destination, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	var secret *string
+	v, err := records.Update(ctx, s.db, p, eventDestinationForm.Form, id, func(v *storedDestination, rec *store.Record) error {
+		if params.Description != nil {
+			v.Description = *params.Description
+		}
+		if params.Metadata != nil {
+			v.Metadata = *params.Metadata
+		}
+		if params.Format != nil {
+			v.Format = *params.Format
+		}
+		if params.Target != nil {
+			h := params.Target.HTTP
+			v.Target.HTTP = &events.HTTPTarget{URL: h.URL, Headers: maps.Clone(h.Headers)}
+			secret = h.Secret
+			if h.Secret != nil {
+				v.SealedSecret = s.sealer.Seal([]byte(*h.Secret), secretAAD(rec.AccountID, rec.ID))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := v.Destination
+	s.presentDestination(&out, store.Record{})
+	if err := s.withDelivery(ctx, p.AccountID, &out); err != nil {
+		return nil, err
+	}
+	out.Target.HTTP.Secret = secret
+	return &out, nil
+}
+
+// DeleteEventDestination deletes an event destination and the state of
+// delivery to it (DELETE /event_destinations/{id}). It fails with a
+// conflict naming the subscriptions while any sends to it.
+func (s *Service) DeleteEventDestination(ctx context.Context, p Principal, id string) error {
+	return records.Remove(ctx, s.db, p, eventDestinationKind, id)
+}

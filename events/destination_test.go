@@ -1,0 +1,52 @@
+package events_test
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/edgeplane/edgeplane/events"
+)
+
+func TestParseSecret(t *testing.T) {
+	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(make([]byte, n)) }
+	cases := []struct {
+		in string
+		ok bool
+	}{
+		{events.NewSecret(), true},
+		{"whsec_" + b64(24), true},
+		{"whsec_" + b64(64), true},
+		{"whsec_" + b64(23), false},
+		{"whsec_" + b64(65), false},
+		{b64(32), false},
+		{"whsec_not base64!", false},
+		{"", false},
+	}
+	for _, c := range cases {
+		key, err := events.ParseSecret(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("ParseSecret(%q) = %v, want ok %v", c.in, err, c.ok)
+		}
+		if err == nil && len(key) < 24 {
+			t.Errorf("ParseSecret(%q): key of %d bytes", c.in, len(key))
+		}
+	}
+}
+
+// FuzzParseSecret: any input is parsed or refused without a panic, and a
+// secret that parses is whsec_ and the base64 of the key returned.
+func FuzzParseSecret(f *testing.F) {
+	f.Add(events.NewSecret())
+	f.Add("whsec_")
+	f.Add("whsec_====")
+	f.Fuzz(func(t *testing.T, s string) {
+		key, err := events.ParseSecret(s)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(s, events.SecretPrefix) || base64.StdEncoding.EncodeToString(key) != strings.TrimPrefix(s, events.SecretPrefix) {
+			t.Fatalf("ParseSecret(%q) = %x", s, key)
+		}
+	})
+}

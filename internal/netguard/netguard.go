@@ -1,0 +1,147 @@
+// Package netguard decides which IP addresses the server may connect to
+// on a tenant's behalf (an OIDC issuer, an event destination): public
+// unicast addresses only, unless the operator names the networks allowed.
+// The check runs on every address actually dialled (net.Dialer.Control),
+// after name resolution, so a name that resolves to a private address is
+// refused as the address itself is.
+package netguard
+
+import (
+	"fmt"
+	"net/netip"
+	"syscall"
+)
+
+// Policy decides which addresses may be dialled. The zero value allows
+// public addresses only.
+type Policy struct {
+	// networks, when not nil, are the only networks allowed.
+	networks []netip.Prefix
+}
+
+// New returns the policy that allows only networks, or public addresses
+// only when networks is empty. An IPv4-mapped prefix stands for its IPv4
+// network.
+func New(networks []netip.Prefix) *Policy {
+	if len(networks) == 0 {
+		return &Policy{}
+	}
+	p := &Policy{networks: make([]netip.Prefix, 0, len(networks))}
+	for _, n := range networks {
+		if !n.IsValid() {
+			continue
+		}
+		if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
+			n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
+		}
+		p.networks = append(p.networks, n)
+	}
+	return p
+}
+
+// Check returns "" when a may be dialled, else why not ("10.0.0.1 is
+// private (10.0.0.0/8)", "10.0.0.1 is outside the allowed networks").
+func (p *Policy) Check(a netip.Addr) string {
+	a = a.Unmap().WithZone("")
+	if p.networks != nil {
+		for _, n := range p.networks {
+			if n.Contains(a) {
+				return ""
+			}
+		}
+		return a.String() + " is outside the allowed networks"
+	}
+	if reason := NonPublic(a); reason != "" {
+		return a.String() + " is " + reason
+	}
+	return ""
+}
+
+// Control is a net.Dialer Control function that refuses the addresses p
+// does not allow, with an error wrapping notAllowed.
+func (p *Policy) Control(notAllowed error) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %q is not an IP address and port", notAllowed, address)
+		}
+		if reason := p.Check(ap.Addr()); reason != "" {
+			return fmt.Errorf("%w: %s", notAllowed, reason)
+		}
+		return nil
+	}
+}
+
+// Non-public networks, by the reason they are refused. IPv4-mapped IPv6
+// addresses are unmapped before the lookup; NAT64 addresses are judged by
+// the IPv4 address they embed.
+var nonPublicNetworks = []struct {
+	prefix netip.Prefix
+	reason string
+}{
+	// IPv4 (IANA IPv4 Special-Purpose Address Registry, RFC 6890 and on).
+	// 0.0.0.0 and 127.0.0.0/8 are handled before this table.
+	{netip.MustParsePrefix("0.0.0.0/8"), "in \"this network\" (0.0.0.0/8)"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private (10.0.0.0/8)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT, 100.64.0.0/10)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16, where cloud metadata services live)"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private (172.16.0.0/12)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "reserved for IETF protocol assignments (192.0.0.0/24)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "reserved for documentation"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "the deprecated 6to4 relay anycast (192.88.99.0/24)"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private (192.168.0.0/16)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "reserved for benchmarking (198.18.0.0/15)"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "reserved for documentation"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "reserved for documentation"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (240.0.0.0/4, broadcast included)"},
+	// IPv6 (IANA IPv6 Special-Purpose Address Registry). ::/128, ::1 and
+	// 64:ff9b::/96 are handled before this table.
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (64:ff9b:1::/48)"},
+	{netip.MustParsePrefix("::/8"), "reserved (::/8)"},
+	{netip.MustParsePrefix("100::/64"), "discard-only (100::/64)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "reserved for documentation"},
+	{netip.MustParsePrefix("2001::/23"), "reserved for IETF protocol assignments (2001::/23, Teredo included)"},
+	{netip.MustParsePrefix("2002::/16"), "6to4 (2002::/16)"},
+	{netip.MustParsePrefix("3fff::/20"), "reserved for documentation"},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (private, fc00::/7)"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local (fe80::/10)"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local (fec0::/10)"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
+}
+
+var (
+	nat64Prefix     = netip.MustParsePrefix("64:ff9b::/96")
+	globalUnicastV6 = netip.MustParsePrefix("2000::/3")
+)
+
+// NonPublic returns why a is not a public unicast address, or "" when it
+// is one. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the
+// IPv4 address, NAT64 ones (64:ff9b::a.b.c.d) by the IPv4 address they
+// embed; an IPv6 address outside global unicast (2000::/3) is not public.
+func NonPublic(a netip.Addr) string {
+	a = a.Unmap().WithZone("")
+	switch {
+	case !a.IsValid():
+		return "not an IP address"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLoopback():
+		return "loopback"
+	case a.Is6() && nat64Prefix.Contains(a):
+		b := a.As16()
+		if r := NonPublic(netip.AddrFrom4([4]byte(b[12:]))); r != "" {
+			return "NAT64 of an address that is " + r
+		}
+		return ""
+	}
+	for _, n := range nonPublicNetworks {
+		if n.prefix.Contains(a) {
+			return n.reason
+		}
+	}
+	if a.Is6() && !globalUnicastV6.Contains(a) {
+		return "outside IPv6 global unicast (2000::/3)"
+	}
+	return ""
+}
