@@ -22,20 +22,7 @@ import (
 func TestReadsSeeOtherReplicasWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "store.db")
-	open := func() *edgeplane.Service {
-		st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { svc.Close(context.Background()) })
-		return svc
-	}
-	a, b := open(), open()
+	a, b := replicaOf(t, path), replicaOf(t, path)
 	acct, err := a.Host().CreateAccount(ctx, identity.AccountParams{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +85,22 @@ func TestReadsSeeOtherReplicasWrites(t *testing.T) {
 	}
 	_, err = b.Authenticate(ctx, *key.Token)
 	wantCode(t, err, apierr.Unauthenticated)
+}
+
+// replicaOf returns a Service on its own Store of the SQLite file at
+// path, as a replica of a server on that file would be, closed when the
+// test ends.
+func replicaOf(t *testing.T, path string) *edgeplane.Service {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	return svc
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
-	"github.com/edgeplane/edgeplane/sqlitestore"
 )
 
 func TestLease(t *testing.T) {
@@ -108,17 +107,7 @@ func TestLeaseOneHolderAcrossReplicas(t *testing.T) {
 	const replicas = 4
 	hosts := make([]*edgeplane.Host, replicas)
 	for i := range hosts {
-		st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { svc.Close(context.Background()) })
-		hosts[i] = svc.Host()
+		hosts[i] = replicaOf(t, path).Host()
 	}
 	for round := range 5 {
 		name := "round-" + string(rune('a'+round))

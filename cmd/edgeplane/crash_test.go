@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,23 +97,7 @@ func crashSafety(t *testing.T, spec string, env ...string) {
 	key := "EDGEPLANE_API_KEY=epk_" + strings.Repeat("c", 40)
 	env = append(env, key)
 	addr, cmd := startProcess(t, spec, env...)
-	client := &http.Client{Timeout: 5 * time.Second}
-	do := func(addr, method, path, body string) (int, map[string]any) {
-		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer epk_"+strings.Repeat("c", 40))
-		req.Header.Set("Service-Version", "2")
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil
-		}
-		defer resp.Body.Close()
-		var v map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&v)
-		return resp.StatusCode, v
-	}
+	do := apiDo
 
 	acked := map[string]string{}    // credential ID -> last acknowledged description
 	inFlight := map[string]string{} // the write the kill cut: it may have committed unacknowledged

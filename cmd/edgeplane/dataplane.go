@@ -274,6 +274,22 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm, Agents: dialer})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var lns []net.Listener
+	// undo closes what was opened so far, when a later listener fails.
+	undo := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if d.tunnels != nil {
+			agentLn.Close()
+			if hopLn != nil {
+				hopLn.Close()
+			}
+			d.hop.Close()
+			d.tunnels.Close()
+		}
+		d.streams.Close()
+		cfgs.Close()
+	}
 	for _, l := range []struct {
 		addr string
 		tls  bool
@@ -283,19 +299,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		}
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
-			for _, ln := range lns {
-				ln.Close()
-			}
-			if d.tunnels != nil {
-				agentLn.Close()
-				if hopLn != nil {
-					hopLn.Close()
-				}
-				d.hop.Close()
-				d.tunnels.Close()
-			}
-			d.streams.Close()
-			cfgs.Close()
+			undo()
 			return nil, err
 		}
 		if l.tls {
@@ -317,19 +321,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			d.dnsAddr, err = d.dns.Listen(c.dnsAddr)
 		}
 		if err != nil {
-			for _, ln := range lns {
-				ln.Close()
-			}
-			if d.tunnels != nil {
-				agentLn.Close()
-				if hopLn != nil {
-					hopLn.Close()
-				}
-				d.hop.Close()
-				d.tunnels.Close()
-			}
-			d.streams.Close()
-			cfgs.Close()
+			undo()
 			return nil, fmt.Errorf("-dns-addr: %w", err)
 		}
 	}

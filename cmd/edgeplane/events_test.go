@@ -61,7 +61,9 @@ func (r *hookReceiver) has(ids []string) (missing int) {
 	return missing
 }
 
-// apiClient calls one server with the test's admin key.
+// apiDo calls the server at addr with the tests' admin key (epk_ and 40
+// c's) and returns the status and the decoded body; 0 when the call
+// failed.
 func apiDo(addr, method, path, body string) (int, map[string]any) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))

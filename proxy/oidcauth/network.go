@@ -31,53 +31,34 @@ var (
 	errRedirectDowngrade = errors.New("oidcauth: provider redirected from https to http")
 )
 
-// addressPolicy decides which addresses the default transport connects to.
-// The zero value allows public addresses only.
+// addressPolicy decides which addresses the default transport connects
+// to: package internal/netguard's policy (shared with event delivery),
+// with errors that name this package's options.
 type addressPolicy struct {
-	// networks, when not nil, are the only networks allowed.
-	networks []netip.Prefix
+	guard      *netguard.Policy
+	restricted bool // Networks are set: only they are allowed
 }
 
 // newAddressPolicy returns the policy of opts, or nil when opts allow every
 // address (AllowPrivateNetworks without Networks).
 func newAddressPolicy(opts ProvidersOptions) *addressPolicy {
-	if len(opts.Networks) == 0 {
-		if opts.AllowPrivateNetworks {
-			return nil
-		}
-		return &addressPolicy{}
+	if len(opts.Networks) == 0 && opts.AllowPrivateNetworks {
+		return nil
 	}
-	p := &addressPolicy{networks: make([]netip.Prefix, 0, len(opts.Networks))}
-	for _, n := range opts.Networks {
-		if !n.IsValid() {
-			continue
-		}
-		// An IPv4-mapped prefix (::ffff:10.0.0.0/104) stands for its IPv4
-		// network: the address checked is unmapped.
-		if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
-			n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
-		}
-		p.networks = append(p.networks, n)
-	}
-	return p
+	return &addressPolicy{guard: netguard.New(opts.Networks), restricted: len(opts.Networks) > 0}
 }
 
 // check returns nil when a may be dialled, else an error wrapping
 // ErrAddressNotAllowed that says why.
 func (p *addressPolicy) check(a netip.Addr) error {
-	a = a.Unmap().WithZone("")
-	if p.networks != nil {
-		for _, n := range p.networks {
-			if n.Contains(a) {
-				return nil
-			}
-		}
-		return fmt.Errorf("%w: %s is outside ProvidersOptions.Networks", ErrAddressNotAllowed, a)
+	switch reason := p.guard.Check(a); {
+	case reason == "":
+		return nil
+	case p.restricted:
+		return fmt.Errorf("%w: %s is outside ProvidersOptions.Networks", ErrAddressNotAllowed, a.Unmap().WithZone(""))
+	default:
+		return fmt.Errorf("%w: %s (see ProvidersOptions.AllowPrivateNetworks and Networks)", ErrAddressNotAllowed, reason)
 	}
-	if reason := nonPublic(a); reason != "" {
-		return fmt.Errorf("%w: %s is %s (see ProvidersOptions.AllowPrivateNetworks and Networks)", ErrAddressNotAllowed, a, reason)
-	}
-	return nil
 }
 
 // control is the net.Dialer Control function of the default transport:
