@@ -4,23 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"io"
-	"log"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/letsencrypt/pebble/v2/ca"
-	"github.com/letsencrypt/pebble/v2/db"
-	"github.com/letsencrypt/pebble/v2/va"
-	"github.com/letsencrypt/pebble/v2/wfe"
-	"github.com/miekg/dns"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/certmanager"
@@ -28,6 +17,7 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/acmetest"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/store"
@@ -43,117 +33,6 @@ func (c *clock) Advance(d time.Duration)   { c.off.Add(int64(d)) }
 func (c *clock) AdvanceTo(t time.Time)     { c.Advance(t.Sub(c.Now())) }
 func (c *clock) Since(t time.Time) float64 { return c.Now().Sub(t).Seconds() }
 
-// resolver is the DNS server Pebble's validation asks (over TCP, as
-// Pebble does): A records of the names the test says lead to the edge
-// (127.0.0.1), and, for DNS-01, what the edge's own DNS server answers.
-type resolver struct {
-	addr string
-
-	mu    sync.Mutex
-	a     map[string]bool   // names that resolve to 127.0.0.1
-	cname map[string]string // _acme-challenge names -> their CNAME target
-	// authority, when set, is the edge's DNS server, asked for the TXT
-	// records of CNAME targets.
-	authority string
-}
-
-func startResolver(t *testing.T) *resolver {
-	t.Helper()
-	r := &resolver{a: map[string]bool{}, cname: map[string]string{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.addr = ln.Addr().String()
-	srv := &dns.Server{Listener: ln, Handler: r}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
-	return r
-}
-
-func (r *resolver) point(name string, on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.a[name] = on
-}
-
-func (r *resolver) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	m := new(dns.Msg)
-	m.SetReply(req)
-	if len(req.Question) == 1 {
-		q := req.Question[0]
-		name := strings.TrimSuffix(strings.ToLower(q.Name), ".")
-		r.mu.Lock()
-		ok, target, auth := r.a[name], r.cname[name], r.authority
-		r.mu.Unlock()
-		switch {
-		case q.Qtype == dns.TypeA && ok:
-			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)})
-		case q.Qtype == dns.TypeTXT && target != "" && auth != "":
-			// A recursive resolver follows the CNAME to the edge's server.
-			m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 60}, Target: dns.Fqdn(target)})
-			up := new(dns.Msg)
-			up.SetQuestion(dns.Fqdn(target), dns.TypeTXT)
-			if in, err := dns.Exchange(up, auth); err == nil {
-				m.Answer = append(m.Answer, in.Answer...)
-			}
-		case !ok && target == "" && q.Qtype == dns.TypeA:
-			m.Rcode = dns.RcodeNameError
-		}
-	}
-	_ = w.WriteMsg(m)
-}
-
-// pebble is Pebble, the ACME test server, run in the test's process.
-type pebble struct {
-	srv       *httptest.Server
-	directory string
-	roots     *x509.CertPool // Pebble's issuing roots, which the issued chains lead to
-	down      atomic.Bool    // closes every connection, as a CA that is unreachable
-}
-
-// startPebble starts Pebble validating on the edge's HTTP and HTTPS
-// ports, resolving names with resolverAddr, issuing certificates valid
-// for validity (0: Pebble's default).
-func startPebble(t *testing.T, httpPort, tlsPort int, resolverAddr string, validity time.Duration) *pebble {
-	t.Helper()
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
-	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
-	t.Setenv("PEBBLE_AUTHZREUSE", "0")
-	logger := log.New(io.Discard, "", 0)
-	if testing.Verbose() {
-		logger = log.New(&testWriter{t}, "pebble ", 0)
-	}
-	mdb := db.NewMemoryStore()
-	profiles := map[string]ca.Profile{"default": {Description: "default", ValidityPeriod: uint64(validity / time.Second)}}
-	authority := ca.New(logger, mdb, "", "rsa", 0, 1, profiles)
-	validator := va.New(logger, httpPort, tlsPort, false, resolverAddr, mdb)
-	front := wfe.New(logger, mdb, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
-	p := &pebble{}
-	h := front.Handler()
-	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p.down.Load() {
-			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-				c.Close()
-			}
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	p.directory = p.srv.URL + wfe.DirectoryPath
-	p.roots = x509.NewCertPool()
-	p.roots.AddCert(authority.GetRootCert(0).Cert)
-	return p
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
-}
-
 // edge is a Service on a store with the edge proxy's listeners (HTTP,
 // and HTTPS with the TLS edges split off, as edgeplane proxy serves
 // them), an account and its principal.
@@ -166,7 +45,7 @@ type edge struct {
 	p         edgeplane.Principal
 	httpAddr  string
 	httpsAddr string
-	resolver  *resolver
+	resolver  *acmetest.Resolver
 }
 
 func startEdge(t *testing.T) *edge {
@@ -208,7 +87,7 @@ func startEdge(t *testing.T) *edge {
 	go hs.Serve(plain)
 	go tlsSrv.ServeTLS(streams.SplitTLS(secure), "", "")
 	t.Cleanup(func() { hs.Close(); tlsSrv.Close() })
-	e.resolver = startResolver(t)
+	e.resolver = acmetest.StartResolver(t)
 	return e
 }
 
@@ -223,15 +102,17 @@ func port(t *testing.T, addr string) int {
 }
 
 // pebble starts Pebble validating against e's listeners.
-func (e *edge) pebble(t *testing.T, validity time.Duration) *pebble {
-	return startPebble(t, port(t, e.httpAddr), port(t, e.httpsAddr), e.resolver.addr, validity)
+func (e *edge) pebble(t *testing.T, validity time.Duration) *acmetest.Pebble {
+	p := acmetest.NewPebble(t)
+	p.Start(t, port(t, e.httpAddr), port(t, e.httpsAddr), e.resolver.Addr, validity)
+	return p
 }
 
 // manager returns a Manager of e's Service ordering from p.
-func (e *edge) manager(t *testing.T, p *pebble, challenges ...string) *certmanager.Manager {
+func (e *edge) manager(t *testing.T, p *acmetest.Pebble, challenges ...string) *certmanager.Manager {
 	t.Helper()
-	m, err := certmanager.New(certmanager.Options{Host: e.svc.Host(), Directory: p.directory, Email: "ops@example.com",
-		HTTPClient: p.srv.Client(), Challenges: challenges, Clock: e.clock.Now, PollInterval: 20 * time.Millisecond})
+	m, err := certmanager.New(certmanager.Options{Host: e.svc.Host(), Directory: p.Directory, Email: "ops@example.com",
+		HTTPClient: p.Server.Client(), Challenges: challenges, Clock: e.clock.Now, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

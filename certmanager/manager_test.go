@@ -17,13 +17,14 @@ import (
 	"github.com/edgeplane/edgeplane/acmedns"
 	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/internal/acmetest"
 	"github.com/edgeplane/edgeplane/proxy"
 )
 
 // wantIssued checks that d has a managed certificate whose renewal is at
 // two thirds of its lifetime and no job, that the proxy presents it for
 // name (verified against Pebble's roots), and returns the leaf.
-func wantIssued(t *testing.T, e *edge, p *pebble, id, name string) *x509.Certificate {
+func wantIssued(t *testing.T, e *edge, p *acmetest.Pebble, id, name string) *x509.Certificate {
 	t.Helper()
 	d := e.domain(t, id)
 	st := d.CertificateManagementStatus
@@ -47,7 +48,7 @@ func wantIssued(t *testing.T, e *edge, p *pebble, id, name string) *x509.Certifi
 		t.Errorf("certificate key %s, policy %s", cert.PrivateKeyType, d.CertificateManagementPolicy.PrivateKeyType)
 	}
 	e.synced(t)
-	leaf, err := e.handshake(t, name, p.roots)
+	leaf, err := e.handshake(t, name, p.Roots)
 	if err != nil {
 		t.Fatalf("TLS to the proxy for %s, verified with Pebble's root: %v", name, err)
 	}
@@ -62,10 +63,10 @@ func wantIssued(t *testing.T, e *edge, p *pebble, id, name string) *x509.Certifi
 func TestHTTP01(t *testing.T) {
 	e := startEdge(t)
 	p := e.pebble(t, 0)
-	e.resolver.point("app.example.com", true)
+	e.resolver.Point("app.example.com", true)
 	d := e.managed(t, "app.example.com", domains.KeyTypeRSA)
 	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
-	if _, err := e.handshake(t, "app.example.com", p.roots); err == nil {
+	if _, err := e.handshake(t, "app.example.com", p.Roots); err == nil {
 		t.Fatal("the proxy presented a certificate before one was issued")
 	}
 	res, err := m.Pass(e.ctx)
@@ -86,7 +87,7 @@ func TestHTTP01(t *testing.T) {
 		KeyAuthorization: "renew.thumb", ExpiresAt: e.clock.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.roots},
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Roots},
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", e.httpsAddr)
 		}}}
@@ -165,7 +166,7 @@ func TestHTTP01Answer(t *testing.T) {
 func TestTLSALPN01(t *testing.T) {
 	e := startEdge(t)
 	p := e.pebble(t, 0)
-	e.resolver.point("tls.example.com", true)
+	e.resolver.Point("tls.example.com", true)
 	d := e.managed(t, "tls.example.com", domains.KeyTypeECDSA)
 	m := e.manager(t, p, edgeplane.ChallengeTLSALPN01)
 	res, err := m.Pass(e.ctx)
@@ -208,7 +209,7 @@ func TestDNSError(t *testing.T) {
 	if st := m.Stats(); st != (certmanager.Stats{DNSErrors: 1}) {
 		t.Errorf("Stats after the DNS error: %+v", st)
 	}
-	e.resolver.point("broken.example.com", true)
+	e.resolver.Point("broken.example.com", true)
 	e.clock.AdvanceTo(*job.RetriesAt)
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
 		t.Fatalf("pass after the DNS fix = %+v, %v; want one issued", res, err)
@@ -222,10 +223,10 @@ func TestDNSError(t *testing.T) {
 func TestCAUnreachable(t *testing.T) {
 	e := startEdge(t)
 	p := e.pebble(t, 0)
-	e.resolver.point("app.example.com", true)
+	e.resolver.Point("app.example.com", true)
 	d := e.managed(t, "app.example.com", domains.KeyTypeRSA)
 	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
-	p.down.Store(true)
+	p.SetDown(true)
 	started := d.CertificateManagementStatus.ProvisioningJob.StartedAt
 	for i, age := range []time.Duration{0, 10 * time.Minute, 5 * time.Hour} {
 		e.clock.AdvanceTo(started.Add(age))
@@ -248,7 +249,7 @@ func TestCAUnreachable(t *testing.T) {
 	if st := m.Stats(); st != (certmanager.Stats{InternalErrors: 3}) {
 		t.Errorf("Stats with the CA down: %+v", st)
 	}
-	p.down.Store(false)
+	p.SetDown(false)
 	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
 	e.clock.AdvanceTo(*job.RetriesAt)
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
@@ -262,7 +263,7 @@ func TestCAUnreachable(t *testing.T) {
 func TestRenewal(t *testing.T) {
 	e := startEdge(t)
 	p := e.pebble(t, 3*time.Hour)
-	e.resolver.point("app.example.com", true)
+	e.resolver.Point("app.example.com", true)
 	d := e.managed(t, "app.example.com", domains.KeyTypeECDSA)
 	m := e.manager(t, p, edgeplane.ChallengeHTTP01)
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
@@ -335,10 +336,7 @@ func TestDNS01Wildcard(t *testing.T) {
 		t.Fatalf("job %+v, want DNS_ERROR", job)
 	}
 	// The user adds it; setting the policy again retries at once.
-	e.resolver.mu.Lock()
-	e.resolver.cname["_acme-challenge.example.org"] = *d.ACMEChallengeCNAMETarget
-	e.resolver.authority = addr
-	e.resolver.mu.Unlock()
+	e.resolver.CNAME("_acme-challenge.example.org", *d.ACMEChallengeCNAMETarget, addr)
 	if _, err := e.svc.UpdateReservedDomain(e.ctx, e.p, d.ID, domains.UpdateParams{CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}}); err != nil {
 		t.Fatal(err)
 	}

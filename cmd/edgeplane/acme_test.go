@@ -4,115 +4,48 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"io"
-	"log"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/letsencrypt/pebble/v2/ca"
-	"github.com/letsencrypt/pebble/v2/db"
-	"github.com/letsencrypt/pebble/v2/va"
-	"github.com/letsencrypt/pebble/v2/wfe"
 	"github.com/miekg/dns"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/internal/acmetest"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 )
 
-// testResolver is the DNS server Pebble validates with (over TCP, as
-// Pebble asks): the names it is told lead to 127.0.0.1.
-type testResolver struct {
-	addr string
-	mu   sync.Mutex
-	a    map[string]bool
-}
-
-func startTestResolver(t *testing.T, names ...string) *testResolver {
-	t.Helper()
-	r := &testResolver{a: map[string]bool{}}
-	for _, n := range names {
-		r.a[n] = true
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.addr = ln.Addr().String()
-	srv := &dns.Server{Listener: ln, Handler: r}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
-	return r
-}
-
-func (r *testResolver) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	m := new(dns.Msg)
-	m.SetReply(req)
-	if len(req.Question) == 1 && req.Question[0].Qtype == dns.TypeA {
-		q := req.Question[0]
-		r.mu.Lock()
-		ok := r.a[strings.TrimSuffix(strings.ToLower(q.Name), ".")]
-		r.mu.Unlock()
-		if ok {
-			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)})
-		}
-	}
-	_ = w.WriteMsg(m)
-}
-
-// lateHandler serves through a handler set after the server started:
-// Pebble, once the proxy's ports are known.
-type lateHandler struct{ h atomic.Pointer[http.Handler] }
-
-func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h := l.h.Load(); h != nil {
-		(*h).ServeHTTP(w, r)
-		return
-	}
-	http.Error(w, "not yet", http.StatusServiceUnavailable)
-}
-
-// latePebble is Pebble, the ACME test server, in this process: its
+// latePebble is Pebble (package acmetest) for a server under test: its
 // HTTPS server runs from the start (serve needs its directory URL), its
 // validation once the proxy's ports are known.
 type latePebble struct {
-	late    *lateHandler
-	srv     *httptest.Server
-	flags   []string // serve's -acme-* flags for it
-	roots   *x509.CertPool
-	rootPEM []byte
+	*acmetest.Pebble
+	flags []string // serve's -acme-* flags for it
 }
 
 func startLatePebble(t *testing.T) *latePebble {
 	t.Helper()
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
-	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
-	p := &latePebble{late: &lateHandler{}}
-	p.srv = httptest.NewTLSServer(p.late)
-	t.Cleanup(p.srv.Close)
+	p := &latePebble{Pebble: acmetest.NewPebble(t)}
 	rootsFile := filepath.Join(t.TempDir(), "acme-server-roots.pem")
-	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw}), 0o600); err != nil {
+	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Server.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.flags = []string{"-acme-directory", p.srv.URL + wfe.DirectoryPath, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"}
+	p.flags = []string{"-acme-directory", p.Directory, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"}
 	return p
 }
 
-// start starts Pebble's validation on the ports of s's proxy, resolving
-// names to 127.0.0.1, and returns the proxy's HTTP and HTTPS addresses.
+// start starts Pebble's validation on the ports of the proxy whose
+// stdout is out, resolving names to 127.0.0.1, and returns the proxy's
+// HTTP and HTTPS addresses.
 func (p *latePebble) start(t *testing.T, out string, names ...string) (proxyHTTP, proxyHTTPS string) {
 	t.Helper()
 	h := regexp.MustCompile(`(?m)^proxy on http://(\S+)$`).FindStringSubmatch(out)
@@ -125,17 +58,7 @@ func (p *latePebble) start(t *testing.T, out string, names ...string) (proxyHTTP
 		n, _ := strconv.Atoi(p)
 		return n
 	}
-	resolver := startTestResolver(t, names...)
-	logger := log.New(io.Discard, "", 0)
-	mdb := db.NewMemoryStore()
-	authority := ca.New(logger, mdb, "", "rsa", 0, 1, map[string]ca.Profile{"default": {}})
-	validator := va.New(logger, portOf(h[1]), portOf(hs[1]), false, resolver.addr, mdb)
-	front := wfe.New(logger, mdb, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
-	handler := front.Handler()
-	p.late.h.Store(&handler)
-	p.roots = x509.NewCertPool()
-	p.roots.AddCert(authority.GetRootCert(0).Cert)
-	p.rootPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: authority.GetRootCert(0).Cert.Raw})
+	p.Start(t, portOf(h[1]), portOf(hs[1]), acmetest.StartResolver(t, names...).Addr, 0)
 	return h[1], hs[1]
 }
 
@@ -151,7 +74,7 @@ func TestServeACME(t *testing.T) {
 	s := startServe(t, append([]string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-https-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0"}, pb.flags...),
 		map[string]string{"EDGEPLANE_API_KEY": key, "EDGEPLANE_RATE_LIMIT": "0"})
 	_, proxyHTTPS := pb.start(t, s.stdout.String(), "app.example.com")
-	pebbleRoots := pb.roots
+	pebbleRoots := pb.Roots
 	portOf := func(addr string) int {
 		_, p, _ := net.SplitHostPort(addr)
 		n, _ := strconv.Atoi(p)
@@ -198,7 +121,7 @@ func TestServeACME(t *testing.T) {
 		t.Log("curl is not installed: the curl check is skipped")
 	} else {
 		rootFile := filepath.Join(t.TempDir(), "pebble-root.pem")
-		if err := os.WriteFile(rootFile, pb.rootPEM, 0o600); err != nil {
+		if err := os.WriteFile(rootFile, pb.RootPEM, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command("curl", "-sS", "--max-time", "10", "--connect-to", "app.example.com:443:127.0.0.1:"+strconv.Itoa(portOf(proxyHTTPS)),
@@ -401,7 +324,7 @@ func TestProxyCommandACME(t *testing.T) {
 	tn := newTenant(api, "cmd.example.com", "cmd")
 	api.must(200, "PATCH", "/reserved_domains/"+tn.domain, `{"certificate_management_policy":{"authority":"letsencrypt"}}`)
 	if took, ok := within(30*time.Second, func() bool {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", proxyHTTPS, &tls.Config{ServerName: "cmd.example.com", RootCAs: pb.roots})
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", proxyHTTPS, &tls.Config{ServerName: "cmd.example.com", RootCAs: pb.Roots})
 		if err != nil {
 			return false
 		}
