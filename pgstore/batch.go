@@ -375,11 +375,16 @@ func (s *Store) carefulWrite(ctx context.Context, tx pgx.Tx, w work, rv *revisio
 	}
 }
 
-// get reads the record in a batch's transaction, which holds the feed
-// lock.
-func get(ctx context.Context, tx pgx.Tx, kind store.Kind, accountID, id string) (store.Record, error) {
+// rowQuerier is what get reads through: the pool, or a batch's
+// transaction (which holds the feed lock).
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// get reads the record of that kind, account and ID through q.
+func get(ctx context.Context, q rowQuerier, kind store.Kind, accountID, id string) (store.Record, error) {
 	var sr scannedRecord
-	err := tx.QueryRow(ctx, `SELECT `+recordColumns+` FROM records r WHERE r.id = $1 AND r.kind = $2 AND r.account_id = $3`,
+	err := q.QueryRow(ctx, `SELECT `+recordColumns+` FROM records r WHERE r.id = $1 AND r.kind = $2 AND r.account_id = $3`,
 		id, string(kind), accountID).Scan(sr.targets()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Record{}, notFound(kind, id)

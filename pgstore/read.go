@@ -17,16 +17,7 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, accountID, id string) 
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	var sr scannedRecord
-	err := s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM records r WHERE r.id = $1 AND r.kind = $2 AND r.account_id = $3`,
-		id, string(kind), accountID).Scan(sr.targets()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Record{}, notFound(kind, id)
-	}
-	if err != nil {
-		return store.Record{}, dbErr(ctx, err)
-	}
-	return sr.record(), nil
+	return get(ctx, s.pool, kind, accountID, id)
 }
 
 // Lookup implements [store.Store].
