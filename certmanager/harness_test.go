@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/domains"
