@@ -266,7 +266,7 @@ type CreateDestinationParams struct {
 	// Format is "json" (the default when empty).
 	Format string `json:"format" validate:"omitempty,oneof=json"`
 	// Target is required, with its http field set.
-	Target *TargetParams `json:"target"`
+	Target *TargetParams `json:"target" validate:"-"`
 	// VerifyWithTestEvent is the original service's; it is accepted and
 	// ignored.
 	VerifyWithTestEvent *bool `json:"verify_with_test_event"`
@@ -276,11 +276,7 @@ type CreateDestinationParams struct {
 // InvalidArgument [*apierr.Error].
 func (p CreateDestinationParams) Validate() error {
 	var vs apierr.Violations
-	validate.Into(&vs, "", struct {
-		Description string `json:"description" validate:"maxbytes=255"`
-		Metadata    string `json:"metadata" validate:"maxbytes=4096"`
-		Format      string `json:"format" validate:"omitempty,oneof=json"`
-	}{p.Description, p.Metadata, p.Format})
+	validate.Into(&vs, "", p)
 	if p.Target == nil {
 		vs.Add("target", "is required, with target.http set")
 	} else {
@@ -301,18 +297,14 @@ type UpdateDestinationParams struct {
 	// Format replaces the format: "json".
 	Format *string `json:"format" validate:"omitnil,oneof=json"`
 	// Target replaces the target.
-	Target *TargetParams `json:"target"`
+	Target *TargetParams `json:"target" validate:"-"`
 }
 
 // Validate reports every broken rule of p. It returns nil or an
 // InvalidArgument [*apierr.Error].
 func (p UpdateDestinationParams) Validate() error {
 	var vs apierr.Violations
-	validate.Into(&vs, "", struct {
-		Description *string `json:"description" validate:"omitnil,maxbytes=255"`
-		Metadata    *string `json:"metadata" validate:"omitnil,maxbytes=4096"`
-		Format      *string `json:"format" validate:"omitnil,oneof=json"`
-	}{p.Description, p.Metadata, p.Format})
+	validate.Into(&vs, "", p)
 	if p.Target != nil {
 		p.Target.validate(&vs, "target")
 	}

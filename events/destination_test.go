@@ -50,3 +50,36 @@ func FuzzParseSecret(f *testing.F) {
 		}
 	})
 }
+
+// TestTargetBounds: the bounds the package states are the ones Validate
+// enforces: a URL of MaxTargetURLBytes and MaxTargetHeaders headers pass,
+// one byte or one header more fails naming the field.
+func TestTargetBounds(t *testing.T) {
+	const base = "https://h.example.com/"
+	params := func(url string, headers int) events.CreateDestinationParams {
+		h := map[string]string{}
+		for i := range headers {
+			h["X-H"+strings.Repeat("a", i)] = "v"
+		}
+		return events.CreateDestinationParams{Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: url, Headers: h}}}
+	}
+	atURL := base + strings.Repeat("p", events.MaxTargetURLBytes-len(base))
+	for _, tc := range []struct {
+		name  string
+		p     events.CreateDestinationParams
+		field string // "" when valid
+	}{
+		{"URL at the bound", params(atURL, 0), ""},
+		{"URL past the bound", params(atURL+"p", 0), "target.http.url"},
+		{"headers at the bound", params(base, events.MaxTargetHeaders), ""},
+		{"headers past the bound", params(base, events.MaxTargetHeaders+1), "target.http.headers"},
+	} {
+		err := tc.p.Validate()
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
+			t.Errorf("%s: %v, want a violation of %s", tc.name, err, tc.field)
+		}
+	}
+}

@@ -160,7 +160,9 @@ func appendRequest(b []byte, h *header) []byte {
 	return b
 }
 
-// appendJSONString appends s as a JSON string. s is UTF-8 (validate
+// appendJSONString appends s as a JSON string (not jsonenc.AppendString,
+// which takes a string: this one takes the client address's bytes
+// without allocating one, which TestAppendRequest counts). s is UTF-8 (validate
 // checked it): only the quote, the backslash and control characters are
 // escaped.
 func appendJSONString[T string | []byte](b []byte, s T) []byte {

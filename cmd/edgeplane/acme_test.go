@@ -315,6 +315,7 @@ func TestProxyCommandACME(t *testing.T) {
 	select {
 	case <-ready:
 	case code := <-done:
+		done <- code // for the deferred wait, which would block forever
 		t.Fatalf("proxy exited with %d: %s %s", code, stdout.String(), stderr.String())
 	case <-time.After(20 * time.Second):
 		t.Fatal("proxy not ready")
