@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,6 +62,45 @@ func TestKindListComplete(t *testing.T) {
 	}
 	if len(kindList) != len(consts) {
 		t.Errorf("kindList has %d kinds, kinds.go %d constants", len(kindList), len(consts))
+	}
+}
+
+// TestInternalKindListComplete: every unexported store kind constant of
+// the package (the Service's own records: nodes, leases, ACME state,
+// delivery states...) is in internalKinds, or the followers of the feed
+// would log its changes as an unknown kind.
+func TestInternalKindListComplete(t *testing.T) {
+	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []store.Kind
+	for _, f := range pkgs["edgeplane"].Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "kind") {
+				return true
+			}
+			sel, ok := vs.Type.(*ast.SelectorExpr)
+			lit, isLit := vs.Values[0].(*ast.BasicLit)
+			if !ok || sel.Sel.Name != "Kind" || !isLit || lit.Kind != token.STRING {
+				return true
+			}
+			v, _ := strconv.Unquote(lit.Value)
+			found = append(found, store.Kind(v))
+			return true
+		})
+	}
+	if len(found) < 6 {
+		t.Fatalf("found %d internal kind constants; the parse is wrong", len(found))
+	}
+	for _, k := range found {
+		if !isInternal(k) {
+			t.Errorf("store kind %q is declared but not in internalKinds", k)
+		}
+	}
+	if len(found) != len(internalKinds) {
+		t.Errorf("internalKinds has %d kinds, the package declares %d", len(internalKinds), len(found))
 	}
 }
 
