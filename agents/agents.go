@@ -15,7 +15,6 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/resource"
@@ -304,7 +303,7 @@ func (p EndpointParams) Validate() error {
 	switch p.Proto {
 	case ProtoHTTP, ProtoHTTPS, ProtoTCP, ProtoTLS:
 	default:
-		vs.Add("Proto", "must be http, https, tcp or tls, got %q", truncate(p.Proto, 16))
+		vs.Add("Proto", "must be http, https, tcp or tls, got %q", apierr.Truncate(p.Proto, 16))
 	}
 	vs.CheckText("ForwardsTo", p.ForwardsTo, MaxForwardsToBytes)
 	vs.CheckText("Metadata", p.Metadata, MaxMetadataBytes)
@@ -313,18 +312,6 @@ func (p EndpointParams) Validate() error {
 		vs.Add("PassthroughTLS", "applies only to tls endpoints")
 	}
 	return vs.Err()
-}
-
-// truncate returns s cut to at most n bytes, at a UTF-8 boundary, for
-// messages that repeat an agent's text.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // NodePrefix begins every node's ID.
@@ -375,9 +362,9 @@ func (p NodeParams) Validate() error {
 		if len(p.Addr) > MaxNodeAddrBytes {
 			vs.Add("addr", "must be at most %d bytes, got %d", MaxNodeAddrBytes, len(p.Addr))
 		} else if host, port, err := net.SplitHostPort(p.Addr); err != nil || host == "" {
-			vs.Add("addr", "must be host:port, got %q", truncate(p.Addr, 64))
+			vs.Add("addr", "must be host:port, got %q", apierr.Truncate(p.Addr, 64))
 		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			vs.Add("addr", "must have a port from 1 to 65535, got %q", truncate(port, 16))
+			vs.Add("addr", "must have a port from 1 to 65535, got %q", apierr.Truncate(port, 16))
 		}
 	}
 	vs.CheckText("region", p.Region, MaxVersionBytes)

@@ -230,6 +230,19 @@ func (vs *Violations) CheckText(field, s string, maxBytes int) {
 	}
 }
 
+// Truncate returns s cut to at most n bytes at a UTF-8 boundary, with
+// "…" after it when it was cut: for a message or a log line that repeats
+// a text a caller or a peer sent.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // AddError records the violations of err, prefixing each field with prefix
 // (joined by "." or directly before an index). A non-validation error
 // becomes one violation of prefix with the error's message.

@@ -166,3 +166,23 @@ func TestViolationsMessageIsBounded(t *testing.T) {
 		t.Errorf("a short list: %q", got)
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"longer text", 6, "longer…"},
+		{"héllo", 2, "h…"}, // é is two bytes: cut before it, never inside
+		{"héllo", 3, "hé…"},
+		{"😀x", 3, "…"},
+		{"", 0, ""},
+	} {
+		if got := apierr.Truncate(tc.in, tc.n); got != tc.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

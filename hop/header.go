@@ -83,7 +83,7 @@ func parseHeader(b []byte) (header, error) {
 	case len(w.ClientAddr) > MaxClientAddrBytes:
 		vs.Add("client_addr", "must be at most %d bytes, got %d", MaxClientAddrBytes, len(w.ClientAddr))
 	case err != nil:
-		vs.Add("client_addr", "must be an IP address and port (\"203.0.113.7:51234\", \"[2001:db8::1]:443\"), got %q", truncate(w.ClientAddr, 64))
+		vs.Add("client_addr", "must be an IP address and port (\"203.0.113.7:51234\", \"[2001:db8::1]:443\"), got %q", apierr.Truncate(w.ClientAddr, 64))
 	}
 	if err := vs.Err(); err != nil {
 		return header{}, err
@@ -119,18 +119,6 @@ func checkText(vs *apierr.Violations, field, s string, max int, required bool) {
 		return
 	}
 	vs.CheckText(field, s, max)
-}
-
-// truncate returns s cut to at most n bytes, at a UTF-8 boundary, for
-// messages that repeat a peer's text.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // appendRequest appends what a stream's opener writes first, in one
@@ -220,7 +208,7 @@ func appendStatus(b []byte, status byte, msg string) []byte {
 	if status == statusOK {
 		return b
 	}
-	msg = truncate(msg, MaxMessageBytes-len("…"))
+	msg = apierr.Truncate(msg, MaxMessageBytes-len("…"))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
 	return append(b, msg...)
 }

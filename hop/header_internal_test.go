@@ -139,7 +139,7 @@ func TestStatus(t *testing.T) {
 		{name: "ok", in: appendStatus(nil, statusOK, "ignored"), status: statusOK},
 		{name: "refused", in: appendStatus(nil, statusRefused, "tunnel: must not be empty"), status: statusRefused, msg: "tunnel: must not be empty"},
 		{name: "no session", in: appendStatus(nil, statusNoSession, "none"), status: statusNoSession, msg: "none"},
-		{name: "long message truncated", in: appendStatus(nil, statusRefused, long), status: statusRefused, msg: truncate(long, MaxMessageBytes-len("…"))},
+		{name: "long message truncated", in: appendStatus(nil, statusRefused, long), status: statusRefused, msg: apierr.Truncate(long, MaxMessageBytes-len("…"))},
 		{name: "unknown status", in: []byte{7}, err: errBadStatus},
 		{name: "message over the bound", in: []byte{statusRefused, 0xff, 0xff}, err: errBadStatus},
 		{name: "short message", in: []byte{statusRefused, 0, 9, 'x'}, err: io.ErrUnexpectedEOF},

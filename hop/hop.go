@@ -180,7 +180,7 @@ func (h *Hop) DialTunnel(ctx context.Context, node, tunnelID string, hdr agents.
 	}
 	req := header{from: h.node, tunnel: tunnelID, conn: hdr}
 	if err := req.validate(); err != nil {
-		return nil, fmt.Errorf("hop: tunnel %s: %w", truncate(tunnelID, MaxTunnelIDBytes), err)
+		return nil, fmt.Errorf("hop: tunnel %s: %w", apierr.Truncate(tunnelID, MaxTunnelIDBytes), err)
 	}
 	for attempt := 0; ; attempt++ {
 		pc, fresh, err := h.peer(ctx, node)

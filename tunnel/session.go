@@ -263,7 +263,7 @@ func (sess *session) auth(str muxado.Stream) any {
 			previous = req.ClientID
 		} else {
 			s.m.refused(reasonResume)
-			s.log.Info("an agent's session cookie is not valid for the session it resumes; the old session is left to its heartbeat", "session", ts.ID, "resumes", truncate(req.ClientID, 64))
+			s.log.Info("an agent's session cookie is not valid for the session it resumes; the old session is left to its heartbeat", "session", ts.ID, "resumes", apierr.Truncate(req.ClientID, 64))
 		}
 	}
 	// Counted and registered at once, unless the connection closed
@@ -534,13 +534,4 @@ func refusalReason(err error) string {
 	default:
 		return reasonInvalid
 	}
-}
-
-// truncate returns s cut to at most n bytes, for logging what an agent
-// sent.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
