@@ -146,15 +146,16 @@ func checkACMEChallengeKey(vs *apierr.Violations, typ, name, token string) {
 		vs.Add("type", "must be %s, %s or %s", ChallengeHTTP01, ChallengeTLSALPN01, ChallengeDNS01)
 	}
 	if !validDNSName(name) {
-		vs.Add("name", "must be a DNS name in lower case without a trailing dot: at most 253 bytes of labels of 1 to 63 characters a-z, 0-9, '-' and '_'")
+		vs.Add("name", "must be a DNS name in lower case without a trailing dot: at most %d bytes of labels of 1 to 63 characters a-z, 0-9, '-' and '_'", domains.MaxNameBytes)
 	}
 }
 
 // validDNSName reports whether name is lower case labels of a-z, 0-9,
-// '-' and '_' (an _acme-challenge name), 1 to 63 bytes each, at most 253
-// in all.
+// '-' and '_' (an _acme-challenge name), 1 to 63 bytes each, at most
+// domains.MaxNameBytes in all (the bound of a reserved domain's name, so
+// every domain's challenge fits).
 func validDNSName(name string) bool {
-	if name == "" || len(name) > 253 {
+	if name == "" || len(name) > domains.MaxNameBytes {
 		return false
 	}
 	label := 0
