@@ -13,12 +13,14 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/ipaccess"
@@ -527,11 +529,34 @@ func BenchmarkEncodeDoc(b *testing.B) {
 
 // TestTokenLookupKey: the lookup key a credential is stored under (and
 // found by, on every agent connection) keeps its format, which stored
-// records already hold.
+// records already hold: the hash alone for a legacy token, the
+// credential's ID and the hash for one that names it.
 func TestTokenLookupKey(t *testing.T) {
-	tok := credentials.TokenPrefix + strings.Repeat("x", credentials.TokenLen-len(credentials.TokenPrefix))
-	if got, want := tokenLookup(tok), "credential_token:"+credentials.HashToken(tok); got != want {
+	legacy := credentials.TokenPrefix + strings.Repeat("x", credentials.LegacyTokenLen-len(credentials.TokenPrefix))
+	if got, want := tokenLookup(legacy), "credential_token:"+credentials.HashToken(legacy); got != want {
+		t.Fatalf("tokenLookup(legacy) = %q, want %q", got, want)
+	}
+	const id = "cr_2BjSiaW8q7lZoHf5oy7tzj3cMqA"
+	tok, err := credentials.NewToken(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tokenLookup(tok), "credential_token:"+id+":"+credentials.HashToken(tok); got != want {
 		t.Fatalf("tokenLookup = %q, want %q", got, want)
+	}
+	// Keys of later credentials sort after earlier ones'.
+	g := ids.NewGenerator(time.Now)
+	prev := ""
+	for range 100 {
+		tok, err := credentials.NewToken(g.New(credentials.IDPrefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := tokenLookup(tok)
+		if key <= prev {
+			t.Fatalf("key %q sorts before the earlier %q", key, prev)
+		}
+		prev = key
 	}
 }
 
@@ -581,5 +606,37 @@ func checkSampled(t *testing.T, s *Service) {
 		if b, err := json.Marshal(obj); err != nil || len(b) < 3 {
 			t.Errorf("kind %s: its sample shows as %s, %v", k, b, err)
 		}
+	}
+}
+
+// TestLegacyTokenAuthenticates: a credential stored under a legacy
+// token's key (the hash alone, as credentials were before their tokens
+// named them) still authenticates by that token.
+func TestLegacyTokenAuthenticates(t *testing.T) {
+	e := newCacheEnv(t, Options{})
+	c, err := e.svc.CreateCredential(e.ctx, e.p, credentials.CreateParams{ACL: []string{"bind:*.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := credentials.TokenPrefix + strings.Repeat("A", credentials.LegacyTokenLen-len(credentials.TokenPrefix)-1) + "E"
+	if !credentials.WellFormedToken(legacy) {
+		t.Fatalf("%q is not a well-formed legacy token", legacy)
+	}
+	if _, err := e.store.Update(e.ctx, KindCredential, e.p.AccountID, c.ID, func(r *store.Record) error {
+		r.Keys = []string{"credential_token:" + credentials.HashToken(legacy)}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, e.ctx, e.svc)
+	auth, err := e.svc.Host().AuthenticateTunnelToken(e.ctx, legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth.Credential.ID != c.ID || !auth.ACL.AllowsDomain("a.example.com") {
+		t.Fatalf("legacy token authenticated %+v", auth.Credential)
+	}
+	if _, err := e.svc.Host().AuthenticateTunnelToken(e.ctx, *c.Token); apierr.CodeOf(err) != apierr.Unauthenticated {
+		t.Fatalf("the token whose key was replaced: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package credentials holds edgeplane's tunnel credentials: the
 // [Credential] model, its create and update parameters with their
 // validation, the bind-rule [ACL] that restricts what a credential's
-// authtoken may bind, and the authtoken itself ([NewToken], [HashToken]).
+// authtoken may bind, and the authtoken itself ([NewToken], [HashToken],
+// [TokenCredentialID]).
 //
 // The package is a leaf: it holds models and pure logic. Storage,
 // identifiers, URIs, timestamps and ownership checks belong to the
@@ -80,7 +81,13 @@
 //
 // # Tokens
 //
-// An authtoken is [TokenPrefix] followed by the unpadded URL-safe base64
-// encoding (RFC 4648 section 5) of 32 bytes from crypto/rand: 256 bits of
-// entropy in 47 characters. The Service stores only [HashToken] of it.
+// An authtoken is [TokenPrefix], the 27 characters of its credential's
+// ID after [IDPrefix], '_', and the unpadded URL-safe base64 encoding
+// (RFC 4648 section 5) of 32 bytes from crypto/rand: 256 bits of entropy
+// in 75 characters. The Service stores only [HashToken] of it, in a
+// lookup key that starts with the ID ([TokenCredentialID]): IDs are made
+// in time order, so the keys of new credentials are appended to the
+// store's index, not scattered over it. Tokens made before the ID was
+// part of them ([LegacyTokenLen]: the prefix and the secret) still
+// authenticate; their keys are the hash alone.
 package credentials

@@ -78,12 +78,25 @@ func ExampleUpdateParams_Apply() {
 }
 
 func ExampleHashToken() {
-	tok, err := credentials.NewToken()
+	tok, err := credentials.NewToken("cr_2BjSiaW8q7lZoHf5oy7tzj3cMqA")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(len(tok), tok[:len(credentials.TokenPrefix)], len(credentials.HashToken(tok)))
+	fmt.Println(len(tok), tok[:len(credentials.TokenPrefix)+28], len(credentials.HashToken(tok)))
 	// Output:
-	// 47 ept_ 64
+	// 75 ept_2BjSiaW8q7lZoHf5oy7tzj3cMqA_ 64
+}
+
+func ExampleTokenCredentialID() {
+	tok, err := credentials.NewToken("cr_2BjSiaW8q7lZoHf5oy7tzj3cMqA")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(credentials.TokenCredentialID(tok))
+	fmt.Println(credentials.TokenCredentialID("ept_rI9Q8CgMOY1n4kL4i2PeMgM8eNt-7YwA9wx5M05VVE4")) // a legacy token
+	// Output:
+	// cr_2BjSiaW8q7lZoHf5oy7tzj3cMqA true
+	//  false
 }

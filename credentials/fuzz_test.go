@@ -160,3 +160,35 @@ func FuzzCreateParamsValidate(f *testing.F) {
 		checkViolations(t, p.Validate(), want)
 	})
 }
+
+// FuzzTokenCredentialID checks that reading a token never panics, that
+// a token naming a credential is well formed and is rebuilt from the ID
+// it names and its secret, and that a well-formed token that names none
+// has the legacy length.
+func FuzzTokenCredentialID(f *testing.F) {
+	for _, s := range []string{"", "ept_", "ept_rI9Q8CgMOY1n4kL4i2PeMgM8eNt-7YwA9wx5M05VVE4",
+		"ept_2BjSiaW8q7lZoHf5oy7tzj3cMqA_rI9Q8CgMOY1n4kL4i2PeMgM8eNt-7YwA9wx5M05VVE4",
+		"ept_2BjSiaW8q7lZoHf5oy7tzj3cMqA-rI9Q8CgMOY1n4kL4i2PeMgM8eNt-7YwA9wx5M05VVE4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		id, ok := credentials.TokenCredentialID(tok)
+		well := credentials.WellFormedToken(tok)
+		if !ok {
+			if id != "" {
+				t.Fatalf("TokenCredentialID(%q) = %q, false", tok, id)
+			}
+			if well && len(tok) != credentials.LegacyTokenLen {
+				t.Fatalf("WellFormedToken(%q) with no ID, %d bytes", tok, len(tok))
+			}
+			return
+		}
+		if !well {
+			t.Fatalf("TokenCredentialID(%q) = %q but the token is not well formed", tok, id)
+		}
+		secret := tok[len(tok)-43:]
+		if again := credentials.TokenPrefix + strings.TrimPrefix(id, credentials.IDPrefix) + "_" + secret; again != tok {
+			t.Fatalf("TokenCredentialID(%q) = %q, which rebuilds %q", tok, id, again)
+		}
+	})
+}

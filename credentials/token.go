@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"strings"
+
+	"github.com/edgeplane/edgeplane/internal/ids"
 )
 
 // TokenPrefix starts every authtoken, so that a leaked token is easy to
@@ -17,37 +20,88 @@ const TokenPrefix = "ept_"
 // tokenBytes is the number of random bytes in a token: 256 bits.
 const tokenBytes = 32
 
-// TokenLen is the length in bytes of every authtoken from [NewToken].
-const TokenLen = len(TokenPrefix) + (tokenBytes*8+5)/6
+// secretLen is the length of a token's secret: tokenBytes in unpadded
+// base64url.
+const secretLen = (tokenBytes*8 + 5) / 6
 
-// NewToken returns a fresh authtoken: [TokenPrefix] followed by the
-// unpadded URL-safe base64 encoding of 32 bytes from crypto/rand, 256 bits
-// of entropy in [TokenLen] characters, safe in URLs, headers and shell
-// arguments without quoting. The error is non-nil only if the system's
-// random source fails.
-func NewToken() (string, error) {
-	return newToken(rand.Reader)
+// TokenLen is the length in bytes of every authtoken from [NewToken]:
+// [TokenPrefix], the 27 characters of the credential's ID after
+// [IDPrefix], '_' and the secret.
+const TokenLen = len(TokenPrefix) + ids.Len + 1 + secretLen
+
+// LegacyTokenLen is the length of the authtokens edgeplane made before
+// they carried their credential's ID: [TokenPrefix] and the secret. They
+// still authenticate (see [TokenCredentialID]).
+const LegacyTokenLen = len(TokenPrefix) + secretLen
+
+// NewToken returns a fresh authtoken for the credential credentialID
+// (which must be [IDPrefix] followed by 27 base62 characters):
+// [TokenPrefix], the ID's characters after the prefix, '_' and the
+// unpadded URL-safe base64 encoding of 32 bytes from crypto/rand: 256
+// bits of entropy in [TokenLen] characters, safe in URLs, headers and
+// shell arguments without quoting. The error is non-nil if the ID is
+// not a credential's or the system's random source fails.
+//
+// The ID's part is there so that the Service's lookup key of a token
+// starts with it: credential IDs are made in time order, so the keys of
+// new credentials are added at one end of the store's index instead of
+// on a random page of it (one page rewritten per credential created, a
+// cost that grew with the store), and a leaked token names the
+// credential to revoke. It is not secret (the ID is shown by the API)
+// and adds nothing to guess: only the secret is random.
+func NewToken(credentialID string) (string, error) {
+	return newToken(credentialID, rand.Reader)
 }
 
-func newToken(r io.Reader) (string, error) {
+func newToken(id string, r io.Reader) (string, error) {
+	if !ids.Valid(id, IDPrefix) {
+		return "", fmt.Errorf("credentials: %q is not a credential ID", id)
+	}
 	var b [tokenBytes]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return "", err
 	}
 	var t [TokenLen]byte // the token is built here and copied once
-	return string(base64.RawURLEncoding.AppendEncode(append(t[:0], TokenPrefix...), b[:])), nil
+	out := append(append(append(t[:0], TokenPrefix...), id[len(IDPrefix):]...), '_')
+	return string(base64.RawURLEncoding.AppendEncode(out, b[:])), nil
+}
+
+// TokenCredentialID returns the ID of the credential a token of
+// [NewToken]'s form names, and false for anything else (a legacy token
+// of [LegacyTokenLen] names none). A malformed or forged token may name
+// any ID: only the Service's lookup of the whole token's hash says
+// whether it is one.
+func TokenCredentialID(token string) (string, bool) {
+	if len(token) != TokenLen || !strings.HasPrefix(token, TokenPrefix) || token[TokenLen-secretLen-1] != '_' {
+		return "", false
+	}
+	id := IDPrefix + token[len(TokenPrefix):TokenLen-secretLen-1]
+	if !ids.Valid(id, IDPrefix) || !validSecret(token[TokenLen-secretLen:]) {
+		return "", false
+	}
+	return id, true
 }
 
 // WellFormedToken reports whether s has the shape of a token from
-// [NewToken]. The Service can refuse a malformed token before hashing and
-// looking it up.
+// [NewToken], or of a legacy token. The Service can refuse a malformed
+// token before hashing and looking it up.
 func WellFormedToken(s string) bool {
+	if _, ok := TokenCredentialID(s); ok {
+		return true
+	}
 	rest, ok := strings.CutPrefix(s, TokenPrefix)
-	if !ok || len(s) != TokenLen {
+	return ok && len(s) == LegacyTokenLen && validSecret(rest)
+}
+
+// validSecret reports whether s is the canonical unpadded base64url
+// encoding of tokenBytes bytes.
+func validSecret(s string) bool {
+	if len(s) != secretLen {
 		return false
 	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
-	return err == nil && len(b) == tokenBytes
+	var b [tokenBytes + 2]byte
+	n, err := base64.RawURLEncoding.Strict().Decode(b[:], []byte(s))
+	return err == nil && n == tokenBytes
 }
 
 // HashToken returns the SHA-256 digest of token as 64 lowercase hex
@@ -68,7 +122,7 @@ func HashToken(token string) string {
 // AppendTokenHash appends [HashToken] of token to dst: for a caller that
 // builds a lookup key around it in one allocation.
 func AppendTokenHash(dst []byte, token string) []byte {
-	var buf [64]byte // a token fits: its bytes are hashed from the stack
+	var buf [TokenLen]byte // a token fits: its bytes are hashed from the stack
 	sum := sha256.Sum256(append(buf[:0], token...))
 	return hex.AppendEncode(dst, sum[:])
 }

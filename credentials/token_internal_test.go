@@ -17,7 +17,7 @@ func TestNewTokenReaderFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok, err := newToken(tt.r)
+			tok, err := newToken("cr_2BjSiaW8q7lZoHf5oy7tzj3cMqA", tt.r)
 			if err == nil || tok != "" {
 				t.Fatalf("newToken = %q, %v; want an error and no token", tok, err)
 			}
@@ -29,11 +29,11 @@ func TestNewTokenReaderFailure(t *testing.T) {
 }
 
 func TestNewTokenDeterministicReader(t *testing.T) {
-	tok, err := newToken(bytes.NewReader(make([]byte, tokenBytes)))
+	tok, err := newToken("cr_2BjSiaW8q7lZoHf5oy7tzj3cMqA", bytes.NewReader(make([]byte, tokenBytes)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := TokenPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"; tok != want {
+	if want := TokenPrefix + "2BjSiaW8q7lZoHf5oy7tzj3cMqA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"; tok != want {
 		t.Fatalf("newToken(zeros) = %q, want %q", tok, want)
 	}
 }

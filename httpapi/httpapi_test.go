@@ -138,7 +138,7 @@ func (s *server) do(method, path, key, body string, hdr ...string) response {
 var (
 	idPattern   = regexp.MustCompile(`\b(cr|ipp|ipr|ipx|op)_[0-9A-Za-z]{27}\b`)
 	timePattern = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"`)
-	tokenRe     = regexp.MustCompile(`"ept_[A-Za-z0-9_-]{43}"`)
+	tokenRe     = regexp.MustCompile(`"ept_[0-9A-Za-z]{27}_[A-Za-z0-9_-]{43}"`)
 )
 
 // normalise replaces ids, timestamps and tokens so bodies compare exactly.

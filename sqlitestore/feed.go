@@ -94,6 +94,13 @@ func (s *Store) closeRevisionConn() error {
 	return errors.Join(errs...)
 }
 
+// The feed's queries.
+const (
+	qFeedMeta           = "SELECT revision, floor FROM meta"
+	qChanges            = "SELECT revision, op, kind, account_id, id, parent_id, data, note_event, note_at FROM feed WHERE revision > ? ORDER BY revision LIMIT ?"
+	qChangesWithoutData = "SELECT revision, op, kind, account_id, id, parent_id, NULL, note_event, note_at FROM feed WHERE revision > ? ORDER BY revision LIMIT ?"
+)
+
 // Changes implements [store.Feed]. A revision above the store's is also
 // a [store.CompactedError]: this store never held it.
 func (s *Store) Changes(ctx context.Context, after int64, limit int, payload store.Payload) ([]store.Change, error) {
@@ -110,19 +117,37 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int, payload sto
 		return nil, dbError(ctx, err)
 	}
 	defer tx.Rollback()
+	// The statements are the readers' prepared ones (prepared once per
+	// connection), bound to the transaction: the follower reads the
+	// feed after every commit.
+	stmt := func(q string) (*sql.Stmt, error) {
+		st, err := s.rs.prepare(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return tx.StmtContext(ctx, st), nil
+	}
+	meta, err := stmt(qFeedMeta)
+	if err != nil {
+		return nil, dbError(ctx, err)
+	}
 	var rev, floor int64
-	if err := tx.QueryRowContext(ctx, "SELECT revision, floor FROM meta").Scan(&rev, &floor); err != nil {
+	if err := meta.QueryRowContext(ctx).Scan(&rev, &floor); err != nil {
 		return nil, dbError(ctx, err)
 	}
 	kept := max(floor+1, rev-s.keep+1)
 	if after+1 < kept || after > rev {
 		return nil, &store.CompactedError{After: after, Oldest: kept}
 	}
-	data := "data"
+	q := qChanges
 	if payload == store.WithoutData {
-		data = "NULL"
+		q = qChangesWithoutData
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT revision, op, kind, account_id, id, parent_id, "+data+", note_event, note_at FROM feed WHERE revision > ? ORDER BY revision LIMIT ?", after, limit)
+	changes, err := stmt(q)
+	if err != nil {
+		return nil, dbError(ctx, err)
+	}
+	rows, err := changes.QueryContext(ctx, after, limit)
 	if err != nil {
 		return nil, dbError(ctx, err)
 	}
