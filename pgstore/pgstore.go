@@ -50,6 +50,11 @@ type Store struct {
 	channel string       // the NOTIFY channel of the schema
 	writes  atomic.Int64 // writes committed through this handle, for pruning
 	batches *store.GroupCommit[work]
+	// reads sends concurrent list reads (ListVersions, GetMany) in
+	// batches, one round trip each (see runReads).
+	reads *store.GroupCommit[read]
+	// readBatches counts the read batches sent of more than one read.
+	readBatches atomic.Int64
 	// fast and careful count the batches committed on each path.
 	fast, careful atomic.Int64
 
@@ -107,6 +112,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, keep: int64(opts.FeedRetention)}
 	s.batches = store.NewGroupCommit(maxBatch, s.commitBatch)
+	s.reads = store.NewGroupRead(maxReadBatch, readLanes(cfg.MaxConns), s.runReads)
 	if s.keep <= 0 {
 		s.keep = DefaultFeedRetention
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -520,5 +521,66 @@ func TestBatchPaths(t *testing.T) {
 	}
 	if _, careful3 := s.Batches(); careful3 == careful2 {
 		t.Error("a delete committed without the careful path")
+	}
+}
+
+// TestReadBatch: reads sent in one round trip each get their own
+// result, and a read whose statement fails there fails alone (it
+// aborts the batch's implicit transaction, so the reads after it run
+// again).
+func TestReadBatch(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshSchema(t), pgstore.Options{})
+	out, errs := s.RunReads(ctx, []string{"SELECT 'a'", "SELECT 'b'", "SELECT (1/0)::text", "SELECT 'd'", "SELECT 'e'"})
+	for i, want := range []string{"a", "b", "", "d", "e"} {
+		if out[i] != want || (errs[i] != nil) != (i == 2) {
+			t.Errorf("read %d = %q, %v; want %q", i, out[i], errs[i], want)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(errs[2]), "division by zero") {
+		t.Errorf("the failed read's error is %v, not its own", errs[2])
+	}
+}
+
+// TestConcurrentListVersions: lists of many accounts at once, sent in
+// shared round trips, each answer its own account's records.
+func TestConcurrentListVersions(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshSchema(t), pgstore.Options{})
+	const accounts, each, readers, rounds = 16, 5, 64, 20
+	for a := range accounts {
+		for i := range each + a%3 {
+			r := store.Record{Kind: "k", AccountID: fmt.Sprintf("acct%02d", a), ID: fmt.Sprintf("st_%02d_%02d", a, i), Data: []byte(`{}`)}
+			if err := s.Create(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range readers {
+		wg.Go(func() {
+			for r := range rounds {
+				a := (g + r) % accounts
+				vs, err := s.ListVersions(ctx, store.Query{Kind: "k", AccountID: fmt.Sprintf("acct%02d", a), Limit: 100})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(vs) != each+a%3 {
+					t.Errorf("account %d: %d versions, want %d", a, len(vs), each+a%3)
+					return
+				}
+				for i, v := range vs { // newest (greatest ID) first
+					if want := fmt.Sprintf("st_%02d_%02d", a, len(vs)-1-i); v.ID != want {
+						t.Errorf("account %d: version %d is %s, want %s", a, i, v.ID, want)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s.ReadBatches() == 0 {
+		t.Error("no two of the concurrent lists shared a round trip")
 	}
 }

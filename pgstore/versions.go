@@ -19,16 +19,16 @@ func (s *Store) ListVersions(ctx context.Context, q store.Query) ([]store.Versio
 		return nil, err
 	}
 	sql, args := listSQL(q, "r.id, r.version")
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, dbErr(ctx, err)
-	}
-	out := make([]store.Version, 0, min(q.Limit, store.MaxGetMany))
-	var v store.Version
-	_, err = pgx.ForEachRow(rows, []any{&v.ID, &v.Version}, func() error {
-		out = append(out, v)
-		return nil
-	})
+	var out []store.Version
+	err := s.reads.Do(ctx, read{sql, args, func(rows pgx.Rows) error {
+		out = make([]store.Version, 0, min(q.Limit, store.MaxGetMany))
+		var v store.Version
+		_, err := pgx.ForEachRow(rows, []any{&v.ID, &v.Version}, func() error {
+			out = append(out, v)
+			return nil
+		})
+		return err
+	}})
 	if err != nil {
 		return nil, dbErr(ctx, err)
 	}
@@ -55,15 +55,15 @@ func (s *Store) GetMany(ctx context.Context, kind store.Kind, accountID string, 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, qGetMany, ids, string(kind), accountID)
-	if err != nil {
-		return nil, dbErr(ctx, err)
-	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
-		var sr scannedRecord
-		err := row.Scan(sr.targets()...)
-		return sr.record(), err
-	})
+	var recs []store.Record
+	err := s.reads.Do(ctx, read{qGetMany, []any{ids, string(kind), accountID}, func(rows pgx.Rows) (err error) {
+		recs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
+			var sr scannedRecord
+			err := row.Scan(sr.targets()...)
+			return sr.record(), err
+		})
+		return err
+	}})
 	if err != nil {
 		return nil, dbErr(ctx, err)
 	}

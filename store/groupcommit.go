@@ -30,12 +30,14 @@ type Pending[W any] struct {
 // [Pending]'s Err set. The zero value is not usable: use
 // [NewGroupCommit].
 type GroupCommit[W any] struct {
-	max    int
-	commit func(batch []*Pending[W])
+	max     int
+	lanes   int  // batches run at once
+	abandon bool // a caller whose context ends stops waiting
+	commit  func(batch []*Pending[W])
 
 	mu      sync.Mutex
 	queue   []*Pending[W]
-	leading bool
+	leading int // batches running
 }
 
 // NewGroupCommit returns a GroupCommit whose batches hold at most limit
@@ -43,7 +45,22 @@ type GroupCommit[W any] struct {
 // Err of every write of the batch it is given before it returns. Batches
 // are committed one at a time.
 func NewGroupCommit[W any](limit int, commit func(batch []*Pending[W])) *GroupCommit[W] {
-	return &GroupCommit[W]{max: max(limit, 1), commit: commit}
+	return &GroupCommit[W]{max: max(limit, 1), lanes: 1, commit: commit}
+}
+
+// NewGroupRead returns a GroupCommit for reads, whose batches hold at
+// most limit reads and are run by run, which must set the Err of every
+// read of the batch it is given before it returns: one round trip for
+// many reads. Reads keep no order among themselves, so up to lanes
+// batches run at once (a read that finds a lane free runs at once, and
+// reads wait only while every lane is busy); and a read has nothing to
+// undo, so a reader whose context ends stops waiting with its context's
+// error (run may still be writing to what the read's work points to:
+// the reader must not look at it then). A read must be sent after it
+// was queued: a batch begun before a read arrived never serves it, so
+// the read sees every write acknowledged before it began.
+func NewGroupRead[W any](limit, lanes int, run func(batch []*Pending[W])) *GroupCommit[W] {
+	return &GroupCommit[W]{max: max(limit, 1), lanes: max(lanes, 1), abandon: true, commit: run}
 }
 
 // Do queues work and returns its result once its batch was committed
@@ -58,13 +75,23 @@ func (g *GroupCommit[W]) Do(ctx context.Context, work W) error {
 	p := &Pending[W]{Ctx: ctx, Work: work, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
-	lead := !g.leading
-	g.leading = true
+	lead := g.leading < g.lanes
+	if lead {
+		g.leading++
+	}
 	g.mu.Unlock()
 	if lead {
 		g.lead()
 	}
-	<-p.done
+	if g.abandon {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	} else {
+		<-p.done
+	}
 	return p.Err
 }
 
@@ -78,10 +105,18 @@ func (g *GroupCommit[W]) Waiting() int {
 
 // lead commits the waiting writes, a batch at a time: the caller's own
 // batch, then, while writes wait, it hands the next batch to a new
-// goroutine and returns (its caller's write is done).
+// goroutine and returns (its caller's write is done). With several
+// lanes, another lane may have taken the caller's write already: a lead
+// that finds no write waiting ends its lane.
 func (g *GroupCommit[W]) lead() {
 	g.mu.Lock()
 	n := min(len(g.queue), g.max)
+	if n == 0 {
+		g.queue = nil
+		g.leading--
+		g.mu.Unlock()
+		return
+	}
 	batch := g.queue[:n:n]
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
@@ -92,7 +127,7 @@ func (g *GroupCommit[W]) lead() {
 	g.mu.Lock()
 	if len(g.queue) == 0 {
 		g.queue = nil
-		g.leading = false
+		g.leading--
 		g.mu.Unlock()
 		return
 	}

@@ -79,3 +79,66 @@ func TestGroupCommitEndedContext(t *testing.T) {
 		t.Fatalf("Do = %v, want context.Canceled", err)
 	}
 }
+
+// TestGroupRead: up to lanes batches run at once, every read is
+// answered once with its own result, and a reader whose context ends
+// while its batch waits stops waiting.
+func TestGroupRead(t *testing.T) {
+	const lanes, limit, readers = 3, 8, 100
+	var (
+		running, most atomic.Int32
+		served        sync.Map // work -> times
+		gate          = make(chan struct{})
+	)
+	g := store.NewGroupRead(limit, lanes, func(batch []*store.Pending[int]) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-gate
+		if len(batch) > limit {
+			t.Errorf("a batch of %d reads, limit %d", len(batch), limit)
+		}
+		for _, p := range batch {
+			v, _ := served.LoadOrStore(p.Work, new(atomic.Int32))
+			v.(*atomic.Int32).Add(1)
+			if p.Work%5 == 0 {
+				p.Err = fmt.Errorf("read %d failed", p.Work)
+			}
+		}
+	})
+	errs := make([]error, readers)
+	var wg sync.WaitGroup
+	for i := range lanes { // one read per lane, each held
+		wg.Go(func() { errs[i] = g.Do(context.Background(), i) })
+		for running.Load() != int32(i+1) {
+			runtime.Gosched()
+		}
+	}
+	for i := lanes; i < readers; i++ {
+		wg.Go(func() { errs[i] = g.Do(context.Background(), i) })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error)
+	go func() { gone <- g.Do(ctx, -1) }()
+	for g.Waiting() < readers-lanes+1 {
+		runtime.Gosched() // until every other read waits behind the busy lanes
+	}
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read whose context ended: %v, want context.Canceled", err)
+	}
+	close(gate)
+	wg.Wait()
+	if m := most.Load(); m != lanes {
+		t.Errorf("%d batches ran at once, want %d", m, lanes)
+	}
+	for i, err := range errs {
+		if want := i%5 == 0; (err != nil) != want || (want && err.Error() != fmt.Sprintf("read %d failed", i)) {
+			t.Errorf("read %d: %v", i, err)
+		}
+		if v, ok := served.Load(i); !ok || v.(*atomic.Int32).Load() != 1 {
+			t.Errorf("read %d was not run exactly once", i)
+		}
+	}
+}
