@@ -120,6 +120,17 @@
 // table's statistics are missing). A page of 100 whose records are all
 // cached costs about a quarter of List's time (BenchmarkList).
 //
+// Concurrent ListVersions and GetMany calls share round trips
+// ([store.NewGroupRead]): a call that finds a lane free (half the
+// pool's connections are lanes) is sent at once, and the calls that
+// arrive while every lane is busy are sent together, up to 64, in one
+// pipelined batch when a lane frees: one implicit transaction, whose
+// snapshot is taken after each of them was called, so each still sees
+// every write acknowledged before it began. A statement that fails in a
+// batch aborts the rest of it; from it on, each runs again alone and
+// gets its own answer. Under load this saves each list a round trip's
+// system calls and wake-ups on both sides of the connection.
+//
 // # Limits
 //
 // IDs, keys, index names and values are PostgreSQL text: they may not

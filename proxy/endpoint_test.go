@@ -498,7 +498,10 @@ func TestEndpointTrafficPolicy(t *testing.T) {
 // else: 403 for HTTP, connections closed (ip_restricted) for tls and
 // tcp, and no agent is dialed.
 func TestEndpointIPRestrictions(t *testing.T) {
-	e := newEpEnv(t, nil)
+	endpointIPRestrictionsBody(t, newEpEnv(t, nil))
+}
+
+func endpointIPRestrictionsBody(t *testing.T, e *epEnv) {
 	e.bind(e.endpoint("app", protoHTTPS, "app.example.com", ""))
 	e.bind(e.endpoint("plain", protoHTTP, "plain.example.com", ""))
 	e.bind(e.endpoint("term", protoTLS, "term.example.com", ""))
