@@ -198,7 +198,8 @@ func newEpEnv(t *testing.T, before func(e *epEnv)) *epEnv {
 	w.check(err)
 	e.passSerial = serial
 	e.fa = &fakeAgents{loopback: true, http: serveAgentHTTP(t, e.rec), passTLS: &tls.Config{Certificates: []tls.Certificate{pair}}}
-	e.tcpPort = freePort(t)
+	held := holdPort(t)
+	e.tcpPort = held.port
 	if before != nil {
 		before(e)
 	}
@@ -208,7 +209,7 @@ func newEpEnv(t *testing.T, before func(e *epEnv)) *epEnv {
 	e.metrics = NewMetrics(MetricsOptions{})
 	e.reg = prometheus.NewRegistry()
 	e.reg.MustRegister(e.metrics)
-	e.s = NewStreams(e.c, StreamOptions{Clock: w.clock.Now, Metrics: e.metrics, Agents: e.fa, Logger: log})
+	e.s = NewStreams(e.c, StreamOptions{Clock: w.clock.Now, Metrics: e.metrics, Agents: e.fa, Logger: log, listen: held.listen})
 	t.Cleanup(e.s.Close)
 	h := NewHandler(e.c, HandlerOptions{Clock: w.clock.Now, Metrics: e.metrics, Agents: e.fa, Logger: log})
 
@@ -498,10 +499,7 @@ func TestEndpointTrafficPolicy(t *testing.T) {
 // else: 403 for HTTP, connections closed (ip_restricted) for tls and
 // tcp, and no agent is dialed.
 func TestEndpointIPRestrictions(t *testing.T) {
-	endpointIPRestrictionsBody(t, newEpEnv(t, nil))
-}
-
-func endpointIPRestrictionsBody(t *testing.T, e *epEnv) {
+	e := newEpEnv(t, nil)
 	e.bind(e.endpoint("app", protoHTTPS, "app.example.com", ""))
 	e.bind(e.endpoint("plain", protoHTTP, "plain.example.com", ""))
 	e.bind(e.endpoint("term", protoTLS, "term.example.com", ""))

@@ -101,6 +101,11 @@ type StreamOptions struct {
 	// that do not say where they forward are; endpoints' connections are
 	// closed.
 	Agents agents.Dialer
+
+	// listen opens ServeTCP's listeners; nil means net.Listen. A test
+	// hook: the tests hand over a port they held open since they chose
+	// it, which no other process can have taken meanwhile.
+	listen func(network, address string) (net.Listener, error)
 }
 
 // Streams is the data plane of TLS and TCP edges: it serves the TLS edges
@@ -116,6 +121,7 @@ type Streams struct {
 	agents  agents.Dialer
 	clock   func() time.Time
 	metrics *Metrics
+	listen  func(network, address string) (net.Listener, error)
 
 	handshake, connect, idle, backoff time.Duration
 	maxConns                          int
@@ -136,7 +142,7 @@ type edgeConns struct {
 // NewStreams returns the TLS and TCP data plane of the edges c serves.
 // Call [Streams.Close] to end its connections.
 func NewStreams(c *Configs, o StreamOptions) *Streams {
-	s := &Streams{configs: c, log: o.Logger, dial: o.Dial, agents: o.Agents, clock: o.Clock, metrics: o.Metrics,
+	s := &Streams{configs: c, log: o.Logger, dial: o.Dial, agents: o.Agents, clock: o.Clock, metrics: o.Metrics, listen: o.listen,
 		handshake: positiveOr(o.HandshakeTimeout, DefaultHandshakeTimeout), connect: positiveOr(o.ConnectTimeout, DefaultConnectTimeout),
 		idle: positiveOr(o.IdleTimeout, DefaultIdleTimeout), backoff: positiveOr(o.FailureBackoff, DefaultFailureBackoff),
 		maxConns: o.MaxConnsPerEdge, open: map[string]*edgeConns{}, stop: make(chan struct{}), done: make(chan struct{})}
@@ -151,6 +157,9 @@ func NewStreams(c *Configs, o StreamOptions) *Streams {
 	}
 	if s.dial == nil {
 		s.dial = upstreamDialer(o.UpstreamNetworks, s.connect).DialContext
+	}
+	if s.listen == nil {
+		s.listen = net.Listen
 	}
 	go s.reap()
 	return s
@@ -645,7 +654,7 @@ func (s *Streams) ServeTCP(ctx context.Context, host string, lo, hi int) error {
 			if listeners[p] != nil {
 				continue
 			}
-			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+			l, err := s.listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 			if err != nil {
 				retry = true
 				s.log.Error("cannot listen on a TCP edge's port; retrying", "port", p, "err", err)

@@ -93,7 +93,8 @@ func newStreamEnv(t testing.TB, o StreamOptions) *streamEnv {
 		TLSTermination: &edges.TLSTerminationParams{TerminateAt: edges.TerminateAtUpstream}, Backend: &edges.BackendParams{BackendID: tlsEcho}})
 	w.check(err)
 	e.pass = pass.ID
-	e.tcpPort = freePort(t)
+	held := holdPort(t)
+	e.tcpPort = held.port
 	tcp, err := w.api.CreateTCPEdge(w.ctx, w.a, edges.CreateTCPEdgeParams{Hostports: []string{"db.example.com:" + strconv.Itoa(e.tcpPort)}, Backend: &edges.BackendParams{BackendID: echo}})
 	w.check(err)
 	e.tcp = tcp.ID
@@ -101,6 +102,7 @@ func newStreamEnv(t testing.TB, o StreamOptions) *streamEnv {
 	e.c = w.start(w.api.Host(), w.st, newHooks(w.api.Host()), Options{})
 	e.metrics = NewMetrics(MetricsOptions{})
 	o.Metrics = e.metrics
+	o.listen = held.listen
 	if o.Clock == nil {
 		o.Clock = w.clock.Now
 	}
@@ -141,15 +143,51 @@ func (e *streamEnv) count(kind, outcome string, want float64) float64 {
 	}
 }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
+// heldPort is a free TCP port of 127.0.0.1 that the test holds (its
+// listener open) from the moment it is chosen until the Streams listens
+// on it. A port found free and closed again can be taken meanwhile by
+// another process (another package's tests listening on port 0, as
+// under go test ./...); the Streams then cannot listen on it, and the
+// test's clients connect to that process instead, which neither serves
+// nor closes their connections.
+type heldPort struct {
+	port int
+	mu   sync.Mutex
+	l    net.Listener // nil once the Streams took it
+}
+
+// holdPort chooses a free port of 127.0.0.1 and holds it; it is closed
+// at the test's end unless the Streams took it.
+func holdPort(t testing.TB) *heldPort {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	h := &heldPort{port: l.Addr().(*net.TCPAddr).Port, l: l}
+	t.Cleanup(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.l != nil {
+			_ = h.l.Close()
+		}
+	})
+	return h
+}
+
+// listen is [StreamOptions].listen for the held port: the first listen
+// on its address takes the held listener (with the connections already
+// queued on it); any other listens anew.
+func (h *heldPort) listen(network, address string) (net.Listener, error) {
+	h.mu.Lock()
+	l := h.l
+	if l != nil && network == "tcp" && address == l.Addr().String() {
+		h.l = nil
+		h.mu.Unlock()
+		return l, nil
+	}
+	h.mu.Unlock()
+	return net.Listen(network, address)
 }
 
 // echoServer starts a server on 127.0.0.1 that sends back every byte it
