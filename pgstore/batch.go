@@ -60,10 +60,11 @@ func (s *Store) write(ctx context.Context, w work) error {
 	return s.batches.Do(ctx, w)
 }
 
-// batchContext returns the context of a batch's transaction: it ends
-// when every write's context has ended (no one waits for the answer any
-// more), not when the first does, since the others still want theirs.
-func batchContext(writes []*store.Pending[work]) (context.Context, func()) {
+// batchContext returns the context of a batch's transaction (or of a
+// read batch's round trip): it ends when every caller's context has
+// ended (no one waits for the answer any more), not when the first
+// does, since the others still want theirs.
+func batchContext[W any](writes []*store.Pending[W]) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var left atomic.Int32
 	left.Store(int32(len(writes)))
@@ -141,8 +142,7 @@ func (s *Store) begin(ctx context.Context, pre func(bt *batch)) (pgx.Tx, int64, 
 		return nil, 0, err
 	}
 	var bt batch
-	var head int64
-	bt.row(nil, []any{&head}, `SELECT rev FROM feed_head FOR UPDATE`)
+	head := lockFeed(&bt)
 	if pre != nil {
 		pre(&bt)
 	}
@@ -150,7 +150,15 @@ func (s *Store) begin(ctx context.Context, pre func(bt *batch)) (pgx.Tx, int64, 
 		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the error that matters is err
 		return nil, 0, err
 	}
-	return tx, head, nil
+	return tx, *head, nil
+}
+
+// lockFeed queues the lock of the feed and returns where the feed's head
+// is read to when the batch runs.
+func lockFeed(bt *batch) *int64 {
+	head := new(int64)
+	bt.row(nil, []any{head}, `SELECT rev FROM feed_head FOR UPDATE`)
+	return head
 }
 
 // end queues the end of a batch whose writes took revisions up to last:
@@ -168,14 +176,19 @@ func (s *Store) end(bt *batch, last int64, n int) {
 	}
 }
 
-// fastBatch runs the batch in four round trips whatever its size: the
-// transaction's start; the feed lock with the records the writes read;
-// every write's statements, planned in Go against those records and
-// what the batch's earlier writes left of them, with the batch's end;
-// the commit. When a statement fails, it returns errCareful (the
-// transaction rolled back). A write that fails in Go (a failed
-// precondition, a record that does not exist) fails alone, having
-// queued nothing.
+// fastBatch runs the batch in two round trips whatever its size: the
+// transaction's start, the feed lock and the records the writes read;
+// then every write's statements, planned in Go against those records
+// and what the batch's earlier writes left of them, with the batch's
+// end and the commit. The transaction is begun and committed by
+// statements in those pipelines (BEGIN, COMMIT) on a connection of the
+// pool's, not through a pgx.Tx, which would give each a round trip of
+// its own; a statement that fails makes the server skip the rest up to
+// the pipeline's end, the COMMIT included, and the transaction is rolled
+// back before the connection goes back to the pool (pgxpool closes one
+// that is still in a transaction). When a statement fails, it returns
+// errCareful. A write that fails in Go (a failed precondition, a record
+// that does not exist) fails alone, having queued nothing.
 func (s *Store) fastBatch(ctx context.Context, writes []*store.Pending[work]) error {
 	ids := make([]string, 0, len(writes))
 	for _, p := range writes {
@@ -183,12 +196,23 @@ func (s *Store) fastBatch(ctx context.Context, writes []*store.Pending[work]) er
 			ids = append(ids, p.Work.id)
 		}
 	}
-	read := map[string]store.Record{}
-	tx, head, err := s.begin(ctx, func(bt *batch) {
-		if len(ids) == 0 {
-			return
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	open := true
+	defer func() {
+		if open {
+			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") //nolint:errcheck // a connection left in the transaction is closed on release
 		}
-		bt.rows(func(rows pgx.Rows) error {
+	}()
+	read := map[string]store.Record{}
+	var start batch
+	start.exec(nil, "BEGIN ISOLATION LEVEL READ COMMITTED")
+	headAt := lockFeed(&start)
+	if len(ids) > 0 {
+		start.rows(func(rows pgx.Rows) error {
 			var sr scannedRecord
 			if err := rows.Scan(sr.targets()...); err != nil {
 				return err
@@ -196,12 +220,12 @@ func (s *Store) fastBatch(ctx context.Context, writes []*store.Pending[work]) er
 			read[sr.rec.ID] = sr.record()
 			return nil
 		}, `SELECT `+recordColumns+` FROM records r WHERE r.id = ANY($1)`, ids)
-	})
-	if err != nil {
+	}
+	if err := start.run(ctx, conn); err != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
-	left := map[string]*store.Record{}            // what the batch's writes left of a record: nil when removed
+	head := *headAt
+	left := map[string]*store.Record{} // what the batch's writes left of a record: nil when removed
 	rv := revisions{last: head}
 	var bt batch
 	for _, p := range writes {
@@ -238,15 +262,14 @@ func (s *Store) fastBatch(ctx context.Context, writes []*store.Pending[work]) er
 		return nil // nothing to write: the deferred rollback ends it
 	}
 	s.end(&bt, rv.last, len(writes))
-	if err := bt.run(ctx, tx); err != nil {
+	bt.final = "COMMIT"
+	if err := bt.run(ctx, conn); err != nil {
 		if ctx.Err() != nil || !isStatementError(err) {
 			return err
 		}
 		return errCareful
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
+	open = false
 	s.fast.Add(1)
 	return nil
 }

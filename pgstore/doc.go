@@ -53,8 +53,10 @@
 // Go against that record as the batch's earlier writes left it (an
 // update's callback runs here; a write whose record does not exist or
 // whose precondition fails is refused alone, having queued nothing), and
-// sends every write's statements and the batch's end in one pipelined
-// round trip: four round trips for the batch, whatever its size. When a
+// sends every write's statements, the batch's end and the COMMIT in one
+// pipelined round trip (the BEGIN goes with the lock and the read): two
+// round trips for the batch, whatever its size, and the feed's rows of
+// all its writes are one statement. When a
 // statement fails there (a unique key, a missing reference), the
 // transaction is rolled back and the batch is taken again on the careful
 // path, as is a batch with a delete (which queries the transaction for

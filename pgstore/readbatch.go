@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,18 +48,8 @@ func (s *Store) runReads(batch []*store.Pending[read]) {
 		live[0].Err = s.readOne(live[0].Ctx, live[0].Work)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := batchContext(live)
 	defer cancel()
-	var left atomic.Int32
-	left.Store(int32(len(live)))
-	for _, p := range live {
-		stop := context.AfterFunc(p.Ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
-	}
 	s.readBatches.Add(1)
 	b := &pgx.Batch{}
 	for _, p := range live {

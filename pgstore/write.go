@@ -17,8 +17,12 @@ import (
 type batch struct {
 	b     pgx.Batch
 	steps []step
-	// final, when set, is queued last by run: the RELEASE of the write's
-	// savepoint, in the same round trip.
+	// changes are the feed rows of the batch's writes, inserted by run
+	// in one statement (see addChanges).
+	changes []change
+	// final, when set, is queued last by run (after the changes), in
+	// the same round trip: the batch's COMMIT, or the RELEASE of a
+	// careful write's savepoint.
 	final string
 	// sent reports that run sent the batch.
 	sent bool
@@ -54,6 +58,7 @@ type batchSender interface {
 // first failure. Sent through the pool, the batch is one implicit
 // transaction; through a Tx, part of it.
 func (bt *batch) run(ctx context.Context, via batchSender) error {
+	bt.flushChanges()
 	if bt.final != "" {
 		bt.exec(nil, bt.final)
 	}
@@ -118,9 +123,25 @@ type change struct {
 	rev  int64
 }
 
-// addChanges queues the changes' rows.
+// addChanges queues the changes' rows. They are inserted when the batch
+// runs, after its other statements, in one statement for all its
+// writes: the changes table has no constraint but its key (the
+// revisions, given in Go, are distinct) and nothing in the batch reads
+// it, so where its rows go in the transaction changes nothing, and a
+// statement per row was a quarter of a batch's statements.
 func addChanges(bt *batch, changes []change) {
-	for _, c := range changes {
+	bt.changes = append(bt.changes, changes...)
+}
+
+// flushChanges queues the insert of the changes addChanges gathered.
+func (bt *batch) flushChanges() {
+	cs := bt.changes
+	bt.changes = nil
+	switch len(cs) {
+	case 0:
+		return
+	case 1:
+		c := cs[0]
 		r := c.rec
 		var at *time.Time // NULL: no time
 		if !c.note.At.IsZero() {
@@ -129,7 +150,28 @@ func addChanges(bt *batch, changes []change) {
 		bt.exec(nil, `INSERT INTO changes (revision, op, kind, account_id, id, parent_id, data, note_event, note_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			c.rev, int16(c.op), string(r.Kind), r.AccountID, r.ID, r.ParentID, nonNilBytes(r.Data), c.note.Event, at)
+		return
 	}
+	var (
+		revs                    = make([]int64, len(cs))
+		ops                     = make([]int16, len(cs))
+		kinds, accts, ids, pids = make([]string, len(cs)), make([]string, len(cs)), make([]string, len(cs)), make([]string, len(cs))
+		data                    = make([][]byte, len(cs))
+		events                  = make([]string, len(cs))
+		ats                     = make([]*time.Time, len(cs)) // nil: NULL, no time
+	)
+	for i, c := range cs {
+		r := c.rec
+		revs[i], ops[i] = c.rev, int16(c.op)
+		kinds[i], accts[i], ids[i], pids[i] = string(r.Kind), r.AccountID, r.ID, r.ParentID
+		data[i], events[i] = nonNilBytes(r.Data), c.note.Event
+		if !c.note.At.IsZero() {
+			ats[i] = &c.note.At
+		}
+	}
+	bt.exec(nil, `INSERT INTO changes (revision, op, kind, account_id, id, parent_id, data, note_event, note_at)
+		SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::timestamptz[])`,
+		revs, ops, kinds, accts, ids, pids, data, events, ats)
 }
 
 // sideRows queues the rows of r's keys, references and index entries;
