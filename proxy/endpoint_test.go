@@ -153,9 +153,9 @@ func (f *fakeEndpoints) calls() (gets, lists int) {
 // epEnv serves the world's edges and the fake source's endpoints: the
 // HTTPS port (SplitTLS in front of the Handler's TLS server) on
 // addr443, the plain HTTP port (the same Handler) at plainURL, and the
-// TCP ports tcpPort (for tcp endpoints) and tcpEdgePort. Account a has
-// reserved domains (IDs in domains, by name), with certificates of ca
-// (serial in serials, by name) for those in withCerts; the agents (fa, loopback) answer HTTP
+// TCP port tcpPort (for tcp endpoints). Account a has reserved domains
+// (IDs in domains, by name), with certificates of ca (serial in
+// serials, by name) for those in withCerts; the agents (fa, loopback) answer HTTP
 // with rec, and passthrough TLS with agentCA's certificate for
 // pass.example.com (serial passSerial).
 type epEnv struct {

@@ -106,16 +106,12 @@ func (u *testUpstream) last(t testing.TB) seen {
 }
 
 // refusedURL returns the URL of a server that refuses connections: a
-// listener closed at once.
+// port held bound, without a listener, until the test ends (see
+// holdRefusedPort), so that no other process can take it meanwhile and
+// answer in its place.
 func refusedURL(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return "http://" + addr
+	return "http://" + holdRefusedPort(t)
 }
 
 // site is a Service with the proxy in front of it.
