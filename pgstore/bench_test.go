@@ -180,6 +180,20 @@ func BenchmarkList(b *testing.B) {
 			}
 		}
 	})
+	// ListVersionsConcurrent: 64 lists at once, as the API server under
+	// load; they share round trips (ns/op is per list).
+	b.Run("ListVersionsConcurrent", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if page, err := s.ListVersions(ctx, q); err != nil || len(page) != 100 {
+					b.Error(len(page), err)
+					return
+				}
+			}
+		})
+	})
 	b.Run("ListVersions+GetMany10", func(b *testing.B) {
 		b.ReportAllocs()
 		ids := make([]string, 10)
