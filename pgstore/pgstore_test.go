@@ -472,9 +472,19 @@ func TestBatchPaths(t *testing.T) {
 		return errs
 	}
 	fast0, careful0 := s.Batches()
+	rev0, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := func(i int) store.Note { // with a time for some, without for others
+		if i%4 == 0 {
+			return store.Note{Event: "k.created", At: time.Unix(1_000_000_000+int64(i), 0).UTC()}
+		}
+		return store.Note{Event: "k.created"}
+	}
 	for i, err := range run(32, func(i int) error {
 		if i%2 == 0 {
-			return s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_" + strconv.Itoa(100+i), Data: []byte(`{}`)})
+			return s.Create(ctx, store.Record{Kind: "k", AccountID: "a", ID: "st_" + strconv.Itoa(100+i), Data: []byte(`{}`), Note: note(i)})
 		}
 		_, err := s.Update(ctx, "k", "a", "st_seed", func(r *store.Record) error {
 			var d struct{ N int }
@@ -497,6 +507,32 @@ func TestBatchPaths(t *testing.T) {
 	got, err := s.Get(ctx, "k", "a", "st_seed")
 	if err != nil || string(got.Data) != `{"n":16}` {
 		t.Fatalf("after 16 concurrent increments: %s, %v; want n 16 (updates of one record in a batch see each other)", got.Data, err)
+	}
+	if fast1-fast0 >= 32 {
+		t.Errorf("32 concurrent writes took %d batches: none was grouped", fast1-fast0)
+	}
+	// The feed rows of a batch's writes, inserted by one statement, are
+	// each write's own.
+	changes, err := s.Changes(ctx, rev0, 100, store.WithData)
+	if err != nil || len(changes) != 32 {
+		t.Fatalf("changes after the writes: %d, %v; want 32", len(changes), err)
+	}
+	increments := 0
+	for k, c := range changes {
+		if c.Revision != rev0+int64(k)+1 || c.Kind != "k" || c.AccountID != "a" || c.ParentID != "" {
+			t.Fatalf("change %d: %+v", k, c)
+		}
+		if c.Op == store.OpUpdate {
+			increments++
+			if c.ID != "st_seed" || string(c.Data) != `{"n":`+strconv.Itoa(increments)+`}` || c.Note != (store.Note{}) {
+				t.Errorf("change %d, an increment: %+v; want n %d", k, c, increments)
+			}
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(c.ID, "st_"))
+		if want := note(i - 100); err != nil || c.Op != store.OpCreate || string(c.Data) != `{}` || c.Note.Event != want.Event || !c.Note.At.Equal(want.At) {
+			t.Errorf("change %d, a create: %+v; want note %+v", k, c, want)
+		}
 	}
 
 	errs := run(16, func(i int) error {

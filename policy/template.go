@@ -212,14 +212,12 @@ func truncateAt(s string, n int) string {
 	return s[:n]
 }
 
+// truncate is truncateAt with "..." after a text it cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
+	return truncateAt(s, n) + "..."
 }
 
 var errTruncated = fmt.Errorf("output exceeds %d bytes and was truncated", limits.MaxTemplateOutput)

@@ -15,6 +15,11 @@ import (
 // MaxPageSize is the largest page, and the default.
 const MaxPageSize = 100
 
+// A list reads the records of a chunk (at most MaxPageSize) that the
+// cache does not hold with one GetMany, which takes at most
+// store.MaxGetMany IDs: the build fails if the two bounds disagree.
+var _ [store.MaxGetMany - MaxPageSize]struct{}
+
 // MaxFilterScan is the largest number of resources one filtered page
 // reads, matching or not, so that a filter that matches nothing cannot
 // make one request read a whole collection.
