@@ -146,14 +146,14 @@ func checkACMEChallengeKey(vs *apierr.Violations, typ, name, token string) {
 		vs.Add("type", "must be %s, %s or %s", ChallengeHTTP01, ChallengeTLSALPN01, ChallengeDNS01)
 	}
 	if !validDNSName(name) {
-		vs.Add("name", "must be a DNS name in lower case without a trailing dot: at most %d bytes of labels of 1 to 63 characters a-z, 0-9, '-' and '_'", domains.MaxNameBytes)
+		vs.Add("name", "must be a DNS name in lower case without a trailing dot: at most %d bytes of labels of 1 to %d characters a-z, 0-9, '-' and '_'", domains.MaxNameBytes, domains.MaxLabelBytes)
 	}
 }
 
 // validDNSName reports whether name is lower case labels of a-z, 0-9,
-// '-' and '_' (an _acme-challenge name), 1 to 63 bytes each, at most
-// domains.MaxNameBytes in all (the bound of a reserved domain's name, so
-// every domain's challenge fits).
+// '-' and '_' (an _acme-challenge name), 1 to domains.MaxLabelBytes
+// bytes each, at most domains.MaxNameBytes in all (the bounds of a
+// reserved domain's name, so every domain's challenge fits).
 func validDNSName(name string) bool {
 	if name == "" || len(name) > domains.MaxNameBytes {
 		return false
@@ -168,7 +168,7 @@ func validDNSName(name string) bool {
 			}
 			label = 0
 		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_':
-			if label++; label > 63 {
+			if label++; label > domains.MaxLabelBytes {
 				return false
 			}
 		default:
@@ -339,7 +339,7 @@ func (s *Service) reportCertificateProgress(ctx context.Context, accountID, doma
 	if msg == "" {
 		vs.Add("msg", "is required")
 	}
-	vs.CheckText("msg", msg, 1024)
+	vs.CheckText("msg", msg, domains.MaxJobMsgBytes)
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func TestReportCertificateProgress(t *testing.T) {
 	if job == nil || job.Msg != "validating app.example.com by HTTP-01" || job.ErrorCode != nil || job.RetriesAt != nil || !job.StartedAt.Equal(started) {
 		t.Fatalf("job after progress: %+v, want the message, no error, started %v", job, started)
 	}
-	for _, msg := range []string{"", strings.Repeat("x", 1025), "\xff"} {
+	for _, msg := range []string{"", strings.Repeat("x", domains.MaxJobMsgBytes+1), "\xff"} {
 		if _, err := h.ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, msg); apierr.CodeOf(err) != apierr.InvalidArgument {
 			t.Errorf("msg %.10q: %v, want invalid argument", msg, err)
 		}
@@ -237,15 +237,8 @@ func TestDeleteDomainDeletesManagedCertificate(t *testing.T) {
 	}
 	issued := d.Certificate.ID
 	// An uploaded certificate on another domain stays when it goes.
-	upPEM, upKey := genTLSCert(t, tlsSpec{names: []string{"up.example.com"}})
-	up, err := e.svc.CreateTLSCertificate(e.ctx, e.user, domains.CreateCertificateParams{CertificatePEM: upPEM, PrivateKeyPEM: upKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	upDomain, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "up.example.com", CertificateID: up.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := e.tlsCert(t, e.user, "up.example.com")
+	upDomain := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "up.example.com", CertificateID: up.ID})
 	if err := e.svc.DeleteReservedDomain(e.ctx, e.user, upDomain.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -371,15 +364,8 @@ func FuzzACMEChallenge(f *testing.F) {
 // replaces stays.
 func TestRenewalDeletesReplacedManagedCertificate(t *testing.T) {
 	e := newEnv(t)
-	upPEM, upKey := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
-	up, err := e.svc.CreateTLSCertificate(e.ctx, e.user, domains.CreateCertificateParams{CertificatePEM: upPEM, PrivateKeyPEM: upKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := e.svc.CreateReservedDomain(e.ctx, e.user, domains.CreateParams{Domain: "app.example.com", CertificateID: up.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := e.tlsCert(t, e.user, "app.example.com")
+	d := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "app.example.com", CertificateID: up.ID})
 	policy := &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}
 	if _, err := e.svc.UpdateReservedDomain(e.ctx, e.user, d.ID, domains.UpdateParams{CertificateManagementPolicy: policy}); err != nil {
 		t.Fatal(err)

@@ -141,13 +141,22 @@ func (s *Server) Listen(addr string) (string, error) {
 	s.mu.Lock()
 	s.servers = append(s.servers, tcp, udp)
 	s.mu.Unlock()
+	// Return once both serve: a dns.Server shut down before it started
+	// refuses ("server not started") and then serves on, so that a Close
+	// right after Listen would leave it running.
+	var serving sync.WaitGroup
 	for _, srv := range []*dns.Server{tcp, udp} {
+		serving.Add(1)
+		started := sync.OnceFunc(serving.Done)
+		srv.NotifyStartedFunc = started
 		go func() {
+			defer started() // also when it fails to start
 			if err := srv.ActivateAndServe(); err != nil && !errors.Is(err, net.ErrClosed) {
 				s.log.Warn("DNS server stopped", "err", err)
 			}
 		}()
 	}
+	serving.Wait()
 	return ln.Addr().String(), nil
 }
 
@@ -174,7 +183,17 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 		_ = w.WriteMsg(m)
 		return
 	}
-	_ = w.WriteMsg(s.answer(req))
+	m := s.answer(req)
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		// What does not fit the client's buffer is left out, with the TC
+		// bit set: the client asks again over TCP.
+		size := dns.MinMsgSize
+		if o := req.IsEdns0(); o != nil {
+			size = max(size, int(o.UDPSize()))
+		}
+		m.Truncate(size)
+	}
+	_ = w.WriteMsg(m)
 }
 
 // answer returns the reply to req.
@@ -220,11 +239,27 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 		s.log.Warn("cannot read a DNS-01 challenge", "name", name, "err", err)
 		m.Rcode = dns.RcodeServerFailure
 	case q.Qtype == dns.TypeTXT:
-		m.Answer = append(m.Answer, &dns.TXT{Hdr: header(name, dns.TypeTXT), Txt: []string{c.KeyAuthorization}})
+		m.Answer = append(m.Answer, &dns.TXT{Hdr: header(name, dns.TypeTXT), Txt: txtStrings(c.KeyAuthorization)})
 	default:
 		m.Ns = append(m.Ns, soa) // the name exists, without this type
 	}
 	return m
+}
+
+// txtStrings returns the character strings of a TXT record of value v,
+// as package dns packs them: at most 255 bytes each (a longer value is
+// split, and a resolver joins the strings again), a backslash escaped
+// (dns reads "\DDD" and "\x" as escapes). The Host lets a value be up
+// to [edgeplane.MaxACMEKeyAuthorization] bytes.
+func txtStrings(v string) []string {
+	out := make([]string, 0, 1+len(v)/255)
+	for {
+		chunk := v[:min(len(v), 255)]
+		out = append(out, strings.ReplaceAll(chunk, `\`, `\\`))
+		if v = v[len(chunk):]; v == "" {
+			return out
+		}
+	}
 }
 
 func header(name string, typ uint16) dns.RR_Header {

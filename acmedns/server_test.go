@@ -2,6 +2,7 @@ package acmedns
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,21 +26,44 @@ func newServer(t testing.TB) (*Server, *edgeplane.Host) {
 	return s, svc.Host()
 }
 
+// put stores a pending DNS-01 challenge of name with value.
+func put(t testing.TB, host *edgeplane.Host, name, value string) {
+	t.Helper()
+	if err := host.PutACMEChallenge(context.Background(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
+		KeyAuthorization: value, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listen serves s on a port of 127.0.0.1 until the test ends.
+func listen(t testing.TB, s *Server) string {
+	t.Helper()
+	addr, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return addr
+}
+
+// longValue is a TXT value of the longest a challenge may have, more
+// than the 255 bytes of a TXT string, with a backslash, which package
+// dns reads as an escape.
+var longValue = `\065` + strings.Repeat("k", edgeplane.MaxACMEKeyAuthorization-len(`\065`))
+
 // TestServer: over UDP and TCP, the TXT record of a pending challenge;
 // NXDOMAIN for other names of the zone, REFUSED outside it; SOA and NS
 // at the apex.
 func TestServer(t *testing.T) {
 	s, host := newServer(t)
 	const name = "abc123.acme.edgeplane-cname.com"
-	if err := host.PutACMEChallenge(context.Background(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
-		KeyAuthorization: "Zm9vYmFy-digest", ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
-	addr, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	put(t, host, name, "Zm9vYmFy-digest")
+	put(t, host, "long.acme.edgeplane-cname.com", longValue)
+	addr := listen(t, s)
 	for _, network := range []string{"udp", "tcp"} {
 		c := &dns.Client{Net: network, Timeout: 5 * time.Second}
 		for _, tc := range []struct {
@@ -50,6 +74,8 @@ func TestServer(t *testing.T) {
 			answer string // the first answer's data, "" for none
 		}{
 			{"the challenge", "ABC123.acme.edgeplane-cname.com.", dns.TypeTXT, dns.RcodeSuccess, "Zm9vYmFy-digest"},
+			// Split in strings of 255 bytes; dns shows a backslash escaped.
+			{"the longest value", "long.acme.edgeplane-cname.com.", dns.TypeTXT, dns.RcodeSuccess, strings.ReplaceAll(longValue, `\`, `\\`)},
 			{"the challenge's name, another type", name + ".", dns.TypeA, dns.RcodeSuccess, ""},
 			{"no challenge", "other.acme.edgeplane-cname.com.", dns.TypeTXT, dns.RcodeNameError, ""},
 			{"not a challenge name", "a b.acme.edgeplane-cname.com.", dns.TypeTXT, dns.RcodeNameError, ""},
@@ -68,19 +94,26 @@ func TestServer(t *testing.T) {
 				if in.Rcode != tc.rcode {
 					t.Fatalf("rcode %s, want %s", dns.RcodeToString[in.Rcode], dns.RcodeToString[tc.rcode])
 				}
+				want := tc.answer
+				if network == "udp" && len(want) > dns.MinMsgSize {
+					want = "" // truncated: the client asks again over TCP
+				}
+				if in.Truncated != (want != tc.answer) {
+					t.Errorf("truncated %t, want %t", in.Truncated, want != tc.answer)
+				}
 				got := ""
 				if len(in.Answer) > 0 {
 					switch rr := in.Answer[0].(type) {
 					case *dns.TXT:
-						got = rr.Txt[0]
+						got = strings.Join(rr.Txt, "")
 					case *dns.SOA:
 						got = rr.Ns
 					case *dns.NS:
 						got = rr.Ns
 					}
 				}
-				if got != tc.answer {
-					t.Errorf("answer %q, want %q (%v)", got, tc.answer, in.Answer)
+				if got != want {
+					t.Errorf("answer %q, want %q (%v)", got, want, in.Answer)
 				}
 				if tc.rcode != dns.RcodeRefused && !in.Authoritative {
 					t.Error("not authoritative")
@@ -110,7 +143,8 @@ func FuzzAnswer(f *testing.F) {
 		b, _ := m.Pack()
 		f.Add(b)
 	}
-	s, _ := newServer(f)
+	s, host := newServer(f)
+	put(f, host, "abc.acme.edgeplane-cname.com", longValue) // the seed's TXT query gets the longest answer
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req := new(dns.Msg)
 		if req.Unpack(b) != nil {
@@ -127,10 +161,7 @@ func FuzzAnswer(f *testing.F) {
 func BenchmarkAnswer(b *testing.B) {
 	s, host := newServer(b)
 	const name = "abc123.acme.edgeplane-cname.com"
-	if err := host.PutACMEChallenge(context.Background(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
-		KeyAuthorization: "digest", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
-		b.Fatal(err)
-	}
+	put(b, host, name, "digest")
 	req := new(dns.Msg)
 	req.SetQuestion(name+".", dns.TypeTXT)
 	b.ReportAllocs()
@@ -145,11 +176,7 @@ func BenchmarkAnswer(b *testing.B) {
 // refused.
 func TestQueryLimit(t *testing.T) {
 	s, _ := newServer(t)
-	addr, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	addr := listen(t, s)
 	c := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
 	q := new(dns.Msg)
 	q.SetQuestion("acme.edgeplane-cname.com.", dns.TypeSOA)

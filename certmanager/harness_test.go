@@ -27,10 +27,9 @@ import (
 // them, while renewals and retries come by advancing it.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) Now() time.Time            { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *clock) Advance(d time.Duration)   { c.off.Add(int64(d)) }
-func (c *clock) AdvanceTo(t time.Time)     { c.Advance(t.Sub(c.Now())) }
-func (c *clock) Since(t time.Time) float64 { return c.Now().Sub(t).Seconds() }
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+func (c *clock) AdvanceTo(t time.Time)   { c.Advance(t.Sub(c.Now())) }
 
 // edge is a Service on a store with the edge proxy's listeners (HTTP,
 // and HTTPS with the TLS edges split off, as edgeplane proxy serves

@@ -16,11 +16,11 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mholt/acmez/v3"
 	"github.com/mholt/acmez/v3/acme"
@@ -60,8 +60,6 @@ const (
 	// orderTimeout bounds one order, from the first request to the CA to
 	// the certificate's download.
 	orderTimeout = 10 * time.Minute
-	// maxMsg is the longest job message the Host takes.
-	maxMsg = 1024
 )
 
 // Options configures a [Manager]. The zero value of every field but
@@ -139,7 +137,7 @@ func (m *Manager) Stats() Stats {
 
 // New returns a Manager, or an error naming the option that is wrong.
 func New(o Options) (*Manager, error) {
-	m := &Manager{host: o.Host, directory: o.Directory, email: o.Email, httpClient: o.HTTPClient, challenges: o.Challenges,
+	m := &Manager{host: o.Host, directory: o.Directory, email: o.Email, httpClient: o.HTTPClient, challenges: slices.Clone(o.Challenges),
 		clock: o.Clock, log: o.Logger, interval: o.Interval, poll: o.PollInterval}
 	if m.host == nil {
 		return nil, errors.New("certmanager: Options.Host is required")
@@ -149,6 +147,11 @@ func New(o Options) (*Manager, error) {
 	}
 	if u, err := url.Parse(m.directory); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("certmanager: Options.Directory %q: want an absolute https URL", m.directory)
+	}
+	if len(m.directory) > edgeplane.MaxACMEDirectory {
+		// The Host's bound ([edgeplane.Host.ACMEAccountKey]): a longer
+		// directory would fail every order.
+		return nil, fmt.Errorf("certmanager: Options.Directory %.64q...: want at most %d bytes", m.directory, edgeplane.MaxACMEDirectory)
 	}
 	if m.email != "" && (!strings.Contains(m.email, "@") || strings.ContainsAny(m.email, " \t\r\n,<>") || len(m.email) > 254) {
 		return nil, fmt.Errorf("certmanager: Options.Email %q: want an email address", m.email)
@@ -266,14 +269,12 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 		}
 		err = fmt.Errorf("the issued certificate could not be recorded: %w", err)
 	}
-	if code, _ := classify(o.Domain, err); code == domains.ErrorCodeInternal {
-		m.forgetAccount() // the CA may have lost or deactivated it: register again next time
-	}
 	f := m.failure(o, err, started)
 	if f.ErrorCode == domains.ErrorCodeDNS {
 		m.dnsErrors.Add(1)
 	} else {
 		m.internalErrors.Add(1)
+		m.forgetAccount() // the CA may have lost or deactivated it: register again next time
 	}
 	log.Warn("certificate manager: order failed", "error_code", f.ErrorCode, "retries_at", f.RetriesAt, "err", err)
 	if _, rerr := m.host.ReportCertificateFailed(ctx, o.AccountID, o.ReservedDomainID, f); rerr != nil {
@@ -298,7 +299,7 @@ func (m *Manager) caName() string {
 // obtain runs the ACME order for o and returns the chain and key PEM.
 func (m *Manager) obtain(ctx context.Context, o edgeplane.CertificateOrder) (certPEM, keyPEM string, err error) {
 	client := &acmez.Client{Client: &acme.Client{Directory: m.directory, HTTPClient: m.httpClient, UserAgent: "edgeplane",
-		PollInterval: m.poll, Logger: nil}}
+		PollInterval: m.poll}}
 	account, err := m.registered(ctx, client.Client)
 	if err != nil {
 		return "", "", err
@@ -328,15 +329,8 @@ func (m *Manager) registered(ctx context.Context, c *acme.Client) (acme.Account,
 		return *m.account, nil
 	}
 	pemKey, err := m.host.ACMEAccountKey(ctx, m.directory, func() ([]byte, error) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, err
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+		_, keyPEM, err := newCertificateKey(domains.KeyTypeECDSA) // ECDSA P-256, as PKCS #8 PEM
+		return []byte(keyPEM), err
 	})
 	if err != nil {
 		return acme.Account{}, fmt.Errorf("reading the ACME account key: %w", err)
@@ -455,15 +449,12 @@ func problemText(p acme.Problem) string {
 	return strings.TrimPrefix(p.Type, acme.ProblemTypeNamespace)
 }
 
-// clip makes s a valid job message: valid UTF-8, at most maxMsg bytes.
+// clip makes s a valid job message: valid UTF-8, at most
+// [domains.MaxJobMsgBytes] bytes.
 func clip(s string) string {
 	s = strings.ToValidUTF8(s, "?")
-	if len(s) <= maxMsg {
+	if len(s) <= domains.MaxJobMsgBytes {
 		return s
 	}
-	s = s[:maxMsg-3]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
+	return apierr.Truncate(s, domains.MaxJobMsgBytes-len("…"))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/internal/acmetest"
+	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/proxy"
 )
 
@@ -56,6 +57,18 @@ func wantIssued(t *testing.T, e *edge, p *acmetest.Pebble, id, name string) *x50
 		t.Errorf("the proxy presented %v", leaf.DNSNames)
 	}
 	return leaf
+}
+
+// wantRetryIssued checks that the failed job of domain id is retried at
+// its retries_at, and the retry issues the certificate for name.
+func wantRetryIssued(t *testing.T, e *edge, p *acmetest.Pebble, m *certmanager.Manager, id, name string) {
+	t.Helper()
+	job := e.domain(t, id).CertificateManagementStatus.ProvisioningJob
+	e.clock.AdvanceTo(*job.RetriesAt)
+	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
+		t.Fatalf("pass at retries_at = %+v, %v; want one issued", res, err)
+	}
+	wantIssued(t, e, p, id, name)
 }
 
 // TestHTTP01 issues an RSA certificate validated by HTTP-01 through the
@@ -119,7 +132,7 @@ func TestHTTP01Answer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	tests := []struct {
 		name, host, path string
 		status           int
 		body             string
@@ -129,7 +142,8 @@ func TestHTTP01Answer(t *testing.T) {
 		{"another host", "other.example.com", "/.well-known/acme-challenge/tok", 404, "no edge serves this host\n"},
 		{"another token", "app.example.com", "/.well-known/acme-challenge/tok2", 404, "no edge serves this host\n"},
 		{"a bad token", "app.example.com", "/.well-known/acme-challenge/../tok", 404, "no edge serves this host\n"},
-	} {
+	}
+	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr+tc.path, nil)
 			req.Host = tc.host
@@ -144,9 +158,10 @@ func TestHTTP01Answer(t *testing.T) {
 			}
 		})
 	}
-	// A client beyond the limit gets 429 (and causes no store read).
-	status := 0
-	for i := 0; i < 2*proxy.ACMEChallengeLimit && status != http.StatusTooManyRequests; i++ {
+	// A client beyond the limit (each request above counted) gets 429,
+	// with a Retry-After (and causes no store read).
+	answered := len(tests)
+	for ; answered <= 2*proxy.ACMEChallengeLimit; answered++ {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr+"/.well-known/acme-challenge/tok", nil)
 		req.Host = "app.example.com"
 		resp, err := http.DefaultClient.Do(req)
@@ -154,10 +169,44 @@ func TestHTTP01Answer(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		status = resp.StatusCode
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if resp.Header.Get("Retry-After") == "" {
+				t.Error("429 without Retry-After")
+			}
+			break
+		}
 	}
-	if status != http.StatusTooManyRequests {
-		t.Errorf("%d requests from one client: last %d, want 429", 2*proxy.ACMEChallengeLimit, status)
+	if answered != proxy.ACMEChallengeLimit {
+		t.Errorf("%d requests from one client answered before a 429, want %d", answered, proxy.ACMEChallengeLimit)
+	}
+}
+
+// TestNew: New refuses options the Manager could not order with.
+func TestNew(t *testing.T) {
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	for _, tc := range []struct {
+		name string
+		o    certmanager.Options
+	}{
+		{"no host", certmanager.Options{}},
+		{"a directory not http(s)", certmanager.Options{Host: svc.Host(), Directory: "ftp://ca.example/dir"}},
+		{"a directory longer than the Host takes", certmanager.Options{Host: svc.Host(),
+			Directory: "https://ca.example/" + strings.Repeat("d", edgeplane.MaxACMEDirectory)}},
+		{"an email without @", certmanager.Options{Host: svc.Host(), Email: "ops"}},
+		{"a wildcard's challenge", certmanager.Options{Host: svc.Host(), Challenges: []string{edgeplane.ChallengeDNS01}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := certmanager.New(tc.o); err == nil {
+				t.Error("New succeeded")
+			}
+		})
+	}
+	if _, err := certmanager.New(certmanager.Options{Host: svc.Host(), Directory: "https://ca.example/" + strings.Repeat("d", edgeplane.MaxACMEDirectory-len("https://ca.example/"))}); err != nil {
+		t.Errorf("a directory of the longest length: %v", err)
 	}
 }
 
@@ -210,11 +259,7 @@ func TestDNSError(t *testing.T) {
 		t.Errorf("Stats after the DNS error: %+v", st)
 	}
 	e.resolver.Point("broken.example.com", true)
-	e.clock.AdvanceTo(*job.RetriesAt)
-	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
-		t.Fatalf("pass after the DNS fix = %+v, %v; want one issued", res, err)
-	}
-	wantIssued(t, e, p, d.ID, "broken.example.com")
+	wantRetryIssued(t, e, p, m, d.ID, "broken.example.com")
 }
 
 // TestCAUnreachable: with the CA down the order fails with
@@ -250,12 +295,7 @@ func TestCAUnreachable(t *testing.T) {
 		t.Errorf("Stats with the CA down: %+v", st)
 	}
 	p.SetDown(false)
-	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
-	e.clock.AdvanceTo(*job.RetriesAt)
-	if res, err := m.Pass(e.ctx); err != nil || res.Issued != 1 {
-		t.Fatalf("pass with the CA back = %+v, %v; want one issued", res, err)
-	}
-	wantIssued(t, e, p, d.ID, "app.example.com")
+	wantRetryIssued(t, e, p, m, d.ID, "app.example.com")
 }
 
 // TestRenewal: a short-lived certificate is renewed at two thirds of its

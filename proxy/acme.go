@@ -57,7 +57,7 @@ func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host str
 	if !ok || token == "" || len(token) > edgeplane.MaxACMEToken || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
 	}
-	if d := h.acmeLimit.AllowAt(client.String(), time.Now()); !d.Allowed {
+	if d := h.acmeLimit.AllowAt(client.String(), h.clock()); !d.Allowed {
 		w.Header().Set("Retry-After", strconv.FormatInt(d.RetryAfterSeconds(), 10))
 		http.Error(w, "too many ACME challenge requests from this address", http.StatusTooManyRequests)
 		return true
@@ -66,7 +66,7 @@ func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host str
 	defer cancel()
 	c, err := h.configs.host.ACMEChallenge(ctx, edgeplane.ChallengeHTTP01, host, token)
 	switch {
-	case errors.Is(err, apierr.ErrNotFound), apierr.CodeOf(err) == apierr.InvalidArgument:
+	case noChallenge(err):
 		return false
 	case err != nil:
 		h.log.Warn("cannot read an ACME challenge", "host", host, "err", err)
@@ -91,12 +91,19 @@ func (h *Handler) acmeCertificate(ctx context.Context, name string) (*tls.Certif
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	c, err := h.configs.host.ACMEChallenge(ctx, edgeplane.ChallengeTLSALPN01, name, "")
 	if err != nil {
-		if !errors.Is(err, apierr.ErrNotFound) && apierr.CodeOf(err) != apierr.InvalidArgument {
+		if !noChallenge(err) {
 			h.log.Warn("cannot read an ACME challenge", "host", name, "err", err)
 		}
 		return nil, errNoChallenge
 	}
 	return acmez.TLSALPN01ChallengeCert(acme.Challenge{Identifier: acme.Identifier{Type: "dns", Value: name}, KeyAuthorization: c.KeyAuthorization})
+}
+
+// noChallenge reports whether err of [edgeplane.Host.ACMEChallenge] says
+// that there is no such challenge: none pending, or a name or token that
+// no challenge can have.
+func noChallenge(err error) bool {
+	return errors.Is(err, apierr.ErrNotFound) || apierr.CodeOf(err) == apierr.InvalidArgument
 }
 
 // errNoChallenge fails an acme-tls/1 handshake for a name without a

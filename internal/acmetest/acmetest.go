@@ -51,8 +51,12 @@ func StartResolver(t testing.TB, names ...string) *Resolver {
 		t.Fatal(err)
 	}
 	r.Addr = ln.Addr().String()
-	srv := &dns.Server{Listener: ln, Handler: r}
+	// Wait until it serves: a dns.Server shut down before it started
+	// refuses, and then serves on after the test.
+	started := make(chan struct{})
+	srv := &dns.Server{Listener: ln, Handler: r, NotifyStartedFunc: func() { close(started) }}
 	go srv.ActivateAndServe()
+	<-started
 	t.Cleanup(func() { srv.Shutdown() })
 	return r
 }
@@ -152,7 +156,9 @@ func (p *Pebble) Start(t testing.TB, httpPort, tlsPort int, resolver string, val
 	t.Helper()
 	logger := log.New(io.Discard, "", 0)
 	if testing.Verbose() {
-		logger = log.New(testWriter{t}, "pebble ", 0)
+		w := &testWriter{t: t}
+		t.Cleanup(w.stop)
+		logger = log.New(w, "pebble ", 0)
 	}
 	mdb := db.NewMemoryStore()
 	profiles := map[string]ca.Profile{"default": {Description: "default", ValidityPeriod: uint64(validity / time.Second)}}
@@ -171,9 +177,26 @@ func (p *Pebble) Start(t testing.TB, httpPort, tlsPort int, resolver string, val
 // cannot be reached, or serve again.
 func (p *Pebble) SetDown(down bool) { p.down.Store(down) }
 
-type testWriter struct{ t testing.TB }
+// testWriter logs into the test's log until the test ends: Pebble's
+// goroutines (validations, finalizations) outlive it, and a t.Log after
+// the end panics.
+type testWriter struct {
+	t       testing.TB
+	mu      sync.Mutex
+	stopped bool
+}
 
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.t.Log(strings.TrimSpace(string(b)))
+	}
 	return len(b), nil
+}
+
+func (w *testWriter) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
 }
