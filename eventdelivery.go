@@ -75,7 +75,9 @@ func (src deliverySource) Destinations(ctx context.Context) ([]webhook.Destinati
 }
 
 // LoadState implements [webhook.Source]. A destination without a state
-// (written by an older version) starts at the current revision.
+// (written by an older version, or by a create not yet done) starts at
+// the current revision; if the create writes its state first, that one
+// is read.
 func (src deliverySource) LoadState(ctx context.Context, d webhook.Destination) (webhook.State, error) {
 	st, ok, err := src.s.readDelivery(ctx, d.AccountID, d.ID)
 	if err != nil || ok {
@@ -86,7 +88,13 @@ func (src deliverySource) LoadState(ctx context.Context, d webhook.Destination) 
 		return st, err
 	}
 	st = webhook.State{Cursor: rev}
-	return st, src.s.writeDelivery(ctx, d.AccountID, d.ID, st, true)
+	if err := src.s.writeDelivery(ctx, d.AccountID, d.ID, st, true); isDuplicate(err, deliveryID(d.ID)) {
+		st, _, err = src.s.readDelivery(ctx, d.AccountID, d.ID)
+		return st, err
+	} else if err != nil {
+		return webhook.State{}, err
+	}
+	return st, nil
 }
 
 // SaveState implements [webhook.Source].

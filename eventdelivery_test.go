@@ -207,9 +207,26 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Fatalf("types %v", types)
 	}
 
-	// Stopped, then started again: what was written meanwhile arrives,
-	// after what arrived before.
+	// Stopped once the cursor is recorded past them, then started again:
+	// what was written meanwhile arrives, after what arrived before, and
+	// nothing before the cursor is sent again.
+	last, err := e.store.Get(e.ctx, edgeplane.KindCredential, e.user.AccountID, want[3]) // write(3)'s
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv.waitFor("the cursor to be recorded past the 4 events", func() bool {
+		st, err = e.svc.GetEventDestination(e.ctx, e.user, d.ID)
+		return err != nil || st.Delivery.Cursor >= last.Version
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stop()
+	before := len(rcv.requests())
+	first := map[string]bool{}
+	for _, g := range rcv.delivered() {
+		first[g.id] = true
+	}
 	for i := 4; i < 8; i++ {
 		write(i)
 	}
@@ -217,6 +234,11 @@ func TestWebhookDelivery(t *testing.T) {
 	rcv.waitFor("8 events", func() bool { return len(rcv.delivered()) == 8 })
 	if got := objects(); !slices.Equal(got, want) {
 		t.Fatalf("delivered %v, want %v in order", got, want)
+	}
+	for _, g := range rcv.requests()[before:] {
+		if first[g.id] {
+			t.Fatalf("after the restart, event %s (before the recorded cursor) was sent again", g.id)
+		}
 	}
 	rcv.waitFor("the state to record 8 deliveries", func() bool {
 		st, err = e.svc.GetEventDestination(e.ctx, e.user, d.ID)

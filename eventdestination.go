@@ -3,6 +3,7 @@ package edgeplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -138,7 +139,10 @@ func (s *Service) CreateEventDestination(ctx context.Context, p Principal, param
 	if err := records.CreateInSlot(ctx, s.db, p, eventDestinationForm.Form, v.ID, "", v, nil, events.MaxDestinationsPerAccount, full); err != nil {
 		return nil, err
 	}
-	if err := s.writeDelivery(ctx, p.AccountID, v.ID, deliveryDoc{Cursor: rev}, true); err != nil {
+	// Delivery may have listed the destination first and created its
+	// state itself (at a later revision, when still no subscription could
+	// send to it): that one stands.
+	if err := s.writeDelivery(ctx, p.AccountID, v.ID, deliveryDoc{Cursor: rev}, true); err != nil && !isDuplicate(err, deliveryID(v.ID)) {
 		undo := context.WithoutCancel(ctx)
 		if derr := s.store.Delete(undo, KindEventDestination, p.AccountID, v.ID, s.db.Note(eventDestinationKind.Event, events.Deleted)); derr != nil {
 			s.log.Error("cannot delete an event destination whose delivery state failed", "id", v.ID, "err", derr)
@@ -169,6 +173,12 @@ func (s *Service) writeDelivery(ctx context.Context, accountID, destinationID st
 		return nil
 	})
 	return err
+}
+
+// isDuplicate reports whether err says that the record ID id is taken.
+func isDuplicate(err error, id string) bool {
+	var dup *store.DuplicateError
+	return errors.As(err, &dup) && dup.Key == id
 }
 
 // readDelivery returns the delivery state of a destination; a missing

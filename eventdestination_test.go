@@ -2,6 +2,7 @@ package edgeplane_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
+	"github.com/edgeplane/edgeplane/webhook"
 )
 
 // A destination's secret is sealed at rest: no stored record and no
@@ -113,5 +115,49 @@ func TestEventDeliverySkipsUnopenableSecrets(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "cannot open a destination's secret"); n != 1 {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
+	}
+}
+
+// racingStore runs first, right after each create of an event
+// destination, as delivery may when its rescan lists the destination
+// before the create has written the delivery state.
+type racingStore struct {
+	store.Store
+	first func(rec store.Record)
+}
+
+func (s *racingStore) Create(ctx context.Context, rec store.Record) error {
+	if err := s.Store.Create(ctx, rec); err != nil {
+		return err
+	}
+	if rec.Kind == edgeplane.KindEventDestination && s.first != nil {
+		s.first(rec)
+	}
+	return nil
+}
+
+// A destination whose delivery state delivery created first is created
+// all the same, with that state.
+func TestEventDestinationCreateRacesDelivery(t *testing.T) {
+	st := &racingStore{Store: memstore.New()}
+	e := newEnvWithStore(t, st)
+	var loaded webhook.State
+	st.first = func(rec store.Record) {
+		var err error
+		loaded, err = e.svc.Host().EventDelivery().LoadState(e.ctx, webhook.Destination{AccountID: rec.AccountID, ID: rec.ID})
+		if err != nil {
+			t.Errorf("delivery's LoadState: %v", err)
+		}
+	}
+	d, err := e.svc.CreateEventDestination(e.ctx, e.user, events.CreateDestinationParams{
+		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://h.example.com"}}})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if loaded.Cursor == 0 || d.Delivery.Cursor != loaded.Cursor {
+		t.Fatalf("cursor %d, want the one delivery created, %d", d.Delivery.Cursor, loaded.Cursor)
+	}
+	if _, err := e.svc.GetEventDestination(e.ctx, e.user, d.ID); err != nil {
+		t.Fatalf("get: %v", err)
 	}
 }

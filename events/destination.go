@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/validate"
 )
 
@@ -217,8 +218,8 @@ func (t *TargetParams) validate(vs *apierr.Violations, prefix string) {
 			value := t.HTTP.Headers[name]
 			field := prefix + ".http.headers." + name
 			switch {
-			case !validHeaderName(name):
-				vs.Add(prefix+".http.headers", "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~, at most 256 bytes)", clip(name))
+			case edges.CheckHeaderName(name) != "":
+				vs.Add(prefix+".http.headers", "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~, at most %d bytes)", clip(name), edges.MaxHeaderNameBytes)
 			case slices.Contains(reservedHeaders, textproto.CanonicalMIMEHeaderKey(name)):
 				vs.Add(field, "is set by the delivery and cannot be configured")
 			case len(name)+len(value) > MaxTargetHeaderBytes:
@@ -236,24 +237,6 @@ func clip(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-// validHeaderName reports whether s is an HTTP token (RFC 9110) of at
-// most 256 bytes.
-func validHeaderName(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // CreateDestinationParams are the parameters of creating an event

@@ -83,3 +83,58 @@ func TestTargetBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetHeaders: a header name that is not an HTTP token, one the
+// delivery sets (in any case) or a value with CR or LF is refused,
+// naming the header.
+func TestTargetHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		field   string // "" when valid
+	}{
+		{"token name", map[string]string{"X-Team_1!": "ops"}, ""},
+		{"space in name", map[string]string{"X Team": "ops"}, "target.http.headers"},
+		{"name too long", map[string]string{strings.Repeat("x", 257): "v"}, "target.http.headers"},
+		{"reserved, any case", map[string]string{"webhook-signature": "v1,x"}, "target.http.headers.webhook-signature"},
+		{"CRLF in value", map[string]string{"X-A": "a\r\nB: b"}, "target.http.headers.X-A"},
+	} {
+		p := events.CreateDestinationParams{Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://h.example.com", Headers: tc.headers}}}
+		err := p.Validate()
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
+			t.Errorf("%s: %v, want a violation of %s", tc.name, err, tc.field)
+		}
+	}
+}
+
+// TestSubscriptionDestinationsBound: a subscription may name
+// MaxSubscriptionDestinations destinations, on create and on update, and
+// no more.
+func TestSubscriptionDestinationsBound(t *testing.T) {
+	reg, err := events.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, events.DestinationPrefix+strings.Repeat(string(rune('a'+i)), 27))
+		}
+		return out
+	}
+	for _, n := range []int{events.MaxSubscriptionDestinations, events.MaxSubscriptionDestinations + 1} {
+		list := ids(n)
+		want := n <= events.MaxSubscriptionDestinations
+		for name, err := range map[string]error{
+			"create": events.CreateSubscriptionParams{DestinationIDs: list}.Validate(reg),
+			"update": events.UpdateSubscriptionParams{DestinationIDs: &list}.Validate(),
+		} {
+			if (err == nil) != want || (err != nil && !strings.Contains(err.Error(), "destination_ids")) {
+				t.Errorf("%s with %d destinations: %v, want ok %v", name, n, err, want)
+			}
+		}
+	}
+}

@@ -6,13 +6,16 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/edgeplane/edgeplane/events"
 )
 
-// Delivery states ([State].State).
+// Delivery states ([State].State): package events' (the API shows them
+// as stored).
 const (
-	StateOK       = "ok"
-	StateRetrying = "retrying"
-	StateFailing  = "failing"
+	StateOK       = events.StateOK
+	StateRetrying = events.StateRetrying
+	StateFailing  = events.StateFailing
 )
 
 // Destination is a destination as delivery needs it.
@@ -291,11 +294,16 @@ func (r *runner) stop(w *worker) {
 	delete(r.workers, w.d.ID)
 }
 
+// stopAll stops every worker and tells Metrics.Gone of each destination
+// (this replica no longer delivers to it).
 func (r *runner) stopAll() {
 	for _, w := range r.workers {
 		w.cancel()
 	}
 	r.wg.Wait()
+	for id := range r.workers {
+		r.o.callGone(id)
+	}
 }
 
 // sleep waits d or until ctx ends (false).
@@ -409,7 +417,7 @@ func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Ev
 		if err == nil {
 			now := r.o.Now()
 			changed := st.State != StateOK && st.State != ""
-			st.State, st.Attempts, st.LastError, st.LastDeliveredAt, st.RetryingSince = StateOK, 0, "", &now, nil
+			st.State, st.Attempts, st.LastError, st.LastDeliveredAt, st.RetryingSince, st.PendingSince = StateOK, 0, "", &now, nil, nil
 			st.Delivered++
 			r.count(d.ID, "delivered")
 			if changed {

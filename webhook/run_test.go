@@ -249,7 +249,8 @@ func (s *concurrencySender) Send(_ context.Context, r webhook.Request) error {
 	return nil
 }
 
-// At most MaxInFlight attempts run at once in all, and one per
+// At most MaxInFlight attempts run at once in all (and that many do),
+// and one per destination. When Run ends, Metrics.Gone is told of every
 // destination.
 func TestRunBoundsInFlight(t *testing.T) {
 	src := multiSource{fakeSource: &fakeSource{events: someEvents(5), state: webhook.State{Cursor: 10}}}
@@ -259,7 +260,12 @@ func TestRunBoundsInFlight(t *testing.T) {
 	snd := &concurrencySender{perDest: map[string]int{}, done: make(chan struct{}), want: 30}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- webhook.Run(ctx, src, webhook.Options{Sender: snd, MaxInFlight: 2, Rescan: time.Hour}) }()
+	var goneMu sync.Mutex
+	gone := map[string]bool{}
+	metrics := &webhook.Metrics{Gone: func(id string) { goneMu.Lock(); gone[id] = true; goneMu.Unlock() }}
+	go func() {
+		done <- webhook.Run(ctx, src, webhook.Options{Sender: snd, MaxInFlight: 2, Rescan: time.Hour, Metrics: metrics})
+	}()
 	select {
 	case <-snd.done:
 	case <-time.After(30 * time.Second):
@@ -267,7 +273,12 @@ func TestRunBoundsInFlight(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if snd.maxAll > 2 || snd.maxPerDest != 1 {
-		t.Fatalf("at most %d in flight in all (want <= 2), %d per destination (want 1)", snd.maxAll, snd.maxPerDest)
+	if snd.maxAll != 2 || snd.maxPerDest != 1 {
+		t.Fatalf("at most %d in flight in all (want 2), %d per destination (want 1)", snd.maxAll, snd.maxPerDest)
+	}
+	goneMu.Lock()
+	defer goneMu.Unlock()
+	if len(gone) != len(src.dests) {
+		t.Fatalf("Gone told of %v, want every one of the %d destinations", gone, len(src.dests))
 	}
 }

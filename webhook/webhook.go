@@ -23,8 +23,8 @@
 // duplicate only repeats what was not yet recorded as delivered (at
 // most one batch). An answer 2xx is a delivery; anything else (another
 // status, a timeout, a refused connection or address) is retried with
-// exponential backoff and full jitter, from MinBackoff doubling up to
-// MaxBackoff, while later events of the destination wait. Once an
+// exponential backoff and equal jitter ([Backoff]), from MinBackoff
+// doubling up to MaxBackoff, while later events of the destination wait. Once an
 // event has failed for longer than the retry window, it is dropped
 // (counted) and the destination marked failing: from then on each event
 // gets one attempt, dropped when it fails, until one succeeds and the

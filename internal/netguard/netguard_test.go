@@ -12,6 +12,9 @@ import (
 func TestPolicy(t *testing.T) {
 	public := netguard.New(nil)
 	allowed := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::ffff:10.1.0.0/112")})
+	// Networks given but none valid: nothing is allowed (never public
+	// addresses, nor every address).
+	none := netguard.New([]netip.Prefix{{}})
 	cases := []struct {
 		p      *netguard.Policy
 		addr   string
@@ -25,9 +28,12 @@ func TestPolicy(t *testing.T) {
 		{public, "::ffff:192.168.1.1", "private (192.168.0.0/16)"},
 		{public, "64:ff9b::a00:1", "NAT64"},
 		{public, "fd00::1", "unique local"},
+		{public, "fe80::1%eth0", "link-local"},
 		{allowed, "127.0.0.1", ""},
 		{allowed, "10.1.2.3", ""},
 		{allowed, "8.8.8.8", "outside the allowed networks"},
+		{none, "8.8.8.8", "outside the allowed networks"},
+		{none, "127.0.0.1", "outside the allowed networks"},
 	}
 	for _, c := range cases {
 		got := c.p.Check(netip.MustParseAddr(c.addr))
@@ -41,5 +47,9 @@ func TestPolicy(t *testing.T) {
 	}
 	if err := public.Control(errNo)("tcp", "1.1.1.1:443", nil); err != nil {
 		t.Errorf("Control(public): %v", err)
+	}
+	// An address Control cannot read is refused, never let through.
+	if err := public.Control(errNo)("tcp", "localhost:80", nil); !errors.Is(err, errNo) {
+		t.Errorf("Control(name): %v", err)
 	}
 }
