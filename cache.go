@@ -35,6 +35,7 @@ type cacheFollower struct {
 	store    store.Store
 	cache    *recordcache.Cache // nil when off
 	auth     *authcache.Cache   // nil when off
+	access   *accessCache       // nil when off
 	log      *slog.Logger
 	follower *follow.Follower
 	once     sync.Once
@@ -60,7 +61,7 @@ func (s *Service) startCache() {
 	if s.cache == nil && s.auth == nil {
 		return
 	}
-	f := &cacheFollower{store: s.store, cache: s.cache, auth: s.auth, log: s.log, done: make(chan struct{})}
+	f := &cacheFollower{store: s.store, cache: s.cache, auth: s.auth, access: s.access, log: s.log, done: make(chan struct{})}
 	s.cacheFollow = f
 	// From the revision the follower reads (Resync), without the changes'
 	// documents: invalidation needs only which records changed.
@@ -116,6 +117,11 @@ func (f *cacheFollower) Apply(_ context.Context, b follow.Batch) error {
 			f.log.Error("record cache: a change of an unknown kind in the feed", "kind", string(ch.Kind), "id", ch.ID, "revision", ch.Revision)
 			f.auth.Clear()
 		}
+		if accessKind(ch.Kind) {
+			// A restriction, policy or rule created changes what the
+			// account's restrictions decide as much as one changed.
+			f.access.forget(ch.AccountID)
+		}
 		if ch.Op == store.OpCreate {
 			// Nothing is cached of a record before it exists (IDs are
 			// never reused): invalidating would only make concurrent
@@ -150,6 +156,7 @@ func (f *cacheFollower) Failed(fl follow.Failure) {
 		f.cache.Flush()
 	}
 	f.auth.Clear()
+	f.access.clear()
 	var compacted *store.CompactedError
 	if !errors.As(fl.Err, &compacted) {
 		f.log.Warn("record cache: cannot read the change feed; reads go to the store until it answers", "err", fl.Err)

@@ -220,38 +220,11 @@ func (s *Service) endpointRestrictions(ctx context.Context, accountID string) (*
 	if !ids.Valid(accountID, AccountPrefix) {
 		return nil, accountKind.NotFound(accountID)
 	}
-	recs, err := records.ListCapped(ctx, s.db, accountID, ipRestrictionKind, "", ipaccess.MaxRestrictionsPerAccount)
+	e, policyIDs, err := s.restrictionsOf(ctx, accountID, ipaccess.TypeEndpoints)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		rs   []ipaccess.Restriction
-		sets []*ipaccess.Set
-	)
-	for _, rec := range recs {
-		r, err := ipRestrictionForm.Decode(s.db, rec)
-		if err != nil {
-			return nil, err
-		}
-		if r.Type != ipaccess.TypeEndpoints {
-			continue
-		}
-		policyIDs := make([]string, len(r.IPPolicies))
-		for i, p := range r.IPPolicies {
-			policyIDs[i] = p.ID
-		}
-		set, err := s.ipSet(ctx, accountID, policyIDs)
-		if err != nil {
-			return nil, err
-		}
-		rs = append(rs, *r)
-		sets = append(sets, set)
-	}
-	out := &EndpointRestrictions{IPPolicyIDs: ipaccess.PolicyIDs(rs)}
-	if len(rs) > 0 {
-		out.Enforcer = ipaccess.NewEnforcer(rs, sets)
-	}
-	return out, nil
+	return &EndpointRestrictions{Enforcer: e, IPPolicyIDs: policyIDs}, nil
 }
 
 // newPolicyEngine returns engine, or when it is nil a traffic policy

@@ -10,6 +10,8 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
 // Host is the Service's privileged side: the operations a host performs
@@ -122,7 +124,11 @@ func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
 // whatever the params), validates params ([agents.SessionParams.Validate])
 // and stores the session as a child of the token's credential, held by
 // params.Node: a live registered node ([Host.RegisterNode]), whose lease
-// keeps the session online (else invalid, naming node). Deleting the
+// keeps the session online (else invalid, naming node). The account's IP
+// restrictions of type agent are checked against params.IP as
+// [Service.CheckIPRestrictions] does (read from the store, not a cache):
+// an enforced one that refuses it is [apierr.PermissionDenied], naming
+// the restriction. Deleting the
 // credential removes the session and its tunnels. Reported as a
 // tunnel_session_created event.
 func (h *Host) OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
@@ -367,6 +373,22 @@ func (h *Host) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*ed
 // failed precondition, never a check of part of them. A host operation.
 func (h *Host) EndpointRestrictions(ctx context.Context, accountID string) (*EndpointRestrictions, error) {
 	return h.s.endpointRestrictions(ctx, accountID)
+}
+
+// IPRestrictions returns the account's IP restrictions of type typ
+// ([ipaccess.TypeAgent], say), each with the combined rules of its IP
+// policies, read from the store now; nil when the account has none. A
+// tunnel server checks the sessions it holds with them again when the
+// account's restrictions, IP policies or rules change, and closes those
+// an enforced restriction refuses. At most
+// [ipaccess.MaxRestrictionsPerAccount] restrictions are read; a store
+// with more is a failed precondition. A host operation.
+func (h *Host) IPRestrictions(ctx context.Context, accountID, typ string) (*ipaccess.Enforcer, error) {
+	if !ids.Valid(accountID, AccountPrefix) {
+		return nil, accountKind.NotFound(accountID)
+	}
+	e, _, err := h.s.restrictionsOf(ctx, accountID, typ)
+	return e, err
 }
 
 // CertificateOrders returns up to limit (0 means

@@ -40,6 +40,11 @@ func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ store.Record) 
 }
 
 // CreateIPRestriction creates an IP restriction (POST /ip_restrictions).
+// An enforced restriction of type api whose IP policies would refuse
+// p.ClientIP (the address of the request creating it, when known) is
+// refused with an InvalidArgument error naming enforced: an account
+// cannot lock itself out of the API with one call; UpdateIPRestriction
+// refuses the same.
 // Every ip_policy_ids entry must name an IP policy of the account; the
 // check and the write are one atomic step. An account has at most
 // [ipaccess.MaxRestrictionsPerAccount] restrictions: one more is a
@@ -53,6 +58,9 @@ func (s *Service) CreateIPRestriction(ctx context.Context, p Principal, params i
 	}
 	r := params.Restriction()
 	v := &r
+	if err := s.checkSelfLockout(ctx, p, v); err != nil {
+		return nil, err
+	}
 	v.ID, v.CreatedAt = s.ids.New(ipaccess.RestrictionPrefix), s.timestamp()
 	full := func() error {
 		return apierr.New(apierr.FailedPrecondition, "the account already has %d IP restrictions, the most one account may have; delete one first",
@@ -86,6 +94,19 @@ func (s *Service) ListIPRestrictions(ctx context.Context, p Principal, opts List
 func (s *Service) UpdateIPRestriction(ctx context.Context, p Principal, id string, params ipaccess.UpdateRestrictionParams) (*ipaccess.Restriction, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
+	}
+	if params.Enforced != nil || params.IPPolicyIDs != nil {
+		// The restriction as the update would leave it: an enforced api
+		// one must not refuse this request's address. (Checked before the
+		// write, not in it: the rules are read from other records.)
+		cur, err := s.GetIPRestriction(ctx, p, id)
+		if err != nil {
+			return nil, err
+		}
+		params.Apply(cur)
+		if err := s.checkSelfLockout(ctx, p, cur); err != nil {
+			return nil, err
+		}
 	}
 	v, err := records.Update(ctx, s.db, p, ipRestrictionForm.Form, id, func(v *ipaccess.Restriction, rec *store.Record) error {
 		params.Apply(v)

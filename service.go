@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/filter"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/seal"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
@@ -124,6 +125,8 @@ type Service struct {
 	lease   time.Duration    // Options.TunnelLease or its default
 	sealer  *seal.Sealer     // under Options.SealingKey or an ephemeral key
 	auth    *authcache.Cache // nil when Options.AuthCacheTTL is negative
+	access  *accessCache     // compiled IP restrictions (access.go); nil without a follower of the feed
+	ipTally ipaccess.Tally   // what the checks of IP restrictions decided
 
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
@@ -188,6 +191,10 @@ func New(st store.Store, opts Options) (*Service, error) {
 		}
 	}
 	s.store = recordcache.Invalidating(st, s.cache)
+	if s.cache != nil || s.auth != nil { // startCache starts a follower that keeps it true
+		s.access = &accessCache{}
+		s.store = accessInvalidating{Store: s.store, cache: s.access}
+	}
 	s.db = &records.DB{Store: s.store, Cache: s.cache, Log: s.log, Now: s.now, Sealer: s.sealer, Filters: s.filters,
 		BaseURL: s.baseURL, Kinds: allKinds(), ExplainInUse: s.explainInUse}
 	if vl, ok := st.(store.VersionLister); ok {

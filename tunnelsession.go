@@ -14,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -140,6 +141,9 @@ func (s *Service) openTunnelSession(ctx context.Context, token string, params ag
 		return nil, err
 	}
 	if err := s.nodeLive(ctx, params.Node); err != nil {
+		return nil, err
+	}
+	if err := s.checkIPRestrictions(ctx, auth.AccountID, ipaccess.TypeAgent, params.IP, false); err != nil {
 		return nil, err
 	}
 	r := &tunnelSessionRecord{TunnelSession: agents.TunnelSession{ID: s.ids.New(agents.SessionPrefix), AccountID: auth.AccountID, AgentVersion: params.AgentVersion,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/clientip"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
@@ -75,6 +78,13 @@ type Options struct {
 	// Clock returns the current time (rate limiting, durations). Default
 	// time.Now.
 	Clock func() time.Time
+	// TrustedProxies are the proxies in front of the API whose
+	// X-Forwarded-For is believed: a request whose connection comes from
+	// one of them is checked against the account's IP restrictions of
+	// type api with the client that header names (walked from the right,
+	// past the trusted proxies), any other with the connection's peer.
+	// Default: none, so the peer is always the client.
+	TrustedProxies []netip.Prefix
 	// Observe, when set, is called once for every request the Handler
 	// answers, after the answer (for metrics: counts and latencies by
 	// route and status). It runs on the request's goroutine, so it must be
@@ -173,8 +183,9 @@ func (h *Handler) Route(r *http.Request) string {
 }
 
 // ServeHTTP implements [http.Handler]: operation id, CORS, the OpenAPI
-// document, the version header, authentication and the per-account rate
-// limit, then the route. Everything before the route looks at headers
+// document, the version header, authentication, the account's IP
+// restrictions of type api and the per-account rate limit, then the
+// route. Everything before the route looks at headers
 // only: a request refused there is answered without reading its body.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := h.now()
@@ -250,6 +261,15 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.authenticate(r)
 	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	// The account's IP restrictions of type api, before the request
+	// counts toward its rate limit: a refused address spends nothing of
+	// the account's.
+	client, _ := clientip.Of(r, h.opts.TrustedProxies)
+	p.ClientIP = client.Addr()
+	if err := h.svc.CheckIPRestrictions(r.Context(), p, ipaccess.TypeAPI, p.ClientIP); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

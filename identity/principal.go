@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"net/netip"
+
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/ids"
 )
@@ -19,6 +21,14 @@ type Principal struct {
 	SubjectID string
 	// Admin reports whether the subject is an admin of the account.
 	Admin bool
+	// ClientIP is the address the call comes from, as its transport saw
+	// it (for HTTP: the connection's peer, or the client a trusted
+	// proxy's X-Forwarded-For names); the zero Addr when unknown, as for
+	// a Go program calling the Service itself. The Service uses it to
+	// refuse an IP restriction of type api that would refuse the very
+	// request writing it. Authentication leaves it zero: the transport
+	// sets it.
+	ClientIP netip.Addr
 }
 
 // Check fails (unauthenticated) unless p names an account and a user or

@@ -46,9 +46,23 @@
 // rules combined as a Set); an enforced restriction that refuses the
 // address refuses the traffic (HTTP 403, or the connection closed), and
 // one that is not enforced ("only warnings are issued") lets it through
-// and the proxy logs a warning naming the restriction. The other types
-// (dashboard, api, agent) are stored for the hosts that serve those
-// surfaces; this library applies none of them. An account has at most
+// and the proxy logs a warning naming the restriction.
+//
+// The other types are applied by the edgeplane Service for its own
+// surfaces, from the same policies and the same evaluation: api to every
+// authenticated request of the management API (by the client's address:
+// the connection's peer, or the client a trusted proxy's X-Forwarded-For
+// names), agent to the address an agent connects from, when its session
+// opens and whenever the account's restrictions or IP policies change
+// (held sessions now refused are closed, on every tunnel server), and
+// dashboard, stored for a web console (edgeplane has none yet: until it
+// does, a dashboard restriction restricts nothing). A restriction that is
+// not enforced lets the traffic through and warns: the warnings of every
+// type are counted by a [Tally], which lets one log line through per
+// restriction and address per [WarnInterval]. Reading the restrictions
+// fails closed: a check that cannot read them refuses the traffic.
+//
+// An account has at most
 // [MaxRestrictionsPerAccount] restrictions (a decision: the spec states no
 // bound, and every endpoints restriction costs a check per connection;
 // 100 restrictions of 100,000 rules each check in about 0.6 µs).

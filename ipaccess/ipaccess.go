@@ -226,8 +226,16 @@ type Restriction struct {
 	// Enforced is true when the restriction blocks traffic; false when it
 	// only issues warnings.
 	Enforced bool `json:"enforced"`
-	// Type is the traffic restricted: [TypeDashboard], [TypeAPI],
-	// [TypeAgent] or [TypeEndpoints]. It cannot be changed by an update.
+	// Type is the traffic restricted. It cannot be changed by an update.
+	// [TypeAPI]: every authenticated request to the management API, by
+	// the client's address (403 when refused). [TypeAgent]: the address
+	// an agent connects from, when its session opens and again, on every
+	// tunnel server, whenever the account's restrictions or IP policies
+	// change (a refused session is closed). [TypeEndpoints]: every HTTP
+	// request and TLS or TCP connection to the account's edges and
+	// endpoints. [TypeDashboard]: stored for a web console, which applies
+	// it to its pages; edgeplane has no console yet, so it restricts
+	// nothing today.
 	Type string `json:"type" openapi:"oneof=dashboard api agent endpoints"`
 	// IPPolicies are the policies enforced, in the order given; their URIs
 	// are filled by the Service.

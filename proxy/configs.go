@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/revwait"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
@@ -292,6 +293,10 @@ type Configs struct {
 
 	compiles, refreshes, reloads, failures, dropped atomic.Uint64
 
+	// What the account's IP restrictions of type endpoints decided (of
+	// the handler's and the streams' traffic), and which warnings to log.
+	restrictions ipaccess.Tally
+
 	// Owned by the follower goroutine (and by New before it starts).
 	known      map[string]*tracked                   // by edge ID
 	byIPPolicy map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
@@ -415,6 +420,12 @@ func (c *Configs) WaitRevision(ctx context.Context, rev int64) error {
 	}
 	return err
 }
+
+// IPRestrictionCounts returns how many requests and connections the
+// accounts' IP restrictions of type endpoints refused, and let through
+// with a warning, on the edges of c (for metrics; the other types count
+// nothing here).
+func (c *Configs) IPRestrictionCounts() []ipaccess.TypeCount { return c.restrictions.Counts() }
 
 // Stats returns the counters.
 func (c *Configs) Stats() Stats {

@@ -18,6 +18,8 @@ import (
 	"github.com/mholt/acmez/v3"
 
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/clientip"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
 	"github.com/edgeplane/edgeplane/ratelimit"
@@ -353,7 +355,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ex := &exchange{w: responseWriter{ResponseWriter: w}} // one allocation for both
 	rw := &ex.w
-	client, forwarded := clientAddr(r, h.trusted)
+	client, forwarded := clientip.Of(r, h.trusted)
 	ex.forwarded = forwarded
 	defer func() {
 		rw.finish()
@@ -396,7 +398,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The account's IP restrictions of type endpoints, before anything
 	// of the edge's.
 	if refusedBy, warnings := e.restrictedBy(client.Addr()); refusedBy != "" || warnings != nil {
-		logRestricted(h.log, e, client.Addr(), refusedBy, warnings)
+		h.configs.logRestricted(h.log, e, client.Addr(), refusedBy, warnings, start)
 		if refusedBy != "" {
 			http.Error(rw, "forbidden: an IP restriction of this endpoint refuses the client's address", http.StatusForbidden)
 			return
@@ -468,7 +470,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ex.agentHeader.EdgeType = agents.EdgeNone
 		}
 		if forwarded {
-			ex.agentHeader.ClientAddr, _ = peerAddr(r) // the socket's peer, not X-Forwarded-For's client
+			ex.agentHeader.ClientAddr, _ = clientip.Peer(r) // the socket's peer, not X-Forwarded-For's client
 		}
 		if r.TLS != nil {
 			ex.agentHeader.Proto = "https"
@@ -486,16 +488,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rp.ServeHTTP(rw, r.WithContext(ex))
 }
 
-// logRestricted logs what an account's endpoint restrictions said of a
-// client of edge e: a refusal at Info, each warning of a restriction not
-// enforced at Warn.
-func logRestricted(log *slog.Logger, e *Edge, ip netip.Addr, refusedBy string, warnings []string) {
+// logRestricted counts and logs what an account's endpoint restrictions
+// said at now of a client of edge e: a refusal at Info, each warning of a
+// restriction not enforced at Warn, at most once per restriction and
+// address per [ipaccess.WarnInterval].
+func (c *Configs) logRestricted(log *slog.Logger, e *Edge, ip netip.Addr, refusedBy string, warnings []string, now time.Time) {
 	ctx := context.Background()
 	for _, id := range warnings {
-		log.LogAttrs(ctx, slog.LevelWarn, "an IP restriction that is not enforced would refuse this client", slog.String("account", e.AccountID()),
-			slog.String("edge", e.ID()), slog.String("restriction", id), slog.String("client_ip", ip.String()))
+		if c.restrictions.Warned(ipaccess.TypeEndpoints, id, ip, now) {
+			log.LogAttrs(ctx, slog.LevelWarn, "an IP restriction that is not enforced would refuse this client; let through", slog.String("account", e.AccountID()),
+				slog.String("edge", e.ID()), slog.String("restriction", id), slog.String("client_ip", ip.String()))
+		}
 	}
-	if refusedBy != "" && log.Enabled(ctx, slog.LevelInfo) {
+	if refusedBy == "" {
+		return
+	}
+	c.restrictions.Refused(ipaccess.TypeEndpoints)
+	if log.Enabled(ctx, slog.LevelInfo) {
 		log.LogAttrs(ctx, slog.LevelInfo, "refused by an IP restriction", slog.String("account", e.AccountID()),
 			slog.String("edge", e.ID()), slog.String("restriction", refusedBy), slog.String("client_ip", ip.String()))
 	}

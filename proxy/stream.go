@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/clientip"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/policy"
@@ -180,7 +181,7 @@ func upstreamDialer(nets []netip.Prefix, timeout time.Duration) *net.Dialer {
 	if nets = slices.Clone(nets); len(nets) > 0 {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !trusts(nets, ap.Addr().Unmap()) {
+			if err != nil || !clientip.Trusted(nets, ap.Addr().Unmap()) {
 				return errUpstreamNetwork
 			}
 			return nil
@@ -589,7 +590,7 @@ func (s *Streams) accountAllows(c net.Conn, cn *conn) bool {
 	if refusedBy == "" && warnings == nil {
 		return true
 	}
-	logRestricted(s.log, cn.edge, cn.client.Addr(), refusedBy, warnings)
+	s.configs.logRestricted(s.log, cn.edge, cn.client.Addr(), refusedBy, warnings, s.clock())
 	if refusedBy == "" {
 		return true
 	}

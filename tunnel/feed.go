@@ -6,6 +6,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -33,6 +34,9 @@ func (h *feedHandler) Resync(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 	}
+	if err := h.checkAccess(ctx, nil); err != nil {
+		return 0, err
+	}
 	return rev, nil
 }
 
@@ -42,9 +46,22 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 	// tunnels: a command written to a session that is closing races with
 	// its close inside muxado.
 	removed := map[string]bool{}
+	var access map[string]bool // accounts whose IP restrictions may decide otherwise now
 	for _, c := range b.Changes {
 		if c.Kind == edgeplane.KindTunnelSession && c.Op == store.OpDelete {
 			removed[c.ID] = true
+		}
+		switch role, _ := edgeplane.DataPlaneRoleOf(c.Kind); role {
+		case edgeplane.DataPlaneIPRestriction, edgeplane.DataPlaneIPPolicy, edgeplane.DataPlaneIPPolicyRule:
+			if access == nil {
+				access = map[string]bool{}
+			}
+			access[c.AccountID] = true
+		}
+	}
+	if access != nil {
+		if err := h.checkAccess(ctx, access); err != nil {
+			return err
 		}
 	}
 	for _, c := range b.Changes {
@@ -110,6 +127,38 @@ func (h *feedHandler) check(ctx context.Context, sess *session) error {
 		return err
 	case ts.StopRequested:
 		go sess.stop()
+	}
+	return nil
+}
+
+// checkAccess closes the held sessions of accounts (every account when
+// nil) whose agent's address an enforced IP restriction of type agent
+// refuses now.
+func (h *feedHandler) checkAccess(ctx context.Context, accounts map[string]bool) error {
+	held := map[string][]*session{}
+	h.s.mu.Lock()
+	for _, sess := range h.s.sessions {
+		if accounts == nil || accounts[sess.accountID] {
+			held[sess.accountID] = append(held[sess.accountID], sess)
+		}
+	}
+	h.s.mu.Unlock()
+	for account, list := range held {
+		e, err := h.s.opts.Host.IPRestrictions(ctx, account, ipaccess.TypeAgent)
+		if err != nil {
+			return err
+		}
+		for _, sess := range list {
+			refusedBy, _ := e.Check(sess.remote.Addr())
+			if refusedBy == "" {
+				continue
+			}
+			h.s.m.refused(reasonIPRestricted)
+			why := "IP restriction " + refusedBy + " of the account refuses the agent's address " + sess.remote.Addr().String()
+			h.s.log.Info("closing an agent session: an IP restriction refuses its address", "session", sess.id, "account", account,
+				"ip_restriction", refusedBy, "remote", sess.remote.String())
+			go sess.close(why)
+		}
 	}
 	return nil
 }

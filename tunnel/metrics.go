@@ -21,6 +21,7 @@ const (
 	reasonTooManySessions = "too_many_sessions" // the server holds MaxSessions
 	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession
 	reasonResume          = "resume"            // a session cookie or bind token that is not valid
+	reasonIPRestricted    = "ip_restricted"     // an IP restriction of type agent refuses the agent's address
 )
 
 // Metrics are a tunnel server's Prometheus metrics, a
@@ -32,7 +33,7 @@ const (
 //   - edgeplane_tunnel_refusals_total{reason}: connections and requests
 //     refused, by reason (tls_handshake, authtoken, bad_message, invalid,
 //     acl, conflict, gone, unsupported, too_many_sessions,
-//     too_many_tunnels, resume);
+//     too_many_tunnels, resume, ip_restricted);
 //   - edgeplane_tunnel_streams_total: connections handed to agents;
 //   - edgeplane_tunnel_stream_bytes_total{direction}: their bytes, "in"
 //     (to the agent) and "out" (from it).

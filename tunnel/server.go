@@ -15,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -79,6 +80,7 @@ type Host interface {
 	BindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error)
 	UnbindEndpoint(ctx context.Context, accountID, id string) error
 	GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error)
+	IPRestrictions(ctx context.Context, accountID, typ string) (*ipaccess.Enforcer, error)
 }
 
 // Options configures a [Server]. Host, TLSConfig and Feed are required;
@@ -94,7 +96,9 @@ type Options struct {
 	// made elsewhere: a session deleted (its credential deleted, taken
 	// over by the agent's reconnect to another node, or reaped) is
 	// closed, a stop requested through the API stops it, a tunnel of a
-	// held session deleted is stopped at the agent.
+	// held session deleted is stopped at the agent, and a held session
+	// whose address an IP restriction of type agent now refuses (one
+	// created or changed, or its IP policies' rules) is closed.
 	Feed store.Feed
 	// NodeAddr is the address other nodes of the store reach this one
 	// at for the hop (package hop), host:port, recorded with the node

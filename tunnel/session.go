@@ -237,8 +237,11 @@ func (sess *session) auth(str muxado.Stream) any {
 	cancel()
 	if err != nil {
 		reason := reasonInvalid
-		if errors.Is(err, apierr.ErrUnauthenticated) {
+		switch {
+		case errors.Is(err, apierr.ErrUnauthenticated):
 			reason = reasonAuthtoken
+		case errors.Is(err, apierr.ErrPermissionDenied):
+			reason = reasonIPRestricted
 		}
 		return fail(err, reason)
 	}

@@ -214,6 +214,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	logger.Info("edges loaded", "edges", cfgs.Stats().Edges, "revision", cfgs.Revision(), "took", time.Since(start).Round(time.Millisecond))
 	pm := proxy.NewMetrics(proxy.MetricsOptions{})
 	m.watchProxy(cfgs, pm)
+	m.restrictions.add(cfgs.IPRestrictionCounts)
 	var agentLn, hopLn net.Listener
 	var dialer agents.Dialer
 	if c.tunnelAddr != "" {

@@ -26,6 +26,9 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	storeOps *prometheus.HistogramVec
+	// restrictions counts what IP restrictions decided: each part of
+	// the process that checks them adds itself.
+	restrictions *restrictionDecisions
 
 	series  sync.Map     // seriesKey -> series: see seriesOf
 	nSeries atomic.Int32 // entries of series
@@ -46,8 +49,9 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
 		}, []string{"op"}),
 	}
+	m.restrictions = newRestrictionDecisions()
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.storeOps)
+		m.requests, m.duration, m.storeOps, m.restrictions)
 	return m
 }
 

@@ -106,6 +106,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 		go func() { defer close(reaped); reapTunnels(reapCtx, svc.Host(), c.reapInterval, logger) }()
 		defer func() { stopReaping(); <-reaped }()
 		m.watchNodes(svc.Host())
+		m.restrictions.add(svc.IPRestrictionCounts) // the agents' sessions
 	}
 	servers := dp.servers
 	dp.report(stdout)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/clientip"
 	"github.com/edgeplane/edgeplane/cmd/edgeplane/internal/prefault"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/httpserver"
@@ -28,6 +29,7 @@ type serveConfig struct {
 	rateLimit                int
 	rateWindow               time.Duration
 	corsOrigins, metricsAddr string
+	trustedProxies           string
 	reapInterval             time.Duration
 	proxy                    bool
 	cpuProfile               string
@@ -48,6 +50,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.IntVar(&c.rateLimit, "rate-limit", httpapi.DefaultRateLimit, "requests one account may make per -rate-window; 0 turns the limit off")
 	fs.DurationVar(&c.rateWindow, "rate-window", httpapi.DefaultRateWindow, "window of -rate-limit, a whole multiple of 10s")
 	fs.StringVar(&c.corsOrigins, "cors-origins", "", "comma-separated origins answered with CORS credentials (default: any origin, without credentials)")
+	fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated CIDR prefixes or addresses of proxies in front of the API whose X-Forwarded-For names the client that IP restrictions of type api check (default: none; the connection's address is the client)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file when the server stops (for go tool pprof)")
@@ -100,6 +103,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := c.events.check(); err != nil {
 		return err
 	}
+	apiTrusted, err := clientip.ParsePrefixes(c.trustedProxies, "trusted proxy")
+	if err != nil {
+		return usageError{"-trusted-proxies: " + err.Error()}
+	}
 	var trusted []netip.Prefix
 	if c.proxy {
 		if trusted, err = c.data.check("proxy-"); err != nil {
@@ -142,6 +149,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = svc.Close(ctx) // delivers the events committed before the stop
 	}()
 	m.watchEvents(svc)
+	m.restrictions.add(svc.IPRestrictionCounts)
 	if err := svc.Host().CheckSealingKey(ctx); err != nil {
 		return err
 	}
@@ -162,7 +170,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.corsOrigins != "" {
 		origins = strings.Split(c.corsOrigins, ",")
 	}
-	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, Observe: m.observe, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins})
+	api, err := httpapi.New(svc, httpapi.Options{Logger: logger, Observe: m.observe, RateLimit: c.rateLimit, RateWindow: c.rateWindow, AllowedOrigins: origins,
+		TrustedProxies: apiTrusted})
 	if err != nil {
 		return usageError{"-rate-window: " + err.Error()}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package clientip
 
 import (
 	"net/http/httptest"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestParseTrustedProxies(t *testing.T) {
+func TestParsePrefixes(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    string // the prefixes joined by " "
@@ -27,7 +27,7 @@ func TestParseTrustedProxies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseTrustedProxies(tc.in)
+			got, err := parseTrusted(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
@@ -48,8 +48,8 @@ func TestParseTrustedProxies(t *testing.T) {
 	}
 }
 
-func TestClientAddr(t *testing.T) {
-	trusted, err := ParseTrustedProxies("10.0.0.0/8,192.0.2.1")
+func TestOf(t *testing.T) {
+	trusted, err := parseTrusted("10.0.0.0/8,192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestClientAddr(t *testing.T) {
 			if tc.trusted {
 				tp = trusted
 			}
-			got, fwd := clientAddr(r, tp)
+			got, fwd := Of(r, tp)
 			if got.String() != tc.want || fwd != tc.forwarded {
 				t.Errorf("got %s (forwarded %v), want %s (%v)", got, fwd, tc.want, tc.forwarded)
 			}
@@ -95,20 +95,20 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
-// FuzzClientAddr: whatever the header, the client is the peer or an
+// FuzzOf: whatever the header, the client is the peer or an
 // address the header names, never a trusted proxy's unless all are, and
-// clientAddr never panics.
-func FuzzClientAddr(f *testing.F) {
+// Of never panics.
+func FuzzOf(f *testing.F) {
 	f.Add("203.0.113.1, 10.2.2.2")
 	f.Add("unknown, , [::1]:80")
 	f.Add(",,,")
 	f.Add("::ffff:1.2.3.4%eth0")
-	trusted, _ := ParseTrustedProxies("10.0.0.0/8")
+	trusted, _ := parseTrusted("10.0.0.0/8")
 	f.Fuzz(func(t *testing.T, xff string) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = "10.0.0.1:1234"
 		r.Header.Set("X-Forwarded-For", xff)
-		got, fwd := clientAddr(r, trusted)
+		got, fwd := Of(r, trusted)
 		if !fwd {
 			if got.String() != "10.0.0.1:1234" {
 				t.Fatalf("not forwarded, yet %s", got)
@@ -130,14 +130,14 @@ func FuzzClientAddr(f *testing.F) {
 	})
 }
 
-// FuzzParseTrustedProxies: the flag parser never panics, and what it
+// FuzzParsePrefixes: the flag parser never panics, and what it
 // accepts are masked prefixes of unmapped addresses.
-func FuzzParseTrustedProxies(f *testing.F) {
+func FuzzParsePrefixes(f *testing.F) {
 	f.Add("10.0.0.0/8,192.0.2.7")
 	f.Add("::ffff:10.0.0.0/104")
 	f.Add("fe80::1%eth0/64")
 	f.Fuzz(func(t *testing.T, s string) {
-		ps, err := ParseTrustedProxies(s)
+		ps, err := parseTrusted(s)
 		if err != nil {
 			return
 		}
@@ -148,3 +148,5 @@ func FuzzParseTrustedProxies(f *testing.F) {
 		}
 	})
 }
+
+func parseTrusted(s string) ([]netip.Prefix, error) { return ParsePrefixes(s, "trusted proxy") }
