@@ -313,9 +313,16 @@ func listRoutes() []struct{ path, field string } {
 // store did not change for that account.
 func snapshot(t *testing.T, s *server, key string) string {
 	t.Helper()
+	return snapshotFrom(t, s, key)
+}
+
+// snapshotFrom is snapshot with the headers hdr on its requests (as
+// call takes them).
+func snapshotFrom(t *testing.T, s *server, key string, hdr ...string) string {
+	t.Helper()
 	var b strings.Builder
 	get := func(path string) map[string]any {
-		r := call(t, s, "GET", path, key, "")
+		r := call(t, s, "GET", path, key, "", hdr...)
 		if r.status != 200 {
 			t.Fatalf("snapshot: GET %s: %d %s", path, r.status, r.body)
 		}

@@ -289,11 +289,10 @@ func singular(seg string) string {
 // besides 405 (which belongs to a path, not an operation, and is described
 // in the document's info).
 func errorStatuses(rt route) []int {
-	out := []int{http.StatusBadRequest, http.StatusUnauthorized}
+	// 403: every authenticated request may be refused by an IP
+	// restriction of type api, besides the writes only admins may make.
+	out := []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden}
 	write := rt.method != http.MethodGet
-	if write {
-		out = append(out, http.StatusForbidden)
-	}
 	if strings.Contains(rt.pattern, "{") {
 		out = append(out, http.StatusNotFound)
 	}
@@ -330,8 +329,9 @@ func errorResponses() map[string]any {
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest: "Invalid argument: a header, parameter or field is missing or breaks a rule; violations name each field " +
 		"by its JSON path and say the rule.",
-	http.StatusUnauthorized:          "Unauthenticated: the Authorization header is missing, malformed or names no valid API key.",
-	http.StatusForbidden:             "Permission denied: the caller may not do this (for example, only an admin may act for another owner).",
+	http.StatusUnauthorized: "Unauthenticated: the Authorization header is missing, malformed or names no valid API key.",
+	http.StatusForbidden: "Permission denied: the caller may not do this (for example, only an admin may act for another owner), " +
+		"or an enforced IP restriction of type api of the account refuses the address the request comes from (the message names it).",
 	http.StatusNotFound:              "Not found: no such resource in the caller's account (another account's resources do not exist for it).",
 	http.StatusMethodNotAllowed:      "Method not allowed on this path; the Allow header lists the methods it serves.",
 	http.StatusConflict:              "Conflict or failed precondition: the resource already exists, or is in use, or the change would break a rule that spans resources.",

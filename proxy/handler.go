@@ -398,7 +398,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The account's IP restrictions of type endpoints, before anything
 	// of the edge's.
 	if refusedBy, warnings := e.restrictedBy(client.Addr()); refusedBy != "" || warnings != nil {
-		h.configs.logRestricted(h.log, e, client.Addr(), refusedBy, warnings, start)
+		now := start
+		if !h.wallClock {
+			now = h.clock()
+		}
+		h.configs.logRestricted(h.log, e, client.Addr(), refusedBy, warnings, now)
 		if refusedBy != "" {
 			http.Error(rw, "forbidden: an IP restriction of this endpoint refuses the client's address", http.StatusForbidden)
 			return

@@ -575,14 +575,30 @@ func TestEndpointRestrictions(t *testing.T) {
 	if code := e.httpsStatus(t, "a.example.com"); code != http.StatusServiceUnavailable {
 		t.Errorf("HTTPS edge under a restriction not enforced: %d, want 503 (its route has no tunnel)", code)
 	}
-	warned := 0
-	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "level=WARN") && strings.Contains(line, "would refuse") && strings.Contains(line, "restriction="+ipx.ID) {
-			warned++
+	warnings := func() int {
+		n := 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "level=WARN") && strings.Contains(line, "would refuse") && strings.Contains(line, "restriction="+ipx.ID) {
+				n++
+			}
 		}
+		return n
 	}
-	if warned != 3 {
-		t.Errorf("%d warnings name the restriction, want one per connection and request (3): %s", warned, logs)
+	warnedCount := func() uint64 { return e.c.IPRestrictionCounts()[3].Warned }
+	if n := warnings(); n != 1 {
+		t.Errorf("%d warnings name the restriction, want one for the three (one client address, within a minute): %s", n, logs)
+	}
+	if n := warnedCount(); n != 3 {
+		t.Errorf("%d warnings counted, want one per connection and request (3)", n)
+	}
+	// Logged once per restriction and address per minute: a fourth
+	// connection from 127.0.0.1 is counted, not logged again.
+	logged := warnings()
+	c = e.dialTCP(t)
+	roundTrip(t, c, "warned again")
+	c.Close()
+	if n := warnings(); n != logged || warnedCount() != 4 {
+		t.Errorf("a repeated warning: %d lines (was %d), %d counted; want it counted only", n, logged, warnedCount())
 	}
 
 	// The restriction deleted: nothing refused, nothing logged.
