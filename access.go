@@ -34,27 +34,48 @@ import (
 const maxAccessEntries = 10_000
 
 // accessCache keeps the compiled IP restrictions of an account by type.
-// A nil *accessCache keeps nothing: every check reads the store.
+// Every API request reads it, on every core: a hit takes no lock (as the
+// authentication cache). A nil *accessCache keeps nothing: every check
+// reads the store.
 type accessCache struct {
-	mu  sync.Mutex
-	gen uint64                           // bumped by every forget and clear
-	m   map[accessKey]*ipaccess.Enforcer // nil Enforcer: no restriction
+	m sync.Map // accessKey -> *accessEntry
+
+	mu  sync.Mutex // held by the writers: put, forget, clear
+	gen uint64     // bumped by every forget and clear
+	n   int        // entries in m
 }
 
 type accessKey struct{ account, typ string }
 
-func (c *accessCache) get(account, typ string) (e *ipaccess.Enforcer, gen uint64, ok bool) {
+// accessEntry is what is kept of one account and type: its Enforcer,
+// nil when it has no restriction of the type.
+type accessEntry struct{ e *ipaccess.Enforcer }
+
+// get returns what is kept of (account, typ).
+func (c *accessCache) get(account, typ string) (*ipaccess.Enforcer, bool) {
 	if c == nil {
-		return nil, 0, false
+		return nil, false
+	}
+	v, ok := c.m.Load(accessKey{account, typ})
+	if !ok {
+		return nil, false
+	}
+	return v.(*accessEntry).e, true
+}
+
+// note returns the generation to pass to put: read it before reading the
+// store, so that restrictions read before a change are not kept after it.
+func (c *accessCache) note() uint64 {
+	if c == nil {
+		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok = c.m[accessKey{account, typ}]
-	return e, c.gen, ok
+	return c.gen
 }
 
 // put keeps e for (account, typ) unless something was forgotten since
-// gen was read (before the store was).
+// gen was noted.
 func (c *accessCache) put(account, typ string, e *ipaccess.Enforcer, gen uint64) {
 	if c == nil {
 		return
@@ -64,10 +85,13 @@ func (c *accessCache) put(account, typ string, e *ipaccess.Enforcer, gen uint64)
 	if c.gen != gen {
 		return
 	}
-	if c.m == nil || len(c.m) >= maxAccessEntries {
-		c.m = make(map[accessKey]*ipaccess.Enforcer)
+	if c.n >= maxAccessEntries {
+		c.m.Clear()
+		c.n = 0
 	}
-	c.m[accessKey{account, typ}] = e
+	if _, had := c.m.Swap(accessKey{account, typ}, &accessEntry{e}); !had {
+		c.n++
+	}
 }
 
 // forget drops what is kept of account.
@@ -79,7 +103,9 @@ func (c *accessCache) forget(account string) {
 	defer c.mu.Unlock()
 	c.gen++
 	for _, typ := range ipaccess.Types {
-		delete(c.m, accessKey{account, typ})
+		if _, had := c.m.LoadAndDelete(accessKey{account, typ}); had {
+			c.n--
+		}
 	}
 }
 
@@ -91,7 +117,8 @@ func (c *accessCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	c.m = nil
+	c.m.Clear()
+	c.n = 0
 }
 
 // accessKind reports whether a change of kind k may change what an
@@ -184,13 +211,10 @@ func (s *Service) enforcerOf(ctx context.Context, accountID, typ string) (*ipacc
 	cached := s.access != nil && s.fence(ctx) == nil
 	var gen uint64
 	if cached {
-		var (
-			e  *ipaccess.Enforcer
-			ok bool
-		)
-		if e, gen, ok = s.access.get(accountID, typ); ok {
+		if e, ok := s.access.get(accountID, typ); ok {
 			return e, nil
 		}
+		gen = s.access.note()
 	}
 	e, _, err := s.restrictionsOf(ctx, accountID, typ)
 	if err != nil {

@@ -129,3 +129,41 @@ func TestIPRestrictionSelfLockout(t *testing.T) {
 		t.Fatalf("a call with no address: %v", err)
 	}
 }
+
+// BenchmarkCheckIPRestrictions: what every API request adds, from the
+// access cache: an account with no api restriction, and one with an
+// enforced restriction of 1,000 rules that lets the address through.
+func BenchmarkCheckIPRestrictions(b *testing.B) {
+	ip := netip.MustParseAddr("192.0.2.1")
+	b.Run("none", func(b *testing.B) {
+		e := newEnv(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := e.svc.CheckIPRestrictions(e.ctx, e.admin, ipaccess.TypeAPI, ip); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("1000rules", func(b *testing.B) {
+		e := newEnv(b)
+		pol, err := e.svc.CreateIPPolicy(e.ctx, e.admin, ipaccess.CreatePolicyParams{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range ipaccess.MaxRulesPerPolicy {
+			cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24).String()
+			if _, err := e.svc.CreateIPPolicyRule(e.ctx, e.admin, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: cidr, Action: ipaccess.ActionDeny}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := e.svc.CreateIPRestriction(e.ctx, e.admin, ipaccess.CreateRestrictionParams{Type: ipaccess.TypeAPI, Enforced: true, IPPolicyIDs: []string{pol.ID}}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := e.svc.CheckIPRestrictions(e.ctx, e.admin, ipaccess.TypeAPI, ip); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

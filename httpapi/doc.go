@@ -111,6 +111,21 @@
 // message with the operation id; its cause goes to the log only. Every
 // response carries Service-Operation-Id.
 //
+// # IP restrictions
+//
+// After authentication, every request is checked against the IP
+// restrictions of type api of the caller's account
+// ([edgeplane.Service.CheckIPRestrictions]), by the client's address: the
+// connection's peer, or, when the peer is one of
+// [Options.TrustedProxies], the client its X-Forwarded-For names (walked
+// from the right, past the trusted proxies). An enforced restriction that
+// refuses it answers 403 (permission denied) naming the restriction,
+// before the request counts toward the rate limit and before anything is
+// read or written; one that is not enforced lets it through with a
+// warning in the Service's log. The address is passed on as the
+// principal's ClientIP, so that an enforced api restriction that would
+// refuse the request writing it is refused (400, naming enforced).
+//
 // # Rate limit
 //
 // Each account may make 120 requests per rolling 60 seconds by default
