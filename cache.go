@@ -113,9 +113,10 @@ func (f *cacheFollower) Apply(_ context.Context, b follow.Batch) error {
 		if !known {
 			// What a change of a kind this Service does not declare
 			// means is unknown: it is logged, and drops every cached
-			// authentication.
+			// authentication and IP restriction.
 			f.log.Error("record cache: a change of an unknown kind in the feed", "kind", string(ch.Kind), "id", ch.ID, "revision", ch.Revision)
 			f.auth.Clear()
+			f.access.clear()
 		}
 		if accessKind(ch.Kind) {
 			// A restriction, policy or rule created changes what the
