@@ -9,7 +9,6 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
-	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
@@ -22,15 +21,7 @@ func TestIPRestrictionsAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "store.db")
 	a, b := replicaOf(t, path), replicaOf(t, path)
-	acct, err := a.Host().CreateAccount(ctx, identity.AccountParams{Name: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := a.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: sub.ID, Admin: true}
+	p := newAdmin(t, a)
 	refused, allowed := netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("192.0.2.1")
 	check := func(step string, ip netip.Addr, wantRefusedBy string) {
 		t.Helper()

@@ -23,15 +23,7 @@ func TestReadsSeeOtherReplicasWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "store.db")
 	a, b := replicaOf(t, path), replicaOf(t, path)
-	acct, err := a.Host().CreateAccount(ctx, identity.AccountParams{Name: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := a.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: sub.ID, Admin: true}
+	p := newAdmin(t, a)
 
 	for round := range 5 {
 		c, err := a.CreateCredential(ctx, p, credentials.CreateParams{Description: "from a"})
@@ -73,18 +65,34 @@ func TestReadsSeeOtherReplicasWrites(t *testing.T) {
 	}
 
 	// An API key revoked through a stops authenticating on b at once.
-	key, err := a.Host().CreateAPIKey(ctx, acct.ID, identity.CreateAPIKeyParams{OwnerID: sub.ID})
+	key, err := a.Host().CreateAPIKey(ctx, p.AccountID, identity.CreateAPIKeyParams{OwnerID: p.SubjectID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Authenticate(ctx, *key.Token); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Host().DeleteAPIKey(ctx, acct.ID, key.ID); err != nil {
+	if err := a.Host().DeleteAPIKey(ctx, p.AccountID, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = b.Authenticate(ctx, *key.Token)
 	wantCode(t, err, apierr.Unauthenticated)
+}
+
+// newAdmin creates an account with an admin through svc and returns the
+// admin's principal.
+func newAdmin(t *testing.T, svc *edgeplane.Service) edgeplane.Principal {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "admin", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return edgeplane.Principal{AccountID: acct.ID, SubjectID: sub.ID, Admin: true}
 }
 
 // replicaOf returns a Service on its own Store of the SQLite file at
