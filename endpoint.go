@@ -272,12 +272,15 @@ func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string,
 		}
 	}
 	refs := store.UniqueRefs(append(nonEmpty(target.domainID), policyIDs...))
-	if target.port != 0 {
-		if err := s.createEndpoint(ctx, r, refs); err != nil {
-			return nil, s.endpointWriteErr(err, r)
+	caps := s.accountCap(KindEndpoint, accountID, s.limits.EndpointsPerAccount, "endpoints")
+	err = records.CreateCapped(ctx, s.store, caps, func(slots []string) error {
+		if target.port != 0 {
+			return s.createEndpoint(ctx, r, refs, slots)
 		}
-	} else if err := s.createEndpointOnFreePort(ctx, r, refs, params.TCPLow, params.TCPHigh); err != nil {
-		return nil, err
+		return s.createEndpointOnFreePort(ctx, r, refs, params.TCPLow, params.TCPHigh, slots)
+	})
+	if err != nil {
+		return nil, s.endpointWriteErr(err, r)
 	}
 	s.presentEndpoint(r, store.Record{})
 	return &r.Endpoint, nil
@@ -403,12 +406,12 @@ func parseTCPAddr(addr string) (host string, port int, reason string) {
 }
 
 // createEndpoint stores r as a new record under its session, with the
-// keys of its hostport and refs, reported as an endpoint_created event.
-// It returns the store's error as it is.
-func (s *Service) createEndpoint(ctx context.Context, r *endpointRecord, refs []string) error {
+// keys of its hostport, its slots and refs, reported as an
+// endpoint_created event. It returns the store's error as it is.
+func (s *Service) createEndpoint(ctx context.Context, r *endpointRecord, refs, slots []string) error {
 	setEndpointAddress(&r.Endpoint)
 	rec := store.Record{Kind: KindEndpoint, AccountID: r.AccountID, ID: r.ID, ParentID: r.TunnelSession.ID,
-		Keys: endpointKeys(&r.Endpoint), Refs: refs, Note: s.db.Note(endpointKind.Event, events.Created)}
+		Keys: append(endpointKeys(&r.Endpoint), slots...), Refs: refs, Note: s.db.Note(endpointKind.Event, events.Created)}
 	if err := endpointForm.Encode(s.db, r, &rec); err != nil {
 		return err
 	}
@@ -418,7 +421,8 @@ func (s *Service) createEndpoint(ctx context.Context, r *endpointRecord, refs []
 // createEndpointOnFreePort creates r on a port from low to high that no
 // edge or endpoint holds: from a random port of the range, each port in
 // turn (wrapping) until one is free, at most [maxPortAttempts] of them.
-func (s *Service) createEndpointOnFreePort(ctx context.Context, r *endpointRecord, refs []string, low, high int) error {
+// Other errors are the store's, as they are.
+func (s *Service) createEndpointOnFreePort(ctx context.Context, r *endpointRecord, refs []string, low, high int, slots []string) error {
 	n := high - low + 1
 	if n < 1 {
 		return apierr.New(apierr.FailedPrecondition, "this tunnel server's TCP ports (%d to %d) are no range", low, high)
@@ -427,7 +431,7 @@ func (s *Service) createEndpointOnFreePort(ctx context.Context, r *endpointRecor
 	attempts := min(n, maxPortAttempts)
 	for i := range attempts {
 		r.Port = int64(low + (start+i)%n)
-		err := s.createEndpoint(ctx, r, refs)
+		err := s.createEndpoint(ctx, r, refs, slots)
 		if err == nil {
 			return nil
 		}
@@ -435,7 +439,7 @@ func (s *Service) createEndpointOnFreePort(ctx context.Context, r *endpointRecor
 		if errors.As(err, &dup) && (dup.Key == tcpPortKey(strconv.FormatInt(r.Port, 10)) || dup.Key == hostportKey(r.Hostport)) {
 			continue // taken: the next port
 		}
-		return s.endpointWriteErr(err, r)
+		return err
 	}
 	return apierr.New(apierr.ResourceExhausted, "no free TCP port among %d tried of %d to %d; name a free address, or retry later", attempts, low, high)
 }

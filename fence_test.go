@@ -97,15 +97,19 @@ func newAdmin(t *testing.T, svc *edgeplane.Service) edgeplane.Principal {
 
 // replicaOf returns a Service on its own Store of the SQLite file at
 // path, as a replica of a server on that file would be, closed when the
-// test ends.
-func replicaOf(t *testing.T, path string) *edgeplane.Service {
+// test ends; each of with changes its options first.
+func replicaOf(t *testing.T, path string, with ...func(*edgeplane.Options)) *edgeplane.Service {
 	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize)})
+	opts := edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize)}
+	for _, f := range with {
+		f(&opts)
+	}
+	svc, err := edgeplane.New(st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/authcache"
@@ -91,6 +92,10 @@ type Options struct {
 	// server renewing it ([Host.RenewTunnel], [Host.RenewNode]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
+	// AgentLimits bound the sessions, tunnels and endpoints the agents
+	// of one account hold at once, across every node of the store; zero
+	// fields mean their defaults (see [agents.Limits]).
+	AgentLimits agents.Limits
 }
 
 // DefaultAuthCacheTTL is the default of [Options.AuthCacheTTL].
@@ -123,6 +128,7 @@ type Service struct {
 	policy  *policy.Engine   // Options.Policy or a default engine; never nil
 	filters *filter.Compiler // compiles and caches the filters of lists
 	lease   time.Duration    // Options.TunnelLease or its default
+	limits  agents.Limits    // Options.AgentLimits with defaults
 	sealer  *seal.Sealer     // under Options.SealingKey or an ephemeral key
 	auth    *authcache.Cache // nil when Options.AuthCacheTTL is negative
 	access  *accessCache     // compiled IP restrictions (access.go); nil without a follower of the feed
@@ -144,6 +150,9 @@ func New(st store.Store, opts Options) (*Service, error) {
 	if opts.SealingKey != nil && len(opts.SealingKey) != SealingKeySize {
 		return nil, apierr.Invalidf("SealingKey", "must be %d bytes, got %d", SealingKeySize, len(opts.SealingKey))
 	}
+	if err := opts.AgentLimits.Validate(); err != nil {
+		return nil, apierr.Wrap(apierr.InvalidArgument, err, "invalid Options.AgentLimits: "+err.Error())
+	}
 	if err := opts.Domains.Validate(); err != nil {
 		return nil, apierr.Wrap(apierr.InvalidArgument, err, "invalid Options.Domains: "+err.Error())
 	}
@@ -152,6 +161,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 		filters: new(filter.Compiler),
 		cache:   recordcache.New(opts.CacheBytes),
 		lease:   opts.TunnelLease,
+		limits:  opts.AgentLimits.WithDefaults(),
 		auth:    authcache.New(opts.AuthCacheTTL),
 		baseURL: strings.TrimRight(opts.BaseURL, "/"),
 		now:     opts.Clock,

@@ -56,7 +56,9 @@ func newEnv(t testing.TB) *env {
 	return newEnvWithStore(t, memstore.New())
 }
 
-func newEnvWithStore(t testing.TB, store store.Store) *env {
+// newEnvWithStore is newEnv on store; each of with changes the Service's
+// options first.
+func newEnvWithStore(t testing.TB, store store.Store, with ...func(*edgeplane.Options)) *env {
 	t.Helper()
 	e := &env{
 		store: store,
@@ -64,11 +66,15 @@ func newEnvWithStore(t testing.TB, store store.Store) *env {
 		ctx:   context.Background(),
 		logs:  new(bytes.Buffer),
 	}
-	e.svc = mustService(edgeplane.New(store, edgeplane.Options{
+	opts := edgeplane.Options{
 		BaseURL: "https://api.example.test/",
 		Clock:   e.clock.Now,
 		Logger:  slog.New(slog.NewTextHandler(e.logs, nil)),
-	}))
+	}
+	for _, f := range with {
+		f(&opts)
+	}
+	e.svc = mustService(edgeplane.New(store, opts))
 	a := e.account(t, "a")
 	e.admin = e.subject(t, a, true, false)
 	e.user = e.subject(t, a, false, false)

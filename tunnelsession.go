@@ -155,7 +155,18 @@ func (s *Service) openTunnelSession(ctx context.Context, token string, params ag
 	if err := tunnelSessionForm.Encode(s.db, r, &rec); err != nil {
 		return nil, err
 	}
-	if err := s.store.Create(ctx, rec); err != nil {
+	caps := s.accountCap(KindTunnelSession, auth.AccountID, s.limits.SessionsPerAccount, "simultaneous agent sessions")
+	if n := s.limits.SessionsPerCredential; n > 0 {
+		caps = append(caps, records.Cap{Kind: KindTunnelSession, AccountID: auth.AccountID, ParentID: auth.Credential.ID, Capacity: n,
+			Full: func() error {
+				return apierr.New(apierr.ResourceExhausted, "authtoken %s is limited to %d simultaneous agent sessions; stop one of its agents first", auth.Credential.ID, n)
+			}})
+	}
+	err = records.CreateCapped(ctx, s.store, caps, func(slots []string) error {
+		rec.Keys = slots
+		return s.store.Create(ctx, rec)
+	})
+	if err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return nil, errBadToken // the credential was deleted meanwhile
@@ -164,6 +175,18 @@ func (s *Service) openTunnelSession(ctx context.Context, token string, params ag
 	}
 	s.presentTunnelSession(r, rec)
 	return &r.TunnelSession, nil
+}
+
+// accountCap is the cap of limit records of kind in the account, what
+// they are in words (for the refusal); none when limit is negative (no
+// limit).
+func (s *Service) accountCap(kind store.Kind, accountID string, limit int, what string) []records.Cap {
+	if limit <= 0 {
+		return nil
+	}
+	return []records.Cap{{Kind: kind, AccountID: accountID, Capacity: limit, Full: func() error {
+		return apierr.New(apierr.ResourceExhausted, "your account is limited to %d %s; close one first", limit, what)
+	}}}
 }
 
 // addrString returns a's text form, "" for the zero Addr.
@@ -240,7 +263,11 @@ func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID s
 	if err := tunnelForm.Encode(s.db, &t, &rec); err != nil {
 		return nil, err
 	}
-	if err := s.store.Create(ctx, rec); err != nil {
+	err = records.CreateCapped(ctx, s.store, s.accountCap(KindTunnel, accountID, s.limits.TunnelsPerAccount, "labeled tunnels"), func(slots []string) error {
+		rec.Keys = slots
+		return s.store.Create(ctx, rec)
+	})
+	if err != nil {
 		var miss *store.MissingRefError
 		if errors.As(err, &miss) {
 			return nil, tunnelSessionKind.NotFound(sessionID) // closed, reaped or deleted with its credential meanwhile

@@ -53,7 +53,11 @@
 // Before Auth, a connection lives HandshakeTimeout. A Server holds at
 // most MaxSessions connections and each session at most
 // MaxTunnelsPerSession tunnels; one message is at most
-// [MaxMessageBytes].
+// [MaxMessageBytes]. The Host bounds the sessions of one credential and
+// of one account, and the tunnels and endpoints of one account, across
+// every Server of the store ([edgeplane.Options].AgentLimits): a refusal
+// reaches the agent as ERR_SERVICE_106 and is counted as
+// too_many_sessions or too_many_tunnels.
 //
 // Following the store's change feed (Options.Feed), the Server closes a
 // held session whose record was removed (deleting a credential removes

@@ -18,8 +18,8 @@ const (
 	reasonConflict        = "conflict"          // what the bind asks for is taken
 	reasonGone            = "gone"              // the session was removed meanwhile
 	reasonUnsupported     = "unsupported"       // a bind this server does not serve
-	reasonTooManySessions = "too_many_sessions" // the server holds MaxSessions
-	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession
+	reasonTooManySessions = "too_many_sessions" // the server holds MaxSessions, or the account or credential its limit of sessions
+	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession, or the account its limit of tunnels or endpoints
 	reasonResume          = "resume"            // a session cookie or bind token that is not valid
 	reasonIPRestricted    = "ip_restricted"     // an IP restriction of type agent refuses the agent's address
 )

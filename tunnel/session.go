@@ -242,6 +242,8 @@ func (sess *session) auth(str muxado.Stream) any {
 			reason = reasonAuthtoken
 		case errors.Is(err, apierr.ErrPermissionDenied):
 			reason = reasonIPRestricted
+		case errors.Is(err, apierr.ErrResourceExhausted):
+			reason = reasonTooManySessions // the account's or the credential's limit
 		}
 		return fail(err, reason)
 	}
@@ -534,6 +536,8 @@ func refusalReason(err error) string {
 		return reasonConflict
 	case errors.Is(err, apierr.ErrNotFound):
 		return reasonGone
+	case errors.Is(err, apierr.ErrResourceExhausted):
+		return reasonTooManyTunnels // the account's limit
 	default:
 		return reasonInvalid
 	}

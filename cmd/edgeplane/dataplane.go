@@ -55,7 +55,8 @@ type dataPlaneConfig struct {
 	nodeAddr            string // the hop's listener ("": none)
 	nodeAdvertise       string // the hop address other nodes dial ("": nodeAddr's)
 	nodeLease           time.Duration
-	dnsAddr, dnsZone    string // the DNS-01 challenges' server ("": none) and its zone
+	limits              agents.Limits // the agents' limits per account and credential
+	dnsAddr, dnsZone    string        // the DNS-01 challenges' server ("": none) and its zone
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -83,6 +84,10 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.nodeAddr, prefix+"node-addr", "", "address of the hop's listener: other edge nodes of the store (edgeplane proxy processes on the same store) hand this node the requests and connections for the agents connected here (mutual TLS from the sealing key); \"\": this node takes no hop, and requests for its agents that reach another node fail")
 	fs.StringVar(&c.nodeAdvertise, prefix+"node-advertise", "", "HOST:PORT other nodes dial for the hop, recorded with the node (default: -"+prefix+"node-addr, which must then name its host)")
 	fs.DurationVar(&c.nodeLease, prefix+"node-lease", edgeplane.DefaultTunnelLease, "with -"+prefix+"tunnel-addr: the lease of this edge node, which keeps its agents' sessions online; renewed every third of it (one store write for all its sessions); when the node dies its agents' tunnels and endpoints go offline at its end")
+	fs.IntVar(&c.limits.SessionsPerCredential, prefix+"sessions-per-credential", agents.DefaultSessionsPerCredential, "with -"+prefix+"tunnel-addr: the most agent sessions one authtoken holds at once, on all the nodes of the store; more are refused (ERR_SERVICE_106); -1: no limit")
+	fs.IntVar(&c.limits.SessionsPerAccount, prefix+"sessions-per-account", agents.DefaultSessionsPerAccount, "with -"+prefix+"tunnel-addr: the most agent sessions of one account at once, on all the nodes of the store; -1: no limit")
+	fs.IntVar(&c.limits.TunnelsPerAccount, prefix+"tunnels-per-account", agents.DefaultTunnelsPerAccount, "with -"+prefix+"tunnel-addr: the most labeled tunnels the agents of one account hold at once; -1: no limit")
+	fs.IntVar(&c.limits.EndpointsPerAccount, prefix+"endpoints-per-account", agents.DefaultEndpointsPerAccount, "with -"+prefix+"tunnel-addr: the most endpoints the agents of one account bind at once; -1: no limit")
 	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
 	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
@@ -104,6 +109,15 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	}
 	if c.nodeLease < 3*time.Second {
 		return nil, usageError{fmt.Sprintf("-%snode-lease %v: want at least 3s (it is renewed every third of it)", prefix, c.nodeLease)}
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"sessions-per-credential", c.limits.SessionsPerCredential}, {"sessions-per-account", c.limits.SessionsPerAccount},
+		{"tunnels-per-account", c.limits.TunnelsPerAccount}, {"endpoints-per-account", c.limits.EndpointsPerAccount}} {
+		if l.v != -1 && (l.v < 1 || l.v > agents.MaxLimit) {
+			return nil, usageError{fmt.Sprintf("-%s%s %d: want 1 to %d, or -1 for no limit", prefix, l.name, l.v, agents.MaxLimit)}
+		}
 	}
 	if c.maxConnsPerEdge < 1 {
 		return nil, usageError{fmt.Sprintf("-%smax-conns-per-edge %d: want at least 1", prefix, c.maxConnsPerEdge)}

@@ -81,7 +81,7 @@ func proxyCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	m := newMetrics()
 	ts := newTimedStore(st, m.storeOps)
-	svc, err := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease})
+	svc, err := edgeplane.New(ts, edgeplane.Options{Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease, AgentLimits: c.data.limits})
 	if err != nil {
 		return err
 	}

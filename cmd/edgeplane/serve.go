@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/clientip"
 	"github.com/edgeplane/edgeplane/cmd/edgeplane/internal/prefault"
 	"github.com/edgeplane/edgeplane/httpapi"
@@ -139,7 +140,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	ts := newTimedStore(st, m.storeOps)
-	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease})
+	var limits agents.Limits // the defaults; the data plane's flags are checked with -proxy only
+	if c.proxy {
+		limits = c.data.limits
+	}
+	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease,
+		AgentLimits: limits})
 	if err != nil {
 		return err
 	}
