@@ -135,7 +135,7 @@ func startDelivery(t testing.TB, h *edgeplane.Host) (stop func()) {
 func TestWebhookDelivery(t *testing.T) {
 	e := newEnv(t)
 	d, err := e.svc.CreateEventDestination(e.ctx, e.user, events.CreateDestinationParams{
-		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "http://placeholder.invalid"}}})
+		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "http://placeholder.example.com"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	ts := newTimedStore(st, m.storeOps)
-	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease})
+	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease,
+		Events: c.events.serviceOptions()})
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer cancel()
 		_ = svc.Close(ctx) // delivers the events committed before the stop
 	}()
-	m.watchEvents(svc)
 	if err := svc.Host().CheckSealingKey(ctx); err != nil {
 		return err
 	}
