@@ -128,9 +128,9 @@ func (m *metrics) watchDelivery() *deliveryMetrics {
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_event_skipped_revisions_total",
 			Help: "Store revisions the change feed compacted away before they were delivered, by destination."}, []string{"destination"}),
 		lagRevs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "edgeplane_event_lag_revisions",
-			Help: "Store revisions after a destination's cursor, at its last delivery."}, []string{"destination"}),
+			Help: "Store revisions (writes of every account) after a destination's cursor: at its last delivery or failed attempt; 0 once it has caught up."}, []string{"destination"}),
 		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "edgeplane_event_lag_seconds",
-			Help: "Age of the event a destination received last, at its delivery."}, []string{"destination"}),
+			Help: "How long a destination's oldest event not yet delivered has waited: the event being retried, or the last one delivered, at its delivery; 0 once the destination has caught up."}, []string{"destination"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgeplane_event_delivery_leader", Help: "1 while this replica delivers events (holds the lease)."}),
 	}
 	m.reg.MustRegister(d.attempts, d.retries, d.skipped, d.lagRevs, d.lagSeconds, d.leader)
