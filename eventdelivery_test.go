@@ -215,8 +215,9 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	rcv.waitFor("the cursor to be recorded past the 4 events", func() bool {
-		st, err = e.svc.GetEventDestination(e.ctx, e.user, d.ID)
-		return err != nil || st.Delivery.Cursor >= last.Version
+		var state webhook.State
+		state, err = e.svc.Host().EventDelivery().LoadState(e.ctx, webhook.Destination{AccountID: e.user.AccountID, ID: d.ID})
+		return err != nil || state.Cursor >= last.Version
 	})
 	if err != nil {
 		t.Fatal(err)

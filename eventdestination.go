@@ -261,19 +261,23 @@ func (s *Service) withDelivery(ctx context.Context, accountID string, v *events.
 	if err != nil {
 		return s.db.StoreErr(err, deliveryKind, "")
 	}
-	rev, err := s.store.Revision(ctx)
-	if err != nil {
-		return s.db.StoreErr(err, deliveryKind, "")
-	}
-	v.Delivery = showDelivery(d, rev, s.now())
+	v.Delivery = showDelivery(d, s.now())
 	return nil
 }
 
-// showDelivery is the API's view of a delivery state at revision rev and
-// time now.
-func showDelivery(d deliveryDoc, rev int64, now time.Time) events.DeliveryStatus {
-	st := events.DeliveryStatus{State: d.State, Cursor: d.Cursor, LagRevisions: max(rev-d.Cursor, 0), Attempts: d.Attempts,
-		LastError: d.LastError, LastDeliveredAt: d.LastDeliveredAt, Delivered: d.Delivered, Dropped: d.Dropped, Skipped: d.Skipped}
+// showDelivery is the API's view of a delivery state at time now. It
+// shows no store revision, neither the cursor nor how many revisions it
+// is behind, nor the revisions compacted away: every account's writes
+// advance them, so they would tell the destination's owner how much the
+// other accounts write. The lag is time only (lag_seconds), and losses
+// are counted as the times they happened (Gaps; a state written before
+// Gaps existed shows 1 when it lost any).
+func showDelivery(d deliveryDoc, now time.Time) events.DeliveryStatus {
+	st := events.DeliveryStatus{State: d.State, Attempts: d.Attempts,
+		LastError: d.LastError, LastDeliveredAt: d.LastDeliveredAt, Delivered: d.Delivered, Dropped: d.Dropped, Skipped: d.Gaps}
+	if d.Skipped > 0 && d.Gaps == 0 {
+		st.Skipped = 1
+	}
 	if st.State == "" {
 		st.State = events.StateOK
 	}

@@ -66,6 +66,10 @@ type State struct {
 	Delivered int64 `json:"delivered,omitempty"`
 	Dropped   int64 `json:"dropped,omitempty"`
 	Skipped   int64 `json:"skipped,omitempty"`
+	// Gaps counts the times Skipped grew: the feed had been compacted
+	// past the cursor. Unlike Skipped, which counts every account's
+	// writes, it may be shown to the destination's owner.
+	Gaps int64 `json:"gaps,omitempty"`
 }
 
 // Event is one event for one destination.
@@ -362,6 +366,7 @@ func (r *runner) deliver(ctx context.Context, d Destination) {
 		}
 		if b.Skipped > 0 {
 			st.Skipped += b.Skipped
+			st.Gaps++
 			log.Error("event delivery: the change feed was compacted past the destination's cursor; events lost", "revisions", b.Skipped, "cursor", st.Cursor)
 			if r.o.Metrics.Skipped != nil {
 				r.o.Metrics.Skipped(d.ID, b.Skipped)

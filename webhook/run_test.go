@@ -184,8 +184,8 @@ func TestRunSkipped(t *testing.T) {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if src.state.Skipped != 8 || src.state.Cursor != 15 {
-		t.Errorf("state %+v, want 8 skipped (revisions 5 to 12), cursor 15", src.state)
+	if src.state.Skipped != 8 || src.state.Gaps != 1 || src.state.Cursor != 15 {
+		t.Errorf("state %+v, want 8 skipped (revisions 5 to 12) in 1 gap, cursor 15", src.state)
 	}
 }
 
