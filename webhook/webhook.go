@@ -28,14 +28,23 @@
 // event has failed for longer than the retry window, it is dropped
 // (counted) and the destination marked failing: from then on each event
 // gets one attempt, dropped when it fails, until one succeeds and the
-// destination is ok again. When the feed has compacted past a cursor the
-// revisions lost are counted as skipped, never silently passed over.
+// destination is ok again. The log says when a destination turns failing
+// and when it recovers, once each, not at each attempt. When the feed has
+// compacted past a cursor the revisions lost are counted as skipped,
+// never silently passed over.
+//
+// [Metrics] follow each destination: its attempts by outcome, its
+// retries, the revisions skipped, and its lag (revisions after its
+// cursor, age of its oldest event not yet delivered), which is 0 once it
+// has caught up with the feed.
 //
 // # Bounds
 //
 // Destinations reach public addresses only unless the operator names the
 // networks allowed (package internal/netguard, checked on every address
-// dialled); redirects are not followed (a 3xx is a failure); a response
+// dialled; the Service refuses a destination pointing elsewhere when it
+// is created, but a name can resolve elsewhere later); redirects are not
+// followed (a 3xx is a failure); a response
 // body is read to at most [MaxResponseBytes]; each attempt gets Timeout;
 // at most MaxInFlight attempts run at once across all destinations.
 package webhook
