@@ -149,19 +149,34 @@ func (p *Policy) CheckHost(ctx context.Context, lookup LookupFunc, host string, 
 }
 
 // Control is a net.Dialer Control function that refuses the addresses p
-// does not allow, with an error wrapping notAllowed.
+// does not allow, with a [*RefusedError] wrapping notAllowed.
 func (p *Policy) Control(notAllowed error) func(network, address string, c syscall.RawConn) error {
 	return func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
-			return fmt.Errorf("%w: %q is not an IP address and port", notAllowed, address)
+			return &RefusedError{Reason: fmt.Sprintf("%q is not an IP address and port", address), notAllowed: notAllowed}
 		}
 		if reason := p.Check(ap.Addr()); reason != "" {
-			return fmt.Errorf("%w: %s", notAllowed, reason)
+			return &RefusedError{Reason: reason, notAllowed: notAllowed}
 		}
 		return nil
 	}
 }
+
+// RefusedError is the error of [Policy.Control] for an address the
+// policy refuses. It unwraps to the error Control was given.
+type RefusedError struct {
+	// Reason says why, as [Policy.Check] does ("10.0.0.1 is private
+	// (10.0.0.0/8)").
+	Reason     string
+	notAllowed error
+}
+
+// Error returns the error Control was given and the reason.
+func (e *RefusedError) Error() string { return e.notAllowed.Error() + ": " + e.Reason }
+
+// Unwrap returns the error Control was given.
+func (e *RefusedError) Unwrap() error { return e.notAllowed }
 
 // Non-public networks, by the reason they are refused. IPv4-mapped IPv6
 // addresses are unmapped before the lookup; NAT64 addresses are judged by
