@@ -150,3 +150,26 @@ func TestPolicyString(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckHost: any host a tenant writes gets an answer, never a
+// panic; an IP literal is judged as Check judges it; a reason never
+// shows the resolver's error.
+func FuzzCheckHost(f *testing.F) {
+	for _, s := range []string{"10.1.2.3", "::ffff:10.1.2.3", "fe80::1%eth0", "public.example", "private.example", "nx.example", "", "slow.x", "1.2.3.4.5"} {
+		f.Add(s)
+	}
+	h := hosts{"public.example": {"93.184.215.14"}, "private.example": {"10.0.0.5"}}
+	p := netguard.New(nil)
+	f.Fuzz(func(t *testing.T, host string) {
+		if strings.HasPrefix(host, "slow.") {
+			return
+		}
+		got := p.CheckHost(context.Background(), h.lookup, host, time.Second)
+		if a, err := netip.ParseAddr(host); err == nil && got != p.Check(a) {
+			t.Fatalf("CheckHost(%q) = %q, Check = %q", host, got, p.Check(a))
+		}
+		if strings.Contains(got, "10.0.0.53") || strings.Contains(got, "lookup ") {
+			t.Fatalf("CheckHost(%q) = %q shows the resolver's error", host, got)
+		}
+	})
+}
