@@ -70,7 +70,7 @@ func newEventEnv(t testing.TB, st store.Store, opts events.Options) (*env, *sync
 		BaseURL: "https://api.example.test",
 		Clock:   e.clock.Now,
 		Logger:  slog.New(slog.NewTextHandler(logs, nil)),
-		Events:  opts,
+		Events:  testEvents(opts),
 	}))
 	t.Cleanup(func() { e.svc.Close(context.Background()) })
 	a := e.account(t, "a")

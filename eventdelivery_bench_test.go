@@ -35,7 +35,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize)})
+	svc, err := edgeplane.New(st, edgeplane.Options{SealingKey: make([]byte, edgeplane.SealingKeySize), Events: testEvents(events.Options{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func startDelivery(t testing.TB, h *edgeplane.Host) (stop func()) {
 func TestWebhookDelivery(t *testing.T) {
 	e := newEnv(t)
 	d, err := e.svc.CreateEventDestination(e.ctx, e.user, events.CreateDestinationParams{
-		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "http://placeholder.invalid"}}})
+		Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "http://placeholder.example.com"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +215,9 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	rcv.waitFor("the cursor to be recorded past the 4 events", func() bool {
-		st, err = e.svc.GetEventDestination(e.ctx, e.user, d.ID)
-		return err != nil || st.Delivery.Cursor >= last.Version
+		var state webhook.State
+		state, err = e.svc.Host().EventDelivery().LoadState(e.ctx, webhook.Destination{AccountID: e.user.AccountID, ID: d.ID})
+		return err != nil || state.Cursor >= last.Version
 	})
 	if err != nil {
 		t.Fatal(err)

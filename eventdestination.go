@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"net"
+	"net/url"
 	"slices"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/netguard"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/webhook"
@@ -25,6 +28,51 @@ import (
 // cursor is created with the destination, at the revision of its create,
 // so that every change after it is delivered; deleting the destination
 // deletes it.
+//
+// A destination may point only where delivery may go: the host of its
+// target URL is judged when it is created or its target changed
+// (checkTarget), under the networks of Options.Events (public addresses
+// only by default). An IP address outside them, or a name that resolves
+// only outside them, is refused with a violation of target.http.url that
+// names the networks allowed; so is a name that does not resolve within
+// Options.Events.ResolveTimeout (3 s by default), since delivery could not
+// reach it either: a tenant who has just created the record tries again.
+// This is advice at the door, not the guard: delivery checks every
+// address it dials (package webhook), since a name can resolve elsewhere
+// later.
+
+// guardDestinations sets where destinations may point and how their
+// host names are looked up, from opts.
+func (s *Service) guardDestinations(opts events.Options) {
+	s.destinations = netguard.New(opts.Networks)
+	s.lookup = net.DefaultResolver.LookupNetIP
+	if opts.Resolver != nil {
+		s.lookup = opts.Resolver.LookupNetIP
+	}
+	if s.resolveTimeout = opts.ResolveTimeout; s.resolveTimeout <= 0 {
+		s.resolveTimeout = events.DefaultResolveTimeout
+	}
+}
+
+// checkTarget returns nil when the target URL raw (validated) points
+// where destinations may point, else an InvalidArgument error naming
+// target.http.url, the reason and the networks allowed. It looks the
+// host name up, within s.resolveTimeout.
+func (s *Service) checkTarget(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return apierr.Invalidf("target.http.url", "must be an absolute http or https URL")
+	}
+	reason := s.destinations.CheckHost(ctx, s.lookup, u.Hostname(), s.resolveTimeout)
+	if reason == "" {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return apierr.Invalidf("target.http.url", "%s; event destinations may reach %s on this server: give a URL whose host is such an address or a name that resolves to one",
+		reason, s.destinations)
+}
 
 // storedDestination is an event destination as the Service holds it:
 // the API model and, beside it, the sealed webhook secret.
@@ -108,7 +156,12 @@ func deliveryID(destinationID string) string { return deliveryPrefix + destinati
 // /event_destinations). Its webhook secret is generated when params do
 // not give one, and returned in this response only. An account has at
 // most [events.MaxDestinationsPerAccount] destinations: one more is a
-// failed precondition.
+// failed precondition. The target URL's host must be an address the
+// server's networks allow ([events.Options.Networks]: public addresses
+// by default), or a name that resolves, within
+// [events.Options.ResolveTimeout], to at least one such address; else
+// the create is refused with a violation of target.http.url that says
+// why and names the networks allowed.
 func (s *Service) CreateEventDestination(ctx context.Context, p Principal, params events.CreateDestinationParams) (*events.Destination, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -117,6 +170,9 @@ func (s *Service) CreateEventDestination(ctx context.Context, p Principal, param
 		return nil, err
 	}
 	h := params.Target.HTTP
+	if err := s.checkTarget(ctx, h.URL); err != nil {
+		return nil, err
+	}
 	secret := events.NewSecret()
 	if h.Secret != nil {
 		secret = *h.Secret
@@ -205,19 +261,23 @@ func (s *Service) withDelivery(ctx context.Context, accountID string, v *events.
 	if err != nil {
 		return s.db.StoreErr(err, deliveryKind, "")
 	}
-	rev, err := s.store.Revision(ctx)
-	if err != nil {
-		return s.db.StoreErr(err, deliveryKind, "")
-	}
-	v.Delivery = showDelivery(d, rev, s.now())
+	v.Delivery = showDelivery(d, s.now())
 	return nil
 }
 
-// showDelivery is the API's view of a delivery state at revision rev and
-// time now.
-func showDelivery(d deliveryDoc, rev int64, now time.Time) events.DeliveryStatus {
-	st := events.DeliveryStatus{State: d.State, Cursor: d.Cursor, LagRevisions: max(rev-d.Cursor, 0), Attempts: d.Attempts,
-		LastError: d.LastError, LastDeliveredAt: d.LastDeliveredAt, Delivered: d.Delivered, Dropped: d.Dropped, Skipped: d.Skipped}
+// showDelivery is the API's view of a delivery state at time now. It
+// shows no store revision, neither the cursor nor how many revisions it
+// is behind, nor the revisions compacted away: every account's writes
+// advance them, so they would tell the destination's owner how much the
+// other accounts write. The lag is time only (lag_seconds), and losses
+// are counted as the times they happened (Gaps; a state written before
+// Gaps existed shows 1 when it lost any).
+func showDelivery(d deliveryDoc, now time.Time) events.DeliveryStatus {
+	st := events.DeliveryStatus{State: d.State, Attempts: d.Attempts,
+		LastError: d.LastError, LastDeliveredAt: d.LastDeliveredAt, Delivered: d.Delivered, Dropped: d.Dropped, Skipped: d.Gaps}
+	if d.Skipped > 0 && d.Gaps == 0 {
+		st.Skipped = 1
+	}
 	if st.State == "" {
 		st.State = events.StateOK
 	}
@@ -262,10 +322,20 @@ func (s *Service) ListEventDestinations(ctx context.Context, p Principal, opts L
 // UpdateEventDestination changes the fields present in params (PATCH
 // /event_destinations/{id}). A target replaces the old one; an http
 // target without a secret keeps the old secret, one with a secret
-// replaces it and the response shows it.
+// replaces it and the response shows it. A new target URL is judged as
+// at create: one whose host the server's networks do not allow is
+// refused with a violation of target.http.url.
 func (s *Service) UpdateEventDestination(ctx context.Context, p Principal, id string, params events.UpdateDestinationParams) (*events.Destination, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
+	}
+	if params.Target != nil {
+		if err := p.Check(); err != nil {
+			return nil, err
+		}
+		if err := s.checkTarget(ctx, params.Target.HTTP.URL); err != nil {
+			return nil, err
+		}
 	}
 	var secret *string
 	v, err := records.Update(ctx, s.db, p, eventDestinationForm.Form, id, func(v *storedDestination, rec *store.Record) error {

@@ -154,8 +154,9 @@ func TestEventDestinationCreateRacesDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if loaded.Cursor == 0 || d.Delivery.Cursor != loaded.Cursor {
-		t.Fatalf("cursor %d, want the one delivery created, %d", d.Delivery.Cursor, loaded.Cursor)
+	kept, err := e.svc.Host().EventDelivery().LoadState(e.ctx, webhook.Destination{AccountID: e.user.AccountID, ID: d.ID})
+	if err != nil || loaded.Cursor == 0 || kept.Cursor != loaded.Cursor {
+		t.Fatalf("cursor %d (%v), want the one delivery created, %d", kept.Cursor, err, loaded.Cursor)
 	}
 	if _, err := e.svc.GetEventDestination(e.ctx, e.user, d.ID); err != nil {
 		t.Fatalf("get: %v", err)

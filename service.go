@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/filter"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/netguard"
 	"github.com/edgeplane/edgeplane/internal/seal"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
@@ -48,10 +49,11 @@ type Options struct {
 	// [domains.Config.Validate]).
 	Domains domains.Config
 	// Events configures event delivery: the sink that receives events of
-	// subscribed types, the bounded queue in front of it and the registry
-	// of known event types. The zero value delivers nothing and knows the
-	// default types. With a Sink set, New starts one delivery goroutine;
-	// stop it with [Service.Close].
+	// subscribed types, the bounded queue in front of it, the registry
+	// of known event types, and the networks event destinations may
+	// point at. The zero value delivers nothing, knows the default types
+	// and allows destinations at public addresses only. With a Sink set,
+	// New starts one delivery goroutine; stop it with [Service.Close].
 	Events events.Options
 	// Policy is the traffic policy engine that validates, compiles and
 	// runs edge traffic policies. One engine for the Service's lifetime
@@ -123,6 +125,14 @@ type Service struct {
 	eventTypes *events.Registry // known event types; never nil
 	queue      *events.Queue    // nil when delivery is off
 	follow     *follower        // reads the change feed into queue; nil when delivery is off
+
+	// destinations is where event destinations may point
+	// (Options.Events.Networks), lookup and resolveTimeout how their
+	// host names are looked up (Options.Events.Resolver and
+	// ResolveTimeout, or the defaults).
+	destinations   *netguard.Policy
+	lookup         netguard.LookupFunc
+	resolveTimeout time.Duration
 
 	ipSets  policySets       // built IP policy sets, shared by every config that names a policy
 	policy  *policy.Engine   // Options.Policy or a default engine; never nil
@@ -200,6 +210,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 			return nil, apierr.Wrap(apierr.Internal, err, "the default event types do not make a registry") // a bug in kindList
 		}
 	}
+	s.guardDestinations(opts.Events)
 	s.store = recordcache.Invalidating(st, s.cache)
 	if s.cache != nil || s.auth != nil { // startCache starts a follower that keeps it true
 		s.access = &accessCache{}

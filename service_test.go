@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
@@ -51,6 +54,35 @@ type env struct {
 	node             string // the node e.session's sessions name, registered by the first
 }
 
+// testHosts is the tests' resolver of event destinations' host names:
+// every name under example.com is 127.0.0.1 (the receivers of the tests
+// listen on loopback), private.example.net is private, and any other
+// name does not exist.
+type testHosts struct{}
+
+func (testHosts) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	switch {
+	case host == "example.com" || strings.HasSuffix(host, ".example.com"):
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	case host == "private.example.net":
+		return []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// testEvents returns opts with what the tests' destinations need: a
+// resolver (testHosts) and loopback allowed, as -event-networks
+// 127.0.0.0/8 does in development, when opts do not set them.
+func testEvents(opts events.Options) events.Options {
+	if opts.Resolver == nil {
+		opts.Resolver = testHosts{}
+	}
+	if opts.Networks == nil {
+		opts.Networks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}
+	return opts
+}
+
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	return newEnvWithStore(t, memstore.New())
@@ -70,6 +102,7 @@ func newEnvWithStore(t testing.TB, store store.Store, with ...func(*edgeplane.Op
 		BaseURL: "https://api.example.test/",
 		Clock:   e.clock.Now,
 		Logger:  slog.New(slog.NewTextHandler(e.logs, nil)),
+		Events:  testEvents(events.Options{}),
 	}
 	for _, f := range with {
 		f(&opts)

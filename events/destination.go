@@ -111,17 +111,17 @@ type HTTPTarget struct {
 }
 
 // DeliveryStatus is the state of delivery to a destination, as the
-// replica that delivers last recorded it.
+// replica that delivers last recorded it. It tells the destination's
+// owner how far behind delivery is in time only: store revisions (the
+// change feed's positions, which every account's writes advance) are
+// never shown, since their count would tell one account how much the
+// others write.
 type DeliveryStatus struct {
 	// State is "ok", "retrying" or "failing".
 	State string `json:"state"`
-	// Cursor is the store revision through which events were delivered.
-	Cursor int64 `json:"cursor"`
-	// LagRevisions is how many store revisions (writes of any kind, not
-	// only this destination's events) the cursor is behind the store.
-	LagRevisions int64 `json:"lag_revisions"`
 	// LagSeconds is how long the oldest event not yet delivered has
-	// waited, 0 when none waits.
+	// waited: the event being retried while the state is retrying or
+	// failing, 0 when none waits.
 	LagSeconds float64 `json:"lag_seconds"`
 	// Attempts is how many times the event now being retried was tried.
 	Attempts int `json:"attempts"`
@@ -134,8 +134,12 @@ type DeliveryStatus struct {
 	Delivered int64 `json:"delivered"`
 	// Dropped counts events given up after the retry window.
 	Dropped int64 `json:"dropped"`
-	// Skipped counts store revisions the change feed discarded before
-	// they were delivered (compaction past the cursor).
+	// Skipped counts the times events were lost because the change
+	// feed had discarded them before they were delivered (the
+	// destination was behind for longer than the feed keeps changes).
+	// How many events each time is not known, since they were never
+	// read; the server's operator sees the revisions lost in the
+	// server's log and metrics.
 	Skipped int64 `json:"skipped"`
 }
 

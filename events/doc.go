@@ -104,6 +104,28 @@
 //     has at most [MaxDestinationsPerAccount]. Delivery to destinations,
 //     at least once from the store's change feed, is package webhook's;
 //     this package's [Queue] feeds the host's [Sink] only.
+//   - A destination may point only where delivery may go. When it is
+//     created, or its target changed, the host of target.http.url must
+//     be an address inside [Options.Networks] (public addresses only
+//     when empty), or a name at least one of whose addresses is; the
+//     name is looked up with [Options.Resolver] within
+//     [Options.ResolveTimeout]. Otherwise the write is refused with a
+//     violation of target.http.url that says why ("10.1.2.3 is private
+//     (10.0.0.0/8)", "... resolves only to addresses not allowed") and
+//     names the networks allowed. A name that does not resolve in time,
+//     or at all, is refused too, in those words and never with the
+//     resolver's error: delivery could not reach it either, and a
+//     tenant whose name is new tries again once it resolves. Delivery
+//     checks every address it dials all the same, since a name can
+//     resolve elsewhere later.
+//   - A destination's delivery tells its owner how far behind it is in
+//     time only (lag_seconds: the age of the event being retried, 0 when
+//     none waits). Store revisions, which every account's writes
+//     advance, are not shown (no cursor, no lag in revisions), and
+//     skipped counts the times events were lost to the feed's
+//     compaction, not the revisions lost: either count would tell one
+//     account how much the others write. The server's operator has the
+//     revisions in its metrics and log.
 //   - Delivery to a Sink is at most once and in order, from one goroutine. The queue
 //     holds [DefaultQueueSize] changes and each sink call gets
 //     [DefaultDeliveryTimeout] unless [Options] say otherwise.

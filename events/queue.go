@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,9 @@ const (
 	// DefaultDeliveryTimeout is the time one [Sink.Deliver] call gets when
 	// [Options.DeliveryTimeout] is zero.
 	DefaultDeliveryTimeout = 10 * time.Second
+	// DefaultResolveTimeout is the time the lookup of a destination's host
+	// name gets when [Options.ResolveTimeout] is zero.
+	DefaultResolveTimeout = 3 * time.Second
 )
 
 // Options configures event delivery. The zero value turns delivery off
@@ -39,6 +43,32 @@ type Options struct {
 	// Service's default (edgeplane.DefaultEventTypes). It is used whether
 	// or not Sink is set.
 	Registry *Registry
+	// Networks, when not empty, are the only networks event destinations
+	// may reach, private ones included; empty means public addresses
+	// only (a tenant chooses the URL). A destination whose target URL
+	// (target.http.url) has as its host an address outside them, or a
+	// name that resolves only to addresses outside them, is refused when
+	// it is created or its target is changed. Give delivery (package
+	// webhook, its Options.Networks) the same networks: it checks every
+	// address it dials again, since a name can resolve elsewhere later.
+	Networks []netip.Prefix
+	// Resolver looks up the host name of a destination's target URL when
+	// the destination is created or its target changed. Nil means
+	// net.DefaultResolver.
+	Resolver Resolver
+	// ResolveTimeout bounds that lookup, so that a create never waits
+	// long on DNS: a name that does not resolve in time is refused, as
+	// one that does not exist is. Zero (or negative) means
+	// [DefaultResolveTimeout].
+	ResolveTimeout time.Duration
+}
+
+// Resolver looks up the addresses of a host name, as [Options.Resolver]:
+// *net.Resolver is one.
+type Resolver interface {
+	// LookupNetIP returns the addresses of host for network "ip", "ip4"
+	// or "ip6".
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // Change is a resource change waiting for delivery: what the Service

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -51,8 +54,18 @@ type server struct {
 
 func newServer(t testing.TB, opts httpapi.Options) *server {
 	t.Helper()
+	return newServerWith(t, opts, events.Options{})
+}
+
+// newServerWith is newServer with the Service's event options ev; its
+// Resolver is testHosts unless ev names one.
+func newServerWith(t testing.TB, opts httpapi.Options, ev events.Options) *server {
+	t.Helper()
+	if ev.Resolver == nil {
+		ev.Resolver = testHosts{}
+	}
 	s := &server{t: t, store: memstore.New(), clock: &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}, logs: new(bytes.Buffer)}
-	s.svc = mustService(edgeplane.New(s.store, edgeplane.Options{BaseURL: "https://api.example.test", Clock: s.clock.Now}))
+	s.svc = mustService(edgeplane.New(s.store, edgeplane.Options{BaseURL: "https://api.example.test", Clock: s.clock.Now, Events: ev}))
 	s.keyA = s.adminKey("a")
 	s.keyB = s.adminKey("b")
 	if opts.Clock == nil {
@@ -67,6 +80,22 @@ func newServer(t testing.TB, opts httpapi.Options) *server {
 	t.Cleanup(s.srv.Close)
 	s.client = s.srv.Client()
 	return s
+}
+
+// testHosts resolves the host names of the tests' event destinations:
+// example.com and every name under it is public (93.184.215.14, an
+// address of the real example.com), private.example.net resolves only
+// to private addresses, and any other name does not exist.
+type testHosts struct{}
+
+func (testHosts) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	switch {
+	case host == "example.com" || strings.HasSuffix(host, ".example.com"):
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+	case host == "private.example.net":
+		return []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, Server: "10.53.0.1:53", IsNotFound: true}
 }
 
 func (s *server) adminKey(name string) string {

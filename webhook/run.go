@@ -66,6 +66,10 @@ type State struct {
 	Delivered int64 `json:"delivered,omitempty"`
 	Dropped   int64 `json:"dropped,omitempty"`
 	Skipped   int64 `json:"skipped,omitempty"`
+	// Gaps counts the times Skipped grew: the feed had been compacted
+	// past the cursor. Unlike Skipped, which counts every account's
+	// writes, it may be shown to the destination's owner.
+	Gaps int64 `json:"gaps,omitempty"`
 }
 
 // Event is one event for one destination.
@@ -120,9 +124,14 @@ type Metrics struct {
 	Retry func(destination string)
 	// Skipped is told of revisions compacted away before delivery.
 	Skipped func(destination string, n int64)
-	// Lag is told, after each delivery, how far the destination is
-	// behind: the store revisions after its cursor and the age of the
-	// event just delivered.
+	// Lag is told how far the destination is behind: the store
+	// revisions after its cursor and the age of the oldest event not yet
+	// delivered. It is told after each batch of events delivered (the
+	// age of the last one, at its delivery), after each failed attempt
+	// (the age of the event being retried), and, with 0 and 0, when the
+	// destination has caught up with the feed (when its worker starts
+	// caught up too): nothing pending is a lag of 0, never the last
+	// value.
 	Lag func(destination string, revisions int64, age time.Duration)
 	// Gone is told when a destination is no longer delivered to (deleted,
 	// or this replica stopped), to drop its series.
@@ -345,6 +354,7 @@ func (r *runner) deliver(ctx context.Context, d Destination) {
 		return true
 	}
 	saved := st.Cursor // the cursor the store holds
+	lagging := true    // Metrics.Lag may hold a lag above 0 (or none yet)
 	for ctx.Err() == nil {
 		b, err := r.src.Events(ctx, d, st.Cursor, r.o.Batch)
 		if err != nil {
@@ -356,12 +366,18 @@ func (r *runner) deliver(ctx context.Context, d Destination) {
 		}
 		if b.Skipped > 0 {
 			st.Skipped += b.Skipped
+			st.Gaps++
 			log.Error("event delivery: the change feed was compacted past the destination's cursor; events lost", "revisions", b.Skipped, "cursor", st.Cursor)
 			if r.o.Metrics.Skipped != nil {
 				r.o.Metrics.Skipped(d.ID, b.Skipped)
 			}
 		}
 		if b.Through <= st.Cursor && b.Skipped == 0 {
+			// Caught up: nothing is pending.
+			if lagging && r.o.Metrics.Lag != nil {
+				r.o.Metrics.Lag(d.ID, 0, 0)
+			}
+			lagging = false
 			if err := r.src.Wait(ctx, st.Cursor); err != nil {
 				break
 			}
@@ -383,10 +399,9 @@ func (r *runner) deliver(ctx context.Context, d Destination) {
 				saved = st.Cursor
 			}
 		}
-		if r.o.Metrics.Lag != nil && len(b.Events) > 0 {
-			if rev, err := r.src.Revision(ctx); err == nil {
-				r.o.Metrics.Lag(d.ID, rev-st.Cursor, r.o.Now().Sub(b.Events[len(b.Events)-1].CreatedAt))
-			}
+		if len(b.Events) > 0 {
+			r.lag(ctx, d, st.Cursor, b.Events[len(b.Events)-1].CreatedAt)
+			lagging = true
 		}
 	}
 	if st.Cursor != saved {
@@ -394,8 +409,21 @@ func (r *runner) deliver(ctx context.Context, d Destination) {
 	}
 }
 
+// lag tells Metrics.Lag how far d, at cursor, is behind, the oldest
+// event not yet delivered having happened at oldest.
+func (r *runner) lag(ctx context.Context, d Destination, cursor int64, oldest time.Time) {
+	if r.o.Metrics.Lag == nil {
+		return
+	}
+	if rev, err := r.src.Revision(ctx); err == nil {
+		r.o.Metrics.Lag(d.ID, max(rev-cursor, 0), max(r.o.Now().Sub(oldest), 0))
+	}
+}
+
 // deliverOne delivers ev, retrying, or drops it after the retry window;
-// false when ctx ended first.
+// false when ctx ended first. A destination that turns failing is
+// logged once, as is one that recovers (its next delivery); the
+// attempts between are counted, not logged.
 func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Event, save func() bool) bool {
 	first := r.o.Now()
 	attempts := 0
@@ -417,6 +445,10 @@ func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Ev
 		if err == nil {
 			now := r.o.Now()
 			changed := st.State != StateOK && st.State != ""
+			if st.State == StateFailing {
+				r.o.Log.Warn("event delivery: a failing destination recovered: an event was delivered; its events are retried for the whole retry window again",
+					"destination", d.ID, "account", d.AccountID, "event", ev.ID, "dropped", st.Dropped)
+			}
 			st.State, st.Attempts, st.LastError, st.LastDeliveredAt, st.RetryingSince, st.PendingSince = StateOK, 0, "", &now, nil, nil
 			st.Delivered++
 			r.count(d.ID, "delivered")
@@ -436,12 +468,16 @@ func (r *runner) deliverOne(ctx context.Context, d Destination, st *State, ev Ev
 		at := ev.CreatedAt
 		since := first
 		st.Attempts, st.LastError, st.PendingSince, st.Cursor, st.RetryingSince = attempts, msg, &at, ev.Revision-1, &since
+		r.lag(ctx, d, st.Cursor, at)
 		if st.State == StateFailing || r.o.Now().Sub(first) >= r.o.RetryWindow {
+			if st.State != StateFailing {
+				r.o.Log.Warn("event delivery: a destination is failing: an event failed for the whole retry window and was dropped; "+
+					"from now on each event gets one attempt and is dropped when it fails, until one is delivered (the destination's delivery.last_error says why)",
+					"destination", d.ID, "account", d.AccountID, "event", ev.ID, "attempts", attempts, "retry_window", r.o.RetryWindow, "err", msg)
+			}
 			st.State, st.RetryingSince = StateFailing, nil
 			st.Dropped++
 			r.count(d.ID, "dropped")
-			r.o.Log.Error("event delivery: an event failed for the whole retry window and is dropped; the destination is failing",
-				"destination", d.ID, "event", ev.ID, "attempts", attempts, "err", msg)
 			save()
 			return true
 		}

@@ -3,11 +3,14 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/webhook"
 )
 
@@ -181,8 +184,8 @@ func TestRunSkipped(t *testing.T) {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if src.state.Skipped != 8 || src.state.Cursor != 15 {
-		t.Errorf("state %+v, want 8 skipped (revisions 5 to 12), cursor 15", src.state)
+	if src.state.Skipped != 8 || src.state.Gaps != 1 || src.state.Cursor != 15 {
+		t.Errorf("state %+v, want 8 skipped (revisions 5 to 12) in 1 gap, cursor 15", src.state)
 	}
 }
 
@@ -280,5 +283,96 @@ func TestRunBoundsInFlight(t *testing.T) {
 	defer goneMu.Unlock()
 	if len(gone) != len(src.dests) {
 		t.Fatalf("Gone told of %v, want every one of the %d destinations", gone, len(src.dests))
+	}
+}
+
+// A destination that turns failing is logged once, and once when it
+// recovers: not at each attempt, nor at each event dropped while it is
+// failing. Two episodes, two of each.
+func TestRunLogsFailingAndRecoveryOnce(t *testing.T) {
+	src := &fakeSource{d: webhook.Destination{AccountID: "acct_1", ID: "ed_1"}, events: someEvents(7), state: webhook.State{Cursor: 10}}
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	failing := map[string]bool{"ev_1": true, "ev_2": true, "ev_4": true, "ev_5": true, "ev_6": true}
+	snd := &fakeSender{attempts: map[string]int{}, done: make(chan struct{}), want: 2, fail: func(id string, _ int) bool { return failing[id] }}
+	logs := new(syncbuf.Buffer)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- webhook.Run(ctx, src, webhook.Options{Sender: snd, Now: clock.Now, After: clock.After, RetryWindow: time.Hour,
+			MinBackoff: time.Second, MaxBackoff: time.Minute, Rescan: time.Hour, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	}()
+	select {
+	case <-snd.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not delivered: %v", snd.order)
+	}
+	cancel()
+	<-done
+	out := logs.String()
+	if n := strings.Count(out, "a destination is failing"); n != 2 {
+		t.Errorf("logged failing %d times, want 2 (ev_1 and ev_4 each turned it failing):\n%s", n, out)
+	}
+	if n := strings.Count(out, "a failing destination recovered"); n != 2 {
+		t.Errorf("logged recovered %d times, want 2 (ev_3 and ev_7):\n%s", n, out)
+	}
+	if n := strings.Count(out, "\n"); n != 4 {
+		t.Errorf("%d log lines, want the 4 above:\n%s", n, out)
+	}
+	for _, want := range []string{"level=WARN", "destination=ed_1", "account=acct_1", "retry_window=1h0m0s", "answered 500"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the logs do not say %s:\n%s", want, out)
+		}
+	}
+	if snd.attempts["ev_5"] != 1 || snd.attempts["ev_6"] != 1 || snd.order[0] != "ev_3" || snd.order[1] != "ev_7" {
+		t.Errorf("attempts %v, delivered %v", snd.attempts, snd.order)
+	}
+}
+
+// Metrics.Lag is 0, 0 once the destination has caught up, not the lag
+// of its last delivery (which an API reader sees as nothing pending).
+func TestRunLagZeroWhenCaughtUp(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	evs := someEvents(3)
+	for i := range evs {
+		evs[i].CreatedAt = clock.now.Add(-time.Minute)
+	}
+	src := &fakeSource{d: webhook.Destination{ID: "ed_1"}, events: evs, state: webhook.State{Cursor: 10}}
+	snd := &fakeSender{attempts: map[string]int{}, done: make(chan struct{}), want: 3, fail: func(id string, n int) bool { return id == "ev_2" && n < 3 }}
+	type lag struct {
+		revs int64
+		age  time.Duration
+	}
+	lags := make(chan lag, 100)
+	metrics := &webhook.Metrics{Lag: func(dest string, revs int64, age time.Duration) { lags <- lag{revs, age} }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- webhook.Run(ctx, src, webhook.Options{Sender: snd, Now: clock.Now, After: clock.After, RetryWindow: time.Hour,
+			MinBackoff: time.Second, MaxBackoff: time.Minute, Rescan: time.Hour, Metrics: metrics})
+	}()
+	defer func() { cancel(); <-done }()
+	var got []lag
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l := <-lags:
+			got = append(got, l)
+		case <-deadline:
+			t.Fatalf("no lag of 0 after the deliveries: %v", got)
+		}
+		if last := got[len(got)-1]; len(got) > 1 && last == (lag{}) {
+			break
+		}
+	}
+	// While ev_2 was retried, its age was shown, growing.
+	var retried []time.Duration
+	for _, l := range got[:len(got)-1] {
+		if l.age <= 0 {
+			t.Errorf("lag %+v before catching up, want an age above 0", l)
+		}
+		retried = append(retried, l.age)
+	}
+	if len(retried) < 3 || retried[1] <= retried[0] {
+		t.Errorf("ages reported while behind %v, want one per failed attempt, growing, then the delivery's", retried)
 	}
 }

@@ -28,14 +28,23 @@
 // event has failed for longer than the retry window, it is dropped
 // (counted) and the destination marked failing: from then on each event
 // gets one attempt, dropped when it fails, until one succeeds and the
-// destination is ok again. When the feed has compacted past a cursor the
-// revisions lost are counted as skipped, never silently passed over.
+// destination is ok again. The log says when a destination turns failing
+// and when it recovers, once each, not at each attempt. When the feed has
+// compacted past a cursor the revisions lost are counted as skipped,
+// never silently passed over.
+//
+// [Metrics] follow each destination: its attempts by outcome, its
+// retries, the revisions skipped, and its lag (revisions after its
+// cursor, age of its oldest event not yet delivered), which is 0 once it
+// has caught up with the feed.
 //
 // # Bounds
 //
 // Destinations reach public addresses only unless the operator names the
 // networks allowed (package internal/netguard, checked on every address
-// dialled); redirects are not followed (a 3xx is a failure); a response
+// dialled; the Service refuses a destination pointing elsewhere when it
+// is created, but a name can resolve elsewhere later); redirects are not
+// followed (a 3xx is a failure); a response
 // body is read to at most [MaxResponseBytes]; each attempt gets Timeout;
 // at most MaxInFlight attempts run at once across all destinations.
 package webhook
@@ -43,6 +52,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +61,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -92,8 +104,10 @@ type Request struct {
 // Sender makes attempts: signed POSTs through a client that dials only
 // the addresses its policy allows and follows no redirects.
 type Sender struct {
-	client *http.Client
-	now    func() time.Time
+	client  *http.Client
+	now     func() time.Time
+	timeout time.Duration
+	allowed string // the networks allowed, in words (netguard.Policy.String)
 }
 
 // NewSender returns a Sender whose attempts reach public addresses, or,
@@ -107,7 +121,8 @@ func NewSender(networks []netip.Prefix, timeout time.Duration, now func() time.T
 	if now == nil {
 		now = time.Now
 	}
-	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: netguard.New(networks).Control(ErrAddressNotAllowed)}
+	guard := netguard.New(networks)
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: guard.Control(ErrAddressNotAllowed)}
 	t := &http.Transport{
 		DialContext:            d.DialContext,
 		ForceAttemptHTTP2:      true,
@@ -120,12 +135,16 @@ func NewSender(networks []netip.Prefix, timeout time.Duration, now func() time.T
 	}
 	c := &http.Client{Transport: t, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Sender{client: c, now: now}
+	return &Sender{client: c, now: now, timeout: timeout, allowed: guard.String()}
 }
 
 // Send makes one attempt and returns nil when the receiver answered 2xx,
-// else an error that says what happened (the status and the start of
-// the body, or the transport's error).
+// else an error that says what happened, in words for the destination's
+// owner (it is their delivery.last_error): the status and the start of
+// the body, or what failed before an answer ("the connection to
+// 10.1.2.3:9 was refused", "no answer within 10s", "the address is not
+// allowed: ..."), never Go's chain of wrapped errors, which the error
+// unwraps to.
 func (s *Sender) Send(ctx context.Context, r Request) error {
 	at := s.now()
 	sig, err := Sign(r.Key, r.ID, at, r.Body)
@@ -146,7 +165,7 @@ func (s *Sender) Send(ctx context.Context, r Request) error {
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		return s.describe(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
@@ -161,6 +180,62 @@ func (s *Sender) Send(ctx context.Context, r Request) error {
 		return fmt.Errorf("answered %s (redirects are not followed)", resp.Status)
 	}
 	return fmt.Errorf("answered %s: %q", resp.Status, snippet)
+}
+
+// attemptError is an attempt's failure before an answer: what happened,
+// in words, and the transport's error.
+type attemptError struct {
+	msg string
+	err error
+}
+
+func (e *attemptError) Error() string { return e.msg }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// describe returns err, the failure of an attempt's request, as an
+// error that says what happened in words and unwraps to err.
+func (s *Sender) describe(err error) error {
+	var (
+		refused *netguard.RefusedError
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		opErr   *net.OpError
+		netErr  net.Error
+	)
+	var msg string
+	switch {
+	case errors.As(err, &refused):
+		msg = "the address is not allowed: " + refused.Reason + "; event destinations may reach " + s.allowed + " on this server"
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		msg = "the host " + dnsErr.Name + " did not resolve (no such host)"
+	case errors.As(err, &dnsErr):
+		msg = "the host " + dnsErr.Name + " did not resolve (the name server failed)"
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout():
+		msg = fmt.Sprintf("no answer within %v", s.timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		msg = "the connection was refused"
+		if errors.As(err, &opErr) && opErr.Addr != nil {
+			msg = "the connection to " + opErr.Addr.String() + " was refused"
+		}
+	case errors.As(err, &certErr):
+		msg = "the receiver's TLS certificate was not accepted: " + strings.TrimPrefix(certErr.Err.Error(), "x509: ")
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		msg = "the connection was closed before an answer"
+	default:
+		msg = "the request failed: " + innermost(err).Error()
+	}
+	return &attemptError{msg: msg, err: err}
+}
+
+// innermost returns the last error of err's chain (its first cause).
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
 
 // Backoff returns the wait before attempt n+1 after n failed attempts

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,5 +117,64 @@ func TestBackoff(t *testing.T) {
 		if got := webhook.Backoff(c.n, time.Second, 10*time.Minute, top); got != c.top {
 			t.Errorf("Backoff(%d) top = %v, want %v", c.n, got, c.top)
 		}
+	}
+}
+
+// An attempt that fails before an answer says what happened in words
+// (it is the destination's delivery.last_error), never Go's chain of
+// wrapped errors, and unwraps to the transport's error.
+func TestSendDescribesFailures(t *testing.T) {
+	mux := http.NewServeMux()
+	stop := make(chan struct{})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // the server notices the client hang up only after the body
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	})
+	mux.HandleFunc("/hangup", func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	tlsSrv := httptest.NewTLSServer(mux)
+	defer tlsSrv.Close()
+	defer close(stop)
+	refused := holdRefusedPort(t)
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	cases := []struct {
+		name     string
+		networks []netip.Prefix
+		url      string
+		want     string
+		is       error
+	}{
+		{"address not allowed", nil, srv.URL + "/ok", "the address is not allowed: 127.0.0.1 is loopback; event destinations may reach public addresses only on this server", webhook.ErrAddressNotAllowed},
+		{"address outside the networks", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, srv.URL + "/ok",
+			"the address is not allowed: 127.0.0.1 is outside the allowed networks; event destinations may reach only 10.0.0.0/8 on this server", webhook.ErrAddressNotAllowed},
+		{"connection refused", loopback, "http://" + refused + "/hook", "the connection to " + refused + " was refused", syscall.ECONNREFUSED},
+		{"no answer in time", loopback, srv.URL + "/slow", "no answer within 200ms", nil},
+		{"closed before an answer", loopback, srv.URL + "/hangup", "the connection was closed before an answer", nil},
+		{"untrusted certificate", loopback, tlsSrv.URL + "/ok", "the receiver's TLS certificate was not accepted: certificate signed by unknown authority", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			timeout := 10 * time.Second
+			if strings.HasSuffix(c.url, "/slow") {
+				timeout = 200 * time.Millisecond
+			}
+			snd := webhook.NewSender(c.networks, timeout, nil)
+			err := snd.Send(context.Background(), webhook.Request{URL: c.url, Key: make([]byte, 32), ID: "ev_1", Body: []byte(`{}`)})
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("Send: %v, want %q", err, c.want)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("Send: %v does not unwrap to %v", err, c.is)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/elect"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/webhook"
@@ -34,7 +35,7 @@ type eventConfig struct {
 
 func (c *eventConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.deliver, "event-delivery", true, "deliver events to the event destinations (signed webhooks); one replica of a store delivers at a time (a lease), the others take over when it stops")
-	fs.StringVar(&c.networks, "event-networks", "", "comma-separated CIDR prefixes or addresses: the only networks event destinations may reach, private ones included (default: public addresses only, since a tenant chooses the URL)")
+	fs.StringVar(&c.networks, "event-networks", "", "comma-separated CIDR prefixes or addresses: the only networks event destinations may reach, private ones included; a destination whose URL's host is, or resolves only to, an address outside them is refused when it is created or changed (default: public addresses only, since a tenant chooses the URL)")
 	fs.DurationVar(&c.retryWindow, "event-retry-window", 24*time.Hour, "how long a failed event is retried, later events of its destination waiting, before it is dropped and the destination marked failing; keep the store's change feed longer than this")
 	fs.DurationVar(&c.timeout, "event-timeout", 10*time.Second, "how long one delivery attempt may take")
 	fs.DurationVar(&c.lease, "event-lease", 30*time.Second, "term of the lease by which one replica delivers: when the delivering replica dies, another takes over within about this long")
@@ -60,6 +61,13 @@ func (c *eventConfig) check() error {
 		return usageError{fmt.Sprintf("-event-timeout %v: want a positive duration", c.timeout)}
 	}
 	return nil
+}
+
+// serviceOptions are the Service's event options: destinations are
+// refused at create and update where delivery could not reach them
+// (-event-networks).
+func (c *eventConfig) serviceOptions() events.Options {
+	return events.Options{Networks: c.nets}
 }
 
 // startEvents delivers events, while this replica holds the "events"
@@ -120,9 +128,9 @@ func (m *metrics) watchDelivery() *deliveryMetrics {
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_event_skipped_revisions_total",
 			Help: "Store revisions the change feed compacted away before they were delivered, by destination."}, []string{"destination"}),
 		lagRevs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "edgeplane_event_lag_revisions",
-			Help: "Store revisions after a destination's cursor, at its last delivery."}, []string{"destination"}),
+			Help: "Store revisions (writes of every account) after a destination's cursor: at its last delivery or failed attempt; 0 once it has caught up."}, []string{"destination"}),
 		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "edgeplane_event_lag_seconds",
-			Help: "Age of the event a destination received last, at its delivery."}, []string{"destination"}),
+			Help: "How long a destination's oldest event not yet delivered has waited: the event being retried, or the last one delivered, at its delivery; 0 once the destination has caught up."}, []string{"destination"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgeplane_event_delivery_leader", Help: "1 while this replica delivers events (holds the lease)."}),
 	}
 	m.reg.MustRegister(d.attempts, d.retries, d.skipped, d.lagRevs, d.lagSeconds, d.leader)

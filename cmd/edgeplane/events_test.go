@@ -227,3 +227,59 @@ func TestEventsTwoReplicasPostgres(t *testing.T) {
 	t.Logf("%d events, each delivered once while both replicas ran; after the deliverer's SIGKILL the other delivered the %d later ones (%d repeated deliveries in all)",
 		len(ids)+1, len(later), rcv.repeats())
 }
+
+// TestServeEventNetworks: serve refuses, at create and at update, an
+// event destination that delivery could not reach, naming
+// target.http.url and the networks allowed: by default public addresses
+// only; with -event-networks 127.0.0.0/8, loopback and nothing else.
+func TestServeEventNetworks(t *testing.T) {
+	env := map[string]string{"EDGEPLANE_API_KEY": "epk_" + strings.Repeat("c", 40)}
+	for _, c := range []struct {
+		name     string
+		args     []string
+		accepted []string
+		refused  map[string]string // URL -> what the reason says
+	}{
+		{"default", nil, []string{"https://93.184.215.14/hook"}, map[string]string{
+			"http://10.1.2.3:9/":  "10.1.2.3 is private (10.0.0.0/8); event destinations may reach public addresses only",
+			"http://127.0.0.1:9/": "127.0.0.1 is loopback; event destinations may reach public addresses only",
+		}},
+		{"-event-networks 127.0.0.0/8", []string{"-event-networks", "127.0.0.0/8"}, []string{"http://127.0.0.1:9/", "http://127.1.2.3/hook"}, map[string]string{
+			"http://10.1.2.3:9/":         "10.1.2.3 is outside the allowed networks; event destinations may reach only 127.0.0.0/8",
+			"https://93.184.215.14/hook": "93.184.215.14 is outside the allowed networks; event destinations may reach only 127.0.0.0/8",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startServe(t, c.args, env)
+			var id string
+			for _, u := range c.accepted {
+				code, v := apiDo(s.addr, "POST", "/event_destinations", `{"target":{"http":{"url":"`+u+`"}}}`)
+				if code != 201 {
+					t.Fatalf("create at %s: %d %v", u, code, v)
+				}
+				id = v["id"].(string)
+				if code, v := apiDo(s.addr, "PATCH", "/event_destinations/"+id, `{"target":{"http":{"url":"`+u+`"}}}`); code != 200 {
+					t.Fatalf("update to %s: %d %v", u, code, v)
+				}
+			}
+			for u, want := range c.refused {
+				for _, r := range []struct{ method, path string }{{"POST", "/event_destinations"}, {"PATCH", "/event_destinations/" + id}} {
+					code, v := apiDo(s.addr, r.method, r.path, `{"target":{"http":{"url":"`+u+`"}}}`)
+					vs, _ := v["violations"].([]any)
+					if code != 400 || v["error_code"] != "ERR_SERVICE_100" || len(vs) != 1 {
+						t.Fatalf("%s %s at %s: %d %v", r.method, r.path, u, code, v)
+					}
+					violation := vs[0].(map[string]any)
+					if violation["field"] != "target.http.url" || !strings.Contains(violation["reason"].(string), want) {
+						t.Errorf("%s at %s: violation %v, want target.http.url: %q", r.method, u, violation, want)
+					}
+				}
+			}
+			// The update refused changed nothing.
+			if code, v := apiDo(s.addr, "GET", "/event_destinations/"+id, ""); code != 200 ||
+				v["target"].(map[string]any)["http"].(map[string]any)["url"] != c.accepted[len(c.accepted)-1] {
+				t.Errorf("after the refused updates: %d %v", code, v)
+			}
+		})
+	}
+}

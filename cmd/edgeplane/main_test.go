@@ -132,9 +132,16 @@ func TestServe(t *testing.T) {
 		`edgeplane_http_requests_total{code="400",method="GET",route="GET /credentials"} 1`,
 		`edgeplane_http_requests_total{code="405",method="other",route="/credentials"} 1`,
 		`edgeplane_http_request_duration_seconds_bucket{route="GET /credentials"`, `edgeplane_store_operation_duration_seconds_count{op="get"}`,
-		"edgeplane_event_queue_depth", "go_goroutines"} {
+		"edgeplane_event_delivery_leader", "go_goroutines"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+	// serve exports only what it runs: not the counters of an in-process
+	// sink it never uses, which would stay 0 beside the deliveries.
+	for _, gone := range []string{"edgeplane_event_queue_depth", "edgeplane_event_delivered_total", "edgeplane_event_dropped_total"} {
+		if strings.Contains(metrics, gone) {
+			t.Errorf("metrics show %s, which counts nothing serve runs", gone)
 		}
 	}
 	if code := s.stop(); code != 0 || !strings.Contains(s.stdout.String(), "shut down") {

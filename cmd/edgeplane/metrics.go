@@ -55,18 +55,6 @@ func newMetrics() *metrics {
 	return m
 }
 
-// watchEvents exports the Service's event delivery counters.
-func (m *metrics) watchEvents(svc *edgeplane.Service) {
-	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgeplane_event_queue_depth", Help: "Changes waiting for event delivery."},
-			func() float64 { return float64(svc.EventStats().Pending) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_event_dropped_total", Help: "Changes whose events were dropped."},
-			func() float64 { return float64(svc.EventStats().Dropped) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edgeplane_event_delivered_total", Help: "Events the sink accepted."},
-			func() float64 { return float64(svc.EventStats().Delivered) }),
-	)
-}
-
 // watchProxy exports the data plane's metrics: the handler's (pm) and
 // the counters of the edge configs that follow the store.
 func (m *metrics) watchProxy(cfgs *proxy.Configs, pm *proxy.Metrics) {

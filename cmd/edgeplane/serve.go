@@ -145,7 +145,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		limits = c.data.limits
 	}
 	svc, err := edgeplane.New(ts, edgeplane.Options{BaseURL: c.baseURL, Logger: logger, SealingKey: key, TunnelLease: c.data.nodeLease,
-		AgentLimits: limits})
+		Events: c.events.serviceOptions(), AgentLimits: limits})
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer cancel()
 		_ = svc.Close(ctx) // delivers the events committed before the stop
 	}()
-	m.watchEvents(svc)
 	m.restrictions.add(svc.IPRestrictionCounts)
 	if err := svc.Host().CheckSealingKey(ctx); err != nil {
 		return err

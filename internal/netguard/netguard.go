@@ -4,12 +4,24 @@
 // The check runs on every address actually dialled (net.Dialer.Control),
 // after name resolution, so a name that resolves to a private address is
 // refused as the address itself is.
+//
+// A host can also be judged before anything is dialled, when a tenant
+// names it ([Policy.CheckHost]): an IP literal the policy refuses, or a
+// name none of whose addresses it allows, is refused at once, with the
+// reason. That check is advice for the person who chose the host, not
+// the guard: a name can resolve elsewhere later, so the dial's check
+// stays.
 package netguard
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // Policy decides which addresses may be dialled. The zero value allows
@@ -57,20 +69,114 @@ func (p *Policy) Check(a netip.Addr) string {
 	return ""
 }
 
+// String says which addresses p allows, for a message: "public
+// addresses only" or "only 10.0.0.0/8 and 127.0.0.0/8".
+func (p *Policy) String() string {
+	if p.networks == nil {
+		return "public addresses only"
+	}
+	if len(p.networks) == 0 {
+		return "no address (none of the networks given is valid)"
+	}
+	names := make([]string, len(p.networks))
+	for i, n := range p.networks {
+		names[i] = n.String()
+	}
+	if len(names) == 1 {
+		return "only " + names[0]
+	}
+	return "only " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// LookupFunc looks up the addresses of a host name, as
+// (*net.Resolver).LookupNetIP does with network "ip".
+type LookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+// maxReasons is how many refused addresses a reason of CheckHost names.
+const maxReasons = 3
+
+// CheckHost returns "" when host, the host of a URL a tenant gave, may
+// be reached: an IP address p allows, or a name at least one of whose
+// addresses p allows. Else it returns why not, in words for that tenant
+// and starting with host: "10.1.2.3 is private (10.0.0.0/8)",
+// "hooks.internal resolves only to addresses not allowed (10.0.0.5 is
+// private (10.0.0.0/8))", "hooks.internal did not resolve (no such
+// host)", "hooks.internal did not resolve within 3s". A name is looked up
+// with lookup, given at most timeout (when positive); a failed lookup
+// is a reason of its own, never the resolver's error text.
+func (p *Policy) CheckHost(ctx context.Context, lookup LookupFunc, host string, timeout time.Duration) string {
+	if host == "" {
+		return "the URL has no host"
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return p.Check(a)
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	addrs, err := lookup(ctx, "ip", host)
+	var dnsErr *net.DNSError
+	switch {
+	case err == nil && len(addrs) == 0:
+		return host + " did not resolve (it has no address)"
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dnsErr) && dnsErr.IsTimeout:
+		if timeout > 0 {
+			return fmt.Sprintf("%s did not resolve within %v (the name server did not answer in time)", host, timeout)
+		}
+		return host + " did not resolve (the name server did not answer in time)"
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return host + " did not resolve (no such host)"
+	default:
+		return host + " did not resolve (the name server failed)"
+	}
+	var reasons []string
+	for _, a := range addrs {
+		r := p.Check(a)
+		if r == "" {
+			return ""
+		}
+		if len(reasons) < maxReasons {
+			reasons = append(reasons, r)
+		}
+	}
+	if len(addrs) > len(reasons) {
+		reasons = append(reasons, fmt.Sprintf("and %d more", len(addrs)-len(reasons)))
+	}
+	return host + " resolves only to addresses not allowed (" + strings.Join(reasons, "; ") + ")"
+}
+
 // Control is a net.Dialer Control function that refuses the addresses p
-// does not allow, with an error wrapping notAllowed.
+// does not allow, with a [*RefusedError] wrapping notAllowed.
 func (p *Policy) Control(notAllowed error) func(network, address string, c syscall.RawConn) error {
 	return func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
-			return fmt.Errorf("%w: %q is not an IP address and port", notAllowed, address)
+			return &RefusedError{Reason: fmt.Sprintf("%q is not an IP address and port", address), notAllowed: notAllowed}
 		}
 		if reason := p.Check(ap.Addr()); reason != "" {
-			return fmt.Errorf("%w: %s", notAllowed, reason)
+			return &RefusedError{Reason: reason, notAllowed: notAllowed}
 		}
 		return nil
 	}
 }
+
+// RefusedError is the error of [Policy.Control] for an address the
+// policy refuses. It unwraps to the error Control was given.
+type RefusedError struct {
+	// Reason says why, as [Policy.Check] does ("10.0.0.1 is private
+	// (10.0.0.0/8)").
+	Reason     string
+	notAllowed error
+}
+
+// Error returns the error Control was given and the reason.
+func (e *RefusedError) Error() string { return e.notAllowed.Error() + ": " + e.Reason }
+
+// Unwrap returns the error Control was given.
+func (e *RefusedError) Unwrap() error { return e.notAllowed }
 
 // Non-public networks, by the reason they are refused. IPv4-mapped IPv6
 // addresses are unmapped before the lookup; NAT64 addresses are judged by
