@@ -128,9 +128,9 @@ func TestTunnelsPerSessionUnderConcurrency(t *testing.T) {
 
 	type answer struct {
 		i    int
-		ID   string `json:"Id"`
+		ID   string
 		Err  error
-		Resp string
+		Resp string // the answer's Error
 	}
 	var retries atomic.Int64
 	bind := func(i int) answer {
@@ -262,7 +262,9 @@ func TestTunnelsPerSessionUnderConcurrency(t *testing.T) {
 	if code, body, err := e.get(t, tun.ID(), "/ok"); err != nil || code != 200 || !strings.HasPrefix(body, "/ok") {
 		t.Errorf("the honest agent: %d %q %v", code, body, err)
 	}
-	if _, err := e.srv.DialTunnel(e.ctx, "", ids[1], agents.ConnHeader{ClientAddr: clientAddr, Proto: "https"}); err != nil {
-		t.Errorf("a tunnel the flooding session holds is not reachable: %v", err)
+	c, err := e.srv.DialTunnel(e.ctx, "", ids[1], agents.ConnHeader{ClientAddr: clientAddr, Proto: "https"})
+	if err != nil {
+		t.Fatalf("a tunnel the flooding session holds is not reachable: %v", err)
 	}
+	c.Close()
 }
