@@ -111,8 +111,10 @@
 // upstream sees the request's own Host header and X-Forwarded-For,
 // X-Forwarded-Host and X-Forwarded-Proto. The answers of the proxy
 // itself name no internals: 503 when the route has no backend or no
-// tunnel under lease, 502 when the upstream fails, 504 when it does not
-// send its response headers within [HandlerOptions.UpstreamTimeout].
+// tunnel under lease, 502 when the upstream fails (or its response
+// headers exceed [HandlerOptions.MaxResponseHeaderBytes]: see # Limits),
+// 504 when it does not send its response headers within
+// [HandlerOptions.UpstreamTimeout].
 //
 // # Agents' tunnels
 //
@@ -405,8 +407,17 @@
 // ones reach no edge), scans the edge's routes (at most
 // [edges.MaxRoutesPerEdge]) and runs at most one traffic policy, whose
 // cost the policy engine bounds by the request bounds of
-// [Handler.Server] (package httpserver). Passive health is one word per
-// tunnel; the metrics' label pairs are at most [MetricsOptions.MaxSeries].
+// [Handler.Server] (package httpserver). Of the answer, the Handler reads
+// at most [HandlerOptions.MaxResponseHeaderBytes] (default
+// [DefaultMaxResponseHeaderBytes], 64 KiB; net/http's own bound is 10
+// MiB) of status line and headers, from a direct upstream through the
+// default transport and from an agent's tunnel alike: an answer whose
+// headers are longer is not read further, its connection is closed, a
+// warning naming the bound is logged and the client gets 502 ("bad
+// gateway: the upstream's response headers are larger than this proxy
+// accepts"), and the tunnel is skipped for the failure backoff as for any
+// upstream failure. Passive health is one word per tunnel; the metrics'
+// label pairs are at most [MetricsOptions.MaxSeries].
 //
 // Per connection, [Streams] holds one goroutine and at most
 // [sni.DefaultMaxBytes] of ClientHello while it reads one (for at most

@@ -33,6 +33,11 @@ const (
 	// DefaultFailureBackoff is how long a tunnel whose upstream failed a
 	// request is skipped while another tunnel of the backend is usable.
 	DefaultFailureBackoff = 5 * time.Second
+	// DefaultMaxResponseHeaderBytes bounds the status line and headers of
+	// an upstream's or an agent's response (net/http's own bound is 10
+	// MiB); a client's request headers are bounded at 32 KiB
+	// (limits.MaxRequestHeaderBytes).
+	DefaultMaxResponseHeaderBytes = 64 << 10
 	// upstreamDialTimeout bounds a connection to an upstream: a dial of
 	// the default transport, or a stream opened to an agent's tunnel.
 	upstreamDialTimeout = 30 * time.Second
@@ -57,6 +62,15 @@ type HandlerOptions struct {
 	// when Transport is nil; past it the client gets 504. Zero means
 	// [DefaultUpstreamTimeout].
 	UpstreamTimeout time.Duration
+	// MaxResponseHeaderBytes bounds the bytes of an upstream's or an
+	// agent's response read before its headers end (status line and
+	// headers; for an HTTP/2 upstream, its header list): past it the
+	// proxy reads no further, closes that connection, logs a warning and
+	// answers the client 502. Zero or less means
+	// [DefaultMaxResponseHeaderBytes]. It applies to agents' tunnels and
+	// to the default transport; a Transport of the caller's brings its
+	// own (http.Transport.MaxResponseHeaderBytes).
+	MaxResponseHeaderBytes int
 	// UpstreamNetworks, when not empty, are the only networks the default
 	// transport connects to (checked on the address it dials, after name
 	// resolution): a tunnel whose forwards_to reaches anywhere else gets
@@ -138,6 +152,9 @@ type Handler struct {
 	backoff   time.Duration
 	metrics   *Metrics
 	rp        *httputil.ReverseProxy
+	// maxHeaderBytes is HandlerOptions.MaxResponseHeaderBytes, its
+	// default applied.
+	maxHeaderBytes int
 	// agents and agentRP carry the requests to agents' tunnels; nil
 	// without HandlerOptions.Agents.
 	agents  agents.Dialer
@@ -152,7 +169,8 @@ type Handler struct {
 // NewHandler returns the Handler of the edges c serves.
 func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
-		oidcKey: o.OIDCKey, providers: o.OIDCProviders, acmeLimit: newACMELimiter()}
+		maxHeaderBytes: o.MaxResponseHeaderBytes,
+		oidcKey:        o.OIDCKey, providers: o.OIDCProviders, acmeLimit: newACMELimiter()}
 	if h.providers == nil {
 		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: o.OIDCNetworks})
 	}
@@ -165,6 +183,9 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	if h.backoff <= 0 {
 		h.backoff = DefaultFailureBackoff
 	}
+	if h.maxHeaderBytes <= 0 {
+		h.maxHeaderBytes = DefaultMaxResponseHeaderBytes
+	}
 	transport := o.Transport
 	if transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -175,6 +196,7 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 		if t.ResponseHeaderTimeout <= 0 {
 			t.ResponseHeaderTimeout = DefaultUpstreamTimeout
 		}
+		t.MaxResponseHeaderBytes = int64(h.maxHeaderBytes)
 		if len(o.UpstreamNetworks) > 0 {
 			t.DialContext = upstreamDialer(o.UpstreamNetworks, upstreamDialTimeout).DialContext
 		}
@@ -214,17 +236,18 @@ func (h *Handler) reverseProxy(transport http.RoundTripper) *httputil.ReversePro
 // are kept per key (an HTTP/2 client's concurrent requests open several)
 // and agentIdleTotal in all. The transport never uses a proxy, waits at
 // most upstreamTimeout (zero: [DefaultUpstreamTimeout]) for response
-// headers, and passes the client's Accept-Encoding on as the default
-// transport does.
+// headers, reads at most the Handler's maxHeaderBytes of them, and passes
+// the client's Accept-Encoding on as the default transport does.
 func (h *Handler) agentTransport(upstreamTimeout time.Duration) *http.Transport {
 	return &http.Transport{
-		DialContext:           h.dialAgent,
-		MaxIdleConns:          agentIdleTotal,
-		MaxIdleConnsPerHost:   agentIdlePerKey,
-		IdleConnTimeout:       agentIdleTimeout,
-		DisableCompression:    true,
-		ResponseHeaderTimeout: positiveOr(upstreamTimeout, DefaultUpstreamTimeout),
-		ExpectContinueTimeout: time.Second,
+		DialContext:            h.dialAgent,
+		MaxIdleConns:           agentIdleTotal,
+		MaxIdleConnsPerHost:    agentIdlePerKey,
+		IdleConnTimeout:        agentIdleTimeout,
+		DisableCompression:     true,
+		ResponseHeaderTimeout:  positiveOr(upstreamTimeout, DefaultUpstreamTimeout),
+		MaxResponseHeaderBytes: int64(h.maxHeaderBytes),
+		ExpectContinueTimeout:  time.Second,
 	}
 }
 
@@ -622,9 +645,10 @@ func applyEdits(hd http.Header, edits []policy.HeaderEdit) {
 }
 
 // upstreamError answers a request whose upstream failed: 504 when it
-// timed out (no response headers within UpstreamTimeout), else 502; the
-// tunnel is skipped for FailureBackoff. The body names no upstream. It
-// also carries out an outbound close verdict.
+// timed out (no response headers within UpstreamTimeout), else 502 (its
+// response headers too large, or any other failure); the tunnel is
+// skipped for FailureBackoff. The body names no upstream. It also
+// carries out an outbound close verdict.
 func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeOf(r.Context())
 	ex.w.compress = false
@@ -640,6 +664,12 @@ func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	ex.failed = true
 	ex.upstream.health.fail(h.clock().Add(h.backoff))
+	if headersTooLarge(err) {
+		h.log.Warn("upstream response headers too large: the proxy stopped reading them and answered 502", "account", ex.edge.AccountID(),
+			"edge", ex.edge.ID(), "route", ex.route.cfg.RouteID, "tunnel", ex.upstream.tunnelID, "max_bytes", h.maxHeaderBytes)
+		http.Error(w, "bad gateway: the upstream's response headers are larger than this proxy accepts", http.StatusBadGateway)
+		return
+	}
 	h.log.Warn("upstream error", "account", ex.edge.AccountID(), "edge", ex.edge.ID(), "route", ex.route.cfg.RouteID,
 		"tunnel", ex.upstream.tunnelID, "err", err)
 	var ne net.Error
@@ -648,6 +678,19 @@ func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 		return
 	}
 	http.Error(w, "bad gateway: the upstream did not answer", http.StatusBadGateway)
+}
+
+// headersTooLarge says whether err is a transport's refusal of a
+// response whose headers exceed its MaxResponseHeaderBytes. net/http
+// exports no error value for it (HTTP/1.1: "net/http: server response
+// headers exceeded N bytes; aborted"; HTTP/2: "http2: response header
+// list larger than advertised limit"), so its text is matched; a test
+// pins the HTTP/1.1 text, and a wording net/http changes only makes the
+// answer the generic 502.
+func headersTooLarge(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "net/http: server response headers exceeded ") ||
+		strings.Contains(msg, "http2: response header list larger than advertised limit")
 }
 
 // closeConn closes the client connection without a response, or answers

@@ -249,26 +249,27 @@ func (sess *session) bindEndpoint(str muxado.Stream) any {
 	if err != nil {
 		return refuse(err, reasonUnsupported)
 	}
-	sess.mu.Lock()
-	_, again := sess.tunnels[req.ID]
-	full := !again && len(sess.tunnels) >= s.opts.MaxTunnelsPerSession
-	sess.mu.Unlock()
+	again, reserved := sess.reserve(req.ID)
 	// A bind under an ID is an agent binding its endpoint again after a
 	// reconnect: it must bring the endpoint's token, which only the bind
 	// that made the endpoint handed out (sealed for the ID, the account
 	// and the credential). A forged or foreign token is refused.
 	if req.ID != "" && !again {
 		if err := s.opts.Host.CheckAgentToken(edgeplane.AgentTokenEndpoint, req.Extra.Token, sess.accountID, sess.credentialID, req.ID); err != nil {
+			if reserved {
+				sess.release()
+			}
 			return refuse(err, reasonResume)
 		}
 	}
-	if full {
+	if !reserved {
 		return refuse(apierr.New(apierr.ResourceExhausted, "a session holds at most %d tunnels and endpoints", s.opts.MaxTunnelsPerSession), reasonTooManyTunnels)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
 	ep, err := s.opts.Host.BindEndpoint(ctx, sess.accountID, sess.id, params)
 	cancel()
 	if err != nil {
+		sess.release()
 		return refuse(err, refusalReason(err))
 	}
 	sess.hold(ep.ID, ep.Proto, str)

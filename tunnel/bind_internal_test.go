@@ -123,3 +123,57 @@ func FuzzDecodeOpts(f *testing.F) {
 		_ = o
 	})
 }
+
+// TestTunnelSlots: the slots of MaxTunnelsPerSession (here 2) are the
+// tunnels held and the binds in progress; a rebind of a tunnel held
+// takes one even when none is free, and keeps it for the tunnel should
+// an Unbind free the tunnel's meanwhile, so that the session never holds
+// more than the limit whatever the order.
+func TestTunnelSlots(t *testing.T) {
+	type step struct {
+		op   string // reserve <id>, release, fill <id>, unbind <id>
+		id   string
+		want bool // reserve: reserved
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		held  int
+	}{
+		{"two reserved, the third refused", []step{{"reserve", "", true}, {"reserve", "", true}, {"reserve", "", false}}, 0},
+		{"a release frees a slot", []step{{"reserve", "", true}, {"reserve", "", true}, {"release", "", false}, {"reserve", "", true}, {"reserve", "", false}}, 0},
+		{"filled slots stay taken", []step{{"reserve", "", true}, {"fill", "a", false}, {"reserve", "", true}, {"fill", "b", false}, {"reserve", "", false}}, 2},
+		{"a rebind of a held tunnel when full", []step{{"reserve", "", true}, {"fill", "a", false}, {"reserve", "", true}, {"fill", "b", false},
+			{"reserve", "a", true}, {"fill", "a", false}, {"reserve", "", false}}, 2},
+		{"a rebind keeps the slot an unbind frees", []step{{"reserve", "", true}, {"fill", "a", false}, {"reserve", "", true}, {"fill", "b", false},
+			{"reserve", "a", true}, {"unbind", "a", false}, {"reserve", "", false}, {"fill", "a", false}, {"reserve", "", false}}, 2},
+		{"a rebind of an ID not held needs a free slot", []step{{"reserve", "", true}, {"fill", "a", false}, {"reserve", "", true}, {"fill", "b", false},
+			{"reserve", "c", false}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := &session{srv: &Server{opts: Options{MaxTunnelsPerSession: 2}}, tunnels: map[string]struct{}{}}
+			for i, st := range tc.steps {
+				switch st.op {
+				case "reserve":
+					_, held := sess.tunnels[st.id]
+					again, ok := sess.reserve(st.id)
+					if ok != st.want || again != (held && st.id != "") {
+						t.Fatalf("step %d, reserve(%q): again %v, reserved %v; want %v, %v", i, st.id, again, ok, held, st.want)
+					}
+				case "release":
+					sess.release()
+				case "fill":
+					sess.fill(st.id)
+				case "unbind":
+					delete(sess.tunnels, st.id)
+				}
+				if n := len(sess.tunnels); n > 2 {
+					t.Fatalf("step %d: %d tunnels held; at most 2", i, n)
+				}
+			}
+			if len(sess.tunnels) != tc.held {
+				t.Errorf("%d tunnels held; want %d", len(sess.tunnels), tc.held)
+			}
+		})
+	}
+}

@@ -44,6 +44,13 @@ type env struct {
 
 func newEnv(t testing.TB, opts tunnel.Options) *env {
 	t.Helper()
+	return newEnvHost(t, opts, nil)
+}
+
+// newEnvHost is newEnv whose tunnel Server asks wrap(the Service's Host)
+// instead of the Host itself, when wrap is not nil.
+func newEnvHost(t testing.TB, opts tunnel.Options, wrap func(tunnel.Host) tunnel.Host) *env {
+	t.Helper()
 	st := memstore.New()
 	svc, err := edgeplane.New(st, edgeplane.Options{BaseURL: "https://api.example.test/", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -60,6 +67,9 @@ func newEnv(t testing.TB, opts tunnel.Options) *env {
 	}
 	cert, pool := selfSigned(t)
 	opts.Host = svc.Host()
+	if wrap != nil {
+		opts.Host = wrap(opts.Host)
+	}
 	opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	opts.Feed = st
 	if opts.Metrics == nil {

@@ -118,7 +118,9 @@ type Options struct {
 	// MaxSessions: see [DefaultMaxSessions].
 	MaxSessions int
 	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession]. A
-	// session's endpoints count with its tunnels.
+	// session's endpoints count with its tunnels, and so do its binds in
+	// progress: each takes its slot before it asks the Host (and gives it
+	// back if refused), so binds at once never hold more between them.
 	MaxTunnelsPerSession int
 	// TCPHost, TCPLow and TCPHigh are where the edge proxy serves tcp
 	// endpoints: the ports from TCPLow to TCPHigh (inclusive) of the

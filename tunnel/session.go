@@ -45,6 +45,7 @@ type session struct {
 	closing   bool                // close has begun: an Auth that ends now does not count
 	counted   bool                // Auth succeeded before close: the session is in the Server's maps and its gauge
 	tunnels   map[string]struct{} // held tunnel IDs
+	reserved  int                 // slots of MaxTunnelsPerSession taken by binds in progress (see reserve)
 	heartbeat bool                // the agent's heartbeat stream is open
 	silence   *time.Timer         // closes the session when the heartbeat is silent
 	limit     time.Duration       // the silence that closes the session
@@ -324,10 +325,7 @@ func (sess *session) startLabel(str muxado.Stream) any {
 		s.m.refused(reasonInvalid)
 		return startLabelResp{Error: protoError(apierr.Invalidf("Labels", "a labeled tunnel needs at least one label"))}
 	}
-	sess.mu.Lock()
-	full := len(sess.tunnels) >= s.opts.MaxTunnelsPerSession
-	sess.mu.Unlock()
-	if full {
+	if _, reserved := sess.reserve(""); !reserved {
 		s.m.refused(reasonTooManyTunnels)
 		return startLabelResp{Error: protoError(apierr.New(apierr.ResourceExhausted, "a session holds at most %d tunnels", s.opts.MaxTunnelsPerSession))}
 	}
@@ -336,6 +334,7 @@ func (sess *session) startLabel(str muxado.Stream) any {
 		agents.LabeledTunnelParams{Labels: req.Labels, ForwardsTo: req.ForwardsTo, Metadata: req.Metadata})
 	cancel()
 	if err != nil {
+		sess.release()
 		s.m.refused(refusalReason(err))
 		s.log.Info("agent's labeled tunnel refused", "session", sess.id, "err", err)
 		return startLabelResp{Error: protoError(err)}
@@ -345,17 +344,52 @@ func (sess *session) startLabel(str muxado.Stream) any {
 	return startLabelResp{ID: t.ID}
 }
 
+// reserve takes one of the session's MaxTunnelsPerSession slots for a
+// bind about to ask the Host, in one step with the count it checks (the
+// tunnels held and the slots of the binds in progress), so that
+// concurrent binds never hold more than the limit between them. id is
+// the ID a bind names (a rebind), or "": again reports that the session
+// holds it already, which takes a slot even when none is free (the
+// tunnel has its own; the reservation keeps one for it should an Unbind
+// free it meanwhile). reserved is false when no slot was free. A slot
+// reserved is given back by release, or becomes the tunnel's by fill.
+func (sess *session) reserve(id string) (again, reserved bool) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if id != "" {
+		_, again = sess.tunnels[id]
+	}
+	if !again && len(sess.tunnels)+sess.reserved >= sess.srv.opts.MaxTunnelsPerSession {
+		return false, false
+	}
+	sess.reserved++
+	return again, true
+}
+
+// release gives back a slot reserve took, for a bind that failed.
+func (sess *session) release() {
+	sess.mu.Lock()
+	sess.reserved--
+	sess.mu.Unlock()
+}
+
+// fill makes a slot reserve took tunnel id's.
+func (sess *session) fill(id string) {
+	sess.mu.Lock()
+	sess.reserved--
+	sess.tunnels[id] = struct{}{}
+	sess.mu.Unlock()
+}
+
 // hold records that the session holds tunnel id (a labeled tunnel's or
-// an endpoint's, of kind), bound by the request on str. The agent
-// registers the tunnel once it has read the answer, just after it closes
-// the request stream: connections for the tunnel wait for that FIN (or a
-// bound), else the agent would drop them.
+// an endpoint's, of kind), bound by the request on str, in the slot its
+// bind reserved. The agent registers the tunnel once it has read the
+// answer, just after it closes the request stream: connections for the
+// tunnel wait for that FIN (or a bound), else the agent would drop them.
 func (sess *session) hold(id, kind string, str muxado.Stream) {
 	s := sess.srv
 	b := &binding{sess: sess, id: id, kind: kind, ready: make(chan struct{})}
-	sess.mu.Lock()
-	sess.tunnels[id] = struct{}{}
-	sess.mu.Unlock()
+	sess.fill(id)
 	s.bind(b)
 	select {
 	case <-sess.done: // closed meanwhile: its close may have missed the tunnel

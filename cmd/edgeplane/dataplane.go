@@ -41,6 +41,7 @@ type dataPlaneConfig struct {
 	oidcNetworks        string
 	oidcNets            []netip.Prefix // oidcNetworks parsed, by check
 	upstreamTimeout     time.Duration
+	maxHeaderBytes      int // of an upstream's or agent's response
 	readTimeout         time.Duration
 	writeTimeout        time.Duration
 	tcpHost, tcpPorts   string
@@ -63,6 +64,9 @@ type dataPlaneConfig struct {
 // API's, since a proxied response may be a large download.
 const defaultWriteTimeout = 5 * time.Minute
 
+// minResponseHeaderBytes is the least -max-response-header-bytes.
+const minResponseHeaderBytes = 1 << 10
+
 // flags registers c's flags on fs, each named prefix+name; httpAddr is
 // the default of -http-addr.
 func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
@@ -72,6 +76,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.upstreamNetworks, prefix+"upstream-networks", "", "comma-separated CIDR prefixes or addresses: the only networks a tunnel's forwards_to may reach (default: any; whoever registers tunnels chooses where the proxy connects, so set it in production)")
 	fs.StringVar(&c.oidcNetworks, prefix+"oidc-networks", "", "comma-separated CIDR prefixes or addresses: the only networks the OIDC module's identity providers may be reached at, private ones included (default: public addresses only, since a tenant chooses the issuer)")
 	fs.DurationVar(&c.upstreamTimeout, prefix+"upstream-timeout", proxy.DefaultUpstreamTimeout, "how long to wait for an upstream's response headers before answering 504")
+	fs.IntVar(&c.maxHeaderBytes, prefix+"max-response-header-bytes", proxy.DefaultMaxResponseHeaderBytes, "the most bytes of an upstream's or agent's response status line and headers the proxy reads; a longer answer gets the client 502")
 	fs.DurationVar(&c.readTimeout, prefix+"read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
 	fs.DurationVar(&c.writeTimeout, prefix+"write-timeout", defaultWriteTimeout, "longest time from a proxied request's headers to the end of its response")
 	fs.StringVar(&c.tcpPorts, prefix+"tcp-ports", "", "LOW-HIGH: the ports TCP edges may be served on; the proxy listens on each port of the range that a TCP edge's hostport names (default: no TCP edges)")
@@ -121,6 +126,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 	}
 	if c.maxConnsPerEdge < 1 {
 		return nil, usageError{fmt.Sprintf("-%smax-conns-per-edge %d: want at least 1", prefix, c.maxConnsPerEdge)}
+	}
+	if c.maxHeaderBytes < minResponseHeaderBytes {
+		return nil, usageError{fmt.Sprintf("-%smax-response-header-bytes %d: want at least %d (a status line and a few headers)", prefix, c.maxHeaderBytes, minResponseHeaderBytes)}
 	}
 	if c.tcpPorts != "" {
 		lo, hi, ok := strings.Cut(c.tcpPorts, "-")
@@ -284,7 +292,8 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		dialer = d.hop
 	}
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
-		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets, Agents: dialer})
+		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets, Agents: dialer,
+		MaxResponseHeaderBytes: c.maxHeaderBytes})
 	d.streams = proxy.NewStreams(cfgs, proxy.StreamOptions{Logger: logger, UpstreamNetworks: c.upstreamNets, IdleTimeout: c.idleTimeout,
 		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm, Agents: dialer})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)

@@ -196,6 +196,8 @@ func TestCommandLine(t *testing.T) {
 		{"proxy bad trusted proxies", []string{"proxy", "-https-addr", ":0", "-trusted-proxies", "10.0.0.0/99"}, nil, 2, "-trusted-proxies"},
 		{"proxy bad write timeout", []string{"proxy", "-https-addr", ":0", "-write-timeout", "0s"}, nil, 2, "-write-timeout 0s: want a positive duration"},
 		{"proxy bad upstream timeout", []string{"proxy", "-https-addr", ":0"}, map[string]string{"EDGEPLANE_UPSTREAM_TIMEOUT": "-1s"}, 2, "-upstream-timeout -1s"},
+		{"proxy small response header bound", []string{"proxy", "-https-addr", ":0", "-max-response-header-bytes", "100"}, nil, 2, "-max-response-header-bytes 100: want at least 1024"},
+		{"serve -proxy small response header bound", []string{"serve", "-store", "memory:", "-proxy", "-proxy-max-response-header-bytes", "0"}, nil, 2, "-proxy-max-response-header-bytes 0: want at least 1024"},
 		{"proxy store unreachable", []string{"proxy", "-http-addr", "127.0.0.1:0", "-store", "postgres://u:secret@127.0.0.1:1/db?connect_timeout=5"}, map[string]string{"EDGEPLANE_SEAL_KEY": "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="}, 1, "connect: connection refused"},
 		{"proxy -node-addr without agents", []string{"proxy", "-http-addr", ":0", "-node-addr", "127.0.0.1:0"}, nil, 2, "-node-addr needs -tunnel-addr"},
 		{"proxy -node-addr on every interface", []string{"proxy", "-http-addr", ":0", "-tunnel-addr", ":0", "-node-addr", ":7443"}, nil, 2, "give -node-advertise"},

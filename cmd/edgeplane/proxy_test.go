@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
+	"github.com/edgeplane/edgeplane/proxy"
 )
 
 // proxyProc is an edgeplane proxy process.
@@ -754,6 +755,23 @@ func TestDataPlaneFlags(t *testing.T) {
 			t.Errorf("prefix %q: -max-conns-per-edge 0 gave %v", prefix, err)
 		}
 		c.maxConnsPerEdge = 1
+		if c.maxHeaderBytes != proxy.DefaultMaxResponseHeaderBytes {
+			t.Errorf("prefix %q: -max-response-header-bytes defaults to %d, want %d", prefix, c.maxHeaderBytes, proxy.DefaultMaxResponseHeaderBytes)
+		}
+		if err := fs.Set(prefix+"max-response-header-bytes", "8192"); err != nil || c.maxHeaderBytes != 8192 {
+			t.Errorf("prefix %q: -max-response-header-bytes 8192 gave %d, %v", prefix, c.maxHeaderBytes, err)
+		}
+		if _, err := c.check(prefix); err != nil {
+			t.Errorf("prefix %q: -max-response-header-bytes 8192 gave %v", prefix, err)
+		}
+		for _, bad := range []int{0, -1, 1023} {
+			c.maxHeaderBytes = bad
+			want := fmt.Sprintf("-%smax-response-header-bytes %d: want at least 1024", prefix, bad)
+			if _, err := c.check(prefix); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("prefix %q: -max-response-header-bytes %d gave %v; want %q", prefix, bad, err, want)
+			}
+		}
+		c.maxHeaderBytes = 1024
 		certFile, keyFile := writeTunnelCert(t, t.TempDir())
 		for _, bad := range []struct {
 			addr, cert, key, want string

@@ -161,8 +161,9 @@
 //   - Callback: query at most [MaxCallbackQueryBytes] (8192) bytes, code at
 //     most [MaxCodeBytes] (2048) bytes; Host at most [MaxHostBytes].
 //   - Provider responses (discovery, JWKS, token): at most
-//     [MaxProviderResponseBytes] (1 MiB) each, each call within
-//     [ProvidersOptions.Timeout] (default 10s).
+//     [MaxProviderResponseBytes] (1 MiB) of body and, through the default
+//     transport, [MaxProviderHeaderBytes] (64 KiB) of headers each, each
+//     call within [ProvidersOptions.Timeout] (default 10s).
 //   - Discovery cache: at most [ProvidersOptions.MaxIssuers] issuers
 //     (default 256), least recently used dropped first.
 //   - Provider addresses: public unicast only, unless

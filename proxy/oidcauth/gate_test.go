@@ -988,21 +988,29 @@ func TestSecureOnlyOverTLS(t *testing.T) {
 }
 
 // TestProviderResponseBounded: a discovery document over
-// MaxProviderResponseBytes fails discovery (503) rather than being read.
+// MaxProviderResponseBytes, or whose headers are over
+// MaxProviderHeaderBytes, fails discovery (503) rather than being read.
 func TestProviderResponseBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		contentLength bool
+		headers       bool // a small document with headers past the bound
 	}{
-		{"declared length", true},
-		{"chunked", false},
+		{"declared length", true, false},
+		{"chunked", false, false},
+		{"headers", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			big := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// A valid document, padded past the bound.
 				iss := "https://" + r.Host
+				padding := strings.Repeat("x", oidcauth.MaxProviderResponseBytes)
+				if tc.headers {
+					padding = ""
+					w.Header().Set("X-Padding", strings.Repeat("x", oidcauth.MaxProviderHeaderBytes))
+				}
 				body := `{"issuer":"` + iss + `","authorization_endpoint":"` + iss + `/authorize","token_endpoint":"` + iss +
-					`/token","jwks_uri":"` + iss + `/jwks","padding":"` + strings.Repeat("x", oidcauth.MaxProviderResponseBytes) + `"}`
+					`/token","jwks_uri":"` + iss + `/jwks","padding":"` + padding + `"}`
 				if tc.contentLength {
 					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 				}

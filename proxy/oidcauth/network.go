@@ -75,7 +75,8 @@ func (p *addressPolicy) control(_, address string, _ syscall.RawConn) error {
 
 // defaultTransport returns the transport of a Providers whose client has
 // none: http.DefaultTransport's settings, without an HTTP proxy (the
-// proxy's address would be the only one checked), trusting rootCAs when
+// proxy's address would be the only one checked), reading at most
+// MaxProviderHeaderBytes of a response's headers, trusting rootCAs when
 // set, and dialling through policy when it is not nil.
 func defaultTransport(policy *addressPolicy, opts ProvidersOptions) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -83,12 +84,13 @@ func defaultTransport(policy *addressPolicy, opts ProvidersOptions) *http.Transp
 		d.Control = policy.control
 	}
 	t := &http.Transport{
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
+		MaxResponseHeaderBytes: MaxProviderHeaderBytes,
 	}
 	if opts.RootCAs != nil {
 		t.TLSClientConfig = &tls.Config{RootCAs: opts.RootCAs}

@@ -35,6 +35,11 @@ const (
 // fails the call.
 const MaxProviderResponseBytes = 1 << 20
 
+// MaxProviderHeaderBytes bounds the status line and headers of every
+// response read from a provider through the default transport (net/http's
+// own bound is 10 MiB); longer ones fail the call.
+const MaxProviderHeaderBytes = 64 << 10
+
 // errProviderTooLarge is the error of reading past MaxProviderResponseBytes.
 var errProviderTooLarge = errors.New("provider response too large")
 
