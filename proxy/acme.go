@@ -84,17 +84,20 @@ func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host str
 func offersACMETLS(protos []string) bool { return slices.Contains(protos, acmez.ACMETLS1Protocol) }
 
 // acmeCertificate returns the TLS-ALPN-01 validation certificate of the
-// pending challenge of name, or an error that fails the handshake.
+// pending challenge of name; nil and no error when there is none (the
+// handshake then fails with unrecognized_name, see [Handler.TLSConfig]),
+// or an error when the store cannot be read (internal_error).
 func (h *Handler) acmeCertificate(ctx context.Context, name string) (*tls.Certificate, error) {
 	ctx, cancel := context.WithTimeout(ctx, acmeTimeout)
 	defer cancel()
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	c, err := h.configs.host.ACMEChallenge(ctx, edgeplane.ChallengeTLSALPN01, name, "")
-	if err != nil {
-		if !noChallenge(err) {
-			h.log.Warn("cannot read an ACME challenge", "host", name, "err", err)
-		}
-		return nil, errNoChallenge
+	switch {
+	case noChallenge(err):
+		return nil, nil
+	case err != nil:
+		h.log.Warn("cannot read an ACME challenge", "host", name, "err", err)
+		return nil, errReadChallenge
 	}
 	return acmez.TLSALPN01ChallengeCert(acme.Challenge{Identifier: acme.Identifier{Type: "dns", Value: name}, KeyAuthorization: c.KeyAuthorization})
 }
@@ -106,6 +109,7 @@ func noChallenge(err error) bool {
 	return errors.Is(err, apierr.ErrNotFound) || apierr.CodeOf(err) == apierr.InvalidArgument
 }
 
-// errNoChallenge fails an acme-tls/1 handshake for a name without a
-// pending TLS-ALPN-01 challenge.
-var errNoChallenge = errors.New("proxy: no pending ACME challenge for the server name")
+// errReadChallenge fails an acme-tls/1 handshake whose challenge cannot
+// be read (logged with its cause); the client sees internal_error, not
+// this text.
+var errReadChallenge = errors.New("proxy: cannot read the ACME challenge of the server name")

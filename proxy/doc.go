@@ -65,8 +65,23 @@
 // certificate attached to the domain, or the one the certificate manager
 // issued). Certificates are read with the edge's config and again when
 // a reserved domain of the account changes, so a new certificate is
-// presented from the next handshake on, without restart. A name no edge
-// serves, or whose domain has no certificate, fails the handshake.
+// presented from the next handshake on, without restart.
+//
+// A ClientHello that the proxy has no certificate for fails the
+// handshake with the alert unrecognized_name (112, RFC 6066), which
+// crypto/tls clients report as "tls: unrecognized name": a name no edge
+// or endpoint serves, one whose domain has no certificate (none attached
+// or issued yet, or one that does not load: logged when read), a hello
+// without a server name (a client that dialled an IP address), and an
+// acme-tls/1 hello for a name without a pending challenge. The same
+// holds for a TLS edge or tls endpoint terminated at the edge (# TLS and
+// TCP edges). Such handshakes, acme-tls/1 ones aside, are counted as
+// no_certificate ([Metrics]). Only a failure of the server sends
+// internal_error (80): an acme-tls/1 hello whose challenge the store
+// cannot read. (crypto/tls sends internal_error for any error a
+// certificate callback returns, [crypto/tls.AlertError] included, and
+// unrecognized_name when it has no certificate to present: so
+// GetCertificate returns none and no error for such a name.)
 //
 // # Certificates from ACME
 //
@@ -277,7 +292,9 @@
 // Then the TLS termination module: terminate_at edge (the default)
 // completes the handshake with the certificate of the reserved domain
 // that serves the name and the module's min_version (TLS 1.2 by
-// default), and relays the plaintext; terminate_at upstream relays the
+// default), and relays the plaintext (a name whose domain has no
+// certificate fails the handshake with unrecognized_name, as on the
+// HTTPS server: # TLS); terminate_at upstream relays the
 // client's bytes, ClientHello first, untouched, so the client's TLS
 // session is with the upstream and it sees the upstream's certificate.
 //

@@ -405,7 +405,7 @@ func TestEndpointHTTPS(t *testing.T) {
 
 // TestEndpointHTTP: an http endpoint is served on the plain HTTP port,
 // its agent told protocol http; the HTTPS port has no certificate for
-// it. On the plain port it comes before an HTTPS edge of the same host
+// it (the handshake fails with unrecognized_name). On the plain port it comes before an HTTPS edge of the same host
 // (whose hostport is host:443), which keeps the HTTPS port.
 func TestEndpointHTTP(t *testing.T) {
 	e := newEpEnv(t, nil)
@@ -421,8 +421,8 @@ func TestEndpointHTTP(t *testing.T) {
 		t.Errorf("DialTunnel header %+v, Host %q, X-Forwarded-Proto %q; want %+v, plain.example.com, http",
 			got.dial.header, got.Host, got.Header.Get("X-Forwarded-Proto"), want)
 	}
-	if _, err := e.get(t, true, "plain.example.com", "/"); err == nil {
-		t.Error("an http endpoint's host got a TLS handshake on the HTTPS port")
+	if _, err := e.get(t, true, "plain.example.com", "/"); err == nil || !strings.Contains(err.Error(), "tls: unrecognized name") {
+		t.Errorf("an http endpoint's host on the HTTPS port: %v; want the alert unrecognized_name", err)
 	}
 
 	e.serveHosts(e.a, e.a1, "both.example.com:443")
@@ -681,8 +681,8 @@ func TestEndpointTCP(t *testing.T) {
 
 // TestEndpointRemoved: an endpoint unbound (its record deleted), or gone
 // from the source when its change is read (NotFound), is no longer
-// served: its host answers as an unknown host does (404, or no
-// certificate on the HTTPS port).
+// served: its host answers as an unknown host does (404, or the alert
+// unrecognized_name on the HTTPS port).
 func TestEndpointRemoved(t *testing.T) {
 	e := newEpEnv(t, nil)
 	plain := e.endpoint("plain", protoHTTP, "plain.example.com", "")
@@ -705,8 +705,8 @@ func TestEndpointRemoved(t *testing.T) {
 	if res := e.mustGet(t, false, "plain.example.com", "/"); res.status != http.StatusNotFound || res.body != "no edge serves this host\n" {
 		t.Errorf("unbound http endpoint: %d %q, want 404", res.status, res.body)
 	}
-	if _, err := e.get(t, true, "app.example.com", "/"); err == nil {
-		t.Error("an https endpoint gone from its source still gets a TLS handshake")
+	if _, err := e.get(t, true, "app.example.com", "/"); err == nil || !strings.Contains(err.Error(), "tls: unrecognized name") {
+		t.Errorf("an https endpoint gone from its source: %v; want the alert unrecognized_name", err)
 	}
 	if s := e.c.Stats(); s.Endpoints != 0 || s.Dropped != 0 {
 		t.Errorf("stats %+v, want no endpoint (and none dropped as unservable)", s)

@@ -291,13 +291,23 @@ func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) 
 
 // TLSConfig returns a TLS server config that presents, for each
 // ClientHello, the certificate of the reserved domain its server name is
-// ([Configs.Certificate]; a hello without a server name, or for a name
-// no edge serves, fails the handshake). Certificates follow the store:
-// a new one is presented from the next handshake on. TLS 1.2 is the
-// minimum; HTTP/2 and HTTP/1.1 are offered. A hello that offers
-// acme-tls/1 is a TLS-ALPN-01 validation: it gets the validation
-// certificate of the name's pending challenge (package certmanager
-// stores them), or fails.
+// ([Configs.Certificate]). Certificates follow the store: a new one is
+// presented from the next handshake on. TLS 1.2 is the minimum; HTTP/2
+// and HTTP/1.1 are offered. A hello that offers acme-tls/1 is a
+// TLS-ALPN-01 validation: it gets the validation certificate of the
+// name's pending challenge (package certmanager stores them).
+//
+// A hello for a name with no certificate here (no edge or endpoint
+// serves it, its domain has none, or no challenge is pending for an
+// acme-tls/1 hello), or with no server name at all, fails the handshake
+// with the alert unrecognized_name (112), which crypto/tls clients
+// report as "tls: unrecognized name"; only a real failure (the store
+// cannot be read for a challenge) sends internal_error (80). crypto/tls
+// sends internal_error for any error GetCertificate returns, even a
+// [tls.AlertError], and unrecognized_name when it returns no certificate
+// and no error and the config has no Certificates: so GetCertificate
+// returns (nil, nil) for those names, and the returned config must keep
+// Certificates empty (one there would be presented instead).
 func (h *Handler) TLSConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -310,7 +320,7 @@ func (h *Handler) TLSConfig() *tls.Config {
 				return cert, nil
 			}
 			h.metrics.unrouted(reasonNoCertificate)
-			return nil, errNoCertificate
+			return nil, nil // unrecognized_name (see above)
 		},
 	}
 }
@@ -318,10 +328,6 @@ func (h *Handler) TLSConfig() *tls.Config {
 // errUpstreamNetwork refuses a connection to an upstream outside
 // HandlerOptions.UpstreamNetworks.
 var errUpstreamNetwork = errors.New("proxy: the upstream's address is outside the allowed upstream networks")
-
-// errNoCertificate fails a handshake for a name no edge has a
-// certificate for; the client sees an alert, not this text.
-var errNoCertificate = errors.New("proxy: no certificate for the server name")
 
 // exchange is the state of one request that the ReverseProxy callbacks
 // need. It travels as the request's context: it is the request's context

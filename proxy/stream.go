@@ -541,17 +541,25 @@ func (s *Streams) serveTLS(c net.Conn, host string, e *Edge) {
 	defer release()
 	client := c
 	if !cn.passthrough {
+		// Without a certificate for host the config has none, and the
+		// handshake fails with the alert unrecognized_name (crypto/tls
+		// sends it when a config has no certificate to choose from), as
+		// on the HTTPS server (see Handler.TLSConfig).
+		cfg := &tls.Config{MinVersion: minVersion}
 		cert := edgeCertificate(e, host)
-		if cert == nil {
-			s.metrics.unrouted(reasonNoCertificate)
-			s.refuse(c, cn, outcomeNoCertificate)
-			return
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
 		}
-		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: minVersion})
+		tc := tls.Server(c, cfg)
 		hctx, cancel := context.WithTimeout(ctx, s.handshake)
 		err := tc.HandshakeContext(hctx)
 		cancel()
-		if err != nil {
+		switch {
+		case cert == nil:
+			s.metrics.unrouted(reasonNoCertificate)
+			s.refuse(c, cn, outcomeNoCertificate)
+			return
+		case err != nil:
 			s.refuse(c, cn, outcomeHandshakeFailed)
 			return
 		}

@@ -287,8 +287,9 @@ func isTimeout(err error) bool {
 
 // TestTLSEdgeTerminates: a crypto/tls client naming the TLS edge's host
 // gets the reserved domain's certificate and reaches the upstream in
-// plaintext; a name no edge serves, or no name, gets no handshake; the
-// HTTPS edge on the same port still answers HTTP.
+// plaintext; a name no edge serves, or no name, gets no handshake but
+// the alert unrecognized_name; the HTTPS edge on the same port still
+// answers HTTP.
 func TestTLSEdgeTerminates(t *testing.T) {
 	e := newStreamEnv(t, StreamOptions{})
 	c, err := e.dialTLS("term.example.com", nil)
@@ -308,6 +309,8 @@ func TestTLSEdgeTerminates(t *testing.T) {
 		if c, err := e.dialTLS(name, &tls.Config{InsecureSkipVerify: true}); err == nil {
 			c.Close()
 			t.Errorf("SNI %q: handshake succeeded", name)
+		} else if !strings.Contains(err.Error(), "tls: unrecognized name") {
+			t.Errorf("SNI %q: %v; want the alert unrecognized_name", name, err)
 		}
 	}
 
@@ -324,6 +327,44 @@ func TestTLSEdgeTerminates(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusServiceUnavailable { // a1's backend has no tunnel
 		t.Errorf("HTTPS edge behind the split: %d, want 503 from the HTTPS handler", res.StatusCode)
+	}
+}
+
+// TestTLSEdgeWithoutCertificate: a TLS edge terminated at the edge
+// whose host's domain has no certificate fails the handshake with the
+// alert unrecognized_name (not a bare close), in TLS 1.3 and 1.2, counted
+// as no_certificate; the certificate attached later is presented from
+// the next handshake on.
+func TestTLSEdgeWithoutCertificate(t *testing.T) {
+	e := newStreamEnv(t, StreamOptions{})
+	domain := e.reserve(e.a, "bare.example.com")
+	_, err := e.api.CreateTLSEdge(e.ctx, e.a, edges.CreateTLSEdgeParams{Hostports: []string{"bare.example.com:443"}})
+	e.check(err)
+	e.applied(e.c)
+
+	for i, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		c, err := e.dialTLS("bare.example.com", &tls.Config{MaxVersion: v})
+		if err == nil {
+			c.Close()
+			t.Fatalf("TLS %x: handshake succeeded without a certificate", v)
+		}
+		if !strings.Contains(err.Error(), "tls: unrecognized name") {
+			t.Errorf("TLS %x: %v; want the alert unrecognized_name", v, err)
+		}
+		if n := e.count(kindTLS, outcomeNoCertificate, float64(i+1)); n != float64(i+1) {
+			t.Errorf("TLS %x: %v connections counted no_certificate, want %d", v, n, i+1)
+		}
+	}
+
+	serial := e.attachCert(e.a, e.ca, domain, "bare.example.com")
+	e.applied(e.c)
+	c, err := e.dialTLS("bare.example.com", nil)
+	if err != nil {
+		t.Fatalf("after attaching a certificate: %v", err)
+	}
+	defer c.Close()
+	if got := c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(); got != serial {
+		t.Errorf("certificate serial %d, want the domain's %d", got, serial)
 	}
 }
 

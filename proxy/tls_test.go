@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
@@ -479,4 +481,96 @@ func FuzzRequestHost(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTLSAlerts: on the HTTPS listener a name with no certificate here
+// fails the handshake with the alert unrecognized_name, which a
+// crypto/tls client reports as "tls: unrecognized name": a name no edge
+// serves, a served name whose domain has no certificate, a hello without
+// a server name, in TLS 1.3 and 1.2, and an acme-tls/1 hello for a name
+// without a pending challenge. A known name and a pending challenge
+// still handshake; an acme-tls/1 hello whose challenge the store cannot
+// read gets internal_error (a server fault).
+func TestTLSAlerts(t *testing.T) {
+	// The world's store fails reads while f.reads is set: the ACME
+	// challenges are read from it at each acme-tls/1 hello (the edges'
+	// certificates are in memory).
+	f := &flaky{Store: memstore.New()}
+	w := newWorld(t, f)
+	ca := newTestCA(t)
+	da := w.reserve(w.a, "a.example.com")
+	w.reserve(w.b, "b.example.com")
+	serial := w.attachCert(w.a, ca, da, "a.example.com")
+	w.serveHosts(w.a, w.a1, "a.example.com:443")
+	w.serveHosts(w.b, w.b1, "b.example.com:443") // served, without a certificate
+	w.check(w.api.Host().PutACMEChallenge(w.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeTLSALPN01, Name: "pending.example.com",
+		KeyAuthorization: "token.thumbprint", ExpiresAt: w.clock.Now().Add(time.Hour)}))
+	c := w.start(w.api.Host(), f, newHooks(w.api.Host()), Options{})
+	m := NewMetrics(MetricsOptions{})
+	srv := NewHandler(c, HandlerOptions{Clock: w.clock.Now, Metrics: m}).Server(true, httpserver.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	w.check(err)
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	const (
+		unrecognized = "tls: unrecognized name"
+		internal     = "tls: internal error"
+	)
+	acmeTLS := []string{"acme-tls/1"}
+	for _, tc := range []struct {
+		name       string
+		serverName string
+		maxVersion uint16
+		protos     []string
+		storeDown  bool
+		wantErr    string // "": the handshake succeeds
+		wantSerial int64  // of the certificate presented, when not 0
+	}{
+		{name: "known name", serverName: "a.example.com", wantSerial: serial},
+		{name: "known name TLS 1.2", serverName: "a.example.com", maxVersion: tls.VersionTLS12, wantSerial: serial},
+		{name: "no edge", serverName: "nope.example.com", wantErr: unrecognized},
+		{name: "no edge TLS 1.2", serverName: "nope.example.com", maxVersion: tls.VersionTLS12, wantErr: unrecognized},
+		{name: "no certificate", serverName: "b.example.com", wantErr: unrecognized},
+		{name: "no server name", wantErr: unrecognized},
+		{name: "no server name TLS 1.2", maxVersion: tls.VersionTLS12, wantErr: unrecognized},
+		{name: "acme-tls/1 pending", serverName: "pending.example.com", protos: acmeTLS},
+		{name: "acme-tls/1 none pending", serverName: "nope.example.com", protos: acmeTLS, wantErr: unrecognized},
+		{name: "acme-tls/1 store down", serverName: "pending.example.com", protos: acmeTLS, storeDown: true, wantErr: internal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.reads.Store(tc.storeDown)
+			defer f.reads.Store(false)
+			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", ln.Addr().String(), &tls.Config{
+				ServerName: tc.serverName, RootCAs: ca.pool, InsecureSkipVerify: tc.serverName == "" || tc.protos != nil,
+				MaxVersion: tc.maxVersion, NextProtos: tc.protos,
+			})
+			if tc.wantErr != "" {
+				if err == nil {
+					conn.Close()
+					t.Fatalf("handshake succeeded; want %q", tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("handshake: %v; want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("handshake: %v", err)
+			}
+			defer conn.Close()
+			leaf := conn.ConnectionState().PeerCertificates[0]
+			if tc.wantSerial != 0 && leaf.SerialNumber.Int64() != tc.wantSerial {
+				t.Errorf("certificate serial %d, want %d", leaf.SerialNumber.Int64(), tc.wantSerial)
+			}
+			if tc.protos != nil && (len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != tc.serverName) {
+				t.Errorf("validation certificate for %v, want %s", leaf.DNSNames, tc.serverName)
+			}
+		})
+	}
+	// Every hello for a name without a certificate was counted, the
+	// acme-tls/1 ones aside.
+	if got := testutil.ToFloat64(m.unroutedTotal.WithLabelValues(reasonNoCertificate)); got != 5 {
+		t.Errorf("unrouted{reason=no_certificate} = %v, want 5", got)
+	}
 }

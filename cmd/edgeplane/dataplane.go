@@ -242,11 +242,12 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	if c.tunnelAddr != "" {
 		tlsCfg := c.tunnelTLS
 		if tlsCfg == nil {
+			// A name without a certificate (or no name) gets no
+			// certificate and no error: crypto/tls then fails the
+			// handshake with unrecognized_name, where an error would
+			// send internal_error (as proxy.Handler.TLSConfig does).
 			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-				if cert := cfgs.Certificate(hello.ServerName); cert != nil {
-					return cert, nil
-				}
-				return nil, errors.New("no certificate for the agent's server name")
+				return cfgs.Certificate(hello.ServerName), nil
 			}}
 		}
 		tm := tunnel.NewMetrics()

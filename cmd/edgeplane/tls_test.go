@@ -85,9 +85,11 @@ func (tn *tenant) uploadCertificate(chainPEM, keyPEM string) string {
 // connects to the listener (curl --connect-to host:443:127.0.0.1:PORT;
 // a crypto/tls client dialing the listener). curl --resolve
 // host:PORT:127.0.0.1 would send Host host:PORT, a hostport no HTTPS edge
-// can list. A wrong SNI fails the handshake; a Host that is not the SNI
-// gets 421; a certificate attached later is presented from the next
-// handshake on, without a restart.
+// can list. A wrong SNI fails the handshake with the alert
+// unrecognized_name, on the HTTPS listener and on the agents' tunnel
+// listener (which, without -tunnel-cert, also chooses the certificate by
+// SNI); a Host that is not the SNI gets 421; a certificate attached
+// later is presented from the next handshake on, without a restart.
 func TestProxyTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -95,7 +97,7 @@ func TestProxyTLS(t *testing.T) {
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
 	key := "epk_" + strings.Repeat("t", 40)
 	api, _ := startProcess(t, spec, "EDGEPLANE_API_KEY="+key)
-	p := startProxyProcess(t, "proxy", spec)
+	p := startProxyArgs(t, "proxy", spec, []string{"-tunnel-addr", "127.0.0.1:0"})
 	apiA := apiClient{t: t, base: "http://" + api, key: key}
 	a, b := newTenant(apiA, "a.example.com", "a"), newTenant(apiA, "b.example.com", "b")
 	upA, upB := newUpstream(t, "a"), newUpstream(t, "b")
@@ -118,25 +120,30 @@ func TestProxyTLS(t *testing.T) {
 	if code, body := fetch(c, "https://a.example.com/tls", "tls"); code != 200 || body != "upstream a /tls" {
 		t.Errorf("https://a.example.com/tls: %d %q", code, body)
 	}
-	serial := func(serverName string) (int64, error) {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.https, &tls.Config{ServerName: serverName, RootCAs: pool})
+	serialAt := func(addr, serverName string) (int64, error) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{ServerName: serverName, RootCAs: pool})
 		if err != nil {
 			return 0, err
 		}
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
 	}
-	if s, err := serial("a.example.com"); err != nil || s != 2 {
-		t.Errorf("handshake for a.example.com: serial %d, %v; want the uploaded certificate (2)", s, err)
-	}
-	// Wrong SNI: a name no edge serves, a served name without a
-	// certificate, none at all.
-	for _, name := range []string{"c.example.com", "b.example.com", ""} {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.https,
-			&tls.Config{ServerName: name, RootCAs: pool, InsecureSkipVerify: name == ""})
-		if err == nil {
-			conn.Close()
-			t.Errorf("handshake with SNI %q succeeded; want it refused", name)
+	serial := func(serverName string) (int64, error) { return serialAt(p.https, serverName) }
+	for _, addr := range []string{p.https, p.agents} {
+		if s, err := serialAt(addr, "a.example.com"); err != nil || s != 2 {
+			t.Errorf("handshake for a.example.com on %s: serial %d, %v; want the uploaded certificate (2)", addr, s, err)
+		}
+		// Wrong SNI: a name no edge serves, a served name without a
+		// certificate, none at all.
+		for _, name := range []string{"c.example.com", "b.example.com", ""} {
+			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+				&tls.Config{ServerName: name, RootCAs: pool, InsecureSkipVerify: name == ""})
+			if err == nil {
+				conn.Close()
+				t.Errorf("handshake with SNI %q on %s succeeded; want it refused", name, addr)
+			} else if !strings.Contains(err.Error(), "tls: unrecognized name") {
+				t.Errorf("handshake with SNI %q on %s: %v; want the alert unrecognized_name", name, addr, err)
+			}
 		}
 	}
 	// The Host is not the SNI: 421, never b's edge.
