@@ -50,8 +50,9 @@
 // frame is being written: a writer stuck on a peer that reads nothing
 // fails first), stops the writer as [Conn.Stop] does, and returns a
 // [*FrameError]: muxado ends the session, and its owner finds why in
-// [Conn.Refused]. Frames written by a [Flusher]'s framer are read as
-// muxado reads them.
+// [Conn.Refused]. [Conn.GoAway] ends a session the same way for a
+// reason of its owner's. Frames written by a [Flusher]'s framer are read
+// as muxado reads them.
 package muxframe
 
 import (
@@ -91,6 +92,7 @@ type Conn struct {
 
 	authed  atomic.Bool                // Authenticate was called
 	refused atomic.Pointer[FrameError] // the frame a framer refused
+	fr      atomic.Pointer[framer]     // the framer Framer made, for GoAway
 }
 
 // NewConn returns c wrapped.
@@ -114,6 +116,7 @@ func (c *Conn) Framer(l Limits) func(r io.Reader, w io.Writer) frame.Framer {
 		g := &gather{}
 		f := &framer{g: g, w: w, raw: c, lim: l, in: headerReader{r: r}, authed: l.Unauthenticated == 0}
 		f.Framer = frame.NewFramer(&f.in, g)
+		c.fr.Store(f)
 		return f
 	}
 }
@@ -162,12 +165,13 @@ type framer struct {
 	w            io.Writer // the TLS connection
 	raw          *Conn     // the socket under it
 
-	// Read by the session's reader goroutine alone:
-	in       headerReader // the transport, with the frame's header put back in front
-	lim      Limits       // with defaults
-	authed   bool         // raw.authed, once it is set
-	unauthed int          // the DATA payload announced before authentication
-	lastSyn  frame.StreamId
+	// Used by the session's reader goroutine alone (lastSyn is read by
+	// goAway too):
+	in       headerReader  // the transport, with the frame's header put back in front
+	lim      Limits        // with defaults
+	authed   bool          // raw.authed, once it is set
+	unauthed int           // the DATA payload announced before authentication
+	lastSyn  atomic.Uint32 // the last stream the peer opened (read by goAway)
 }
 
 // WriteFrame writes f to the TLS connection in one write, and its

@@ -154,7 +154,7 @@ func (f *framer) ReadFrame() (frame.Frame, error) {
 			}
 		}
 		if t == frame.TypeData && h[3]&frame.FlagDataSyn != 0 {
-			f.lastSyn = streamID(h)
+			f.lastSyn.Store(uint32(streamID(h)))
 		}
 	}
 	f.in.n = headerSize
@@ -165,15 +165,31 @@ func streamID(h *[headerSize]byte) frame.StreamId {
 	return frame.StreamId(binary.BigEndian.Uint32(h[4:]) & 0x7FFFFFFF)
 }
 
-// refuse records e, tells the peer (a GOAWAY with ProtocolError and e's
-// words, unless the writer is stopped) and stops the writer: the
-// session dies of the error refuse returns, e. A frame the writer is
-// writing is given goAwayWriteWindow to finish (the socket's write
-// deadline): a peer that reads nothing holds the reader no longer.
+// refuse records e and ends the session as [Conn.GoAway] does, with
+// ProtocolError and e's words: the session dies of the error refuse
+// returns, e.
 func (f *framer) refuse(e *FrameError) error {
 	f.raw.refused.CompareAndSwap(nil, e)
+	f.goAway(muxado.ProtocolError, e.Error())
+	return e
+}
+
+// GoAway tells the peer why its session ends, for a reason of the
+// session's owner: a GOAWAY frame with code and why is written, unless
+// the writer is stopped, and the writer is then stopped (as by
+// [Conn.Stop]); the owner closes the session. A frame being written is
+// given a quarter of a second to finish (the socket's write deadline,
+// and the GOAWAY's): a peer that reads nothing holds the caller no
+// longer. It writes nothing for a Conn whose frames a [Flusher] writes.
+func (c *Conn) GoAway(code muxado.ErrorCode, why string) {
+	if f := c.fr.Load(); f != nil {
+		f.goAway(code, why)
+	}
+}
+
+func (f *framer) goAway(code muxado.ErrorCode, why string) {
 	var ga frame.GoAway
-	packed := ga.Pack(f.lastSyn, frame.ErrorCode(muxado.ProtocolError), []byte(e.Error())) == nil
+	packed := ga.Pack(frame.StreamId(f.lastSyn.Load()), frame.ErrorCode(code), []byte(why)) == nil
 	_ = f.raw.Conn.SetWriteDeadline(time.Now().Add(goAwayWriteWindow))
 	f.raw.wmu.Lock()
 	defer f.raw.wmu.Unlock()
@@ -181,5 +197,4 @@ func (f *framer) refuse(e *FrameError) error {
 		_ = f.writeLocked(&ga)
 	}
 	f.raw.stopped = true
-	return e
 }

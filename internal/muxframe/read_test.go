@@ -234,6 +234,36 @@ func TestRefusedSession(t *testing.T) {
 	}
 }
 
+// TestGoAway: the owner's GoAway reaches the peer with its code and
+// words, and the writer writes nothing after it.
+func TestGoAway(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := NewConn(a)
+	fr := c.Framer(Limits{})(a, c)
+	go c.GoAway(muxado.EnhanceYourCalm, "heartbeats too fast")
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	f, err := frame.NewFramer(b, nil).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, ok := f.(*frame.GoAway)
+	if !ok {
+		t.Fatalf("got a %v frame; want GOAWAY", f.Type())
+	}
+	debug, _ := io.ReadAll(ga.Debug())
+	if ga.ErrorCode() != frame.ErrorCode(muxado.EnhanceYourCalm) || string(debug) != "heartbeats too fast" {
+		t.Errorf("GOAWAY %d %q", ga.ErrorCode(), debug)
+	}
+	var d frame.Data
+	if err := d.Pack(1, []byte("after"), false, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteFrame(&d); !errors.Is(err, ErrStopped) {
+		t.Errorf("a frame after GoAway: %v; want ErrStopped", err)
+	}
+}
+
 // FuzzReadFrame reads any bytes as frames, as muxado's reader does (a
 // DATA or unknown frame's payload read by the session), with limits and
 // the moment of authentication from the fuzzer: a frame is refused
