@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -112,22 +113,21 @@ func rawHeader(t frame.Type, flags frame.Flags, stream uint32, length int) []byt
 
 // readGoAway reads frames from r until a GOAWAY, and returns its code
 // and debug text.
-func readGoAway(t *testing.T, r io.Reader) (muxado.ErrorCode, string) {
-	t.Helper()
+func readGoAway(r io.Reader) (muxado.ErrorCode, string, error) {
 	fr := frame.NewFramer(r, nil)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
-			t.Fatalf("no GOAWAY before %v", err)
+			return 0, "", fmt.Errorf("no GOAWAY before %w", err)
 		}
 		switch f := f.(type) {
 		case *frame.GoAway:
 			debug, _ := io.ReadAll(f.Debug())
-			return muxado.ErrorCode(f.ErrorCode()), string(debug)
+			return muxado.ErrorCode(f.ErrorCode()), string(debug), nil
 		case *frame.Data:
 			io.Copy(io.Discard, f.Reader())
 		case *frame.Rst:
-			t.Fatalf("the server reset stream %d (code %d) instead of refusing the frame", f.StreamId(), f.ErrorCode())
+			return 0, "", fmt.Errorf("the server reset stream %d (code %d) instead of refusing the frame", f.StreamId(), f.ErrorCode())
 		}
 	}
 }
@@ -185,7 +185,11 @@ func TestFrameTooLongBeforeAuth(t *testing.T) {
 				}
 			}()
 			_ = tc.SetReadDeadline(time.Now().Add(5 * time.Second))
-			code, debug := readGoAway(t, tc)
+			code, debug, err := readGoAway(tc)
+			if err != nil {
+				t.Errorf("connection %d: %v", i, err)
+				return
+			}
 			if code != muxado.ProtocolError || !strings.Contains(debug, "DATA frame of 16777215 bytes") || !strings.Contains(debug, "before authentication") {
 				t.Errorf("connection %d: GOAWAY %d %q; want ProtocolError saying why", i, code, debug)
 			}

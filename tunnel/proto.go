@@ -56,15 +56,19 @@ const (
 	maxUnauthBytes = 2 * maxUnauthFrame
 )
 
-// Heartbeats a session answers: at most HeartbeatRate a second, in
-// bursts of at most HeartbeatBurst, and no more than
-// HeartbeatsBeforeAuth before its Auth; a faster heartbeat closes the
-// session. The SDKs beat every 10 s by default (the Rust SDK also once
-// at the start); an agent whose heartbeat interval is below 1/HeartbeatRate
+// Heartbeats a session answers; the beat past them closes the session.
+// The SDKs beat every 10 s by default (the Rust SDK also once at the
+// start): an agent whose heartbeat interval is below 1/HeartbeatRate
 // (200 ms) is closed once its burst is spent.
 const (
-	HeartbeatRate        = 5
-	HeartbeatBurst       = 10
+	// HeartbeatRate is how many beats a second a session's heartbeat
+	// gets answered, over time.
+	HeartbeatRate = 5
+	// HeartbeatBurst is how many beats a session's heartbeat gets
+	// answered at once.
+	HeartbeatBurst = 10
+	// HeartbeatsBeforeAuth is how many beats a session's heartbeat gets
+	// answered before its Auth succeeded.
 	HeartbeatsBeforeAuth = 3
 )
 

@@ -38,21 +38,21 @@
 // before any of its payload is read:
 //
 //   - DATA, and a frame of a type muxado does not know (which it skips):
-//     at most the stream's window ([Limits].Window, 256 KiB by default);
-//     until [Conn.Authenticate], at most [Limits].Unauthenticated each
-//     and [Limits].UnauthenticatedTotal in all;
+//     at most the stream's window ([Limits.Window], 256 KiB by default);
+//     until [Conn.Authenticate], at most [Limits.Unauthenticated] each
+//     and [Limits.UnauthenticatedTotal] in all;
 //   - RST and WNDINC: 4 bytes, their one field;
 //   - GOAWAY: its 8 bytes of fields and at most [MaxGoAwayDebug] bytes of
 //     debug text.
 //
 // The framer then writes a GOAWAY with muxado's ProtocolError and what
-// was refused in words (within a quarter of a second, and only if no
-// frame is being written: a writer stuck on a peer that reads nothing
-// fails first), stops the writer as [Conn.Stop] does, and returns a
-// [*FrameError]: muxado ends the session, and its owner finds why in
-// [Conn.Refused]. [Conn.GoAway] ends a session the same way for a
-// reason of its owner's. Frames written by a [Flusher]'s framer are read
-// as muxado reads them.
+// was refused in words (after the frame being written, if any, which is
+// given a quarter of a second: a writer stuck on a peer that reads
+// nothing fails then), stops the writer as [Conn.Stop] does, and returns
+// a [*FrameError]: muxado ends the session, and its owner finds why in
+// [Conn.Refused]. [Conn.GoAway] ends a session the same way for a reason
+// of its owner's. A [Flusher]'s framer reads frames as muxado's does,
+// unbounded.
 package muxframe
 
 import (
@@ -122,7 +122,7 @@ func (c *Conn) Framer(l Limits) func(r io.Reader, w io.Writer) frame.Framer {
 }
 
 // Authenticate tells c's framer that the peer authenticated: from then
-// on only [Limits].Window bounds its DATA frames. A session's owner
+// on only [Limits.Window] bounds its DATA frames. A session's owner
 // calls it before it answers the request that authenticated the peer.
 func (c *Conn) Authenticate() { c.authed.Store(true) }
 
