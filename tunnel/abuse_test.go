@@ -17,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.ngrok.com/muxado/v2"
 	"golang.ngrok.com/muxado/v2/frame"
+	"golang.ngrok.com/ngrok"
 	"golang.ngrok.com/ngrok/config"
 )
 
@@ -376,4 +379,29 @@ func TestHeartbeatFlood(t *testing.T) {
 		t.Errorf("refusals{reason=heartbeat} = %v; want 2", got)
 	}
 	served(t, e)
+}
+
+// TestLargestAuth: the largest Auth the Service takes (metadata of
+// agents.MaxMetadataBytes, each byte escaped by JSON to six) fits the
+// frames allowed before Auth: the SDK connects with it and is served.
+func TestLargestAuth(t *testing.T) {
+	e := newEnv(t, tunnel.Options{})
+	_, token := e.token(t)
+	metadata := strings.Repeat("<", agents.MaxMetadataBytes) // \u003c in the SDK's JSON
+	sess := e.connect(t, e.addr, token, ngrok.WithMetadata(metadata), noReconnect)
+	tun, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "big")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go serve(tun)
+	if code, _, err := e.get(t, tun.ID(), "/"); err != nil || code != 200 {
+		t.Fatalf("a request: %d %v", code, err)
+	}
+	if got := e.refusals(t, "protocol"); got != 0 {
+		t.Errorf("refusals{reason=protocol} = %v; want 0", got)
+	}
+	page, err := e.svc.ListTunnelSessions(e.ctx, e.admin, edgeplane.ListOptions{})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Metadata != metadata {
+		t.Fatalf("the session's metadata was not kept whole: %v", err)
+	}
 }
