@@ -53,11 +53,33 @@
 // Before Auth, a connection lives HandshakeTimeout. A Server holds at
 // most MaxSessions connections and each session at most
 // MaxTunnelsPerSession tunnels; one message is at most
-// [MaxMessageBytes]. The Host bounds the sessions of one credential and
+// [MaxMessageBytes], the Auth message (and any request before it) at
+// most [MaxAuthBytes]. The Host bounds the sessions of one credential and
 // of one account, and the tunnels and endpoints of one account, across
-// every Server of the store ([edgeplane.Options].AgentLimits): a refusal
+// every Server of the store (edgeplane.Options.AgentLimits): a refusal
 // reaches the agent as ERR_SERVICE_106 and is counted as
 // too_many_sessions or too_many_tunnels.
+//
+// # Bounds of the protocol
+//
+// A frame whose header announces more than its type may carry is
+// refused before any of its payload is read, and the session is closed
+// with a protocol error: a GOAWAY of muxado's ProtocolError naming the
+// frame and the bound (counted as a refusal of reason protocol). A DATA
+// frame is at most the stream's window, 256 KiB (muxado's default, which
+// both SDKs assume); before Auth at most the Auth message (MaxAuthBytes,
+// its stream's type and a newline), and the frames before Auth at most
+// twice that in all. RST and WNDINC carry 4 bytes, GOAWAY 8 and at most
+// 4 KiB of debug text. (muxado alone reads a whole frame, up to 16 MiB,
+// before it compares it with the window.)
+//
+// The agent's heartbeat is answered at most [HeartbeatRate] (5) times a
+// second, in bursts of at most [HeartbeatBurst] (10), and at most
+// [HeartbeatsBeforeAuth] (3) times before Auth; the beat past these
+// closes the session (a GOAWAY of EnhanceYourCalm saying why, counted as
+// a refusal of reason heartbeat). The SDKs beat every 10 s by default;
+// an agent configured to beat more often than every 200 ms is closed
+// once its burst is spent.
 //
 // Following the store's change feed (Options.Feed), the Server closes a
 // held session whose record was removed (deleting a credential removes

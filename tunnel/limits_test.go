@@ -16,7 +16,6 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/tunnel"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.ngrok.com/muxado/v2"
 	"golang.ngrok.com/ngrok/config"
 )
@@ -34,31 +33,6 @@ func (a *rawAgent) tryRPC(typ uint32, req, resp any) error {
 	}
 	_ = str.SetReadDeadline(time.Now().Add(10 * time.Second))
 	return json.NewDecoder(str).Decode(resp)
-}
-
-// refusals returns the value of edgeplane_tunnel_refusals_total for
-// reason.
-func (e *env) refusals(t *testing.T, reason string) float64 {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(e.m)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "edgeplane_tunnel_refusals_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // gatedHost is a Host whose binds (StartLabeledTunnel, BindEndpoint)

@@ -33,6 +33,45 @@ const (
 // (policy/limits.MaxDocumentBytes) is below it.
 const MaxMessageBytes = 256 << 10
 
+// MaxAuthBytes bounds the Auth message, and so every frame and request
+// before a session's Auth: its largest parts are the session's metadata
+// (agents.MaxMetadataBytes, which JSON may write as six bytes a byte)
+// and the cookie.
+const MaxAuthBytes = 32 << 10
+
+// Bounds of the frames an agent's session reads (see
+// internal/muxframe): a frame's header announcing more than these is
+// refused before its payload is read, and the session closed with a
+// protocol error.
+const (
+	// windowSize is every stream's receive window (muxado's default,
+	// which both SDKs assume of the server): a DATA frame is at most it.
+	windowSize = 256 << 10
+	// maxUnauthFrame bounds one DATA frame before Auth: the Auth
+	// message, with its stream's 4-byte type and the JSON encoder's
+	// newline.
+	maxUnauthFrame = MaxAuthBytes + 8
+	// maxUnauthBytes bounds the data of all frames before Auth: the
+	// Auth, the heartbeat's first beats, a few requests refused.
+	maxUnauthBytes = 2 * maxUnauthFrame
+)
+
+// Heartbeats a session answers; the beat past them closes the session.
+// The SDKs beat every 10 s by default (the Rust SDK also once at the
+// start): an agent whose heartbeat interval is below 1/HeartbeatRate
+// (200 ms) is closed once its burst is spent.
+const (
+	// HeartbeatRate is how many beats a second a session's heartbeat
+	// gets answered, over time.
+	HeartbeatRate = 5
+	// HeartbeatBurst is how many beats a session's heartbeat gets
+	// answered at once.
+	HeartbeatBurst = 10
+	// HeartbeatsBeforeAuth is how many beats a session's heartbeat gets
+	// answered before its Auth succeeded.
+	HeartbeatsBeforeAuth = 3
+)
+
 // authMsg is the agent's Auth request. Field names are the protocol's;
 // encoding/json matches keys case-insensitively, so the Rust agent's
 // "AuthToken" decodes into Authtoken too.
@@ -161,11 +200,14 @@ type proxyHeader struct {
 
 // readMessage decodes one JSON value of at most MaxMessageBytes from r,
 // which the agent does not half-close after its request.
-func readMessage(r io.Reader, v any) error {
-	lr := &io.LimitedReader{R: r, N: MaxMessageBytes}
+func readMessage(r io.Reader, v any) error { return readMessageMax(r, v, MaxMessageBytes) }
+
+// readMessageMax decodes one JSON value of at most limit bytes from r.
+func readMessageMax(r io.Reader, v any, limit int64) error {
+	lr := &io.LimitedReader{R: r, N: limit}
 	if err := json.NewDecoder(lr).Decode(v); err != nil {
 		if lr.N <= 0 {
-			return apierr.New(apierr.PayloadTooLarge, "the message is larger than %d bytes", MaxMessageBytes)
+			return apierr.New(apierr.PayloadTooLarge, "the message is larger than %d bytes", limit)
 		}
 		return apierr.New(apierr.InvalidArgument, "the message is not the expected JSON object")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/muxframe"
 	"golang.ngrok.com/muxado/v2"
+	"golang.org/x/time/rate"
 )
 
 // session is one agent connection: TLS, then muxado in the server role.
@@ -81,13 +83,19 @@ func (sess *session) run() {
 	sess.limit = s.opts.HandshakeTimeout
 	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
 	sess.mu.Unlock()
-	mux := muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{AcceptBacklog: acceptBacklog, NewFramer: raw.NewFramer}))
+	limits := muxframe.Limits{Window: windowSize, Unauthenticated: maxUnauthFrame, UnauthenticatedTotal: maxUnauthBytes}
+	mux := muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{MaxWindowSize: windowSize, AcceptBacklog: acceptBacklog, NewFramer: raw.Framer(limits)}))
 	sess.mu.Lock() // close may read them meanwhile (a Server closing)
 	sess.mux, sess.frames = mux, raw
 	sess.mu.Unlock()
 	for {
 		accepted, err := mux.AcceptTypedStream()
 		if err != nil {
+			if ferr := raw.Refused(); ferr != nil {
+				s.m.refused(reasonProtocol)
+				s.log.Info("agent connection closed: it sent a frame longer than the protocol allows", "remote", sess.remote.String(), "session", sess.authedID(), "err", ferr)
+				sess.close("a frame longer than the protocol allows")
+			}
 			return
 		}
 		str := raw.Wrap(accepted)
@@ -119,12 +127,22 @@ func (sess *session) run() {
 }
 
 // echo answers the agent's heartbeat: every four bytes are written back,
-// and each resets the silence after which the session is closed.
+// and each resets the silence after which the session is closed. A
+// heartbeat faster than the bounds (see beats) closes the session.
 func (sess *session) echo(str muxado.Stream) {
 	defer str.Close()
+	limit := newBeats()
 	var b [4]byte
 	for {
 		if _, err := io.ReadFull(str, b[:]); err != nil {
+			return
+		}
+		if why := limit.allow(time.Now(), sess.isAuthed()); why != "" {
+			s := sess.srv
+			s.m.refused(reasonHeartbeat)
+			s.log.Info("agent connection closed: its heartbeat is faster than the server answers", "remote", sess.remote.String(), "session", sess.authedID(), "why", why)
+			sess.frames.GoAway(muxado.EnhanceYourCalm, why)
+			sess.close(why)
 			return
 		}
 		sess.beat()
@@ -132,6 +150,50 @@ func (sess *session) echo(str muxado.Stream) {
 			return
 		}
 	}
+}
+
+// beats decides which of a session's heartbeats are answered: at most
+// HeartbeatsBeforeAuth before Auth, and HeartbeatRate a second in
+// bursts of HeartbeatBurst.
+type beats struct {
+	early int // beats before Auth
+	rate  *rate.Limiter
+}
+
+func newBeats() *beats {
+	return &beats{rate: rate.NewLimiter(HeartbeatRate, HeartbeatBurst)}
+}
+
+// allow takes a beat that came at now, the session authenticated or
+// not: "" if it is answered, else why the session is closed, in words.
+func (b *beats) allow(now time.Time, authed bool) string {
+	if !authed {
+		if b.early++; b.early > HeartbeatsBeforeAuth {
+			return fmt.Sprintf("heartbeats refused: more than %d before Auth", HeartbeatsBeforeAuth)
+		}
+	}
+	if !b.rate.AllowN(now, 1) {
+		return fmt.Sprintf("heartbeats refused: faster than %d a second (bursts of %d)", HeartbeatRate, HeartbeatBurst)
+	}
+	return ""
+}
+
+// isAuthed reports whether the session's Auth succeeded.
+func (sess *session) isAuthed() bool {
+	select {
+	case <-sess.authed:
+		return true
+	default:
+		return false
+	}
+}
+
+// authedID is the session's ID once it authenticated, else "".
+func (sess *session) authedID() string {
+	if sess.isAuthed() {
+		return sess.id
+	}
+	return ""
 }
 
 // beat pushes back the moment a silent session is closed.
@@ -162,7 +224,7 @@ func (sess *session) serveRPC(t muxado.StreamType, str muxado.Stream) {
 		case <-sess.authed:
 		default:
 			var discard json.RawMessage
-			_ = readMessage(str, &discard)
+			_ = readMessageMax(str, &discard, MaxAuthBytes)
 			resp = errorResp{Error: protoError(apierr.New(apierr.Unauthenticated, "authenticate first: the session has no successful Auth"))}
 			break
 		}
@@ -220,10 +282,10 @@ func (sess *session) auth(str muxado.Stream) any {
 	sess.mu.Unlock()
 	if again {
 		var discard json.RawMessage
-		_ = readMessage(str, &discard)
+		_ = readMessageMax(str, &discard, MaxAuthBytes)
 		return authResp{Version: protocolVersion, Error: protoError(apierr.New(apierr.FailedPrecondition, "the session is already authenticated"))}
 	}
-	if err := readMessage(str, &req); err != nil {
+	if err := readMessageMax(str, &req, MaxAuthBytes); err != nil {
 		return fail(err, reasonBadMessage)
 	}
 	osName := req.Extra.OS
@@ -284,6 +346,7 @@ func (sess *session) auth(str muxado.Stream) any {
 	sess.counted = true
 	old := s.authenticated(sess, previous)
 	sess.mu.Unlock()
+	sess.frames.Authenticate() // before the answer: the agent's next frames may be a window long
 	close(sess.authed)
 	s.m.sessionUp()
 	if old != nil {

@@ -1,7 +1,8 @@
 // Package muxframe writes the frames of a muxado session
-// (golang.ngrok.com/muxado/v2) over TLS with one system call each, and
-// lets the session's owner stop its writer from touching frames once the
-// session is dying.
+// (golang.ngrok.com/muxado/v2) over TLS with one system call each, lets
+// the session's owner stop its writer from touching frames once the
+// session is dying, and refuses a frame longer than its type may be
+// before reading its payload.
 //
 // # One write per frame
 //
@@ -26,6 +27,32 @@
 // Stop before it closes the session, and a stream's writer calls it
 // when a write fails because the session died ([Dead]), before it
 // returns the error.
+//
+// # Bounded frames
+//
+// muxado (v2.0.2) trusts a frame's announced length (up to 16 MiB): it
+// reads a whole DATA frame into the stream's buffer before it compares
+// it with the stream's window, and up to 1 MiB of a GOAWAY's debug text
+// into memory. The framers of a [Conn] ([Conn.Framer]) read each frame's
+// 8-byte header first and refuse a frame longer than its type may be
+// before any of its payload is read:
+//
+//   - DATA, and a frame of a type muxado does not know (which it skips):
+//     at most the stream's window ([Limits.Window], 256 KiB by default);
+//     until [Conn.Authenticate], at most [Limits.Unauthenticated] each
+//     and [Limits.UnauthenticatedTotal] in all;
+//   - RST and WNDINC: 4 bytes, their one field;
+//   - GOAWAY: its 8 bytes of fields and at most [MaxGoAwayDebug] bytes of
+//     debug text.
+//
+// The framer then writes a GOAWAY with muxado's ProtocolError and what
+// was refused in words (after the frame being written, if any, which is
+// given a quarter of a second: a writer stuck on a peer that reads
+// nothing fails then), stops the writer as [Conn.Stop] does, and returns
+// a [*FrameError]: muxado ends the session, and its owner finds why in
+// [Conn.Refused]. [Conn.GoAway] ends a session the same way for a reason
+// of its owner's. A [Flusher]'s framer reads frames as muxado's does,
+// unbounded.
 package muxframe
 
 import (
@@ -33,6 +60,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"golang.ngrok.com/muxado/v2"
 	"golang.ngrok.com/muxado/v2/frame"
@@ -61,6 +89,10 @@ type Conn struct {
 
 	wmu     sync.Mutex // held while the framer reads and writes a frame
 	stopped bool       // under wmu
+
+	authed  atomic.Bool                // Authenticate was called
+	refused atomic.Pointer[FrameError] // the frame a framer refused
+	fr      atomic.Pointer[framer]     // the framer Framer made, for GoAway
 }
 
 // NewConn returns c wrapped.
@@ -68,10 +100,39 @@ func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
 
 // NewFramer is the muxado.Config.NewFramer of the session whose TLS
 // connection w runs over c: each frame is one write to w, and one write
-// to the socket.
+// to the socket. It reads frames bounded by the zero [Limits]: a peer
+// trusted from the start, with muxado's default window.
 func (c *Conn) NewFramer(r io.Reader, w io.Writer) frame.Framer {
-	g := &gather{}
-	return &framer{Framer: frame.NewFramer(r, g), g: g, w: w, raw: c}
+	return c.Framer(Limits{})(r, w)
+}
+
+// Framer returns the muxado.Config.NewFramer of the session whose TLS
+// connection runs over c, which writes frames as [Conn.NewFramer] does
+// and reads frames bounded by l (see [Limits]). l.Window must be the
+// session's muxado.Config.MaxWindowSize.
+func (c *Conn) Framer(l Limits) func(r io.Reader, w io.Writer) frame.Framer {
+	l = l.withDefaults()
+	return func(r io.Reader, w io.Writer) frame.Framer {
+		g := &gather{}
+		f := &framer{g: g, w: w, raw: c, lim: l, in: headerReader{r: r}, authed: l.Unauthenticated == 0}
+		f.Framer = frame.NewFramer(&f.in, g)
+		c.fr.Store(f)
+		return f
+	}
+}
+
+// Authenticate tells c's framer that the peer authenticated: from then
+// on only [Limits.Window] bounds its DATA frames. A session's owner
+// calls it before it answers the request that authenticated the peer.
+func (c *Conn) Authenticate() { c.authed.Store(true) }
+
+// Refused returns the error of the frame c's framer refused (a
+// [*FrameError]), or nil if it refused none.
+func (c *Conn) Refused() error {
+	if e := c.refused.Load(); e != nil {
+		return e
+	}
+	return nil
 }
 
 // Stop ends the framer's reads of frames: it waits for the frame being
@@ -99,10 +160,18 @@ func Dead(err error) bool {
 }
 
 type framer struct {
-	frame.Framer // reads from the transport, writes into g
+	frame.Framer // reads from in, writes into g
 	g            *gather
 	w            io.Writer // the TLS connection
 	raw          *Conn     // the socket under it
+
+	// Used by the session's reader goroutine alone (lastSyn is read by
+	// goAway too):
+	in       headerReader  // the transport, with the frame's header put back in front
+	lim      Limits        // with defaults
+	authed   bool          // raw.authed, once it is set
+	unauthed int           // the DATA payload announced before authentication
+	lastSyn  atomic.Uint32 // the last stream the peer opened (read by goAway)
 }
 
 // WriteFrame writes f to the TLS connection in one write, and its
@@ -114,6 +183,11 @@ func (f *framer) WriteFrame(fr frame.Frame) error {
 	if f.raw.stopped {
 		return ErrStopped
 	}
+	return f.writeLocked(fr)
+}
+
+// writeLocked writes fr as WriteFrame does; the caller holds raw.wmu.
+func (f *framer) writeLocked(fr frame.Frame) error {
 	bp := framePool.Get().(*[]byte)
 	f.g.buf = (*bp)[:0]
 	err := f.Framer.WriteFrame(fr)
