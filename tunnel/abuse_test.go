@@ -405,3 +405,59 @@ func TestLargestAuth(t *testing.T) {
 		t.Fatalf("the session's metadata was not kept whole: %v", err)
 	}
 }
+
+// TestUnauthenticatedBounds: connections that never authenticate are
+// bounded per source address and in total, apart from authenticated
+// sessions: past either bound a new connection is closed at once and
+// counted, an authenticated agent is not held back by them, and once
+// they are gone an agent connects again.
+func TestUnauthenticatedBounds(t *testing.T) {
+	e := newEnv(t, tunnel.Options{MaxUnauthenticatedPerIP: 4, MaxUnauthenticated: 6})
+	_, token := e.token(t)
+	e.connect(t, e.addr, token, noReconnect) // authenticated: counts toward neither bound
+	dialFrom := func(src string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// held: the server keeps the connection, waiting for its handshake.
+	held := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return errors.As(err, &ne) && ne.Timeout()
+	}
+	var idle []net.Conn
+	for i, src := range []string{"127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"} {
+		c := dialFrom(src)
+		if !held(c) {
+			t.Fatalf("connection %d from %s closed within both bounds", i, src)
+		}
+		idle = append(idle, c)
+	}
+	for _, c := range []struct{ src, bound string }{{"127.0.0.1", "per address"}, {"127.0.0.3", "in total"}} {
+		if held(dialFrom(c.src)) {
+			t.Errorf("a connection from %s past the bound %s was held", c.src, c.bound)
+		}
+	}
+	if got := e.refusals(t, "too_many_unauthenticated"); got != 2 {
+		t.Errorf("too_many_unauthenticated counted %v, want 2", got)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	if _, ok := eventually(2*time.Second, func() bool {
+		c := dialFrom("127.0.0.1")
+		ok := held(c)
+		c.Close()
+		return ok
+	}); !ok {
+		t.Fatal("connections are still refused once the idle ones closed")
+	}
+	e.connect(t, e.addr, token, noReconnect)
+}

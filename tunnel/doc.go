@@ -51,7 +51,10 @@
 // MaxHeartbeat] each; the SDK's defaults are 10 s and 15 s), and a
 // session whose heartbeat stream is silent for their sum is closed.
 // Before Auth, a connection lives HandshakeTimeout. A Server holds at
-// most MaxSessions connections and each session at most
+// most MaxUnauthenticated connections that have not authenticated yet,
+// MaxUnauthenticatedPerIP of them from one source address (past either,
+// a new connection is closed at once and counted as
+// too_many_unauthenticated), at most MaxSessions connections in all, and each session at most
 // MaxTunnelsPerSession tunnels; one message is at most
 // [MaxMessageBytes], the Auth message (and any request before it) at
 // most [MaxAuthBytes]. The Host bounds the sessions of one credential and

@@ -22,8 +22,10 @@ const (
 	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession, or the account its limit of tunnels or endpoints
 	reasonResume          = "resume"            // a session cookie or bind token that is not valid
 	reasonIPRestricted    = "ip_restricted"     // an IP restriction of type agent refuses the agent's address
-	reasonProtocol        = "protocol"          // a frame longer than the protocol allows (the connection is closed)
-	reasonHeartbeat       = "heartbeat"         // heartbeats faster than the server answers (the connection is closed)
+
+	reasonTooManyUnauthenticated = "too_many_unauthenticated" // the server, or the connection's address, holds its most connections not authenticated yet
+	reasonProtocol               = "protocol"                 // a frame longer than the protocol allows (the connection is closed)
+	reasonHeartbeat              = "heartbeat"                // heartbeats faster than the server answers (the connection is closed)
 )
 
 // Metrics are a tunnel server's Prometheus metrics, a
@@ -35,7 +37,8 @@ const (
 //   - edgeplane_tunnel_refusals_total{reason}: connections and requests
 //     refused, by reason (tls_handshake, authtoken, bad_message, invalid,
 //     acl, conflict, gone, unsupported, too_many_sessions,
-//     too_many_tunnels, resume, ip_restricted, protocol, heartbeat);
+//     too_many_tunnels, too_many_unauthenticated, resume, ip_restricted,
+//     protocol, heartbeat);
 //   - edgeplane_tunnel_streams_total: connections handed to agents;
 //   - edgeplane_tunnel_stream_bytes_total{direction}: their bytes, "in"
 //     (to the agent) and "out" (from it).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,14 @@ const (
 	// DefaultMaxSessions bounds the sessions (connections, authenticated
 	// or not) one Server holds.
 	DefaultMaxSessions = 100_000
+	// DefaultMaxUnauthenticated bounds the connections one Server holds
+	// that have not authenticated yet (in their TLS handshake, or waiting
+	// for the agent's Auth), from every address together.
+	DefaultMaxUnauthenticated = 1024
+	// DefaultMaxUnauthenticatedPerIP bounds those from one source
+	// address: a peer that opens connections and never authenticates
+	// holds at most this many, whatever MaxSessions allows.
+	DefaultMaxUnauthenticatedPerIP = 32
 	// DefaultMaxTunnelsPerSession bounds the tunnels one session binds.
 	DefaultMaxTunnelsPerSession = 100
 	// DefaultHeartbeatInterval and DefaultHeartbeatTolerance are the
@@ -117,6 +126,10 @@ type Options struct {
 	RenewInterval time.Duration
 	// MaxSessions: see [DefaultMaxSessions].
 	MaxSessions int
+	// MaxUnauthenticated: see [DefaultMaxUnauthenticated].
+	MaxUnauthenticated int
+	// MaxUnauthenticatedPerIP: see [DefaultMaxUnauthenticatedPerIP].
+	MaxUnauthenticatedPerIP int
 	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession]. A
 	// session's endpoints count with its tunnels, and so do its binds in
 	// progress: each takes its slot before it asks the Host (and gives it
@@ -145,6 +158,9 @@ type Server struct {
 
 	mu        sync.Mutex
 	conns     map[*session]struct{} // every connection, authenticated or not
+	pending   map[netip.Addr]int    // connections not authenticated yet, by source address
+	npending  int                   // their sum
+	warnedAt  time.Time             // when a refusal of admit was last logged
 	sessions  map[string]*session   // authenticated, by session ID
 	tunnels   map[string]*binding   // by tunnel ID
 	listeners map[net.Listener]struct{}
@@ -198,6 +214,12 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
+	if opts.MaxUnauthenticated == 0 {
+		opts.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	if opts.MaxUnauthenticatedPerIP == 0 {
+		opts.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
+	}
 	if opts.MaxTunnelsPerSession == 0 {
 		opts.MaxTunnelsPerSession = DefaultMaxTunnelsPerSession
 	}
@@ -210,7 +232,7 @@ func NewServer(opts Options) (*Server, error) {
 	tlsConfig := opts.TLSConfig.Clone()
 	tlsConfig.DynamicRecordSizingDisabled = true
 	s := &Server{opts: opts, tlsConfig: tlsConfig, log: log, m: opts.Metrics,
-		conns: map[*session]struct{}{}, sessions: map[string]*session{}, tunnels: map[string]*binding{},
+		conns: map[*session]struct{}{}, pending: map[netip.Addr]int{}, sessions: map[string]*session{}, tunnels: map[string]*binding{},
 		listeners: map[net.Listener]struct{}{}, stopRenew: make(chan struct{})}
 	if err := s.register(); err != nil {
 		return nil, err
@@ -288,22 +310,59 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit registers a new connection, or refuses it when the server holds
-// MaxSessions or is closed.
+// admit registers a new connection, or refuses it when the server is
+// closed, holds MaxSessions, or holds MaxUnauthenticated connections not
+// authenticated yet (MaxUnauthenticatedPerIP from its address).
 func (s *Server) admit(c net.Conn) (*session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= s.opts.MaxSessions {
+	if s.closed {
 		c.Close()
-		if !s.closed {
-			s.m.refused(reasonTooManySessions)
-			s.log.Warn("agent connection refused: the server holds its most sessions", "max", s.opts.MaxSessions, "remote", c.RemoteAddr().String())
-		}
 		return nil, false
 	}
 	sess := newSession(s, c)
+	ip := sess.remote.Addr()
+	reason, why := "", ""
+	switch {
+	case len(s.conns) >= s.opts.MaxSessions:
+		reason, why = reasonTooManySessions, "the server holds its most sessions"
+	case s.npending >= s.opts.MaxUnauthenticated:
+		reason, why = reasonTooManyUnauthenticated, "the server holds its most connections that have not authenticated yet"
+	case s.pending[ip] >= s.opts.MaxUnauthenticatedPerIP:
+		reason, why = reasonTooManyUnauthenticated, "its address holds its most connections that have not authenticated yet"
+	}
+	if reason != "" {
+		c.Close()
+		s.m.refused(reason)
+		// One line a minute: a flood of connections is not a flood of
+		// lines (the metric counts each).
+		if now := time.Now(); now.Sub(s.warnedAt) >= time.Minute {
+			s.warnedAt = now
+			s.log.Warn("agent connection refused: "+why+" (logged once a minute; edgeplane_tunnel_refusals_total counts each)",
+				"remote", sess.remote.String(), "max_sessions", s.opts.MaxSessions, "max_unauthenticated", s.opts.MaxUnauthenticated,
+				"max_unauthenticated_per_ip", s.opts.MaxUnauthenticatedPerIP)
+		}
+		return nil, false
+	}
 	s.conns[sess] = struct{}{}
+	s.pending[ip]++
+	s.npending++
+	sess.pending = true
 	return sess, true
+}
+
+// authenticatedLocked counts sess (whose Auth succeeded, or which
+// closed) out of the connections not authenticated yet; s.mu is held.
+func (s *Server) authenticatedLocked(sess *session) {
+	if !sess.pending {
+		return
+	}
+	sess.pending = false
+	ip := sess.remote.Addr()
+	if s.pending[ip]--; s.pending[ip] <= 0 {
+		delete(s.pending, ip)
+	}
+	s.npending--
 }
 
 // Close stops accepting, closes every session (their records and
@@ -414,6 +473,7 @@ func (s *Server) unbind(sess *session, id string) bool {
 func (s *Server) authenticated(sess *session, previous string) (old *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.authenticatedLocked(sess)
 	s.sessions[sess.id] = sess
 	if p := s.sessions[previous]; previous != "" && p != nil && p != sess {
 		old = p
@@ -433,6 +493,7 @@ func (s *Server) forget(sess *session, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, sess)
+	s.authenticatedLocked(sess)
 	if counted && s.sessions[sess.id] == sess {
 		delete(s.sessions, sess.id)
 	}

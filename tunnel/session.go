@@ -38,6 +38,8 @@ type session struct {
 	stopOnce  sync.Once     // a stop request is carried out once
 	rpcs      chan struct{} // a slot per request in progress
 
+	pending bool // counted among the Server's connections not authenticated yet (under the Server's mu)
+
 	id, accountID, credentialID string
 	node                        string // the Server's node when the session opened
 	stopSupported               bool

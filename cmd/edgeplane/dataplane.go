@@ -57,6 +57,8 @@ type dataPlaneConfig struct {
 	nodeAdvertise       string // the hop address other nodes dial ("": nodeAddr's)
 	nodeLease           time.Duration
 	limits              agents.Limits // the agents' limits per account and credential
+	maxUnauth           int           // connections not authenticated yet, in all
+	maxUnauthPerIP      int           // and from one address
 	dnsAddr, dnsZone    string        // the DNS-01 challenges' server ("": none) and its zone
 }
 
@@ -93,6 +95,8 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.IntVar(&c.limits.SessionsPerAccount, prefix+"sessions-per-account", agents.DefaultSessionsPerAccount, "with -"+prefix+"tunnel-addr: the most agent sessions of one account at once, on all the nodes of the store; -1: no limit")
 	fs.IntVar(&c.limits.TunnelsPerAccount, prefix+"tunnels-per-account", agents.DefaultTunnelsPerAccount, "with -"+prefix+"tunnel-addr: the most labeled tunnels the agents of one account hold at once; -1: no limit")
 	fs.IntVar(&c.limits.EndpointsPerAccount, prefix+"endpoints-per-account", agents.DefaultEndpointsPerAccount, "with -"+prefix+"tunnel-addr: the most endpoints the agents of one account bind at once; -1: no limit")
+	fs.IntVar(&c.maxUnauth, prefix+"max-unauthenticated", tunnel.DefaultMaxUnauthenticated, "with -"+prefix+"tunnel-addr: the most agent connections that have not authenticated yet (TLS handshake, Auth), from all addresses together; more are closed at once")
+	fs.IntVar(&c.maxUnauthPerIP, prefix+"max-unauthenticated-per-ip", tunnel.DefaultMaxUnauthenticatedPerIP, "with -"+prefix+"tunnel-addr: the most agent connections from one address that have not authenticated yet")
 	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
 	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
@@ -123,6 +127,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		if l.v != -1 && (l.v < 1 || l.v > agents.MaxLimit) {
 			return nil, usageError{fmt.Sprintf("-%s%s %d: want 1 to %d, or -1 for no limit", prefix, l.name, l.v, agents.MaxLimit)}
 		}
+	}
+	if c.maxUnauth < 1 || c.maxUnauthPerIP < 1 {
+		return nil, usageError{fmt.Sprintf("-%smax-unauthenticated %d, -%smax-unauthenticated-per-ip %d: want at least 1 each", prefix, c.maxUnauth, prefix, c.maxUnauthPerIP)}
 	}
 	if c.maxConnsPerEdge < 1 {
 		return nil, usageError{fmt.Sprintf("-%smax-conns-per-edge %d: want at least 1", prefix, c.maxConnsPerEdge)}
@@ -253,7 +260,8 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		tm := tunnel.NewMetrics()
 		m.reg.MustRegister(tm)
 		topts := tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
-			Version: buildVersion(), Metrics: tm, RenewInterval: c.nodeLease / 3}
+			Version: buildVersion(), Metrics: tm, RenewInterval: c.nodeLease / 3,
+			MaxUnauthenticated: c.maxUnauth, MaxUnauthenticatedPerIP: c.maxUnauthPerIP}
 		if c.tcpLow != 0 {
 			// tcp endpoints get ports of the TCP range, on -tunnel-tcp-host.
 			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, c.tcpHost, "localhost"), c.tcpLow, c.tcpHigh
