@@ -37,9 +37,11 @@
 //
 // # Requests
 //
-// Every request but GET /openapi.json and CORS preflights carries
-// Authorization: Bearer <API key> (else 401) and Service-Version: 2 (else
-// 400 naming the header and the supported versions). Request bodies are
+// Every request but GET /openapi.json, GET / (a short object pointing at
+// the document) and CORS preflights carries Authorization: Bearer <API
+// key> (else 401) and Service-Version: 2 (else 400 naming the header and
+// the supported versions; a request with neither gets one 400 that names
+// both and points at /openapi.json). Request bodies are
 // JSON with Content-Type: application/json (else 415), at most 1 MiB (else
 // 413, at once when Content-Length says so), decoded strictly: malformed
 // JSON, unknown fields, keys that match a field only in case, a key

@@ -147,3 +147,21 @@ func TestE2EListWalks(t *testing.T) {
 		t.Errorf("https_edges walk %q", got)
 	}
 }
+
+// First contact: GET / answers with or without headers, pointing at the
+// OpenAPI document; a request without Authorization and Service-Version
+// gets one error naming both, and where the API is described.
+func TestE2EFirstContact(t *testing.T) {
+	s := newE2E(t)
+	for _, hdr := range [][]string{{"Service-Version", ""}, nil} {
+		r := call(t, s, "GET", "/", "", "", hdr...)
+		if r.status != 200 || r.json["openapi"] != "/openapi.json" || !strings.Contains(fmt.Sprint(r.json["message"]), "Authorization: Bearer") {
+			t.Errorf("GET / with headers %q: %d %s", hdr, r.status, r.body)
+		}
+	}
+	checkError(t, call(t, s, "GET", "/credentials", "", "", "Service-Version", ""), apiError{status: 400, code: errInvalid,
+		msg: []string{"Authorization", "Service-Version", "/openapi.json"}})
+	// Only the version missing: the error of the version, as before.
+	checkError(t, call(t, s, "GET", "/credentials", s.keyA, "", "Service-Version", ""), apiError{status: 400, code: errInvalid,
+		fields: []string{"Service-Version"}})
+}

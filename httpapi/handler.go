@@ -40,6 +40,12 @@ const (
 	MaxMessageBytes = 1024
 )
 
+// rootDocument is the answer to GET /, with or without headers: what
+// this is and where it is described.
+var rootDocument = []byte(`{"name":"edgeplane management API","openapi":"/openapi.json",` +
+	`"message":"every request carries the headers Authorization: Bearer <API key> and ` + HeaderVersion + `: ` + Version +
+	`; GET /openapi.json (no key needed) describes every operation"}` + "\n")
+
 // Version is the only supported value of the Service-Version header.
 const Version = "2"
 
@@ -249,7 +255,20 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.Write(h.openapi)
 		return
 	}
+	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(rootDocument)
+		return
+	}
 	if v := headerValue(r.Header, HeaderVersion); v != Version {
+		if v == "" && headerValue(r.Header, headerAuthorization) == "" {
+			// A first request, made without either: one error that names
+			// both, and where the API is described.
+			h.writeError(w, r, apierr.New(apierr.InvalidArgument,
+				"the Authorization and %s headers are required: every request carries Authorization: Bearer <API key> and %s: %s; "+
+					"GET /openapi.json (no key needed) describes every operation", HeaderVersion, HeaderVersion, Version))
+			return
+		}
 		h.writeError(w, r, apierr.Invalidf(HeaderVersion, "the %s header is required and must be one of the supported versions: %s; got %q", HeaderVersion, Version, clip(v, MaxEchoBytes)))
 		return
 	}

@@ -118,6 +118,26 @@ func (h *Handler) openAPI() (map[string]any, []string) {
 			}},
 		}},
 	}
+	paths["/"] = map[string]any{"get": map[string]any{
+		"operationId": "getRoot",
+		"summary":     "Say what this is",
+		"description": "What this server is and where it is described: a short object pointing at /openapi.json. It needs no API key and no " + HeaderVersion + " header.",
+		"tags":        []string{"openapi"},
+		"security":    []any{},
+		"parameters":  []any{},
+		"responses": map[string]any{"200": map[string]any{
+			"description": "The pointer to this document.",
+			"headers":     map[string]any{HeaderOperationID: map[string]any{"$ref": "#/components/headers/OperationID"}},
+			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
+				"type": "object", "description": "What this server is, and where it is described.",
+				"required": []string{"name", "openapi", "message"}, "additionalProperties": false,
+				"properties": map[string]any{
+					"name":    map[string]any{"type": "string", "description": "What this server is."},
+					"openapi": map[string]any{"type": "string", "description": "The path of the OpenAPI document."},
+					"message": map[string]any{"type": "string", "description": "The headers every request carries."},
+				}}}},
+		}},
+	}}
 	b.tags["openapi"] = "The document that describes this API."
 	for _, rt := range h.routes {
 		item := paths[rt.pattern]
