@@ -15,11 +15,7 @@ import (
 	"go/ast"
 	"go/doc/comment"
 	"go/format"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -43,65 +39,32 @@ var skipDirs = map[string]bool{"cmd": true, "examples": true, "testdata": true, 
 //   - every exported method of the root package's Service, keyed
 //     "<module>.Service.<Method>".
 //
-// Test files and the cmd, examples and internal trees are not read.
+// The text speaks the wire's language, not Go's: a constant with a
+// literal value is written as that value ("allow", 100), and a field of
+// the package's wire structs as its JSON name (created_at). Test files
+// and the cmd, examples and internal trees are not read.
 func Collect(root string) (map[string]string, error) {
-	docs := make(map[string]string)
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if path != root && (skipDirs[d.Name()] || d.Name() == "internal" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		if path != root {
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // another module
-			}
-		}
-		importPath := Module
-		if rel != "." {
-			importPath += "/" + filepath.ToSlash(rel)
-		}
-		return collectDir(docs, path, importPath, rel == ".")
-	})
-	return docs, err
-}
-
-func collectDir(docs map[string]string, dir, importPath string, root bool) error {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	pkgs, err := parse(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, pkg := range pkgs {
-		files := make([]string, 0, len(pkg.Files))
-		for name := range pkg.Files {
-			files = append(files, name)
-		}
-		sort.Strings(files)
-		for _, name := range files {
-			for _, decl := range pkg.Files[name].Decls {
+	w := newWire(pkgs)
+	docs := make(map[string]string)
+	for _, p := range pkgs {
+		for _, f := range p.files {
+			for _, decl := range f.Decls {
 				switch decl := decl.(type) {
 				case *ast.GenDecl:
-					collectTypes(docs, importPath, decl)
+					collectTypes(docs, p, w, decl)
 				case *ast.FuncDecl:
-					if root && decl.Recv != nil && decl.Name.IsExported() && receiver(decl) == "Service" {
-						docs[importPath+".Service."+decl.Name.Name] = text(decl.Doc)
+					if p.root && decl.Recv != nil && decl.Name.IsExported() && receiver(decl) == "Service" {
+						docs[p.importPath+".Service."+decl.Name.Name] = w.text(p, decl.Doc)
 					}
 				}
 			}
 		}
 	}
-	return nil
+	return docs, nil
 }
 
 // receiver returns the name of the type of a method's receiver.
@@ -116,7 +79,7 @@ func receiver(fn *ast.FuncDecl) string {
 	return ""
 }
 
-func collectTypes(docs map[string]string, importPath string, decl *ast.GenDecl) {
+func collectTypes(docs map[string]string, p *pkg, w *wire, decl *ast.GenDecl) {
 	if decl.Tok != token.TYPE {
 		return
 	}
@@ -130,15 +93,15 @@ func collectTypes(docs map[string]string, importPath string, decl *ast.GenDecl) 
 		if doc == nil && len(decl.Specs) == 1 {
 			doc = decl.Doc
 		}
-		key := importPath + "." + ts.Name.Name
-		docs[key] = text(doc)
+		key := p.importPath + "." + ts.Name.Name
+		docs[key] = w.text(p, doc)
 		for _, f := range st.Fields.List {
 			fdoc := f.Doc
 			if fdoc == nil {
 				fdoc = f.Comment
 			}
 			for _, name := range f.Names {
-				docs[key+"."+name.Name] = text(fdoc)
+				docs[key+"."+name.Name] = w.text(p, fdoc)
 			}
 		}
 	}
@@ -157,16 +120,17 @@ func hasJSONTag(st *ast.StructType) bool {
 	return false
 }
 
-// text renders a doc comment as plain text: doc links lose their
-// brackets, paragraphs are separated by a blank line and not wrapped.
-func text(cg *ast.CommentGroup) string {
+// text renders a doc comment of package p as plain text in the wire's
+// language ([wire.translate]): doc links lose their brackets, paragraphs
+// are separated by a blank line and not wrapped.
+func (w *wire) text(p *pkg, cg *ast.CommentGroup) string {
 	if cg == nil {
 		return ""
 	}
-	var p comment.Parser
-	d := p.Parse(cg.Text())
+	var cp comment.Parser
+	d := cp.Parse(cg.Text())
 	pr := comment.Printer{TextWidth: -1}
-	return strings.TrimSpace(docLink.ReplaceAllString(string(pr.Text(d)), "$1$2"))
+	return strings.TrimSpace(w.translate(p, docLink.ReplaceAllString(string(pr.Text(d)), "$1$2")))
 }
 
 // docLink matches a doc link ([Name], [pkg.Name], [*pkg.Name]) not
