@@ -39,7 +39,9 @@ func startLatePebble(t *testing.T) *latePebble {
 	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Server.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.flags = []string{"-acme-directory", p.Directory, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"}
+	// The default -acme-interval (a sweep a minute): orders start from
+	// the store's change feed.
+	p.flags = []string{"-acme-directory", p.Directory, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com"}
 	return p
 }
 
@@ -67,6 +69,8 @@ func (p *latePebble) start(t *testing.T, out string, names ...string) (proxyHTTP
 // certificate management policy, the challenge answered by the proxy's
 // HTTP listener; the proxy then presents it (crypto/tls and curl verify
 // it with Pebble's root); deleting the domain deletes the certificate.
+// With the default -acme-interval, the order starts when the policy is
+// set: the certificate is there within 15 s.
 func TestServeACME(t *testing.T) {
 	pb := startLatePebble(t)
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
@@ -89,7 +93,7 @@ func TestServeACME(t *testing.T) {
 		t.Fatalf("after attaching the policy: %v", d)
 	}
 	var certID string
-	if took, ok := within(30*time.Second, func() bool {
+	if took, ok := within(15*time.Second, func() bool {
 		d = api.must(200, "GET", "/reserved_domains/"+tn.domain, "")
 		c, _ := d["certificate"].(map[string]any)
 		if c != nil {
@@ -169,6 +173,9 @@ func TestACMEFlags(t *testing.T) {
 		{[]string{"-acme-ca-roots", filepath.Join(dir, "missing.pem")}, "-acme-ca-roots"},
 		{[]string{"-acme-ca-roots", notPEM}, "no PEM certificate"},
 		{[]string{"-acme-interval", "0s"}, "-acme-interval"},
+		{[]string{"-acme-challenges", "dns-01"}, "-acme-challenges"},
+		{[]string{"-acme-challenges", "http-01,http-01"}, "-acme-challenges"},
+		{[]string{"-acme-challenges", ""}, "-acme-challenges"},
 		{[]string{"-proxy", "-proxy-dns-addr", "127.0.0.1:0", "-proxy-dns-zone", "*.example.com"}, "-proxy-dns-zone"},
 	} {
 		var out, errOut strings.Builder
