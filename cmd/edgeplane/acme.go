@@ -24,11 +24,11 @@ import (
 
 // acmeConfig is what serve's -acme-* flags say.
 type acmeConfig struct {
-	on        bool
-	directory string
-	staging   bool
-	email     string
-	caRoots   string
+	on         bool
+	directory  string
+	staging    bool
+	email      string
+	caRoots    string
 	interval   time.Duration
 	challenges string
 	roots      *x509.CertPool // caRoots loaded, by check
