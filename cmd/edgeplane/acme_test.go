@@ -177,6 +177,8 @@ func TestACMEFlags(t *testing.T) {
 		{[]string{"-acme-challenges", "http-01,http-01"}, "-acme-challenges"},
 		{[]string{"-acme-challenges", ""}, "-acme-challenges"},
 		{[]string{"-proxy", "-proxy-dns-addr", "127.0.0.1:0", "-proxy-dns-zone", "*.example.com"}, "-proxy-dns-zone"},
+		{[]string{"-proxy", "-proxy-dns-addr", "127.0.0.1:0", "-proxy-dns-ns-name", "ns 1.example.com"}, "-proxy-dns-ns-name"},
+		{[]string{"-proxy", "-proxy-dns-ns-name", "ns1.example.com"}, "-proxy-dns-ns-name needs -proxy-dns-addr"},
 	} {
 		var out, errOut strings.Builder
 		code := run(t.Context(), append([]string{"serve", "-addr", "127.0.0.1:0", "-store", "memory:"}, tc.args...), func(string) string { return "" }, &out, &errOut, nil)
@@ -188,10 +190,12 @@ func TestACMEFlags(t *testing.T) {
 
 // TestServeDNS01: serve -proxy -proxy-dns-addr answers the DNS-01
 // challenges in the store (another process's, on the same SQLite file)
-// over UDP and TCP, authoritatively, in its zone only.
+// over UDP and TCP, authoritatively, in its zone only; its NS record
+// names -proxy-dns-ns-name.
 func TestServeDNS01(t *testing.T) {
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
-	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-dns-addr", "127.0.0.1:0", "-acme=false"}, nil)
+	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-dns-addr", "127.0.0.1:0",
+		"-proxy-dns-ns-name", "ns1.edgeplane-cname.com", "-acme=false"}, nil)
 	m := regexp.MustCompile(`(?m)^DNS-01 challenges answered on (\S+) \(UDP and TCP\)$`).FindStringSubmatch(s.stdout.String())
 	if m == nil {
 		t.Fatalf("stdout: %s", s.stdout)
@@ -224,6 +228,13 @@ func TestServeDNS01(t *testing.T) {
 		}
 		if len(in.Answer) != 1 || in.Answer[0].(*dns.TXT).Txt[0] != "txt-value" || !in.Authoritative {
 			t.Errorf("%s: TXT %s: %v", network, name, in)
+		}
+		// The zone's NS record names -proxy-dns-ns-name, as the
+		// delegation does.
+		q.SetQuestion("acme.edgeplane-cname.com.", dns.TypeNS)
+		if in, _, err = (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1]); err != nil || len(in.Answer) != 1 ||
+			in.Answer[0].(*dns.NS).Ns != "ns1.edgeplane-cname.com." {
+			t.Errorf("%s: NS of the zone: %v, %v; want ns1.edgeplane-cname.com.", network, in, err)
 		}
 		q.SetQuestion("example.com.", dns.TypeTXT)
 		if in, _, err = (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1]); err != nil || in.Rcode != dns.RcodeRefused {
