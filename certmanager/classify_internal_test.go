@@ -13,6 +13,8 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/memstore"
 )
 
 // TestClassify: each way an order fails maps to its error code; a
@@ -169,5 +171,55 @@ func TestFailureSchedule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeldUntilSweep: a domain whose last order could not be reported
+// (it is still due) is left out of the passes the feed wakes, and ordered
+// by the next sweep; once that order is reported, the feed's passes
+// order it again.
+func TestHeldUntilSweep(t *testing.T) {
+	ctx := context.Background()
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(ctx) })
+	acct, err := svc.Host().CreateAccount(ctx, identity.AccountParams{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := svc.Host().CreateUser(ctx, acct.ID, identity.SubjectParams{Name: "ops", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID, Admin: true}
+	d, err := svc.CreateReservedDomain(ctx, p, domains.CreateParams{Domain: "app.example.com",
+		CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A CA that cannot be reached: every order fails at once.
+	m, err := New(Options{Host: svc.Host(), Directory: "http://127.0.0.1:1/directory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.setJob(d.ID, &job{started: d.CertificateManagementStatus.ProvisioningJob.StartedAt, held: true, ordered: time.Now()})
+	if res, err := m.pass(ctx, false); err != nil || res != (PassResult{}) {
+		t.Fatalf("a pass the feed woke = %+v, %v; want the held domain left out", res, err)
+	}
+	if res, err := m.pass(ctx, true); err != nil || res.Failed != 1 {
+		t.Fatalf("a sweep = %+v, %v; want the held domain ordered (and failed)", res, err)
+	}
+	if m.held(d.ID) {
+		t.Error("still held after an order whose failure was reported")
+	}
+	got, err := svc.GetReservedDomain(ctx, p, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := got.CertificateManagementStatus.ProvisioningJob; j.ErrorCode == nil || *j.ErrorCode != domains.ErrorCodeInternal ||
+		j.Msg != "the certificate authority could not be reached; retried at "+j.RetriesAt.Format(time.RFC3339) {
+		t.Errorf("job %+v", j)
 	}
 }

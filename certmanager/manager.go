@@ -141,7 +141,8 @@ type Manager struct {
 type job struct {
 	started time.Time // the job's started_at: another start is another job
 	next    int       // index in challenges of the type its next order tries
-	retry   time.Time // when its failure said it is retried; zero: not reported
+	retry   time.Time // when its failure said it is retried
+	ordered time.Time // when its last order ended
 	held    bool      // its last order ended without a report: only a sweep orders it again
 }
 
@@ -330,7 +331,7 @@ func (m *Manager) forgetOldJobs() {
 	m.jmu.Lock()
 	defer m.jmu.Unlock()
 	for id, j := range m.jobs {
-		if j.retry.Before(old) {
+		if j.ordered.Before(old) {
 			delete(m.jobs, id)
 		}
 	}
@@ -378,6 +379,7 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 		started = st.ProvisioningJob.StartedAt
 	}
 	j := m.jobOf(o.ReservedDomainID, started)
+	j.held = false // ordered: held again only when this order's report fails
 	typ := m.challengeOf(o, j)
 	octx, cancel := context.WithTimeout(ctx, orderTimeout)
 	defer cancel()
@@ -409,7 +411,7 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 		m.forgetAccount() // the CA may have lost or deactivated it: register again next time
 	}
 	log.Warn("certificate manager: order failed", "challenge", typ, "error_code", f.ErrorCode, "retries_at", f.RetriesAt, "err", err)
-	j.retry = f.RetriesAt
+	j.retry, j.ordered = f.RetriesAt, m.clock()
 	if _, rerr := m.host.ReportCertificateFailed(ctx, o.AccountID, o.ReservedDomainID, f); rerr != nil {
 		log.Warn("certificate manager: cannot report the failure; the next sweep orders again", "err", rerr)
 		j.held = true
