@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/pem"
+	"flag"
 	"io"
 	"net"
 	"os"
@@ -351,5 +352,37 @@ func TestProxyCommandACME(t *testing.T) {
 		return true
 	}); !ok {
 		t.Fatalf("edgeplane proxy presents no certificate from Pebble after %v: %v\n%s", took, api.must(200, "GET", "/reserved_domains/"+tn.domain, ""), tail(s.stderr.String(), 2000))
+	}
+}
+
+// TestDNSNSNameFlag: -dns-ns-name (proxy) and -proxy-dns-ns-name (serve)
+// reach the data plane's config, checked as a host name, and need the
+// DNS server's address.
+func TestDNSNSNameFlag(t *testing.T) {
+	for _, prefix := range []string{"", "proxy-"} {
+		for _, tc := range []struct {
+			args []string
+			ns   string
+			err  string
+		}{
+			{[]string{"-" + prefix + "dns-addr", ":53", "-" + prefix + "dns-ns-name", "ns1.edgeplane-cname.com"}, "ns1.edgeplane-cname.com", ""},
+			{[]string{"-" + prefix + "dns-addr", ":53"}, "", ""},
+			{[]string{"-" + prefix + "dns-addr", ":53", "-" + prefix + "dns-ns-name", "ns_1.example.com"}, "", "-" + prefix + "dns-ns-name \"ns_1.example.com\": want a host name"},
+			{[]string{"-" + prefix + "dns-ns-name", "ns1.example.com"}, "", "-" + prefix + "dns-ns-name needs -" + prefix + "dns-addr"},
+		} {
+			var c dataPlaneConfig
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			c.flags(fs, prefix, ":80")
+			if err := parseFlags(fs, tc.args, func(string) string { return "" }, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.check(prefix)
+			switch {
+			case tc.err == "" && (err != nil || c.dnsNS != tc.ns):
+				t.Errorf("%v: %v, dnsNS %q; want %q", tc.args, err, c.dnsNS, tc.ns)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("%v: %v; want %q", tc.args, err, tc.err)
+			}
+		}
 	}
 }
