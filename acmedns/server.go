@@ -7,7 +7,9 @@
 // a CNAME record, at the domain's acme_challenge_cname_target
 // ("<label>.acme.<CNAME base>"), and the operator delegates the zone
 // acme.<CNAME base> to this server (an NS record, and the server's
-// address record, in the CNAME base's zone):
+// address record, in the CNAME base's zone), naming it as [Options].NS
+// does (edgeplane proxy -dns-ns-name), so that the zone's own NS and SOA
+// records agree with the delegation:
 //
 //	acme.edgeplane-cname.com.  NS  ns1.edgeplane-cname.com.
 //	ns1.edgeplane-cname.com.   A   203.0.113.10
@@ -60,8 +62,9 @@ type Options struct {
 	// Zones are the zones the server is authoritative for, such as
 	// "acme.edgeplane-cname.com". At least one.
 	Zones []string
-	// NS is the server's own name, in the zones' SOA and NS records;
-	// "" means "ns.<first zone>".
+	// NS is the server's own name, in the zones' SOA and NS records:
+	// the name the parent zone's NS record delegates the zones to (such
+	// as "ns1.edgeplane-cname.com"); "" means "ns.<first zone>".
 	NS string
 	// Logger receives the server's warnings; nil discards them.
 	Logger *slog.Logger
@@ -99,6 +102,8 @@ func New(o Options) (*Server, error) {
 	}
 	if s.ns == "" {
 		s.ns = "ns." + s.zones[0]
+	} else if !hostName(s.ns) {
+		return nil, fmt.Errorf("acmedns: Options.NS %q: want a host name, such as ns1.%s", o.NS, s.zones[0])
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -108,6 +113,27 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// hostName reports whether name is a host name: at most 253 bytes of
+// labels of 1 to 63 letters, digits and hyphens, not starting or ending
+// with a hyphen, two at least.
+func hostName(name string) bool {
+	labels := strings.Split(name, ".")
+	if len(name) > 253 || len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			if c := l[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func canonical(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }

@@ -125,9 +125,39 @@ func TestServer(t *testing.T) {
 
 func TestNewOptions(t *testing.T) {
 	_, host := newServer(t)
-	for _, o := range []Options{{Zones: []string{"a.example"}}, {Host: host}, {Host: host, Zones: []string{"*.example.com"}}, {Host: host, Zones: []string{"a..b"}}} {
+	zone := []string{"acme.example"}
+	for _, o := range []Options{{Zones: []string{"a.example"}}, {Host: host}, {Host: host, Zones: []string{"*.example.com"}}, {Host: host, Zones: []string{"a..b"}},
+		{Host: host, Zones: zone, NS: "ns 1.example"}, {Host: host, Zones: zone, NS: "*.example"}, {Host: host, Zones: zone, NS: "ns..example"}} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) succeeded", o)
+		}
+	}
+}
+
+// TestNSName: the zone's NS and SOA records name Options.NS, the host
+// the parent zone delegates to.
+func TestNSName(t *testing.T) {
+	_, host := newServer(t)
+	s, err := New(Options{Host: host, Zones: []string{"acme.edgeplane-cname.com"}, NS: "NS1.edgeplane-cname.com."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []uint16{dns.TypeNS, dns.TypeSOA} {
+		req := new(dns.Msg)
+		req.SetQuestion("acme.edgeplane-cname.com.", typ)
+		m := s.answer(req)
+		if len(m.Answer) != 1 {
+			t.Fatalf("%s: %v", dns.TypeToString[typ], m)
+		}
+		var got string
+		switch rr := m.Answer[0].(type) {
+		case *dns.NS:
+			got = rr.Ns
+		case *dns.SOA:
+			got = rr.Ns
+		}
+		if got != "ns1.edgeplane-cname.com." {
+			t.Errorf("%s names %q, want ns1.edgeplane-cname.com.", dns.TypeToString[typ], got)
 		}
 	}
 }

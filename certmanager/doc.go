@@ -10,14 +10,37 @@
 //
 // # Orders
 //
-// A [Manager] makes passes ([Manager.Pass], every [Options.Interval]
-// under [Manager.Run]): each pass reads the domains that are due
-// ([edgeplane.Host.CertificateOrders]: a new policy, a failed job whose
-// retry time has come, a certificate at two thirds of its lifetime) and
-// orders one certificate at a time, for the domain's name alone, with a
-// new private key of the policy's type (RSA 2048 or ECDSA P-256). Run one
-// Manager per store: under a lease (package internal/elect), so that
-// exactly one replica orders and another takes over when it dies.
+// A [Manager] makes passes ([Manager.Pass]): each pass reads the domains
+// that are due ([edgeplane.Host.CertificateOrders]: a new policy, a
+// failed job whose retry time has come, a certificate at two thirds of
+// its lifetime) and orders one certificate at a time, for the domain's
+// name alone, with a new private key of the policy's type (RSA 2048 or
+// ECDSA P-256). Run one Manager per store: under a lease (package
+// internal/elect), so that exactly one replica orders and another takes
+// over when it dies.
+//
+// # When it orders
+//
+// [Manager.Run] makes a pass when it starts, and then:
+//
+//   - as soon as a reserved domain changes ([Options.Feed], the store's
+//     change feed, followed with package store/follow as the edge
+//     proxies follow it): a policy set or changed, a domain created with
+//     one, on any replica of the store, starts its order within a moment
+//     of the commit (PostgreSQL: at its NOTIFY; SQLite: within its poll);
+//   - when a retry this Manager reported comes due (its retries_at), so
+//     that a failed job is retried at the time its message gives;
+//   - every [Options.Interval] whatever happens ([DefaultInterval], a
+//     minute): a sweep, the safety net for renewals, for retries another
+//     replica reported, and for changes the feed could not show (it
+//     failed, or the store was written behind its back).
+//
+// Renewals and retries keep their schedule: a change wakes a pass, and a
+// pass orders only what is due. The Manager's own reports change the
+// domains it orders for, and wake a pass that finds them no longer due;
+// a domain whose failure could not be reported (it is still due) is left
+// to the next sweep, so that its writes do not make orders follow each
+// other at once.
 //
 // The ACME account key is an ECDSA P-256 key made on first use and kept
 // sealed in the store, one per directory
@@ -27,7 +50,13 @@
 // # Challenges
 //
 // A domain that is not a wildcard is validated by HTTP-01 or TLS-ALPN-01
-// ([Options.Challenges]), a wildcard by DNS-01. Each challenge is stored
+// ([Options.Challenges]), a wildcard by DNS-01. An order tries one
+// challenge type, so that a failed order costs one failed validation at
+// the CA (acmez would try every type it has a solver for, in an order of
+// its own): a job's first order tries the first configured type, each
+// order after a failure the next one, in turn (remembered by the Manager
+// while it runs; a replica that takes over starts from the first). Each
+// challenge is stored
 // ([edgeplane.Host.PutACMEChallenge]) before the CA is told to validate,
 // and deleted after; the edge proxies (package proxy) answer them from
 // the store: HTTP-01 at /.well-known/acme-challenge/<token> on their HTTP
@@ -54,11 +83,22 @@
 //     record or the CA's policy refusing the name), error_code is
 //     DNS_ERROR, and the order is retried on a slow schedule (the job's
 //     age, between [DNSRetryMin] and [DNSRetryMax]) so that a fixed DNS
-//     record is picked up; setting the policy again retries at once;
+//     record is picked up; setting the policy again retries at once. The
+//     msg names the challenge tried and what went wrong in words, and the
+//     DNS record to create (name, type CNAME, value: the domain's
+//     cname_target for HTTP-01 and TLS-ALPN-01; _acme-challenge.<name>
+//     to its acme_challenge_cname_target for DNS-01), or, for a name of
+//     the service itself, that its operator keeps its DNS; then when it
+//     is retried, and with which challenge;
 //   - every other failure (the CA unreachable or failing, a rate limit,
 //     a timeout) is INTERNAL_ERROR, retried after the job's age between
-//     [InternalRetryMin] and [InternalRetryMax]: the waits double;
-//   - retry times carry ±10% jitter.
+//     [InternalRetryMin] and [InternalRetryMax]: the waits double; the
+//     msg gives the cause in a few words and the retry time ("the
+//     certificate authority could not be reached; retried at ...");
+//   - no msg carries an error's text (a Go error chain, or the CA's
+//     detail, which may be one): the server's log has it, with the
+//     domain, the challenge and the error code;
+//   - retry times carry ±10% jitter, and are whole seconds (as shown).
 //
 // Each report changes the reserved domain, so each transition is a
 // reserved_domain_updated event. Detaching the policy stops renewals.

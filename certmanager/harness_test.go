@@ -110,11 +110,48 @@ func (e *edge) pebble(t *testing.T, validity time.Duration) *acmetest.Pebble {
 func (e *edge) manager(t *testing.T, p *acmetest.Pebble, challenges ...string) *certmanager.Manager {
 	t.Helper()
 	m, err := certmanager.New(certmanager.Options{Host: e.svc.Host(), Directory: p.Directory, Email: "ops@example.com",
-		HTTPClient: p.Server.Client(), Challenges: challenges, Clock: e.clock.Now, PollInterval: 20 * time.Millisecond})
+		HTTPClient: p.Server.Client(), Challenges: challenges, Clock: e.clock.Now, PollInterval: 20 * time.Millisecond, Feed: e.st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// run runs m until the test ends.
+func (e *edge) run(t *testing.T, m *certmanager.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run returned %v, want context.Canceled", err)
+		}
+	})
+}
+
+// waitIssued waits up to within for domain id to have a certificate and
+// no job (woken by each commit of the store), and returns how long it
+// took.
+func (e *edge) waitIssued(t *testing.T, id string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(e.ctx, within)
+	defer cancel()
+	for {
+		rev, err := e.st.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := e.domain(t, id)
+		if d.Certificate != nil && d.CertificateManagementStatus != nil && d.CertificateManagementStatus.ProvisioningJob == nil {
+			return time.Since(start)
+		}
+		if e.st.Wait(ctx, rev) != nil {
+			t.Fatalf("no certificate for %s after %s: status %+v", d.Domain, within, d.CertificateManagementStatus.ProvisioningJob)
+		}
+	}
 }
 
 // managed reserves name with a certificate management policy of key

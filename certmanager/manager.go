@@ -28,6 +28,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // ACME directories of Let's Encrypt.
@@ -41,7 +42,8 @@ const (
 
 // Defaults and bounds of the Manager's schedule.
 const (
-	// DefaultInterval is how often [Manager.Run] looks for due domains.
+	// DefaultInterval is how often [Manager.Run] sweeps for due domains
+	// besides what the change feed wakes it for ([Options.Feed]).
 	DefaultInterval = time.Minute
 	// InternalRetryMin and InternalRetryMax bound the wait before an
 	// order that failed with INTERNAL_ERROR (the CA unreachable, a rate
@@ -83,8 +85,12 @@ type Options struct {
 	HTTPClient *http.Client
 	// Challenges are the challenge types tried for a domain that is not
 	// a wildcard, in order of preference: [edgeplane.ChallengeHTTP01]
-	// and [edgeplane.ChallengeTLSALPN01] (the default is both). A
-	// wildcard is always validated by [edgeplane.ChallengeDNS01].
+	// and [edgeplane.ChallengeTLSALPN01] (the default is both, HTTP-01
+	// first; give TLS-ALPN-01 alone when no edge serves port 80). An
+	// order tries one type, so that it costs one validation at the CA: a
+	// job's first order tries the first type, each retry after a failure
+	// the next one, in turn. A wildcard is always validated by
+	// [edgeplane.ChallengeDNS01].
 	Challenges []string
 	// Clock gives the time of retries; nil means time.Now. It must be the
 	// Service's clock, whose reports check retry times against it.
@@ -92,8 +98,14 @@ type Options struct {
 	// Logger receives the Manager's warnings and one line per order; nil
 	// discards them.
 	Logger *slog.Logger
-	// Interval is how often Run looks for due domains; zero means
-	// [DefaultInterval].
+	// Feed is the change feed of the Service's store: Run follows it and
+	// makes a pass as soon as a reserved domain changes (a policy set or
+	// changed, a domain created with one). Nil: Run only sweeps, every
+	// Interval.
+	Feed store.Feed
+	// Interval is how often Run sweeps for due domains whatever the feed
+	// says (a safety net: renewals and retries that come due, and changes
+	// the feed did not show); zero means [DefaultInterval].
 	Interval time.Duration
 	// PollInterval is how often the CA is asked whether a validation is
 	// done when it does not say; zero means acmez's default (250 ms).
@@ -112,13 +124,26 @@ type Manager struct {
 	challenges []string
 	clock      func() time.Time
 	log        *slog.Logger
+	feed       store.Feed
 	interval   time.Duration
 	poll       time.Duration
 
 	mu      sync.Mutex
 	account *acme.Account // registered with the CA; nil until the first order
 
+	jmu  sync.Mutex
+	jobs map[string]*job // by reserved domain ID: jobs this Manager ordered for and that did not succeed
+
 	issued, dnsErrors, internalErrors atomic.Int64 // Stats
+}
+
+// job is what a Manager remembers of a domain's job between its orders.
+type job struct {
+	started time.Time // the job's started_at: another start is another job
+	next    int       // index in challenges of the type its next order tries
+	retry   time.Time // when its failure said it is retried
+	ordered time.Time // when its last order ended
+	held    bool      // its last order ended without a report: only a sweep orders it again
 }
 
 // Stats counts the outcomes of a Manager's orders since it was made.
@@ -138,7 +163,7 @@ func (m *Manager) Stats() Stats {
 // New returns a Manager, or an error naming the option that is wrong.
 func New(o Options) (*Manager, error) {
 	m := &Manager{host: o.Host, directory: o.Directory, email: o.Email, httpClient: o.HTTPClient, challenges: slices.Clone(o.Challenges),
-		clock: o.Clock, log: o.Logger, interval: o.Interval, poll: o.PollInterval}
+		clock: o.Clock, log: o.Logger, feed: o.Feed, interval: o.Interval, poll: o.PollInterval, jobs: map[string]*job{}}
 	if m.host == nil {
 		return nil, errors.New("certmanager: Options.Host is required")
 	}
@@ -159,9 +184,12 @@ func New(o Options) (*Manager, error) {
 	if len(m.challenges) == 0 {
 		m.challenges = []string{edgeplane.ChallengeHTTP01, edgeplane.ChallengeTLSALPN01}
 	}
-	for _, c := range m.challenges {
+	for i, c := range m.challenges {
 		if c != edgeplane.ChallengeHTTP01 && c != edgeplane.ChallengeTLSALPN01 {
 			return nil, fmt.Errorf("certmanager: Options.Challenges: %q: want %s or %s", c, edgeplane.ChallengeHTTP01, edgeplane.ChallengeTLSALPN01)
+		}
+		if slices.Contains(m.challenges[:i], c) {
+			return nil, fmt.Errorf("certmanager: Options.Challenges: %q is given twice", c)
 		}
 	}
 	if m.httpClient == nil {
@@ -181,21 +209,62 @@ func New(o Options) (*Manager, error) {
 	return m, nil
 }
 
-// Run makes a pass ([Manager.Pass]) at once and then every Interval,
-// until ctx ends; it returns ctx's error. Failures of a pass are logged.
+// Run makes a pass ([Manager.Pass]) at once, then another whenever
+// the feed ([Options.Feed]) shows a reserved domain changed (within a
+// moment of the commit, on any replica of the store), when a retry this
+// Manager reported comes due, and every Interval whatever happens (a
+// sweep: renewals, and what the feed could not show), until ctx ends; it
+// returns ctx's error. Failures of a pass are logged.
 func (m *Manager) Run(ctx context.Context) error {
+	var w *watch
+	if m.feed != nil {
+		w = m.watch(ctx)
+		defer w.stop()
+	}
+	t := time.NewTimer(m.interval)
+	defer t.Stop()
+	sweep, nextSweep := true, time.Time{}
 	for {
-		if _, err := m.Pass(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("certificate manager: pass failed", "err", err)
+		if sweep {
+			nextSweep = m.clock().Add(m.interval)
 		}
-		t := time.NewTimer(m.interval)
+		if _, err := m.pass(ctx, sweep); err != nil && ctx.Err() == nil {
+			m.log.Warn("certificate manager: pass failed; the next sweep tries again", "err", err, "interval", m.interval)
+		}
+		wake := nextSweep
+		if r, ok := m.nextRetry(); ok && r.Before(wake) {
+			wake = r
+		}
+		t.Reset(max(wake.Sub(m.clock()), 0))
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
 		case <-t.C:
+		case <-w.woken():
+			t.Stop()
+			// Read what the change wrote, not a cached document older
+			// than it.
+			if err := m.host.WaitRevision(ctx, w.revision()); err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		sweep = !m.clock().Before(nextSweep)
+	}
+}
+
+// nextRetry returns the earliest retry time this Manager reported that
+// is still ahead.
+func (m *Manager) nextRetry() (time.Time, bool) {
+	now := m.clock()
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	var first time.Time
+	for _, j := range m.jobs {
+		if j.retry.After(now) && (first.IsZero() || j.retry.Before(first)) {
+			first = j.retry
 		}
 	}
+	return first, !first.IsZero()
 }
 
 // PassResult counts what a pass did.
@@ -211,11 +280,19 @@ type PassResult struct {
 // domain that is due ([edgeplane.Host.CertificateOrders]), one after
 // another, and reports each outcome. It fails only when the orders
 // cannot be read; an order's failure is reported on its domain.
-func (m *Manager) Pass(ctx context.Context) (PassResult, error) {
+func (m *Manager) Pass(ctx context.Context) (PassResult, error) { return m.pass(ctx, true) }
+
+// pass is [Manager.Pass]; a pass that is not a sweep (the feed woke it)
+// leaves out the domains whose last order ended without a report (the
+// report failed, so the domain is still due): the sweep orders them, so
+// that the writes of their orders do not wake passes that order them
+// again at once.
+func (m *Manager) pass(ctx context.Context, sweep bool) (PassResult, error) {
 	var res PassResult
 	if _, err := m.host.ReapACMEChallenges(ctx, edgeplane.MaxPageSize); err != nil {
 		m.log.Warn("certificate manager: cannot remove expired challenges", "err", err)
 	}
+	m.forgetOldJobs()
 	orders, err := m.host.CertificateOrders(ctx, 0)
 	if err != nil {
 		return res, err
@@ -224,6 +301,9 @@ func (m *Manager) Pass(ctx context.Context) (PassResult, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		if !sweep && m.held(o.ReservedDomainID) {
+			continue
+		}
 		if m.Order(ctx, o) {
 			res.Issued++
 		} else if ctx.Err() == nil {
@@ -231,6 +311,54 @@ func (m *Manager) Pass(ctx context.Context) (PassResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// held reports whether the last order of domain id ended without a
+// report.
+func (m *Manager) held(id string) bool {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	j := m.jobs[id]
+	return j != nil && j.held
+}
+
+// forgetOldJobs drops what the Manager remembers of jobs it has not
+// ordered for in twice the longest retry wait (their domains deleted,
+// or ordered by another replica meanwhile): at most their challenge
+// type starts over from the first.
+func (m *Manager) forgetOldJobs() {
+	old := m.clock().Add(-2 * DNSRetryMax)
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	for id, j := range m.jobs {
+		if j.ordered.Before(old) {
+			delete(m.jobs, id)
+		}
+	}
+}
+
+// jobOf returns what the Manager remembers of the job of domain id that
+// started at started, made anew for another job.
+func (m *Manager) jobOf(id string, started time.Time) job {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	j := m.jobs[id]
+	if j == nil || !j.started.Equal(started) {
+		return job{started: started}
+	}
+	return *j
+}
+
+// setJob records j as the job of domain id; nil forgets it (its order
+// succeeded).
+func (m *Manager) setJob(id string, j *job) {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	if j == nil {
+		delete(m.jobs, id)
+		return
+	}
+	m.jobs[id] = j
 }
 
 // Order obtains a certificate for one order and reports the outcome to
@@ -250,37 +378,55 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 	if st := d.CertificateManagementStatus; st != nil && st.ProvisioningJob != nil {
 		started = st.ProvisioningJob.StartedAt
 	}
+	j := m.jobOf(o.ReservedDomainID, started)
+	j.held = false // ordered: held again only when this order's report fails
+	typ := m.challengeOf(o, j)
 	octx, cancel := context.WithTimeout(ctx, orderTimeout)
 	defer cancel()
-	certPEM, keyPEM, err := m.obtain(octx, o)
+	certPEM, keyPEM, err := m.obtain(octx, o, typ)
 	if ctx.Err() != nil {
 		return false
 	}
 	if err == nil {
 		_, err = m.host.ReportCertificateIssued(ctx, o.AccountID, o.ReservedDomainID, certPEM, keyPEM)
 		if err == nil {
-			log.Info("certificate manager: certificate issued")
+			log.Info("certificate manager: certificate issued", "challenge", typ)
 			m.issued.Add(1)
+			m.setJob(o.ReservedDomainID, nil)
 			return true
 		}
 		if apierr.CodeOf(err) == apierr.FailedPrecondition || errors.Is(err, apierr.ErrNotFound) {
 			log.Info("certificate manager: the domain changed during the order; certificate dropped", "err", err)
+			m.setJob(o.ReservedDomainID, nil)
 			return false
 		}
-		err = fmt.Errorf("the issued certificate could not be recorded: %w", err)
+		err = fmt.Errorf("%w: %w", errNotStored, err)
 	}
-	f := m.failure(o, err, started)
+	j.next++
+	f := m.failure(d, err, started, typ, m.challengeOf(o, j))
 	if f.ErrorCode == domains.ErrorCodeDNS {
 		m.dnsErrors.Add(1)
 	} else {
 		m.internalErrors.Add(1)
 		m.forgetAccount() // the CA may have lost or deactivated it: register again next time
 	}
-	log.Warn("certificate manager: order failed", "error_code", f.ErrorCode, "retries_at", f.RetriesAt, "err", err)
+	log.Warn("certificate manager: order failed", "challenge", typ, "error_code", f.ErrorCode, "retries_at", f.RetriesAt, "err", err)
+	j.retry, j.ordered = f.RetriesAt, m.clock()
 	if _, rerr := m.host.ReportCertificateFailed(ctx, o.AccountID, o.ReservedDomainID, f); rerr != nil {
-		log.Warn("certificate manager: cannot report the failure", "err", rerr)
+		log.Warn("certificate manager: cannot report the failure; the next sweep orders again", "err", rerr)
+		j.held = true
 	}
+	m.setJob(o.ReservedDomainID, &j)
 	return false
+}
+
+// challengeOf returns the challenge type the order o tries, the j.next-th
+// of the configured ones (in turn), or DNS-01 for a wildcard.
+func (m *Manager) challengeOf(o edgeplane.CertificateOrder, j job) string {
+	if domains.IsWildcard(o.Domain) {
+		return edgeplane.ChallengeDNS01
+	}
+	return m.challenges[j.next%len(m.challenges)]
 }
 
 // progress reports msg as the job's message.
@@ -296,15 +442,21 @@ func (m *Manager) caName() string {
 	return m.directory
 }
 
-// obtain runs the ACME order for o and returns the chain and key PEM.
-func (m *Manager) obtain(ctx context.Context, o edgeplane.CertificateOrder) (certPEM, keyPEM string, err error) {
+// obtain runs the ACME order for o, validated by challenge type typ
+// alone, and returns the chain and key PEM.
+func (m *Manager) obtain(ctx context.Context, o edgeplane.CertificateOrder, typ string) (certPEM, keyPEM string, err error) {
 	client := &acmez.Client{Client: &acme.Client{Directory: m.directory, HTTPClient: m.httpClient, UserAgent: "edgeplane",
 		PollInterval: m.poll}}
 	account, err := m.registered(ctx, client.Client)
 	if err != nil {
 		return "", "", err
 	}
-	client.ChallengeSolvers = m.solvers(o)
+	// One solver: acmez tries the types it has solvers for in an order
+	// of its own (shuffled, then by past success, shared by the process)
+	// and after a failed validation tries the next type in the same order,
+	// a second failed validation at the CA. With one, the configured
+	// order holds and a failed order costs one validation.
+	client.ChallengeSolvers = map[string]acmez.Solver{typ: &solver{m: m, o: o, typ: typ}}
 	key, keyPEM, err := newCertificateKey(o.PrivateKeyType)
 	if err != nil {
 		return "", "", err
@@ -399,54 +551,21 @@ func newCertificateKey(typ string) (crypto.Signer, string, error) {
 // forbids the CA), retried on the slow schedule; INTERNAL_ERROR for
 // everything else, retried with backoff. started is when the job began:
 // the wait is the time since, within the code's bounds, with ±10%
-// jitter.
-func (m *Manager) failure(o edgeplane.CertificateOrder, err error, started time.Time) domains.ProvisioningFailure {
+// jitter. d is the domain the order was for, typ the challenge type it
+// tried and next the one its retry tries.
+func (m *Manager) failure(d *domains.ReservedDomain, err error, started time.Time, typ, next string) domains.ProvisioningFailure {
 	now := m.clock()
-	code, msg := classify(o.Domain, err)
+	code, c := classify(err)
 	lo, hi := InternalRetryMin, InternalRetryMax
 	if code == domains.ErrorCodeDNS {
 		lo, hi = DNSRetryMin, DNSRetryMax
 	}
 	wait := min(max(now.Sub(started), lo), hi)
 	wait = time.Duration(float64(wait) * (0.9 + 0.2*mrand.Float64()))
-	return domains.ProvisioningFailure{ErrorCode: code, Msg: clip(msg), RetriesAt: now.Add(max(wait, time.Second))}
-}
-
-// dnsProblems are the ACME problems of a validation that mean the
-// domain's DNS does not lead to the edge (or forbids the CA).
-var dnsProblems = map[string]bool{
-	acme.ProblemTypeDNS: true, acme.ProblemTypeCAA: true, acme.ProblemTypeConnection: true,
-	acme.ProblemTypeUnauthorized: true, acme.ProblemTypeIncorrectResponse: true, acme.ProblemTypeTLS: true,
-	acme.ProblemTypeMalformed: true, acme.ProblemTypeRejectedIdentifier: true,
-}
-
-// classify returns the error code and the user's message of an order's
-// error.
-func classify(domain string, err error) (code, msg string) {
-	var p acme.Problem
-	if errors.As(err, &p) {
-		_, validation := p.Resource.(acme.Authorization)
-		switch {
-		case validation && dnsProblems[p.Type], p.Type == acme.ProblemTypeDNS, p.Type == acme.ProblemTypeCAA, p.Type == acme.ProblemTypeRejectedIdentifier:
-			return domains.ErrorCodeDNS, fmt.Sprintf("the CA could not validate %s: %s; check that its DNS records lead to this service (see the domain's cname_target and acme_challenge_cname_target)",
-				domain, problemText(p))
-		case p.Type == acme.ProblemTypeRateLimited:
-			return domains.ErrorCodeInternal, "the CA's rate limit was reached: " + problemText(p)
-		}
-		return domains.ErrorCodeInternal, "the CA refused the order: " + problemText(p)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return domains.ErrorCodeInternal, "the order timed out"
-	}
-	return domains.ErrorCodeInternal, "cannot obtain a certificate from the CA: " + err.Error()
-}
-
-// problemText is a problem's detail, else its type.
-func problemText(p acme.Problem) string {
-	if p.Detail != "" {
-		return p.Detail
-	}
-	return strings.TrimPrefix(p.Type, acme.ProblemTypeNamespace)
+	// The Host keeps the second: the message says the time it shows.
+	retries := now.Add(max(wait, 2*time.Second)).Truncate(time.Second)
+	msg := failedOrder{Domain: d, Challenge: typ, Next: next, Cause: c, RetriesAt: retries, CAAIdentity: caaIdentity(m.directory)}.message()
+	return domains.ProvisioningFailure{ErrorCode: code, Msg: clip(msg), RetriesAt: retries}
 }
 
 // clip makes s a valid job message: valid UTF-8, at most

@@ -248,8 +248,18 @@ func TestDNSError(t *testing.T) {
 	if lo, hi := now.Add(certmanager.DNSRetryMin*9/10-time.Second), now.Add(certmanager.DNSRetryMin*11/10); job.RetriesAt.Before(lo) || job.RetriesAt.After(hi) {
 		t.Errorf("retries_at %v, want within %v..%v (the slow schedule)", job.RetriesAt, lo, hi)
 	}
-	if !strings.Contains(job.Msg, "broken.example.com") || !job.StartedAt.Equal(d.CertificateManagementStatus.ProvisioningJob.StartedAt) {
-		t.Errorf("job %+v: want the domain in msg and the job's start kept", job)
+	if !job.StartedAt.Equal(d.CertificateManagementStatus.ProvisioningJob.StartedAt) {
+		t.Errorf("job %+v: want the job's start kept", job)
+	}
+	// The message names the record to create, for the challenge tried;
+	// not acme_challenge_cname_target (null for this domain), nor the
+	// CA's detail or an error chain.
+	want := "the certificate authority could not validate broken.example.com by HTTP-01 (it could not connect to broken.example.com on port 80); " +
+		"create the DNS record with name broken.example.com, type CNAME, value " + *d.CNAMETarget +
+		" (in place of any A, AAAA or CNAME record of that name), and make sure port 80 of the edge nodes is reachable; " +
+		"retried at " + job.RetriesAt.Format(time.RFC3339) + ", or at once when certificate_management_policy is set again"
+	if job.Msg != want || got.ACMEChallengeCNAMETarget != nil {
+		t.Errorf("msg:\n got %s\nwant %s", job.Msg, want)
 	}
 	// Not retried before retries_at.
 	if res, err := m.Pass(e.ctx); err != nil || res.Issued+res.Failed != 0 {
@@ -289,6 +299,9 @@ func TestCAUnreachable(t *testing.T) {
 		}
 		if !job.StartedAt.Equal(started) {
 			t.Errorf("pass %d: started_at %v, want %v kept", i, job.StartedAt, started)
+		}
+		if want := "the certificate authority could not be reached; retried at " + job.RetriesAt.Format(time.RFC3339); job.Msg != want {
+			t.Errorf("pass %d: msg %q, want %q", i, job.Msg, want)
 		}
 	}
 	if st := m.Stats(); st != (certmanager.Stats{InternalErrors: 3}) {
@@ -394,5 +407,76 @@ func TestDNS01Wildcard(t *testing.T) {
 	// The challenge is gone: the DNS server no longer answers it.
 	if _, err := e.svc.Host().ACMEChallenge(e.ctx, edgeplane.ChallengeDNS01, *d.ACMEChallengeCNAMETarget, ""); err == nil {
 		t.Error("the DNS-01 challenge is still stored after the order")
+	}
+}
+
+// TestRunStartsAtOnce: with the default Interval (a sweep a minute),
+// Run follows the store's change feed and orders at once: a domain
+// created with a policy, and a policy set on a domain that had none, are
+// issued within 15 s, long before the next sweep.
+func TestRunStartsAtOnce(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	for _, n := range []string{"first.example.com", "created.example.com", "later.example.com"} {
+		e.resolver.Point(n, true)
+	}
+	first := e.managed(t, "first.example.com", domains.KeyTypeECDSA)
+	later, err := e.svc.CreateReservedDomain(e.ctx, e.p, domains.CreateParams{Domain: "later.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := e.manager(t, p)
+	e.run(t, m)
+	// Run's first pass issues the domain that was due when it started;
+	// the next sweep is a minute away.
+	e.waitIssued(t, first.ID, 15*time.Second)
+	created := e.managed(t, "created.example.com", domains.KeyTypeECDSA)
+	took := e.waitIssued(t, created.ID, 15*time.Second)
+	t.Logf("a domain created with a policy: issued in %s", took.Round(time.Millisecond))
+	if _, err := e.svc.UpdateReservedDomain(e.ctx, e.p, later.ID, domains.UpdateParams{
+		CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: domains.KeyTypeECDSA}}); err != nil {
+		t.Fatal(err)
+	}
+	took = e.waitIssued(t, later.ID, 15*time.Second)
+	t.Logf("a policy set on an existing domain: issued in %s", took.Round(time.Millisecond))
+	if st := m.Stats(); st != (certmanager.Stats{Issued: 3}) {
+		t.Errorf("Stats %+v, want 3 issued and nothing else", st)
+	}
+}
+
+// TestOneValidationPerOrder: with the default challenges, an order for a
+// name that does not lead to the edge tries HTTP-01 only, one
+// validation at the CA, and its message names the DNS record to create;
+// the retry tries TLS-ALPN-01, again once.
+func TestOneValidationPerOrder(t *testing.T) {
+	e := startEdge(t)
+	p := e.pebble(t, 0)
+	d := e.managed(t, "nowhere.example.com", domains.KeyTypeECDSA)
+	m := e.manager(t, p)
+	if res, err := m.Pass(e.ctx); err != nil || res.Failed != 1 {
+		t.Fatalf("Pass = %+v, %v; want one failed", res, err)
+	}
+	if n := p.Validations(); n != 1 {
+		t.Errorf("the failed order made %d validations at the CA, want 1", n)
+	}
+	job := e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
+	at := job.RetriesAt.Format(time.RFC3339)
+	want := "the certificate authority could not validate nowhere.example.com by HTTP-01 (it could not connect to nowhere.example.com on port 80); " +
+		"create the DNS record with name nowhere.example.com, type CNAME, value " + *d.CNAMETarget +
+		" (in place of any A, AAAA or CNAME record of that name), and make sure port 80 of the edge nodes is reachable; " +
+		"retried with TLS-ALPN-01 at " + at + ", or at once when certificate_management_policy is set again"
+	if job.Msg != want {
+		t.Errorf("msg:\n got %s\nwant %s", job.Msg, want)
+	}
+	e.clock.AdvanceTo(*job.RetriesAt)
+	if res, err := m.Pass(e.ctx); err != nil || res.Failed != 1 {
+		t.Fatalf("retry = %+v, %v; want one failed", res, err)
+	}
+	if n := p.Validations(); n != 2 {
+		t.Errorf("after the retry: %d validations at the CA, want 2", n)
+	}
+	job = e.domain(t, d.ID).CertificateManagementStatus.ProvisioningJob
+	if !strings.Contains(job.Msg, "by TLS-ALPN-01 (") || !strings.Contains(job.Msg, "retried with HTTP-01 at "+job.RetriesAt.Format(time.RFC3339)) {
+		t.Errorf("the retry's msg %q: want TLS-ALPN-01 tried and HTTP-01 next", job.Msg)
 	}
 }

@@ -6,25 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mholt/acmez/v3"
 	"github.com/mholt/acmez/v3/acme"
 
 	"github.com/edgeplane/edgeplane"
-	"github.com/edgeplane/edgeplane/domains"
 )
-
-// solvers returns the challenge solvers of order o: DNS-01 for a
-// wildcard, the configured ones otherwise.
-func (m *Manager) solvers(o edgeplane.CertificateOrder) map[string]acmez.Solver {
-	if domains.IsWildcard(o.Domain) {
-		return map[string]acmez.Solver{acme.ChallengeTypeDNS01: &solver{m: m, o: o, typ: edgeplane.ChallengeDNS01}}
-	}
-	out := make(map[string]acmez.Solver, len(m.challenges))
-	for _, c := range m.challenges {
-		out[c] = &solver{m: m, o: o, typ: c}
-	}
-	return out
-}
 
 // solver presents a challenge by storing it for every edge node to
 // answer ([edgeplane.Host.PutACMEChallenge]), and removes it after.

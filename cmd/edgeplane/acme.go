@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,17 +19,19 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/internal/elect"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // acmeConfig is what serve's -acme-* flags say.
 type acmeConfig struct {
-	on        bool
-	directory string
-	staging   bool
-	email     string
-	caRoots   string
-	interval  time.Duration
-	roots     *x509.CertPool // caRoots loaded, by check
+	on         bool
+	directory  string
+	staging    bool
+	email      string
+	caRoots    string
+	interval   time.Duration
+	challenges string
+	roots      *x509.CertPool // caRoots loaded, by check
 }
 
 // acmeLease is the name of the lease that elects the replica that
@@ -40,7 +44,8 @@ func (c *acmeConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.staging, "acme-staging", false, "use Let's Encrypt's staging directory ("+certmanager.LetsEncryptStaging+"): untrusted certificates, generous rate limits, for trying a setup out")
 	fs.StringVar(&c.email, "acme-email", "", "contact address of the ACME account: the CA writes there about expiring certificates and problems")
 	fs.StringVar(&c.caRoots, "acme-ca-roots", "", "PEM file of the roots the ACME server's own TLS certificate chains to (a private ACME server); default: the system's roots")
-	fs.DurationVar(&c.interval, "acme-interval", certmanager.DefaultInterval, "how often the certificate manager looks for domains whose certificate is due")
+	fs.DurationVar(&c.interval, "acme-interval", certmanager.DefaultInterval, "how often the certificate manager sweeps for domains whose certificate is due, a safety net: it orders at once when a reserved domain's certificate_management_policy is set or changed (it follows the store's changes), and retries at the retries_at it reported")
+	fs.StringVar(&c.challenges, "acme-challenges", edgeplane.ChallengeHTTP01+","+edgeplane.ChallengeTLSALPN01, "comma-separated challenge types tried for names that are not wildcards, in order: each order tries one (one validation at the CA), its retry the next; give "+edgeplane.ChallengeTLSALPN01+" alone when the edges serve no port 80 (wildcards always use dns-01)")
 }
 
 // check validates c's flags and loads the roots.
@@ -68,28 +73,38 @@ func (c *acmeConfig) check() error {
 		}
 	}
 	// The Manager checks the directory and the email.
-	_, err := c.manager(nil, nil)
+	_, err := c.manager(nil, nil, nil)
 	return err
 }
 
-// manager returns the certificate manager of host.
-func (c *acmeConfig) manager(host *edgeplane.Host, logger *slog.Logger) (*certmanager.Manager, error) {
+// manager returns the certificate manager of host, following feed, the
+// change feed of its store.
+func (c *acmeConfig) manager(host *edgeplane.Host, feed store.Feed, logger *slog.Logger) (*certmanager.Manager, error) {
 	if host == nil {
 		host = new(edgeplane.Host) // for checking the options only
 	}
+	var challenges []string
+	for typ := range strings.SplitSeq(c.challenges, ",") {
+		typ = strings.TrimSpace(typ)
+		if typ != edgeplane.ChallengeHTTP01 && typ != edgeplane.ChallengeTLSALPN01 || slices.Contains(challenges, typ) {
+			return nil, usageError{fmt.Sprintf("-acme-challenges %q: want %s, %s or both, comma-separated, each once", c.challenges, edgeplane.ChallengeHTTP01, edgeplane.ChallengeTLSALPN01)}
+		}
+		challenges = append(challenges, typ)
+	}
 	m, err := certmanager.New(certmanager.Options{Host: host, Directory: c.directory, Email: c.email, CARoots: c.roots,
-		Logger: logger, Interval: c.interval})
+		Logger: logger, Feed: feed, Interval: c.interval, Challenges: challenges})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
 	return m, nil
 }
 
-// startACME runs the certificate manager of svc while this replica holds
-// the acme lease, until the returned function is called.
-func startACME(ctx context.Context, svc *edgeplane.Service, c acmeConfig, logger *slog.Logger, mt *metrics) (stop func(), err error) {
+// startACME runs the certificate manager of svc (feed is its store's
+// change feed) while this replica holds the acme lease, until the
+// returned function is called.
+func startACME(ctx context.Context, svc *edgeplane.Service, feed store.Feed, c acmeConfig, logger *slog.Logger, mt *metrics) (stop func(), err error) {
 	logger = logger.With("part", "acme")
-	m, err := c.manager(svc.Host(), logger)
+	m, err := c.manager(svc.Host(), feed, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/pem"
+	"flag"
 	"io"
 	"net"
 	"os"
@@ -39,7 +40,9 @@ func startLatePebble(t *testing.T) *latePebble {
 	if err := os.WriteFile(rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Server.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.flags = []string{"-acme-directory", p.Directory, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com", "-acme-interval", "100ms"}
+	// The default -acme-interval (a sweep a minute): orders start from
+	// the store's change feed.
+	p.flags = []string{"-acme-directory", p.Directory, "-acme-ca-roots", rootsFile, "-acme-email", "ops@example.com"}
 	return p
 }
 
@@ -67,6 +70,8 @@ func (p *latePebble) start(t *testing.T, out string, names ...string) (proxyHTTP
 // certificate management policy, the challenge answered by the proxy's
 // HTTP listener; the proxy then presents it (crypto/tls and curl verify
 // it with Pebble's root); deleting the domain deletes the certificate.
+// With the default -acme-interval, the order starts when the policy is
+// set: the certificate is there within 15 s.
 func TestServeACME(t *testing.T) {
 	pb := startLatePebble(t)
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
@@ -89,7 +94,7 @@ func TestServeACME(t *testing.T) {
 		t.Fatalf("after attaching the policy: %v", d)
 	}
 	var certID string
-	if took, ok := within(30*time.Second, func() bool {
+	if took, ok := within(15*time.Second, func() bool {
 		d = api.must(200, "GET", "/reserved_domains/"+tn.domain, "")
 		c, _ := d["certificate"].(map[string]any)
 		if c != nil {
@@ -169,7 +174,12 @@ func TestACMEFlags(t *testing.T) {
 		{[]string{"-acme-ca-roots", filepath.Join(dir, "missing.pem")}, "-acme-ca-roots"},
 		{[]string{"-acme-ca-roots", notPEM}, "no PEM certificate"},
 		{[]string{"-acme-interval", "0s"}, "-acme-interval"},
+		{[]string{"-acme-challenges", "dns-01"}, "-acme-challenges"},
+		{[]string{"-acme-challenges", "http-01,http-01"}, "-acme-challenges"},
+		{[]string{"-acme-challenges", ""}, "-acme-challenges"},
 		{[]string{"-proxy", "-proxy-dns-addr", "127.0.0.1:0", "-proxy-dns-zone", "*.example.com"}, "-proxy-dns-zone"},
+		{[]string{"-proxy", "-proxy-dns-addr", "127.0.0.1:0", "-proxy-dns-ns-name", "ns 1.example.com"}, "-proxy-dns-ns-name"},
+		{[]string{"-proxy", "-proxy-dns-ns-name", "ns1.example.com"}, "-proxy-dns-ns-name needs -proxy-dns-addr"},
 	} {
 		var out, errOut strings.Builder
 		code := run(t.Context(), append([]string{"serve", "-addr", "127.0.0.1:0", "-store", "memory:"}, tc.args...), func(string) string { return "" }, &out, &errOut, nil)
@@ -181,10 +191,12 @@ func TestACMEFlags(t *testing.T) {
 
 // TestServeDNS01: serve -proxy -proxy-dns-addr answers the DNS-01
 // challenges in the store (another process's, on the same SQLite file)
-// over UDP and TCP, authoritatively, in its zone only.
+// over UDP and TCP, authoritatively, in its zone only; its NS record
+// names -proxy-dns-ns-name.
 func TestServeDNS01(t *testing.T) {
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
-	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-dns-addr", "127.0.0.1:0", "-acme=false"}, nil)
+	s := startServe(t, []string{"-store", spec, "-proxy", "-proxy-http-addr", "127.0.0.1:0", "-proxy-dns-addr", "127.0.0.1:0",
+		"-proxy-dns-ns-name", "ns1.edgeplane-cname.com", "-acme=false"}, nil)
 	m := regexp.MustCompile(`(?m)^DNS-01 challenges answered on (\S+) \(UDP and TCP\)$`).FindStringSubmatch(s.stdout.String())
 	if m == nil {
 		t.Fatalf("stdout: %s", s.stdout)
@@ -217,6 +229,13 @@ func TestServeDNS01(t *testing.T) {
 		}
 		if len(in.Answer) != 1 || in.Answer[0].(*dns.TXT).Txt[0] != "txt-value" || !in.Authoritative {
 			t.Errorf("%s: TXT %s: %v", network, name, in)
+		}
+		// The zone's NS record names -proxy-dns-ns-name, as the
+		// delegation does.
+		q.SetQuestion("acme.edgeplane-cname.com.", dns.TypeNS)
+		if in, _, err = (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1]); err != nil || len(in.Answer) != 1 ||
+			in.Answer[0].(*dns.NS).Ns != "ns1.edgeplane-cname.com." {
+			t.Errorf("%s: NS of the zone: %v, %v; want ns1.edgeplane-cname.com.", network, in, err)
 		}
 		q.SetQuestion("example.com.", dns.TypeTXT)
 		if in, _, err = (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(q, m[1]); err != nil || in.Rcode != dns.RcodeRefused {
@@ -333,5 +352,37 @@ func TestProxyCommandACME(t *testing.T) {
 		return true
 	}); !ok {
 		t.Fatalf("edgeplane proxy presents no certificate from Pebble after %v: %v\n%s", took, api.must(200, "GET", "/reserved_domains/"+tn.domain, ""), tail(s.stderr.String(), 2000))
+	}
+}
+
+// TestDNSNSNameFlag: -dns-ns-name (proxy) and -proxy-dns-ns-name (serve)
+// reach the data plane's config, checked as a host name, and need the
+// DNS server's address.
+func TestDNSNSNameFlag(t *testing.T) {
+	for _, prefix := range []string{"", "proxy-"} {
+		for _, tc := range []struct {
+			args []string
+			ns   string
+			err  string
+		}{
+			{[]string{"-" + prefix + "dns-addr", ":53", "-" + prefix + "dns-ns-name", "ns1.edgeplane-cname.com"}, "ns1.edgeplane-cname.com", ""},
+			{[]string{"-" + prefix + "dns-addr", ":53"}, "", ""},
+			{[]string{"-" + prefix + "dns-addr", ":53", "-" + prefix + "dns-ns-name", "ns_1.example.com"}, "", "-" + prefix + "dns-ns-name \"ns_1.example.com\": want a host name"},
+			{[]string{"-" + prefix + "dns-ns-name", "ns1.example.com"}, "", "-" + prefix + "dns-ns-name needs -" + prefix + "dns-addr"},
+		} {
+			var c dataPlaneConfig
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			c.flags(fs, prefix, ":80")
+			if err := parseFlags(fs, tc.args, func(string) string { return "" }, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.check(prefix)
+			switch {
+			case tc.err == "" && (err != nil || c.dnsNS != tc.ns):
+				t.Errorf("%v: %v, dnsNS %q; want %q", tc.args, err, c.dnsNS, tc.ns)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("%v: %v; want %q", tc.args, err, tc.err)
+			}
+		}
 	}
 }

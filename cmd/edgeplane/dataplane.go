@@ -60,6 +60,7 @@ type dataPlaneConfig struct {
 	maxUnauth           int           // connections not authenticated yet, in all
 	maxUnauthPerIP      int           // and from one address
 	dnsAddr, dnsZone    string        // the DNS-01 challenges' server ("": none) and its zone
+	dnsNS               string        // the server's name in the zone's NS and SOA records ("": ns.<zone>)
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -99,6 +100,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.IntVar(&c.maxUnauthPerIP, prefix+"max-unauthenticated-per-ip", tunnel.DefaultMaxUnauthenticatedPerIP, "with -"+prefix+"tunnel-addr: the most agent connections from one address that have not authenticated yet")
 	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
 	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
+	fs.StringVar(&c.dnsNS, prefix+"dns-ns-name", "", "the host name of the server of -"+prefix+"dns-addr, as the parent zone's NS record delegates -"+prefix+"dns-zone to it (such as ns1."+domains.DefaultCNAMEBase+"): the zone's NS and SOA records answer it (default: ns.<-"+prefix+"dns-zone>)")
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
 }
 
@@ -181,9 +183,15 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		}
 		c.tunnelTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	}
+	if c.dnsNS != "" && c.dnsAddr == "" {
+		return nil, usageError{fmt.Sprintf("-%sdns-ns-name needs -%sdns-addr: it names that DNS server", prefix, prefix)}
+	}
 	if c.dnsAddr != "" {
 		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host), Zones: []string{c.dnsZone}}); err != nil {
 			return nil, usageError{fmt.Sprintf("-%sdns-zone: %v", prefix, err)}
+		}
+		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host), Zones: []string{c.dnsZone}, NS: c.dnsNS}); err != nil {
+			return nil, usageError{fmt.Sprintf("-%sdns-ns-name %q: want a host name, such as ns1.%s", prefix, c.dnsNS, domains.DefaultCNAMEBase)}
 		}
 	}
 	trusted, err := proxy.ParseTrustedProxies(c.trustedProxies)
@@ -350,7 +358,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		d.addrs = append(d.addrs, scheme+"://"+ln.Addr().String())
 	}
 	if c.dnsAddr != "" {
-		if d.dns, err = acmedns.New(acmedns.Options{Host: svc.Host(), Zones: []string{c.dnsZone}, Logger: logger.With("part", "dns")}); err == nil {
+		if d.dns, err = acmedns.New(acmedns.Options{Host: svc.Host(), Zones: []string{c.dnsZone}, NS: c.dnsNS, Logger: logger.With("part", "dns")}); err == nil {
 			d.dnsAddr, err = d.dns.Listen(c.dnsAddr)
 		}
 		if err != nil {

@@ -227,7 +227,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", addr)
 	}
 	if c.acme.on {
-		stopACME, err := startACME(ctx, svc, c.acme, logger, m)
+		stopACME, err := startACME(ctx, svc, ts, c.acme, logger, m)
 		if err != nil {
 			return err
 		}

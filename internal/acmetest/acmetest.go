@@ -118,9 +118,15 @@ type Pebble struct {
 	Roots   *x509.CertPool
 	RootPEM []byte
 
-	handler atomic.Pointer[http.Handler]
-	down    atomic.Bool
+	handler     atomic.Pointer[http.Handler]
+	down        atomic.Bool
+	validations atomic.Int64
 }
+
+// Validations returns how many challenge validations Pebble has started
+// (one per challenge a client asked it to validate), counted from its
+// log.
+func (p *Pebble) Validations() int64 { return p.validations.Load() }
 
 // NewPebble starts Pebble's HTTPS server, closed when the test ends; it
 // answers 503 until Start.
@@ -154,12 +160,13 @@ func NewPebble(t testing.TB) *Pebble {
 // log when it runs verbose.
 func (p *Pebble) Start(t testing.TB, httpPort, tlsPort int, resolver string, validity time.Duration) {
 	t.Helper()
-	logger := log.New(io.Discard, "", 0)
+	var out io.Writer = io.Discard
 	if testing.Verbose() {
 		w := &testWriter{t: t}
 		t.Cleanup(w.stop)
-		logger = log.New(w, "pebble ", 0)
+		out = w
 	}
+	logger := log.New(&countingWriter{out: out, n: &p.validations}, "pebble ", 0)
 	mdb := db.NewMemoryStore()
 	profiles := map[string]ca.Profile{"default": {Description: "default", ValidityPeriod: uint64(validity / time.Second)}}
 	authority := ca.New(logger, mdb, "", "rsa", 0, 1, profiles)
@@ -176,6 +183,22 @@ func (p *Pebble) Start(t testing.TB, httpPort, tlsPort int, resolver string, val
 // SetDown makes Pebble close every connection (down), as a CA that
 // cannot be reached, or serve again.
 func (p *Pebble) SetDown(down bool) { p.down.Store(down) }
+
+// countingWriter counts the lines of Pebble's log that start a
+// validation (its validation authority logs one per challenge it takes
+// from its queue), and writes every line to out. A log.Logger writes a
+// line per call.
+type countingWriter struct {
+	out io.Writer
+	n   *atomic.Int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), "Pulled a task from the Tasks queue") {
+		w.n.Add(1)
+	}
+	return w.out.Write(b)
+}
 
 // testWriter logs into the test's log until the test ends: Pebble's
 // goroutines (validations, finalizations) outlive it, and a t.Log after
