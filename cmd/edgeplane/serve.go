@@ -158,17 +158,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := svc.Host().CheckSealingKey(ctx); err != nil {
 		return err
 	}
-	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	switch {
-	case !b.Created:
-		fmt.Fprintln(stdout, "store in use: its accounts and API keys are kept")
-	case getenv("EDGEPLANE_API_KEY") != "":
-		fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
-	default:
-		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", *b.APIKey.Token)
+	if err := reportAdminKey(ctx, svc, c.store, getenv("EDGEPLANE_API_KEY"), stdout); err != nil {
+		return err
 	}
 
 	var origins []string
