@@ -52,6 +52,7 @@ type dataPlaneConfig struct {
 	tunnelCert          string
 	tunnelKey           string
 	tunnelTLS           *tls.Config // tunnelCert and tunnelKey loaded, by check; nil: by SNI
+	tunnelLocal         *localTLS   // with tunnelTLS nil: the leaf for the names no reserved domain's certificate serves (serve's local CA)
 	tunnelTCPHost       string
 	nodeAddr            string // the hop's listener ("": none)
 	nodeAdvertise       string // the hop address other nodes dial ("": nodeAddr's)
@@ -86,7 +87,11 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.DurationVar(&c.idleTimeout, prefix+"idle-timeout", proxy.DefaultIdleTimeout, "a TLS or TCP edge's connection on which no byte moved either way for this long is closed")
 	fs.IntVar(&c.maxConnsPerEdge, prefix+"max-conns-per-edge", proxy.DefaultMaxConnsPerEdge, "the most open connections of one TLS or TCP edge; more are closed at once")
 	fs.StringVar(&c.tunnelAddr, prefix+"tunnel-addr", "", "address of the TLS listener for agents (golang.ngrok.com/ngrok and edgeplane agent connect here with ngrok.WithServer); \"\": no agents")
-	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: the reserved domain's certificate that the agent's server name names)")
+	certDefault := "the reserved domain's certificate that the agent's server name names"
+	if prefix == "proxy-" { // edgeplane serve
+		certDefault += "; else, for the listener's own host and for agents that dial an IP address, a certificate of a local CA kept in -proxy-tunnel-ca-dir, whose ca.pem agents trust with -ca"
+	}
+	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: "+certDefault+")")
 	fs.StringVar(&c.tunnelKey, prefix+"tunnel-key", "", "PEM file of the private key of -"+prefix+"tunnel-cert")
 	fs.StringVar(&c.nodeAddr, prefix+"node-addr", "", "address of the hop's listener: other edge nodes of the store (edgeplane proxy processes on the same store) hand this node the requests and connections for the agents connected here (mutual TLS from the sealing key); \"\": this node takes no hop, and requests for its agents that reach another node fail")
 	fs.StringVar(&c.nodeAdvertise, prefix+"node-advertise", "", "HOST:PORT other nodes dial for the hop, recorded with the node (default: -"+prefix+"node-addr, which must then name its host)")
@@ -253,8 +258,18 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			// certificate and no error: crypto/tls then fails the
 			// handshake with unrecognized_name, where an error would
 			// send internal_error (as proxy.Handler.TLSConfig does).
+			// serve's local CA's leaf, when there is one, serves the
+			// names it covers that no reserved domain's certificate does
+			// (and a hello without a name).
+			local := c.tunnelLocal
 			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return cfgs.Certificate(hello.ServerName), nil
+				if cert := cfgs.Certificate(hello.ServerName); cert != nil {
+					return cert, nil
+				}
+				if local != nil && local.covers(hello.ServerName) {
+					return local.leaf, nil
+				}
+				return nil, nil
 			}}
 		}
 		tm := tunnel.NewMetrics()
