@@ -211,3 +211,161 @@ func TestServeFirstRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalTLS: the local CA and its leaf are kept across loads; the leaf
+// is issued again by the same CA for a new host or near its end; a file
+// that cannot be used is an error naming it and saying what to do, and
+// is left as it is.
+func TestLocalTLS(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const addr = "127.0.0.1:4443"
+	read := func(t *testing.T, dir, name string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	write := func(t *testing.T, dir, name string, b []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string) // after the first load
+		addr   string
+		at     time.Time
+		made   string // "" kept, "issued"
+		reason string // in the reason, or in the error
+		err    []string
+	}{
+		{name: "kept", addr: addr, at: now},
+		{name: "a new host", addr: "192.0.2.1:4443", at: now, made: "issued", reason: "does not cover 192.0.2.1"},
+		{name: "a name", addr: "edge.example.com:4443", at: now, made: "issued", reason: "does not cover edge.example.com"},
+		{name: "near its end", addr: addr, at: now.Add(340 * 24 * time.Hour), made: "issued", reason: "expires on 2027-03-01"},
+		{name: "leaf removed", change: func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "tunnel.pem"))
+			os.Remove(filepath.Join(dir, "tunnel.key"))
+		}, addr: addr, at: now, made: "issued"},
+		{name: "CA expired", addr: addr, at: now.Add(11 * 365 * 24 * time.Hour), err: []string{"ca.pem expired on", "remove the directory"}},
+		{name: "ca.pem corrupt", change: func(t *testing.T, dir string) { write(t, dir, "ca.pem", []byte("garbage\n")) },
+			addr: addr, at: now, err: []string{"ca.pem is not a PEM certificate", "remove", "agents then need the new ca.pem"}},
+		{name: "ca.key missing", change: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "ca.key")) },
+			addr: addr, at: now, err: []string{"ca.pem is there but its private key", "ca.key is not"}},
+		{name: "ca.pem missing", change: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "ca.pem")) },
+			addr: addr, at: now, err: []string{"ca.key is there but", "ca.pem is not"}},
+		{name: "ca.key of another certificate", change: func(t *testing.T, dir string) { write(t, dir, "ca.key", read(t, dir, "tunnel.key")) },
+			addr: addr, at: now, err: []string{"ca.key is not the private key of", "ca.pem"}},
+		{name: "tunnel.key corrupt", change: func(t *testing.T, dir string) {
+			write(t, dir, "tunnel.key", []byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"))
+		},
+			addr: addr, at: now, err: []string{"tunnel.key is not an ECDSA private key", "agents keep trusting it"}},
+		{name: "leaf of another CA", change: func(t *testing.T, dir string) {
+			other := t.TempDir()
+			if _, err := loadLocalTLS(other, addr, now); err != nil {
+				t.Fatal(err)
+			}
+			write(t, dir, "tunnel.pem", read(t, other, "tunnel.pem"))
+			write(t, dir, "tunnel.key", read(t, other, "tunnel.key"))
+		}, addr: addr, at: now, err: []string{"tunnel.pem was not signed by the CA of", "remove"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "edgeplane.db.tls")
+			first, err := loadLocalTLS(dir, addr, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.made != "made" {
+				t.Fatalf("first load: made %q", first.made)
+			}
+			if tc.change != nil {
+				tc.change(t, dir)
+			}
+			before := map[string][]byte{}
+			for _, name := range []string{"ca.pem", "ca.key", "tunnel.pem", "tunnel.key"} {
+				before[name], _ = os.ReadFile(filepath.Join(dir, name))
+			}
+			l, err := loadLocalTLS(dir, tc.addr, tc.at)
+			if tc.err != nil {
+				if err == nil {
+					t.Fatalf("loaded; want an error with %q", tc.err)
+				}
+				for _, want := range tc.err {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+				if !strings.Contains(err.Error(), dir) {
+					t.Errorf("error %q names no file of %s", err, dir)
+				}
+				for name, b := range before {
+					if after, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(after, b) {
+						t.Errorf("%s changed after the error", name)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.made != tc.made || !strings.Contains(l.reason, tc.reason) {
+				t.Errorf("made %q (%s); want %q (%s)", l.made, l.reason, tc.made, tc.reason)
+			}
+			if l.caSHA256 != first.caSHA256 || !bytes.Equal(read(t, dir, "ca.pem"), before["ca.pem"]) {
+				t.Error("the CA changed")
+			}
+			sameLeaf := l.leaf.Leaf.SerialNumber.Cmp(first.leaf.Leaf.SerialNumber) == 0
+			if sameLeaf != (tc.made == "") {
+				t.Errorf("the same leaf: %v; want %v", sameLeaf, tc.made == "")
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(read(t, dir, "ca.pem"))
+			host, _, _ := net.SplitHostPort(tc.addr)
+			if _, err := l.leaf.Leaf.Verify(x509.VerifyOptions{DNSName: host, Roots: pool, CurrentTime: tc.at}); err != nil {
+				t.Errorf("the leaf for %s: %v", host, err)
+			}
+			kept, err := tls.X509KeyPair(read(t, dir, "tunnel.pem"), read(t, dir, "tunnel.key"))
+			if err != nil || !bytes.Equal(kept.Certificate[0], l.leaf.Certificate[0]) {
+				t.Errorf("the files hold another leaf than the one served: %v", err)
+			}
+		})
+	}
+}
+
+func TestLocalTLSNames(t *testing.T) {
+	loop := "localhost 127.0.0.1 ::1"
+	for _, c := range []struct{ addr, want string }{
+		{"127.0.0.1:4443", "localhost 127.0.0.1 ::1"},
+		{"[::1]:4443", "localhost ::1 127.0.0.1"},
+		{":4443", loop},
+		{"0.0.0.0:4443", loop},
+		{"[::]:4443", loop},
+		{"localhost:4443", loop},
+		{"127.0.0.2:4443", "localhost 127.0.0.2 127.0.0.1 ::1"},
+		{"192.0.2.7:4443", "192.0.2.7"},
+		{"Edge.Example.com.:4443", "edge.example.com"},
+	} {
+		dns, ips, err := localTLSNames(c.addr)
+		got := dns
+		for _, ip := range ips {
+			got = append(got, ip.String())
+		}
+		if err != nil || strings.Join(got, " ") != c.want {
+			t.Errorf("localTLSNames(%q) = %q, %v; want %s", c.addr, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ addr, listened, want string }{
+		{"127.0.0.1:0", "127.0.0.1:40001", "127.0.0.1:40001"},
+		{":4443", "[::]:4443", "127.0.0.1:4443"},
+		{"0.0.0.0:4443", "0.0.0.0:4443", "127.0.0.1:4443"},
+		{"localhost:4443", "127.0.0.1:4443", "localhost:4443"},
+		{"edge.example.com:4443", "192.0.2.7:4443", "edge.example.com:4443"},
+	} {
+		if got := agentDialAddr(c.addr, c.listened); got != c.want {
+			t.Errorf("agentDialAddr(%q, %q) = %s, want %s", c.addr, c.listened, got, c.want)
+		}
+	}
+}
