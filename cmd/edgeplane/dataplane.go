@@ -45,13 +45,15 @@ type dataPlaneConfig struct {
 	readTimeout         time.Duration
 	writeTimeout        time.Duration
 	tcpHost, tcpPorts   string
-	tcpLow, tcpHigh     int // tcpPorts parsed, by check; 0: none
+	tcpListen           string // tcpHost resolved, by check: the address the TCP listeners bind ("": every interface)
+	tcpLow, tcpHigh     int    // tcpPorts parsed, by check; 0: none
 	idleTimeout         time.Duration
 	maxConnsPerEdge     int
 	tunnelAddr          string
 	tunnelCert          string
 	tunnelKey           string
 	tunnelTLS           *tls.Config // tunnelCert and tunnelKey loaded, by check; nil: by SNI
+	tunnelLocal         *localTLS   // with tunnelTLS nil: the leaf for the names no reserved domain's certificate serves (serve's local CA)
 	tunnelTCPHost       string
 	nodeAddr            string // the hop's listener ("": none)
 	nodeAdvertise       string // the hop address other nodes dial ("": nodeAddr's)
@@ -83,11 +85,21 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.DurationVar(&c.readTimeout, prefix+"read-timeout", httpserver.DefaultReadTimeout, "longest time to read a proxied request, body included")
 	fs.DurationVar(&c.writeTimeout, prefix+"write-timeout", defaultWriteTimeout, "longest time from a proxied request's headers to the end of its response")
 	fs.StringVar(&c.tcpPorts, prefix+"tcp-ports", "", "LOW-HIGH: the ports TCP edges may be served on; the proxy listens on each port of the range that a TCP edge's hostport names (default: no TCP edges)")
-	fs.StringVar(&c.tcpHost, prefix+"tcp-host", "", "the address the TCP edges' listeners bind (default: all interfaces)")
+	// edgeplane serve's listeners are on loopback unless asked; a proxy's
+	// are where its operator says, every interface for TCP.
+	tcpHost, tcpHostDefault := "", "every interface"
+	if prefix == "proxy-" {
+		tcpHost, tcpHostDefault = "127.0.0.1", "loopback"
+	}
+	fs.StringVar(&c.tcpHost, prefix+"tcp-host", tcpHost, "the host the TCP edges' and tcp endpoints' listeners bind: an IP address, or a name resolved at start (one under .localhost is loopback); \"\" or 0.0.0.0: every interface (default: "+tcpHostDefault+")")
 	fs.DurationVar(&c.idleTimeout, prefix+"idle-timeout", proxy.DefaultIdleTimeout, "a TLS or TCP edge's connection on which no byte moved either way for this long is closed")
 	fs.IntVar(&c.maxConnsPerEdge, prefix+"max-conns-per-edge", proxy.DefaultMaxConnsPerEdge, "the most open connections of one TLS or TCP edge; more are closed at once")
 	fs.StringVar(&c.tunnelAddr, prefix+"tunnel-addr", "", "address of the TLS listener for agents (golang.ngrok.com/ngrok and edgeplane agent connect here with ngrok.WithServer); \"\": no agents")
-	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: the reserved domain's certificate that the agent's server name names)")
+	certDefault := "the reserved domain's certificate that the agent's server name names"
+	if prefix == "proxy-" { // edgeplane serve
+		certDefault += "; else, for the listener's own host and for agents that dial an IP address, a certificate of a local CA kept in -proxy-tunnel-ca-dir, whose ca.pem agents trust with -ca"
+	}
+	fs.StringVar(&c.tunnelCert, prefix+"tunnel-cert", "", "PEM file of the certificate chain agents see on -"+prefix+"tunnel-addr (default: "+certDefault+")")
 	fs.StringVar(&c.tunnelKey, prefix+"tunnel-key", "", "PEM file of the private key of -"+prefix+"tunnel-cert")
 	fs.StringVar(&c.nodeAddr, prefix+"node-addr", "", "address of the hop's listener: other edge nodes of the store (edgeplane proxy processes on the same store) hand this node the requests and connections for the agents connected here (mutual TLS from the sealing key); \"\": this node takes no hop, and requests for its agents that reach another node fail")
 	fs.StringVar(&c.nodeAdvertise, prefix+"node-advertise", "", "HOST:PORT other nodes dial for the hop, recorded with the node (default: -"+prefix+"node-addr, which must then name its host)")
@@ -101,7 +113,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
 	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
 	fs.StringVar(&c.dnsNS, prefix+"dns-ns-name", "", "the host name of the server of -"+prefix+"dns-addr, as the parent zone's NS record delegates -"+prefix+"dns-zone to it (such as ns1."+domains.DefaultCNAMEBase+"): the zone's NS and SOA records answer it (default: ns.<-"+prefix+"dns-zone>)")
-	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports; default: -"+prefix+"tcp-host, else localhost)")
+	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports), which an ACL rule bind:HOST:PORT names (default: -"+prefix+"tcp-host when it is a name of two labels or more or a public address, else "+localTCPName+", which RFC 6761 resolvers (curl, browsers, systemd-resolved) send to loopback)")
 }
 
 // check validates c's flags (named with prefix) and returns the trusted
@@ -147,6 +159,13 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		if !ok || err1 != nil || err2 != nil || c.tcpLow < 1 || c.tcpHigh > 65535 || c.tcpLow > c.tcpHigh {
 			return nil, usageError{fmt.Sprintf("-%stcp-ports %q: want LOW-HIGH, ports from 1 to 65535, such as 20000-20999", prefix, c.tcpPorts)}
 		}
+	}
+	if c.tcpLow != 0 {
+		addr, err := resolveTCPHost(c.tcpHost)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("-%stcp-host %q: %v", prefix, c.tcpHost, err)}
+		}
+		c.tcpListen = addr
 	}
 	if (c.tunnelCert == "") != (c.tunnelKey == "") {
 		return nil, usageError{fmt.Sprintf("-%stunnel-cert and -%stunnel-key go together: give both or neither", prefix, prefix)}
@@ -261,8 +280,18 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			// certificate and no error: crypto/tls then fails the
 			// handshake with unrecognized_name, where an error would
 			// send internal_error (as proxy.Handler.TLSConfig does).
+			// serve's local CA's leaf, when there is one, serves the
+			// names it covers that no reserved domain's certificate does
+			// (and a hello without a name).
+			local := c.tunnelLocal
 			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return cfgs.Certificate(hello.ServerName), nil
+				if cert := cfgs.Certificate(hello.ServerName); cert != nil {
+					return cert, nil
+				}
+				if local != nil && local.covers(hello.ServerName) {
+					return local.leaf, nil
+				}
+				return nil, nil
 			}}
 		}
 		tm := tunnel.NewMetrics()
@@ -272,7 +301,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 			MaxUnauthenticated: c.maxUnauth, MaxUnauthenticatedPerIP: c.maxUnauthPerIP}
 		if c.tcpLow != 0 {
 			// tcp endpoints get ports of the TCP range, on -tunnel-tcp-host.
-			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, c.tcpHost, "localhost"), c.tcpLow, c.tcpHigh
+			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, publicTCPHost(c.tcpHost)), c.tcpLow, c.tcpHigh
 		}
 		if c.nodeAddr != "" {
 			if hopLn, err = net.Listen("tcp", c.nodeAddr); err != nil {
@@ -374,12 +403,12 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		if c.tcpLow == 0 {
 			return
 		}
-		if err := d.streams.ServeTCP(tcpCtx, c.tcpHost, c.tcpLow, c.tcpHigh); err != nil {
+		if err := d.streams.ServeTCP(tcpCtx, c.tcpListen, c.tcpLow, c.tcpHigh); err != nil {
 			errc <- err
 		}
 	}()
 	if c.tcpLow != 0 {
-		d.addrs = append(d.addrs, fmt.Sprintf("tcp://%s:%d-%d", cmp.Or(c.tcpHost, "*"), c.tcpLow, c.tcpHigh))
+		d.addrs = append(d.addrs, fmt.Sprintf("tcp://%s:%d-%d", cmp.Or(bracketIPv6(c.tcpListen), "*"), c.tcpLow, c.tcpHigh))
 	}
 	if d.tunnels != nil {
 		d.agentAddr = agentLn.Addr().String()

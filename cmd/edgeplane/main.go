@@ -73,6 +73,16 @@
 //
 // The admin's API key comes from EDGEPLANE_API_KEY when set, else it is
 // generated and printed once, on the first start on an empty store only.
+// serve says which; on a store in use EDGEPLANE_API_KEY is ignored, and
+// when the store does not hold it serve warns and prints the admin
+// commands that make a new key.
+//
+// serve -proxy -proxy-tunnel-addr without -proxy-tunnel-cert makes a
+// local CA and the tunnel listener's certificate, kept in PATH.tls beside
+// a sqlite:PATH store (else in edgeplane/tunnel-ca of the user's
+// configuration directory; -proxy-tunnel-ca-dir chooses) and reused at
+// every start, and prints the agent command that trusts it (-ca). The
+// reserved domains' certificates are still presented first, by SNI.
 // Certificate private keys are sealed at rest under EDGEPLANE_SEAL_KEY
 // (32 bytes, standard base64); without it a memory: store gets a key of
 // its own, printed once. A server given a store sealed under another key

@@ -33,6 +33,7 @@ type serveConfig struct {
 	trustedProxies           string
 	reapInterval             time.Duration
 	proxy                    bool
+	tunnelCADir              string // the local CA's directory ("": beside the store)
 	cpuProfile               string
 	prefault                 bool
 	data                     dataPlaneConfig
@@ -58,6 +59,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.BoolVar(&c.prefault, "prefault", false, "populate the memory the Go heap grows by in bulk, before its first use (Linux 5.14 or later): saves the page fault per 4 KiB of growth, 10-15µs in some virtual machines, at the cost of a goroutine that looks every 5ms and of memory made resident ahead of use (default off)")
 	fs.BoolVar(&c.proxy, "proxy", false, "also run the edge data plane (edgeplane proxy) in this process, on the -proxy-* flags; for development")
 	c.data.flags(fs, "proxy-", "127.0.0.1:8000")
+	fs.StringVar(&c.tunnelCADir, "proxy-tunnel-ca-dir", "", "with -proxy-tunnel-addr and no -proxy-tunnel-cert: the directory of the local CA that signs the tunnel listener's certificate, made at the first start and kept (agents trust its ca.pem with -ca) (default: PATH.tls beside a sqlite:PATH store; else edgeplane/tunnel-ca in the user's configuration directory)")
 	c.acme.flags(fs)
 	c.events.flags(fs)
 	fs.Usage = func() {
@@ -124,6 +126,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	if c.proxy && c.data.tunnelAddr != "" && c.data.tunnelTLS == nil {
+		dir := c.tunnelCADir
+		if dir == "" {
+			if dir, err = localTLSDirFor(c.store); err != nil {
+				return err
+			}
+		}
+		if c.data.tunnelLocal, err = loadLocalTLS(dir, c.data.tunnelAddr, time.Now()); err != nil {
+			return fmt.Errorf("-proxy-tunnel-addr without -proxy-tunnel-cert: %w", err)
+		}
+	}
 	m := newMetrics()
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -158,17 +171,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := svc.Host().CheckSealingKey(ctx); err != nil {
 		return err
 	}
-	b, err := svc.Host().Bootstrap(ctx, getenv("EDGEPLANE_API_KEY"))
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	switch {
-	case !b.Created:
-		fmt.Fprintln(stdout, "store in use: its accounts and API keys are kept")
-	case getenv("EDGEPLANE_API_KEY") != "":
-		fmt.Fprintln(stdout, "admin API key: from EDGEPLANE_API_KEY")
-	default:
-		fmt.Fprintf(stdout, "admin API key (shown once): %s\n", *b.APIKey.Token)
+	if err := reportAdminKey(ctx, svc, c.store, getenv("EDGEPLANE_API_KEY"), stdout); err != nil {
+		return err
 	}
 
 	var origins []string
@@ -214,6 +218,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer dp.close()
 		servers = append(servers, dp.servers...)
 		dp.report(stdout)
+		if c.data.tunnelLocal != nil {
+			c.data.tunnelLocal.report(stdout, agentDialAddr(c.data.tunnelAddr, dp.agentAddr), c.data.httpAddr != "")
+		}
 		if c.data.tunnelAddr != "" {
 			m.watchNodes(svc.Host())
 		}
