@@ -22,6 +22,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/refusedport"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/memstore"
 )
@@ -107,11 +108,11 @@ func (u *testUpstream) last(t testing.TB) seen {
 
 // refusedURL returns the URL of a server that refuses connections: a
 // port held bound, without a listener, until the test ends (see
-// holdRefusedPort), so that no other process can take it meanwhile and
+// refusedport.Hold), so that no other process can take it meanwhile and
 // answer in its place.
 func refusedURL(t testing.TB) string {
 	t.Helper()
-	return "http://" + holdRefusedPort(t)
+	return "http://" + refusedport.Hold(t)
 }
 
 // site is a Service with the proxy in front of it.

@@ -17,7 +17,6 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"golang.ngrok.com/muxado/v2"
-	"golang.ngrok.com/ngrok/config"
 )
 
 // tryRPC is rpc for a goroutine other than the test's: it returns what
@@ -226,16 +225,7 @@ func TestTunnelsPerSessionUnderConcurrency(t *testing.T) {
 	}
 
 	// An honest agent of the account is served.
-	_, honestToken := e.token(t)
-	sess := e.connect(t, e.addr, honestToken)
-	tun, err := sess.Listen(context.Background(), config.LabeledTunnel(config.WithLabel("app", "honest")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go serve(tun)
-	if code, body, err := e.get(t, tun.ID(), "/ok"); err != nil || code != 200 || !strings.HasPrefix(body, "/ok") {
-		t.Errorf("the honest agent: %d %q %v", code, body, err)
-	}
+	served(t, e)
 	c, err := e.srv.DialTunnel(e.ctx, "", ids[1], agents.ConnHeader{ClientAddr: clientAddr, Proto: "https"})
 	if err != nil {
 		t.Fatalf("a tunnel the flooding session holds is not reachable: %v", err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/refusedport"
 	"github.com/edgeplane/edgeplane/webhook"
 )
 
@@ -144,7 +145,7 @@ func TestSendDescribesFailures(t *testing.T) {
 	tlsSrv := httptest.NewTLSServer(mux)
 	defer tlsSrv.Close()
 	defer close(stop)
-	refused := holdRefusedPort(t)
+	refused := refusedport.Hold(t)
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	cases := []struct {
 		name     string

@@ -1,6 +1,10 @@
 //go:build unix
 
-package proxy
+// Package refusedport gives tests an address that refuses connections
+// for as long as the test runs: a port bound and not listening, which no
+// other process (another package's test server under go test ./...) can
+// take meanwhile.
+package refusedport
 
 import (
 	"net"
@@ -9,14 +13,14 @@ import (
 	"testing"
 )
 
-// holdRefusedPort binds a TCP socket of 127.0.0.1 to a free port and
+// Hold binds a TCP socket of 127.0.0.1 to a free port and
 // does not listen on it: a connection to it is refused, and no other
 // socket can be bound to the port until the test ends and closes it. A
 // listener found free and closed at once (the old way) left the port to
 // the next process that asked for one, under go test ./... another
 // package's test server, which then answered the connections meant to
 // be refused.
-func holdRefusedPort(t testing.TB) string {
+func Hold(t testing.TB) string {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {

@@ -1,16 +1,16 @@
 //go:build !unix
 
-package proxy
+package refusedport
 
 import (
 	"net"
 	"testing"
 )
 
-// holdRefusedPort returns the address of a listener closed at once: a
+// Hold returns the address of a listener closed at once: a
 // port that refuses connections unless another process takes it
 // meanwhile (see the unix version, which holds it).
-func holdRefusedPort(t testing.TB) string {
+func Hold(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
