@@ -57,10 +57,13 @@ package muxframe
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.ngrok.com/muxado/v2"
 	"golang.ngrok.com/muxado/v2/frame"
@@ -93,10 +96,44 @@ type Conn struct {
 	authed  atomic.Bool                // Authenticate was called
 	refused atomic.Pointer[FrameError] // the frame a framer refused
 	fr      atomic.Pointer[framer]     // the framer Framer made, for GoAway
+
+	// The bound of a write to the socket (see SetWriteTimeout).
+	writeTimeout atomic.Int64 // nanoseconds; 0: none
+	stalled      atomic.Bool  // a write made no progress for writeTimeout
+	until        time.Time    // under wmu: the deadline of the GOAWAY being written, else zero
+
+	// The streams (see stream.go).
+	window  int // the streams' send window when they open: the session's muxado.Config.MaxWindowSize
+	smu     sync.Mutex
+	streams map[frame.StreamId]*Stream // wrapped and not finished, for the frames that concern them
+	dead    bool                       // under smu: the session died (or its writer stopped)
+	deadc   chan struct{}              // closed when dead is set
+	doubts  map[*Stream]uint64         // under smu: streams with a frame in doubt, by the epoch of the doubt
+	ndoubts atomic.Int32               // len(doubts)
+	epoch   atomic.Uint64              // counts the doubts (see Stream.failed)
+
+	cmu    sync.Mutex // held by a framer while it copies a frame into its buffer, and by a reset
+	resets map[frame.StreamId]*Stream // under cmu: streams being reset
 }
 
 // NewConn returns c wrapped.
-func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
+func NewConn(c net.Conn) *Conn {
+	return &Conn{Conn: c, window: DefaultWindow, streams: map[frame.StreamId]*Stream{}, deadc: make(chan struct{}),
+		doubts: map[*Stream]uint64{}, resets: map[frame.StreamId]*Stream{}}
+}
+
+// SetWriteTimeout bounds each write of frames to the socket: a write
+// during which the socket takes no byte for d fails (the socket's write
+// deadline, set again each time it takes some), and with it the
+// session, whose writer could go no further; [Conn.Stalled] then
+// reports it. d 0 (the default) means no bound. It may be called at any
+// time, and applies from the next write on.
+func (c *Conn) SetWriteTimeout(d time.Duration) { c.writeTimeout.Store(int64(max(d, 0))) }
+
+// Stalled reports whether a write of frames failed because the socket
+// took no byte for the write timeout ([Conn.SetWriteTimeout]): the peer
+// stopped reading.
+func (c *Conn) Stalled() bool { return c.stalled.Load() }
 
 // NewFramer is the muxado.Config.NewFramer of the session whose TLS
 // connection w runs over c: each frame is one write to w, and one write
@@ -112,6 +149,7 @@ func (c *Conn) NewFramer(r io.Reader, w io.Writer) frame.Framer {
 // session's muxado.Config.MaxWindowSize.
 func (c *Conn) Framer(l Limits) func(r io.Reader, w io.Writer) frame.Framer {
 	l = l.withDefaults()
+	c.window = l.Window
 	return func(r io.Reader, w io.Writer) frame.Framer {
 		g := &gather{}
 		f := &framer{g: g, w: w, raw: c, lim: l, in: headerReader{r: r}, authed: l.Unauthenticated == 0}
@@ -136,11 +174,13 @@ func (c *Conn) Refused() error {
 }
 
 // Stop ends the framer's reads of frames: it waits for the frame being
-// written, if any, and from then on refuses every frame unread.
+// written, if any, and from then on refuses every frame unread. The
+// session's streams then fail their writes as muxado does.
 func (c *Conn) Stop() {
 	c.wmu.Lock()
 	c.stopped = true
 	c.wmu.Unlock()
+	c.die()
 }
 
 // Dead reports whether err, a muxado stream's or session's, says that
@@ -190,8 +230,8 @@ func (f *framer) WriteFrame(fr frame.Frame) error {
 func (f *framer) writeLocked(fr frame.Frame) error {
 	bp := framePool.Get().(*[]byte)
 	f.g.buf = (*bp)[:0]
-	err := f.Framer.WriteFrame(fr)
-	if err == nil {
+	err := f.raw.gather(f.Framer, fr)
+	if err == nil && len(f.g.buf) > 0 {
 		f.raw.hold()
 		_, err = f.w.Write(f.g.buf)
 		if ferr := f.raw.flush(); err == nil {
@@ -243,7 +283,7 @@ func (c *Conn) flush() error {
 	if len(c.buf) == 0 {
 		return nil
 	}
-	_, err := c.Conn.Write(c.buf)
+	err := c.writeOut(c.buf)
 	if cap(c.buf) <= maxPooledFrame {
 		b := c.buf[:0]
 		framePool.Put(&b)
@@ -252,56 +292,28 @@ func (c *Conn) flush() error {
 	return err
 }
 
-// Stream is a muxado stream whose writes stop the session's framer
-// when they fail because the session died ([Dead]) or timed out (the
-// frame may still be queued): once such a write returns, neither its
-// bytes nor the stream's frame are read again, so the caller may reuse
-// them. Its writes and closes are serialized (muxado serializes them
-// too, each waiting for the write in progress): a close that runs while
-// a write fails waits for the stop. A write that times out thus ends the
-// session; the callers' write deadlines are for agents that read
-// nothing for seconds.
-type Stream struct {
-	muxado.Stream
-	raw *Conn
-	mu  sync.Mutex // held by a write, a half-close or a close
-}
-
-// Wrap returns str, a stream of the session whose socket is c.
-func (c *Conn) Wrap(str muxado.Stream) *Stream { return &Stream{Stream: str, raw: c} }
-
-// settle stops the framer after a write that failed with err, when the
-// writer may still read it.
-func (s *Stream) settle(err error) {
-	if code, _ := muxado.GetError(err); Dead(err) || code == muxado.WriteTimeout {
-		s.raw.Stop()
+// writeOut writes b to the socket, bounded by the write timeout: each
+// time the socket takes some of b the deadline moves on, and a write
+// that took nothing for the whole timeout fails (the session stalled). A
+// GOAWAY being written keeps its own deadline (until).
+func (c *Conn) writeOut(b []byte) error {
+	d := time.Duration(c.writeTimeout.Load())
+	if d <= 0 || !c.until.IsZero() {
+		_, err := c.Conn.Write(b)
+		return err
 	}
-}
-
-// Write writes p on the stream.
-func (s *Stream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.Stream.Write(p)
-	s.settle(err)
-	return n, err
-}
-
-// CloseWrite half-closes the stream (a FIN frame).
-func (s *Stream) CloseWrite() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.Stream.CloseWrite()
-	s.settle(err)
-	return err
-}
-
-// Close closes the stream; its FIN is a write like any other (whose
-// error muxado does not return).
-func (s *Stream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Stream.Close()
+	for {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
+		n, err := c.Conn.Write(b)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if n == 0 {
+			c.stalled.Store(true)
+			return fmt.Errorf("muxframe: the peer read nothing for %s: %w", d, err)
+		}
+		b = b[n:]
+	}
 }
 
 // maxPending bounds the bytes a [Flusher] holds for its next write: a
@@ -433,8 +445,20 @@ func (q *queueFramer) WriteFrame(fr frame.Frame) error {
 		return ErrStopped
 	}
 	q.g.buf = q.g.buf[:0]
-	if err := q.Framer.WriteFrame(fr); err != nil {
+	if err := q.f.raw.gather(q.Framer, fr); err != nil || len(q.g.buf) == 0 {
 		return err
 	}
 	return q.f.add(q.g.buf)
+}
+
+// ReadFrame reads a frame as muxado's framer does, and tells the
+// session's streams of their window updates and resets.
+func (q *queueFramer) ReadFrame() (frame.Frame, error) {
+	fr, err := q.Framer.ReadFrame()
+	if err != nil {
+		q.f.raw.die()
+		return nil, err
+	}
+	q.f.raw.observe(fr)
+	return fr, nil
 }
