@@ -112,7 +112,7 @@ type Conn struct {
 	ndoubts atomic.Int32               // len(doubts)
 	epoch   atomic.Uint64              // counts the doubts (see Stream.failed)
 
-	cmu    sync.Mutex // held by a framer while it copies a frame into its buffer, and by a reset
+	cmu    sync.Mutex                 // held by a framer while it copies a frame into its buffer, and by a reset
 	resets map[frame.StreamId]*Stream // under cmu: streams being reset
 }
 
