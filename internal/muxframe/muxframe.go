@@ -292,27 +292,32 @@ func (c *Conn) flush() error {
 	return err
 }
 
-// writeOut writes b to the socket, bounded by the write timeout: each
-// time the socket takes some of b the deadline moves on, and a write
-// that took nothing for the whole timeout fails (the session stalled). A
-// GOAWAY being written keeps its own deadline (until).
+// writeOut writes b to the socket, bounded by the write timeout d: the
+// socket's write deadline is an eighth of d ahead, and moved on while
+// the socket takes some of b; once it has taken nothing for d (found
+// between d and 5/4 d), the write fails (the session stalled). A GOAWAY
+// being written keeps its own deadline (until).
 func (c *Conn) writeOut(b []byte) error {
 	d := time.Duration(c.writeTimeout.Load())
 	if d <= 0 || !c.until.IsZero() {
 		_, err := c.Conn.Write(b)
 		return err
 	}
+	step := max(d/8, time.Millisecond)
+	took := time.Now() // when the socket last took some of b
 	for {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(step))
 		n, err := c.Conn.Write(b)
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
-		if n == 0 {
+		b = b[n:]
+		if now := time.Now(); n > 0 {
+			took = now
+		} else if now.Sub(took) >= d {
 			c.stalled.Store(true)
 			return fmt.Errorf("muxframe: the peer read nothing for %s: %w", d, err)
 		}
-		b = b[n:]
 	}
 }
 
