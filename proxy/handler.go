@@ -60,8 +60,10 @@ type HandlerOptions struct {
 	// at most UpstreamTimeout for an upstream's response headers.
 	Transport http.RoundTripper
 	// UpstreamTimeout bounds the wait for an upstream's response headers
-	// when Transport is nil; past it the client gets 504. Zero means
-	// [DefaultUpstreamTimeout].
+	// when Transport is nil; past it the client gets 504. For agents'
+	// tunnels (whatever Transport is) it also bounds the opening of the
+	// stream and each write of the request on it (see the package doc's
+	// # Agents' tunnels). Zero means [DefaultUpstreamTimeout].
 	UpstreamTimeout time.Duration
 	// MaxResponseHeaderBytes bounds the bytes of an upstream's or an
 	// agent's response read before its headers end (status line and

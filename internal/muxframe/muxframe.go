@@ -1,8 +1,10 @@
 // Package muxframe writes the frames of a muxado session
 // (golang.ngrok.com/muxado/v2) over TLS with one system call each, lets
 // the session's owner stop its writer from touching frames once the
-// session is dying, and refuses a frame longer than its type may be
-// before reading its payload.
+// session is dying, refuses a frame longer than its type may be before
+// reading its payload, bounds the writer's wait on a peer that stopped
+// reading, and gives streams writes and closes that never wait on the
+// peer longer than their caller allows, and a reset.
 //
 // # One write per frame
 //
@@ -24,9 +26,26 @@
 // [Conn.Stop] returns, the framer reads no frame again: the frame being
 // written when it was called is finished first, and every later one is
 // refused with [ErrStopped] without being read. A session's owner calls
-// Stop before it closes the session, and a stream's writer calls it
-// when a write fails because the session died ([Dead]), before it
-// returns the error.
+// Stop before it closes the session, and a [Stream]'s write calls it
+// when it fails because the session died ([Dead]), before it returns
+// the error. A write that times out in muxado's queue leaves the
+// session alone: its stream is reset, and the framer drops the stream's
+// frames (see [Stream]).
+//
+// # Stalled peers and abandoned streams
+//
+// muxado has one writer goroutine per session, which writes every
+// stream's frames in turn: a peer that stops reading its socket stops
+// them all once the socket's buffers are full, and muxado's writes wait
+// for it without end. [Conn.SetWriteTimeout] bounds each write to the
+// socket: one during which the socket takes no byte for the timeout
+// fails, the session dies, and [Conn.Stalled] says why. The streams of a
+// Conn ([Conn.Wrap], [Stream]) count the peer's window themselves, so
+// that no write waits inside muxado for a window; a write waits for the
+// window or the writer no longer than its deadline, a close never waits,
+// and [Stream.Reset] tells the peer with an RST (muxado has no reset of
+// its own: the framer writes it, in place of the stream's FIN, after
+// every frame of the stream muxado had queued).
 //
 // # Bounded frames
 //
