@@ -120,6 +120,8 @@ type Conn struct {
 	writeTimeout atomic.Int64 // nanoseconds; 0: none
 	stalled      atomic.Bool  // a write made no progress for writeTimeout
 	until        time.Time    // under wmu: the deadline of the GOAWAY being written, else zero
+	wdl          time.Time    // the socket's write deadline writeOut set last (under mu)
+	goingAway    atomic.Bool  // goAway set the socket's deadline: the frame being written fails at it
 
 	// The streams (see stream.go).
 	window  int // the streams' send window when they open: the session's muxado.Config.MaxWindowSize
@@ -325,11 +327,18 @@ func (c *Conn) writeOut(b []byte) error {
 	step := max(d/8, time.Millisecond)
 	took := time.Now() // when the socket last took some of b
 	for {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(step))
-		n, err := c.Conn.Write(b)
-		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-			return err
+		// The deadline set for an earlier write serves while it is at
+		// least half a step ahead (a write that times out sooner only
+		// goes round again): most frames set none.
+		if now := time.Now(); c.wdl.Sub(now) < step/2 {
+			c.wdl = now.Add(step)
+			_ = c.Conn.SetWriteDeadline(c.wdl)
 		}
+		n, err := c.Conn.Write(b)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || c.goingAway.Load() {
+			return err // a GOAWAY's deadline (see goAway) is not moved on
+		}
+		c.wdl = time.Time{}
 		b = b[n:]
 		if now := time.Now(); n > 0 {
 			took = now

@@ -197,6 +197,7 @@ func (c *Conn) GoAway(code muxado.ErrorCode, why string) {
 func (f *framer) goAway(code muxado.ErrorCode, why string) {
 	var ga frame.GoAway
 	packed := ga.Pack(frame.StreamId(f.lastSyn.Load()), frame.ErrorCode(code), []byte(why)) == nil
+	f.raw.goingAway.Store(true)
 	_ = f.raw.Conn.SetWriteDeadline(time.Now().Add(goAwayWriteWindow))
 	f.raw.wmu.Lock()
 	if packed && !f.raw.stopped {
