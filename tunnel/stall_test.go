@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -90,9 +91,18 @@ func edgeProxy(t *testing.T, e *env, upstreamTimeout time.Duration) (*httptest.S
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { configs.Close() })
-	srv := httptest.NewServer(proxy.NewHandler(configs, proxy.HandlerOptions{Agents: e.srv, UpstreamTimeout: upstreamTimeout}))
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv := httptest.NewServer(proxy.NewHandler(configs, proxy.HandlerOptions{Agents: e.srv, UpstreamTimeout: upstreamTimeout, Logger: log}))
 	t.Cleanup(srv.Close)
 	return srv, configs
+}
+
+// testLog writes log lines to the test's log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // caughtUp waits until configs has read the store as it is now.

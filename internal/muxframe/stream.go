@@ -313,6 +313,9 @@ func (s *Stream) finish() {
 		select {
 		case <-s.settled:
 		case <-s.raw.deadc:
+			// The session died, but its writer may still be reading the
+			// frame in doubt: once stopped, it reads no frame again.
+			s.raw.Stop()
 		}
 	}
 	if !s.muxDeadline.IsZero() {
@@ -420,13 +423,16 @@ func (c *Conn) gather(inner frame.Framer, fr frame.Frame) error {
 	if len(c.resets) > 0 {
 		if d, ok := fr.(*frame.Data); ok {
 			if s := c.resets[d.StreamId()]; s != nil {
+				id, fin := d.StreamId(), d.Fin()
+				// Settled once fr is read no more: the stream's owner may
+				// then pack its FIN into the same frame.
 				s.settle()
-				if !d.Fin() || s.rstSent {
+				if !fin || s.rstSent {
 					return nil
 				}
 				s.rstSent = true
 				var rst frame.Rst
-				if err := rst.Pack(d.StreamId(), frame.ErrorCode(s.code)); err != nil {
+				if err := rst.Pack(id, frame.ErrorCode(s.code)); err != nil {
 					return err
 				}
 				return inner.WriteFrame(&rst)
