@@ -159,9 +159,13 @@
 // later requests (decision: a stream's header names one client, and a
 // pooled stream could carry another client's request; opening a stream
 // costs the session a frame, not a handshake). The stream is opened
-// within 30 seconds, and the response headers awaited for
-// [HandlerOptions.UpstreamTimeout], whatever [HandlerOptions.Transport]
-// is. A TLS edge's connection goes told protocol "tls", edge type TLS
+// within [HandlerOptions.UpstreamTimeout] (and 30 seconds at most),
+// each write of the request on it must be taken by the agent within the
+// upstream timeout, and the response headers are awaited for it after
+// the request is written, whatever [HandlerOptions.Transport] is: an
+// agent that stops reading (its stream's window spent, or its session
+// stalled) costs the client a 504 within the upstream timeout, and its
+// stream is reset (package tunnel). A TLS edge's connection goes told protocol "tls", edge type TLS
 // and PassthroughTLS when the edge passes the client's TLS through
 // (terminate_at upstream: the bytes are the client's TLS), not when it
 // terminates TLS (the bytes are plaintext); a TCP edge's told "tcp" and

@@ -19,6 +19,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/clientip"
+	"github.com/edgeplane/edgeplane/internal/bulkcopy"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/proxy/oidcauth"
@@ -59,8 +60,10 @@ type HandlerOptions struct {
 	// at most UpstreamTimeout for an upstream's response headers.
 	Transport http.RoundTripper
 	// UpstreamTimeout bounds the wait for an upstream's response headers
-	// when Transport is nil; past it the client gets 504. Zero means
-	// [DefaultUpstreamTimeout].
+	// when Transport is nil; past it the client gets 504. For agents'
+	// tunnels (whatever Transport is) it also bounds the opening of the
+	// stream and each write of the request on it (see the package doc's
+	// # Agents' tunnels). Zero means [DefaultUpstreamTimeout].
 	UpstreamTimeout time.Duration
 	// MaxResponseHeaderBytes bounds the bytes of an upstream's or an
 	// agent's response read before its headers end (status line and
@@ -159,6 +162,10 @@ type Handler struct {
 	// without HandlerOptions.Agents.
 	agents  agents.Dialer
 	agentRP *httputil.ReverseProxy
+	// agentTimeout is HandlerOptions.UpstreamTimeout, its default
+	// applied: the bound of a stream's opening and of each write of a
+	// request to an agent (see dialAgent).
+	agentTimeout time.Duration
 
 	oidcKey   []byte
 	providers *oidcauth.Providers
@@ -205,7 +212,8 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h.rp = h.reverseProxy(transport)
 	if o.Agents != nil {
 		h.agents = o.Agents
-		h.agentRP = h.reverseProxy(h.agentTransport(o.UpstreamTimeout))
+		h.agentTimeout = positiveOr(o.UpstreamTimeout, DefaultUpstreamTimeout)
+		h.agentRP = h.reverseProxy(h.agentTransport(h.agentTimeout))
 	}
 	return h
 }
@@ -279,14 +287,51 @@ func agentPoolKey(tunnel string, addr netip.AddrPort) string {
 // dialAgent opens a stream to the agent's tunnel of the request whose
 // context ctx is (the exchange's upstream), telling the agent the
 // exchange's ConnHeader. The address the transport asks for is
-// [agentURL]'s, and is ignored.
+// [agentURL]'s, and is ignored. The stream is opened within the upstream
+// timeout (and upstreamDialTimeout), and each write of a request on it
+// must be taken by the agent within the upstream timeout (see
+// [boundedStream]).
 func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) {
 	ex := exchangeOf(ctx)
-	dctx, cancel := context.WithTimeout(ctx, upstreamDialTimeout)
+	dctx, cancel := context.WithTimeout(ctx, min(upstreamDialTimeout, h.agentTimeout))
 	defer cancel()
 	c, err := h.agents.DialTunnel(dctx, ex.upstream.node, ex.upstream.tunnelID, ex.agentHeader)
 	h.metrics.agentStream(kindHTTPS, err)
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	return &boundedStream{Conn: c, timeout: h.agentTimeout}, nil
+}
+
+// boundedStream is a stream to an agent as the agents' transport writes
+// requests on it: each write has a deadline, the upstream timeout from
+// its start. The transport starts the upstream timeout for the response
+// headers only once the request is written; an agent that takes none of
+// the request (it stopped reading, or gives its stream no window) would
+// hold the client past every timeout. A write that times out fails the
+// request with a timeout, which the client gets as 504, and the stream is
+// reset (package tunnel: the agent learns that nobody waits for its
+// answer).
+type boundedStream struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *boundedStream) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(p)
+}
+
+// ReadFrom copies a request's body to the agent as the stream's own
+// ReadFrom would, each write with its deadline.
+func (c *boundedStream) ReadFrom(src io.Reader) (int64, error) { return bulkcopy.Copy(c, src) }
+
+// WriteTo copies the agent's answer as the stream's own WriteTo does.
+func (c *boundedStream) WriteTo(dst io.Writer) (int64, error) {
+	if wt, ok := c.Conn.(io.WriterTo); ok {
+		return wt.WriteTo(dst)
+	}
+	return bulkcopy.Copy(dst, c.Conn)
 }
 
 // TLSConfig returns a TLS server config that presents, for each

@@ -3,21 +3,30 @@ package tunnel
 import (
 	"io"
 	"net"
+	"sync/atomic"
 
 	"github.com/edgeplane/edgeplane/internal/bulkcopy"
+	"github.com/edgeplane/edgeplane/internal/muxframe"
+	"golang.ngrok.com/muxado/v2"
 )
 
 // agentConn is a connection handed to an agent: a muxado stream, its
 // bytes counted (when the Server measures), and fast paths for a relay's
-// bulk copies. Each Read of a stream returns a window update to the
+// bulk copies. Closing it never waits for the agent (see
+// muxframe.Stream): once the agent has sent all it had to (its EOF
+// read), the stream ends with a FIN; before, the client hung up, and the
+// agent is told with a reset (StreamCancelled), which also ends a write
+// of the agent's waiting for the window. Each Read of a stream returns a window update to the
 // agent and each Write is a frame: copied through the relay's 32 KiB
 // buffer, a bulk transfer is a frame and an update per 32 KiB. ReadFrom
 // and WriteTo copy with package bulkcopy: through a 256 KiB buffer while
 // the transfer is bulk, and a 32 KiB one otherwise, so an idle
 // connection holds no more than before.
 type agentConn struct {
-	net.Conn
-	m *Metrics // nil: nothing counted
+	net.Conn                  // str
+	str      *muxframe.Stream //
+	m        *Metrics         // nil: nothing counted
+	eof      atomic.Bool      // a read returned the agent's EOF
 }
 
 func (c *agentConn) Read(p []byte) (int, error) {
@@ -25,7 +34,20 @@ func (c *agentConn) Read(p []byte) (int, error) {
 	if c.m != nil {
 		c.m.bytesOut.Add(float64(n))
 	}
+	if err == io.EOF {
+		c.eof.Store(true)
+	}
 	return n, err
+}
+
+// Close closes the stream at once: with a FIN once the agent's EOF was
+// read, else with a reset.
+func (c *agentConn) Close() error {
+	if c.eof.Load() {
+		return c.str.Close()
+	}
+	c.str.Reset(muxado.StreamCancelled)
+	return nil
 }
 
 func (c *agentConn) Write(p []byte) (int, error) {

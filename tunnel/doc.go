@@ -84,6 +84,26 @@
 // an agent configured to beat more often than every 200 ms is closed
 // once its burst is spent.
 //
+// A session's frames go to the agent's socket one at a time, every
+// stream's in turn: an agent that stops reading it stops them all once
+// the sockets' buffers are full. A write of the session's during which
+// the socket takes no byte for Options.WriteTimeout (by default the
+// session's heartbeat allowance, its interval and tolerance: 25 s for
+// the SDK's defaults; HandshakeTimeout before Auth) closes the session,
+// within a quarter of the timeout more (counted as a refusal of reason
+// stalled). Meanwhile no client waits on it: a connection handed to an
+// agent counts the agent's window on its stream itself, so that its
+// writes wait for the window, or for the session's writer, no longer
+// than their deadlines (the proxy gives each write of a request the
+// upstream timeout), and its close never waits. A write that times out
+// while its frame waits for the session's writer resets the stream; the
+// frame is dropped, never sent after its buffer was given back. A
+// connection closed before the agent's answer ended (a client that hung
+// up, a request that timed out) resets the agent's stream
+// (StreamCancelled) rather than ending it with a FIN: an agent waiting
+// for its window on the stream learns that nobody reads it. One closed
+// after the agent's EOF ends with a FIN.
+//
 // Following the store's change feed (Options.Feed), the Server closes a
 // held session whose record was removed (deleting a credential removes
 // its sessions and their tunnels), stops one a stop was requested for

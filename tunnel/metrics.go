@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync/atomic"
 
+	"github.com/edgeplane/edgeplane/internal/muxframe"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,6 +28,7 @@ const (
 	reasonTooManyUnauthenticated = "too_many_unauthenticated" // the server, or the connection's address, holds its most connections not authenticated yet
 	reasonProtocol               = "protocol"                 // a frame longer than the protocol allows (the connection is closed)
 	reasonHeartbeat              = "heartbeat"                // heartbeats faster than the server answers (the connection is closed)
+	reasonStalled                = "stalled"                  // the agent read nothing for the write timeout (the connection is closed)
 )
 
 // Metrics are a tunnel server's Prometheus metrics, a
@@ -38,7 +41,7 @@ const (
 //     refused, by reason (tls_handshake, authtoken, bad_message, invalid,
 //     acl, conflict, gone, unsupported, too_many_sessions,
 //     too_many_tunnels, too_many_unauthenticated, resume, ip_restricted,
-//     protocol, heartbeat);
+//     protocol, heartbeat, stalled);
 //   - edgeplane_tunnel_streams_total: connections handed to agents;
 //   - edgeplane_tunnel_stream_bytes_total{direction}: their bytes, "in"
 //     (to the agent) and "out" (from it).
@@ -167,6 +170,6 @@ func (m *Metrics) streamOpened() {
 
 // count returns the agent connection of stream c, counting its bytes
 // when m measures.
-func (m *Metrics) count(c net.Conn) net.Conn {
-	return &agentConn{Conn: c, m: m}
+func (m *Metrics) count(str *muxframe.Stream) net.Conn {
+	return &agentConn{Conn: str, str: str, m: m}
 }

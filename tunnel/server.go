@@ -130,6 +130,21 @@ type Options struct {
 	MaxUnauthenticated int
 	// MaxUnauthenticatedPerIP: see [DefaultMaxUnauthenticatedPerIP].
 	MaxUnauthenticatedPerIP int
+	// WriteTimeout bounds the session's writer, which writes every
+	// stream's frames to the agent's socket in turn: a write during
+	// which the socket takes no byte for WriteTimeout (the agent stopped
+	// reading, or the network is gone) closes the session, counted as a
+	// refusal of reason stalled. Zero means the session's heartbeat
+	// allowance, the silence after which the agent itself gives the
+	// session up (its heartbeat interval and tolerance, 25 s for the
+	// SDK's defaults; HandshakeTimeout before Auth): a writer stuck that
+	// long has held back the heartbeat's answers as long. An honest
+	// agent reads its socket all the time (muxado buffers each stream up
+	// to its window), so only a dead network or an agent that stopped
+	// reading meets it. A client's connection never waits for a stalled
+	// session that long: its writes are bounded by their own deadlines
+	// (the proxy's upstream timeout), and its close does not wait.
+	WriteTimeout time.Duration
 	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession]. A
 	// session's endpoints count with its tunnels, and so do its binds in
 	// progress: each takes its slot before it asks the Host (and gives it
@@ -196,7 +211,7 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.TLSConfig == nil {
 		vs.Add("TLSConfig", "is required: agents speak only TLS")
 	}
-	if opts.RenewInterval < 0 || opts.HandshakeTimeout < 0 || opts.MaxSessions < 0 || opts.MaxTunnelsPerSession < 0 {
+	if opts.RenewInterval < 0 || opts.HandshakeTimeout < 0 || opts.WriteTimeout < 0 || opts.MaxSessions < 0 || opts.MaxTunnelsPerSession < 0 {
 		vs.Add("", "durations and bounds must not be negative")
 	}
 	if reason := validTCPRange(opts.TCPHost, opts.TCPLow, opts.TCPHigh); reason != "" {
@@ -254,6 +269,19 @@ func (s *Server) register() error {
 	s.node.Store(n)
 	s.log.Info("edge node registered", "node", n.ID, "addr", n.Addr)
 	return nil
+}
+
+// writeTimeout is the bound of a session's writer (Options.WriteTimeout)
+// for a session whose heartbeat allowance is allowance (0: before Auth).
+func (s *Server) writeTimeout(allowance time.Duration) time.Duration {
+	switch {
+	case s.opts.WriteTimeout > 0:
+		return s.opts.WriteTimeout
+	case allowance > 0:
+		return allowance
+	default:
+		return s.opts.HandshakeTimeout
+	}
 }
 
 // Node returns the ID of the node the Server registered: the sessions it

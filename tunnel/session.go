@@ -85,6 +85,7 @@ func (sess *session) run() {
 	sess.limit = s.opts.HandshakeTimeout
 	sess.silence = time.AfterFunc(sess.limit, func() { sess.close("no Auth, or a silent heartbeat") })
 	sess.mu.Unlock()
+	raw.SetWriteTimeout(s.writeTimeout(0))
 	limits := muxframe.Limits{Window: windowSize, Unauthenticated: maxUnauthFrame, UnauthenticatedTotal: maxUnauthBytes}
 	mux := muxado.NewTypedStreamSession(muxado.Server(tc, &muxado.Config{MaxWindowSize: windowSize, AcceptBacklog: acceptBacklog, NewFramer: raw.Framer(limits)}))
 	sess.mu.Lock() // close may read them meanwhile (a Server closing)
@@ -97,6 +98,12 @@ func (sess *session) run() {
 				s.m.refused(reasonProtocol)
 				s.log.Info("agent connection closed: it sent a frame longer than the protocol allows", "remote", sess.remote.String(), "session", sess.authedID(), "err", ferr)
 				sess.close("a frame longer than the protocol allows")
+			}
+			if raw.Stalled() {
+				s.m.refused(reasonStalled)
+				s.log.Info("agent connection closed: the agent read nothing for the write timeout, and the session's writer could go no further",
+					"remote", sess.remote.String(), "session", sess.authedID(), "write_timeout", s.writeTimeout(sess.allowance()).String())
+				sess.close("the agent stopped reading")
 			}
 			return
 		}
@@ -320,6 +327,7 @@ func (sess *session) auth(str muxado.Stream) any {
 	sess.limit = interval + tolerance
 	sess.silence.Reset(sess.limit)
 	sess.mu.Unlock()
+	sess.frames.SetWriteTimeout(s.writeTimeout(interval + tolerance))
 	// An agent that reconnects names the session it had and brings that
 	// session's cookie: a cookie sealed for that ID, account and
 	// credential proves the agent is the one that held it, which takes
@@ -367,6 +375,14 @@ func (sess *session) auth(str muxado.Stream) any {
 	return authResp{Version: protocolVersion, ClientID: sess.id,
 		Extra: authRespExtra{Region: s.opts.Region, Version: s.opts.Version,
 			Cookie: s.opts.Host.AgentToken(edgeplane.AgentTokenSession, sess.accountID, sess.credentialID, sess.id)}}
+}
+
+// allowance is the silence of the heartbeat that closes the session:
+// HandshakeTimeout before Auth, the agent's interval and tolerance after.
+func (sess *session) allowance() time.Duration {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.limit
 }
 
 // heartbeatValue is an agent-reported duration in nanoseconds, bounded
@@ -510,30 +526,58 @@ func (sess *session) unbind(str muxado.Stream) any {
 // openProxy opens a proxied connection to tunnel id: a stream of type
 // proxy, the header, then the connection's bytes.
 func (sess *session) openProxy(ctx context.Context, id string, h agents.ConnHeader) (net.Conn, error) {
-	opened, err := sess.mux.OpenTypedStream(typeProxy)
-	if err != nil {
-		return nil, err
-	}
-	str := sess.frames.Wrap(opened)
 	hdr, err := json.Marshal(proxyHeader{ID: id, ClientAddr: h.ClientAddr.String(), Proto: h.Proto,
 		EdgeType: string(h.EdgeType), PassthroughTLS: h.PassthroughTLS})
 	if err != nil {
-		str.Close()
 		return nil, err
 	}
-	buf := make([]byte, 8, 8+len(hdr))
-	binary.LittleEndian.PutUint64(buf, uint64(len(hdr)))
+	str, err := sess.open()
+	if err != nil {
+		return nil, err
+	}
+	// The stream's type and the header go in one frame.
+	buf := make([]byte, 4+8, 4+8+len(hdr))
+	binary.BigEndian.PutUint32(buf, uint32(typeProxy))
+	binary.LittleEndian.PutUint64(buf[4:], uint64(len(hdr)))
 	buf = append(buf, hdr...)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = str.SetWriteDeadline(dl)
 	}
 	if _, err := str.Write(buf); err != nil {
-		str.Close()
+		str.Reset(muxado.StreamCancelled)
 		return nil, err
 	}
 	_ = str.SetWriteDeadline(time.Time{})
 	sess.srv.m.streamOpened()
 	return sess.srv.m.count(str), nil
+}
+
+// open opens a stream to the agent, wrapped before anything is written
+// on it (muxado's OpenTypedStream writes the type itself): the caller
+// writes the stream's type (4 bytes, big-endian) first.
+func (sess *session) open() (*muxframe.Stream, error) {
+	opened, err := sess.mux.OpenStream()
+	if err != nil {
+		return nil, err
+	}
+	return sess.frames.Wrap(opened), nil
+}
+
+// openTyped opens a stream of type t to the agent, its type written with
+// a deadline of commandTimeout.
+func (sess *session) openTyped(t muxado.StreamType) (*muxframe.Stream, error) {
+	str, err := sess.open()
+	if err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(t))
+	_ = str.SetWriteDeadline(time.Now().Add(commandTimeout))
+	if _, err := str.Write(b[:]); err != nil {
+		str.Reset(muxado.StreamCancelled)
+		return nil, err
+	}
+	return str, nil
 }
 
 // stop ends the session as a stop request asks: the agent's Stop
@@ -544,8 +588,7 @@ func (sess *session) stop() { sess.stopOnce.Do(sess.stopNow) }
 
 func (sess *session) stopNow() {
 	if sess.stopSupported && sess.mux != nil {
-		if opened, err := sess.mux.OpenTypedStream(typeStop); err == nil {
-			str := sess.frames.Wrap(opened)
+		if str, err := sess.openTyped(typeStop); err == nil {
 			_ = str.SetDeadline(time.Now().Add(commandTimeout))
 			if json.NewEncoder(str).Encode(struct{}{}) == nil {
 				var resp errorResp
@@ -573,11 +616,10 @@ func (sess *session) stopTunnel(id, msg string, code apierr.Code) {
 		return // closing: nothing to tell (and a write would race the close in muxado)
 	default:
 	}
-	opened, err := sess.mux.OpenTypedStream(typeStopTunnel)
+	str, err := sess.openTyped(typeStopTunnel)
 	if err != nil {
 		return
 	}
-	str := sess.frames.Wrap(opened)
 	defer str.Close()
 	_ = str.SetWriteDeadline(time.Now().Add(commandTimeout))
 	_ = json.NewEncoder(str).Encode(stopTunnelMsg{ID: id, Message: msg, ErrorCode: code.Wire()})

@@ -1,8 +1,10 @@
 // Package muxframe writes the frames of a muxado session
 // (golang.ngrok.com/muxado/v2) over TLS with one system call each, lets
 // the session's owner stop its writer from touching frames once the
-// session is dying, and refuses a frame longer than its type may be
-// before reading its payload.
+// session is dying, refuses a frame longer than its type may be before
+// reading its payload, bounds the writer's wait on a peer that stopped
+// reading, and gives streams writes and closes that never wait on the
+// peer longer than their caller allows, and a reset.
 //
 // # One write per frame
 //
@@ -24,9 +26,26 @@
 // [Conn.Stop] returns, the framer reads no frame again: the frame being
 // written when it was called is finished first, and every later one is
 // refused with [ErrStopped] without being read. A session's owner calls
-// Stop before it closes the session, and a stream's writer calls it
-// when a write fails because the session died ([Dead]), before it
-// returns the error.
+// Stop before it closes the session, and a [Stream]'s write calls it
+// when it fails because the session died ([Dead]), before it returns
+// the error. A write that times out in muxado's queue leaves the
+// session alone: its stream is reset, and the framer drops the stream's
+// frames (see [Stream]).
+//
+// # Stalled peers and abandoned streams
+//
+// muxado has one writer goroutine per session, which writes every
+// stream's frames in turn: a peer that stops reading its socket stops
+// them all once the socket's buffers are full, and muxado's writes wait
+// for it without end. [Conn.SetWriteTimeout] bounds each write to the
+// socket: one during which the socket takes no byte for the timeout
+// fails, the session dies, and [Conn.Stalled] says why. The streams of a
+// Conn ([Conn.Wrap], [Stream]) count the peer's window themselves, so
+// that no write waits inside muxado for a window; a write waits for the
+// window or the writer no longer than its deadline, a close never waits,
+// and [Stream.Reset] tells the peer with an RST (muxado has no reset of
+// its own: the framer writes it, in place of the stream's FIN, after
+// every frame of the stream muxado had queued).
 //
 // # Bounded frames
 //
@@ -57,10 +76,13 @@ package muxframe
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.ngrok.com/muxado/v2"
 	"golang.ngrok.com/muxado/v2/frame"
@@ -93,10 +115,46 @@ type Conn struct {
 	authed  atomic.Bool                // Authenticate was called
 	refused atomic.Pointer[FrameError] // the frame a framer refused
 	fr      atomic.Pointer[framer]     // the framer Framer made, for GoAway
+
+	// The bound of a write to the socket (see SetWriteTimeout).
+	writeTimeout atomic.Int64 // nanoseconds; 0: none
+	stalled      atomic.Bool  // a write made no progress for writeTimeout
+	until        time.Time    // under wmu: the deadline of the GOAWAY being written, else zero
+	wdl          time.Time    // the socket's write deadline writeOut set last (under mu)
+	goingAway    atomic.Bool  // goAway set the socket's deadline: the frame being written fails at it
+
+	// The streams (see stream.go).
+	window  int // the streams' send window when they open: the session's muxado.Config.MaxWindowSize
+	smu     sync.Mutex
+	streams map[frame.StreamId]*Stream // wrapped and not finished, for the frames that concern them
+	dead    bool                       // under smu: the session died (or its writer stopped)
+	deadc   chan struct{}              // closed when dead is set
+	doubts  map[*Stream]uint64         // under smu: streams with a frame in doubt, by the epoch of the doubt
+	ndoubts atomic.Int32               // len(doubts)
+	epoch   atomic.Uint64              // counts the doubts (see Stream.failed)
+
+	cmu    sync.Mutex                 // held by a framer while it copies a frame into its buffer, and by a reset
+	resets map[frame.StreamId]*Stream // under cmu: streams being reset
 }
 
 // NewConn returns c wrapped.
-func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
+func NewConn(c net.Conn) *Conn {
+	return &Conn{Conn: c, window: DefaultWindow, streams: map[frame.StreamId]*Stream{}, deadc: make(chan struct{}),
+		doubts: map[*Stream]uint64{}, resets: map[frame.StreamId]*Stream{}}
+}
+
+// SetWriteTimeout bounds each write of frames to the socket: a write
+// during which the socket takes no byte for d fails (the socket's write
+// deadline, set again each time it takes some), and with it the
+// session, whose writer could go no further; [Conn.Stalled] then
+// reports it. d 0 (the default) means no bound. It may be called at any
+// time, and applies from the next write on.
+func (c *Conn) SetWriteTimeout(d time.Duration) { c.writeTimeout.Store(int64(max(d, 0))) }
+
+// Stalled reports whether a write of frames failed because the socket
+// took no byte for the write timeout ([Conn.SetWriteTimeout]): the peer
+// stopped reading.
+func (c *Conn) Stalled() bool { return c.stalled.Load() }
 
 // NewFramer is the muxado.Config.NewFramer of the session whose TLS
 // connection w runs over c: each frame is one write to w, and one write
@@ -112,6 +170,7 @@ func (c *Conn) NewFramer(r io.Reader, w io.Writer) frame.Framer {
 // session's muxado.Config.MaxWindowSize.
 func (c *Conn) Framer(l Limits) func(r io.Reader, w io.Writer) frame.Framer {
 	l = l.withDefaults()
+	c.window = l.Window
 	return func(r io.Reader, w io.Writer) frame.Framer {
 		g := &gather{}
 		f := &framer{g: g, w: w, raw: c, lim: l, in: headerReader{r: r}, authed: l.Unauthenticated == 0}
@@ -136,11 +195,13 @@ func (c *Conn) Refused() error {
 }
 
 // Stop ends the framer's reads of frames: it waits for the frame being
-// written, if any, and from then on refuses every frame unread.
+// written, if any, and from then on refuses every frame unread. The
+// session's streams then fail their writes as muxado does.
 func (c *Conn) Stop() {
 	c.wmu.Lock()
 	c.stopped = true
 	c.wmu.Unlock()
+	c.die()
 }
 
 // Dead reports whether err, a muxado stream's or session's, says that
@@ -190,8 +251,8 @@ func (f *framer) WriteFrame(fr frame.Frame) error {
 func (f *framer) writeLocked(fr frame.Frame) error {
 	bp := framePool.Get().(*[]byte)
 	f.g.buf = (*bp)[:0]
-	err := f.Framer.WriteFrame(fr)
-	if err == nil {
+	err := f.raw.gather(f.Framer, fr)
+	if err == nil && len(f.g.buf) > 0 {
 		f.raw.hold()
 		_, err = f.w.Write(f.g.buf)
 		if ferr := f.raw.flush(); err == nil {
@@ -243,7 +304,7 @@ func (c *Conn) flush() error {
 	if len(c.buf) == 0 {
 		return nil
 	}
-	_, err := c.Conn.Write(c.buf)
+	err := c.writeOut(c.buf)
 	if cap(c.buf) <= maxPooledFrame {
 		b := c.buf[:0]
 		framePool.Put(&b)
@@ -252,56 +313,40 @@ func (c *Conn) flush() error {
 	return err
 }
 
-// Stream is a muxado stream whose writes stop the session's framer
-// when they fail because the session died ([Dead]) or timed out (the
-// frame may still be queued): once such a write returns, neither its
-// bytes nor the stream's frame are read again, so the caller may reuse
-// them. Its writes and closes are serialized (muxado serializes them
-// too, each waiting for the write in progress): a close that runs while
-// a write fails waits for the stop. A write that times out thus ends the
-// session; the callers' write deadlines are for agents that read
-// nothing for seconds.
-type Stream struct {
-	muxado.Stream
-	raw *Conn
-	mu  sync.Mutex // held by a write, a half-close or a close
-}
-
-// Wrap returns str, a stream of the session whose socket is c.
-func (c *Conn) Wrap(str muxado.Stream) *Stream { return &Stream{Stream: str, raw: c} }
-
-// settle stops the framer after a write that failed with err, when the
-// writer may still read it.
-func (s *Stream) settle(err error) {
-	if code, _ := muxado.GetError(err); Dead(err) || code == muxado.WriteTimeout {
-		s.raw.Stop()
+// writeOut writes b to the socket, bounded by the write timeout d: the
+// socket's write deadline is an eighth of d ahead, and moved on while
+// the socket takes some of b; once it has taken nothing for d (found
+// between d and 5/4 d), the write fails (the session stalled). A GOAWAY
+// being written keeps its own deadline (until).
+func (c *Conn) writeOut(b []byte) error {
+	d := time.Duration(c.writeTimeout.Load())
+	if d <= 0 || !c.until.IsZero() {
+		_, err := c.Conn.Write(b)
+		return err
 	}
-}
-
-// Write writes p on the stream.
-func (s *Stream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.Stream.Write(p)
-	s.settle(err)
-	return n, err
-}
-
-// CloseWrite half-closes the stream (a FIN frame).
-func (s *Stream) CloseWrite() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.Stream.CloseWrite()
-	s.settle(err)
-	return err
-}
-
-// Close closes the stream; its FIN is a write like any other (whose
-// error muxado does not return).
-func (s *Stream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Stream.Close()
+	step := max(d/8, time.Millisecond)
+	took := time.Now() // when the socket last took some of b
+	for {
+		// The deadline set for an earlier write serves while it is at
+		// least half a step ahead (a write that times out sooner only
+		// goes round again): most frames set none.
+		if now := time.Now(); c.wdl.Sub(now) < step/2 {
+			c.wdl = now.Add(step)
+			_ = c.Conn.SetWriteDeadline(c.wdl)
+		}
+		n, err := c.Conn.Write(b)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || c.goingAway.Load() {
+			return err // a GOAWAY's deadline (see goAway) is not moved on
+		}
+		c.wdl = time.Time{}
+		b = b[n:]
+		if now := time.Now(); n > 0 {
+			took = now
+		} else if now.Sub(took) >= d {
+			c.stalled.Store(true)
+			return fmt.Errorf("muxframe: the peer read nothing for %s: %w", d, err)
+		}
+	}
 }
 
 // maxPending bounds the bytes a [Flusher] holds for its next write: a
@@ -433,8 +478,20 @@ func (q *queueFramer) WriteFrame(fr frame.Frame) error {
 		return ErrStopped
 	}
 	q.g.buf = q.g.buf[:0]
-	if err := q.Framer.WriteFrame(fr); err != nil {
+	if err := q.f.raw.gather(q.Framer, fr); err != nil || len(q.g.buf) == 0 {
 		return err
 	}
 	return q.f.add(q.g.buf)
+}
+
+// ReadFrame reads a frame as muxado's framer does, and tells the
+// session's streams of their window updates and resets.
+func (q *queueFramer) ReadFrame() (frame.Frame, error) {
+	fr, err := q.Framer.ReadFrame()
+	if err != nil {
+		q.f.raw.die()
+		return nil, err
+	}
+	q.f.raw.observe(fr)
+	return fr, nil
 }

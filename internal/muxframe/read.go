@@ -136,6 +136,7 @@ func (h *headerReader) Read(p []byte) (int, error) {
 func (f *framer) ReadFrame() (frame.Frame, error) {
 	h := &f.in.hdr
 	if _, err := io.ReadFull(f.in.r, h[:]); err != nil {
+		f.raw.die() // the session dies of it: its streams stop waiting for their windows
 		return nil, err
 	}
 	length := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
@@ -158,7 +159,13 @@ func (f *framer) ReadFrame() (frame.Frame, error) {
 		}
 	}
 	f.in.n = headerSize
-	return f.Framer.ReadFrame()
+	fr, err := f.Framer.ReadFrame()
+	if err != nil {
+		f.raw.die()
+		return nil, err
+	}
+	f.raw.observe(fr)
+	return fr, nil
 }
 
 func streamID(h *[headerSize]byte) frame.StreamId {
@@ -190,11 +197,15 @@ func (c *Conn) GoAway(code muxado.ErrorCode, why string) {
 func (f *framer) goAway(code muxado.ErrorCode, why string) {
 	var ga frame.GoAway
 	packed := ga.Pack(frame.StreamId(f.lastSyn.Load()), frame.ErrorCode(code), []byte(why)) == nil
+	f.raw.goingAway.Store(true)
 	_ = f.raw.Conn.SetWriteDeadline(time.Now().Add(goAwayWriteWindow))
 	f.raw.wmu.Lock()
-	defer f.raw.wmu.Unlock()
 	if packed && !f.raw.stopped {
+		f.raw.until = time.Now().Add(goAwayWriteWindow)
 		_ = f.writeLocked(&ga)
+		f.raw.until = time.Time{}
 	}
 	f.raw.stopped = true
+	f.raw.wmu.Unlock()
+	f.raw.die()
 }
