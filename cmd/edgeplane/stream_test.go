@@ -45,12 +45,7 @@ func TestProxyTLSAndTCPEdges(t *testing.T) {
 	key := "epk_" + strings.Repeat("t", 40)
 	apiAddr, _ := startProcess(t, spec, "EDGEPLANE_API_KEY="+key)
 	api := apiClient{t: t, base: "http://" + apiAddr, key: key}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcpPort := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	tcpPort := freePort(t)
 	p := startProxyArgs(t, "proxy", spec, []string{"-tcp-ports", strconv.Itoa(tcpPort) + "-" + strconv.Itoa(tcpPort), "-tcp-host", "127.0.0.1"})
 	_, httpsPort, _ := net.SplitHostPort(p.https)
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -10,15 +11,25 @@ import (
 	"time"
 )
 
-// freePort returns a TCP port nothing listens on just now.
+// freePort returns a TCP port of 127.0.0.1 that nothing listens on just
+// now, below the kernel's ephemeral range (32768 and up on Linux) and
+// the fixed ranges of the edge-node tests (31400-31599): the server
+// under test listens on it later, and a port of the ephemeral range
+// could meanwhile be handed to another test process that asked for port
+// 0 (under go test ./..., a server of another package), which would then
+// answer the test's clients in the server's place.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		p := 20000 + rand.IntN(11000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err == nil {
+			l.Close()
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free TCP port between 20000 and 31000")
+	return 0
 }
 
 // greeter is a local TCP app that writes "hello" to each connection.
