@@ -112,7 +112,6 @@ edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22`,
 	return h
 }
 
-
 // agentDialTimeout bounds connecting to the target for one connection.
 const agentDialTimeout = 10 * time.Second
 
