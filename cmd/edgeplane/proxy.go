@@ -147,13 +147,23 @@ func sharedStore(spec string) error {
 	switch {
 	case spec == "memory:":
 		return usageError{"-store memory: is this process's alone: no edge would ever reach the proxy; share a SQLite file or PostgreSQL with edgeplane serve, or run edgeplane serve -proxy"}
-	case strings.HasPrefix(spec, "sqlite:"):
-		path := strings.TrimPrefix(spec, "sqlite:")
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("-store %s: the file does not exist; start edgeplane serve on it first", spec)
-		}
+	}
+	if _, missing := storeMissing(spec); missing {
+		return fmt.Errorf("-store %s: the file does not exist; start edgeplane serve on it first", spec)
 	}
 	return nil
+}
+
+// storeMissing reports whether spec names a store that does not exist
+// (a SQLite file that is not there), and its path. Opening it would
+// create an empty store: what a mistyped -store must not do.
+func storeMissing(spec string) (path string, missing bool) {
+	path, ok := strings.CutPrefix(spec, "sqlite:")
+	if !ok {
+		return "", false
+	}
+	_, err := os.Stat(path)
+	return path, errors.Is(err, fs.ErrNotExist)
 }
 
 // serveMetrics serves m's /metrics and GET /healthz on addr; the server's
