@@ -80,7 +80,9 @@
 // generated and printed once, on the first start on an empty store only.
 // serve says which; on a store in use EDGEPLANE_API_KEY is ignored, and
 // when the store does not hold it serve warns and prints the admin
-// commands that make a new key.
+// commands that make a new key. edgeplane admin list-users and
+// list-api-keys show who and which keys a store holds (never a secret);
+// admin refuses a SQLite store that does not exist unless given -create.
 //
 // serve -proxy -proxy-tunnel-addr without -proxy-tunnel-cert makes a
 // local CA and the tunnel listener's certificate, kept in PATH.tls beside
