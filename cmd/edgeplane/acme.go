@@ -38,6 +38,11 @@ type acmeConfig struct {
 // orders certificates.
 const acmeLease = "acme"
 
+// flagGroup is the heading of the flags that flags registers, for -h.
+func (c *acmeConfig) flagGroup(fs *flag.FlagSet) flagGroup {
+	return flagGroup{"ACME certificates", fs, []string{"acme", "acme-directory", "acme-staging", "acme-email", "acme-ca-roots", "acme-interval", "acme-challenges"}}
+}
+
 func (c *acmeConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.on, "acme", true, "order the managed certificates of reserved domains with a certificate management policy from an ACME CA (one replica of the store at a time, elected by a lease in the store); the edge proxies answer the CA's challenges")
 	fs.StringVar(&c.directory, "acme-directory", "", "ACME directory URL (default Let's Encrypt's production directory, "+certmanager.LetsEncryptProduction+")")

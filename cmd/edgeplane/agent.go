@@ -36,65 +36,81 @@ import (
 // unchanged, and ours goes through the same code (session, reconnects,
 // Bind and StartTunnelWithLabel, proxied streams).
 
-const agentUsage = `usage: edgeplane agent -server HOST:PORT[,HOST:PORT...] [-ca FILE] -authtoken TOKEN [-log-format text|json] TUNNEL
-
-tunnels (the tunnel's flags may come before or after its target):
-  http PORT|URL       [-domain NAME [-scheme https|http] | -label KEY=VALUE ...] [-metadata TEXT]
-  tcp  PORT|HOST:PORT [-remote-addr HOST:PORT] [-metadata TEXT]
-  tls  PORT|HOST:PORT -domain NAME [-metadata TEXT]
-
-Connects to a tunnel server of -server as an agent, starts one tunnel
+// agentAbout is what agent -h says besides its flags.
+const agentAbout = `Connects to a tunnel server of -server as an agent, starts one tunnel
 and forwards every connection it is handed to the target: a bare PORT is
 127.0.0.1:PORT (for http, http://127.0.0.1:PORT); an http target may be an
 http:// or https:// URL (scheme, host and port; an https target's
 certificate is checked against the system's roots), a tcp or tls target
 HOST:PORT. The bytes are relayed as they come: plain HTTP/1.1 for http,
-the client's own TLS for tls (the target terminates it).
-
-  -domain NAME       http: the endpoint's domain (without it the server
-                     picks one); tls: required, the name clients' TLS asks for
-  -scheme https|http http: the endpoint's public scheme: https (default,
-                     the proxy's TLS listener, the reserved domain's
-                     certificate) or http (its plain listener)
-  -label KEY=VALUE   http: start a labeled tunnel, selected by tunnel group
-                     backends, instead of an endpoint; repeatable, not
-                     with -domain
-  -remote-addr H:P   tcp: the public address asked for (default: the
-                     server picks)
-  -metadata TEXT     the tunnel's metadata, at most 4096 bytes
+the client's own TLS for tls (the target terminates it). The tunnel's
+flags may come before or after its target.
 
 Once the tunnel is up its public URL is printed on stdout, on a line of
 its own (a labeled tunnel has none: "ID labels K=V,..." instead). Each
 connection is logged on stderr with the client's address, bytes_in (from
-the client), bytes_out (to it) and its duration.
+the client), bytes_out (to it) and its duration. The authtoken is never
+printed.
 
 -server is one tunnel server, or a comma-separated list of at most 16
 edge nodes sharing one store (each HOST:PORT given once). The agent keeps
 its session on one server; when the session fails (refused, reset,
 heartbeat timeout) it reconnects to the next server of the list,
-round-robin from the first, and its tunnel moves with it: a dead node
-costs one reconnect. Each server's certificate is checked for the host
-the agent dialed. Several nodes may instead stand behind one DNS name,
-with one A (or AAAA) record per node: agents and clients both just use
-the name, and each connection attempt tries its addresses in turn (a
-node that refuses is skipped; the certificates must all be valid for
-the name). Each dial of a server gives up after 10s (a name's addresses
-share the time).
-
-The authtoken is never printed. -authtoken may also be set as
-EDGEPLANE_AUTHTOKEN, -server as EDGEPLANE_SERVER, -ca as EDGEPLANE_CA
-(a flag on the command line wins); the tunnel's flags have no variables.
--ca is a PEM file of the only roots trusted for the server's certificate;
-without it, the system's roots.
+round-robin from the first, and its tunnel moves with it. Each server's
+certificate is checked for the host the agent dialed. Several nodes may
+instead stand behind one DNS name, with one A (or AAAA) record per node;
+each connection attempt tries its addresses in turn. Each dial of a
+server gives up after 10s.
 
 A refused tunnel ends the command with the server's message (exit 1). A
 refused authtoken or an unreachable server does not: the agent logs each
-failure and retries for ever (backoff from 0.5s to 30s, as the SDK does),
-and reconnects and rebinds the same way when its session drops. SIGINT or
-SIGTERM, or a stop request from the server, closes the tunnel and exits 0.
+failure and retries for ever (backoff from 0.5s to 30s), and reconnects
+and rebinds the same way when its session drops. SIGINT or SIGTERM, or a
+stop request from the server, closes the tunnel and exits 0.`
 
-flags:
-`
+// agentTunnels are the agent's tunnels: name, target and what each is.
+var agentTunnels = [][3]string{
+	{"http", "PORT|URL", "an HTTP endpoint on a reserved domain (-domain), or a labeled tunnel for tunnel group backends (-label)"},
+	{"tcp", "PORT|HOST:PORT", "a TCP endpoint on a port the server picks or -remote-addr names"},
+	{"tls", "PORT|HOST:PORT", "a TLS endpoint on a reserved domain (-domain), the client's TLS passed through to the target"},
+}
+
+// agentHelp is agent's -h, or with proto its tunnel's (agent http -h).
+func agentHelp(fs *flag.FlagSet, proto string) *commandHelp {
+	h := &commandHelp{
+		usage:   "edgeplane agent -server HOST:PORT -authtoken TOKEN [-ca FILE] [-log-format text|json] TUNNEL TARGET [tunnel flags]",
+		summary: "Connects to a tunnel server and forwards one tunnel (http, tcp or tls) to a local target.",
+		about:   agentAbout,
+		groups: []flagGroup{
+			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca"}},
+			{"Logs", fs, []string{"log-format"}},
+		},
+		flagEnv: fs,
+		example: `EDGEPLANE_AUTHTOKEN=ept_... edgeplane agent -server tunnel.example.com:4443 http 3000 -domain app.example.com
+edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22`,
+	}
+	for _, t := range agentTunnels {
+		if proto != "" && t[0] != proto {
+			continue
+		}
+		if proto == "" {
+			h.commands = append(h.commands, [2]string{t[0] + " " + t[1], t[2]})
+		} else {
+			h.usage = "edgeplane agent -server HOST:PORT -authtoken TOKEN [agent flags] " + t[0] + " " + t[1] + " [flags]"
+			h.summary = "Starts " + t[2] + "."
+			h.about = "TARGET: " + targetForms(t[0]) + ". The tunnel's flags have no environment variables.\n\nSee edgeplane agent -h for the agent's connection, retries and output."
+			h.example = map[string]string{
+				"http": "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... http 3000 -domain app.example.com\nedgeplane agent -server tunnel.example.com:4443 -authtoken ept_... http https://127.0.0.1:8443 -label app=web",
+				"tcp":  "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22",
+				"tls":  "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tls 8443 -domain app.example.com",
+			}[t[0]]
+		}
+		var c agentConfig
+		c.proto = t[0]
+		h.groups = append(h.groups, flagGroup{"The " + t[0] + " tunnel (after " + t[0] + ")", tunnelFlags(&c), nil})
+	}
+	return h
+}
 
 // agentDialTimeout bounds connecting to the target for one connection.
 const agentDialTimeout = 10 * time.Second
@@ -146,10 +162,7 @@ func agentFlags(c *agentConfig) *flag.FlagSet {
 	fs.StringVar(&c.ca, "ca", "", "PEM `file` of the roots that may sign the server's certificate (default: the system's roots)")
 	fs.StringVar(&c.authtoken, "authtoken", "", "the authtoken of a tunnel credential (required; better set as EDGEPLANE_AUTHTOKEN)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), agentUsage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { agentHelp(fs, "").write(fs.Output()) }
 	return fs
 }
 
@@ -159,9 +172,9 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	switch c.proto {
 	case "http":
-		fs.StringVar(&c.domain, "domain", "", "")
-		fs.StringVar(&c.scheme, "scheme", "", "")
-		fs.Func("label", "", func(s string) error {
+		fs.StringVar(&c.domain, "domain", "", "the endpoint's `name`: a reserved domain of the credential's account, or a name one of its wildcard domains covers; required unless -label (the server refuses an http endpoint without one)")
+		fs.StringVar(&c.scheme, "scheme", "", "with -domain: the endpoint's public scheme, https (the proxy's TLS listener, the reserved domain's certificate) or http (its plain listener) (default https)")
+		fs.Func("label", "start a labeled tunnel with the label `KEY=VALUE`, which tunnel group backends select, instead of an endpoint; repeatable; not with -domain", func(s string) error {
 			k, v, ok := strings.Cut(s, "=")
 			if !ok {
 				return fmt.Errorf("%q is not KEY=VALUE", s)
@@ -176,11 +189,11 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 			return nil
 		})
 	case "tcp":
-		fs.StringVar(&c.remoteAddr, "remote-addr", "", "")
+		fs.StringVar(&c.remoteAddr, "remote-addr", "", "the public `HOST:PORT` asked for, a port within the server's TCP ports (default: the server picks)")
 	case "tls":
-		fs.StringVar(&c.domain, "domain", "", "")
+		fs.StringVar(&c.domain, "domain", "", "the `name` clients' TLS asks for (SNI): a reserved domain of the credential's account, or a name one of its wildcard domains covers (required)")
 	}
-	fs.StringVar(&c.metadata, "metadata", "", "")
+	fs.StringVar(&c.metadata, "metadata", "", "the tunnel's metadata, at most 4096 bytes of `text`")
 	return fs
 }
 
@@ -201,31 +214,45 @@ func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer)
 	if err := parseFlags(fs, global, getenv, stdout); err != nil {
 		return c, err
 	}
+	// The tunnel is read before the agent's flags are checked, so that
+	// agent http -h helps whatever else the command line lacks.
+	tunnelErr := parseTunnel(&c, fs, rest, stdout)
+	if _, ok := tunnelErr.(errHelp); ok {
+		return c, tunnelErr
+	}
 	if err := c.checkAgent(); err != nil {
 		return c, err
 	}
+	if tunnelErr != nil {
+		return c, tunnelErr
+	}
+	return c, c.checkTunnel()
+}
+
+// parseTunnel parses the tunnel's part of agent's command line, rest:
+// its name, its flags and its target. fs holds the agent's flags.
+func parseTunnel(c *agentConfig, fs *flag.FlagSet, rest []string, stdout io.Writer) error {
 	if len(rest) == 0 {
-		return c, usageError{"which tunnel? http, tcp or tls (edgeplane agent -h)"}
+		return usageError{"which tunnel? http, tcp or tls (edgeplane agent -h)"}
 	}
 	c.proto = rest[0]
 	switch c.proto {
 	case "http", "tcp", "tls":
 	default:
-		return c, usageError{fmt.Sprintf("unknown tunnel %q: want http, tcp or tls", c.proto)}
+		return usageError{fmt.Sprintf("unknown tunnel %q: want http, tcp or tls", c.proto)}
 	}
-	tfs := tunnelFlags(&c)
+	tfs := tunnelFlags(c)
 	var positional []string
 	for more := rest[1:]; ; {
 		if err := tfs.Parse(more); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(stdout)
-				fs.Usage()
-				return c, errHelp{}
+				agentHelp(fs, c.proto).write(stdout)
+				return errHelp{}
 			}
 			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && fs.Lookup(name) != nil {
-				return c, usageError{fmt.Sprintf("%s: -%s is the agent's flag: give it before the tunnel (edgeplane agent -%s ... %s ...)", c.proto, name, name, c.proto)}
+				return usageError{fmt.Sprintf("%s: -%s is the agent's flag: give it before the tunnel (edgeplane agent -%s ... %s ...)", c.proto, name, name, c.proto)}
 			}
-			return c, usageError{c.proto + ": " + err.Error()}
+			return usageError{c.proto + ": " + err.Error()}
 		}
 		if more = tfs.Args(); len(more) == 0 {
 			break
@@ -234,16 +261,14 @@ func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer)
 	}
 	switch len(positional) {
 	case 0:
-		return c, usageError{fmt.Sprintf("%s: which target? %s", c.proto, targetForms(c.proto))}
+		return usageError{fmt.Sprintf("%s: which target? %s", c.proto, targetForms(c.proto))}
 	case 1:
 	default:
-		return c, usageError{fmt.Sprintf("%s: one target, got %d: %s", c.proto, len(positional), strings.Join(positional, " "))}
+		return usageError{fmt.Sprintf("%s: one target, got %d: %s", c.proto, len(positional), strings.Join(positional, " "))}
 	}
 	var err error
-	if c.target, err = parseTarget(c.proto, positional[0]); err != nil {
-		return c, err
-	}
-	return c, c.checkTunnel()
+	c.target, err = parseTarget(c.proto, positional[0])
+	return err
 }
 
 // checkAgent checks the agent's flags.
@@ -417,7 +442,52 @@ func (r *serverRing) DialContext(ctx context.Context, network, _ string) (net.Co
 	ctx, cancel := context.WithTimeout(ctx, agentServerDialTimeout)
 	defer cancel()
 	var d net.Dialer
-	return d.DialContext(ctx, network, s.addr)
+	conn, err := d.DialContext(ctx, network, s.addr)
+	if err != nil {
+		return nil, &serverDialError{addr: s.addr, err: err}
+	}
+	return conn, nil
+}
+
+// serverDialError is a tunnel server that could not be reached. The SDK
+// wraps it in words of its own service ("failed to dial ngrok server
+// ..."): agentError says it in ours.
+type serverDialError struct {
+	addr string
+	err  error
+}
+
+func (e *serverDialError) Error() string {
+	return fmt.Sprintf("cannot reach the tunnel server %s: %v", e.addr, e.err)
+}
+
+func (e *serverDialError) Unwrap() error { return e.err }
+
+// sdkError is an error of the SDK, said in the agent's words
+// (agentError).
+type sdkError struct{ err error }
+
+func (e sdkError) Error() string { return agentError(e.err) }
+func (e sdkError) Unwrap() error { return e.err }
+
+// agentError returns the text of err, an error of the SDK, in the
+// agent's words: a server that could not be reached is named as a tunnel
+// server (not the SDK's "ngrok server"), and an error the server sent is
+// its message and code, without the original service's documentation
+// link the SDK appends.
+func agentError(err error) string {
+	var de *serverDialError
+	if errors.As(err, &de) {
+		return de.Error()
+	}
+	var nerr ngrok.Error
+	if errors.As(err, &nerr) && nerr.Msg() != "" {
+		if code := nerr.ErrorCode(); code != "" {
+			return nerr.Msg() + " (" + code + ")"
+		}
+		return nerr.Msg()
+	}
+	return err.Error()
 }
 
 // Dial is DialContext without a context (the SDK's Dialer has both).
@@ -587,8 +657,7 @@ func loadRoots(file string) (*x509.CertPool, error) {
 // tunnel's ID and labels).
 func agentCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, agentUsage)
-		return usageError{"agent: which server and tunnel?"}
+		return usageError{"agent: which server and tunnel? (edgeplane agent -h)"}
 	}
 	c, err := parseAgentArgs(args, getenv, stdout)
 	if err != nil {
@@ -645,7 +714,7 @@ func agentCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if len(c.servers) > 1 {
 				attrs = append(attrs, slog.String("next", next.addr))
 			}
-			attrs = append(attrs, slog.String("err", err.Error()))
+			attrs = append(attrs, slog.String("err", agentError(err)))
 			logger.LogAttrs(context.Background(), slog.LevelWarn, "session failed; retrying", attrs...)
 		}),
 		ngrok.WithStopHandler(func(context.Context, ngrok.Session) error {
@@ -665,7 +734,7 @@ func agentCmd(ctx context.Context, args []string, getenv func(string) string, st
 		if ctx.Err() != nil {
 			return nil // a signal while connecting
 		}
-		return fmt.Errorf("connect to %s: %w", c.server, err)
+		return fmt.Errorf("connect to the tunnel server %s: %w", c.server, sdkError{err})
 	}
 	defer func() {
 		closing.Store(true)
@@ -746,7 +815,10 @@ func listen(ctx context.Context, sess ngrok.Session, cfg config.Tunnel) (ngrok.T
 	}()
 	select {
 	case r := <-res:
-		return r.tun, r.err // a refusal reads "failed to start tunnel: <the server's message>"
+		if r.err != nil {
+			return nil, fmt.Errorf("starting the tunnel: %w", sdkError{r.err}) // a refusal: the server's message and code
+		}
+		return r.tun, nil
 	case <-ctx.Done():
 		return nil, nil // the caller closes sess, which ends Listen
 	}

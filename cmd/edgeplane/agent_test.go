@@ -57,7 +57,9 @@ func TestAgentFlags(t *testing.T) {
 		out  string
 	}{
 		{"no arguments", []string{"agent"}, nil, 2, "agent: which server and tunnel?"},
-		{"help", []string{"agent", "-h"}, nil, 0, "-remote-addr H:P"},
+		{"help", []string{"agent", "-h"}, nil, 0, "-remote-addr HOST:PORT"},
+		{"tunnel help without a server", []string{"agent", "http", "-h"}, nil, 0, "-domain name            the endpoint's name: a reserved domain"},
+		{"tunnel help after its target", []string{"agent", "tls", "8443", "-h"}, nil, 0, "usage: edgeplane agent -server HOST:PORT -authtoken TOKEN [agent flags] tls PORT|HOST:PORT"},
 		{"help after the tunnel", with("http", "-h"), nil, 0, "usage: edgeplane agent -server HOST:PORT"},
 		{"no server", []string{"agent", "-authtoken", agentToken, "http", "3000"}, nil, 2, "-server is required"},
 		{"server without a port", []string{"agent", "-server", "tunnel.example.com", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server "tunnel.example.com": want HOST:PORT`},
@@ -640,6 +642,8 @@ func runAgent(t *testing.T, args []string, env map[string]string) (stdout, stder
 // TestAgentRetriesUntilSignal: an agent whose server cannot be reached
 // logs each failure and retries, as the SDK does, until a signal, on
 // which it exits 0; no output shows the authtoken (from the environment).
+// The failure names the tunnel server, in the agent's words, never the
+// SDK's "ngrok server".
 func TestAgentRetriesUntilSignal(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -656,6 +660,9 @@ func TestAgentRetriesUntilSignal(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "connection refused") || stdout.String() != "" {
 		t.Errorf("stdout %q, stderr %s", stdout, stderr)
+	}
+	if !strings.Contains(stderr.String(), `err="cannot reach the tunnel server `+addr+": ") || strings.Contains(stderr.String(), "ngrok") {
+		t.Errorf("the failure is not said in the agent's words: %s", stderr)
 	}
 	if strings.Contains(stdout.String()+stderr.String(), agentToken) {
 		t.Errorf("the authtoken is printed: %s", stderr)

@@ -116,6 +116,27 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports), which an ACL rule bind:HOST:PORT names (default: -"+prefix+"tcp-host when it is a name of two labels or more or a public address, else "+localTCPName+", which RFC 6761 resolvers (curl, browsers, systemd-resolved) send to loopback)")
 }
 
+// flagGroups returns the headings of the flags that flags registers on
+// fs with prefix, for -h: each heading ends with suffix; extra names
+// flags of the command that belong under the first (serve's -proxy).
+func (c *dataPlaneConfig) flagGroups(fs *flag.FlagSet, prefix, suffix string, extra ...string) []flagGroup {
+	p := func(names ...string) []string {
+		for i, n := range names {
+			names[i] = prefix + n
+		}
+		return names
+	}
+	return []flagGroup{
+		{"Data plane listeners" + suffix, fs, append(extra, p("http-addr", "https-addr", "tcp-ports", "tcp-host")...)},
+		{"Proxied requests and connections" + suffix, fs, p("trusted-proxies", "upstream-networks", "oidc-networks", "upstream-timeout",
+			"max-response-header-bytes", "read-timeout", "write-timeout", "idle-timeout", "max-conns-per-edge")},
+		{"Agents' tunnel listener" + suffix, fs, p("tunnel-addr", "tunnel-cert", "tunnel-key", "tunnel-tcp-host", "sessions-per-credential",
+			"sessions-per-account", "tunnels-per-account", "endpoints-per-account", "max-unauthenticated", "max-unauthenticated-per-ip")},
+		{"Edge nodes sharing the store" + suffix, fs, p("node-addr", "node-advertise", "node-lease")},
+		{"DNS server of ACME DNS-01 challenges" + suffix, fs, p("dns-addr", "dns-zone", "dns-ns-name")},
+	}
+}
+
 // check validates c's flags (named with prefix) and returns the trusted
 // proxies.
 func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {

@@ -33,6 +33,11 @@ type eventConfig struct {
 	feedRetention int
 }
 
+// flagGroup is the heading of the flags that flags registers, for -h.
+func (c *eventConfig) flagGroup(fs *flag.FlagSet) flagGroup {
+	return flagGroup{"Events", fs, []string{"event-delivery", "event-networks", "event-retry-window", "event-timeout", "event-lease", "feed-retention"}}
+}
+
 func (c *eventConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.deliver, "event-delivery", true, "deliver events to the event destinations (signed webhooks); one replica of a store delivers at a time (a lease), the others take over when it stops")
 	fs.StringVar(&c.networks, "event-networks", "", "comma-separated CIDR prefixes or addresses: the only networks event destinations may reach, private ones included; a destination whose URL's host is, or resolves only to, an address outside them is refused when it is created or changed (default: public addresses only, since a tenant chooses the URL)")

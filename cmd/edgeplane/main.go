@@ -4,6 +4,11 @@
 //	edgeplane proxy [flags]           the edge data plane (see proxy -h)
 //	edgeplane admin <command> [flags] host operations against the same store
 //	edgeplane agent [flags] <tunnel>  an agent: one tunnel to a local port (see agent -h)
+//	edgeplane version                 the module version, commit and Go version
+//
+// Every command and subcommand prints its help with -h in one format:
+// a usage line, a one-line summary, its flags grouped by purpose, the
+// environment variables it reads and an example.
 //
 // Every flag can also be set through the environment: -store is
 // EDGEPLANE_STORE, -rate-limit is EDGEPLANE_RATE_LIMIT, and so on; a flag
@@ -75,7 +80,9 @@
 // generated and printed once, on the first start on an empty store only.
 // serve says which; on a store in use EDGEPLANE_API_KEY is ignored, and
 // when the store does not hold it serve warns and prints the admin
-// commands that make a new key.
+// commands that make a new key. edgeplane admin list-users and
+// list-api-keys show who and which keys a store holds (never a secret);
+// admin refuses a SQLite store that does not exist unless given -create.
 //
 // serve -proxy -proxy-tunnel-addr without -proxy-tunnel-cert makes a
 // local CA and the tunnel listener's certificate, kept in PATH.tls beside
@@ -104,23 +111,31 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil))
 }
 
-const usage = `usage: edgeplane <command> [flags]
-
-commands:
-  serve    run the management API server
-  proxy    run the edge data plane: every HTTPS, TLS and TCP edge in the store
-  admin    host operations against a store: accounts, users, bots, API keys, tunnels
-  agent    connect to a tunnel server and forward a tunnel (http, tcp or tls) to a local port
-
-Run edgeplane <command> -h for a command's flags.
-`
+// mainHelp is edgeplane -h.
+func mainHelp() *commandHelp {
+	return &commandHelp{
+		usage:   "edgeplane COMMAND [flags]",
+		summary: "The edgeplane server and its operator tools.",
+		about:   "Run edgeplane COMMAND -h for a command's flags.",
+		commands: [][2]string{
+			{"serve", "run the management API server (with -proxy, the edge data plane too)"},
+			{"proxy", "run the edge data plane: every HTTPS, TLS and TCP edge in the store"},
+			{"admin", "host operations against a store: accounts, users, bots, API keys, tunnels"},
+			{"agent", "connect to a tunnel server and forward a tunnel (http, tcp or tls) to a local port"},
+			{"version", "print the module version, commit and Go version edgeplane was built from"},
+		},
+		env: []envVar{{"EDGEPLANE_<FLAG>", "a command's flag not given on the command line (-store as EDGEPLANE_STORE); each command's -h lists what it reads"}},
+		example: `edgeplane serve -store sqlite:edgeplane.db
+edgeplane admin list-users -store sqlite:edgeplane.db`,
+	}
+}
 
 // run runs the command line args and returns the process's exit code.
 // ready, when not nil, receives the address serve listens on (or proxy's
 // first listener, or the line agent prints once its tunnel is up).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		mainHelp().write(stderr)
 		return 2
 	}
 	switch args[0] {
@@ -132,11 +147,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exit(admin(ctx, args[1:], getenv, stdout, stderr), stderr)
 	case "agent":
 		return exit(agentCmd(ctx, args[1:], getenv, stdout, stderr, ready), stderr)
+	case "version":
+		return exit(versionCmd(args[1:], getenv, stdout), stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		mainHelp().write(stdout)
 		return 0
 	}
-	fmt.Fprintf(stderr, "edgeplane: unknown command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "edgeplane: unknown command %q: want serve, proxy, admin, agent or version (edgeplane -h)\n", args[0])
 	return 2
 }
 

@@ -32,21 +32,31 @@ func proxyFlags(c *proxyConfig) *flag.FlagSet {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint and GET /healthz (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "with -tunnel-addr: how often the sessions of edge nodes whose lease ended (and expired tunnels) are removed; every node reaps, so that a dead node's agents are offline without edgeplane serve")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: edgeplane proxy [flags]
-
-Serves every edge of every account in the store, following the changes
-edgeplane serve (or another process) writes to it: HTTPS edges on
--http-addr and -https-addr, TLS edges on -https-addr too (by the
-ClientHello's server name), TCP edges on their ports within -tcp-ports.
--http-addr or -https-addr (or both) is required.
-
-Every flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_HTTPS_ADDR...).
-
-`)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { proxyHelp(fs, c).write(fs.Output()) }
 	return fs
+}
+
+// proxyHelp is proxy's -h.
+func proxyHelp(fs *flag.FlagSet, c *proxyConfig) *commandHelp {
+	groups := []flagGroup{
+		{"Store", fs, []string{"store", "reap-interval"}},
+		{"Logs and metrics", fs, []string{"log-format", "metrics-addr"}},
+	}
+	groups = append(groups, c.data.flagGroups(fs, "", "")...)
+	return &commandHelp{
+		usage:   "edgeplane proxy -store STORE (-http-addr ADDR | -https-addr ADDR) [flags]",
+		summary: "Serves every edge of every account in the store that edgeplane serve writes.",
+		about: `HTTPS edges are served on -http-addr and -https-addr, TLS edges on
+-https-addr too (by the ClientHello's server name), TCP edges on their
+ports within -tcp-ports. -http-addr or -https-addr (or both) is
+required. The store must exist: edgeplane serve makes it.`,
+		groups:  groups,
+		flagEnv: fs,
+		env: []envVar{
+			{"EDGEPLANE_SEAL_KEY", "the sealing key edgeplane serve uses on the store: the standard base64 of 32 bytes (default: for sqlite:PATH, the file PATH.sealkey that serve made)"},
+		},
+		example: `edgeplane proxy -store sqlite:edgeplane.db -http-addr :80 -https-addr :443`,
+	}
 }
 
 // proxyCmd runs the edge data plane until ctx ends. ready, when not nil,
@@ -137,13 +147,23 @@ func sharedStore(spec string) error {
 	switch {
 	case spec == "memory:":
 		return usageError{"-store memory: is this process's alone: no edge would ever reach the proxy; share a SQLite file or PostgreSQL with edgeplane serve, or run edgeplane serve -proxy"}
-	case strings.HasPrefix(spec, "sqlite:"):
-		path := strings.TrimPrefix(spec, "sqlite:")
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("-store %s: the file does not exist; start edgeplane serve on it first", spec)
-		}
+	}
+	if _, missing := storeMissing(spec); missing {
+		return fmt.Errorf("-store %s: the file does not exist; start edgeplane serve on it first", spec)
 	}
 	return nil
+}
+
+// storeMissing reports whether spec names a store that does not exist
+// (a SQLite file that is not there), and its path. Opening it would
+// create an empty store: what a mistyped -store must not do.
+func storeMissing(spec string) (path string, missing bool) {
+	path, ok := strings.CutPrefix(spec, "sqlite:")
+	if !ok {
+		return "", false
+	}
+	_, err := os.Stat(path)
+	return path, errors.Is(err, fs.ErrNotExist)
 }
 
 // serveMetrics serves m's /metrics and GET /healthz on addr; the server's

@@ -62,11 +62,36 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.StringVar(&c.tunnelCADir, "proxy-tunnel-ca-dir", "", "with -proxy-tunnel-addr and no -proxy-tunnel-cert: the directory of the local CA that signs the tunnel listener's certificate, made at the first start and kept (agents trust its ca.pem with -ca) (default: PATH.tls beside a sqlite:PATH store; else edgeplane/tunnel-ca in the user's configuration directory)")
 	c.acme.flags(fs)
 	c.events.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: edgeplane serve [flags]\n\nEvery flag may also be set as EDGEPLANE_<FLAG> (EDGEPLANE_STORE, EDGEPLANE_RATE_LIMIT...).\n\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { serveHelp(fs, c).write(fs.Output()) }
 	return fs
+}
+
+// serveHelp is serve's -h.
+func serveHelp(fs *flag.FlagSet, c *serveConfig) *commandHelp {
+	data := c.data.flagGroups(fs, "proxy-", " (with -proxy)", "proxy")
+	data[2].names = append(data[2].names, "proxy-tunnel-ca-dir")
+	groups := []flagGroup{
+		{"API server", fs, []string{"addr", "base-url", "tls-cert", "tls-key", "rate-limit", "rate-window", "cors-origins", "trusted-proxies"}},
+		{"Store", fs, []string{"store", "reap-interval"}},
+		{"Logs, metrics and profiling", fs, []string{"log-format", "metrics-addr", "cpuprofile", "prefault"}},
+	}
+	groups = append(groups, data...)
+	groups = append(groups, c.acme.flagGroup(fs), c.events.flagGroup(fs))
+	return &commandHelp{
+		usage:   "edgeplane serve [flags]",
+		summary: "Runs the management API on a store; with -proxy, the edge data plane too.",
+		about: `On an empty store serve creates the account "default", its admin user
+and the admin's API key, and prints where the key comes from. The
+store's secrets are sealed at rest under a sealing key (see
+EDGEPLANE_SEAL_KEY).`,
+		groups:  groups,
+		flagEnv: fs,
+		env: []envVar{
+			{"EDGEPLANE_API_KEY", "the admin's API key (epk_ and at least 32 more characters) on a store's first start; ignored, with a warning, on a store in use: make a new key with edgeplane admin create-api-key"},
+			{"EDGEPLANE_SEAL_KEY", "the key that seals secrets at rest: the standard base64 of 32 bytes (default: for sqlite:PATH, the file PATH.sealkey, made at the first start; for memory:, a new key printed once; required for postgres://)"},
+		},
+		example: `edgeplane serve -store sqlite:edgeplane.db -proxy -proxy-tunnel-addr 127.0.0.1:4443`,
+	}
 }
 
 // serve runs the management API until ctx ends.
