@@ -286,10 +286,17 @@ func TestShellExamplesParse(t *testing.T) {
 func TestSelfContainedExamples(t *testing.T) {
 	need(t, "bash", "curl", "go")
 	root := moduleRoot(t)
+	ran := 0
+	defer func() {
+		if ran == 0 {
+			t.Error("no shell block of docs/ is marked <!-- run -->; want at least the library's quick start")
+		}
+	}()
 	for _, b := range shellBlocks(t, root) {
 		if !b.run || b.file == "README.md" {
 			continue
 		}
+		ran++
 		t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
