@@ -348,8 +348,10 @@ func (s *Server) admit(c net.Conn) (*session, bool) {
 		c.Close()
 		return nil, false
 	}
-	sess := newSession(s, c)
-	ip := sess.remote.Addr()
+	// Decided before a session is made: a refused connection costs no
+	// allocation under the lock.
+	remote := remoteOf(c)
+	ip := remote.Addr()
 	reason, why := "", ""
 	switch {
 	case len(s.conns) >= s.opts.MaxSessions:
@@ -367,11 +369,12 @@ func (s *Server) admit(c net.Conn) (*session, bool) {
 		if now := time.Now(); now.Sub(s.warnedAt) >= time.Minute {
 			s.warnedAt = now
 			s.log.Warn("agent connection refused: "+why+" (logged once a minute; edgeplane_tunnel_refusals_total counts each)",
-				"remote", sess.remote.String(), "max_sessions", s.opts.MaxSessions, "max_unauthenticated", s.opts.MaxUnauthenticated,
+				"remote", remote.String(), "max_sessions", s.opts.MaxSessions, "max_unauthenticated", s.opts.MaxUnauthenticated,
 				"max_unauthenticated_per_ip", s.opts.MaxUnauthenticatedPerIP)
 		}
 		return nil, false
 	}
+	sess := newSession(s, c)
 	s.conns[sess] = struct{}{}
 	s.pending[ip]++
 	s.npending++

@@ -56,12 +56,18 @@ type session struct {
 }
 
 func newSession(s *Server, c net.Conn) *session {
-	sess := &session{srv: s, raw: c, authed: make(chan struct{}), done: make(chan struct{}),
+	return &session{srv: s, raw: c, remote: remoteOf(c), authed: make(chan struct{}), done: make(chan struct{}),
 		rpcs: make(chan struct{}, maxRPCs), tunnels: map[string]struct{}{}}
-	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-		sess.remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// remoteOf returns c's peer, unmapped; the zero AddrPort when it is not
+// an IP address and port.
+func remoteOf(c net.Conn) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.AddrPort{}
 	}
-	return sess
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // run serves the session until it ends: the TLS handshake, then every
