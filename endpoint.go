@@ -198,8 +198,8 @@ func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string,
 	if err != nil {
 		return nil, err
 	}
-	// A rebind after a reconnect: the endpoint, if it is still there, is
-	// replaced by one under the new session, with its ID, creation time
+	// A rebind after a reconnect: the endpoint, if it is still there (and
+	// the agent may take it over), is replaced by one under the new session, with its ID, creation time
 	// and (for a tcp endpoint whose port the server picked) its address.
 	var (
 		old        *endpointRecord
@@ -218,6 +218,10 @@ func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string,
 			}
 			if old.CredentialID != credentialID {
 				return nil, notYourEndpoint(params.ID)
+			}
+			if !params.TakeOver && old.TunnelSession != nil && old.TunnelSession.ID != sessionID {
+				return nil, apierr.New(apierr.FailedPrecondition, "endpoint %s is still held by tunnel session %s, and this rebind's resume token is too old to take it over; it binds once that session ends (when its heartbeat stops, at most)",
+					params.ID, old.TunnelSession.ID)
 			}
 			oldVersion = rec.Version
 			if params.Proto == agents.ProtoTCP && params.Addr == "" && old.Proto == agents.ProtoTCP {

@@ -37,7 +37,7 @@ func ExampleHost_BindEndpoint() {
 
 	// The agent reconnects: a new session, the same endpoint.
 	again, _ := host.OpenTunnelSession(ctx, *c.Token, params)
-	moved, _ := host.BindEndpoint(ctx, p.AccountID, again.ID, agents.EndpointParams{ID: ep.ID, Proto: "https", Domain: "app.example.com"})
+	moved, _ := host.BindEndpoint(ctx, p.AccountID, again.ID, agents.EndpointParams{ID: ep.ID, TakeOver: true, Proto: "https", Domain: "app.example.com"})
 	fmt.Println("same endpoint:", moved.ID == ep.ID && moved.URL == ep.URL, "new session:", moved.TunnelSession.ID == again.ID)
 
 	host.CloseTunnelSession(ctx, p.AccountID, again.ID)

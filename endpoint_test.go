@@ -377,6 +377,17 @@ func TestRebindEndpoint(t *testing.T) {
 	e.clock.Advance(10 * time.Second)
 	second := e.session(t, token)
 	params.ID = ep.ID
+	// Without TakeOver (the agent's token is too old) the endpoint stays
+	// with the session that holds it.
+	_, err := e.svc.Host().BindEndpoint(e.ctx, acct, second.ID, params)
+	wantCode(t, err, apierr.FailedPrecondition)
+	if !strings.Contains(err.Error(), first.ID) {
+		t.Fatalf("a rebind without TakeOver of an endpoint another session holds: %v; want it to name %s", err, first.ID)
+	}
+	if got, err := e.svc.Host().GetEndpoint(e.ctx, acct, ep.ID); err != nil || got.TunnelSession.ID != first.ID || !got.UpdatedAt.Equal(ep.UpdatedAt) {
+		t.Fatalf("after the refused rebind: %+v, %v; want it unchanged", got, err)
+	}
+	params.TakeOver = true
 	again := e.bind(t, acct, second.ID, params)
 	if again.ID != ep.ID || again.URL != ep.URL || !again.CreatedAt.Equal(ep.CreatedAt) || !again.UpdatedAt.Equal(ep.UpdatedAt.Add(10*time.Second)) {
 		t.Errorf("rebound %+v; want the ID, URL and created_at of %+v, updated 10s later", again, ep)
@@ -386,7 +397,7 @@ func TestRebindEndpoint(t *testing.T) {
 	}
 	// A tcp endpoint whose port the server picked keeps it.
 	tcp := bindParams(agents.ProtoTCP, "")
-	tcp.ID = picked.ID
+	tcp.ID, tcp.TakeOver = picked.ID, true
 	if got := e.bind(t, acct, second.ID, tcp); got.URL != picked.URL {
 		t.Errorf("rebound tcp endpoint at %s, want %s", got.URL, picked.URL)
 	}
@@ -404,7 +415,7 @@ func TestRebindEndpoint(t *testing.T) {
 	// take it over.
 	_, otherToken := e.token(t, e.user)
 	thief := e.session(t, otherToken)
-	_, err := e.svc.Host().BindEndpoint(e.ctx, acct, thief.ID, params)
+	_, err = e.svc.Host().BindEndpoint(e.ctx, acct, thief.ID, params)
 	wantCode(t, err, apierr.PermissionDenied)
 	if !strings.Contains(err.Error(), ep.ID) {
 		t.Errorf("error %q does not name the endpoint", err)

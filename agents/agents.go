@@ -268,6 +268,12 @@ type EndpointParams struct {
 	// ID is the endpoint's ID when the agent binds it again after a
 	// reconnect ("" for a new endpoint).
 	ID string
+	// TakeOver lets a rebind (ID set) replace the endpoint of that ID
+	// while another session of the credential still holds it: the agent
+	// brought a resume token young enough to take things over. Without
+	// it such a rebind is refused (FailedPrecondition) until that session
+	// ends; an ID that no session holds is bound again either way.
+	TakeOver bool
 	// Proto is http, https, tcp or tls.
 	Proto string
 	// Domain is the host of an http, https or tls endpoint: a reserved

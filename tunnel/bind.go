@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"golang.ngrok.com/muxado/v2"
@@ -253,14 +252,21 @@ func (sess *session) bindEndpoint(str muxado.Stream) any {
 	// A bind under an ID is an agent binding its endpoint again after a
 	// reconnect: it must bring the endpoint's token, which only the bind
 	// that made the endpoint handed out (sealed for the ID, the account
-	// and the credential). A forged or foreign token is refused.
+	// and the credential, with the time it was made). A forged or
+	// foreign token is refused.
+	// A token older than ResumeTokenTTL still proves the ID was this
+	// credential's, but takes nothing over: the endpoint binds once no
+	// other session holds it.
+	params.TakeOver = again
 	if req.ID != "" && !again {
-		if err := s.opts.Host.CheckAgentToken(edgeplane.AgentTokenEndpoint, req.Extra.Token, sess.accountID, sess.credentialID, req.ID); err != nil {
+		made, err := s.opts.Host.OpenAgentToken(agents.TokenEndpoint, req.Extra.Token, sess.accountID, sess.credentialID, req.ID)
+		if err != nil {
 			if reserved {
 				sess.release()
 			}
 			return refuse(err, reasonResume)
 		}
+		params.TakeOver = s.fresh(made)
 	}
 	if !reserved {
 		return refuse(apierr.New(apierr.ResourceExhausted, "a session holds at most %d tunnels and endpoints", s.opts.MaxTunnelsPerSession), reasonTooManyTunnels)
@@ -275,7 +281,7 @@ func (sess *session) bindEndpoint(str muxado.Stream) any {
 	sess.hold(ep.ID, ep.Proto, str)
 	s.log.Info("agent endpoint bound", "session", sess.id, "endpoint", ep.ID, "url", ep.URL, "rebind", req.ID != "")
 	return bindResp{ID: ep.ID, URL: ep.URL, Proto: req.Proto, Opts: echoOpts(req.Opts, ep, params.Addr),
-		Extra: bindRespExtra{Token: s.opts.Host.AgentToken(edgeplane.AgentTokenEndpoint, sess.accountID, sess.credentialID, ep.ID)}}
+		Extra: bindRespExtra{Token: s.opts.Host.AgentToken(agents.TokenEndpoint, sess.accountID, sess.credentialID, ep.ID)}}
 }
 
 // unbindEndpoint removes endpoint id through the Host, unless it is no

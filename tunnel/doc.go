@@ -113,7 +113,7 @@
 // it (StopTunnel).
 //
 // Each session's Auth answer carries a cookie: the session's ID sealed
-// by the Service ([edgeplane.Host.AgentToken]: AES-256-GCM under the
+// by the Service (Host.AgentToken: AES-256-GCM under the
 // store's sealing key, authenticated with the account and credential).
 // An agent that reconnects sends the session ID it had and that cookie;
 // when the cookie opens for that ID, account and credential, the old
@@ -122,7 +122,11 @@
 // holds it) instead of lingering until its heartbeat times out. A forged
 // cookie, or one of another credential, takes nothing over (counted as
 // a resume refusal; the new session opens all the same, since an agent
-// never drops a cookie it was given).
+// never drops a cookie it was given). Cookies and endpoint tokens carry
+// the time they were made, and take things over only for
+// Options.ResumeTokenTTL after it (a day by default): an older cookie
+// opens a fresh session (refusal reason resume_expired), an older
+// endpoint token binds its ID again only once no other session holds it.
 //
 // # Tunnels
 //

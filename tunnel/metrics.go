@@ -23,6 +23,7 @@ const (
 	reasonTooManySessions = "too_many_sessions" // the server holds MaxSessions, or the account or credential its limit of sessions
 	reasonTooManyTunnels  = "too_many_tunnels"  // the session holds MaxTunnelsPerSession, or the account its limit of tunnels or endpoints
 	reasonResume          = "resume"            // a session cookie or bind token that is not valid
+	reasonResumeExpired   = "resume_expired"    // a session cookie too old to take its session over (the session opens all the same)
 	reasonIPRestricted    = "ip_restricted"     // an IP restriction of type agent refuses the agent's address
 
 	reasonTooManyUnauthenticated = "too_many_unauthenticated" // the server, or the connection's address, holds its most connections not authenticated yet

@@ -203,6 +203,60 @@ func TestEndpointTokens(t *testing.T) {
 	}
 }
 
+// TestExpiredResumeTokens: tokens older than ResumeTokenTTL take
+// nothing over. A reconnect with an expired cookie opens a fresh session
+// and leaves the old one to its heartbeat; a rebind with an expired bind
+// token is refused while another session holds the endpoint
+// (ERR_SERVICE_103) and binds the same ID and URL once that session has
+// ended, as the SDK, which keeps an endpoint's first token, retries.
+func TestExpiredResumeTokens(t *testing.T) {
+	e := newEnv(t, tunnel.Options{ResumeTokenTTL: time.Nanosecond}) // every token has expired by the time it is used
+	e.reserve(t, "app.example.com")
+	_, token := e.token(t)
+
+	first := dialRaw(t, e)
+	r1 := first.auth(t, token, "", "")
+	b1 := first.bind(t, "", "", "app.example.com")
+	if r1.Error != "" || b1.Error != "" || b1.Extra.Token == "" {
+		t.Fatalf("first Auth and bind: %+v %+v", r1, b1)
+	}
+
+	again := dialRaw(t, e)
+	if r2 := again.auth(t, token, r1.ClientID, r1.Extra.Cookie); r2.Error != "" || r2.ClientID == r1.ClientID {
+		t.Fatalf("the Auth with an expired cookie: %+v; want a fresh session", r2)
+	}
+	if first.closed(300 * time.Millisecond) {
+		t.Fatal("an expired cookie took its session over")
+	}
+	if got := e.refusals(t, "resume_expired"); got != 1 {
+		t.Errorf("edgeplane_tunnel_refusals_total{reason=\"resume_expired\"} = %v; want 1", got)
+	}
+
+	r := again.bind(t, b1.ID, b1.Extra.Token, "app.example.com")
+	if !strings.Contains(r.Error, "too old to take it over") || !strings.HasSuffix(r.Error, "ERR_SERVICE_103") {
+		t.Fatalf("a rebind with an expired token while the first session holds the endpoint: %+v; want ERR_SERVICE_103", r)
+	}
+	if ep := e.endpoint(t, b1.ID); ep.TunnelSession == nil || ep.TunnelSession.ID != r1.ClientID {
+		t.Fatalf("the refused rebind moved the endpoint: %+v", ep)
+	}
+	// A forged token is still refused as forged, not as expired.
+	if r := again.bind(t, b1.ID, b1.Extra.Token[:len(b1.Extra.Token)-4]+"AAAA", "app.example.com"); !strings.HasSuffix(r.Error, "ERR_SERVICE_104") {
+		t.Errorf("a forged token: %+v; want ERR_SERVICE_104", r)
+	}
+
+	first.mux.Close() // the first session ends: its record and endpoint are removed
+	_, ok := eventually(5*time.Second, func() bool {
+		r = again.bind(t, b1.ID, b1.Extra.Token, "app.example.com")
+		return r.Error == ""
+	})
+	if !ok {
+		t.Fatalf("the rebind once the first session ended: %+v", r)
+	}
+	if r.ID != b1.ID || r.URL != b1.URL {
+		t.Errorf("the rebind: %+v; want ID %s and URL %s", r, b1.ID, b1.URL)
+	}
+}
+
 // rpc sends one request of stream type typ and decodes the answer.
 func (a *rawAgent) rpc(t *testing.T, typ uint32, req, resp any) {
 	t.Helper()

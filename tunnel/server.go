@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
@@ -42,6 +41,9 @@ const (
 	// address: a peer that opens connections and never authenticates
 	// holds at most this many, whatever MaxSessions allows.
 	DefaultMaxUnauthenticatedPerIP = 32
+	// DefaultResumeTokenTTL is how long after it was made an agent's
+	// resume token takes things over (see Options.ResumeTokenTTL).
+	DefaultResumeTokenTTL = 24 * time.Hour
 	// DefaultMaxTunnelsPerSession bounds the tunnels one session binds.
 	DefaultMaxTunnelsPerSession = 100
 	// DefaultHeartbeatInterval and DefaultHeartbeatTolerance are the
@@ -84,8 +86,8 @@ type Host interface {
 	GetTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error)
 	StartLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error)
 	UnregisterTunnel(ctx context.Context, accountID, id string) error
-	AgentToken(purpose edgeplane.AgentTokenPurpose, accountID, credentialID, id string) string
-	CheckAgentToken(purpose edgeplane.AgentTokenPurpose, token, accountID, credentialID, id string) error
+	AgentToken(purpose agents.TokenPurpose, accountID, credentialID, id string) string
+	OpenAgentToken(purpose agents.TokenPurpose, token, accountID, credentialID, id string) (time.Time, error)
 	BindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error)
 	UnbindEndpoint(ctx context.Context, accountID, id string) error
 	GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error)
@@ -145,6 +147,20 @@ type Options struct {
 	// session that long: its writes are bounded by their own deadlines
 	// (the proxy's upstream timeout), and its close does not wait.
 	WriteTimeout time.Duration
+	// ResumeTokenTTL is how long after it was made an agent's resume
+	// token may take over what it names (see [DefaultResumeTokenTTL]):
+	// a session cookie the session an agent reconnects from (closed at
+	// once, wherever it is held), a bind token the endpoint of its ID
+	// still held by another session. An agent brings the cookie of its
+	// last Auth, but the SDK keeps an endpoint's first bind token for as
+	// long as it runs; so an older token is not refused: a reconnect with
+	// an older cookie opens a fresh session (the old one ends with its
+	// heartbeat), and a rebind with an older bind token binds the ID
+	// only once no other session holds it (refused with
+	// FailedPrecondition until then, which the SDK retries). A leaked
+	// token therefore takes nothing over after ResumeTokenTTL, and an
+	// honest agent loses at most its heartbeat allowance.
+	ResumeTokenTTL time.Duration
 	// MaxTunnelsPerSession: see [DefaultMaxTunnelsPerSession]. A
 	// session's endpoints count with its tunnels, and so do its binds in
 	// progress: each takes its slot before it asks the Host (and gives it
@@ -211,7 +227,7 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.TLSConfig == nil {
 		vs.Add("TLSConfig", "is required: agents speak only TLS")
 	}
-	if opts.RenewInterval < 0 || opts.HandshakeTimeout < 0 || opts.WriteTimeout < 0 || opts.MaxSessions < 0 || opts.MaxTunnelsPerSession < 0 {
+	if opts.RenewInterval < 0 || opts.HandshakeTimeout < 0 || opts.WriteTimeout < 0 || opts.ResumeTokenTTL < 0 || opts.MaxSessions < 0 || opts.MaxTunnelsPerSession < 0 {
 		vs.Add("", "durations and bounds must not be negative")
 	}
 	if reason := validTCPRange(opts.TCPHost, opts.TCPLow, opts.TCPHigh); reason != "" {
@@ -237,6 +253,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.MaxTunnelsPerSession == 0 {
 		opts.MaxTunnelsPerSession = DefaultMaxTunnelsPerSession
+	}
+	if opts.ResumeTokenTTL == 0 {
+		opts.ResumeTokenTTL = DefaultResumeTokenTTL
 	}
 	log := opts.Logger
 	if log == nil {

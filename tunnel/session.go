@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/muxframe"
@@ -343,11 +342,16 @@ func (sess *session) auth(str muxado.Stream) any {
 	// Without a valid cookie the old session is left to its heartbeat.
 	previous := ""
 	if req.ClientID != "" && req.ClientID != ts.ID {
-		if err := s.opts.Host.CheckAgentToken(edgeplane.AgentTokenSession, req.Extra.Cookie, sess.accountID, sess.credentialID, req.ClientID); err == nil {
-			previous = req.ClientID
-		} else {
+		made, err := s.opts.Host.OpenAgentToken(agents.TokenSession, req.Extra.Cookie, sess.accountID, sess.credentialID, req.ClientID)
+		switch {
+		case err != nil:
 			s.m.refused(reasonResume)
 			s.log.Info("an agent's session cookie is not valid for the session it resumes; the old session is left to its heartbeat", "session", ts.ID, "resumes", apierr.Truncate(req.ClientID, 64))
+		case !s.fresh(made):
+			s.m.refused(reasonResumeExpired)
+			s.log.Info("an agent's session cookie is older than the resume token lifetime; the old session is left to its heartbeat", "session", ts.ID, "resumes", req.ClientID, "lifetime", s.opts.ResumeTokenTTL)
+		default:
+			previous = req.ClientID
 		}
 	}
 	// Counted and registered at once, unless the connection closed
@@ -380,7 +384,13 @@ func (sess *session) auth(str muxado.Stream) any {
 		"agent", req.Extra.ClientType+"/"+req.Extra.Version)
 	return authResp{Version: protocolVersion, ClientID: sess.id,
 		Extra: authRespExtra{Region: s.opts.Region, Version: s.opts.Version,
-			Cookie: s.opts.Host.AgentToken(edgeplane.AgentTokenSession, sess.accountID, sess.credentialID, sess.id)}}
+			Cookie: s.opts.Host.AgentToken(agents.TokenSession, sess.accountID, sess.credentialID, sess.id)}}
+}
+
+// fresh reports whether a resume token made at made may still take
+// over what it names (Options.ResumeTokenTTL).
+func (s *Server) fresh(made time.Time) bool {
+	return time.Since(made) <= s.opts.ResumeTokenTTL
 }
 
 // allowance is the silence of the heartbeat that closes the session:

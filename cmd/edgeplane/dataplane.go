@@ -61,6 +61,7 @@ type dataPlaneConfig struct {
 	limits              agents.Limits // the agents' limits per account and credential
 	maxUnauth           int           // connections not authenticated yet, in all
 	maxUnauthPerIP      int           // and from one address
+	resumeTTL           time.Duration // how long agents' resume tokens take things over
 	dnsAddr, dnsZone    string        // the DNS-01 challenges' server ("": none) and its zone
 	dnsNS               string        // the server's name in the zone's NS and SOA records ("": ns.<zone>)
 }
@@ -110,6 +111,7 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.IntVar(&c.limits.EndpointsPerAccount, prefix+"endpoints-per-account", agents.DefaultEndpointsPerAccount, "with -"+prefix+"tunnel-addr: the most endpoints the agents of one account bind at once; -1: no limit")
 	fs.IntVar(&c.maxUnauth, prefix+"max-unauthenticated", tunnel.DefaultMaxUnauthenticated, "with -"+prefix+"tunnel-addr: the most agent connections that have not authenticated yet (TLS handshake, Auth), from all addresses together; more are closed at once")
 	fs.IntVar(&c.maxUnauthPerIP, prefix+"max-unauthenticated-per-ip", tunnel.DefaultMaxUnauthenticatedPerIP, "with -"+prefix+"tunnel-addr: the most agent connections from one address that have not authenticated yet")
+	fs.DurationVar(&c.resumeTTL, prefix+"resume-token-ttl", tunnel.DefaultResumeTokenTTL, "with -"+prefix+"tunnel-addr: how long after it was handed out an agent's session cookie or endpoint token may take over the session or endpoint it names when the agent reconnects; an older one opens a fresh session, and rebinds the endpoint once no other session holds it")
 	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
 	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
 	fs.StringVar(&c.dnsNS, prefix+"dns-ns-name", "", "the host name of the server of -"+prefix+"dns-addr, as the parent zone's NS record delegates -"+prefix+"dns-zone to it (such as ns1."+domains.DefaultCNAMEBase+"): the zone's NS and SOA records answer it (default: ns.<-"+prefix+"dns-zone>)")
@@ -131,7 +133,7 @@ func (c *dataPlaneConfig) flagGroups(fs *flag.FlagSet, prefix, suffix string, ex
 		{"Proxied requests and connections" + suffix, fs, p("trusted-proxies", "upstream-networks", "oidc-networks", "upstream-timeout",
 			"max-response-header-bytes", "read-timeout", "write-timeout", "idle-timeout", "max-conns-per-edge")},
 		{"Agents' tunnel listener" + suffix, fs, p("tunnel-addr", "tunnel-cert", "tunnel-key", "tunnel-tcp-host", "sessions-per-credential",
-			"sessions-per-account", "tunnels-per-account", "endpoints-per-account", "max-unauthenticated", "max-unauthenticated-per-ip")},
+			"sessions-per-account", "tunnels-per-account", "endpoints-per-account", "max-unauthenticated", "max-unauthenticated-per-ip", "resume-token-ttl")},
 		{"Edge nodes sharing the store" + suffix, fs, p("node-addr", "node-advertise", "node-lease")},
 		{"DNS server of ACME DNS-01 challenges" + suffix, fs, p("dns-addr", "dns-zone", "dns-ns-name")},
 	}
@@ -162,6 +164,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		if l.v != -1 && (l.v < 1 || l.v > agents.MaxLimit) {
 			return nil, usageError{fmt.Sprintf("-%s%s %d: want 1 to %d, or -1 for no limit", prefix, l.name, l.v, agents.MaxLimit)}
 		}
+	}
+	if c.resumeTTL < time.Second {
+		return nil, usageError{fmt.Sprintf("-%sresume-token-ttl %v: want at least 1s", prefix, c.resumeTTL)}
 	}
 	if c.maxUnauth < 1 || c.maxUnauthPerIP < 1 {
 		return nil, usageError{fmt.Sprintf("-%smax-unauthenticated %d, -%smax-unauthenticated-per-ip %d: want at least 1 each", prefix, c.maxUnauth, prefix, c.maxUnauthPerIP)}
@@ -319,7 +324,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		m.reg.MustRegister(tm)
 		topts := tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
 			Version: buildVersion(), Metrics: tm, RenewInterval: c.nodeLease / 3,
-			MaxUnauthenticated: c.maxUnauth, MaxUnauthenticatedPerIP: c.maxUnauthPerIP}
+			MaxUnauthenticated: c.maxUnauth, MaxUnauthenticatedPerIP: c.maxUnauthPerIP, ResumeTokenTTL: c.resumeTTL}
 		if c.tcpLow != 0 {
 			// tcp endpoints get ports of the TCP range, on -tunnel-tcp-host.
 			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, publicTCPHost(c.tcpHost)), c.tcpLow, c.tcpHigh

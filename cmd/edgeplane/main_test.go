@@ -209,6 +209,7 @@ func TestCommandLine(t *testing.T) {
 		{"proxy bad -node-advertise", []string{"proxy", "-http-addr", ":0", "-tunnel-addr", ":0", "-node-addr", ":7443", "-node-advertise", "edge-1.example.com"}, nil, 2, `-node-advertise "edge-1.example.com": want HOST:PORT`},
 		{"proxy -node-advertise alone", []string{"proxy", "-http-addr", ":0", "-node-advertise", "edge-1.example.com:7443"}, nil, 2, "-node-advertise needs -node-addr"},
 		{"proxy short -node-lease", []string{"proxy", "-http-addr", ":0", "-node-lease", "1s"}, nil, 2, "-node-lease 1s: want at least 3s"},
+		{"proxy short -resume-token-ttl", []string{"proxy", "-http-addr", ":0", "-resume-token-ttl", "10ms"}, nil, 2, "-resume-token-ttl 10ms: want at least 1s"},
 		{"serve -proxy without a listener", []string{"serve", "-store", "memory:", "-proxy", "-proxy-http-addr", ""}, nil, 2, "-proxy-http-addr or -proxy-https-addr (or both) is required"},
 		{"serve -proxy bad trusted proxies", []string{"serve", "-store", "memory:", "-proxy", "-proxy-trusted-proxies", "nope"}, nil, 2, "-proxy-trusted-proxies"},
 		{"register-tunnel bad labels", []string{"admin", "register-tunnel", "-store", "memory:", "-token", "x", "-labels", "app"}, nil, 2, `-labels: "app" is not key=value`},
