@@ -9,6 +9,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -124,9 +125,9 @@ func (c *accessCache) clear() {
 // accessKind reports whether a change of kind k may change what an
 // account's IP restrictions decide.
 func accessKind(k store.Kind) bool {
-	role, _ := DataPlaneRoleOf(k)
+	role, _ := kinds.DataPlaneRoleOf(k)
 	switch role {
-	case DataPlaneIPRestriction, DataPlaneIPPolicy, DataPlaneIPPolicyRule:
+	case kinds.DataPlaneIPRestriction, kinds.DataPlaneIPPolicy, kinds.DataPlaneIPPolicyRule:
 		return true
 	}
 	return false

@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -27,9 +28,9 @@ import (
 
 const (
 	// kindACMEAccount is the store kind of ACME account keys.
-	kindACMEAccount store.Kind = "acme_account"
+	kindACMEAccount = kinds.ACMEAccount
 	// kindACMEChallenge is the store kind of pending ACME challenges.
-	kindACMEChallenge store.Kind = "acme_challenge"
+	kindACMEChallenge = kinds.ACMEChallenge
 	// acmeAccount is the account ID the ACME records are stored under.
 	acmeAccount = "acme"
 	// acmeAccountPrefix and acmeChallengePrefix start the records' IDs;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -53,9 +54,9 @@ func (s *Service) bootstrap(ctx context.Context, secret string) (*Bootstrapped, 
 // the format of the store's documents (package internal/records), so that a Service does
 // not serve from a store whose documents it would misread.
 const (
-	kindSealingCheck store.Kind = "sealing_check"
-	sealingCheckID              = "sealing_check"
-	sealingCheckText            = "edgeplane sealing check"
+	kindSealingCheck = kinds.SealingCheck
+	sealingCheckID   = "sealing_check"
+	sealingCheckText = "edgeplane sealing check"
 	// storeFormat is the format of the stored documents. Format 1 (before
 	// the stored forms) stored the API's JSON and sealed the bare
 	// sealingCheckText.

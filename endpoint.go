@@ -88,7 +88,7 @@ var endpointForm = &kind[endpointRecord]{Form: records.PlainForm(endpointKind,
 			CredentialID: d.CredentialID}
 		setEndpointAddress(&r.Endpoint)
 		return r
-	}), present: (*Service).presentEndpoint, shown: showEndpoint, traits: traits{dataPlane: DataPlaneEndpoint}}
+	}), present: (*Service).presentEndpoint, shown: showEndpoint}
 
 // showEndpoint shows an endpoint as the API does: without its
 // credential.

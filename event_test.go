@@ -30,6 +30,7 @@ import (
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/syncbuf"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
@@ -1024,7 +1025,7 @@ func TestInternalKindsAreKnown(t *testing.T) {
 		t.Errorf("the sealing check or a node was logged as an unknown kind:\n%s", logs)
 	}
 	for _, k := range []store.Kind{"sealing_check", "node", "lease", "acme_account", "acme_challenge", "event_delivery"} {
-		if role, known := edgeplane.DataPlaneRoleOf(k); !known || role != edgeplane.DataPlaneNone {
+		if role, known := kinds.DataPlaneRoleOf(k); !known || role != kinds.DataPlaneNone {
 			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want none, known", k, role, known)
 		}
 	}

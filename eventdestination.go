@@ -14,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/netguard"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/webhook"
 )
@@ -139,8 +140,8 @@ func secretAAD(accountID, id string) []byte {
 // The internal kind of delivery states: one record per destination, its
 // child, under the destination's account.
 const (
-	kindDelivery   store.Kind = "event_delivery"
-	deliveryPrefix            = "delivery_"
+	kindDelivery   = kinds.Delivery
+	deliveryPrefix = "delivery_"
 )
 
 // deliveryKind is the identity of delivery states for the store's errors.

@@ -116,7 +116,7 @@ var httpsEdgeForm = &kind[edges.HTTPSEdge]{Form: records.PlainForm(httpsEdgeKind
 	func(d *httpsEdgeDoc, rec store.Record) *edges.HTTPSEdge {
 		return &edges.HTTPSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			Hostports: slices.Clone(d.Hostports)}
-	}), present: (*Service).presentHTTPSEdge, traits: traits{dataPlane: DataPlaneEdge}}
+	}), present: (*Service).presentHTTPSEdge}
 
 // listHTTPSEdges is [Host.ListHTTPSEdges]: one page of the store's query
 // of HTTPS edges across accounts, paged as [Host.ListAccounts] is.

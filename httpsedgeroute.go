@@ -273,7 +273,7 @@ type compressionDoc struct {
 
 var httpsRouteKind = &records.Kind{StoreKind: KindHTTPSEdgeRoute, Prefix: edges.HTTPSRoutePrefix, Collection: "routes", Noun: "HTTPS edge route", Event: "https_edge_route", Parent: httpsEdgeKind, Nested: true}
 
-var httpsRouteForm = &kind[edges.HTTPSRoute]{Form: records.DocForm(httpsRouteKind, saveRoute, loadRoute), present: (*Service).presentHTTPSRoute, traits: traits{dataPlane: DataPlaneRoute}}
+var httpsRouteForm = &kind[edges.HTTPSRoute]{Form: records.DocForm(httpsRouteKind, saveRoute, loadRoute), present: (*Service).presentHTTPSRoute}
 
 // oidcSecretAAD binds a sealed OIDC client secret to its route: one
 // copied to another route or account does not open.

@@ -44,7 +44,7 @@ var ipPolicyForm = &kind[ipaccess.Policy]{Form: records.PlainForm(ipPolicyKind,
 	},
 	func(d *ipPolicyDoc, rec store.Record) *ipaccess.Policy {
 		return &ipaccess.Policy{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
-	}), present: (*Service).presentIPPolicy, traits: traits{dataPlane: DataPlaneIPPolicy}}
+	}), present: (*Service).presentIPPolicy}
 
 func (s *Service) presentIPPolicy(v *ipaccess.Policy, _ store.Record) {
 	v.URI = s.uri(ipPolicyKind.Collection, v.ID)

@@ -25,7 +25,7 @@ var ipRuleForm = &kind[ipaccess.Rule]{Form: records.PlainForm(ipRuleKind,
 	func(d *ipRuleDoc, rec store.Record) *ipaccess.Rule {
 		return &ipaccess.Rule{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			CIDR: d.CIDR, Action: d.Action, IPPolicy: resource.Ref{ID: rec.ParentID}}
-	}), present: (*Service).presentIPRule, traits: traits{dataPlane: DataPlaneIPPolicyRule}}
+	}), present: (*Service).presentIPRule}
 
 func (s *Service) presentIPRule(v *ipaccess.Rule, rec store.Record) {
 	v.URI = s.uri(ipRuleKind.Collection, v.ID)

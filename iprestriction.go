@@ -27,7 +27,7 @@ var ipRestrictionForm = &kind[ipaccess.Restriction]{Form: records.PlainForm(ipRe
 	func(d *ipRestrictionDoc, rec store.Record) *ipaccess.Restriction {
 		return &ipaccess.Restriction{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			Enforced: d.Enforced, Type: d.Type, IPPolicies: records.IDRefs(d.IPPolicyIDs)}
-	}), present: (*Service).presentIPRestriction, traits: traits{dataPlane: DataPlaneIPRestriction}}
+	}), present: (*Service).presentIPRestriction}
 
 func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ store.Record) {
 	v.URI = s.uri(ipRestrictionKind.Collection, v.ID)

@@ -2,15 +2,15 @@ package edgeplane
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// The kinds of record the Service stores. Users, bots and API keys are
+// The kinds of record the Service stores, named by package kinds. Users, bots and API keys are
 // children (ParentID) of their account; IP policy rules of their policy;
 // routes of their HTTPS edge; event sources of their subscription; tunnel
 // sessions of the credential whose authtoken opened them; tunnels of the
@@ -19,28 +19,28 @@ import (
 // them (deleting the credential takes them all offline). Edge modules
 // live inside their edge or route record.
 const (
-	KindAccount               store.Kind = "account"
-	KindUser                  store.Kind = "user"
-	KindBot                   store.Kind = "bot"
-	KindAPIKey                store.Kind = "api_key"
-	KindCredential            store.Kind = "credential"
-	KindIPPolicy              store.Kind = "ip_policy"
-	KindIPPolicyRule          store.Kind = "ip_policy_rule"
-	KindIPRestriction         store.Kind = "ip_restriction"
-	KindReservedDomain        store.Kind = "reserved_domain"
-	KindTLSCertificate        store.Kind = "tls_certificate"
-	KindEndpointConfiguration store.Kind = "endpoint_configuration"
-	KindTunnelGroupBackend    store.Kind = "tunnel_group_backend"
-	KindTunnel                store.Kind = "tunnel"
-	KindTunnelSession         store.Kind = "tunnel_session"
-	KindEndpoint              store.Kind = "endpoint"
-	KindEventSubscription     store.Kind = "event_subscription"
-	KindEventSource           store.Kind = "event_source"
-	KindEventDestination      store.Kind = "event_destination"
-	KindHTTPSEdge             store.Kind = "https_edge"
-	KindHTTPSEdgeRoute        store.Kind = "https_edge_route"
-	KindTLSEdge               store.Kind = "tls_edge"
-	KindTCPEdge               store.Kind = "tcp_edge"
+	KindAccount               = kinds.Account
+	KindUser                  = kinds.User
+	KindBot                   = kinds.Bot
+	KindAPIKey                = kinds.APIKey
+	KindCredential            = kinds.Credential
+	KindIPPolicy              = kinds.IPPolicy
+	KindIPPolicyRule          = kinds.IPPolicyRule
+	KindIPRestriction         = kinds.IPRestriction
+	KindReservedDomain        = kinds.ReservedDomain
+	KindTLSCertificate        = kinds.TLSCertificate
+	KindEndpointConfiguration = kinds.EndpointConfiguration
+	KindTunnelGroupBackend    = kinds.TunnelGroupBackend
+	KindTunnel                = kinds.Tunnel
+	KindTunnelSession         = kinds.TunnelSession
+	KindEndpoint              = kinds.Endpoint
+	KindEventSubscription     = kinds.EventSubscription
+	KindEventSource           = kinds.EventSource
+	KindEventDestination      = kinds.EventDestination
+	KindHTTPSEdge             = kinds.HTTPSEdge
+	KindHTTPSEdgeRoute        = kinds.HTTPSEdgeRoute
+	KindTLSEdge               = kinds.TLSEdge
+	KindTCPEdge               = kinds.TCPEdge
 )
 
 // kindList is every kind the Service stores, in the order of the default
@@ -118,12 +118,11 @@ func (k *kind[M]) show(ctx context.Context, s *Service, m *M, rec store.Record) 
 }
 
 // traits say what the changes of a kind mean outside the records
-// themselves: to the cache of authentications, and to an edge proxy's
-// configs (package proxy reads them with [DataPlaneRoleOf] instead of
-// switching on kinds). The zero traits mean nothing to either.
+// themselves, to the cache of authentications. (What they mean to an
+// edge proxy's configs is package kinds' DataPlaneRoleOf.) The zero
+// traits mean nothing.
 type traits struct {
-	auth      authEffect    // what a change does to cached authentications
-	dataPlane DataPlaneRole // the part an edge proxy's configs take from records of the kind
+	auth authEffect // what a change does to cached authentications
 }
 
 // authEffect is what a change of a kind does to cached authentications.
@@ -135,60 +134,13 @@ const (
 	authForgetAll                      // all are dropped: a user, bot or account may change any key's principal
 )
 
-// DataPlaneRole is the part an edge proxy's configs take from the records
-// of a kind.
-type DataPlaneRole uint8
-
-const (
-	// DataPlaneNone: no config reads the kind.
-	DataPlaneNone DataPlaneRole = iota
-	// DataPlaneEdge: an edge (HTTPS, TLS or TCP), compiled into a config
-	// of its own.
-	DataPlaneEdge
-	// DataPlaneRoute: a route of an HTTPS edge, compiled with its edge
-	// (its ParentID).
-	DataPlaneRoute
-	// DataPlaneIPPolicy: an IP policy that IP restriction modules and
-	// endpoint restrictions name.
-	DataPlaneIPPolicy
-	// DataPlaneIPPolicyRule: a rule of an IP policy (its ParentID).
-	DataPlaneIPPolicyRule
-	// DataPlaneIPRestriction: an account's IP restriction, applied to
-	// every edge of the account when of type endpoints.
-	DataPlaneIPRestriction
-	// DataPlaneBackend: a backend that routes and edges forward to.
-	DataPlaneBackend
-	// DataPlaneDomain: a reserved domain, whose certificate edges serve.
-	DataPlaneDomain
-	// DataPlaneTunnel: a tunnel that backends select by its labels.
-	DataPlaneTunnel
-	// DataPlaneEndpoint: an endpoint an agent bound, served without an
-	// edge (read whole with [Host.GetEndpoint]).
-	DataPlaneEndpoint
-)
-
-// DataPlaneRoleOf returns the part an edge proxy's configs take from the
-// records of a store kind, and false for a kind the Service does not
-// store (which a follower of the feed logs). The Service's own records
-// (the sealing check) are known, with no part.
-func DataPlaneRoleOf(k store.Kind) (DataPlaneRole, bool) {
-	d, ok := declOf(k)
-	if !ok {
-		return DataPlaneNone, isInternal(k)
-	}
-	return d.traitsOf().dataPlane, true
-}
-
-// internalKinds are the kinds the Service stores for itself and the API
-// never shows (the sealing check, bootstrap.go; nodes, node.go; leases,
-// lease.go; ACME account keys and challenges, acme.go; event delivery
-// states, eventdestination.go). They are known to the followers of the
-// feed, which pass over their changes: they have no declaration, no
-// events and nothing cached.
-var internalKinds = []store.Kind{kindSealingCheck, kindNode, kindLease, kindACMEAccount, kindACMEChallenge, kindDelivery}
-
-// isInternal reports whether k is one of internalKinds.
-func isInternal(k store.Kind) bool { return slices.Contains(internalKinds, k) }
+// isInternal reports whether k is a kind the Service stores for itself
+// and the API never shows (the sealing check, bootstrap.go; nodes,
+// node.go; leases, lease.go; ACME account keys and challenges, acme.go;
+// event delivery states, eventdestination.go). They are known to the
+// followers of the feed, which pass over their changes: they have no
+// declaration, no events and nothing cached.
+func isInternal(k store.Kind) bool { return kinds.Internal(k) }
 
 // declOf returns the declaration of a store kind.
 func declOf(k store.Kind) (declared, bool) {

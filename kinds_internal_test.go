@@ -1,40 +1,26 @@
 package edgeplane
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"strconv"
-	"strings"
+	"slices"
 	"testing"
 
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// TestKindListComplete: every store kind constant of kinds.go is declared
-// in kindList, once, and every declaration's identity is whole. A kind
+// TestKindListComplete: every kind package kinds names as shown by the
+// API is declared in kindList, once and in the same order (the default
+// event registry's), and every declaration's identity is whole. A kind
 // left out of the list would otherwise store records that produce no
 // events, no messages naming them and no traits.
 func TestKindListComplete(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "kinds.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	consts := kinds.Shown
+	var order []store.Kind
+	for _, d := range kindList {
+		order = append(order, d.info().StoreKind)
 	}
-	var consts []store.Kind
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Kind") {
-			return true
-		}
-		if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			v, _ := strconv.Unquote(lit.Value)
-			consts = append(consts, store.Kind(v))
-		}
-		return true
-	})
-	if len(consts) < 19 {
-		t.Fatalf("found %d kind constants in kinds.go; the parse is wrong", len(consts))
+	if !slices.Equal(order, consts) {
+		t.Errorf("kindList declares %v; package kinds shows %v, in that order", order, consts)
 	}
 	seen := map[store.Kind]int{}
 	prefixes := map[string]store.Kind{}
@@ -65,47 +51,22 @@ func TestKindListComplete(t *testing.T) {
 	}
 }
 
-// TestInternalKindListComplete: every unexported store kind constant of
-// the package (the Service's own records: nodes, leases, ACME state,
-// delivery states...) is in internalKinds, or the followers of the feed
-// would log its changes as an unknown kind.
-func TestInternalKindListComplete(t *testing.T) {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []store.Kind
-	for _, f := range pkgs["edgeplane"].Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			vs, ok := n.(*ast.ValueSpec)
-			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "kind") {
-				return true
-			}
-			sel, ok := vs.Type.(*ast.SelectorExpr)
-			lit, isLit := vs.Values[0].(*ast.BasicLit)
-			if !ok || sel.Sel.Name != "Kind" || !isLit || lit.Kind != token.STRING {
-				return true
-			}
-			v, _ := strconv.Unquote(lit.Value)
-			found = append(found, store.Kind(v))
-			return true
-		})
-	}
-	if len(found) < 6 {
-		t.Fatalf("found %d internal kind constants; the parse is wrong", len(found))
-	}
-	for _, k := range found {
+// TestInternalKindsKnown: the Service's own kinds (nodes, leases, ACME
+// state, delivery states...) are package kinds' internal ones, or the
+// followers of the feed would log their changes as an unknown kind.
+func TestInternalKindsKnown(t *testing.T) {
+	for _, k := range []store.Kind{kindSealingCheck, kindNode, kindLease, kindACMEAccount, kindACMEChallenge, kindDelivery} {
 		if !isInternal(k) {
-			t.Errorf("store kind %q is declared but not in internalKinds", k)
+			t.Errorf("store kind %q is not internal", k)
 		}
-	}
-	if len(found) != len(internalKinds) {
-		t.Errorf("internalKinds has %d kinds, the package declares %d", len(internalKinds), len(found))
+		if _, declared := declOf(k); declared {
+			t.Errorf("internal kind %q is declared in kindList", k)
+		}
 	}
 }
 
 // TestKindTraits: the traits of kinds as caches and proxies read them,
-// and DataPlaneRoleOf refuses a kind the Service does not store.
+// and package kinds knows every declared kind.
 func TestKindTraits(t *testing.T) {
 	for _, tc := range []struct {
 		kind store.Kind
@@ -113,8 +74,8 @@ func TestKindTraits(t *testing.T) {
 	}{
 		{KindAPIKey, traits{auth: authForgetRecord}},
 		{KindBot, traits{auth: authForgetAll}},
-		{KindHTTPSEdgeRoute, traits{dataPlane: DataPlaneRoute}},
-		{KindEndpoint, traits{dataPlane: DataPlaneEndpoint}},
+		{KindHTTPSEdgeRoute, traits{}},
+		{KindEndpoint, traits{}},
 		{KindCredential, traits{}},
 	} {
 		d, ok := declOf(tc.kind)
@@ -124,11 +85,10 @@ func TestKindTraits(t *testing.T) {
 		if got := d.traitsOf(); got != tc.want {
 			t.Errorf("traits of %s: %+v; want %+v", tc.kind, got, tc.want)
 		}
-		if role, ok := DataPlaneRoleOf(tc.kind); !ok || role != tc.want.dataPlane {
-			t.Errorf("DataPlaneRoleOf(%s) = %v, %v; want %v, true", tc.kind, role, ok, tc.want.dataPlane)
-		}
 	}
-	if _, ok := DataPlaneRoleOf("agent_session"); ok {
-		t.Error("DataPlaneRoleOf answers for a kind the Service does not store")
+	for _, d := range kindList {
+		if _, ok := kinds.DataPlaneRoleOf(d.info().StoreKind); !ok {
+			t.Errorf("package kinds does not know the declared kind %s", d.info().StoreKind)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -27,7 +28,7 @@ import (
 
 const (
 	// kindLease is the store kind of leases.
-	kindLease store.Kind = "lease"
+	kindLease = kinds.Lease
 	// leaseAccount is the account ID every lease is stored under.
 	leaseAccount = "lease"
 	// leasePrefix starts the record ID of a lease; its name follows.

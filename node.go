@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -32,7 +33,7 @@ import (
 
 const (
 	// kindNode is the store kind of nodes.
-	kindNode store.Kind = "node"
+	kindNode = kinds.Node
 	// nodeAccount is the account ID every node record is stored under:
 	// nodes belong to the store, not to an account.
 	nodeAccount = "node"

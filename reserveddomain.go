@@ -80,7 +80,7 @@ var (
 	reservedDomainKind = &records.Kind{StoreKind: KindReservedDomain, Prefix: domains.ReservedDomainPrefix, Collection: "reserved_domains", Noun: "reserved domain", Event: "reserved_domain"}
 )
 
-var reservedDomainForm = &kind[domains.ReservedDomain]{Form: records.PlainForm(reservedDomainKind, saveReservedDomain, loadReservedDomain), present: (*Service).presentReservedDomain, traits: traits{dataPlane: DataPlaneDomain}}
+var reservedDomainForm = &kind[domains.ReservedDomain]{Form: records.PlainForm(reservedDomainKind, saveReservedDomain, loadReservedDomain), present: (*Service).presentReservedDomain}
 
 func saveReservedDomain(d *domains.ReservedDomain) *reservedDomainDoc {
 	doc := &reservedDomainDoc{Common: records.Common{CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}, Domain: d.Domain,

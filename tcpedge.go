@@ -120,7 +120,7 @@ var tcpEdgeForm = &kind[edges.TCPEdge]{Form: records.PlainForm(tcpEdgeKind,
 	func(d *tcpEdgeDoc, rec store.Record) *edges.TCPEdge {
 		return &edges.TCPEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), Backend: loadBackendModule(d.Backend)}
-	}), present: (*Service).presentTCPEdge, traits: traits{dataPlane: DataPlaneEdge}}
+	}), present: (*Service).presentTCPEdge}
 
 // listTCPEdges is [Host.ListTCPEdges].
 func (s *Service) listTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {

@@ -165,7 +165,7 @@ var tlsEdgeForm = &kind[edges.TLSEdge]{Form: records.PlainForm(tlsEdgeKind,
 		return &edges.TLSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), TrafficPolicy: loadTrafficPolicy(d.TrafficPolicy),
 			TLSTermination: loadTLSTermination(d.TLSTermination), Backend: loadBackendModule(d.Backend)}
-	}), present: (*Service).presentTLSEdge, traits: traits{dataPlane: DataPlaneEdge}}
+	}), present: (*Service).presentTLSEdge}
 
 func saveTLSTermination(m *edges.TLSTermination) *tlsTerminationDoc {
 	if m == nil {

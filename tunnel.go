@@ -83,7 +83,7 @@ var tunnelForm = &kind[backends.Tunnel]{Form: records.PlainForm(tunnelKind,
 			t.TunnelSession = &resource.Ref{ID: rec.ParentID}
 		}
 		return t
-	}), present: (*Service).presentTunnel, traits: traits{dataPlane: DataPlaneTunnel}}
+	}), present: (*Service).presentTunnel}
 
 func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	t.URI = s.uri(tunnelKind.Collection, t.ID)

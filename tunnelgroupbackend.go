@@ -30,7 +30,7 @@ var backendForm = &kind[backends.TunnelGroupBackend]{Form: records.PlainForm(bac
 	},
 	func(d *backendDoc, rec store.Record) *backends.TunnelGroupBackend {
 		return &backends.TunnelGroupBackend{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Labels: maps.Clone(d.Labels)}
-	}), present: (*Service).presentBackendRecord, traits: traits{dataPlane: DataPlaneBackend}, shown: showBackend}
+	}), present: (*Service).presentBackendRecord, shown: showBackend}
 
 // presentBackendRecord is presentBackend as a kind's present.
 func (s *Service) presentBackendRecord(b *backends.TunnelGroupBackend, _ store.Record) {

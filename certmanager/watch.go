@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -77,7 +77,7 @@ func (w *watch) Resync(ctx context.Context) (int64, error) {
 // the Manager.
 func (w *watch) Apply(_ context.Context, b follow.Batch) error {
 	for i := len(b.Changes) - 1; i >= 0; i-- {
-		if b.Changes[i].Kind == edgeplane.KindReservedDomain {
+		if b.Changes[i].Kind == kinds.ReservedDomain {
 			w.signal(b.Changes[i].Revision)
 			break
 		}

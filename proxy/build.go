@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
 )
 
 // compileChunk is how many edges apply compiles before it publishes
@@ -229,9 +230,9 @@ func (c *Configs) build(ctx context.Context, rd *reads, account, id string, rev 
 		err  error
 	)
 	switch edgeKind(id) {
-	case edgeplane.KindTLSEdge:
+	case kinds.TLSEdge:
 		base.TLS, err = c.compileTLS(ctx, account, id)
-	case edgeplane.KindTCPEdge:
+	case kinds.TCPEdge:
 		base.TCP, err = c.compileTCP(ctx, account, id)
 	default:
 		base.Config, err = c.compile(ctx, account, id)

@@ -21,6 +21,7 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/revwait"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
@@ -217,20 +218,20 @@ func edgeKind(id string) store.Kind {
 	case strings.HasPrefix(id, agents.EndpointPrefix):
 		return kindEndpoint
 	case strings.HasPrefix(id, edges.TLSEdgePrefix):
-		return edgeplane.KindTLSEdge
+		return kinds.TLSEdge
 	case strings.HasPrefix(id, edges.TCPEdgePrefix):
-		return edgeplane.KindTCPEdge
+		return kinds.TCPEdge
 	}
-	return edgeplane.KindHTTPSEdge
+	return kinds.HTTPSEdge
 }
 
 // edgeNoun names the kind of the edge (or endpoint) id in log lines,
 // with its article.
 func edgeNoun(id string) string {
 	switch edgeKind(id) {
-	case edgeplane.KindTLSEdge:
+	case kinds.TLSEdge:
 		return "a TLS edge"
-	case edgeplane.KindTCPEdge:
+	case kinds.TCPEdge:
 		return "a TCP edge"
 	case kindEndpoint:
 		return "an endpoint"

@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/policy"
 )
 
@@ -27,7 +28,7 @@ type EndpointSource interface {
 }
 
 // kindEndpoint is the store kind of endpoints.
-const kindEndpoint = edgeplane.KindEndpoint
+const kindEndpoint = kinds.Endpoint
 
 // The protocols of [agents.Endpoint.Proto].
 const (

@@ -6,6 +6,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -108,17 +109,17 @@ func (h *configFeed) Failed(f follow.Failure) {
 }
 
 // note records in p the work a change asks for, by the part its kind's
-// kind plays in them ([edgeplane.DataPlaneRoleOf]). A change of
+// kind plays in them ([kinds.DataPlaneRoleOf]). A change of
 // a kind the Service does not declare is logged and ignored.
 func (c *Configs) note(p *pending, ch store.Change) {
 	a := ch.AccountID
-	role, known := edgeplane.DataPlaneRoleOf(ch.Kind)
+	role, known := kinds.DataPlaneRoleOf(ch.Kind)
 	if !known {
 		c.log.Error("proxy: a change of an unknown kind in the feed; it is ignored", "kind", string(ch.Kind), "id", ch.ID, "revision", ch.Revision)
 		return
 	}
 	switch role {
-	case edgeplane.DataPlaneEndpoint:
+	case kinds.DataPlaneEndpoint:
 		// Read again from the source (or dropped).
 		if c.endpoints == nil {
 			return
@@ -130,39 +131,39 @@ func (c *Configs) note(p *pending, ch store.Change) {
 			return
 		}
 		p.compile[ch.ID] = a
-	case edgeplane.DataPlaneEdge:
+	case kinds.DataPlaneEdge:
 		if ch.Op == store.OpDelete {
 			delete(p.compile, ch.ID)
 			p.remove[ch.ID] = a
 			return
 		}
 		p.compile[ch.ID] = a
-	case edgeplane.DataPlaneRoute:
+	case kinds.DataPlaneRoute:
 		if _, gone := p.remove[ch.ParentID]; !gone {
 			p.compile[ch.ParentID] = a
 		}
-	case edgeplane.DataPlaneIPPolicy:
+	case kinds.DataPlaneIPPolicy:
 		c.compileUsers(p, c.byIPPolicy[a][ch.ID], a)
 		if c.restrictBy[a][ch.ID] {
 			p.acctIPX[a] = true
 		}
-	case edgeplane.DataPlaneIPPolicyRule:
+	case kinds.DataPlaneIPPolicyRule:
 		c.compileUsers(p, c.byIPPolicy[a][ch.ParentID], a)
 		if c.restrictBy[a][ch.ParentID] {
 			p.acctIPX[a] = true
 		}
-	case edgeplane.DataPlaneIPRestriction:
+	case kinds.DataPlaneIPRestriction:
 		// Any restriction of the account: its type says whether it is an
 		// endpoints one, and reading them is one listing per page of
 		// changes.
 		if c.byAccount[a] != nil {
 			p.acctIPX[a] = true
 		}
-	case edgeplane.DataPlaneBackend:
+	case kinds.DataPlaneBackend:
 		if c.byBackend[a][ch.ID] != nil {
 			p.tunnels[backendKey{a, ch.ID}] = true
 		}
-	case edgeplane.DataPlaneDomain:
+	case kinds.DataPlaneDomain:
 		// A domain's certificate changed (attached, detached, issued), or
 		// a domain appeared that serves a host more closely than a
 		// wildcard: the certificates of the account's edges are read
@@ -170,7 +171,7 @@ func (c *Configs) note(p *pending, ch store.Change) {
 		if c.byAccount[a] != nil {
 			p.acctDom[a] = true
 		}
-	case edgeplane.DataPlaneTunnel:
+	case kinds.DataPlaneTunnel:
 		// A tunnel's labels say which backends select it, but the
 		// backends' labels are not kept here: every backend of the
 		// account that an edge uses reads its tunnels again, once per

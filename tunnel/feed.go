@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -48,11 +48,11 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 	removed := map[string]bool{}
 	var access map[string]bool // accounts whose IP restrictions may decide otherwise now
 	for _, c := range b.Changes {
-		if c.Kind == edgeplane.KindTunnelSession && c.Op == store.OpDelete {
+		if c.Kind == kinds.TunnelSession && c.Op == store.OpDelete {
 			removed[c.ID] = true
 		}
-		switch role, _ := edgeplane.DataPlaneRoleOf(c.Kind); role {
-		case edgeplane.DataPlaneIPRestriction, edgeplane.DataPlaneIPPolicy, edgeplane.DataPlaneIPPolicyRule:
+		switch role, _ := kinds.DataPlaneRoleOf(c.Kind); role {
+		case kinds.DataPlaneIPRestriction, kinds.DataPlaneIPPolicy, kinds.DataPlaneIPPolicyRule:
 			if access == nil {
 				access = map[string]bool{}
 			}
@@ -66,7 +66,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 	}
 	for _, c := range b.Changes {
 		switch c.Kind {
-		case edgeplane.KindTunnelSession:
+		case kinds.TunnelSession:
 			h.s.mu.Lock()
 			sess := h.s.sessions[c.ID]
 			h.s.mu.Unlock()
@@ -80,7 +80,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			if err := h.check(ctx, sess); err != nil {
 				return err
 			}
-		case edgeplane.KindTunnel:
+		case kinds.Tunnel:
 			if c.Op != store.OpDelete {
 				continue
 			}
@@ -90,7 +90,7 @@ func (h *feedHandler) Apply(ctx context.Context, b follow.Batch) error {
 			if bd != nil && !removed[bd.sess.id] {
 				go bd.sess.stopTunnel(c.ID, "the tunnel was removed: its credential's ACL no longer allows it, or it was deleted", apierr.NotFound)
 			}
-		case edgeplane.KindEndpoint:
+		case kinds.Endpoint:
 			if c.Op != store.OpDelete {
 				continue
 			}
