@@ -52,7 +52,7 @@ func (s *Service) createAccount(ctx context.Context, params identity.AccountPara
 
 // listAccounts is [Host.ListAccounts].
 func (s *Service) listAccounts(ctx context.Context, opts ListOptions) ([]identity.Account, string, error) {
-	return records.HostList(ctx, s.db, accountKind, opts.query(), func(rec store.Record) (identity.Account, error) {
+	return records.HostList(ctx, s.db, accountKind, listQuery(opts), func(rec store.Record) (identity.Account, error) {
 		a, err := accountForm.Decode(s.db, rec)
 		if err != nil {
 			return identity.Account{}, err

@@ -42,50 +42,21 @@ const (
 	indexACMEChallengeEnd = "acme_challenge_end"
 )
 
-// ACME challenge types ([ACMEChallenge.Type]).
+// The ACME records' types and bounds, declared in package domains (the
+// certificate manager, the proxy and the DNS server share them).
 const (
-	ChallengeHTTP01    = "http-01"
-	ChallengeTLSALPN01 = "tls-alpn-01"
-	ChallengeDNS01     = "dns-01"
+	ChallengeHTTP01         = domains.ChallengeHTTP01
+	ChallengeTLSALPN01      = domains.ChallengeTLSALPN01
+	ChallengeDNS01          = domains.ChallengeDNS01
+	MaxACMEDirectory        = domains.MaxACMEDirectory
+	MaxACMEAccountKey       = domains.MaxACMEAccountKey
+	MaxACMEToken            = domains.MaxACMEToken
+	MaxACMEKeyAuthorization = domains.MaxACMEKeyAuthorization
+	MaxACMEChallengeTTL     = domains.MaxACMEChallengeTTL
 )
 
-// Bounds of the ACME records.
-const (
-	// MaxACMEDirectory is the longest ACME directory URL, in bytes.
-	MaxACMEDirectory = 2048
-	// MaxACMEAccountKey is the longest account key PEM, in bytes.
-	MaxACMEAccountKey = 16 << 10
-	// MaxACMEToken is the longest HTTP-01 token, in bytes (Let's Encrypt's
-	// are 43).
-	MaxACMEToken = 128
-	// MaxACMEKeyAuthorization is the longest key authorization or TXT
-	// value, in bytes.
-	MaxACMEKeyAuthorization = 512
-	// MaxACMEChallengeTTL is the longest a challenge is kept.
-	MaxACMEChallengeTTL = 24 * time.Hour
-)
-
-// ACMEChallenge is a pending ACME challenge, as the certificate manager
-// presents it and the edge nodes answer it.
-type ACMEChallenge struct {
-	// Type is [ChallengeHTTP01], [ChallengeTLSALPN01] or
-	// [ChallengeDNS01].
-	Type string
-	// Name is the domain being validated (HTTP-01, TLS-ALPN-01), or the
-	// DNS name of the TXT record (DNS-01): lower case, no trailing dot,
-	// at most 253 bytes of a-z, 0-9, '-', '_' and '.'.
-	Name string
-	// Token is the HTTP-01 token (base64url, at most [MaxACMEToken]
-	// bytes); empty for the other types.
-	Token string
-	// KeyAuthorization is the key authorization (HTTP-01, TLS-ALPN-01) or
-	// the TXT record's value (DNS-01): printable ASCII, at most
-	// [MaxACMEKeyAuthorization] bytes.
-	KeyAuthorization string
-	// ExpiresAt is when the challenge is no longer answered: after now,
-	// at most [MaxACMEChallengeTTL] from now.
-	ExpiresAt time.Time
-}
+// ACMEChallenge is a pending ACME challenge: [domains.ACMEChallenge].
+type ACMEChallenge = domains.ACMEChallenge
 
 type acmeChallengeDoc struct {
 	Type             string    `json:"type"`

@@ -502,7 +502,7 @@ func (s *Service) getEndpoint(ctx context.Context, accountID, id string) (*agent
 
 // listEndpoints is [Host.ListEndpoints].
 func (s *Service) listEndpoints(ctx context.Context, opts ListOptions) ([]agents.Endpoint, string, error) {
-	return records.HostList(ctx, s.db, endpointKind, opts.query(), func(rec store.Record) (agents.Endpoint, error) {
+	return records.HostList(ctx, s.db, endpointKind, listQuery(opts), func(rec store.Record) (agents.Endpoint, error) {
 		r, err := endpointForm.Decode(s.db, rec)
 		if err != nil {
 			return agents.Endpoint{}, err

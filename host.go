@@ -537,13 +537,8 @@ func (h *Host) Bootstrap(ctx context.Context, secret string) (*Bootstrapped, err
 // precondition), rather than misread.
 func (h *Host) CheckSealingKey(ctx context.Context) error { return h.s.checkSealingKey(ctx) }
 
-// EdgeRef names an edge of an account, as [Host.ListHTTPSEdges] lists it.
-type EdgeRef struct {
-	// AccountID owns the edge.
-	AccountID string
-	// ID identifies the edge.
-	ID string
-}
+// EdgeRef names an edge of an account: [edgeconfig.EdgeRef].
+type EdgeRef = edgeconfig.EdgeRef
 
 // ListHTTPSEdges returns up to opts.Limit HTTPS edges (0 means
 // [MaxPageSize]) of every account, newest first, and the cursor of the

@@ -31,7 +31,7 @@ func (h *Host) ListBots(ctx context.Context, opts ListOptions) ([]identity.Subje
 }
 
 func (s *Service) listSubjects(ctx context.Context, f records.Form[identity.Subject], opts ListOptions) ([]identity.Subject, string, error) {
-	return records.HostList(ctx, s.db, f.Kind, opts.query(), func(rec store.Record) (identity.Subject, error) {
+	return records.HostList(ctx, s.db, f.Kind, listQuery(opts), func(rec store.Record) (identity.Subject, error) {
 		sub, err := f.Decode(s.db, rec)
 		if err != nil {
 			return identity.Subject{}, err
@@ -47,7 +47,7 @@ func (s *Service) listSubjects(ctx context.Context, f records.Form[identity.Subj
 // opts.Filter is not applied. A host operation.
 func (h *Host) ListAPIKeys(ctx context.Context, opts ListOptions) ([]AccountAPIKey, string, error) {
 	s := h.s
-	return records.HostList(ctx, s.db, apiKeyKind, opts.query(), func(rec store.Record) (AccountAPIKey, error) {
+	return records.HostList(ctx, s.db, apiKeyKind, listQuery(opts), func(rec store.Record) (AccountAPIKey, error) {
 		k, err := apiKeyForm.Decode(s.db, rec)
 		if err != nil {
 			return AccountAPIKey{}, err

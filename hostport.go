@@ -268,16 +268,8 @@ func (h *Host) EdgeByHostport(ctx context.Context, hostport string) (*HostportEd
 }
 
 // HostCertificate is the TLS certificate an edge server presents for a
-// host: see [Host.HostCertificate].
-type HostCertificate struct {
-	// DomainID is the reserved domain that serves the host: the domain
-	// named host, else the wildcard domain that covers it.
-	DomainID string
-	// CertificateID is the domain's TLS certificate.
-	CertificateID string
-	// CertificatePEM is the chain, leaf first; KeyPEM its private key.
-	CertificatePEM, KeyPEM string
-}
+// host: [domains.HostCertificate], see [Host.HostCertificate].
+type HostCertificate = domains.HostCertificate
 
 // HostCertificate returns the certificate that an edge server terminating
 // TLS for host (a name an edge of the account serves, without port)

@@ -121,7 +121,7 @@ var httpsEdgeForm = &kind[edges.HTTPSEdge]{Form: records.PlainForm(httpsEdgeKind
 // listHTTPSEdges is [Host.ListHTTPSEdges]: one page of the store's query
 // of HTTPS edges across accounts, paged as [Host.ListAccounts] is.
 func (s *Service) listHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, httpsEdgeKind, opts.query(), edgeRefOf)
+	return records.HostList(ctx, s.db, httpsEdgeKind, listQuery(opts), edgeRefOf)
 }
 
 func edgeRefOf(rec store.Record) (EdgeRef, error) {

@@ -252,25 +252,8 @@ func (s *Service) refs(collection string, ids []string) []resource.Ref {
 	return s.db.Refs(collection, ids)
 }
 
-// ListOptions selects a page of a list.
-type ListOptions struct {
-	// Limit is the page size, 1..100. Zero means 100.
-	Limit int
-	// BeforeID is the cursor: the page starts after (older than) this ID.
-	// Empty starts at the newest.
-	BeforeID string
-	// Filter, when not empty, is a CEL expression over obj, the resource
-	// as the API shows it (see package [filter]): the page holds only the
-	// resources it matches. A page then scans at most [MaxFilterScan]
-	// resources and spends at most about [MaxFilterPageCost] evaluating
-	// the filter: when it reaches either bound before it has Limit
-	// matches, it returns the matches so far (possibly none) and a next
-	// page that continues after the last resource scanned. NextPageURI
-	// keeps the filter. A filter that reads a field computed by a store
-	// read per resource (a backend's obj.tunnels) scans at most
-	// [MaxPageSize] resources per page.
-	Filter string
-}
+// ListOptions selects a page of a list: [resource.ListOptions].
+type ListOptions = resource.ListOptions
 
 // MaxFilterScan is the largest number of resources one filtered page
 // reads, matching or not, so that a filter that matches nothing cannot
@@ -337,8 +320,8 @@ func AllWith[T any](ctx context.Context, p Principal, list ListFunc[T], opts Lis
 	}
 }
 
-// query returns the records query of opts.
-func (opts ListOptions) query() records.Query {
+// listQuery returns the records query of opts.
+func listQuery(opts ListOptions) records.Query {
 	return records.Query{Limit: opts.Limit, BeforeID: opts.BeforeID, Filter: opts.Filter}
 }
 
@@ -358,14 +341,14 @@ func pageOf[T any](s *Service, path string, opts ListOptions, l *records.Listing
 // list returns one page of records of form f's kind (children of parent
 // when set) in the collection at path, decoded and presented.
 func list[M any](ctx context.Context, s *Service, p Principal, f records.Form[M], parent, path string, opts ListOptions, present func(*M, store.Record)) (*Page[M], error) {
-	l, err := records.List(ctx, s.db, p, f, parent, opts.query(), present)
+	l, err := records.List(ctx, s.db, p, f, parent, listQuery(opts), present)
 	return pageOf(s, path, opts, l, err)
 }
 
 // listAs is [records.ListAs] as a Page of the collection at path.
 func listAs[M, V any](ctx context.Context, s *Service, p Principal, f records.Form[M], parent, path string, opts ListOptions,
 	show func(*M, store.Record) (*V, error), late records.LateField[V]) (*Page[V], error) {
-	l, err := records.ListAs(ctx, s.db, p, f, parent, opts.query(), show, late)
+	l, err := records.ListAs(ctx, s.db, p, f, parent, listQuery(opts), show, late)
 	return pageOf(s, path, opts, l, err)
 }
 

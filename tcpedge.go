@@ -124,5 +124,5 @@ var tcpEdgeForm = &kind[edges.TCPEdge]{Form: records.PlainForm(tcpEdgeKind,
 
 // listTCPEdges is [Host.ListTCPEdges].
 func (s *Service) listTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, tcpEdgeKind, opts.query(), edgeRefOf)
+	return records.HostList(ctx, s.db, tcpEdgeKind, listQuery(opts), edgeRefOf)
 }

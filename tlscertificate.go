@@ -215,30 +215,8 @@ func (s *Service) tlsCertificateKeyPair(ctx context.Context, accountID, id strin
 }
 
 // CertificateOrder is a reserved domain whose managed certificate needs
-// issuing or renewing: what the host's certificate manager (an ACME
-// client) needs to obtain one.
-type CertificateOrder struct {
-	// AccountID is the account the reserved domain belongs to.
-	AccountID string
-	// ReservedDomainID identifies the reserved domain; report the outcome
-	// with it.
-	ReservedDomainID string
-	// Domain is the name to certify, possibly a wildcard ("*.example.com").
-	Domain string
-	// Authority is the certificate authority to ask
-	// ([domains.AuthorityLetsEncrypt]).
-	Authority string
-	// PrivateKeyType is the key the certificate must have
-	// ([domains.KeyTypeRSA] or [domains.KeyTypeECDSA]).
-	PrivateKeyType string
-	// Renewal is true when a managed certificate was issued before and is
-	// due for renewal.
-	Renewal bool
-	// ACMEChallengeCNAMETarget, when not empty, is where the user's
-	// _acme-challenge CNAME record points: publish DNS-01 challenge
-	// records there.
-	ACMEChallengeCNAMETarget string
-}
+// issuing or renewing: [domains.CertificateOrder].
+type CertificateOrder = domains.CertificateOrder
 
 // DefaultCertificateOrders is how many orders [Host.CertificateOrders]
 // returns at most when asked for 0.

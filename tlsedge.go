@@ -183,5 +183,5 @@ func loadTLSTermination(d *tlsTerminationDoc) *edges.TLSTermination {
 
 // listTLSEdges is [Host.ListTLSEdges].
 func (s *Service) listTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, tlsEdgeKind, opts.query(), edgeRefOf)
+	return records.HostList(ctx, s.db, tlsEdgeKind, listQuery(opts), edgeRefOf)
 }

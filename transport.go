@@ -75,7 +75,7 @@ func encodedPageOf[T any](s *Service, path string, opts ListOptions, l *records.
 // its record's version, made and cached when the cache has none.
 func (t *Transport) ListCredentials(ctx context.Context, p Principal, opts ListOptions) (*EncodedPage, error) {
 	s := t.s
-	l, err := records.ListEncoded(ctx, s.db, p, credentialForm.Form, "", opts.query(), s.presentCredential)
+	l, err := records.ListEncoded(ctx, s.db, p, credentialForm.Form, "", listQuery(opts), s.presentCredential)
 	return encodedPageOf(s, credentialKind.Collection, opts, l, err)
 }
 

@@ -271,3 +271,15 @@ func (p UpdateCertificateParams) Apply(c *Certificate) {
 	setString(&c.Description, p.Description)
 	setString(&c.Metadata, p.Metadata)
 }
+
+// HostCertificate is the TLS certificate an edge server presents for a
+// host: that of the reserved domain that serves the host.
+type HostCertificate struct {
+	// DomainID is the reserved domain that serves the host: the domain
+	// named host, else the wildcard domain that covers it.
+	DomainID string
+	// CertificateID is the domain's TLS certificate.
+	CertificateID string
+	// CertificatePEM is the chain, leaf first; KeyPEM its private key.
+	CertificatePEM, KeyPEM string
+}

@@ -50,3 +50,12 @@
 // [TCPEdge.IPPolicyIDs]). Treat a config as read-only once built: it may
 // be shared by every connection of its edge.
 package edgeconfig
+
+// EdgeRef names an edge of an account, as the Service's host operations
+// list them for an edge proxy that loads every account's edges.
+type EdgeRef struct {
+	// AccountID owns the edge.
+	AccountID string
+	// ID identifies the edge.
+	ID string
+}

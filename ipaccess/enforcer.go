@@ -83,3 +83,19 @@ func PolicyIDs(restrictions []Restriction) []string {
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
+
+// EndpointRestrictions is what an edge proxy applies to the traffic of
+// every edge of an account before the edge's own modules: the account's
+// IP restrictions of type endpoints.
+type EndpointRestrictions struct {
+	// Enforcer checks a source address against each restriction's IP
+	// policies: an enforced restriction that refuses it refuses the
+	// traffic; one that is not enforced only warns. Nil when the account
+	// has no such restriction.
+	Enforcer *Enforcer
+	// IPPolicyIDs are the IP policies the restrictions use, sorted and
+	// without repeats: a proxy that caches the value reads it again when
+	// one of them, or one of their rules, changes (and when an IP
+	// restriction of the account changes).
+	IPPolicyIDs []string
+}
