@@ -16,7 +16,7 @@
 //
 // The server answers TXT queries for the names of its zones from the
 // pending DNS-01 challenges in the store
-// ([edgeplane.Host.ACMEChallenge], which the certificate manager,
+// ([Host.ACMEChallenge], which the certificate manager,
 // package certmanager, stores), so that every edge node answers the
 // same; the zone apex answers SOA and NS; every other name of the zones
 // is NXDOMAIN, and names outside them are REFUSED, as are the queries of
@@ -36,8 +36,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
@@ -58,7 +58,7 @@ const (
 // Options configures a [Server].
 type Options struct {
 	// Host reads the challenges. Required.
-	Host *edgeplane.Host
+	Host Host
 	// Zones are the zones the server is authoritative for, such as
 	// "acme.edgeplane-cname.com". At least one.
 	Zones []string
@@ -70,10 +70,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Host is what a [Server] asks of the Service: *edgeplane.Host
+// implements it.
+type Host interface {
+	// ACMEChallenge returns the pending challenge of typ, name and token
+	// (a not-found *apierr.Error when there is none).
+	ACMEChallenge(ctx context.Context, typ, name, token string) (*domains.ACMEChallenge, error)
+}
+
 // Server answers DNS-01 challenges. Its methods are safe for concurrent
 // use.
 type Server struct {
-	host  *edgeplane.Host
+	host  Host
 	zones []string // canonical, no trailing dot
 	ns    string
 	log   *slog.Logger
@@ -256,7 +264,7 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	c, err := s.host.ACMEChallenge(ctx, edgeplane.ChallengeDNS01, name, "")
+	c, err := s.host.ACMEChallenge(ctx, domains.ChallengeDNS01, name, "")
 	switch {
 	case errors.Is(err, apierr.ErrNotFound), apierr.CodeOf(err) == apierr.InvalidArgument:
 		m.Rcode = dns.RcodeNameError
@@ -276,7 +284,7 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 // as package dns packs them: at most 255 bytes each (a longer value is
 // split, and a resolver joins the strings again), a backslash escaped
 // (dns reads "\DDD" and "\x" as escapes). The Host lets a value be up
-// to [edgeplane.MaxACMEKeyAuthorization] bytes.
+// to [domains.MaxACMEKeyAuthorization] bytes.
 func txtStrings(v string) []string {
 	out := make([]string, 0, 1+len(v)/255)
 	for {

@@ -11,7 +11,7 @@
 // # Orders
 //
 // A [Manager] makes passes ([Manager.Pass]): each pass reads the domains
-// that are due ([edgeplane.Host.CertificateOrders]: a new policy, a
+// that are due ([Host.CertificateOrders]: a new policy, a
 // failed job whose retry time has come, a certificate at two thirds of
 // its lifetime) and orders one certificate at a time, for the domain's
 // name alone, with a new private key of the policy's type (RSA 2048 or
@@ -44,7 +44,7 @@
 //
 // The ACME account key is an ECDSA P-256 key made on first use and kept
 // sealed in the store, one per directory
-// ([edgeplane.Host.ACMEAccountKey]); registering it again gives back the
+// ([Host.ACMEAccountKey]); registering it again gives back the
 // same account.
 //
 // # Challenges
@@ -57,7 +57,7 @@
 // order after a failure the next one, in turn (remembered by the Manager
 // while it runs; a replica that takes over starts from the first). Each
 // challenge is stored
-// ([edgeplane.Host.PutACMEChallenge]) before the CA is told to validate,
+// ([Host.PutACMEChallenge]) before the CA is told to validate,
 // and deleted after; the edge proxies (package proxy) answer them from
 // the store: HTTP-01 at /.well-known/acme-challenge/<token> on their HTTP
 // listener, before edge routing; TLS-ALPN-01 to a ClientHello that offers

@@ -25,7 +25,6 @@ import (
 	"github.com/mholt/acmez/v3"
 	"github.com/mholt/acmez/v3/acme"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/store"
@@ -64,12 +63,40 @@ const (
 	orderTimeout = 10 * time.Minute
 )
 
+// Host is what a [Manager] asks of the Service: *edgeplane.Host
+// implements it. Its errors are *apierr.Error values.
+type Host interface {
+	// CertificateOrders returns up to limit reserved domains whose
+	// managed certificates are due (0: the Service's default).
+	CertificateOrders(ctx context.Context, limit int) ([]domains.CertificateOrder, error)
+	// ReportCertificateIssued, ReportCertificateFailed and
+	// ReportCertificateProgress record an order's outcome or progress on
+	// its reserved domain.
+	ReportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error)
+	ReportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error)
+	ReportCertificateProgress(ctx context.Context, accountID, domainID, msg string) (*domains.ReservedDomain, error)
+	// ACMEAccountKey returns the ACME account key of directory, made
+	// with generate and stored (sealed) on first use.
+	ACMEAccountKey(ctx context.Context, directory string, generate func() ([]byte, error)) ([]byte, error)
+	// PutACMEChallenge, DeleteACMEChallenge and ReapACMEChallenges keep
+	// the challenges every edge node answers.
+	PutACMEChallenge(ctx context.Context, c domains.ACMEChallenge) error
+	DeleteACMEChallenge(ctx context.Context, typ, name, token string) error
+	ReapACMEChallenges(ctx context.Context, limit int) (int, error)
+	// WaitRevision returns once the Service's reads reflect the store's
+	// revision.
+	WaitRevision(ctx context.Context, revision int64) error
+}
+
+// reapBatch is how many expired challenges a round removes at most.
+const reapBatch = 100
+
 // Options configures a [Manager]. The zero value of every field but
 // Host means the documented default.
 type Options struct {
 	// Host is the Service's privileged side: orders, reports, the
 	// account key and the challenges go through it. Required.
-	Host *edgeplane.Host
+	Host Host
 	// Directory is the ACME directory URL; "" means
 	// [LetsEncryptProduction].
 	Directory string
@@ -84,13 +111,13 @@ type Options struct {
 	// of the Manager's own (with CARoots).
 	HTTPClient *http.Client
 	// Challenges are the challenge types tried for a domain that is not
-	// a wildcard, in order of preference: [edgeplane.ChallengeHTTP01]
-	// and [edgeplane.ChallengeTLSALPN01] (the default is both, HTTP-01
+	// a wildcard, in order of preference: [domains.ChallengeHTTP01]
+	// and [domains.ChallengeTLSALPN01] (the default is both, HTTP-01
 	// first; give TLS-ALPN-01 alone when no edge serves port 80). An
 	// order tries one type, so that it costs one validation at the CA: a
 	// job's first order tries the first type, each retry after a failure
 	// the next one, in turn. A wildcard is always validated by
-	// [edgeplane.ChallengeDNS01].
+	// [domains.ChallengeDNS01].
 	Challenges []string
 	// Clock gives the time of retries; nil means time.Now. It must be the
 	// Service's clock, whose reports check retry times against it.
@@ -117,7 +144,7 @@ type Options struct {
 // lease (internal/elect); its methods are safe for concurrent use, but
 // passes must not overlap (Run runs one at a time).
 type Manager struct {
-	host       *edgeplane.Host
+	host       Host
 	directory  string
 	email      string
 	httpClient *http.Client
@@ -173,20 +200,20 @@ func New(o Options) (*Manager, error) {
 	if u, err := url.Parse(m.directory); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("certmanager: Options.Directory %q: want an absolute https URL", m.directory)
 	}
-	if len(m.directory) > edgeplane.MaxACMEDirectory {
-		// The Host's bound ([edgeplane.Host.ACMEAccountKey]): a longer
+	if len(m.directory) > domains.MaxACMEDirectory {
+		// The Host's bound ([Host.ACMEAccountKey]): a longer
 		// directory would fail every order.
-		return nil, fmt.Errorf("certmanager: Options.Directory %.64q...: want at most %d bytes", m.directory, edgeplane.MaxACMEDirectory)
+		return nil, fmt.Errorf("certmanager: Options.Directory %.64q...: want at most %d bytes", m.directory, domains.MaxACMEDirectory)
 	}
 	if m.email != "" && (!strings.Contains(m.email, "@") || strings.ContainsAny(m.email, " \t\r\n,<>") || len(m.email) > 254) {
 		return nil, fmt.Errorf("certmanager: Options.Email %q: want an email address", m.email)
 	}
 	if len(m.challenges) == 0 {
-		m.challenges = []string{edgeplane.ChallengeHTTP01, edgeplane.ChallengeTLSALPN01}
+		m.challenges = []string{domains.ChallengeHTTP01, domains.ChallengeTLSALPN01}
 	}
 	for i, c := range m.challenges {
-		if c != edgeplane.ChallengeHTTP01 && c != edgeplane.ChallengeTLSALPN01 {
-			return nil, fmt.Errorf("certmanager: Options.Challenges: %q: want %s or %s", c, edgeplane.ChallengeHTTP01, edgeplane.ChallengeTLSALPN01)
+		if c != domains.ChallengeHTTP01 && c != domains.ChallengeTLSALPN01 {
+			return nil, fmt.Errorf("certmanager: Options.Challenges: %q: want %s or %s", c, domains.ChallengeHTTP01, domains.ChallengeTLSALPN01)
 		}
 		if slices.Contains(m.challenges[:i], c) {
 			return nil, fmt.Errorf("certmanager: Options.Challenges: %q is given twice", c)
@@ -277,7 +304,7 @@ type PassResult struct {
 }
 
 // Pass removes expired challenges, then orders a certificate for every
-// domain that is due ([edgeplane.Host.CertificateOrders]), one after
+// domain that is due ([Host.CertificateOrders]), one after
 // another, and reports each outcome. It fails only when the orders
 // cannot be read; an order's failure is reported on its domain.
 func (m *Manager) Pass(ctx context.Context) (PassResult, error) { return m.pass(ctx, true) }
@@ -289,7 +316,7 @@ func (m *Manager) Pass(ctx context.Context) (PassResult, error) { return m.pass(
 // again at once.
 func (m *Manager) pass(ctx context.Context, sweep bool) (PassResult, error) {
 	var res PassResult
-	if _, err := m.host.ReapACMEChallenges(ctx, edgeplane.MaxPageSize); err != nil {
+	if _, err := m.host.ReapACMEChallenges(ctx, reapBatch); err != nil {
 		m.log.Warn("certificate manager: cannot remove expired challenges", "err", err)
 	}
 	m.forgetOldJobs()
@@ -367,7 +394,7 @@ func (m *Manager) setJob(id string, j *job) {
 // certificate was issued and recorded. When ctx ends during the order,
 // nothing is reported: the domain stays due for the next holder of the
 // lease.
-func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool {
+func (m *Manager) Order(ctx context.Context, o domains.CertificateOrder) bool {
 	log := m.log.With("domain", o.Domain, "reserved_domain", o.ReservedDomainID)
 	d, err := m.progress(ctx, o, fmt.Sprintf("ordering a certificate for %s from %s", o.Domain, m.caName()))
 	if err != nil {
@@ -422,15 +449,15 @@ func (m *Manager) Order(ctx context.Context, o edgeplane.CertificateOrder) bool 
 
 // challengeOf returns the challenge type the order o tries, the j.next-th
 // of the configured ones (in turn), or DNS-01 for a wildcard.
-func (m *Manager) challengeOf(o edgeplane.CertificateOrder, j job) string {
+func (m *Manager) challengeOf(o domains.CertificateOrder, j job) string {
 	if domains.IsWildcard(o.Domain) {
-		return edgeplane.ChallengeDNS01
+		return domains.ChallengeDNS01
 	}
 	return m.challenges[j.next%len(m.challenges)]
 }
 
 // progress reports msg as the job's message.
-func (m *Manager) progress(ctx context.Context, o edgeplane.CertificateOrder, msg string) (*domains.ReservedDomain, error) {
+func (m *Manager) progress(ctx context.Context, o domains.CertificateOrder, msg string) (*domains.ReservedDomain, error) {
 	return m.host.ReportCertificateProgress(ctx, o.AccountID, o.ReservedDomainID, clip(msg))
 }
 
@@ -444,7 +471,7 @@ func (m *Manager) caName() string {
 
 // obtain runs the ACME order for o, validated by challenge type typ
 // alone, and returns the chain and key PEM.
-func (m *Manager) obtain(ctx context.Context, o edgeplane.CertificateOrder, typ string) (certPEM, keyPEM string, err error) {
+func (m *Manager) obtain(ctx context.Context, o domains.CertificateOrder, typ string) (certPEM, keyPEM string, err error) {
 	client := &acmez.Client{Client: &acme.Client{Directory: m.directory, HTTPClient: m.httpClient, UserAgent: "edgeplane",
 		PollInterval: m.poll}}
 	account, err := m.registered(ctx, client.Client)
@@ -472,7 +499,7 @@ func (m *Manager) obtain(ctx context.Context, o edgeplane.CertificateOrder, typ 
 }
 
 // registered returns the ACME account, registering its key (kept in the
-// store, see [edgeplane.Host.ACMEAccountKey]) with the CA on first use:
+// store, see [Host.ACMEAccountKey]) with the CA on first use:
 // a key the CA knows gives back its account.
 func (m *Manager) registered(ctx context.Context, c *acme.Client) (acme.Account, error) {
 	m.mu.Lock()

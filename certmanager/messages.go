@@ -10,7 +10,6 @@ import (
 
 	"github.com/mholt/acmez/v3/acme"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/domains"
 )
 
@@ -100,11 +99,11 @@ type failedOrder struct {
 // challengeName returns how messages name a challenge type.
 func challengeName(typ string) string {
 	switch typ {
-	case edgeplane.ChallengeHTTP01:
+	case domains.ChallengeHTTP01:
 		return "HTTP-01"
-	case edgeplane.ChallengeTLSALPN01:
+	case domains.ChallengeTLSALPN01:
 		return "TLS-ALPN-01"
-	case edgeplane.ChallengeDNS01:
+	case domains.ChallengeDNS01:
 		return "DNS-01"
 	}
 	return typ
@@ -114,9 +113,9 @@ func challengeName(typ string) string {
 // type, or "" (DNS-01).
 func challengePort(typ string) string {
 	switch typ {
-	case edgeplane.ChallengeHTTP01:
+	case domains.ChallengeHTTP01:
 		return "80"
-	case edgeplane.ChallengeTLSALPN01:
+	case domains.ChallengeTLSALPN01:
 		return "443"
 	}
 	return ""
@@ -157,7 +156,7 @@ func (f failedOrder) message() string {
 	what := fmt.Sprintf("the certificate authority could not validate %s by %s", name, challengeName(f.Challenge))
 	port := challengePort(f.Challenge)
 	switch {
-	case f.Challenge == edgeplane.ChallengeDNS01:
+	case f.Challenge == domains.ChallengeDNS01:
 		what += fmt.Sprintf(" (it found no TXT record of this service at _acme-challenge.%s)", strings.TrimPrefix(name, "*."))
 	case f.Cause == causeNoName:
 		what += fmt.Sprintf(" (%s did not resolve)", name)
@@ -175,7 +174,7 @@ func (f failedOrder) message() string {
 // tried, or whom to ask when the name is the service's own.
 func (f failedOrder) record() string {
 	d := f.Domain
-	if f.Challenge == edgeplane.ChallengeDNS01 {
+	if f.Challenge == domains.ChallengeDNS01 {
 		base := strings.TrimPrefix(d.Domain, "*.")
 		if d.ACMEChallengeCNAMETarget != nil {
 			return fmt.Sprintf("create the DNS record with name _acme-challenge.%s, type CNAME, value %s (in place of any other record of that name)",

@@ -6,16 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/mholt/acmez/v3/acme"
-
-	"github.com/edgeplane/edgeplane"
 )
 
 // solver presents a challenge by storing it for every edge node to
-// answer ([edgeplane.Host.PutACMEChallenge]), and removes it after.
+// answer ([Host.PutACMEChallenge]), and removes it after.
 type solver struct {
 	m   *Manager
-	o   edgeplane.CertificateOrder
+	o   domains.CertificateOrder
 	typ string
 }
 
@@ -24,7 +23,7 @@ type solver struct {
 // _acme-challenge CNAME record points to; without one (a wildcard of a
 // service-owned domain, whose zone the service's DNS server serves),
 // _acme-challenge.<base> itself.
-func dnsName(o edgeplane.CertificateOrder) string {
+func dnsName(o domains.CertificateOrder) string {
 	if o.ACMEChallengeCNAMETarget != "" {
 		return o.ACMEChallengeCNAMETarget
 	}
@@ -32,13 +31,13 @@ func dnsName(o edgeplane.CertificateOrder) string {
 }
 
 // record returns the challenge record of chal.
-func (s *solver) record(chal acme.Challenge) edgeplane.ACMEChallenge {
-	c := edgeplane.ACMEChallenge{Type: s.typ, Name: strings.ToLower(chal.Identifier.Value), KeyAuthorization: chal.KeyAuthorization,
+func (s *solver) record(chal acme.Challenge) domains.ACMEChallenge {
+	c := domains.ACMEChallenge{Type: s.typ, Name: strings.ToLower(chal.Identifier.Value), KeyAuthorization: chal.KeyAuthorization,
 		ExpiresAt: s.m.clock().Add(ChallengeTTL)}
 	switch s.typ {
-	case edgeplane.ChallengeHTTP01:
+	case domains.ChallengeHTTP01:
 		c.Token = chal.Token
-	case edgeplane.ChallengeDNS01:
+	case domains.ChallengeDNS01:
 		c.Name, c.KeyAuthorization = dnsName(s.o), chal.DNS01KeyAuthorization()
 	}
 	return c
@@ -53,9 +52,9 @@ func (s *solver) Present(ctx context.Context, chal acme.Challenge) error {
 	}
 	var msg string
 	switch s.typ {
-	case edgeplane.ChallengeHTTP01:
+	case domains.ChallengeHTTP01:
 		msg = fmt.Sprintf("the CA is validating %s by HTTP-01: http://%s/.well-known/acme-challenge/%s must reach this service on port 80", s.o.Domain, c.Name, c.Token)
-	case edgeplane.ChallengeTLSALPN01:
+	case domains.ChallengeTLSALPN01:
 		msg = fmt.Sprintf("the CA is validating %s by TLS-ALPN-01: %s must reach this service on port 443", s.o.Domain, c.Name)
 	default:
 		msg = fmt.Sprintf("the CA is validating %s by DNS-01: _acme-challenge.%s must lead to the TXT record at %s", s.o.Domain, strings.TrimPrefix(s.o.Domain, "*."), c.Name)
