@@ -22,6 +22,13 @@
 // is NXDOMAIN, and names outside them are REFUSED, as are the queries of
 // a source beyond [QueryLimit] in [QueryWindow]. It serves UDP and TCP
 // on the same address.
+//
+// # Imports
+//
+// The Server reads challenges through [Host], declared here (one method):
+// *edgeplane.Host implements it. The package imports the leaves domains,
+// apierr and ratelimit, never the root package or the policy engine;
+// internal/layering's tests keep it so.
 package acmedns
 
 import (

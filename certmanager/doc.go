@@ -102,4 +102,12 @@
 //
 // Each report changes the reserved domain, so each transition is a
 // reserved_domain_updated event. Detaching the policy stops renewals.
+//
+// # Imports
+//
+// The Manager asks the Service for what it needs through [Host], declared
+// here: *edgeplane.Host implements it, and cmd/edgeplane wires one in. The
+// package imports the leaves domains, kinds, apierr and store (and
+// store/follow), never the root package or the policy engine;
+// internal/layering's tests keep it so.
 package certmanager

@@ -103,4 +103,12 @@
 // (out: forwarded to the peer; in: served for it), failures by reason
 // (auth, dial, refused, bad_header, local), and the connections open to
 // and from peers.
+//
+// # Imports
+//
+// A Hop needs no Service: its node, the key every node derives from the
+// sealing key, the local [agents.Dialer] and a resolver of node IDs are
+// its Options. It imports the leaves agents and apierr (and
+// internal/muxframe), never the root package or the policy engine;
+// internal/layering's tests keep it so.
 package hop

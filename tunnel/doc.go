@@ -173,4 +173,12 @@
 // and URLs. An Unbind removes
 // the endpoint unless a newer session of the agent holds it; an endpoint
 // removed elsewhere is stopped at the agent (StopTunnel), as a tunnel is.
+//
+// # Imports
+//
+// The Server asks the Service for what it needs through [Host], declared
+// here: *edgeplane.Host implements it, and cmd/edgeplane wires one in.
+// The package imports the leaves agents, backends, ipaccess, kinds,
+// apierr and store (and store/follow, internal/muxframe), never the root
+// package or the policy engine; internal/layering's tests keep it so.
 package tunnel

@@ -47,6 +47,13 @@
 // followed (a 3xx is a failure); a response
 // body is read to at most [MaxResponseBytes]; each attempt gets Timeout;
 // at most MaxInFlight attempts run at once across all destinations.
+//
+// # Imports
+//
+// Run reads the destinations, their events and their delivery states
+// through [Source], declared here: the Service's Host implements it. The
+// package imports the leaf events (and internal/netguard), never the root
+// package or the policy engine; internal/layering's tests keep it so.
 package webhook
 
 import (
