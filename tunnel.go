@@ -20,12 +20,12 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// MaxBackendTunnels bounds the tunnels one backend selects: its tunnels
-// field and [Host.BackendTunnels] show at most this many, the newest.
-// Beyond it older tunnels are left out, and a warning is logged. Finding
-// them reads, through the store's label index, only tunnels that carry
-// one of the backend's labels.
-const MaxBackendTunnels = 1000
+// MaxBackendTunnels bounds the tunnels one backend selects
+// ([backends.MaxTunnels]): its tunnels field and [Host.BackendTunnels]
+// show at most this many, the newest. Beyond it older tunnels are left
+// out, and a warning is logged. Finding them reads, through the store's
+// label index, only tunnels that carry one of the backend's labels.
+const MaxBackendTunnels = backends.MaxTunnels
 
 // indexLabel is the secondary index of tunnels by label ("key=value").
 const indexLabel = "label"

@@ -111,6 +111,11 @@ func (p UpdateParams) Apply(b *TunnelGroupBackend) {
 	}
 }
 
+// MaxTunnels bounds the tunnels one backend selects: its Tunnels field
+// and the tunnels a data plane reads for it show at most this many, the
+// newest. Beyond it older tunnels are left out.
+const MaxTunnels = 1000
+
 // Tunnel is an online tunnel: registered by a tunnel server when an agent
 // opens it, removed when it closes. The specification shows only its
 // identifier and URI; the other fields are this library's.

@@ -14,8 +14,8 @@ import (
 	"github.com/mholt/acmez/v3"
 	"github.com/mholt/acmez/v3/acme"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/ratelimit"
 )
 
@@ -54,7 +54,7 @@ func newACMELimiter() *ratelimit.Limiter {
 // upstream may answer its own ACME client's challenges.
 func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host string, client netip.Addr) bool {
 	token, ok := strings.CutPrefix(r.URL.Path, acmeChallengePath)
-	if !ok || token == "" || len(token) > edgeplane.MaxACMEToken || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+	if !ok || token == "" || len(token) > domains.MaxACMEToken || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
 	}
 	if d := h.acmeLimit.AllowAt(client.String(), h.clock()); !d.Allowed {
@@ -64,7 +64,7 @@ func (h *Handler) serveACMEHTTP(w http.ResponseWriter, r *http.Request, host str
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), acmeTimeout)
 	defer cancel()
-	c, err := h.configs.host.ACMEChallenge(ctx, edgeplane.ChallengeHTTP01, host, token)
+	c, err := h.configs.host.ACMEChallenge(ctx, domains.ChallengeHTTP01, host, token)
 	switch {
 	case noChallenge(err):
 		return false
@@ -91,7 +91,7 @@ func (h *Handler) acmeCertificate(ctx context.Context, name string) (*tls.Certif
 	ctx, cancel := context.WithTimeout(ctx, acmeTimeout)
 	defer cancel()
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	c, err := h.configs.host.ACMEChallenge(ctx, edgeplane.ChallengeTLSALPN01, name, "")
+	c, err := h.configs.host.ACMEChallenge(ctx, domains.ChallengeTLSALPN01, name, "")
 	switch {
 	case noChallenge(err):
 		return nil, nil
@@ -102,7 +102,7 @@ func (h *Handler) acmeCertificate(ctx context.Context, name string) (*tls.Certif
 	return acmez.TLSALPN01ChallengeCert(acme.Challenge{Identifier: acme.Identifier{Type: "dns", Value: name}, KeyAuthorization: c.KeyAuthorization})
 }
 
-// noChallenge reports whether err of [edgeplane.Host.ACMEChallenge] says
+// noChallenge reports whether err of [Host.ACMEChallenge] says
 // that there is no such challenge: none pending, or a name or token that
 // no challenge can have.
 func noChallenge(err error) bool {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/edges"
@@ -100,7 +99,7 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 	type refresh struct {
 		tunnels  map[string][]backends.Tunnel // by backend
 		certs    bool
-		restrict *edgeplane.EndpointRestrictions
+		restrict *ipaccess.EndpointRestrictions
 	}
 	refreshed := map[string]*refresh{} // by edge ID
 	get := func(id string) *refresh {
@@ -120,14 +119,14 @@ func (c *Configs) apply(ctx context.Context, p *pending, rev int64) error {
 		}
 	}
 	refreshUsers(p.acctIPX, func(a string) map[string]bool { return c.byAccount[a] }, compiled, keep,
-		func(a string) (*edgeplane.EndpointRestrictions, error) {
+		func(a string) (*ipaccess.EndpointRestrictions, error) {
 			v, err := rd.restrictionsOf(ctx, a)
 			if err == nil {
 				c.noteRestrictions(a, v)
 			}
 			return v, err
 		},
-		func(id, _ string, v *edgeplane.EndpointRestrictions) { get(id).restrict = v })
+		func(id, _ string, v *ipaccess.EndpointRestrictions) { get(id).restrict = v })
 	failedCerts := false
 	for id, r := range refreshed {
 		t := c.known[id]
@@ -196,12 +195,12 @@ func refreshUsers[K comparable, V any](pending map[K]bool, users func(K) map[str
 // unreadableRestrictions stand for an account's endpoint restrictions
 // that cannot be read: one enforced restriction that refuses every
 // address.
-var unreadableRestrictions = func() *edgeplane.EndpointRestrictions {
+var unreadableRestrictions = func() *ipaccess.EndpointRestrictions {
 	all, err := ipaccess.NewSet([]ipaccess.Rule{{CIDR: "0.0.0.0/0", Action: ipaccess.ActionDeny}, {CIDR: "::/0", Action: ipaccess.ActionDeny}})
 	if err != nil {
 		panic(err) // two valid rules
 	}
-	return &edgeplane.EndpointRestrictions{Enforcer: ipaccess.NewEnforcer(
+	return &ipaccess.EndpointRestrictions{Enforcer: ipaccess.NewEnforcer(
 		[]ipaccess.Restriction{{ID: "(unreadable IP restrictions)", Enforced: true}}, []*ipaccess.Set{all})}
 }()
 
@@ -309,7 +308,7 @@ type reads struct {
 	c        *Configs
 	tunnels  memo[backendKey, []backends.Tunnel]
 	certs    memo[backendKey, *tls.Certificate] // {account, host}; nil: none
-	restrict memo[string, *edgeplane.EndpointRestrictions]
+	restrict memo[string, *ipaccess.EndpointRestrictions]
 }
 
 func newReads(c *Configs) *reads { return &reads{c: c} }
@@ -349,8 +348,8 @@ func (m *memo[K, V]) get(k K, read func() (V, error)) (V, error) {
 // a store written by other code), it returns [unreadableRestrictions]:
 // the account's edges stay tracked and refuse every client (fail closed)
 // until a change to the account's restrictions reads them again.
-func (r *reads) restrictionsOf(ctx context.Context, account string) (*edgeplane.EndpointRestrictions, error) {
-	return r.restrict.get(account, func() (*edgeplane.EndpointRestrictions, error) {
+func (r *reads) restrictionsOf(ctx context.Context, account string) (*ipaccess.EndpointRestrictions, error) {
+	return r.restrict.get(account, func() (*ipaccess.EndpointRestrictions, error) {
 		v, err := r.c.restrict(ctx, account)
 		if permanent(err) {
 			r.c.log.Error("edge configs: the IP restrictions of an account cannot be read; its edges refuse every client", "account", account, "err", err)

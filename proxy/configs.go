@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/revwait"
@@ -47,9 +47,9 @@ type Options struct {
 	// served.
 	Endpoints EndpointSource
 	// Policy compiles the endpoints' traffic policies, each with its
-	// endpoint's ID as its scope. Give the Service's engine
-	// (edgeplane.Options.Policy), so that endpoints accept the actions
-	// routes do. Nil: an engine of the Configs' own with the built-in
+	// endpoint's ID as its scope. Give the engine that compiles the
+	// Host's configs (the Service's Options.Policy), so that endpoints
+	// accept the actions routes do. Nil: an engine of the Configs' own with the built-in
 	// actions, whose sink is Logger. Unused without Endpoints.
 	Policy *policy.Engine
 
@@ -57,18 +57,18 @@ type Options struct {
 	hostCalls
 }
 
-// hostCalls are the Host's calls a Configs makes: Host.HTTPSEdgeConfig,
-// Host.TLSEdgeConfig, Host.TCPEdgeConfig, Host.BackendTunnels,
-// Host.HostCertificate, Host.WaitRevision and Host.EndpointRestrictions
-// where nil. Tests give their own.
+// hostCalls are the Host's calls a Configs makes: [Host.HTTPSEdgeConfig],
+// [Host.TLSEdgeConfig], [Host.TCPEdgeConfig], [Host.BackendTunnels],
+// [Host.HostCertificate], [Host.WaitRevision] and
+// [Host.EndpointRestrictions] where nil. Tests give their own.
 type hostCalls struct {
 	compile    func(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error)
 	compileTLS func(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error)
 	compileTCP func(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error)
 	tunnels    func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error)
-	certs      func(ctx context.Context, accountID, host string) (*edgeplane.HostCertificate, error)
+	certs      func(ctx context.Context, accountID, host string) (*domains.HostCertificate, error)
 	synced     func(ctx context.Context, rev int64) error
-	restrict   func(ctx context.Context, accountID string) (*edgeplane.EndpointRestrictions, error)
+	restrict   func(ctx context.Context, accountID string) (*ipaccess.EndpointRestrictions, error)
 }
 
 // Edge is the snapshot of one edge (HTTPS, TLS or TCP): its compiled
@@ -79,33 +79,33 @@ type hostCalls struct {
 // holds.
 type Edge struct {
 	// Config is an HTTPS edge's routes in matching order, their modules
-	// and compiled traffic policies ([edgeplane.Host.HTTPSEdgeConfig]);
+	// and compiled traffic policies ([Host.HTTPSEdgeConfig]);
 	// nil for a TLS or TCP edge.
 	Config *edgeconfig.HTTPSEdge
-	// TLS is a TLS edge's modules ([edgeplane.Host.TLSEdgeConfig]); nil
+	// TLS is a TLS edge's modules ([Host.TLSEdgeConfig]); nil
 	// for an HTTPS or TCP edge.
 	TLS *edgeconfig.TLSEdge
-	// TCP is a TCP edge's modules ([edgeplane.Host.TCPEdgeConfig]); nil
+	// TCP is a TCP edge's modules ([Host.TCPEdgeConfig]); nil
 	// for an HTTPS or TLS edge.
 	TCP *edgeconfig.TCPEdge
 	// Tunnels holds, by backend ID, the online tunnels of each backend
 	// that the edge (a TLS or TCP edge's backend module, an HTTPS edge's
 	// routes) uses, newest first, as
-	// [edgeplane.Host.BackendTunnels] read them. A lease can end without
+	// [Host.BackendTunnels] read them. A lease can end without
 	// a change in the store (until the reaper deletes the tunnel), so a
 	// user must still skip tunnels whose ExpiresAt has passed.
 	Tunnels map[string][]backends.Tunnel
 	// Certificates holds, by host (the host of a hostport of an HTTPS or
 	// TLS edge, wildcards as "*.example.com"), the TLS certificate of the reserved
-	// domain that serves it ([edgeplane.Host.HostCertificate]), parsed,
+	// domain that serves it ([Host.HostCertificate]), parsed,
 	// with Leaf set. A host whose domain has no certificate (or one that
 	// does not parse) is absent: TLS for it fails the handshake.
 	Certificates map[string]*tls.Certificate
 	// Restrictions are the account's IP restrictions of type endpoints
-	// ([edgeplane.Host.EndpointRestrictions]), applied to every request
+	// ([Host.EndpointRestrictions]), applied to every request
 	// and connection of the edge before its own modules; shared by the
 	// account's edges.
-	Restrictions *edgeplane.EndpointRestrictions
+	Restrictions *ipaccess.EndpointRestrictions
 	// Endpoint is, in the snapshot of an endpoint rather than an edge
 	// ([Configs.Endpoint]), the endpoint as its [EndpointSource] read it;
 	// Config, TLS, TCP and Tunnels are then nil, and Certificates holds
@@ -265,7 +265,7 @@ type Stats struct {
 // change feed and rebuilds, in the background, only the edges a change
 // affects. See the package documentation. It is safe for concurrent use.
 type Configs struct {
-	host *edgeplane.Host
+	host Host
 	feed store.Feed
 	log  *slog.Logger
 	par  int
@@ -322,7 +322,7 @@ type Configs struct {
 // whose config cannot be built from what is stored, and endpoints that
 // cannot be served, are left out and logged. Call [Configs.Close] to
 // stop following.
-func New(ctx context.Context, host *edgeplane.Host, feed store.Feed, opts Options) (*Configs, error) {
+func New(ctx context.Context, host Host, feed store.Feed, opts Options) (*Configs, error) {
 	c := &Configs{
 		host: host, feed: feed, log: opts.Logger, par: opts.Parallelism,
 		hostCalls: opts.hostCalls,

@@ -21,6 +21,23 @@
 //     ports; each connection is relayed to a tunnel of its edge's backend
 //     (packages sni and relay).
 //
+// # The Host
+//
+// The proxy reads the store through a [Host], the interface this package
+// declares with only the calls it makes: list the edges, compile an
+// edge's config, read a backend's tunnels, a host's certificate, an
+// account's IP restrictions and a pending ACME challenge, and wait for
+// the reads to reflect a revision of the feed. The agents' endpoints
+// come from an [EndpointSource]. The Service's *edgeplane.Host
+// implements both, and the program that runs the proxy (cmd/edgeplane)
+// wires it in; the package itself never imports the root package
+// edgeplane, so a program that embeds the data plane does not compile
+// the control plane. Of edgeplane's packages it imports leaves (the
+// models of edges, backends, domains and agents, the runtime configs of
+// edgeconfig, the policy engine, the HTTP server's bounds), store and
+// store/follow for the change feed, and its own subpackages; a test
+// fails if it, or one of its subpackages, imports the root again.
+//
 // # Routing
 //
 // HTTPS edges serve port 443 only (their hostports say so), and a
@@ -30,9 +47,9 @@
 // ignored, because the proxy may listen behind a port mapping, a load
 // balancer or, in development, on a high port. The edge that lists
 // host:443 serves it, else the edge whose wildcard hostport covers the
-// host (one label deep, as [edgeplane.Host.EdgeByHostport]). A host no
-// edge serves gets a plain 404 ("no edge serves this host"), whatever
-// account's edges exist. On TLS the ClientHello's server name must be
+// host (one label deep, as the Service's Host.EdgeByHostport resolves
+// it). A host no edge serves gets a plain 404 ("no edge serves this
+// host"), whatever account's edges exist. On TLS the ClientHello's server name must be
 // the Host's host, else the request gets 421 Misdirected Request: a
 // connection whose certificate was chosen for one tenant's name never
 // reaches another tenant's edge. Within the edge, the path picks the
@@ -41,7 +58,7 @@
 // # The account's IP restrictions
 //
 // An account's IP restrictions of type endpoints
-// ([edgeplane.Host.EndpointRestrictions]) apply to every request and
+// ([Host.EndpointRestrictions]) apply to every request and
 // connection of every edge and endpoint of the account, before anything
 // of the edge's (OIDC, traffic policy, the TLS handshake), on the client's
 // address (for HTTP, conn.client_ip: the trusted proxies' X-Forwarded-For
@@ -61,7 +78,7 @@
 //
 // [Handler.TLSConfig] chooses the certificate in GetCertificate by the
 // ClientHello's server name: the certificate of the reserved domain that
-// serves the host ([edgeplane.Host.HostCertificate]: an uploaded
+// serves the host ([Host.HostCertificate]: an uploaded
 // certificate attached to the domain, or the one the certificate manager
 // issued). Certificates are read with the edge's config and again when
 // a reserved domain of the account changes, so a new certificate is
@@ -341,12 +358,12 @@
 // # Following the store
 //
 // [New] reads the feed's revision, lists every edge of every account
-// ([edgeplane.Host.ListHTTPSEdges], ListTLSEdges, ListTCPEdges), and
+// ([Host.ListHTTPSEdges], ListTLSEdges, ListTCPEdges), and
 // every endpoint ([EndpointSource.ListEndpoints]), and loads
-// each one: its config compiled ([edgeplane.Host.HTTPSEdgeConfig]: routes,
-// modules, traffic policies; [edgeplane.Host.TLSEdgeConfig],
-// [edgeplane.Host.TCPEdgeConfig]) and the online tunnels of the backends
-// it uses ([edgeplane.Host.BackendTunnels]). It then follows the feed from that
+// each one: its config compiled ([Host.HTTPSEdgeConfig]: routes,
+// modules, traffic policies; [Host.TLSEdgeConfig],
+// [Host.TCPEdgeConfig]) and the online tunnels of the backends
+// it uses ([Host.BackendTunnels]). It then follows the feed from that
 // revision, as etcd's watch and Kubernetes' informers do, in one
 // goroutine that reads a page of changes at a time and rebuilds only what
 // they affect:
@@ -367,14 +384,14 @@
 //   - any other change (credentials, API keys, domains, events...) costs
 //     nothing.
 //
-// A rebuild keeps the routes' rate-limit counts: the Service's one policy
+// A rebuild keeps the routes' rate-limit counts: the Host's one policy
 // engine compiles each route's policy with the route ID as its scope
-// ([edgeplane.Host.HTTPSRouteConfig]), so the new policy counts on where
-// the old one stopped.
+// ([Host.HTTPSEdgeConfig]), so the new policy counts on where the old
+// one stopped.
 //
 // Before reading what a page of changes names, the follower waits until
 // the Service's record cache has followed the feed as far
-// ([edgeplane.Host.WaitRevision]), so it never reads a cached document
+// ([Host.WaitRevision]), so it never reads a cached document
 // older than a change that another process made.
 //
 // # Readers never wait
@@ -407,7 +424,7 @@
 // memory is one compiled [edgeconfig.HTTPSEdge] per edge (at most
 // [edges.MaxRoutesPerEdge] routes, each with at most one compiled traffic
 // policy of at most [edges.MaxTrafficPolicyBytes] of source) and, per
-// backend an edge uses, at most [edgeplane.MaxBackendTunnels] tunnels;
+// backend an edge uses, at most [backends.MaxTunnels] tunnels;
 // plus the dependency index (one entry per edge and IP policy or backend
 // its routes use), at most [edges.MaxHostports] hosts per edge in the
 // hosts table, each with one parsed certificate (chain at most

@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/policy"
+	"github.com/edgeplane/edgeplane/resource"
 )
 
 // EndpointSource reads the endpoints agents bind themselves (see the
@@ -24,7 +24,7 @@ type EndpointSource interface {
 	GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error)
 	// ListEndpoints returns a page of the endpoints of every account,
 	// newest first, and the cursor of the next page ("" after the last).
-	ListEndpoints(ctx context.Context, opts edgeplane.ListOptions) ([]agents.Endpoint, string, error)
+	ListEndpoints(ctx context.Context, opts resource.ListOptions) ([]agents.Endpoint, string, error)
 }
 
 // kindEndpoint is the store kind of endpoints.
@@ -249,7 +249,7 @@ func cloneEndpoint(ep *agents.Endpoint) *agents.Endpoint {
 
 // listEndpoints reads every page of the source's endpoints into listed.
 func (c *Configs) listEndpoints(ctx context.Context, listed map[string]string, eps map[string]*agents.Endpoint) error {
-	opts := edgeplane.ListOptions{}
+	opts := resource.ListOptions{}
 	for {
 		page, next, err := c.endpoints.ListEndpoints(ctx, opts)
 		if err != nil {

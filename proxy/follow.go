@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 
-	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/kinds"
+	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/store/follow"
 )
@@ -201,10 +202,10 @@ func (c *Configs) reload(ctx context.Context, p *pending) (int64, error) {
 		return 0, err
 	}
 	listed := map[string]string{}
-	for _, list := range []func(context.Context, edgeplane.ListOptions) ([]edgeplane.EdgeRef, string, error){
+	for _, list := range []func(context.Context, resource.ListOptions) ([]edgeconfig.EdgeRef, string, error){
 		c.host.ListHTTPSEdges, c.host.ListTLSEdges, c.host.ListTCPEdges,
 	} {
-		opts := edgeplane.ListOptions{}
+		opts := resource.ListOptions{}
 		for {
 			refs, next, err := list(ctx, opts)
 			if err != nil {

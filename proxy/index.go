@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
 // shardCount is the number of maps the edges are spread over: adding or
@@ -198,7 +198,7 @@ func (c *Configs) drop(id string, u *updates) {
 
 // noteRestrictions records the IP policies the endpoint restrictions of
 // account use, so that a change to one refreshes the account's edges.
-func (c *Configs) noteRestrictions(account string, r *edgeplane.EndpointRestrictions) {
+func (c *Configs) noteRestrictions(account string, r *ipaccess.EndpointRestrictions) {
 	if r == nil || len(r.IPPolicyIDs) == 0 {
 		delete(c.restrictBy, account)
 		return
