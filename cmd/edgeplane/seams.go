@@ -2,7 +2,10 @@ package main
 
 import (
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/acmedns"
+	"github.com/edgeplane/edgeplane/certmanager"
 	"github.com/edgeplane/edgeplane/proxy"
+	"github.com/edgeplane/edgeplane/tunnel"
 )
 
 // The seams this program wires: each runtime part declares the interface
@@ -12,4 +15,7 @@ import (
 var (
 	_ proxy.Host           = (*edgeplane.Host)(nil)
 	_ proxy.EndpointSource = (*edgeplane.Host)(nil)
+	_ tunnel.Host          = (*edgeplane.Host)(nil)
+	_ certmanager.Host     = (*edgeplane.Host)(nil)
+	_ acmedns.Host         = (*edgeplane.Host)(nil)
 )

@@ -42,13 +42,16 @@ func deps(t *testing.T, pkg string) []string {
 // engine, and each builds at most its bound of packages. The bounds are
 // today's counts with a little room: a change that passes one pulled a
 // part of the control plane (or a large library) into a runtime part;
-// look at what the new packages are before raising it.
+// look at what the new packages are before raising it. (Issue 42 hoped
+// for 260 for the proxy; the policy engine's cel-go with net/http and
+// crypto/tls alone are 265, and protobuf, which cel-go needs, 41 more.)
 func TestRuntimeSeams(t *testing.T) {
 	for _, tc := range []struct {
 		pkg     string
 		policy  bool // may build the policy engine
 		maxDeps int
 	}{
+		{"proxy", true, 380},
 		{"tunnel", false, 290},
 		{"hop", false, 255},
 		{"certmanager", false, 250},
