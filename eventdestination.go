@@ -158,11 +158,11 @@ func deliveryID(destinationID string) string { return deliveryPrefix + destinati
 // not give one, and returned in this response only. An account has at
 // most [events.MaxDestinationsPerAccount] destinations: one more is a
 // failed precondition. The target URL's host must be an address the
-// server's networks allow ([events.Options.Networks]: public addresses
-// by default), or a name that resolves, within
-// [events.Options.ResolveTimeout], to at least one such address; else
-// the create is refused with a violation of target.http.url that says
-// why and names the networks allowed.
+// server's networks allow (public addresses by default; see
+// [events.Options.Networks]), or a name that resolves, within the
+// server's resolve timeout ([events.Options.ResolveTimeout]), to at least
+// one such address; else the create is refused with a violation of
+// target.http.url that says why and names the networks allowed.
 func (s *Service) CreateEventDestination(ctx context.Context, p Principal, params events.CreateDestinationParams) (*events.Destination, error) {
 	if err := p.Check(); err != nil {
 		return nil, err

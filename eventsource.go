@@ -223,12 +223,13 @@ func (s *Service) DeleteEventSource(ctx context.Context, p Principal, subscripti
 	return nil
 }
 
-// ListEventSourcesMatching is [Service.ListEventSources] with a filter
-// (GET /event_subscriptions/{subscription_id}/sources?filter=...): the
-// sources expr matches, a CEL expression over obj, the source as the API
-// shows it (obj.type, obj.uri; see package [filter]). An empty expr
-// matches every source. The list is not paged, so no scan bound applies
-// beyond [events.MaxSources].
+// ListEventSourcesMatching returns the sources of a subscription that
+// expr matches (GET
+// /event_subscriptions/{subscription_id}/sources?filter=...), in the
+// order they have without a filter ([Service.ListEventSources]): expr is
+// a CEL expression over obj, the source as the API shows it (obj.type,
+// obj.uri; see package [filter]). An empty expr matches every source. The
+// list is not paged, so no scan bound applies beyond [events.MaxSources].
 func (s *Service) ListEventSourcesMatching(ctx context.Context, p Principal, subscriptionID, expr string) (*events.SourceList, error) {
 	var match *filter.Filter[events.Source]
 	if expr != "" {

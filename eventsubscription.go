@@ -47,8 +47,8 @@ func (s *Service) presentSubscription(v *events.Subscription, _ store.Record) {
 // reported as their own created events; if a source cannot be written,
 // the subscription is deleted again (with the sources already written)
 // and the error returned. The specification does not show this operation;
-// the subscription has the minimal shape of [events.Subscription], with
-// its sources.
+// the subscription has a minimal shape ([events.Subscription]), with its
+// sources.
 func (s *Service) CreateEventSubscription(ctx context.Context, p Principal, params events.CreateSubscriptionParams) (*events.Subscription, error) {
 	if err := p.Check(); err != nil {
 		return nil, err

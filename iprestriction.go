@@ -40,11 +40,11 @@ func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ store.Record) 
 }
 
 // CreateIPRestriction creates an IP restriction (POST /ip_restrictions).
-// An enforced restriction of type api whose IP policies would refuse
-// p.ClientIP (the address of the request creating it, when known) is
-// refused with an InvalidArgument error naming enforced: an account
-// cannot lock itself out of the API with one call; UpdateIPRestriction
-// refuses the same.
+// An enforced restriction of type api whose IP policies would refuse the
+// address of the request creating it, when known ([Principal.ClientIP]),
+// is refused with an [apierr.InvalidArgument] error naming enforced: an
+// account cannot lock itself out of the API with one call;
+// [Service.UpdateIPRestriction] refuses the same.
 // Every ip_policy_ids entry must name an IP policy of the account; the
 // check and the write are one atomic step. An account has at most
 // [ipaccess.MaxRestrictionsPerAccount] restrictions: one more is a

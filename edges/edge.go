@@ -396,8 +396,9 @@ func (p UpdateTLSEdgeParams) Validate() error {
 	return vs.Err()
 }
 
-// CreateTCPEdgeParams are the parameters of creating a TCP edge, as
-// [CreateTLSEdgeParams] are of a TLS edge.
+// CreateTCPEdgeParams are the parameters of creating a TCP edge: those of
+// creating a TLS edge ([CreateTLSEdgeParams]) but the TLS termination and
+// traffic policy modules, which a TCP edge does not have.
 type CreateTCPEdgeParams struct {
 	// Description is at most 255 bytes.
 	Description string `json:"description" validate:"maxbytes=255"`
@@ -424,8 +425,9 @@ func (p CreateTCPEdgeParams) Validate() error {
 	return vs.Err()
 }
 
-// UpdateTCPEdgeParams are the parameters of updating a TCP edge, as
-// [UpdateTLSEdgeParams] are of a TLS edge.
+// UpdateTCPEdgeParams are the parameters of updating a TCP edge: those of
+// updating a TLS edge ([UpdateTLSEdgeParams]) but the TLS termination and
+// traffic policy modules, which a TCP edge does not have.
 type UpdateTCPEdgeParams struct {
 	// Description replaces the description; at most 255 bytes.
 	Description *string `json:"description" validate:"omitnil,maxbytes=255"`

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/filter"
@@ -33,7 +31,10 @@ import (
 //     integer bounds.
 //   - Descriptions are the Go doc comments of the types, their fields and
 //     the Service methods the routes call, collected by go generate into
-//     godoc_gen.go (package internal/godoc).
+//     godoc_gen.go (package internal/godoc) in the wire's language: values,
+//     JSON names and words, never Go names. A Service method a comment
+//     names is written as the operation that calls it (POST /edges/tls),
+//     from the route table.
 //   - Paths, parameters, status codes, headers and tags come from the
 //     route table.
 //
@@ -81,6 +82,9 @@ type docBuilder struct {
 	// idPrefixes are the ID prefixes of the resource types the routes
 	// address by {id}: the pattern of their id field.
 	idPrefixes map[reflect.Type]string
+	// operations are the operations that call the Service's methods
+	// ("CreateTLSEdge": "POST /edges/tls"), as the descriptions name them.
+	operations map[string]string
 	// problems are what the document could not say (a rule it cannot
 	// express, a missing doc comment): the document is served without it,
 	// and the tests fail while there are any.
@@ -92,7 +96,15 @@ type docBuilder struct {
 func (h *Handler) openAPI() (map[string]any, []string) {
 	b := &docBuilder{schemas: map[string]any{}, responseTypes: map[reflect.Type]bool{}, tags: map[string]string{}}
 	b.idPrefixes = map[reflect.Type]string{}
+	b.operations = map[string]string{}
 	for _, rt := range h.routes {
+		if name := methodName(rt.call); name != "" {
+			if op, dup := b.operations[name]; dup {
+				b.operations[name] = op + " or " + rt.method + " " + rt.pattern
+			} else {
+				b.operations[name] = rt.method + " " + rt.pattern
+			}
+		}
 		if rt.resp != nil {
 			structTypes(rt.resp, b.responseTypes)
 		}
@@ -207,25 +219,47 @@ func (b *docBuilder) operation(rt route) map[string]any {
 		}
 	}
 	if _, ok := b.tags[tag]; !ok && rt.resp != nil && rt.resp.Kind() == reflect.Struct {
-		b.tags[tag] = goDocs[typeKey(rt.resp)]
+		b.tags[tag] = b.goDoc(typeKey(rt.resp))
 	}
 	return op
 }
 
-// operationDoc returns the doc comment of the Service method rt calls,
-// without the method's name it starts with.
+// operationDoc returns the doc comment of the Service method rt calls.
 func (b *docBuilder) operationDoc(rt route) string {
 	name := methodName(rt.call)
-	doc := goDocs["github.com/edgeplane/edgeplane.Service."+name]
+	doc := b.goDoc("github.com/edgeplane/edgeplane.Service." + name)
 	if doc == "" {
 		b.problem("%s %s: the Service method %q it calls has no doc comment (or godoc_gen.go is stale: run go generate)", rt.method, rt.pattern, name)
-		return ""
-	}
-	if rest, ok := strings.CutPrefix(doc, name+" "); ok {
-		r, n := utf8.DecodeRuneInString(rest)
-		doc = string(unicode.ToUpper(r)) + rest[n:]
 	}
 	return doc
+}
+
+// serviceMethod matches a Service method a description names, as the
+// doc collector writes it (Service.CreateTLSEdge), with the parenthesis
+// around it if any ("(Service.EventTypes)", "(see Service.EventTypes)").
+var serviceMethod = regexp.MustCompile(`( ?\((?:see )?)?\bService\.([A-Z]\w*)(\))?`)
+
+// goDoc returns the description goDocs holds under key: the doc comment
+// of a type, field or Service method, in the wire's language ([wire]).
+func (b *docBuilder) goDoc(key string) string { return b.wire(key, goDocs[key]) }
+
+// wire writes the Service methods the description of key names as the
+// operations that call them (POST /edges/tls). A parenthesis naming only
+// a method no operation calls is left out; such a method named elsewhere
+// is a problem.
+func (b *docBuilder) wire(key, doc string) string {
+	return serviceMethod.ReplaceAllStringFunc(doc, func(m string) string {
+		sub := serviceMethod.FindStringSubmatch(m)
+		open, name, closing := sub[1], sub[2], sub[3]
+		if op, ok := b.operations[name]; ok {
+			return open + op + closing
+		}
+		if open != "" && closing != "" {
+			return ""
+		}
+		b.problem("the description of %s names Service.%s, which no operation calls: reword the comment", key, name)
+		return m
+	})
 }
 
 // methodName returns the name of the method value f
@@ -250,7 +284,9 @@ func tagOf(pattern string) string {
 }
 
 func (b *docBuilder) problem(format string, args ...any) {
-	b.problems = append(b.problems, fmt.Sprintf(format, args...))
+	if p := fmt.Sprintf(format, args...); !slices.Contains(b.problems, p) {
+		b.problems = append(b.problems, p) // a schema is reflected once per use
+	}
 }
 
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
@@ -455,7 +491,7 @@ func (b *docBuilder) typeSchema(p jsonschema.InterceptSchemaParams) error {
 	case reflect.Struct:
 		if p.Schema.HasType(jsonschema.Object) {
 			p.Schema.AdditionalProperties = (&jsonschema.SchemaOrBool{}).WithTypeBoolean(false)
-			if doc := goDocs[typeKey(t)]; doc != "" && p.Schema.Description == nil {
+			if doc := b.goDoc(typeKey(t)); doc != "" && p.Schema.Description == nil {
 				p.Schema.WithDescription(doc)
 			}
 		}
@@ -516,7 +552,8 @@ func (b *docBuilder) property(p jsonschema.InterceptPropParams, s side) error {
 		parent = parent.Elem()
 	}
 	key := typeKey(parent) + "." + p.Field.Name
-	doc, documented := goDocs[key]
+	_, documented := goDocs[key]
+	doc := b.goDoc(key)
 	if !documented {
 		b.problem("field %s is not in godoc_gen.go: run go generate ./httpapi", key)
 	}

@@ -68,3 +68,26 @@ func TestApplyRules(t *testing.T) {
 		})
 	}
 }
+
+// TestWireOperations: a Service method a description names reads as the
+// operation that calls it; one no operation calls is left out in a
+// parenthesis of its own, and is a problem anywhere else.
+func TestWireOperations(t *testing.T) {
+	tests := []struct{ name, doc, want, problem string }{
+		{"routed", "as Service.CreateTLSEdge does (see Service.UpdateTLSEdge).", "as POST /edges/tls does (see PATCH /edges/tls/{id}).", ""},
+		{"unrouted in a parenthesis", "a known type (Service.EventTypes); see it (see Service.EventTypes).", "a known type; see it.", ""},
+		{"unrouted", "as Service.EventTypes says", "as Service.EventTypes says", "names Service.EventTypes"},
+		{"header", "the Service-Version header", "the Service-Version header", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &docBuilder{operations: map[string]string{"CreateTLSEdge": "POST /edges/tls", "UpdateTLSEdge": "PATCH /edges/tls/{id}"}}
+			if got := b.wire("key", tc.doc); got != tc.want {
+				t.Errorf("wire(%q) = %q, want %q", tc.doc, got, tc.want)
+			}
+			if tc.problem == "" && len(b.problems) > 0 || tc.problem != "" && (len(b.problems) != 1 || !strings.Contains(b.problems[0], tc.problem)) {
+				t.Errorf("problems %q, want one about %q", b.problems, tc.problem)
+			}
+		})
+	}
+}

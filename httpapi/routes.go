@@ -238,30 +238,31 @@ func replace[Req, Resp any](pattern, op, summary string, call func(context.Conte
 }
 
 // module returns the PUT, GET and DELETE routes of an edge module whose
-// edge is {id}.
-func module[Req, Resp any](pattern, name string,
+// edge is {id}: name completes their operationIds (replaceTLSEdgeBackend),
+// what their summaries ("the backend module of a TLS edge").
+func module[Req, Resp any](pattern, name, what string,
 	put func(context.Context, edgeplane.Principal, string, Req) (*Resp, error),
 	get func(context.Context, edgeplane.Principal, string) (*Resp, error),
 	del func(context.Context, edgeplane.Principal, string) error) []route {
 	return []route{
-		replace(pattern, "replace"+name, "Replace the "+name+" module", put),
-		read(pattern, "get"+name, "Get the "+name+" module", get),
-		remove(pattern, "delete"+name, "Delete the "+name+" module", del),
+		replace(pattern, "replace"+name, "Replace "+what, put),
+		read(pattern, "get"+name, "Get "+what, get),
+		remove(pattern, "delete"+name, "Delete "+what, del),
 	}
 }
 
 var routeIDs = [2]string{"edge_id", "id"}
 
 // routeModule returns the PUT, GET and DELETE routes of an HTTPS route
-// module, addressed by {edge_id} and {id}.
-func routeModule[Req, Resp any](pattern, name string,
+// module, addressed by {edge_id} and {id}; name and what as for module.
+func routeModule[Req, Resp any](pattern, name, what string,
 	put func(context.Context, edgeplane.Principal, string, string, Req) (*Resp, error),
 	get func(context.Context, edgeplane.Principal, string, string) (*Resp, error),
 	del func(context.Context, edgeplane.Principal, string, string) error) []route {
 	return []route{
-		write2(http.MethodPut, pattern, "replace"+name, "Replace the "+name+" module", routeIDs, put),
-		read2(pattern, "get"+name, "Get the "+name+" module", routeIDs, get),
-		remove2(pattern, "delete"+name, "Delete the "+name+" module", routeIDs, del),
+		write2(http.MethodPut, pattern, "replace"+name, "Replace "+what, routeIDs, put),
+		read2(pattern, "get"+name, "Get "+what, routeIDs, get),
+		remove2(pattern, "delete"+name, "Delete "+what, routeIDs, del),
 	}
 }
 
@@ -441,17 +442,17 @@ func (h *Handler) table() []route {
 	}
 	// Edge modules (SPEC 4.5).
 	base := "/edges/https/{edge_id}/routes/{id}/"
-	rs = append(rs, routeModule(base+"oidc", "HTTPSRouteOIDC", s.ReplaceHTTPSRouteOIDC, s.GetHTTPSRouteOIDC, s.DeleteHTTPSRouteOIDC)...)
-	rs = append(rs, routeModule(base+"backend", "HTTPSRouteBackend", s.ReplaceHTTPSRouteBackend, s.GetHTTPSRouteBackend, s.DeleteHTTPSRouteBackend)...)
-	rs = append(rs, routeModule(base+"response_headers", "HTTPSRouteResponseHeaders", s.ReplaceHTTPSRouteResponseHeaders, s.GetHTTPSRouteResponseHeaders, s.DeleteHTTPSRouteResponseHeaders)...)
-	rs = append(rs, routeModule(base+"compression", "HTTPSRouteCompression", s.ReplaceHTTPSRouteCompression, s.GetHTTPSRouteCompression, s.DeleteHTTPSRouteCompression)...)
-	rs = append(rs, routeModule(base+"traffic_policy", "HTTPSRouteTrafficPolicy", s.ReplaceHTTPSRouteTrafficPolicy, s.GetHTTPSRouteTrafficPolicy, s.DeleteHTTPSRouteTrafficPolicy)...)
-	rs = append(rs, module("/edges/tls/{id}/ip_restriction", "TLSEdgeIPRestriction", s.ReplaceTLSEdgeIPRestriction, s.GetTLSEdgeIPRestriction, s.DeleteTLSEdgeIPRestriction)...)
-	rs = append(rs, module("/edges/tls/{id}/traffic_policy", "TLSEdgeTrafficPolicy", s.ReplaceTLSEdgeTrafficPolicy, s.GetTLSEdgeTrafficPolicy, s.DeleteTLSEdgeTrafficPolicy)...)
-	rs = append(rs, module("/edges/tls/{id}/tls_termination", "TLSEdgeTLSTermination", s.ReplaceTLSEdgeTLSTermination, s.GetTLSEdgeTLSTermination, s.DeleteTLSEdgeTLSTermination)...)
-	rs = append(rs, module("/edges/tcp/{id}/ip_restriction", "TCPEdgeIPRestriction", s.ReplaceTCPEdgeIPRestriction, s.GetTCPEdgeIPRestriction, s.DeleteTCPEdgeIPRestriction)...)
-	rs = append(rs, module("/edges/tcp/{id}/backend", "TCPEdgeBackend", s.ReplaceTCPEdgeBackend, s.GetTCPEdgeBackend, s.DeleteTCPEdgeBackend)...)
-	rs = append(rs, module("/edges/tls/{id}/backend", "TLSEdgeBackend", s.ReplaceTLSEdgeBackend, s.GetTLSEdgeBackend, s.DeleteTLSEdgeBackend)...)
+	rs = append(rs, routeModule(base+"oidc", "HTTPSRouteOIDC", "the OIDC module of a route", s.ReplaceHTTPSRouteOIDC, s.GetHTTPSRouteOIDC, s.DeleteHTTPSRouteOIDC)...)
+	rs = append(rs, routeModule(base+"backend", "HTTPSRouteBackend", "the backend module of a route", s.ReplaceHTTPSRouteBackend, s.GetHTTPSRouteBackend, s.DeleteHTTPSRouteBackend)...)
+	rs = append(rs, routeModule(base+"response_headers", "HTTPSRouteResponseHeaders", "the response headers module of a route", s.ReplaceHTTPSRouteResponseHeaders, s.GetHTTPSRouteResponseHeaders, s.DeleteHTTPSRouteResponseHeaders)...)
+	rs = append(rs, routeModule(base+"compression", "HTTPSRouteCompression", "the compression module of a route", s.ReplaceHTTPSRouteCompression, s.GetHTTPSRouteCompression, s.DeleteHTTPSRouteCompression)...)
+	rs = append(rs, routeModule(base+"traffic_policy", "HTTPSRouteTrafficPolicy", "the traffic policy module of a route", s.ReplaceHTTPSRouteTrafficPolicy, s.GetHTTPSRouteTrafficPolicy, s.DeleteHTTPSRouteTrafficPolicy)...)
+	rs = append(rs, module("/edges/tls/{id}/ip_restriction", "TLSEdgeIPRestriction", "the IP restriction module of a TLS edge", s.ReplaceTLSEdgeIPRestriction, s.GetTLSEdgeIPRestriction, s.DeleteTLSEdgeIPRestriction)...)
+	rs = append(rs, module("/edges/tls/{id}/traffic_policy", "TLSEdgeTrafficPolicy", "the traffic policy module of a TLS edge", s.ReplaceTLSEdgeTrafficPolicy, s.GetTLSEdgeTrafficPolicy, s.DeleteTLSEdgeTrafficPolicy)...)
+	rs = append(rs, module("/edges/tls/{id}/tls_termination", "TLSEdgeTLSTermination", "the TLS termination module of a TLS edge", s.ReplaceTLSEdgeTLSTermination, s.GetTLSEdgeTLSTermination, s.DeleteTLSEdgeTLSTermination)...)
+	rs = append(rs, module("/edges/tcp/{id}/ip_restriction", "TCPEdgeIPRestriction", "the IP restriction module of a TCP edge", s.ReplaceTCPEdgeIPRestriction, s.GetTCPEdgeIPRestriction, s.DeleteTCPEdgeIPRestriction)...)
+	rs = append(rs, module("/edges/tcp/{id}/backend", "TCPEdgeBackend", "the backend module of a TCP edge", s.ReplaceTCPEdgeBackend, s.GetTCPEdgeBackend, s.DeleteTCPEdgeBackend)...)
+	rs = append(rs, module("/edges/tls/{id}/backend", "TLSEdgeBackend", "the backend module of a TLS edge", s.ReplaceTLSEdgeBackend, s.GetTLSEdgeBackend, s.DeleteTLSEdgeBackend)...)
 	return rs
 }
 

@@ -113,7 +113,7 @@ type Rule struct {
 	Description string `json:"description"`
 	// Metadata is arbitrary user-defined machine-readable data.
 	Metadata string `json:"metadata"`
-	// CIDR is the rule's prefix, normalised by [NormalizeCIDR].
+	// CIDR is the rule's prefix, normalised (see [NormalizeCIDR]).
 	CIDR string `json:"cidr"`
 	// IPPolicy is the policy the rule belongs to; its URI is filled by the
 	// Service.

@@ -39,12 +39,17 @@ var skipDirs = map[string]bool{"cmd": true, "examples": true, "testdata": true, 
 //   - every exported method of the root package's Service, keyed
 //     "<module>.Service.<Method>".
 //
-// The text speaks the wire's language, not Go's: a constant with a
-// literal value is written as that value ("allow", 100), and a field of
-// the package's wire structs as its JSON name (created_at). Test files
-// and the cmd, examples and internal trees are not read.
+// The text speaks the wire's language, not Go's ([wire.render]): a
+// constant with a literal value is written as that value ("allow", 100),
+// a field of the package's wire structs as its JSON name (created_at), a
+// Service method as Service.<Method> (which package httpapi writes as
+// the operation that calls it), a type as its words ("HTTPS route"); a
+// comment does not begin with the name it documents ("A TLS edge ...",
+// "Creates a TLS edge ..."), and a reference to Go documentation ("(see
+// ParseHostport)") is left out. Test files and the cmd, examples and
+// internal trees are not read.
 func Collect(root string) (map[string]string, error) {
-	pkgs, err := parse(root)
+	pkgs, err := parse(root, true)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +63,7 @@ func Collect(root string) (map[string]string, error) {
 					collectTypes(docs, p, w, decl)
 				case *ast.FuncDecl:
 					if p.root && decl.Recv != nil && decl.Name.IsExported() && receiver(decl) == "Service" {
-						docs[p.importPath+".Service."+decl.Name.Name] = w.text(p, decl.Doc)
+						docs[p.importPath+".Service."+decl.Name.Name] = w.text(p, decl.Doc, decl.Name.Name, declFunc)
 					}
 				}
 			}
@@ -94,14 +99,14 @@ func collectTypes(docs map[string]string, p *pkg, w *wire, decl *ast.GenDecl) {
 			doc = decl.Doc
 		}
 		key := p.importPath + "." + ts.Name.Name
-		docs[key] = w.text(p, doc)
+		docs[key] = w.text(p, doc, ts.Name.Name, declType)
 		for _, f := range st.Fields.List {
 			fdoc := f.Doc
 			if fdoc == nil {
 				fdoc = f.Comment
 			}
 			for _, name := range f.Names {
-				docs[key+"."+name.Name] = w.text(p, fdoc)
+				docs[key+"."+name.Name] = w.text(p, fdoc, name.Name, declNone)
 			}
 		}
 	}
@@ -120,22 +125,82 @@ func hasJSONTag(st *ast.StructType) bool {
 	return false
 }
 
-// text renders a doc comment of package p as plain text in the wire's
-// language ([wire.translate]): doc links lose their brackets, paragraphs
-// are separated by a blank line and not wrapped.
-func (w *wire) text(p *pkg, cg *ast.CommentGroup) string {
+// text renders the doc comment of name (a declaration of package p, of
+// kind kind; declNone for a field) as plain text in the wire's language:
+// doc links lose their brackets, paragraphs are separated by a blank
+// line and not wrapped, the name it begins with is left out ([lead]), so
+// are references to Go documentation ([wire.dropRefs]), and Go names are
+// written as the wire shows them ([wire.translate]).
+func (w *wire) text(p *pkg, cg *ast.CommentGroup, name string, kind declKind) string {
 	if cg == nil {
 		return ""
 	}
 	var cp comment.Parser
 	d := cp.Parse(cg.Text())
 	pr := comment.Printer{TextWidth: -1}
-	return strings.TrimSpace(w.translate(p, docLink.ReplaceAllString(string(pr.Text(d)), "$1$2")))
+	text := lead(docLink.ReplaceAllString(string(pr.Text(d)), "$1$2"), name, kind)
+	return strings.TrimSpace(w.translate(p, w.dropRefs(p, text)))
 }
 
 // docLink matches a doc link ([Name], [pkg.Name], [*pkg.Name]) not
 // preceded by a word character (as in acl[2]).
 var docLink = regexp.MustCompile(`(^|[^\w\]])\[(\*?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\]`)
+
+// Names returns the exported identifiers the module rooted at root
+// declares, in any package but its tests and testdata: package-level
+// names, methods, struct fields and interface methods. They are the Go
+// names no description of the OpenAPI document may show.
+func Names(root string) (map[string]bool, error) {
+	pkgs, err := parse(root, false)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	add := func(id *ast.Ident) {
+		if id != nil && id.IsExported() {
+			names[id.Name] = true
+		}
+	}
+	for _, p := range pkgs {
+		for _, f := range p.files {
+			for _, decl := range f.Decls {
+				switch decl := decl.(type) {
+				case *ast.FuncDecl:
+					add(decl.Name)
+				case *ast.GenDecl:
+					for _, spec := range decl.Specs {
+						switch spec := spec.(type) {
+						case *ast.TypeSpec:
+							add(spec.Name)
+						case *ast.ValueSpec:
+							for _, id := range spec.Names {
+								add(id)
+							}
+						}
+					}
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				var fields *ast.FieldList
+				switch n := n.(type) {
+				case *ast.StructType:
+					fields = n.Fields
+				case *ast.InterfaceType:
+					fields = n.Methods
+				}
+				if fields != nil {
+					for _, field := range fields.List {
+						for _, id := range field.Names {
+							add(id)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return names, nil
+}
 
 // Generate returns the Go source of package httpapi declaring goDocs, the
 // map [Collect] returns for the module rooted at root.
