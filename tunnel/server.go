@@ -381,8 +381,8 @@ func (s *Server) admit(c net.Conn) (*session, bool) {
 		reason, why = reasonTooManyUnauthenticated, "its address holds its most connections that have not authenticated yet"
 	}
 	if reason != "" {
+		s.m.refused(reason) // counted before the peer can see the close
 		c.Close()
-		s.m.refused(reason)
 		// One line a minute: a flood of connections is not a flood of
 		// lines (the metric counts each).
 		if now := time.Now(); now.Sub(s.warnedAt) >= time.Minute {
