@@ -28,8 +28,9 @@ import (
 // restrictions, IP policies or rules is written, by this Service (its
 // store drops them before the write returns) or by another process (the
 // cache's follower of the change feed drops them, and a request's fence
-// waits for it: see fence.go). A check that cannot read the restrictions
-// fails, and the traffic with it: restrictions fail closed.
+// waits for it: see package internal/fence). A check that cannot read
+// the restrictions fails, and the traffic with it: restrictions fail
+// closed.
 
 // maxAccessEntries bounds the access cache: past it, it is emptied.
 const maxAccessEntries = 10_000
@@ -209,7 +210,7 @@ func (s *Service) restrictionsOf(ctx context.Context, accountID, typ string) (*i
 // enforcerOf returns the Enforcer of the account's restrictions of type
 // typ (nil: none), from the access cache when it is current.
 func (s *Service) enforcerOf(ctx context.Context, accountID, typ string) (*ipaccess.Enforcer, error) {
-	cached := s.access != nil && s.fence(ctx) == nil
+	cached := s.access != nil && s.fence.Wait(ctx) == nil
 	var gen uint64
 	if cached {
 		if e, ok := s.access.get(accountID, typ); ok {

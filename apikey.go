@@ -93,8 +93,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if _, ok := s.auth.Get(sum, now); ok {
 		// Only once the cache reflects every change committed before
 		// this call (a key revoked, or its owner deactivated, through
-		// another replica): see fence.go.
-		if s.fence(ctx) == nil {
+		// another replica): see package internal/fence.
+		if s.fence.Wait(ctx) == nil {
 			if p, ok := s.auth.Get(sum, now); ok {
 				return p, nil
 			}

@@ -183,7 +183,7 @@ func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sessionNodeLive(ctx, sessionID, sess.Node); err != nil {
+	if err := s.nodes.SessionLive(ctx, sessionID, sess.Node); err != nil {
 		return nil, err
 	}
 	if err := params.Validate(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/edgeconfig"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/leases"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
@@ -135,22 +136,43 @@ func (h *Host) OpenTunnelSession(ctx context.Context, token string, params agent
 	return h.s.openTunnelSession(ctx, token, params)
 }
 
+// Lease is the state of a named lease. Leases elect one replica of a
+// store for work that must run once (ordering certificates, delivering
+// events): every replica that can do the work asks for the lease of its
+// name ([Host.AcquireLease]) every so often; one holds it until it lets
+// it go ([Host.ReleaseLease]) or stops renewing it, and then the next to
+// ask takes it. A holder must stop the work once it has not renewed its
+// lease for the lease's term: the term is the longest two replicas may
+// both believe they hold it, measured on their own clocks, so it should
+// exceed the renewal interval by more than the clocks may drift. Leases
+// are records the API does not show; they report no events.
+type Lease = leases.Lease
+
+const (
+	// MaxLeaseName is the longest lease name, in bytes.
+	MaxLeaseName = leases.MaxName
+	// MaxLeaseHolder is the longest holder name, in bytes.
+	MaxLeaseHolder = leases.MaxHolder
+	// MaxLeaseTerm is the longest term of a lease.
+	MaxLeaseTerm = leases.MaxTerm
+)
+
 // AcquireLease takes or renews the lease name for holder, for term from
 // now (between 1s and [MaxLeaseTerm]), unless another holder's term has
 // not ended: then it returns the lease as it stands, Held false. A
 // holder renews by calling it again before its term ends; the lease
-// keeps its Since. See lease.go's doc for the guarantee. name is at most
+// keeps its Since. See [Lease] for the guarantee. name is at most
 // [MaxLeaseName] bytes of a-z, 0-9, '_', '-' and '.'; holder at most
 // [MaxLeaseHolder] bytes of UTF-8.
 func (h *Host) AcquireLease(ctx context.Context, name, holder string, term time.Duration) (*Lease, error) {
-	return h.s.acquireLease(ctx, name, holder, term)
+	return h.s.leases.Acquire(ctx, name, holder, term)
 }
 
 // ReleaseLease lets lease name go if holder holds it, so that the next
 // [Host.AcquireLease] of another holder takes it at once; otherwise it
 // does nothing.
 func (h *Host) ReleaseLease(ctx context.Context, name, holder string) error {
-	return h.s.releaseLease(ctx, name, holder)
+	return h.s.leases.Release(ctx, name, holder)
 }
 
 // RegisterNode records a new edge node (a tunnel server of the store)
@@ -159,7 +181,7 @@ func (h *Host) ReleaseLease(ctx context.Context, name, holder string) error {
 // ID. params are validated ([agents.NodeParams.Validate]). Nodes report
 // no events.
 func (h *Host) RegisterNode(ctx context.Context, params agents.NodeParams) (*agents.Node, error) {
-	return h.s.registerNode(ctx, params)
+	return h.s.nodes.Register(ctx, params)
 }
 
 // RenewNode extends the lease of node id to [Options.TunnelLease] from
@@ -168,25 +190,25 @@ func (h *Host) RegisterNode(ctx context.Context, params agents.NodeParams) (*age
 // offline, to be reaped, and the node must close them and register
 // anew. One that is gone (reaped or removed) is not found.
 func (h *Host) RenewNode(ctx context.Context, id string) (*agents.Node, error) {
-	return h.s.renewNode(ctx, id)
+	return h.s.nodes.Renew(ctx, id)
 }
 
 // RemoveNode removes node id and every session it holds (with their
 // tunnels and endpoints, each session reported as
 // tunnel_session_deleted), as a node that shuts down does.
 func (h *Host) RemoveNode(ctx context.Context, id string) error {
-	return h.s.removeNode(ctx, id)
+	return h.s.nodes.Remove(ctx, id)
 }
 
 // GetNode returns node id, live or with a lease that ended but not yet
 // reaped (see its ExpiresAt); one that is gone is not found.
 func (h *Host) GetNode(ctx context.Context, id string) (*agents.Node, error) {
-	return h.s.getNode(ctx, id)
+	return h.s.nodes.Get(ctx, id)
 }
 
 // ListNodes returns every registered node, newest first.
 func (h *Host) ListNodes(ctx context.Context) ([]agents.Node, error) {
-	return h.s.listNodes(ctx)
+	return h.s.nodes.List(ctx)
 }
 
 // NodeKey returns the Ed25519 private key every node of the store
@@ -194,7 +216,7 @@ func (h *Host) ListNodes(ctx context.Context) ([]agents.Node, error) {
 // authenticate each other with it on the hop between them (package
 // hop), so that only servers holding the store's sealing key can use
 // the hop.
-func (h *Host) NodeKey() ed25519.PrivateKey { return h.s.nodeKey() }
+func (h *Host) NodeKey() ed25519.PrivateKey { return h.s.nodes.Key() }
 
 // CloseTunnelSession removes a session of the account and its tunnels,
 // in one atomic store delete (they are its children), as its tunnel

@@ -13,6 +13,9 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/authcache"
+	"github.com/edgeplane/edgeplane/internal/fence"
+	"github.com/edgeplane/edgeplane/internal/leases"
+	"github.com/edgeplane/edgeplane/internal/nodes"
 	"github.com/edgeplane/edgeplane/internal/recordcache"
 	"github.com/edgeplane/edgeplane/internal/records"
 
@@ -147,7 +150,10 @@ type Service struct {
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
 	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
-	revisions   *revisionBatcher   // the fence's revision reads (fence.go); nil: reads need no fence
+	fence       *fence.Fence       // makes cached reads see other processes' writes; nil: reads need no fence
+
+	leases *leases.Registry // the named leases of Host.AcquireLease
+	nodes  *nodes.Registry  // the edge nodes of Host.RegisterNode and the sessions they hold
 }
 
 // New returns a Service over store, or an InvalidArgument error naming
@@ -221,14 +227,28 @@ func New(st store.Store, opts Options) (*Service, error) {
 	if vl, ok := st.(store.VersionLister); ok {
 		s.db.Versions = vl
 	}
+	s.leases = leases.New(s.store, s.db, s.now)
+	s.nodes = nodes.New(s.store, s.db, s.now, s.ids, s.lease, s.sealer, tunnelSessionKind)
 	s.startEvents(opts.Events)
 	s.startCache()
 	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {
-		s.revisions = &revisionBatcher{store: st}
-		s.db.Fence = s.fence
+		s.fence = fence.New(st, &s.cacheFollow.applied, s.cacheFollow.done)
+		s.db.Fence = s.fence.Wait
 	}
 	return s, nil
 }
+
+// Fence makes sure the Service's caches reflect every change committed
+// to the store before the call (another replica's too), and returns ctx
+// marked so that the reads made under it need no fence of their own: a
+// transport calls it once per request, before the request's reads (its
+// authentication among them), which then cost one coalesced revision
+// query together instead of one each. Without it every cached read
+// fences itself. When the fence fails (the store cannot say its
+// revision, or the caches lag more than a second), the reads under the
+// returned context go to the store. When the Service needs no fence
+// ([store.Exclusive]) it returns ctx as it is.
+func (s *Service) Fence(ctx context.Context) context.Context { return s.fence.Context(ctx) }
 
 // BaseURL returns the base URL of the Service's uri fields.
 func (s *Service) BaseURL() string { return s.baseURL }

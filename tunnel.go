@@ -214,7 +214,7 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 			if t.Node != "" {
 				end, ok := nodeEnds[t.Node]
 				if !ok {
-					n, err := s.getNode(ctx, t.Node)
+					n, err := s.nodes.Get(ctx, t.Node)
 					switch {
 					case errors.Is(err, apierr.ErrNotFound): // reaped: the tunnel goes next
 					case err != nil:
@@ -305,7 +305,7 @@ func (s *Service) reapTunnels(ctx context.Context, limit int) (int, error) {
 		return 0, apierr.Invalidf("limit", "must be positive, got %d", limit)
 	}
 	now := s.now()
-	reaped, err := s.reapNodes(ctx, now, limit)
+	reaped, err := s.nodes.Reap(ctx, now, limit)
 	if err != nil || reaped == limit {
 		return reaped, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/nodes"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
@@ -26,13 +27,12 @@ import (
 // ([Host.StartLabeledTunnel]) are tunnel records that are children of
 // the session: closing the session, or deleting the credential, removes
 // them in the same atomic step. A session names the edge node whose
-// tunnel server holds it (node.go) and has no lease of its own: it is
-// online while its node's lease is, and [Host.ReapTunnels] removes it,
-// with its tunnels and endpoints, once the node's lease ended. The API
-// lists and
-// reads sessions and asks one to stop (POST /tunnel_sessions/{id}/stop):
-// a store update of the session that its tunnel server sees in the change
-// feed.
+// tunnel server holds it (package internal/nodes) and has no lease of
+// its own: it is online while its node's lease is, and
+// [Host.ReapTunnels] removes it, with its tunnels and endpoints, once the
+// node's lease ended. The API lists and reads sessions and asks one to
+// stop (POST /tunnel_sessions/{id}/stop): a store update of the session
+// that its tunnel server sees in the change feed.
 
 // tunnelSessionDoc is the stored form of a tunnel session (see package
 // internal/records). Its account is its record's and its credential the
@@ -92,7 +92,7 @@ func (s *Service) presentTunnelSession(r *tunnelSessionRecord, _ store.Record) {
 // tunnelSessionIndexes returns a session record's index entries: its
 // node, read when the node is removed or reaped.
 func tunnelSessionIndexes(node string) []store.IndexEntry {
-	return []store.IndexEntry{{Name: indexNode, Value: node}}
+	return []store.IndexEntry{{Name: nodes.SessionIndex, Value: node}}
 }
 
 // GetTunnelSession returns a tunnel session of the account (GET
@@ -140,7 +140,7 @@ func (s *Service) openTunnelSession(ctx context.Context, token string, params ag
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.nodeLive(ctx, params.Node); err != nil {
+	if err := s.nodes.Live(ctx, params.Node); err != nil {
 		return nil, err
 	}
 	if err := s.checkIPRestrictions(ctx, auth.AccountID, ipaccess.TypeAgent, params.IP, false); err != nil {
@@ -242,7 +242,7 @@ func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID s
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sessionNodeLive(ctx, sessionID, sess.Node); err != nil {
+	if err := s.nodes.SessionLive(ctx, sessionID, sess.Node); err != nil {
 		return nil, err
 	}
 	if err := validateLabeledTunnel(params); err != nil {

@@ -55,7 +55,8 @@ const (
 	SealingCheck store.Kind = "sealing_check"
 	// Node is an edge node that holds agents' sessions.
 	Node store.Kind = "node"
-	// Lease is the lease of a tunnel registered through the API.
+	// Lease is a named lease that elects one replica of the store for
+	// work that must run once (package internal/leases).
 	Lease store.Kind = "lease"
 	// ACMEAccount is the ACME account key of a directory.
 	ACMEAccount store.Kind = "acme_account"

@@ -1,4 +1,4 @@
-package edgeplane
+package fence
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (g *gatedRevisions) Revision(ctx context.Context) (int64, error) {
 // after they arrived: none of them gets the read that began before it.
 func TestRevisionBatcher(t *testing.T) {
 	g := &gatedRevisions{Store: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	b := &revisionBatcher{store: g}
+	b := &batcher{store: g}
 	ctx := context.Background()
 	first := make(chan int64, 1)
 	go func() { rev, _ := b.revision(ctx); first <- rev }()
