@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
 	"github.com/edgeplane/edgeplane/internal/recordcache"
 	"github.com/edgeplane/edgeplane/internal/records"
@@ -144,6 +145,9 @@ type Service struct {
 	access  *accessCache     // compiled IP restrictions (access.go); nil without a follower of the feed
 	ipTally ipaccess.Tally   // what the checks of IP restrictions decided
 
+	// Runtime-only operations of Host, each in an internal package.
+	tokens *agenttokens.Issuer // agents' resume tokens, sealed by sealer
+
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
 	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
@@ -200,6 +204,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 		return nil, apierr.Invalidf("SealingKey", "%s", err.Error())
 	}
 	s.sealer = sealer
+	s.tokens = agenttokens.New(sealer, s.now)
 	s.ids = ids.NewGenerator(s.now)
 	s.domains = opts.Domains.WithDefaults()
 	if s.policy, err = newPolicyEngine(opts.Policy, s.now, s.log); err != nil {
