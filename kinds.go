@@ -136,8 +136,8 @@ const (
 
 // isInternal reports whether k is a kind the Service stores for itself
 // and the API never shows (the sealing check, bootstrap.go; nodes,
-// node.go; leases, lease.go; ACME account keys and challenges, acme.go;
-// event delivery states, eventdestination.go). They are known to the
+// node.go; leases, lease.go; ACME account keys and challenges, package
+// internal/acmestate; event delivery states, eventdestination.go). They are known to the
 // followers of the feed, which pass over their changes: they have no
 // declaration, no events and nothing cached.
 func isInternal(k store.Kind) bool { return kinds.Internal(k) }

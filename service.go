@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/acmestate"
 	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
 	"github.com/edgeplane/edgeplane/internal/recordcache"
@@ -147,6 +148,7 @@ type Service struct {
 
 	// Runtime-only operations of Host, each in an internal package.
 	tokens *agenttokens.Issuer // agents' resume tokens, sealed by sealer
+	acme   *acmestate.State    // the certificate manager's ACME state
 
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
@@ -226,6 +228,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 	if vl, ok := st.(store.VersionLister); ok {
 		s.db.Versions = vl
 	}
+	s.acme = acmestate.New(s.store, s.db, sealer, s.now, s.log)
 	s.startEvents(opts.Events)
 	s.startCache()
 	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {
