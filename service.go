@@ -15,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/acmestate"
 	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
+	"github.com/edgeplane/edgeplane/internal/delivery"
 	"github.com/edgeplane/edgeplane/internal/recordcache"
 	"github.com/edgeplane/edgeplane/internal/records"
 
@@ -147,8 +148,9 @@ type Service struct {
 	ipTally ipaccess.Tally   // what the checks of IP restrictions decided
 
 	// Runtime-only operations of Host, each in an internal package.
-	tokens *agenttokens.Issuer // agents' resume tokens, sealed by sealer
-	acme   *acmestate.State    // the certificate manager's ACME state
+	tokens   *agenttokens.Issuer // agents' resume tokens, sealed by sealer
+	acme     *acmestate.State    // the certificate manager's ACME state
+	delivery *delivery.States    // event destinations' delivery states (eventdelivery.go)
 
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
@@ -229,6 +231,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 		s.db.Versions = vl
 	}
 	s.acme = acmestate.New(s.store, s.db, sealer, s.now, s.log)
+	s.delivery = delivery.New(s.store, s.log, deliveryRecords{s})
 	s.startEvents(opts.Events)
 	s.startCache()
 	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {
