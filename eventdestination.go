@@ -24,10 +24,9 @@ import (
 // child record of an internal kind (package internal/delivery keeps
 // it), the state of delivery to it: the cursor (the store revision
 // through which its events were delivered) and the counters its API
-// representation shows. The
-// cursor is created with the destination, at the revision of its create,
-// so that every change after it is delivered; deleting the destination
-// deletes it.
+// representation shows. The cursor is created with the destination, at
+// the revision of its create, so that every change after it is
+// delivered; deleting the destination deletes it.
 //
 // A destination may point only where delivery may go: the host of its
 // target URL is judged when it is created or its target changed
