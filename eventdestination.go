@@ -2,8 +2,6 @@ package edgeplane
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"maps"
 	"net"
 	"net/url"
@@ -12,9 +10,9 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/delivery"
 	"github.com/edgeplane/edgeplane/internal/netguard"
 	"github.com/edgeplane/edgeplane/internal/records"
-	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/webhook"
 )
@@ -23,12 +21,12 @@ import (
 // (/event_destinations). A destination's webhook secret is sealed under
 // the Service's sealing key, bound to its record; the API shows it once,
 // in the response of the write that set it. Each destination has, as a
-// child record of an internal kind, the state of delivery to it
-// (deliveryDoc): the cursor (the store revision through which its events
-// were delivered) and the counters its API representation shows. The
-// cursor is created with the destination, at the revision of its create,
-// so that every change after it is delivered; deleting the destination
-// deletes it.
+// child record of an internal kind (package internal/delivery keeps
+// it), the state of delivery to it: the cursor (the store revision
+// through which its events were delivered) and the counters its API
+// representation shows. The cursor is created with the destination, at
+// the revision of its create, so that every change after it is
+// delivered; deleting the destination deletes it.
 //
 // A destination may point only where delivery may go: the host of its
 // target URL is judged when it is created or its target changed
@@ -137,22 +135,6 @@ func secretAAD(accountID, id string) []byte {
 	return []byte("event_destination/" + accountID + "/" + id)
 }
 
-// The internal kind of delivery states: one record per destination, its
-// child, under the destination's account.
-const (
-	kindDelivery   = kinds.Delivery
-	deliveryPrefix = "delivery_"
-)
-
-// deliveryKind is the identity of delivery states for the store's errors.
-var deliveryKind = &records.Kind{StoreKind: kindDelivery, Prefix: deliveryPrefix, Noun: "event delivery state"}
-
-// deliveryDoc is the stored state of delivery to one destination.
-type deliveryDoc = webhook.State
-
-// deliveryID is the record ID of a destination's delivery state.
-func deliveryID(destinationID string) string { return deliveryPrefix + destinationID }
-
 // CreateEventDestination creates an event destination (POST
 // /event_destinations). Its webhook secret is generated when params do
 // not give one, and returned in this response only. An account has at
@@ -199,12 +181,12 @@ func (s *Service) CreateEventDestination(ctx context.Context, p Principal, param
 	// Delivery may have listed the destination first and created its
 	// state itself (at a later revision, when still no subscription could
 	// send to it): that one stands.
-	if err := s.writeDelivery(ctx, p.AccountID, v.ID, deliveryDoc{Cursor: rev}, true); err != nil && !isDuplicate(err, deliveryID(v.ID)) {
+	if _, err := s.delivery.Create(ctx, p.AccountID, v.ID, webhook.State{Cursor: rev}); err != nil {
 		undo := context.WithoutCancel(ctx)
 		if derr := s.store.Delete(undo, KindEventDestination, p.AccountID, v.ID, s.db.Note(eventDestinationKind.Event, events.Deleted)); derr != nil {
 			s.log.Error("cannot delete an event destination whose delivery state failed", "id", v.ID, "err", derr)
 		}
-		return nil, s.db.StoreErr(err, deliveryKind, "")
+		return nil, s.db.StoreErr(err, delivery.Kind, "")
 	}
 	out := v.Destination
 	s.presentDestination(&out, store.Record{})
@@ -215,52 +197,12 @@ func (s *Service) CreateEventDestination(ctx context.Context, p Principal, param
 	return &out, nil
 }
 
-// writeDelivery creates (create) or replaces the delivery state of a
-// destination. Its writes report nothing.
-func (s *Service) writeDelivery(ctx context.Context, accountID, destinationID string, d deliveryDoc, create bool) error {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	if create {
-		return s.store.Create(ctx, store.Record{Kind: kindDelivery, AccountID: accountID, ID: deliveryID(destinationID), ParentID: destinationID, Data: data})
-	}
-	_, err = s.store.Update(ctx, kindDelivery, accountID, deliveryID(destinationID), func(r *store.Record) error {
-		r.Data = data
-		return nil
-	})
-	return err
-}
-
-// isDuplicate reports whether err says that the record ID id is taken.
-func isDuplicate(err error, id string) bool {
-	var dup *store.DuplicateError
-	return errors.As(err, &dup) && dup.Key == id
-}
-
-// readDelivery returns the delivery state of a destination; a missing
-// one is the zero state.
-func (s *Service) readDelivery(ctx context.Context, accountID, destinationID string) (deliveryDoc, bool, error) {
-	rec, err := s.store.Get(ctx, kindDelivery, accountID, deliveryID(destinationID))
-	if err != nil {
-		if apierr.CodeOf(err) == apierr.NotFound {
-			return deliveryDoc{}, false, nil
-		}
-		return deliveryDoc{}, false, err
-	}
-	var d deliveryDoc
-	if err := json.Unmarshal(rec.Data, &d); err != nil {
-		return deliveryDoc{}, false, err
-	}
-	return d, true, nil
-}
-
 // withDelivery fills the delivery state of a destination as the API
 // shows it.
 func (s *Service) withDelivery(ctx context.Context, accountID string, v *events.Destination) error {
-	d, _, err := s.readDelivery(ctx, accountID, v.ID)
+	d, _, err := s.delivery.Read(ctx, accountID, v.ID)
 	if err != nil {
-		return s.db.StoreErr(err, deliveryKind, "")
+		return s.db.StoreErr(err, delivery.Kind, "")
 	}
 	v.Delivery = showDelivery(d, s.now())
 	return nil
@@ -273,7 +215,7 @@ func (s *Service) withDelivery(ctx context.Context, accountID string, v *events.
 // other accounts write. The lag is time only (lag_seconds), and losses
 // are counted as the times they happened (Gaps; a state written before
 // Gaps existed shows 1 when it lost any).
-func showDelivery(d deliveryDoc, now time.Time) events.DeliveryStatus {
+func showDelivery(d webhook.State, now time.Time) events.DeliveryStatus {
 	st := events.DeliveryStatus{State: d.State, Attempts: d.Attempts,
 		LastError: d.LastError, LastDeliveredAt: d.LastDeliveredAt, Delivered: d.Delivered, Dropped: d.Dropped, Skipped: d.Gaps}
 	if d.Skipped > 0 && d.Gaps == 0 {
@@ -314,10 +256,10 @@ func (s *Service) ListEventDestinations(ctx context.Context, p Principal, opts L
 	}
 	// The delivery state is read from its own record: before a filter
 	// that reads obj.delivery, else only for the destinations that match.
-	delivery := records.LateField[events.Destination]{Name: "delivery", Fill: func(v *events.Destination) error {
+	status := records.LateField[events.Destination]{Name: "delivery", Fill: func(v *events.Destination) error {
 		return s.withDelivery(ctx, p.AccountID, v)
 	}}
-	return listAs(ctx, s, p, eventDestinationForm.Form, "", eventDestinationKind.Collection, opts, show, delivery)
+	return listAs(ctx, s, p, eventDestinationForm.Form, "", eventDestinationKind.Collection, opts, show, status)
 }
 
 // UpdateEventDestination changes the fields present in params (PATCH

@@ -476,7 +476,7 @@ func (h *Host) ReportCertificateProgress(ctx context.Context, accountID, domainI
 // at the same moment both get the one stored first. It is a host
 // operation; the key is never shown by the API.
 func (h *Host) ACMEAccountKey(ctx context.Context, directory string, generate func() ([]byte, error)) ([]byte, error) {
-	return h.s.acmeAccountKey(ctx, directory, generate)
+	return h.s.acme.AccountKey(ctx, directory, generate)
 }
 
 // PutACMEChallenge records a pending ACME challenge (replacing one of
@@ -485,7 +485,7 @@ func (h *Host) ACMEAccountKey(ctx context.Context, directory string, generate fu
 // (invalid argument naming each field). A host operation of the
 // certificate manager.
 func (h *Host) PutACMEChallenge(ctx context.Context, c ACMEChallenge) error {
-	return h.s.putACMEChallenge(ctx, c)
+	return h.s.acme.PutChallenge(ctx, c)
 }
 
 // ACMEChallenge returns the pending challenge of that type, name and
@@ -493,20 +493,20 @@ func (h *Host) PutACMEChallenge(ctx context.Context, c ACMEChallenge) error {
 // one that is missing or expired is not found. Edge nodes answer the
 // CA's validation requests with it.
 func (h *Host) ACMEChallenge(ctx context.Context, typ, name, token string) (*ACMEChallenge, error) {
-	return h.s.acmeChallenge(ctx, typ, name, token)
+	return h.s.acme.Challenge(ctx, typ, name, token)
 }
 
 // DeleteACMEChallenge removes a challenge once validated or failed; one
 // that is gone is no error.
 func (h *Host) DeleteACMEChallenge(ctx context.Context, typ, name, token string) error {
-	return h.s.deleteACMEChallenge(ctx, typ, name, token)
+	return h.s.acme.DeleteChallenge(ctx, typ, name, token)
 }
 
 // ReapACMEChallenges removes up to limit (1 to [MaxPageSize]) expired
 // challenges (left behind by a manager that stopped between presenting
 // and cleaning up) and returns how many it removed.
 func (h *Host) ReapACMEChallenges(ctx context.Context, limit int) (int, error) {
-	return h.s.reapACMEChallenges(ctx, limit)
+	return h.s.acme.ReapChallenges(ctx, limit)
 }
 
 // TLSCertificateKeyPair returns the PEM chain and private key of a TLS

@@ -137,10 +137,10 @@ const (
 // isInternal reports whether k is a kind the Service stores for itself
 // and the API never shows (the sealing check, bootstrap.go; nodes,
 // package internal/nodes; leases, package internal/leases; ACME account
-// keys and challenges, acme.go; event delivery states,
-// eventdestination.go). They are known to the
-// followers of the feed, which pass over their changes: they have no
-// declaration, no events and nothing cached.
+// keys and challenges, package internal/acmestate; event delivery
+// states, package internal/delivery). They are known to the followers of
+// the feed, which pass over their changes: they have no declaration, no
+// events and nothing cached.
 func isInternal(k store.Kind) bool { return kinds.Internal(k) }
 
 // declOf returns the declaration of a store kind.

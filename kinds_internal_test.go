@@ -55,7 +55,7 @@ func TestKindListComplete(t *testing.T) {
 // state, delivery states...) are package kinds' internal ones, or the
 // followers of the feed would log their changes as an unknown kind.
 func TestInternalKindsKnown(t *testing.T) {
-	for _, k := range []store.Kind{kindSealingCheck, kinds.Node, kinds.Lease, kindACMEAccount, kindACMEChallenge, kindDelivery} {
+	for _, k := range []store.Kind{kindSealingCheck, kinds.Node, kinds.Lease, kinds.ACMEAccount, kinds.ACMEChallenge, kinds.Delivery} {
 		if !isInternal(k) {
 			t.Errorf("store kind %q is not internal", k)
 		}

@@ -12,7 +12,10 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/acmestate"
+	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
+	"github.com/edgeplane/edgeplane/internal/delivery"
 	"github.com/edgeplane/edgeplane/internal/fence"
 	"github.com/edgeplane/edgeplane/internal/leases"
 	"github.com/edgeplane/edgeplane/internal/nodes"
@@ -147,6 +150,11 @@ type Service struct {
 	access  *accessCache     // compiled IP restrictions (access.go); nil without a follower of the feed
 	ipTally ipaccess.Tally   // what the checks of IP restrictions decided
 
+	// Runtime-only operations of Host, each in an internal package.
+	tokens   *agenttokens.Issuer // agents' resume tokens, sealed by sealer
+	acme     *acmestate.State    // the certificate manager's ACME state
+	delivery *delivery.States    // event destinations' delivery states (eventdelivery.go)
+
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
 	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
@@ -206,6 +214,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 		return nil, apierr.Invalidf("SealingKey", "%s", err.Error())
 	}
 	s.sealer = sealer
+	s.tokens = agenttokens.New(sealer, s.now)
 	s.ids = ids.NewGenerator(s.now)
 	s.domains = opts.Domains.WithDefaults()
 	if s.policy, err = newPolicyEngine(opts.Policy, s.now, s.log); err != nil {
@@ -229,6 +238,8 @@ func New(st store.Store, opts Options) (*Service, error) {
 	}
 	s.leases = leases.New(s.store, s.db, s.now)
 	s.nodes = nodes.New(s.store, s.db, s.now, s.ids, s.lease, s.sealer, tunnelSessionKind)
+	s.acme = acmestate.New(s.store, s.db, sealer, s.now, s.log)
+	s.delivery = delivery.New(s.store, s.log, deliveryRecords{s})
 	s.startEvents(opts.Events)
 	s.startCache()
 	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {
