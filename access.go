@@ -18,9 +18,9 @@ import (
 // authenticated request, [Service.CheckIPRestrictions]), agent (checked
 // when a tunnel server opens an agent's session, and again by the tunnel
 // server for the sessions it holds whenever a restriction or an IP
-// policy of the account changes, [Host.IPRestrictions]) and
+// policy of the account changes, [TunnelHost.IPRestrictions]) and
 // dashboard (for a web console; none is built in yet). The type
-// endpoints is the edge proxy's ([Host.EndpointRestrictions]).
+// endpoints is the edge proxy's ([DataPlaneHost.EndpointRestrictions]).
 //
 // Every check reads the account's restrictions of the type, each with
 // the combined rules of its IP policies, through an access cache: an
@@ -235,7 +235,7 @@ func (s *Service) enforcerOf(ctx context.Context, accountID, typ string) (*ipacc
 // dropped them from the access cache yet.
 func (s *Service) checkIPRestrictions(ctx context.Context, accountID, typ string, ip netip.Addr, cached bool) error {
 	if typeOK := typ == ipaccess.TypeAPI || typ == ipaccess.TypeAgent || typ == ipaccess.TypeDashboard; !typeOK {
-		return apierr.Invalidf("type", "must be %s, %s or %s: restrictions of type %s are the edge proxy's (Host.EndpointRestrictions)",
+		return apierr.Invalidf("type", "must be %s, %s or %s: restrictions of type %s are the edge proxy's (DataPlaneHost.EndpointRestrictions)",
 			ipaccess.TypeAPI, ipaccess.TypeAgent, ipaccess.TypeDashboard, ipaccess.TypeEndpoints)
 	}
 	if !ids.Valid(accountID, AccountPrefix) {

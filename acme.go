@@ -30,7 +30,7 @@ const (
 // ACMEChallenge is a pending ACME challenge: [domains.ACMEChallenge].
 type ACMEChallenge = domains.ACMEChallenge
 
-// reportCertificateProgress is [Host.ReportCertificateProgress]. It
+// reportCertificateProgress is [CertificateHost.ReportCertificateProgress]. It
 // stays here: it updates a reserved domain, a kind of the root.
 func (s *Service) reportCertificateProgress(ctx context.Context, accountID, domainID, msg string) (*domains.ReservedDomain, error) {
 	var vs apierr.Violations

@@ -23,10 +23,10 @@ func TestACMEChallenges(t *testing.T) {
 	h := e.svc.Host()
 	exp := e.clock.Now().Add(10 * time.Minute)
 	c := edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "tok-1_A", KeyAuthorization: "tok-1_A.thumb", ExpiresAt: exp}
-	if err := h.PutACMEChallenge(e.ctx, c); err != nil {
+	if err := h.Certificates().PutACMEChallenge(e.ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.ACMEChallenge(e.ctx, edgeplane.ChallengeHTTP01, "app.example.com", "tok-1_A")
+	got, err := h.Certificates().ACMEChallenge(e.ctx, edgeplane.ChallengeHTTP01, "app.example.com", "tok-1_A")
 	if err != nil || got.KeyAuthorization != c.KeyAuthorization || !got.ExpiresAt.Equal(exp) {
 		t.Fatalf("ACMEChallenge = %+v, %v; want %+v", got, err, c)
 	}
@@ -36,50 +36,50 @@ func TestACMEChallenges(t *testing.T) {
 		{edgeplane.ChallengeHTTP01, "app.example.com", "tok-2"},
 		{edgeplane.ChallengeTLSALPN01, "app.example.com", ""},
 	} {
-		if _, err := h.ACMEChallenge(e.ctx, k[0], k[1], k[2]); !errors.Is(err, apierr.ErrNotFound) {
+		if _, err := h.Certificates().ACMEChallenge(e.ctx, k[0], k[1], k[2]); !errors.Is(err, apierr.ErrNotFound) {
 			t.Errorf("ACMEChallenge(%v) = %v, want not found", k, err)
 		}
 	}
 	// Put again replaces.
 	c.KeyAuthorization = "tok-1_A.other"
-	if err := h.PutACMEChallenge(e.ctx, c); err != nil {
+	if err := h.Certificates().PutACMEChallenge(e.ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := h.ACMEChallenge(e.ctx, c.Type, c.Name, c.Token); err != nil || got.KeyAuthorization != "tok-1_A.other" {
+	if got, err := h.Certificates().ACMEChallenge(e.ctx, c.Type, c.Name, c.Token); err != nil || got.KeyAuthorization != "tok-1_A.other" {
 		t.Fatalf("after a second put: %+v, %v", got, err)
 	}
 	// A TLS-ALPN-01 and a DNS-01 one, by name only.
 	alpn := edgeplane.ACMEChallenge{Type: edgeplane.ChallengeTLSALPN01, Name: "app.example.com", KeyAuthorization: "x.y", ExpiresAt: exp.Add(time.Hour)}
 	txt := edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: "abc.acme.edgeplane-cname.com", KeyAuthorization: "digest", ExpiresAt: exp.Add(time.Hour)}
 	for _, c := range []edgeplane.ACMEChallenge{alpn, txt} {
-		if err := h.PutACMEChallenge(e.ctx, c); err != nil {
+		if err := h.Certificates().PutACMEChallenge(e.ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := h.ACMEChallenge(e.ctx, c.Type, c.Name, ""); err != nil || got.KeyAuthorization != c.KeyAuthorization {
+		if got, err := h.Certificates().ACMEChallenge(e.ctx, c.Type, c.Name, ""); err != nil || got.KeyAuthorization != c.KeyAuthorization {
 			t.Fatalf("%s: %+v, %v", c.Type, got, err)
 		}
 	}
 	// Expired: not answered, and reaped; the others stay.
 	e.clock.Advance(10 * time.Minute)
-	if _, err := h.ACMEChallenge(e.ctx, c.Type, c.Name, c.Token); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := h.Certificates().ACMEChallenge(e.ctx, c.Type, c.Name, c.Token); !errors.Is(err, apierr.ErrNotFound) {
 		t.Fatalf("expired challenge answered: %v", err)
 	}
-	if n, err := h.ReapACMEChallenges(e.ctx, 10); err != nil || n != 1 {
+	if n, err := h.Certificates().ReapACMEChallenges(e.ctx, 10); err != nil || n != 1 {
 		t.Fatalf("ReapACMEChallenges = %d, %v; want 1", n, err)
 	}
-	if n, err := h.ReapACMEChallenges(e.ctx, 10); err != nil || n != 0 {
+	if n, err := h.Certificates().ReapACMEChallenges(e.ctx, 10); err != nil || n != 0 {
 		t.Fatalf("second ReapACMEChallenges = %d, %v; want 0", n, err)
 	}
-	if _, err := h.ACMEChallenge(e.ctx, alpn.Type, alpn.Name, ""); err != nil {
+	if _, err := h.Certificates().ACMEChallenge(e.ctx, alpn.Type, alpn.Name, ""); err != nil {
 		t.Fatalf("a live challenge was reaped: %v", err)
 	}
 	// Delete; deleting again is no error.
 	for range 2 {
-		if err := h.DeleteACMEChallenge(e.ctx, alpn.Type, alpn.Name, ""); err != nil {
+		if err := h.Certificates().DeleteACMEChallenge(e.ctx, alpn.Type, alpn.Name, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.ACMEChallenge(e.ctx, alpn.Type, alpn.Name, ""); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := h.Certificates().ACMEChallenge(e.ctx, alpn.Type, alpn.Name, ""); !errors.Is(err, apierr.ErrNotFound) {
 		t.Fatalf("deleted challenge answered: %v", err)
 	}
 }
@@ -117,7 +117,7 @@ func TestACMEChallengeValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
 			tc.change(&c)
-			err := h.PutACMEChallenge(e.ctx, c)
+			err := h.Certificates().PutACMEChallenge(e.ctx, c)
 			var ae *apierr.Error
 			if !errors.As(err, &ae) || ae.Code != apierr.InvalidArgument {
 				t.Fatalf("PutACMEChallenge = %v, want invalid argument", err)
@@ -131,7 +131,7 @@ func TestACMEChallengeValidation(t *testing.T) {
 			}
 		})
 	}
-	if err := h.PutACMEChallenge(e.ctx, ok); err != nil {
+	if err := h.Certificates().PutACMEChallenge(e.ctx, ok); err != nil {
 		t.Fatalf("the valid challenge: %v", err)
 	}
 }
@@ -149,17 +149,17 @@ func TestACMEAccountKey(t *testing.T) {
 	gen := func(pem string) func() ([]byte, error) {
 		return func() ([]byte, error) { calls++; return []byte(pem), nil }
 	}
-	got, err := svc.Host().ACMEAccountKey(ctx, dir, gen("KEY ONE"))
+	got, err := svc.Host().Certificates().ACMEAccountKey(ctx, dir, gen("KEY ONE"))
 	if err != nil || string(got) != "KEY ONE" || calls != 1 {
 		t.Fatalf("first ACMEAccountKey = %q, %v (%d calls); want the generated key", got, err, calls)
 	}
 	// Stored: the next call (another replica) gets it, generating nothing.
 	other := newSvc(key)
-	if got, err := other.Host().ACMEAccountKey(ctx, dir, gen("KEY TWO")); err != nil || string(got) != "KEY ONE" || calls != 1 {
+	if got, err := other.Host().Certificates().ACMEAccountKey(ctx, dir, gen("KEY TWO")); err != nil || string(got) != "KEY ONE" || calls != 1 {
 		t.Fatalf("second ACMEAccountKey = %q, %v (%d calls); want the stored key", got, err, calls)
 	}
 	// Another directory has its own.
-	if got, err := svc.Host().ACMEAccountKey(ctx, "https://staging.example.test/dir", gen("KEY THREE")); err != nil || string(got) != "KEY THREE" {
+	if got, err := svc.Host().Certificates().ACMEAccountKey(ctx, "https://staging.example.test/dir", gen("KEY THREE")); err != nil || string(got) != "KEY THREE" {
 		t.Fatalf("another directory: %q, %v", got, err)
 	}
 	// Sealed: the store holds no plain key, and another sealing key
@@ -173,11 +173,11 @@ func TestACMEAccountKey(t *testing.T) {
 			t.Errorf("the account key is stored in the clear: %s", r.Data)
 		}
 	}
-	if _, err := newSvc(bytes.Repeat([]byte{8}, 32)).Host().ACMEAccountKey(ctx, dir, gen("x")); apierr.CodeOf(err) != apierr.Internal {
+	if _, err := newSvc(bytes.Repeat([]byte{8}, 32)).Host().Certificates().ACMEAccountKey(ctx, dir, gen("x")); apierr.CodeOf(err) != apierr.Internal {
 		t.Errorf("another sealing key opened the account key: %v", err)
 	}
 	for _, bad := range []string{"", "ftp://x/y", "/relative", "https://" + strings.Repeat("a", edgeplane.MaxACMEDirectory)} {
-		if _, err := svc.Host().ACMEAccountKey(ctx, bad, gen("x")); apierr.CodeOf(err) != apierr.InvalidArgument {
+		if _, err := svc.Host().Certificates().ACMEAccountKey(ctx, bad, gen("x")); apierr.CodeOf(err) != apierr.InvalidArgument {
 			t.Errorf("directory %.20q: %v, want invalid argument", bad, err)
 		}
 	}
@@ -193,11 +193,11 @@ func TestReportCertificateProgress(t *testing.T) {
 	started := d.CertificateManagementStatus.ProvisioningJob.StartedAt
 	e.clock.Advance(time.Minute)
 	h := e.svc.Host()
-	if _, err := h.ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeInternal,
+	if _, err := h.Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeInternal,
 		Msg: "CA down", RetriesAt: e.clock.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "validating app.example.com by HTTP-01")
+	got, err := h.Certificates().ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "validating app.example.com by HTTP-01")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,17 +206,17 @@ func TestReportCertificateProgress(t *testing.T) {
 		t.Fatalf("job after progress: %+v, want the message, no error, started %v", job, started)
 	}
 	for _, msg := range []string{"", strings.Repeat("x", domains.MaxJobMsgBytes+1), "\xff"} {
-		if _, err := h.ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, msg); apierr.CodeOf(err) != apierr.InvalidArgument {
+		if _, err := h.Certificates().ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, msg); apierr.CodeOf(err) != apierr.InvalidArgument {
 			t.Errorf("msg %.10q: %v, want invalid argument", msg, err)
 		}
 	}
 	if err := e.svc.DetachReservedDomainCertificateManagementPolicy(e.ctx, e.user, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "x"); apierr.CodeOf(err) != apierr.FailedPrecondition {
+	if _, err := h.Certificates().ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "x"); apierr.CodeOf(err) != apierr.FailedPrecondition {
 		t.Errorf("progress without a policy: %v, want failed precondition", err)
 	}
-	if _, err := h.ReportCertificateProgress(e.ctx, e.other.AccountID, d.ID, "x"); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := h.Certificates().ReportCertificateProgress(e.ctx, e.other.AccountID, d.ID, "x"); !errors.Is(err, apierr.ErrNotFound) {
 		t.Errorf("progress from another account: %v, want not found", err)
 	}
 }
@@ -231,7 +231,7 @@ func TestDeleteDomainDeletesManagedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
-	d, err := e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, managed.ID, certPEM, keyPEM)
+	d, err := e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, managed.ID, certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,15 +272,15 @@ func TestCertificateTransitionsAreEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := e.svc.Host()
-	if _, err := h.ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "ordering"); err != nil {
+	if _, err := h.Certificates().ReportCertificateProgress(e.ctx, e.user.AccountID, d.ID, "ordering"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS,
+	if _, err := h.Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS,
 		Msg: "no CNAME", RetriesAt: e.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
-	issued, err := h.ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
+	issued, err := h.Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,14 +339,14 @@ func FuzzACMEChallenge(f *testing.F) {
 	h := e.svc.Host()
 	f.Fuzz(func(t *testing.T, typ, name, token, value string) {
 		c := edgeplane.ACMEChallenge{Type: typ, Name: name, Token: token, KeyAuthorization: value, ExpiresAt: e.clock.Now().Add(time.Minute)}
-		err := h.PutACMEChallenge(e.ctx, c)
-		got, gerr := h.ACMEChallenge(e.ctx, typ, name, token)
+		err := h.Certificates().PutACMEChallenge(e.ctx, c)
+		got, gerr := h.Certificates().ACMEChallenge(e.ctx, typ, name, token)
 		switch {
 		case err == nil:
 			if gerr != nil || got.KeyAuthorization != value {
 				t.Fatalf("put %+v, read %+v, %v", c, got, gerr)
 			}
-			if err := h.DeleteACMEChallenge(e.ctx, typ, name, token); err != nil {
+			if err := h.Certificates().DeleteACMEChallenge(e.ctx, typ, name, token); err != nil {
 				t.Fatal(err)
 			}
 		case apierr.CodeOf(err) != apierr.InvalidArgument:
@@ -373,7 +373,7 @@ func TestRenewalDeletesReplacedManagedCertificate(t *testing.T) {
 	issue := func() string {
 		t.Helper()
 		certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"app.example.com"}})
-		got, err := e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
+		got, err := e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 // check is h's OpenAgentToken without the time.
 func check(h *edgeplane.Host) func(agents.TokenPurpose, string, string, string, string) error {
 	return func(p agents.TokenPurpose, token, account, cred, id string) error {
-		_, err := h.OpenAgentToken(p, token, account, cred, id)
+		_, err := h.Tunnels().OpenAgentToken(p, token, account, cred, id)
 		return err
 	}
 }
@@ -23,8 +23,8 @@ func check(h *edgeplane.Host) func(agents.TokenPurpose, string, string, string, 
 func TestAgentToken(t *testing.T) {
 	e := newEnv(t)
 	h := e.svc.Host()
-	tok := h.AgentToken(agents.TokenEndpoint, "acct_1", "cr_1", "ep_1")
-	made, err := h.OpenAgentToken(agents.TokenEndpoint, tok, "acct_1", "cr_1", "ep_1")
+	tok := h.Tunnels().AgentToken(agents.TokenEndpoint, "acct_1", "cr_1", "ep_1")
+	made, err := h.Tunnels().OpenAgentToken(agents.TokenEndpoint, tok, "acct_1", "cr_1", "ep_1")
 	if err != nil {
 		t.Fatalf("the token as made: %v", err)
 	}
@@ -32,9 +32,9 @@ func TestAgentToken(t *testing.T) {
 		t.Errorf("the token was made at %v; want the Service's clock, %v", made, want)
 	}
 	e.clock.Advance(time.Hour)
-	if later := h.AgentToken(agents.TokenEndpoint, "acct_1", "cr_1", "ep_1"); later == tok {
+	if later := h.Tunnels().AgentToken(agents.TokenEndpoint, "acct_1", "cr_1", "ep_1"); later == tok {
 		t.Error("tokens made an hour apart are the same")
-	} else if m2, err := h.OpenAgentToken(agents.TokenEndpoint, later, "acct_1", "cr_1", "ep_1"); err != nil || m2.Sub(made) != time.Hour {
+	} else if m2, err := h.Tunnels().OpenAgentToken(agents.TokenEndpoint, later, "acct_1", "cr_1", "ep_1"); err != nil || m2.Sub(made) != time.Hour {
 		t.Errorf("the later token: made %v, %v; want an hour after the first", m2, err)
 	}
 	other := mustService(edgeplane.New(memstore.New(), edgeplane.Options{})) // another store: another sealing key

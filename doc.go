@@ -133,25 +133,25 @@
 // [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
 // [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [Host.RegisterNode], [Host.RenewNode], [Host.RemoveNode],
-// [Host.OpenTunnelSession], [Host.CloseTunnelSession],
-// [Host.GetTunnelSession] and [Host.StartLabeledTunnel],
-// [Host.BindEndpoint] and [Host.UnbindEndpoint] for tunnel servers that
+// ones), [TunnelHost.RegisterNode], [TunnelHost.RenewNode], [TunnelHost.RemoveNode],
+// [TunnelHost.OpenTunnelSession], [TunnelHost.CloseTunnelSession],
+// [TunnelHost.GetTunnelSession] and [TunnelHost.StartLabeledTunnel],
+// [TunnelHost.BindEndpoint] and [TunnelHost.UnbindEndpoint] for tunnel servers that
 // serve agents (a session is a child of its credential and its labeled
 // tunnels and endpoints children of the session, so they go offline
 // together; each tunnel server is a node of the store, and its one lease
 // keeps every session it holds online: a node renews it with one write
 // whatever it holds, and a node that stops renewing is reaped with its
-// sessions), [Host.GetNode], [Host.ListNodes] and [Host.NodeKey] for the
+// sessions), [NodeHost.GetNode], [NodeHost.ListNodes] and [NodeHost.NodeKey] for the
 // hop between nodes (package hop),
-// [Host.GetEndpoint] and [Host.ListEndpoints] (every endpoint across
-// accounts) for edge proxies that serve endpoints, [Host.EdgeByHostport] (the edge that serves a host:port, by the
-// store's unique key of each edge hostport), [Host.HTTPSEdgeConfig],
-// [Host.HTTPSRouteConfig], [Host.TLSEdgeConfig], [Host.TCPEdgeConfig],
-// [Host.BackendTunnels], [Host.ListHTTPSEdges] (every HTTPS edge across
+// [TunnelHost.GetEndpoint] and [DataPlaneHost.ListEndpoints] (every endpoint across
+// accounts) for edge proxies that serve endpoints, [DataPlaneHost.EdgeByHostport] (the edge that serves a host:port, by the
+// store's unique key of each edge hostport), [DataPlaneHost.HTTPSEdgeConfig],
+// [DataPlaneHost.HTTPSRouteConfig], [DataPlaneHost.TLSEdgeConfig], [DataPlaneHost.TCPEdgeConfig],
+// [DataPlaneHost.BackendTunnels], [DataPlaneHost.ListHTTPSEdges] (every HTTPS edge across
 // accounts) and [Host.WaitRevision] (until this Service's caches have
 // applied a revision of the change feed) for edge proxies (package proxy
-// keeps their configs current), [Host.CertificateOrders] and the Report
+// keeps their configs current), [CertificateHost.CertificateOrders] and the Report
 // methods for a certificate manager.
 //
 // # Storage
@@ -259,5 +259,5 @@
 //     restricted credential names the address it may bind). A rebind
 //     after a reconnect deletes the old record, then creates the new one
 //     (the store writes one record at a time): a bind that takes the
-//     hostport in between wins. See [Host.BindEndpoint].
+//     hostport in between wins. See [TunnelHost.BindEndpoint].
 package edgeplane

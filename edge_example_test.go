@@ -17,7 +17,7 @@ import (
 
 // An edge proxy loads everything it applies to a TLS edge in one call: the
 // IP restriction, the compiled traffic policy and the TLS termination.
-func ExampleHost_TLSEdgeConfig() {
+func ExampleDataPlaneHost_TLSEdgeConfig() {
 	ctx := context.Background()
 	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
 	if err != nil {
@@ -46,7 +46,7 @@ func ExampleHost_TLSEdgeConfig() {
 	svc.ReplaceTLSEdgeTLSTermination(ctx, p, edge.ID, edges.TLSTerminationParams{MinVersion: nil})
 
 	// The edge proxy's call: a host operation, by account.
-	cfg, err := svc.Host().TLSEdgeConfig(ctx, acct.ID, edge.ID)
+	cfg, err := svc.Host().DataPlane().TLSEdgeConfig(ctx, acct.ID, edge.ID)
 	if err != nil {
 		panic(err)
 	}
@@ -70,7 +70,7 @@ func ExampleHost_TLSEdgeConfig() {
 
 // An HTTPS edge proxy loads every route of an edge with its modules and
 // picks the route of each request by path.
-func ExampleHost_HTTPSEdgeConfig() {
+func ExampleDataPlaneHost_HTTPSEdgeConfig() {
 	ctx := context.Background()
 	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
 	if err != nil {
@@ -92,7 +92,7 @@ func ExampleHost_HTTPSEdgeConfig() {
 	})
 	fmt.Println("stored header names:", headers.Add, headers.Remove)
 
-	cfg, _ := svc.Host().HTTPSEdgeConfig(ctx, acct.ID, edge.ID)
+	cfg, _ := svc.Host().DataPlane().HTTPSEdgeConfig(ctx, acct.ID, edge.ID)
 	for _, path := range []string{"/index.html", "/admin/users"} {
 		r := cfg.Route(path)
 		fmt.Printf("%s: route %s, compression %v, oidc %v\n", path, r.Match, r.Compression, r.OIDC != nil)
@@ -109,7 +109,7 @@ func ExampleHost_HTTPSEdgeConfig() {
 // A route's traffic policy runs on HTTP requests, so it can hold the
 // rate-limit action. The edge proxy gets it compiled, scoped to the route:
 // reloading the route's config keeps the counts.
-func ExampleHost_HTTPSRouteConfig() {
+func ExampleDataPlaneHost_HTTPSRouteConfig() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{Clock: func() time.Time { return now }})
@@ -135,7 +135,7 @@ func ExampleHost_HTTPSRouteConfig() {
 	}
 	fmt.Println("stored:", tp.Value)
 
-	cfg, err := svc.Host().HTTPSRouteConfig(ctx, acct.ID, edge.ID, api.ID)
+	cfg, err := svc.Host().DataPlane().HTTPSRouteConfig(ctx, acct.ID, edge.ID, api.ID)
 	if err != nil {
 		panic(err)
 	}

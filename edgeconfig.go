@@ -143,7 +143,7 @@ func (s *Service) ipRestrictionConfig(ctx context.Context, accountID string, m *
 	return edgeconfig.NewIPRestriction(m.PolicyIDs(), set), nil
 }
 
-// httpsRouteConfig is [Host.HTTPSRouteConfig].
+// httpsRouteConfig is [DataPlaneHost.HTTPSRouteConfig].
 func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edgeconfig.Route, error) {
 	if _, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm.Form, edgeID); err != nil {
 		return nil, err
@@ -158,7 +158,7 @@ func (s *Service) httpsRouteConfig(ctx context.Context, accountID, edgeID, route
 	return s.routeConfig(ctx, accountID, r)
 }
 
-// httpsEdgeConfig is [Host.HTTPSEdgeConfig].
+// httpsEdgeConfig is [DataPlaneHost.HTTPSEdgeConfig].
 func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error) {
 	e, _, err := loadEdgeRecord(ctx, s, accountID, httpsEdgeForm.Form, edgeID)
 	if err != nil {
@@ -185,7 +185,7 @@ func (s *Service) httpsEdgeConfig(ctx context.Context, accountID, edgeID string)
 	return c, nil
 }
 
-// tcpEdgeConfig is [Host.TCPEdgeConfig].
+// tcpEdgeConfig is [DataPlaneHost.TCPEdgeConfig].
 func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error) {
 	e, _, err := loadEdgeRecord(ctx, s, accountID, tcpEdgeForm.Form, edgeID)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Service) tcpEdgeConfig(ctx context.Context, accountID, edgeID string) (
 // every edge of an account: [ipaccess.EndpointRestrictions].
 type EndpointRestrictions = ipaccess.EndpointRestrictions
 
-// endpointRestrictions is [Host.EndpointRestrictions].
+// endpointRestrictions is [DataPlaneHost.EndpointRestrictions].
 func (s *Service) endpointRestrictions(ctx context.Context, accountID string) (*EndpointRestrictions, error) {
 	if !ids.Valid(accountID, AccountPrefix) {
 		return nil, accountKind.NotFound(accountID)
@@ -282,7 +282,7 @@ type ipSetChecker struct{ set *ipaccess.Set }
 
 func (c ipSetChecker) AllowedIP(ip netip.Addr) bool { return c.set.Allowed(ip) }
 
-// tlsEdgeConfig is [Host.TLSEdgeConfig].
+// tlsEdgeConfig is [DataPlaneHost.TLSEdgeConfig].
 func (s *Service) tlsEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error) {
 	e, _, err := loadEdgeRecord(ctx, s, accountID, tlsEdgeForm.Form, edgeID)
 	if err != nil {

@@ -39,7 +39,7 @@ func TestTLSEdgeConfig(t *testing.T) {
 	edge := e.tlsEdge(t, e.user)
 
 	// No modules: TLS terminates at the edge with TLS 1.2; everything else off.
-	c, err := e.svc.Host().TLSEdgeConfig(e.ctx, acct, edge.ID)
+	c, err := e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestTLSEdgeConfig(t *testing.T) {
 	}
 	must(e.svc.ReplaceTLSEdgeBackend(e.ctx, e.user, edge.ID, edges.BackendParams{BackendID: bk.ID}))
 
-	c, err = e.svc.Host().TLSEdgeConfig(e.ctx, acct, edge.ID)
+	c, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestTLSEdgeConfig(t *testing.T) {
 	if _, err := e.svc.CreateIPPolicyRule(e.ctx, e.user, ipaccess.CreateRuleParams{IPPolicyID: office.ID, CIDR: "192.0.2.0/24", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err = e.svc.Host().TLSEdgeConfig(e.ctx, acct, edge.ID)
+	c, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,22 +119,22 @@ func TestTLSEdgeConfig(t *testing.T) {
 	must(e.svc.ReplaceTLSEdgeIPRestriction(e.ctx, e.user, edge.ID, edges.IPRestrictionParams{IPPolicyIDs: []string{office.ID}, Enabled: ptr(false)}))
 	must(nil, e.svc.DeleteTLSEdgeTrafficPolicy(e.ctx, e.user, edge.ID))
 	must(e.svc.ReplaceTLSEdgeTLSTermination(e.ctx, e.user, edge.ID, edges.TLSTerminationParams{TerminateAt: "upstream"}))
-	c, err = e.svc.Host().TLSEdgeConfig(e.ctx, acct, edge.ID)
+	c, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil || c.IPRestriction != nil || c.TrafficPolicy != nil || c.TerminateAt != "upstream" || c.MinVersion != 0 {
 		t.Errorf("config = %+v, %v", c, err)
 	}
 	must(e.svc.ReplaceTLSEdgeTLSTermination(e.ctx, e.user, edge.ID, edges.TLSTerminationParams{Enabled: ptr(false), TerminateAt: "upstream"}))
-	c, err = e.svc.Host().TLSEdgeConfig(e.ctx, acct, edge.ID)
+	c, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil || c.TerminateAt != "edge" || c.MinVersion != tls.VersionTLS12 {
 		t.Errorf("with a disabled termination module: %+v, %v", c, err)
 	}
 
 	// Not found: another account, a malformed account, a missing edge.
-	_, err = e.svc.Host().TLSEdgeConfig(e.ctx, e.other.AccountID, edge.ID)
+	_, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, e.other.AccountID, edge.ID)
 	wantNotFoundNaming(t, err, edge.ID)
-	_, err = e.svc.Host().TLSEdgeConfig(e.ctx, "acct_x", edge.ID)
+	_, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, "acct_x", edge.ID)
 	wantNotFoundNaming(t, err, "acct_x")
-	_, err = e.svc.Host().TLSEdgeConfig(e.ctx, acct, "edgtls_x")
+	_, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, acct, "edgtls_x")
 	wantNotFoundNaming(t, err, "edgtls_x")
 }
 
@@ -157,10 +157,10 @@ func TestTLSEdgeConfigWithAnotherEngine(t *testing.T) {
 	if _, err := withTarpit.ReplaceTLSEdgeTrafficPolicy(e.ctx, e.user, edge.ID, edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"tarpit"}]}]}`}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := withTarpit.Host().TLSEdgeConfig(e.ctx, e.user.AccountID, edge.ID); err != nil || c.TrafficPolicy == nil {
+	if c, err := withTarpit.Host().DataPlane().TLSEdgeConfig(e.ctx, e.user.AccountID, edge.ID); err != nil || c.TrafficPolicy == nil {
 		t.Fatalf("config with the custom engine: %+v, %v", c, err)
 	}
-	_, err = e.svc.Host().TLSEdgeConfig(e.ctx, e.user.AccountID, edge.ID)
+	_, err = e.svc.Host().DataPlane().TLSEdgeConfig(e.ctx, e.user.AccountID, edge.ID)
 	wantCode(t, err, apierr.FailedPrecondition)
 }
 
@@ -182,7 +182,7 @@ func TestTCPEdgeConfig(t *testing.T) {
 	pol := e.policy(t, e.user, [2]string{"10.0.0.0/8", "deny"})
 	b := e.backend(t, e.user, map[string]string{"app": "db"})
 	edge := e.tcpEdge(t, e.user)
-	c, err := e.svc.Host().TCPEdgeConfig(e.ctx, acct, edge.ID)
+	c, err := e.svc.Host().DataPlane().TCPEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil || c.IPRestriction != nil || c.Backend != nil || c.EdgeID != edge.ID {
 		t.Fatalf("config without modules = %+v, %v", c, err)
 	}
@@ -195,14 +195,14 @@ func TestTCPEdgeConfig(t *testing.T) {
 	if _, err := e.svc.ReplaceTCPEdgeBackend(e.ctx, e.user, edge.ID, edges.BackendParams{BackendID: b.ID}); err != nil {
 		t.Fatal(err)
 	}
-	c, err = e.svc.Host().TCPEdgeConfig(e.ctx, acct, edge.ID)
+	c, err = e.svc.Host().DataPlane().TCPEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil || c.Backend == nil || c.Backend.BackendID != b.ID || c.IPRestriction == nil {
 		t.Fatalf("config = %+v, %v", c, err)
 	}
 	if c.IPRestriction.Allowed(netip.MustParseAddr("10.1.1.1")) || !c.IPRestriction.Allowed(netip.MustParseAddr("192.0.2.1")) {
 		t.Error("the restriction does not follow the policy's deny rule")
 	}
-	_, err = e.svc.Host().TCPEdgeConfig(e.ctx, e.other.AccountID, edge.ID)
+	_, err = e.svc.Host().DataPlane().TCPEdgeConfig(e.ctx, e.other.AccountID, edge.ID)
 	wantNotFoundNaming(t, err, edge.ID)
 }
 
@@ -228,7 +228,7 @@ func TestHTTPSEdgeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err := e.svc.Host().HTTPSEdgeConfig(e.ctx, acct, edge.ID)
+	c, err := e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,20 +251,20 @@ func TestHTTPSEdgeConfig(t *testing.T) {
 		t.Errorf("a disabled module is on: %+v", rc.ResponseHeaders)
 	}
 
-	one, err := e.svc.Host().HTTPSRouteConfig(e.ctx, acct, edge.ID, api.ID)
+	one, err := e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, acct, edge.ID, api.ID)
 	if err != nil || one.RouteID != api.ID || one.OIDC == nil {
 		t.Errorf("route config = %+v, %v", one, err)
 	}
 	other := e.httpsEdge(t, e.user)
-	_, err = e.svc.Host().HTTPSRouteConfig(e.ctx, acct, other.ID, api.ID)
+	_, err = e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, acct, other.ID, api.ID)
 	wantNotFoundNaming(t, err, api.ID)
-	_, err = e.svc.Host().HTTPSRouteConfig(e.ctx, acct, edge.ID, "edghtsrt_x")
+	_, err = e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, acct, edge.ID, "edghtsrt_x")
 	wantNotFoundNaming(t, err, "edghtsrt_x")
-	_, err = e.svc.Host().HTTPSRouteConfig(e.ctx, e.other.AccountID, edge.ID, api.ID)
+	_, err = e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, e.other.AccountID, edge.ID, api.ID)
 	wantNotFoundNaming(t, err, edge.ID)
-	_, err = e.svc.Host().HTTPSEdgeConfig(e.ctx, e.other.AccountID, edge.ID)
+	_, err = e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, e.other.AccountID, edge.ID)
 	wantNotFoundNaming(t, err, edge.ID)
-	if c, err := e.svc.Host().HTTPSEdgeConfig(e.ctx, acct, other.ID); err != nil || len(c.Routes) != 0 || c.Route("/") != nil {
+	if c, err := e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, acct, other.ID); err != nil || len(c.Routes) != 0 || c.Route("/") != nil {
 		t.Errorf("edge without routes: %+v, %v", c, err)
 	}
 }
@@ -364,7 +364,7 @@ func TestHTTPSEdgeConfigOverRouteCapFailsClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := e.svc.Host().HTTPSEdgeConfig(e.ctx, e.user.AccountID, edge.ID)
+	_, err := e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, e.user.AccountID, edge.ID)
 	if apierr.CodeOf(err) != apierr.FailedPrecondition || !strings.Contains(err.Error(), "more than 100 HTTPS edge routes") {
 		t.Fatalf("HTTPSEdgeConfig over the cap: %v", err)
 	}

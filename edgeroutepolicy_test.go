@@ -256,7 +256,7 @@ func TestHTTPSRouteConfigTrafficPolicy(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	routeConfig := func(id string) *edgeconfig.Route {
 		t.Helper()
-		c, err := e.svc.Host().HTTPSRouteConfig(e.ctx, acct, edge.ID, id)
+		c, err := e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, acct, edge.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestHTTPSRouteConfigTrafficPolicy(t *testing.T) {
 	if _, err := e.svc.ReplaceHTTPSRouteTrafficPolicy(e.ctx, e.user, edge.ID, api.ID, edges.TrafficPolicyParams{Value: rateLimitOnly}); err != nil {
 		t.Fatal(err)
 	}
-	edgeCfg, err := e.svc.Host().HTTPSEdgeConfig(e.ctx, acct, edge.ID)
+	edgeCfg, err := e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, acct, edge.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestHTTPSRouteConfigTrafficPolicy(t *testing.T) {
 	if c := routeConfig(api.ID); c.TrafficPolicy != nil {
 		t.Error("a disabled module has a policy")
 	}
-	edgeCfg, _ = e.svc.Host().HTTPSEdgeConfig(e.ctx, acct, edge.ID)
+	edgeCfg, _ = e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, acct, edge.ID)
 	if c := edgeCfg.Route("/api"); c.TrafficPolicy != nil {
 		t.Error("a disabled module has a policy in the edge config")
 	}
@@ -373,7 +373,7 @@ func TestHTTPSRouteConfigRestrictIPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	c, err := e.svc.Host().HTTPSRouteConfig(e.ctx, acct, rt.edgeID, rt.routeID)
+	c, err := e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, acct, rt.edgeID, rt.routeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestHTTPSRouteConfigRestrictIPs(t *testing.T) {
 	if _, err := e.svc.CreateIPPolicyRule(e.ctx, e.user, ipaccess.CreateRuleParams{IPPolicyID: blocked.ID, CIDR: "203.0.113.9", Action: "deny"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err = e.svc.Host().HTTPSRouteConfig(e.ctx, acct, rt.edgeID, rt.routeID)
+	c, err = e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, acct, rt.edgeID, rt.routeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,15 +416,15 @@ func TestHTTPSRouteConfigErrors(t *testing.T) {
 	if _, err := withTarpit.ReplaceHTTPSRouteTrafficPolicy(e.ctx, e.user, rt.edgeID, rt.routeID, edges.TrafficPolicyParams{Value: doc}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := withTarpit.Host().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID); err != nil || c.TrafficPolicy == nil {
+	if c, err := withTarpit.Host().DataPlane().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID); err != nil || c.TrafficPolicy == nil {
 		t.Fatalf("config with the custom engine: %+v, %v", c, err)
 	}
-	_, err = e.svc.Host().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID)
+	_, err = e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID)
 	wantCode(t, err, apierr.FailedPrecondition)
 	if !strings.Contains(err.Error(), "HTTPS edge route "+rt.routeID) {
 		t.Errorf("error %q does not name the route", err)
 	}
-	_, err = e.svc.Host().HTTPSEdgeConfig(e.ctx, e.user.AccountID, rt.edgeID)
+	_, err = e.svc.Host().DataPlane().HTTPSEdgeConfig(e.ctx, e.user.AccountID, rt.edgeID)
 	wantCode(t, err, apierr.FailedPrecondition)
 
 	// Reading the rules of a restrict-ips policy fails.
@@ -437,9 +437,9 @@ func TestHTTPSRouteConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = broken.Host().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID)
+	_, err = broken.Host().DataPlane().HTTPSRouteConfig(e.ctx, e.user.AccountID, rt.edgeID, rt.routeID)
 	wantCode(t, err, apierr.Internal)
-	_, err = broken.Host().HTTPSEdgeConfig(e.ctx, e.user.AccountID, rt.edgeID)
+	_, err = broken.Host().DataPlane().HTTPSEdgeConfig(e.ctx, e.user.AccountID, rt.edgeID)
 	wantCode(t, err, apierr.Internal)
 }
 

@@ -24,7 +24,7 @@ import (
 
 // Endpoints (package agents has the model): a public address an agent
 // binds itself in its tunnel session (a Bind of http, https, tcp or tls,
-// [Host.BindEndpoint]), served by edge proxies without an edge. An
+// [TunnelHost.BindEndpoint]), served by edge proxies without an edge. An
 // endpoint record is a child of its session: closing the session,
 // reaping it, or deleting its credential removes the endpoint in the
 // same atomic step.
@@ -177,7 +177,7 @@ type endpointTarget struct {
 	domainID string
 }
 
-// bindEndpoint is [Host.BindEndpoint].
+// bindEndpoint is [TunnelHost.BindEndpoint].
 func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error) {
 	sess, sessRec, err := s.readTunnelSession(ctx, accountID, sessionID)
 	if err != nil {
@@ -471,7 +471,7 @@ func (s *Service) endpointWriteErr(err error, r *endpointRecord) error {
 	return s.edgeWriteErr(err, endpointKind, r.ID, []string{r.Hostport}, nil)
 }
 
-// unbindEndpoint is [Host.UnbindEndpoint].
+// unbindEndpoint is [TunnelHost.UnbindEndpoint].
 func (s *Service) unbindEndpoint(ctx context.Context, accountID, id string) error {
 	if !ids.Valid(id, agents.EndpointPrefix) {
 		return endpointKind.NotFound(id)
@@ -482,7 +482,7 @@ func (s *Service) unbindEndpoint(ctx context.Context, accountID, id string) erro
 	return nil
 }
 
-// getEndpoint is [Host.GetEndpoint]: a read of the store, not the
+// getEndpoint is [TunnelHost.GetEndpoint]: a read of the store, not the
 // record cache.
 func (s *Service) getEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error) {
 	if !ids.Valid(id, agents.EndpointPrefix) || !ids.Valid(accountID, AccountPrefix) {
@@ -500,7 +500,7 @@ func (s *Service) getEndpoint(ctx context.Context, accountID, id string) (*agent
 	return &r.Endpoint, nil
 }
 
-// listEndpoints is [Host.ListEndpoints].
+// listEndpoints is [DataPlaneHost.ListEndpoints].
 func (s *Service) listEndpoints(ctx context.Context, opts ListOptions) ([]agents.Endpoint, string, error) {
 	return records.HostList(ctx, s.db, endpointKind, listQuery(opts), func(rec store.Record) (agents.Endpoint, error) {
 		r, err := endpointForm.Decode(s.db, rec)

@@ -41,7 +41,7 @@ func bindParams(proto, where string) agents.EndpointParams {
 // bind binds an endpoint in the session of account.
 func (e *env) bind(t testing.TB, account, sessionID string, params agents.EndpointParams) *agents.Endpoint {
 	t.Helper()
-	ep, err := e.svc.Host().BindEndpoint(e.ctx, account, sessionID, params)
+	ep, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, account, sessionID, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +124,8 @@ func TestBindEndpoint(t *testing.T) {
 			if !strings.HasPrefix(got.ID, agents.EndpointPrefix) || len(got.ID) != len(agents.EndpointPrefix)+27 {
 				t.Errorf("endpoint ID %q", got.ID)
 			}
-			if h, err := e.svc.Host().GetEndpoint(e.ctx, acct, got.ID); err != nil || !cmp.Equal(&want, h) {
-				t.Errorf("Host.GetEndpoint (%v): %s", err, cmp.Diff(&want, h))
+			if h, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, acct, got.ID); err != nil || !cmp.Equal(&want, h) {
+				t.Errorf("TunnelHost.GetEndpoint (%v): %s", err, cmp.Diff(&want, h))
 			}
 			// The API shows neither the account nor passthrough nor the
 			// credential.
@@ -158,7 +158,7 @@ func TestBindEndpoint(t *testing.T) {
 	id := page.Items[0].ID
 	_, err = e.svc.GetEndpoint(e.ctx, e.other, id)
 	wantNotFoundNaming(t, err, id)
-	_, err = e.svc.Host().GetEndpoint(e.ctx, e.other.AccountID, id)
+	_, err = e.svc.Host().Tunnels().GetEndpoint(e.ctx, e.other.AccountID, id)
 	wantNotFoundNaming(t, err, id)
 	if page, err := e.svc.ListEndpoints(e.ctx, e.other, edgeplane.ListOptions{}); err != nil || len(page.Items) != 0 {
 		t.Errorf("another account lists %+v, %v", page, err)
@@ -166,7 +166,7 @@ func TestBindEndpoint(t *testing.T) {
 	for _, bad := range []string{"ep_bad", "", ts.ID} {
 		_, err := e.svc.GetEndpoint(e.ctx, e.user, bad)
 		wantCode(t, err, apierr.NotFound)
-		_, err = e.svc.Host().GetEndpoint(e.ctx, acct, bad)
+		_, err = e.svc.Host().Tunnels().GetEndpoint(e.ctx, acct, bad)
 		wantCode(t, err, apierr.NotFound)
 	}
 	// Filtered on the fields the API shows.
@@ -267,12 +267,12 @@ func TestBindEndpointRules(t *testing.T) {
 				sess = restrictedSession
 			}
 			before := e.revision(t)
-			ep, err := e.svc.Host().BindEndpoint(e.ctx, acct, sess, tc.params)
+			ep, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, sess, tc.params)
 			if tc.code == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
-				if err := e.svc.Host().UnbindEndpoint(e.ctx, acct, ep.ID); err != nil {
+				if err := e.svc.Host().Tunnels().UnbindEndpoint(e.ctx, acct, ep.ID); err != nil {
 					t.Fatal(err)
 				}
 				return
@@ -299,12 +299,12 @@ func TestBindEndpointSessions(t *testing.T) {
 	_, token := e.token(t, e.user)
 	ts := e.session(t, token)
 	params := bindParams(agents.ProtoHTTPS, "app.example.com")
-	_, err := e.svc.Host().BindEndpoint(e.ctx, e.other.AccountID, ts.ID, params)
+	_, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, e.other.AccountID, ts.ID, params)
 	wantNotFoundNaming(t, err, ts.ID)
-	_, err = e.svc.Host().BindEndpoint(e.ctx, e.user.AccountID, "ts_nope", params)
+	_, err = e.svc.Host().Tunnels().BindEndpoint(e.ctx, e.user.AccountID, "ts_nope", params)
 	wantCode(t, err, apierr.NotFound)
 	e.clock.Advance(edgeplane.DefaultTunnelLease)
-	_, err = e.svc.Host().BindEndpoint(e.ctx, e.user.AccountID, ts.ID, params)
+	_, err = e.svc.Host().Tunnels().BindEndpoint(e.ctx, e.user.AccountID, ts.ID, params)
 	wantCode(t, err, apierr.FailedPrecondition)
 }
 
@@ -334,26 +334,26 @@ func TestBindEndpointFreePort(t *testing.T) {
 	if !slices.Equal(ports, []int64{30000, 30002}) {
 		t.Errorf("picked ports %v, want 30000 and 30002 (30001 is an edge's)", ports)
 	}
-	_, err := e.svc.Host().BindEndpoint(e.ctx, acct, ts.ID, tiny)
+	_, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, ts.ID, tiny)
 	wantCode(t, err, apierr.ResourceExhausted)
 	if !strings.Contains(err.Error(), "30000 to 30002") {
 		t.Errorf("exhaustion %q does not name the range", err)
 	}
 	// Named, a port of the range is taken like any other.
-	_, err = e.svc.Host().BindEndpoint(e.ctx, acct, ts.ID, with(tiny, "tcp.example.test:30000"))
+	_, err = e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, ts.ID, with(tiny, "tcp.example.test:30000"))
 	wantConflictNaming(t, err, "tcp.example.test:30000")
 	// A port freed is picked again.
 	page, err := e.svc.ListEndpoints(e.ctx, e.user, edgeplane.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.Host().UnbindEndpoint(e.ctx, acct, page.Items[0].ID); err != nil {
+	if err := e.svc.Host().Tunnels().UnbindEndpoint(e.ctx, acct, page.Items[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if ep := e.bind(t, acct, ts.ID, tiny); ep.Port != page.Items[0].Port {
 		t.Errorf("picked %d, want the freed %d", ep.Port, page.Items[0].Port)
 	}
-	err = e.svc.Host().UnbindEndpoint(e.ctx, acct, page.Items[0].ID)
+	err = e.svc.Host().Tunnels().UnbindEndpoint(e.ctx, acct, page.Items[0].ID)
 	wantNotFoundNaming(t, err, page.Items[0].ID)
 }
 
@@ -379,12 +379,12 @@ func TestRebindEndpoint(t *testing.T) {
 	params.ID = ep.ID
 	// Without TakeOver (the agent's token is too old) the endpoint stays
 	// with the session that holds it.
-	_, err := e.svc.Host().BindEndpoint(e.ctx, acct, second.ID, params)
+	_, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, second.ID, params)
 	wantCode(t, err, apierr.FailedPrecondition)
 	if !strings.Contains(err.Error(), first.ID) {
 		t.Fatalf("a rebind without TakeOver of an endpoint another session holds: %v; want it to name %s", err, first.ID)
 	}
-	if got, err := e.svc.Host().GetEndpoint(e.ctx, acct, ep.ID); err != nil || got.TunnelSession.ID != first.ID || !got.UpdatedAt.Equal(ep.UpdatedAt) {
+	if got, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, acct, ep.ID); err != nil || got.TunnelSession.ID != first.ID || !got.UpdatedAt.Equal(ep.UpdatedAt) {
 		t.Fatalf("after the refused rebind: %+v, %v; want it unchanged", got, err)
 	}
 	params.TakeOver = true
@@ -402,11 +402,11 @@ func TestRebindEndpoint(t *testing.T) {
 		t.Errorf("rebound tcp endpoint at %s, want %s", got.URL, picked.URL)
 	}
 	// The old session's close leaves them: they are the new session's.
-	if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, first.ID); err != nil {
+	if err := e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, first.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{ep.ID, picked.ID} {
-		if got, err := e.svc.Host().GetEndpoint(e.ctx, acct, id); err != nil || got.TunnelSession.ID != second.ID {
+		if got, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, acct, id); err != nil || got.TunnelSession.ID != second.ID {
 			t.Errorf("after the old session closed: %+v, %v", got, err)
 		}
 	}
@@ -415,27 +415,27 @@ func TestRebindEndpoint(t *testing.T) {
 	// take it over.
 	_, otherToken := e.token(t, e.user)
 	thief := e.session(t, otherToken)
-	_, err = e.svc.Host().BindEndpoint(e.ctx, acct, thief.ID, params)
+	_, err = e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, thief.ID, params)
 	wantCode(t, err, apierr.PermissionDenied)
 	if !strings.Contains(err.Error(), ep.ID) {
 		t.Errorf("error %q does not name the endpoint", err)
 	}
 	_, theirToken := e.token(t, e.other)
 	theirs := e.session(t, theirToken)
-	_, err = e.svc.Host().BindEndpoint(e.ctx, e.other.AccountID, theirs.ID, bindParams(agents.ProtoTCP, ""))
+	_, err = e.svc.Host().Tunnels().BindEndpoint(e.ctx, e.other.AccountID, theirs.ID, bindParams(agents.ProtoTCP, ""))
 	if err != nil {
 		t.Fatal(err) // a tcp endpoint of b's own: b may bind
 	}
 	theft := bindParams(agents.ProtoTCP, "")
 	theft.ID = ep.ID
-	_, err = e.svc.Host().BindEndpoint(e.ctx, e.other.AccountID, theirs.ID, theft)
+	_, err = e.svc.Host().Tunnels().BindEndpoint(e.ctx, e.other.AccountID, theirs.ID, theft)
 	wantCode(t, err, apierr.PermissionDenied)
-	if got, err := e.svc.Host().GetEndpoint(e.ctx, acct, ep.ID); err != nil || got.TunnelSession.ID != second.ID || got.URL != ep.URL {
+	if got, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, acct, ep.ID); err != nil || got.TunnelSession.ID != second.ID || got.URL != ep.URL {
 		t.Errorf("after refused takeovers: %+v, %v", got, err)
 	}
 
 	// Gone (its session reaped), it is bound anew under its ID.
-	if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, second.ID); err != nil {
+	if err := e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, second.ID); err != nil {
 		t.Fatal(err)
 	}
 	third := e.session(t, token)
@@ -454,7 +454,7 @@ func TestEndpointsGoWithTheirSession(t *testing.T) {
 	gone := func(t *testing.T, ids ...string) {
 		t.Helper()
 		for _, id := range ids {
-			_, err := e.svc.Host().GetEndpoint(e.ctx, acct, id)
+			_, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, acct, id)
 			wantNotFoundNaming(t, err, id)
 		}
 	}
@@ -463,7 +463,7 @@ func TestEndpointsGoWithTheirSession(t *testing.T) {
 		ts := e.session(t, token)
 		a := e.bind(t, acct, ts.ID, bindParams(agents.ProtoHTTPS, "app.example.com"))
 		b := e.bind(t, acct, ts.ID, bindParams(agents.ProtoTCP, ""))
-		if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, ts.ID); err != nil {
+		if err := e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, ts.ID); err != nil {
 			t.Fatal(err)
 		}
 		gone(t, a.ID, b.ID)
@@ -493,7 +493,7 @@ func TestEndpointsGoWithTheirSession(t *testing.T) {
 		ep := e.bind(t, acct, e.session(t, token).ID, bindParams(agents.ProtoHTTPS, "busy.example.com"))
 		err := e.svc.DeleteReservedDomain(e.ctx, e.user, d.ID)
 		wantConflictNaming(t, err, ep.ID)
-		if err := e.svc.Host().UnbindEndpoint(e.ctx, acct, ep.ID); err != nil {
+		if err := e.svc.Host().Tunnels().UnbindEndpoint(e.ctx, acct, ep.ID); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.svc.DeleteReservedDomain(e.ctx, e.user, d.ID); err != nil {
@@ -522,7 +522,7 @@ func TestHostListEndpoints(t *testing.T) {
 	var got []string
 	cursor := ""
 	for pages := 0; ; pages++ {
-		list, next, err := e.svc.Host().ListEndpoints(e.ctx, edgeplane.ListOptions{Limit: 4, BeforeID: cursor})
+		list, next, err := e.svc.Host().DataPlane().ListEndpoints(e.ctx, edgeplane.ListOptions{Limit: 4, BeforeID: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -543,7 +543,7 @@ func TestHostListEndpoints(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("listed %v, want %v", got, want)
 	}
-	if _, _, err := e.svc.Host().ListEndpoints(e.ctx, edgeplane.ListOptions{Limit: edgeplane.MaxPageSize + 1}); apierr.CodeOf(err) != apierr.InvalidArgument {
+	if _, _, err := e.svc.Host().DataPlane().ListEndpoints(e.ctx, edgeplane.ListOptions{Limit: edgeplane.MaxPageSize + 1}); apierr.CodeOf(err) != apierr.InvalidArgument {
 		t.Errorf("a limit above the page size: %v", err)
 	}
 }
@@ -570,7 +570,7 @@ func TestBindEndpointConcurrently(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := e.svc.Host().BindEndpoint(e.ctx, acct, sessions[i%2], bindParams(agents.ProtoHTTPS, "app.example.com"))
+			_, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, sessions[i%2], bindParams(agents.ProtoHTTPS, "app.example.com"))
 			errs <- err
 		}()
 	}
@@ -593,7 +593,7 @@ func TestBindEndpointConcurrently(t *testing.T) {
 	ports := make(chan int64, n)
 	for i := range n {
 		go func() {
-			ep, err := e.svc.Host().BindEndpoint(e.ctx, acct, sessions[i%2], tiny)
+			ep, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, acct, sessions[i%2], tiny)
 			switch {
 			case err == nil:
 				ports <- ep.Port

@@ -957,37 +957,37 @@ func TestInternalKindsAreKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A node's records too: registered, renewed, removed.
-	node, err := e.svc.Host().RegisterNode(e.ctx, agents.NodeParams{})
+	node, err := e.svc.Host().Tunnels().RegisterNode(e.ctx, agents.NodeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Host().RenewNode(e.ctx, node.ID); err != nil {
+	if _, err := e.svc.Host().Tunnels().RenewNode(e.ctx, node.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.Host().RemoveNode(e.ctx, node.ID); err != nil {
+	if err := e.svc.Host().Tunnels().RemoveNode(e.ctx, node.ID); err != nil {
 		t.Fatal(err)
 	}
 	// And a lease's: taken, renewed, released.
 	for range 2 {
-		if _, err := e.svc.Host().AcquireLease(e.ctx, "acme", "me", time.Minute); err != nil {
+		if _, err := e.svc.Host().Leases().AcquireLease(e.ctx, "acme", "me", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.svc.Host().ReleaseLease(e.ctx, "acme", "me"); err != nil {
+	if err := e.svc.Host().Leases().ReleaseLease(e.ctx, "acme", "me"); err != nil {
 		t.Fatal(err)
 	}
 	// And the certificate manager's: an account key, a challenge put,
 	// replaced and deleted.
-	if _, err := e.svc.Host().ACMEAccountKey(e.ctx, "https://acme.example.test/dir", func() ([]byte, error) { return []byte("k"), nil }); err != nil {
+	if _, err := e.svc.Host().Certificates().ACMEAccountKey(e.ctx, "https://acme.example.test/dir", func() ([]byte, error) { return []byte("k"), nil }); err != nil {
 		t.Fatal(err)
 	}
 	ch := edgeplane.ACMEChallenge{Type: edgeplane.ChallengeTLSALPN01, Name: "a.example.com", KeyAuthorization: "a.b", ExpiresAt: e.clock.Now().Add(time.Minute)}
 	for range 2 {
-		if err := e.svc.Host().PutACMEChallenge(e.ctx, ch); err != nil {
+		if err := e.svc.Host().Certificates().PutACMEChallenge(e.ctx, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.svc.Host().DeleteACMEChallenge(e.ctx, ch.Type, ch.Name, ""); err != nil {
+	if err := e.svc.Host().Certificates().DeleteACMEChallenge(e.ctx, ch.Type, ch.Name, ""); err != nil {
 		t.Fatal(err)
 	}
 	// And an event destination's delivery state: created with it, saved

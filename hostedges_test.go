@@ -59,7 +59,7 @@ func TestListHostEdges(t *testing.T) {
 	}
 	host := e.svc.Host()
 	for kind, list := range map[string]func(context.Context, edgeplane.ListOptions) ([]edgeplane.EdgeRef, string, error){
-		"https": host.ListHTTPSEdges, "tls": host.ListTLSEdges, "tcp": host.ListTCPEdges,
+		"https": host.DataPlane().ListHTTPSEdges, "tls": host.DataPlane().ListTLSEdges, "tcp": host.DataPlane().ListTCPEdges,
 	} {
 		t.Run(kind, func(t *testing.T) {
 			want := slices.Clone(want[kind])
@@ -131,7 +131,7 @@ func TestRouteConfigIPPolicyIDs(t *testing.T) {
 			if _, err := e.svc.ReplaceHTTPSRouteTrafficPolicy(e.ctx, e.user, edge.ID, r.ID, edges.TrafficPolicyParams{Value: doc, Enabled: ptr(tc.enabled)}); err != nil {
 				t.Fatal(err)
 			}
-			c, err := e.svc.Host().HTTPSRouteConfig(e.ctx, e.user.AccountID, edge.ID, r.ID)
+			c, err := e.svc.Host().DataPlane().HTTPSRouteConfig(e.ctx, e.user.AccountID, edge.ID, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -214,7 +214,7 @@ func (s *Service) inlinePolicy(ctx context.Context, p Principal, target policy.T
 }
 
 // HostportEdge is the edge that serves a hostport, as
-// [Host.EdgeByHostport] finds it.
+// [DataPlaneHost.EdgeByHostport] finds it.
 type HostportEdge struct {
 	// Kind is the edge's kind: [KindHTTPSEdge], [KindTLSEdge] or
 	// [KindTCPEdge].
@@ -255,52 +255,9 @@ func (s *Service) edgeByHostport(ctx context.Context, hostport string) (*Hostpor
 	return nil, apierr.NotFoundf("no edge serves the hostport %s", hp)
 }
 
-// EdgeByHostport returns the edge that serves a hostport (host:port), in
-// any account, as an edge proxy routes a connection or request by the
-// host it names: the edge with exactly that hostport, else the one whose
-// wildcard hostport covers the host (*.example.com:443 serves
-// a.example.com:443). The host is compared case-insensitively. It is a
-// host operation, one store lookup per kind of edge; a malformed hostport
-// is invalid (a violation of "hostport") and one no edge serves is not
-// found.
-func (h *Host) EdgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
-	return h.s.edgeByHostport(ctx, hostport)
-}
-
 // HostCertificate is the TLS certificate an edge server presents for a
-// host: [domains.HostCertificate], see [Host.HostCertificate].
+// host: [domains.HostCertificate], see [DataPlaneHost.HostCertificate].
 type HostCertificate = domains.HostCertificate
-
-// HostCertificate returns the certificate that an edge server terminating
-// TLS for host (a name an edge of the account serves, without port)
-// presents: the certificate of the account's reserved domain that serves
-// host, as [Host.EdgeByHostport] resolves it (the domain named host, else
-// the wildcard domain that covers it). It fails with not-found when no
-// reserved domain of the account serves host, or the domain has no
-// certificate (none attached, none issued yet). A host operation: the key
-// is never in an API response.
-func (h *Host) HostCertificate(ctx context.Context, accountID, host string) (*HostCertificate, error) {
-	s := h.s
-	id, ok, err := s.reservedDomainOf(ctx, accountID, strings.ToLower(host))
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, apierr.NotFoundf("no reserved domain of the account serves %s", host)
-	}
-	d, err := s.hostDomain(ctx, accountID, id)
-	if err != nil {
-		return nil, err
-	}
-	if d.Certificate == nil {
-		return nil, apierr.NotFoundf("the reserved domain %s has no TLS certificate", d.Domain)
-	}
-	certPEM, keyPEM, err := s.tlsCertificateKeyPair(ctx, accountID, d.Certificate.ID)
-	if err != nil {
-		return nil, err
-	}
-	return &HostCertificate{DomainID: id, CertificateID: d.Certificate.ID, CertificatePEM: certPEM, KeyPEM: keyPEM}, nil
-}
 
 // newHostports returns the canonical hostports of an update and the
 // reserved domains that serve them; both nil when list is (the hostports

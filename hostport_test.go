@@ -309,7 +309,7 @@ func TestEdgeByHostport(t *testing.T) {
 		// An exact hostport wins over a wildcard one.
 		{"one.wild.example.com:443", edgeplane.HostportEdge{Kind: edgeplane.KindTCPEdge, AccountID: e.user.AccountID, EdgeID: exact.ID, Hostport: "one.wild.example.com:443"}},
 	} {
-		got, err := h.EdgeByHostport(e.ctx, c.hostport)
+		got, err := h.DataPlane().EdgeByHostport(e.ctx, c.hostport)
 		if err != nil {
 			t.Errorf("EdgeByHostport(%q): %v", c.hostport, err)
 			continue
@@ -319,10 +319,10 @@ func TestEdgeByHostport(t *testing.T) {
 		}
 	}
 	for _, hp := range []string{"app.example.com:80", "nowhere.example.com:443", "a.b.wild.example.com:443", "wild.example.com:443"} {
-		_, err := h.EdgeByHostport(e.ctx, hp)
+		_, err := h.DataPlane().EdgeByHostport(e.ctx, hp)
 		wantCode(t, err, apierr.NotFound)
 	}
-	_, err = h.EdgeByHostport(e.ctx, "app.example.com")
+	_, err = h.DataPlane().EdgeByHostport(e.ctx, "app.example.com")
 	wantViolation(t, err, "hostport", "port is missing")
 }
 
@@ -537,7 +537,7 @@ func BenchmarkEdgeByHostport(b *testing.B) {
 		b.Run(hp, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := h.EdgeByHostport(e.ctx, hp); err != nil {
+				if _, err := h.DataPlane().EdgeByHostport(e.ctx, hp); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -580,7 +580,7 @@ func TestHostportClashIsAtomic(t *testing.T) {
 	if won != 1 {
 		t.Errorf("%d calls got the hostport, want 1", won)
 	}
-	got, err := e.svc.Host().EdgeByHostport(e.ctx, "app.example.com:443")
+	got, err := e.svc.Host().DataPlane().EdgeByHostport(e.ctx, "app.example.com:443")
 	if err != nil {
 		t.Fatal(err)
 	}

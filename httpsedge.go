@@ -118,7 +118,7 @@ var httpsEdgeForm = &kind[edges.HTTPSEdge]{Form: records.PlainForm(httpsEdgeKind
 			Hostports: slices.Clone(d.Hostports)}
 	}), present: (*Service).presentHTTPSEdge}
 
-// listHTTPSEdges is [Host.ListHTTPSEdges]: one page of the store's query
+// listHTTPSEdges is [DataPlaneHost.ListHTTPSEdges]: one page of the store's query
 // of HTTPS edges across accounts, paged as [Host.ListAccounts] is.
 func (s *Service) listHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
 	return records.HostList(ctx, s.db, httpsEdgeKind, listQuery(opts), edgeRefOf)

@@ -404,7 +404,7 @@ func TestEndpointRestrictions(t *testing.T) {
 		return r
 	}
 	host := e.svc.Host()
-	got, err := host.EndpointRestrictions(e.ctx, e.admin.AccountID)
+	got, err := host.DataPlane().EndpointRestrictions(e.ctx, e.admin.AccountID)
 	if err != nil || got.Enforcer != nil || len(got.IPPolicyIDs) != 0 {
 		t.Fatalf("no restrictions: %+v, %v", got, err)
 	}
@@ -412,7 +412,7 @@ func TestEndpointRestrictions(t *testing.T) {
 	warn := create(e.admin, ipaccess.TypeEndpoints, false, blocked.ID)
 	enforce := create(e.admin, ipaccess.TypeEndpoints, true, office.ID)
 	create(e.other, ipaccess.TypeEndpoints, true, theirs.ID) // another account's
-	got, err = host.EndpointRestrictions(e.ctx, e.admin.AccountID)
+	got, err = host.DataPlane().EndpointRestrictions(e.ctx, e.admin.AccountID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestEndpointRestrictions(t *testing.T) {
 			t.Errorf("%s: refused by %q, warned %v; want %q, %v", tc.ip, refused, warned, tc.refused, tc.warned)
 		}
 	}
-	_, err = host.EndpointRestrictions(e.ctx, "acct_x")
+	_, err = host.DataPlane().EndpointRestrictions(e.ctx, "acct_x")
 	wantCode(t, err, apierr.NotFound)
 
 	// The cap: three exist; fill up to it, then one more is refused and

@@ -18,7 +18,7 @@ func TestLease(t *testing.T) {
 	const term = 30 * time.Second
 	take := func(holder string) *edgeplane.Lease {
 		t.Helper()
-		l, err := h.AcquireLease(e.ctx, "acme", holder, term)
+		l, err := h.Leases().AcquireLease(e.ctx, "acme", holder, term)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,23 +50,23 @@ func TestLease(t *testing.T) {
 	}
 	// Releasing a lease one does not hold does nothing; the holder's
 	// release lets the next take it at once.
-	if err := h.ReleaseLease(e.ctx, "acme", "a"); err != nil {
+	if err := h.Leases().ReleaseLease(e.ctx, "acme", "a"); err != nil {
 		t.Fatal(err)
 	}
 	if l := take("a"); l.Held {
 		t.Fatalf("a's release of b's lease let it go: %+v", l)
 	}
-	if err := h.ReleaseLease(e.ctx, "acme", "b"); err != nil {
+	if err := h.Leases().ReleaseLease(e.ctx, "acme", "b"); err != nil {
 		t.Fatal(err)
 	}
 	if l := take("a"); !l.Held {
 		t.Fatalf("after b's release, a's acquire = %+v, want held", l)
 	}
-	if err := h.ReleaseLease(e.ctx, "never-taken", "a"); err != nil {
+	if err := h.Leases().ReleaseLease(e.ctx, "never-taken", "a"); err != nil {
 		t.Fatalf("releasing a lease no one took: %v", err)
 	}
 	// Leases of other names are independent.
-	if l, err := h.AcquireLease(e.ctx, "events", "b", term); err != nil || !l.Held {
+	if l, err := h.Leases().AcquireLease(e.ctx, "events", "b", term); err != nil || !l.Held {
 		t.Fatalf("another name's lease = %+v, %v; want held", l, err)
 	}
 }
@@ -89,12 +89,12 @@ func TestLeaseRefusesBadArguments(t *testing.T) {
 		{"acme", "a", time.Millisecond, "term"},
 		{"acme", "a", edgeplane.MaxLeaseTerm + time.Second, "term"},
 	} {
-		_, err := h.AcquireLease(e.ctx, tc.name, tc.holder, tc.term)
+		_, err := h.Leases().AcquireLease(e.ctx, tc.name, tc.holder, tc.term)
 		if apierr.CodeOf(err) != apierr.InvalidArgument || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("AcquireLease(%q, %q, %s) = %v, want invalid %s", tc.name, tc.holder, tc.term, err, tc.field)
 		}
 	}
-	if l, err := h.AcquireLease(e.ctx, "acme", "a", time.Minute); err != nil || !l.Held {
+	if l, err := h.Leases().AcquireLease(e.ctx, "acme", "a", time.Minute); err != nil || !l.Held {
 		t.Fatalf("after refused calls, the lease = %+v, %v; want free and taken", l, err)
 	}
 }
@@ -115,7 +115,7 @@ func TestLeaseOneHolderAcrossReplicas(t *testing.T) {
 		held := make([]bool, replicas)
 		for i, h := range hosts {
 			wg.Go(func() {
-				l, err := h.AcquireLease(ctx, name, "replica-"+string(rune('0'+i)), time.Minute)
+				l, err := h.Leases().AcquireLease(ctx, name, "replica-"+string(rune('0'+i)), time.Minute)
 				if err != nil {
 					t.Error(err)
 					return

@@ -38,10 +38,10 @@ func TestAgentLimits(t *testing.T) {
 		_, other := e.token(t, e.user)
 		first := e.session(t, token)
 		e.session(t, token)
-		_, err := e.svc.Host().OpenTunnelSession(e.ctx, token, e.params(t))
+		_, err := e.svc.Host().Tunnels().OpenTunnelSession(e.ctx, token, e.params(t))
 		wantLimited(t, err, "authtoken "+cred.ID+" is limited to 2 simultaneous agent sessions")
 		e.session(t, other) // another credential's
-		if err := e.svc.Host().CloseTunnelSession(e.ctx, e.user.AccountID, first.ID); err != nil {
+		if err := e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, e.user.AccountID, first.ID); err != nil {
 			t.Fatal(err)
 		}
 		e.session(t, token)
@@ -53,7 +53,7 @@ func TestAgentLimits(t *testing.T) {
 		_, theirs := e.token(t, e.other)
 		e.session(t, a)
 		e.session(t, b)
-		_, err := e.svc.Host().OpenTunnelSession(e.ctx, a, e.params(t))
+		_, err := e.svc.Host().Tunnels().OpenTunnelSession(e.ctx, a, e.params(t))
 		wantLimited(t, err, "your account is limited to 2 simultaneous agent sessions")
 		e.session(t, theirs) // another account's
 	})
@@ -64,7 +64,7 @@ func TestAgentLimits(t *testing.T) {
 		s1, s2 := e.session(t, a), e.session(t, b)
 		first := e.labeled(t, e.user.AccountID, s1.ID, map[string]string{"app": "1"})
 		e.labeled(t, e.user.AccountID, s1.ID, map[string]string{"app": "2"})
-		_, err := e.svc.Host().StartLabeledTunnel(e.ctx, e.user.AccountID, s2.ID, agents.LabeledTunnelParams{Labels: map[string]string{"app": "3"}})
+		_, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, e.user.AccountID, s2.ID, agents.LabeledTunnelParams{Labels: map[string]string{"app": "3"}})
 		wantLimited(t, err, "your account is limited to 2 labeled tunnels")
 		if err := e.svc.Host().UnregisterTunnel(e.ctx, e.user.AccountID, first.ID); err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func TestAgentLimits(t *testing.T) {
 		_, token := e.token(t, e.user)
 		s := e.session(t, token)
 		ep := e.bind(t, e.user.AccountID, s.ID, bindParams(agents.ProtoTCP, ""))
-		_, err := e.svc.Host().BindEndpoint(e.ctx, e.user.AccountID, s.ID, bindParams(agents.ProtoTCP, ""))
+		_, err := e.svc.Host().Tunnels().BindEndpoint(e.ctx, e.user.AccountID, s.ID, bindParams(agents.ProtoTCP, ""))
 		wantLimited(t, err, "your account is limited to 1 endpoints")
 		// A rebind of the endpoint it holds takes the same place.
 		rebind := bindParams(agents.ProtoTCP, "")
@@ -112,7 +112,7 @@ func TestAgentLimitsAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := *cred.Token
-	node, err := a.Host().RegisterNode(ctx, agents.NodeParams{Addr: "10.0.0.1:4443"})
+	node, err := a.Host().Tunnels().RegisterNode(ctx, agents.NodeParams{Addr: "10.0.0.1:4443"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestAgentLimitsAcrossReplicas(t *testing.T) {
 	for i := range 40 {
 		svc := []*edgeplane.Service{a, b}[i%2]
 		wg.Go(func() {
-			_, err := svc.Host().OpenTunnelSession(ctx, token, params)
+			_, err := svc.Host().Tunnels().OpenTunnelSession(ctx, token, params)
 			switch code := apierr.CodeOf(err); {
 			case err == nil:
 				mu.Lock()

@@ -580,7 +580,7 @@ func TestCertificateManagement(t *testing.T) {
 	e.reservedDomain(t, e.other, domains.CreateParams{Domain: "plain.example.org"})
 	otherManaged := e.reservedDomain(t, e.other, domains.CreateParams{Domain: "shop.example.org", CertificateManagementPolicy: letsEncrypt})
 
-	orders, err := e.svc.Host().CertificateOrders(e.ctx, 0)
+	orders, err := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0)
 	wantOrders := []edgeplane.CertificateOrder{
 		{AccountID: e.other.AccountID, ReservedDomainID: otherManaged.ID, Domain: "shop.example.org", Authority: "letsencrypt", PrivateKeyType: "rsa"},
 		{AccountID: e.user.AccountID, ReservedDomainID: d.ID, Domain: "*.example.com", Authority: "letsencrypt", PrivateKeyType: "ecdsa", ACMEChallengeCNAMETarget: acme},
@@ -588,16 +588,16 @@ func TestCertificateManagement(t *testing.T) {
 	if diff := cmp.Diff(wantOrders, orders); err != nil || diff != "" {
 		t.Fatalf("orders (%v) (-want +got):\n%s", err, diff)
 	}
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 1); len(orders) != 1 {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 1); len(orders) != 1 {
 		t.Errorf("limit 1 gave %d orders", len(orders))
 	}
-	_, err = e.svc.Host().CertificateOrders(e.ctx, -1)
+	_, err = e.svc.Host().Certificates().CertificateOrders(e.ctx, -1)
 	wantViolation(t, err, "limit", "negative")
 
 	// A temporary failure: retried at retries_at.
 	e.clock.Advance(time.Minute)
 	retry := t0.Add(time.Hour)
-	got, err := e.svc.Host().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "INTERNAL_ERROR", Msg: "rate limited by the CA", RetriesAt: retry})
+	got, err := e.svc.Host().Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "INTERNAL_ERROR", Msg: "rate limited by the CA", RetriesAt: retry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,11 +605,11 @@ func TestCertificateManagement(t *testing.T) {
 	if diff := cmp.Diff(wantStatus, got.CertificateManagementStatus); diff != "" {
 		t.Errorf("after failure (-want +got):\n%s", diff)
 	}
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 0); len(orders) != 1 || orders[0].ReservedDomainID != otherManaged.ID {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); len(orders) != 1 || orders[0].ReservedDomainID != otherManaged.ID {
 		t.Errorf("orders before retries_at: %+v", orders)
 	}
 	e.clock.Advance(time.Hour)
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 0); len(orders) != 2 {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); len(orders) != 2 {
 		t.Errorf("orders after retries_at: %+v", orders)
 	}
 
@@ -617,24 +617,24 @@ func TestCertificateManagement(t *testing.T) {
 	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"*.example.com"}, notBefore: t0})
 	rsaPEM, rsaKeyPEM := genTLSCert(t, tlsSpec{names: []string{"*.example.com"}, rsa: true, notBefore: t0})
 	narrowPEM, narrowKey := genTLSCert(t, tlsSpec{names: []string{"a.example.com"}, notBefore: t0})
-	_, err = e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, narrowPEM, narrowKey)
+	_, err = e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, narrowPEM, narrowKey)
 	wantViolation(t, err, "certificate_pem", "does not cover *.example.com")
-	_, err = e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, rsaPEM, rsaKeyPEM)
+	_, err = e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, rsaPEM, rsaKeyPEM)
 	wantCode(t, err, apierr.FailedPrecondition)
-	_, err = e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, "nope")
+	_, err = e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, "nope")
 	wantViolation(t, err, "private_key_pem", "")
-	_, err = e.svc.Host().ReportCertificateIssued(e.ctx, e.other.AccountID, d.ID, certPEM, keyPEM)
+	_, err = e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.other.AccountID, d.ID, certPEM, keyPEM)
 	wantCode(t, err, apierr.NotFound)
-	_, err = e.svc.Host().ReportCertificateFailed(e.ctx, e.user.AccountID, "rd_x", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x"})
+	_, err = e.svc.Host().Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, "rd_x", domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x"})
 	wantCode(t, err, apierr.NotFound)
-	_, err = e.svc.Host().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "INTERNAL_ERROR", Msg: "x"})
+	_, err = e.svc.Host().Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "INTERNAL_ERROR", Msg: "x"})
 	wantViolation(t, err, "retries_at", "required")
 	if page, _ := e.svc.ListTLSCertificates(e.ctx, e.user, edgeplane.ListOptions{}); len(page.Items) != 0 {
 		t.Fatalf("refused reports stored %d certificates", len(page.Items))
 	}
 
 	// Success: a certificate of the account, the job ends, renews_at set.
-	got, err = e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
+	got, err = e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +650,7 @@ func TestCertificateManagement(t *testing.T) {
 	if diff := cmp.Diff(&domains.CertStatus{RenewsAt: &renews}, got.CertificateManagementStatus); diff != "" {
 		t.Errorf("status after issue (-want +got):\n%s", diff)
 	}
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 0); len(orders) != 1 || orders[0].ReservedDomainID != otherManaged.ID {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); len(orders) != 1 || orders[0].ReservedDomainID != otherManaged.ID {
 		t.Errorf("orders after issue: %+v", orders)
 	}
 	err = e.svc.DeleteTLSCertificate(e.ctx, e.user, issued.ID)
@@ -666,13 +666,13 @@ func TestCertificateManagement(t *testing.T) {
 	if diff := cmp.Diff(wantStatus, got.CertificateManagementStatus); diff != "" {
 		t.Errorf("due renewal (-want +got):\n%s", diff)
 	}
-	orders, _ = e.svc.Host().CertificateOrders(e.ctx, 0)
+	orders, _ = e.svc.Host().Certificates().CertificateOrders(e.ctx, 0)
 	if len(orders) != 2 || orders[1].ReservedDomainID != d.ID || !orders[1].Renewal {
 		t.Errorf("renewal orders: %+v", orders)
 	}
 	// A permanent failure: not retried until the user sets the policy
 	// again.
-	got, err = e.svc.Host().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "_acme-challenge CNAME missing"})
+	got, err = e.svc.Host().Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "_acme-challenge CNAME missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -684,14 +684,14 @@ func TestCertificateManagement(t *testing.T) {
 		t.Error("a failed renewal dropped the current certificate")
 	}
 	e.clock.Advance(1000 * time.Hour)
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 0); len(orders) != 1 {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); len(orders) != 1 {
 		t.Errorf("DNS_ERROR domain is ordered: %+v", orders)
 	}
 	got, _ = e.svc.UpdateReservedDomain(e.ctx, e.user, d.ID, domains.UpdateParams{CertificateManagementPolicy: &domains.CertPolicyParams{Authority: "letsencrypt", PrivateKeyType: "ecdsa"}})
 	if job := got.CertificateManagementStatus.ProvisioningJob; job == nil || job.ErrorCode != nil || got.Certificate == nil {
 		t.Errorf("policy set again: %+v", got)
 	}
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 0); len(orders) != 2 {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); len(orders) != 2 {
 		t.Errorf("orders after the user retried: %+v", orders)
 	}
 
@@ -704,15 +704,15 @@ func TestCertificateManagement(t *testing.T) {
 	if got.CertificateManagementPolicy != nil || got.CertificateManagementStatus != nil || got.ACMEChallengeCNAMETarget != nil || got.Certificate == nil {
 		t.Errorf("after detaching the policy: %+v", got)
 	}
-	_, err = e.svc.Host().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x"})
+	_, err = e.svc.Host().Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, d.ID, domains.ProvisioningFailure{ErrorCode: "DNS_ERROR", Msg: "x"})
 	wantCode(t, err, apierr.FailedPrecondition)
 	late, lateKey := genTLSCert(t, tlsSpec{names: []string{"*.example.com"}, notBefore: e.clock.Now().Add(-time.Hour)})
-	_, err = e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, late, lateKey)
+	_, err = e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, d.ID, late, lateKey)
 	wantCode(t, err, apierr.FailedPrecondition)
 	if certs, _ := e.svc.ListTLSCertificates(e.ctx, e.user, edgeplane.ListOptions{}); len(certs.Items) != 1 {
 		t.Errorf("late report stored a certificate: %d", len(certs.Items))
 	}
-	if orders, _ := e.svc.Host().CertificateOrders(e.ctx, 0); len(orders) != 1 {
+	if orders, _ := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); len(orders) != 1 {
 		t.Errorf("orders after detach: %+v", orders)
 	}
 
@@ -738,7 +738,7 @@ func TestCertificateOrdersPaging(t *testing.T) {
 		}
 		e.reservedDomain(t, e.user, params)
 	}
-	orders, err := e.svc.Host().CertificateOrders(e.ctx, 1000)
+	orders, err := e.svc.Host().Certificates().CertificateOrders(e.ctx, 1000)
 	if err != nil || len(orders) != (edgeplane.MaxPageSize+20+2)/3 {
 		t.Fatalf("%d orders, %v; want %d", len(orders), err, (edgeplane.MaxPageSize+20+2)/3)
 	}
@@ -780,7 +780,7 @@ func TestReservedDomainEvents(t *testing.T) {
 	// The certificate manager's reports are events of the account too.
 	managed := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "m.example.com", CertificateManagementPolicy: letsEncrypt})
 	certPEM, keyPEM := genTLSCert(t, tlsSpec{names: []string{"m.example.com"}, rsa: true})
-	if _, err := e.svc.Host().ReportCertificateIssued(e.ctx, e.user.AccountID, managed.ID, certPEM, keyPEM); err != nil {
+	if _, err := e.svc.Host().Certificates().ReportCertificateIssued(e.ctx, e.user.AccountID, managed.ID, certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
 	e.closeEvents(t)
@@ -835,9 +835,9 @@ func ExampleService_CreateReservedDomain() {
 	fmt.Println("needs a CNAME record:", d.CNAMETarget != nil)
 	fmt.Println("provisioning:", d.CertificateManagementStatus.ProvisioningJob != nil)
 
-	orders, _ := svc.Host().CertificateOrders(ctx, 0)
+	orders, _ := svc.Host().Certificates().CertificateOrders(ctx, 0)
 	fmt.Println("order:", orders[0].Domain, orders[0].PrivateKeyType)
-	d, _ = svc.Host().ReportCertificateFailed(ctx, orders[0].AccountID, orders[0].ReservedDomainID, domains.ProvisioningFailure{
+	d, _ = svc.Host().Certificates().ReportCertificateFailed(ctx, orders[0].AccountID, orders[0].ReservedDomainID, domains.ProvisioningFailure{
 		ErrorCode: domains.ErrorCodeDNS, Msg: "app.example.com has no CNAME record",
 	})
 	job := d.CertificateManagementStatus.ProvisioningJob
@@ -877,7 +877,7 @@ func TestCertificateOrdersReadOnlyDue(t *testing.T) {
 	}
 	managed := e.reservedDomain(t, e.user, domains.CreateParams{Domain: "managed.example.com", CertificateManagementPolicy: letsEncrypt})
 	st.listed.Store(0)
-	orders, err := e.svc.Host().CertificateOrders(e.ctx, 0)
+	orders, err := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0)
 	if err != nil || len(orders) != 1 || orders[0].ReservedDomainID != managed.ID {
 		t.Fatalf("orders = %+v, %v; want the one managed domain", orders, err)
 	}
@@ -885,11 +885,11 @@ func TestCertificateOrdersReadOnlyDue(t *testing.T) {
 		t.Errorf("the pass read %d records, want only the 1 due domain", n)
 	}
 	// A DNS failure takes the domain out of the index; detaching the policy too.
-	if _, err := e.svc.Host().ReportCertificateFailed(e.ctx, e.user.AccountID, managed.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME"}); err != nil {
+	if _, err := e.svc.Host().Certificates().ReportCertificateFailed(e.ctx, e.user.AccountID, managed.ID, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME"}); err != nil {
 		t.Fatal(err)
 	}
 	st.listed.Store(0)
-	if orders, err := e.svc.Host().CertificateOrders(e.ctx, 0); err != nil || len(orders) != 0 || st.listed.Load() != 0 {
+	if orders, err := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0); err != nil || len(orders) != 0 || st.listed.Load() != 0 {
 		t.Errorf("after a DNS failure: %d orders, %d records read, %v", len(orders), st.listed.Load(), err)
 	}
 }

@@ -97,7 +97,7 @@ type Options struct {
 	CacheBytes int
 	// TunnelLease is how long a registered tunnel, or an edge node with
 	// every agent session it holds, stays online without its tunnel
-	// server renewing it ([Host.RenewTunnel], [Host.RenewNode]). Default
+	// server renewing it ([Host.RenewTunnel], [TunnelHost.RenewNode]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 	// AgentLimits bound the sessions, tunnels and endpoints the agents
@@ -160,8 +160,8 @@ type Service struct {
 	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
 	fence       *fence.Fence       // makes cached reads see other processes' writes; nil: reads need no fence
 
-	leases *leases.Registry // the named leases of Host.AcquireLease
-	nodes  *nodes.Registry  // the edge nodes of Host.RegisterNode and the sessions they hold
+	leases *leases.Registry // the named leases of LeaseHost.AcquireLease
+	nodes  *nodes.Registry  // the edge nodes of TunnelHost.RegisterNode and the sessions they hold
 }
 
 // New returns a Service over store, or an InvalidArgument error naming

@@ -122,7 +122,7 @@ var tcpEdgeForm = &kind[edges.TCPEdge]{Form: records.PlainForm(tcpEdgeKind,
 			Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), Backend: loadBackendModule(d.Backend)}
 	}), present: (*Service).presentTCPEdge}
 
-// listTCPEdges is [Host.ListTCPEdges].
+// listTCPEdges is [DataPlaneHost.ListTCPEdges].
 func (s *Service) listTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
 	return records.HostList(ctx, s.db, tcpEdgeKind, listQuery(opts), edgeRefOf)
 }

@@ -218,11 +218,11 @@ func (s *Service) tlsCertificateKeyPair(ctx context.Context, accountID, id strin
 // issuing or renewing: [domains.CertificateOrder].
 type CertificateOrder = domains.CertificateOrder
 
-// DefaultCertificateOrders is how many orders [Host.CertificateOrders]
+// DefaultCertificateOrders is how many orders [CertificateHost.CertificateOrders]
 // returns at most when asked for 0.
 const DefaultCertificateOrders = 100
 
-// certificateOrders is [Host.CertificateOrders].
+// certificateOrders is [CertificateHost.CertificateOrders].
 func (s *Service) certificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
 	switch {
 	case limit == 0:
@@ -264,7 +264,7 @@ func (s *Service) certificateOrders(ctx context.Context, limit int) ([]Certifica
 	}
 }
 
-// reportCertificateIssued is [Host.ReportCertificateIssued].
+// reportCertificateIssued is [CertificateHost.ReportCertificateIssued].
 func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
 	d, err := s.hostDomain(ctx, accountID, domainID)
 	if err != nil {
@@ -342,7 +342,7 @@ func managedKeyMatches(d *domains.ReservedDomain, keyType string) error {
 	return nil
 }
 
-// reportCertificateFailed is [Host.ReportCertificateFailed].
+// reportCertificateFailed is [CertificateHost.ReportCertificateFailed].
 func (s *Service) reportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
 	now := s.timestamp()
 	if err := f.Validate(now); err != nil {

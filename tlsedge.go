@@ -181,7 +181,7 @@ func loadTLSTermination(d *tlsTerminationDoc) *edges.TLSTermination {
 	return &edges.TLSTermination{Enabled: d.Enabled, TerminateAt: d.TerminateAt, MinVersion: records.ClonePtr(d.MinVersion)}
 }
 
-// listTLSEdges is [Host.ListTLSEdges].
+// listTLSEdges is [DataPlaneHost.ListTLSEdges].
 func (s *Service) listTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
 	return records.HostList(ctx, s.db, tlsEdgeKind, listQuery(opts), edgeRefOf)
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // MaxBackendTunnels bounds the tunnels one backend selects
-// ([backends.MaxTunnels]): its tunnels field and [Host.BackendTunnels]
+// ([backends.MaxTunnels]): its tunnels field and [DataPlaneHost.BackendTunnels]
 // show at most this many, the newest. Beyond it older tunnels are left
 // out, and a warning is logged. Finding them reads, through the store's
 // label index, only tunnels that carry one of the backend's labels.
@@ -50,7 +50,7 @@ func tunnelIndexes(t *backends.Tunnel) []store.IndexEntry {
 // tunnelDoc is the stored form of a tunnel (see package internal/records). Its account
 // is its record's. The record's parent is the credential that registered
 // it ([Host.RegisterTunnel]), or, for a tunnel an agent started in its
-// session ([Host.StartLabeledTunnel]), the session: then CredentialID
+// session ([TunnelHost.StartLabeledTunnel]), the session: then CredentialID
 // holds the session's credential.
 type tunnelDoc struct {
 	StartedAt    time.Time         `json:"started_at"`
@@ -245,7 +245,7 @@ func (s *Service) selectTunnels(ctx context.Context, accountID string, labels ma
 	}
 }
 
-// backendTunnels is [Host.BackendTunnels].
+// backendTunnels is [DataPlaneHost.BackendTunnels].
 func (s *Service) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
 	b, _, err := loadEdgeRecord(ctx, s, accountID, backendForm.Form, backendID)
 	if err != nil {

@@ -279,7 +279,7 @@ func TestBackendTunnelsLookup(t *testing.T) {
 		{"none selected", empty.ID, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.svc.Host().BackendTunnels(e.ctx, acct, tc.backend)
+			got, err := e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, tc.backend)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,35 +308,35 @@ func TestBackendTunnelsLookup(t *testing.T) {
 			}
 		})
 	}
-	if got, _ := e.svc.Host().BackendTunnels(e.ctx, acct, api.ID); got[1].Credential.URI != "https://api.example.test/credentials/"+cred.ID ||
+	if got, _ := e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, api.ID); got[1].Credential.URI != "https://api.example.test/credentials/"+cred.ID ||
 		got[1].URI != "https://api.example.test/tunnels/"+api1.ID || got[1].ForwardsTo != "http://127.0.0.1:3000" {
 		t.Errorf("tunnel as presented: %+v", got[1])
 	}
 
 	// The other account sees only its own tunnels through its backend.
-	got, err := e.svc.Host().BackendTunnels(e.ctx, e.other.AccountID, foreign.ID)
+	got, err := e.svc.Host().DataPlane().BackendTunnels(e.ctx, e.other.AccountID, foreign.ID)
 	if err != nil || len(got) != 1 || got[0].AccountID != e.other.AccountID {
 		t.Errorf("other account's lookup: %+v, %v", got, err)
 	}
 
 	// Not found: a foreign backend reads like a missing one; malformed IDs.
 	missing := api.ID[:len(api.ID)-4] + "zzzz"
-	_, errForeign := e.svc.Host().BackendTunnels(e.ctx, acct, foreign.ID)
+	_, errForeign := e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, foreign.ID)
 	wantNotFoundNaming(t, errForeign, foreign.ID)
-	_, errMissing := e.svc.Host().BackendTunnels(e.ctx, acct, missing)
+	_, errMissing := e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, missing)
 	wantNotFoundNaming(t, errMissing, missing)
 	if a, b := strings.ReplaceAll(errForeign.Error(), foreign.ID, "ID"), strings.ReplaceAll(errMissing.Error(), missing, "ID"); a != b {
 		t.Errorf("foreign %q and missing %q read differently", a, b)
 	}
-	_, err = e.svc.Host().BackendTunnels(e.ctx, e.other.AccountID, api.ID)
+	_, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, e.other.AccountID, api.ID)
 	wantNotFoundNaming(t, err, api.ID)
-	_, err = e.svc.Host().BackendTunnels(e.ctx, acct, "bkdtg_x")
+	_, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, "bkdtg_x")
 	wantNotFoundNaming(t, err, "bkdtg_x")
-	_, err = e.svc.Host().BackendTunnels(e.ctx, acct, api1.ID)
+	_, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, api1.ID)
 	wantNotFoundNaming(t, err, api1.ID)
-	_, err = e.svc.Host().BackendTunnels(e.ctx, "acct_x", api.ID)
+	_, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, "acct_x", api.ID)
 	wantNotFoundNaming(t, err, "acct_x")
-	_, err = e.svc.Host().BackendTunnels(e.ctx, "", api.ID)
+	_, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, "", api.ID)
 	wantCode(t, err, apierr.NotFound)
 
 	// Tunnels come and go; the lookup follows at once.
@@ -344,14 +344,14 @@ func TestBackendTunnelsLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := reg(token, map[string]string{"env": "prod", "app": "api"}, "http://127.0.0.1:4000")
-	got, err = e.svc.Host().BackendTunnels(e.ctx, acct, api.ID)
+	got, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, api.ID)
 	if err != nil || len(got) != 2 || got[0].ID != late.ID || got[1].ID != api1.ID {
 		t.Errorf("after changes: %+v, %v", got, err)
 	}
 	if err := e.svc.DeleteCredential(e.ctx, e.user, cred.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.svc.Host().BackendTunnels(e.ctx, acct, api.ID); err != nil || got == nil || len(got) != 0 {
+	if got, err := e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, api.ID); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("after the credential's deletion: %#v, %v", got, err)
 	}
 }
@@ -367,9 +367,9 @@ func TestBackendTunnelsStoreFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = broken.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	_, err = broken.Host().DataPlane().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
-	_, err = mustService(edgeplane.New(failingStore{e.store}, edgeplane.Options{})).Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	_, err = mustService(edgeplane.New(failingStore{e.store}, edgeplane.Options{})).Host().DataPlane().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	wantCode(t, err, apierr.Internal)
 }
 
@@ -389,7 +389,7 @@ func TestTunnelLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		served, err := e.svc.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+		served, err := e.svc.Host().DataPlane().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 		if err != nil || len(served) != len(got.Tunnels) {
 			t.Fatalf("BackendTunnels: %d, %v; the backend shows %d", len(served), err, len(got.Tunnels))
 		}

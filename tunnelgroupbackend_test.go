@@ -362,7 +362,7 @@ func TestBackendTunnelsByIndex(t *testing.T) {
 		t.Error("the bound was not logged")
 	}
 	// The data plane's lookup has the same bound and order.
-	tunnels, err := e.svc.Host().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
+	tunnels, err := e.svc.Host().DataPlane().BackendTunnels(e.ctx, e.user.AccountID, b.ID)
 	if err != nil || len(tunnels) != edgeplane.MaxBackendTunnels {
 		t.Fatalf("BackendTunnels gave %d tunnels (%v), want the bound %d", len(tunnels), err, edgeplane.MaxBackendTunnels)
 	}

@@ -22,9 +22,9 @@ import (
 
 // Tunnel sessions (package agents has the model): an agent's connection
 // to a tunnel server, opened with a credential's authtoken
-// ([Host.OpenTunnelSession]). A session record is a child of its
+// ([TunnelHost.OpenTunnelSession]). A session record is a child of its
 // credential, and the labeled tunnels the agent starts
-// ([Host.StartLabeledTunnel]) are tunnel records that are children of
+// ([TunnelHost.StartLabeledTunnel]) are tunnel records that are children of
 // the session: closing the session, or deleting the credential, removes
 // them in the same atomic step. A session names the edge node whose
 // tunnel server holds it (package internal/nodes) and has no lease of
@@ -131,7 +131,7 @@ func (s *Service) StopTunnelSession(ctx context.Context, p Principal, id string)
 	return err
 }
 
-// openTunnelSession is [Host.OpenTunnelSession].
+// openTunnelSession is [TunnelHost.OpenTunnelSession].
 func (s *Service) openTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
 	auth, err := s.authenticateTunnelToken(ctx, token)
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Service) readTunnelSession(ctx context.Context, accountID, id string) (
 	return r, rec, nil
 }
 
-// getTunnelSession is [Host.GetTunnelSession].
+// getTunnelSession is [TunnelHost.GetTunnelSession].
 func (s *Service) getTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
 	r, rec, err := s.readTunnelSession(ctx, accountID, id)
 	if err != nil {
@@ -225,7 +225,7 @@ func (s *Service) getTunnelSession(ctx context.Context, accountID, id string) (*
 	return &r.TunnelSession, nil
 }
 
-// closeTunnelSession is [Host.CloseTunnelSession].
+// closeTunnelSession is [TunnelHost.CloseTunnelSession].
 func (s *Service) closeTunnelSession(ctx context.Context, accountID, id string) error {
 	if !ids.Valid(id, agents.SessionPrefix) {
 		return tunnelSessionKind.NotFound(id)
@@ -236,7 +236,7 @@ func (s *Service) closeTunnelSession(ctx context.Context, accountID, id string) 
 	return nil
 }
 
-// startLabeledTunnel is [Host.StartLabeledTunnel].
+// startLabeledTunnel is [TunnelHost.StartLabeledTunnel].
 func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error) {
 	sess, sessRec, err := s.readTunnelSession(ctx, accountID, sessionID)
 	if err != nil {

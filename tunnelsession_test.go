@@ -34,7 +34,7 @@ var agentParams = agents.SessionParams{AgentVersion: "3.18.4", OS: "linux/amd64"
 // an agent connects, on the env's node (registered by the first session).
 func (e *env) session(t testing.TB, token string) *agents.TunnelSession {
 	t.Helper()
-	ts, err := e.svc.Host().OpenTunnelSession(e.ctx, token, e.params(t))
+	ts, err := e.svc.Host().Tunnels().OpenTunnelSession(e.ctx, token, e.params(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func (e *env) session(t testing.TB, token string) *agents.TunnelSession {
 func (e *env) params(t testing.TB) agents.SessionParams {
 	t.Helper()
 	if e.node == "" {
-		n, err := e.svc.Host().RegisterNode(e.ctx, agents.NodeParams{Addr: "10.0.0.1:4443", Region: "eu", Version: "1.0"})
+		n, err := e.svc.Host().Tunnels().RegisterNode(e.ctx, agents.NodeParams{Addr: "10.0.0.1:4443", Region: "eu", Version: "1.0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func (e *env) params(t testing.TB) agents.SessionParams {
 // labeled starts a labeled tunnel in the session of account.
 func (e *env) labeled(t testing.TB, account, sessionID string, labels map[string]string) *backends.Tunnel {
 	t.Helper()
-	tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, account, sessionID, agents.LabeledTunnelParams{Labels: labels, ForwardsTo: "app://laptop/server?pid=1234"})
+	tn, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, account, sessionID, agents.LabeledTunnelParams{Labels: labels, ForwardsTo: "app://laptop/server?pid=1234"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +94,9 @@ func TestOpenTunnelSession(t *testing.T) {
 	if diff := cmp.Diff(want, got); err != nil || diff != "" {
 		t.Errorf("GetTunnelSession (%v) (-want +got):\n%s", err, diff)
 	}
-	got, err = e.svc.Host().GetTunnelSession(e.ctx, e.user.AccountID, ts.ID)
+	got, err = e.svc.Host().Tunnels().GetTunnelSession(e.ctx, e.user.AccountID, ts.ID)
 	if diff := cmp.Diff(want, got); err != nil || diff != "" {
-		t.Errorf("Host.GetTunnelSession (%v) (-want +got):\n%s", err, diff)
+		t.Errorf("TunnelHost.GetTunnelSession (%v) (-want +got):\n%s", err, diff)
 	}
 	page, err := e.svc.ListTunnelSessions(e.ctx, e.bot, edgeplane.ListOptions{})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestOpenTunnelSession(t *testing.T) {
 	// Another account sees nothing of it.
 	_, err = e.svc.GetTunnelSession(e.ctx, e.other, ts.ID)
 	wantNotFoundNaming(t, err, ts.ID)
-	_, err = e.svc.Host().GetTunnelSession(e.ctx, e.other.AccountID, ts.ID)
+	_, err = e.svc.Host().Tunnels().GetTunnelSession(e.ctx, e.other.AccountID, ts.ID)
 	wantNotFoundNaming(t, err, ts.ID)
 	if page, err := e.svc.ListTunnelSessions(e.ctx, e.other, edgeplane.ListOptions{}); err != nil || len(page.Items) != 0 {
 		t.Errorf("another account lists %+v, %v", page, err)
@@ -133,7 +133,7 @@ func TestOpenTunnelSession(t *testing.T) {
 	for _, id := range []string{"ts_bad", "", cred.ID} {
 		_, err := e.svc.GetTunnelSession(e.ctx, e.user, id)
 		wantCode(t, err, apierr.NotFound)
-		_, err = e.svc.Host().GetTunnelSession(e.ctx, e.user.AccountID, id)
+		_, err = e.svc.Host().Tunnels().GetTunnelSession(e.ctx, e.user.AccountID, id)
 		wantCode(t, err, apierr.NotFound)
 	}
 }
@@ -175,19 +175,19 @@ func TestOpenTunnelSessionRefusals(t *testing.T) {
 	}
 	long := func(n int) string { return strings.Repeat("x", n) }
 	base := e.params(t)
-	ended, err := e.svc.Host().RegisterNode(e.ctx, agents.NodeParams{})
+	ended, err := e.svc.Host().Tunnels().RegisterNode(e.ctx, agents.NodeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	removed, err := e.svc.Host().RegisterNode(e.ctx, agents.NodeParams{})
+	removed, err := e.svc.Host().Tunnels().RegisterNode(e.ctx, agents.NodeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.Host().RemoveNode(e.ctx, removed.ID); err != nil {
+	if err := e.svc.Host().Tunnels().RemoveNode(e.ctx, removed.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(edgeplane.DefaultTunnelLease) // ended's lease ends; renew the env's node
-	if _, err := e.svc.Host().RenewNode(e.ctx, e.node); err == nil {
+	if _, err := e.svc.Host().Tunnels().RenewNode(e.ctx, e.node); err == nil {
 		t.Fatal("a node renewed past its lease")
 	}
 	base.Node = e.registerNode(t)
@@ -224,7 +224,7 @@ func TestOpenTunnelSessionRefusals(t *testing.T) {
 			if tc.params != nil {
 				tc.params(&params)
 			}
-			_, err := e.svc.Host().OpenTunnelSession(e.ctx, tc.token, params)
+			_, err := e.svc.Host().Tunnels().OpenTunnelSession(e.ctx, tc.token, params)
 			wantCode(t, err, tc.code)
 			var fields []string
 			for _, v := range apierr.ViolationsOf(err) {
@@ -243,7 +243,7 @@ func TestOpenTunnelSessionRefusals(t *testing.T) {
 		t.Errorf("refused sessions were stored: %+v", page.Items)
 	}
 	// At the bounds, and without an address: accepted.
-	_, err = e.svc.Host().OpenTunnelSession(e.ctx, token, agents.SessionParams{AgentVersion: long(agents.MaxVersionBytes), Metadata: long(agents.MaxMetadataBytes), Node: base.Node})
+	_, err = e.svc.Host().Tunnels().OpenTunnelSession(e.ctx, token, agents.SessionParams{AgentVersion: long(agents.MaxVersionBytes), Metadata: long(agents.MaxMetadataBytes), Node: base.Node})
 	if err != nil {
 		t.Errorf("at the bounds: %v", err)
 	}
@@ -255,7 +255,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 	cred, token := e.token(t, e.user, "bind:env=prod", "bind:app=*", "bind:*=shared")
 	ts := e.session(t, token)
 	e.clock.Advance(10 * time.Second)
-	tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{
+	tn, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{
 		Labels: map[string]string{"env": "prod", "app": "api"}, ForwardsTo: "app://laptop/server?pid=1234", Metadata: "m"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 	if _, err := e.svc.UpdateCredential(e.ctx, e.user, cred.ID, credentials.UpdateParams{ACL: &[]string{"bind:env=prod"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"env": "prod", "app": "api"}})
+	_, err = e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"env": "prod", "app": "api"}})
 	wantCode(t, err, apierr.PermissionDenied)
 	if !strings.Contains(err.Error(), "does not permit binding the labels app=api;") {
 		t.Errorf("message %q", err)
@@ -313,7 +313,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, token := e.token(t, e.user, tc.acl...)
 			ts := e.session(t, token)
-			tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: tc.labels})
+			tn, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: tc.labels})
 			if tc.denied == "" {
 				if err != nil || tn.TunnelSession.ID != ts.ID {
 					t.Fatalf("StartLabeledTunnel = %+v, %v", tn, err)
@@ -344,7 +344,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 			[]string{`labels[""]`, "forwards_to", "metadata"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, live.ID, tc.params)
+			_, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, live.ID, tc.params)
 			wantCode(t, err, apierr.InvalidArgument)
 			var fields []string
 			for _, v := range apierr.ViolationsOf(err) {
@@ -356,7 +356,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 		})
 	}
 	for _, to := range []string{"", "http://localhost:3000/app?x=1", "app://laptop/server?pid=1234", "日本語", strings.Repeat("x", agents.MaxForwardsToBytes)} {
-		tn, err := e.svc.Host().StartLabeledTunnel(e.ctx, acct, live.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}, ForwardsTo: to})
+		tn, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, live.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}, ForwardsTo: to})
 		if err != nil || tn.ForwardsTo != to {
 			t.Errorf("forwards_to %q: %+v, %v", to, tn, err)
 		}
@@ -364,7 +364,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 
 	// A session that is gone, or never was, or is another account's.
 	closed := e.session(t, open)
-	if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, closed.ID); err != nil {
+	if err := e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, closed.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, account, session string }{
@@ -375,7 +375,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 		{"malformed account", "acct_x", live.ID},
 	} {
 		t.Run("gone: "+tc.name, func(t *testing.T) {
-			_, err := e.svc.Host().StartLabeledTunnel(e.ctx, tc.account, tc.session, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
+			_, err := e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, tc.account, tc.session, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
 			wantNotFoundNaming(t, err, tc.session)
 			if !strings.Contains(err.Error(), "tunnel session") {
 				t.Errorf("message %q does not say what is not found", err)
@@ -385,7 +385,7 @@ func TestStartLabeledTunnel(t *testing.T) {
 
 	// A session whose lease ended (not reaped yet) starts no tunnel.
 	e.clock.Advance(2 * edgeplane.DefaultTunnelLease)
-	_, err = e.svc.Host().StartLabeledTunnel(e.ctx, acct, live.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
+	_, err = e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, live.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
 	wantCode(t, err, apierr.FailedPrecondition)
 }
 
@@ -401,7 +401,7 @@ func TestSessionTunnelsSelected(t *testing.T) {
 	agent := e.labeled(t, acct, ts.ID, map[string]string{"app": "web", "env": "prod"})
 	e.labeled(t, acct, ts.ID, map[string]string{"app": "api"})
 	b := e.backend(t, e.user, map[string]string{"app": "web"})
-	got, err := e.svc.Host().BackendTunnels(e.ctx, acct, b.ID)
+	got, err := e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, b.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestSessionTunnelsSelected(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(20 * time.Second)
-	got, err = e.svc.Host().BackendTunnels(e.ctx, acct, b.ID)
+	got, err = e.svc.Host().DataPlane().BackendTunnels(e.ctx, acct, b.ID)
 	if err != nil || len(got) != 1 || got[0].ID != registered.ID {
 		t.Errorf("after the node's lease: %+v, %v", got, err)
 	}
@@ -444,11 +444,11 @@ func TestCloseTunnelSession(t *testing.T) {
 	if err := e.svc.Host().UnregisterTunnel(e.ctx, acct, t2.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.svc.Host().CloseTunnelSession(e.ctx, e.other.AccountID, ts.ID), apierr.NotFound)
-	if err := e.svc.Host().CloseTunnelSession(e.ctx, acct, ts.ID); err != nil {
+	wantCode(t, e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, e.other.AccountID, ts.ID), apierr.NotFound)
+	if err := e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, ts.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID)
+	_, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, ts.ID)
 	wantNotFoundNaming(t, err, ts.ID)
 	_, err = e.svc.GetTunnel(e.ctx, e.user, t1.ID)
 	wantCode(t, err, apierr.NotFound)
@@ -463,9 +463,9 @@ func TestCloseTunnelSession(t *testing.T) {
 	if want := []string{registered.ID, kept.ID}; !slices.Equal(left, want) {
 		t.Errorf("tunnels after closing the session: %q, want %q", left, want)
 	}
-	err = e.svc.Host().CloseTunnelSession(e.ctx, acct, ts.ID)
+	err = e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, ts.ID)
 	wantNotFoundNaming(t, err, ts.ID)
-	wantCode(t, e.svc.Host().CloseTunnelSession(e.ctx, acct, "ts_x"), apierr.NotFound)
+	wantCode(t, e.svc.Host().Tunnels().CloseTunnelSession(e.ctx, acct, "ts_x"), apierr.NotFound)
 
 	e.closeEvents(t)
 	var got []delivery
@@ -533,11 +533,11 @@ func TestDeletingACredentialRemovesItsSessions(t *testing.T) {
 			wantCode(t, err, apierr.NotFound)
 			_, err = e.svc.GetTunnel(e.ctx, e.user, tn.ID)
 			wantCode(t, err, apierr.NotFound)
-			_, err = e.svc.Host().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
+			_, err = e.svc.Host().Tunnels().StartLabeledTunnel(e.ctx, acct, ts.ID, agents.LabeledTunnelParams{Labels: map[string]string{"a": "b"}})
 			wantNotFoundNaming(t, err, ts.ID)
-			_, err = e.svc.Host().OpenTunnelSession(e.ctx, token, e.params(t))
+			_, err = e.svc.Host().Tunnels().OpenTunnelSession(e.ctx, token, e.params(t))
 			wantCode(t, err, apierr.Unauthenticated)
-			if _, err := e.svc.Host().GetTunnelSession(e.ctx, acct, keep.ID); err != nil {
+			if _, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, keep.ID); err != nil {
 				t.Errorf("another credential's session: %v", err)
 			}
 
@@ -580,7 +580,7 @@ func TestDeletingACredentialRemovesItsSessions(t *testing.T) {
 // registerNode registers another node and returns its ID.
 func (e *env) registerNode(t testing.TB) string {
 	t.Helper()
-	n, err := e.svc.Host().RegisterNode(e.ctx, agents.NodeParams{})
+	n, err := e.svc.Host().Tunnels().RegisterNode(e.ctx, agents.NodeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +600,7 @@ func TestRenewNode(t *testing.T) {
 		e.labeled(t, acct, ts.ID, map[string]string{"app": "web"})
 		sessions = append(sessions, ts.ID)
 	}
-	registered, err := e.svc.Host().GetNode(e.ctx, e.node)
+	registered, err := e.svc.Host().Nodes().GetNode(e.ctx, e.node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,7 +615,7 @@ func TestRenewNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewed, err := e.svc.Host().RenewNode(e.ctx, e.node)
+	renewed, err := e.svc.Host().Tunnels().RenewNode(e.ctx, e.node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,19 +636,19 @@ func TestRenewNode(t *testing.T) {
 		t.Errorf("ReapTunnels = %d, %v; want none", n, err)
 	}
 	for _, id := range sessions {
-		if _, err := e.svc.Host().GetTunnelSession(e.ctx, acct, id); err != nil {
+		if _, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, id); err != nil {
 			t.Errorf("session %s: %v", id, err)
 		}
 	}
 	// Once the renewed lease ends.
 	e.clock.Advance(edgeplane.DefaultTunnelLease)
-	_, err = e.svc.Host().RenewNode(e.ctx, e.node)
+	_, err = e.svc.Host().Tunnels().RenewNode(e.ctx, e.node)
 	wantCode(t, err, apierr.FailedPrecondition)
 	for _, id := range []string{"nd_x", "", sessions[0]} {
-		_, err := e.svc.Host().RenewNode(e.ctx, id)
+		_, err := e.svc.Host().Tunnels().RenewNode(e.ctx, id)
 		wantCode(t, err, apierr.NotFound)
 	}
-	nodes, err := e.svc.Host().ListNodes(e.ctx)
+	nodes, err := e.svc.Host().Nodes().ListNodes(e.ctx)
 	if err != nil || len(nodes) != 1 || nodes[0].ID != e.node {
 		t.Errorf("ListNodes = %+v, %v", nodes, err)
 	}
@@ -669,7 +669,7 @@ func TestRegisterNodeRefusals(t *testing.T) {
 		{"every field", agents.NodeParams{Addr: "x", Region: "\xff", Version: strings.Repeat("v", agents.MaxVersionBytes+1)}, []string{"addr", "region", "version"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.svc.Host().RegisterNode(e.ctx, tc.params)
+			_, err := e.svc.Host().Tunnels().RegisterNode(e.ctx, tc.params)
 			var fields []string
 			for _, v := range apierr.ViolationsOf(err) {
 				fields = append(fields, v.Field)
@@ -679,7 +679,7 @@ func TestRegisterNodeRefusals(t *testing.T) {
 			}
 		})
 	}
-	if nodes, err := e.svc.Host().ListNodes(e.ctx); err != nil || len(nodes) != 0 {
+	if nodes, err := e.svc.Host().Nodes().ListNodes(e.ctx); err != nil || len(nodes) != 0 {
 		t.Errorf("refused nodes were stored: %+v, %v", nodes, err)
 	}
 }
@@ -712,7 +712,7 @@ func TestReapTunnelSessions(t *testing.T) {
 	if _, err := e.svc.GetTunnel(e.ctx, e.user, registered.ID); err != nil {
 		t.Errorf("the registered tunnel is gone before its turn: %v", err)
 	}
-	if _, err := e.svc.Host().GetNode(e.ctx, dead); err != nil {
+	if _, err := e.svc.Host().Nodes().GetNode(e.ctx, dead); err != nil {
 		t.Errorf("the dead node went before the call that found it holds no more sessions: %v", err)
 	}
 	if n, err := e.svc.Host().ReapTunnels(e.ctx, 10); n != 1 || err != nil {
@@ -722,11 +722,11 @@ func TestReapTunnelSessions(t *testing.T) {
 		_, err := e.svc.GetTunnel(e.ctx, e.user, id)
 		wantCode(t, err, apierr.NotFound)
 	}
-	_, err := e.svc.Host().GetTunnelSession(e.ctx, acct, expired.ID)
+	_, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, expired.ID)
 	wantCode(t, err, apierr.NotFound)
-	_, err = e.svc.Host().GetNode(e.ctx, dead)
+	_, err = e.svc.Host().Nodes().GetNode(e.ctx, dead)
 	wantCode(t, err, apierr.NotFound)
-	if _, err := e.svc.Host().GetTunnelSession(e.ctx, acct, live.ID); err != nil {
+	if _, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, live.ID); err != nil {
 		t.Errorf("the live session: %v", err)
 	}
 	if _, err := e.svc.GetTunnel(e.ctx, e.user, t3.ID); err != nil {
@@ -736,12 +736,12 @@ func TestReapTunnelSessions(t *testing.T) {
 		t.Errorf("ReapTunnels again = %d, %v", n, err)
 	}
 	// The live node shuts down: its session goes with it.
-	if err := e.svc.Host().RemoveNode(e.ctx, e.node); err != nil {
+	if err := e.svc.Host().Tunnels().RemoveNode(e.ctx, e.node); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.svc.Host().GetTunnelSession(e.ctx, acct, live.ID)
+	_, err = e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, live.ID)
 	wantCode(t, err, apierr.NotFound)
-	wantCode(t, e.svc.Host().RemoveNode(e.ctx, e.node), apierr.NotFound)
+	wantCode(t, e.svc.Host().Tunnels().RemoveNode(e.ctx, e.node), apierr.NotFound)
 
 	e.closeEvents(t)
 	var got []string
@@ -764,7 +764,7 @@ func TestStopTunnelSession(t *testing.T) {
 	acct := e.user.AccountID
 	_, token := e.token(t, e.user)
 	ts := e.session(t, token)
-	if got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || got.StopRequested {
+	if got, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || got.StopRequested {
 		t.Fatalf("a new session: %+v, %v", got, err)
 	}
 	rev, err := e.store.Revision(e.ctx)
@@ -773,13 +773,13 @@ func TestStopTunnelSession(t *testing.T) {
 	}
 	wantNotFoundNaming(t, e.svc.StopTunnelSession(e.ctx, e.other, ts.ID), ts.ID)
 	wantCode(t, e.svc.StopTunnelSession(e.ctx, e.user, "ts_x"), apierr.NotFound)
-	if got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || got.StopRequested {
+	if got, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, ts.ID); err != nil || got.StopRequested {
 		t.Fatalf("after another account's request: %+v, %v", got, err)
 	}
 	if err := e.svc.StopTunnelSession(e.ctx, e.user, ts.ID); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.svc.Host().GetTunnelSession(e.ctx, acct, ts.ID)
+	got, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, acct, ts.ID)
 	if err != nil || !got.StopRequested {
 		t.Fatalf("after the stop request: %+v, %v", got, err)
 	}
@@ -826,7 +826,7 @@ func BenchmarkRenewNode(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := e.svc.Host().RenewNode(e.ctx, e.node); err != nil {
+				if _, err := e.svc.Host().Tunnels().RenewNode(e.ctx, e.node); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -19,7 +19,7 @@ func newServer(t testing.TB) (*Server, *edgeplane.Host) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(context.Background()) })
-	s, err := New(Options{Host: svc.Host(), Zones: []string{"acme.edgeplane-cname.com."}})
+	s, err := New(Options{Host: svc.Host().Certificates(), Zones: []string{"acme.edgeplane-cname.com."}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func newServer(t testing.TB) (*Server, *edgeplane.Host) {
 // put stores a pending DNS-01 challenge of name with value.
 func put(t testing.TB, host *edgeplane.Host, name, value string) {
 	t.Helper()
-	if err := host.PutACMEChallenge(context.Background(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
+	if err := host.Certificates().PutACMEChallenge(context.Background(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
 		KeyAuthorization: value, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +126,8 @@ func TestServer(t *testing.T) {
 func TestNewOptions(t *testing.T) {
 	_, host := newServer(t)
 	zone := []string{"acme.example"}
-	for _, o := range []Options{{Zones: []string{"a.example"}}, {Host: host}, {Host: host, Zones: []string{"*.example.com"}}, {Host: host, Zones: []string{"a..b"}},
-		{Host: host, Zones: zone, NS: "ns 1.example"}, {Host: host, Zones: zone, NS: "*.example"}, {Host: host, Zones: zone, NS: "ns..example"}} {
+	for _, o := range []Options{{Zones: []string{"a.example"}}, {Host: host.Certificates()}, {Host: host.Certificates(), Zones: []string{"*.example.com"}}, {Host: host.Certificates(), Zones: []string{"a..b"}},
+		{Host: host.Certificates(), Zones: zone, NS: "ns 1.example"}, {Host: host.Certificates(), Zones: zone, NS: "*.example"}, {Host: host.Certificates(), Zones: zone, NS: "ns..example"}} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) succeeded", o)
 		}
@@ -138,7 +138,7 @@ func TestNewOptions(t *testing.T) {
 // the parent zone delegates to.
 func TestNSName(t *testing.T) {
 	_, host := newServer(t)
-	s, err := New(Options{Host: host, Zones: []string{"acme.edgeplane-cname.com"}, NS: "NS1.edgeplane-cname.com."})
+	s, err := New(Options{Host: host.Certificates(), Zones: []string{"acme.edgeplane-cname.com"}, NS: "NS1.edgeplane-cname.com."})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func TestHeldUntilSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A CA that cannot be reached: every order fails at once.
-	m, err := New(Options{Host: svc.Host(), Directory: "http://127.0.0.1:1/directory"})
+	m, err := New(Options{Host: svc.Host().Certificates(), Directory: "http://127.0.0.1:1/directory"})
 	if err != nil {
 		t.Fatal(err)
 	}

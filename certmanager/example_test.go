@@ -20,13 +20,13 @@ func ExampleManager() {
 		log.Fatal(err)
 	}
 	defer svc.Close(ctx)
-	m, err := certmanager.New(certmanager.Options{Host: svc.Host(), Directory: certmanager.LetsEncryptStaging, Email: "ops@example.com"})
+	m, err := certmanager.New(certmanager.Options{Host: svc.Host().Certificates(), Directory: certmanager.LetsEncryptStaging, Email: "ops@example.com"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	res, err := m.Pass(ctx)
 	fmt.Printf("issued %d, failed %d, %v\n", res.Issued, res.Failed, err)
-	_, err = certmanager.New(certmanager.Options{Host: svc.Host(), Directory: "ftp://ca.example/dir"})
+	_, err = certmanager.New(certmanager.Options{Host: svc.Host().Certificates(), Directory: "ftp://ca.example/dir"})
 	fmt.Println(err)
 	// Output:
 	// issued 0, failed 0, <nil>

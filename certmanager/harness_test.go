@@ -64,7 +64,7 @@ func startEdge(t *testing.T) *edge {
 		t.Fatal(err)
 	}
 	e.p = edgeplane.Principal{AccountID: acct.ID, SubjectID: user.ID, Admin: true}
-	e.configs, err = proxy.New(e.ctx, e.svc.Host(), e.st, proxy.Options{})
+	e.configs, err = proxy.New(e.ctx, e.svc.Host().DataPlane(), e.st, proxy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func (e *edge) pebble(t *testing.T, validity time.Duration) *acmetest.Pebble {
 // manager returns a Manager of e's Service ordering from p.
 func (e *edge) manager(t *testing.T, p *acmetest.Pebble, challenges ...string) *certmanager.Manager {
 	t.Helper()
-	m, err := certmanager.New(certmanager.Options{Host: e.svc.Host(), Directory: p.Directory, Email: "ops@example.com",
+	m, err := certmanager.New(certmanager.Options{Host: e.svc.Host().Certificates(), Directory: p.Directory, Email: "ops@example.com",
 		HTTPClient: p.Server.Client(), Challenges: challenges, Clock: e.clock.Now, PollInterval: 20 * time.Millisecond, Feed: e.st})
 	if err != nil {
 		t.Fatal(err)

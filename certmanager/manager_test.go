@@ -96,7 +96,7 @@ func TestHTTP01(t *testing.T) {
 	}
 	// With a certificate, the challenge is answered on HTTPS too (where
 	// a CA follows an operator's redirect from HTTP).
-	if err := e.svc.Host().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "renew",
+	if err := e.svc.Host().Certificates().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "renew",
 		KeyAuthorization: "renew.thumb", ExpiresAt: e.clock.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestHTTP01(t *testing.T) {
 // and token only.
 func TestHTTP01Answer(t *testing.T) {
 	e := startEdge(t)
-	err := e.svc.Host().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "tok",
+	err := e.svc.Host().Certificates().PutACMEChallenge(e.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeHTTP01, Name: "app.example.com", Token: "tok",
 		KeyAuthorization: "tok.thumb", ExpiresAt: e.clock.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
@@ -193,11 +193,11 @@ func TestNew(t *testing.T) {
 		o    certmanager.Options
 	}{
 		{"no host", certmanager.Options{}},
-		{"a directory not http(s)", certmanager.Options{Host: svc.Host(), Directory: "ftp://ca.example/dir"}},
-		{"a directory longer than the Host takes", certmanager.Options{Host: svc.Host(),
+		{"a directory not http(s)", certmanager.Options{Host: svc.Host().Certificates(), Directory: "ftp://ca.example/dir"}},
+		{"a directory longer than the Host takes", certmanager.Options{Host: svc.Host().Certificates(),
 			Directory: "https://ca.example/" + strings.Repeat("d", edgeplane.MaxACMEDirectory)}},
-		{"an email without @", certmanager.Options{Host: svc.Host(), Email: "ops"}},
-		{"a wildcard's challenge", certmanager.Options{Host: svc.Host(), Challenges: []string{edgeplane.ChallengeDNS01}}},
+		{"an email without @", certmanager.Options{Host: svc.Host().Certificates(), Email: "ops"}},
+		{"a wildcard's challenge", certmanager.Options{Host: svc.Host().Certificates(), Challenges: []string{edgeplane.ChallengeDNS01}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := certmanager.New(tc.o); err == nil {
@@ -205,7 +205,7 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
-	if _, err := certmanager.New(certmanager.Options{Host: svc.Host(), Directory: "https://ca.example/" + strings.Repeat("d", edgeplane.MaxACMEDirectory-len("https://ca.example/"))}); err != nil {
+	if _, err := certmanager.New(certmanager.Options{Host: svc.Host().Certificates(), Directory: "https://ca.example/" + strings.Repeat("d", edgeplane.MaxACMEDirectory-len("https://ca.example/"))}); err != nil {
 		t.Errorf("a directory of the longest length: %v", err)
 	}
 }
@@ -363,7 +363,7 @@ func TestRenewal(t *testing.T) {
 func TestDNS01Wildcard(t *testing.T) {
 	e := startEdge(t)
 	p := e.pebble(t, 0)
-	authority, err := acmedns.New(acmedns.Options{Host: e.svc.Host(), Zones: []string{"acme." + domains.DefaultCNAMEBase}})
+	authority, err := acmedns.New(acmedns.Options{Host: e.svc.Host().Certificates(), Zones: []string{"acme." + domains.DefaultCNAMEBase}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestDNS01Wildcard(t *testing.T) {
 		t.Errorf("certificate names %v, want *.example.org", c.SubjectAlternativeNames.DNSNames)
 	}
 	// The challenge is gone: the DNS server no longer answers it.
-	if _, err := e.svc.Host().ACMEChallenge(e.ctx, edgeplane.ChallengeDNS01, *d.ACMEChallengeCNAMETarget, ""); err == nil {
+	if _, err := e.svc.Host().Certificates().ACMEChallenge(e.ctx, edgeplane.ChallengeDNS01, *d.ACMEChallengeCNAMETarget, ""); err == nil {
 		t.Error("the DNS-01 challenge is still stored after the order")
 	}
 }

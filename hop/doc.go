@@ -21,7 +21,7 @@
 //
 // Only nodes of the same store can use the hop. The host derives an
 // Ed25519 key from the store's sealing key with HKDF (edgeplane's
-// Host.NodeKey), so every node of a store, and nothing else, holds the
+// NodeHost.NodeKey), so every node of a store, and nothing else, holds the
 // same key. [Identity] turns it into a self-signed certificate whose
 // fields are all fixed, the same on every node. Both ends present it
 // over TLS 1.3 (the server requires a client certificate) and accept the

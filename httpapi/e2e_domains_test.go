@@ -384,7 +384,7 @@ func TestE2EReservedDomainCertificateStatus(t *testing.T) {
 
 	// A temporary failure: retried at retries_at.
 	retry := time.Date(2026, 11, 21, 13, 0, 0, 0, time.UTC)
-	if _, err := s.svc.Host().ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{
+	if _, err := s.svc.Host().Certificates().ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{
 		ErrorCode: domains.ErrorCodeInternal, Msg: "the authority did not answer", RetriesAt: retry}); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestE2EReservedDomainCertificateStatus(t *testing.T) {
 	// Issued: the certificate Ref, renews_at after two thirds of the
 	// lifetime, no job.
 	certPEM, keyPEM := genCert(t, "managed.example.com")
-	if _, err := s.svc.Host().ReportCertificateIssued(ctx, p.AccountID, id, certPEM, keyPEM); err != nil {
+	if _, err := s.svc.Host().Certificates().ReportCertificateIssued(ctx, p.AccountID, id, certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
 	certs := listIDs(t, s, s.keyA, "/tls_certificates", "tls_certificates")
@@ -407,7 +407,7 @@ func TestE2EReservedDomainCertificateStatus(t *testing.T) {
 	exact(t, call(t, s, "GET", "/reserved_domains/"+id, s.keyA, ""), 200, d.String())
 
 	// A permanent failure of the next renewal: DNS_ERROR, no retry.
-	if _, err := s.svc.Host().ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{
+	if _, err := s.svc.Host().Certificates().ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{
 		ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME record for managed.example.com"}); err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestE2EReservedDomainPolicyRestartAndRenewal(t *testing.T) {
 	same := `{"certificate_management_policy":{"authority":"letsencrypt","private_key_type":"ecdsa"}}`
 	exact(t, call(t, s, "PATCH", "/reserved_domains/"+id, s.keyA, same), 200, d.String())
 
-	if _, err := s.svc.Host().ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME"}); err != nil {
+	if _, err := s.svc.Host().Certificates().ReportCertificateFailed(ctx, p.AccountID, id, domains.ProvisioningFailure{ErrorCode: domains.ErrorCodeDNS, Msg: "no CNAME"}); err != nil {
 		t.Fatal(err)
 	}
 	s.clock.Advance(time.Hour) // 14:00
@@ -468,7 +468,7 @@ func TestE2EReservedDomainPolicyRestartAndRenewal(t *testing.T) {
 	exact(t, call(t, s, "PATCH", "/reserved_domains/"+id, s.keyA, same), 200, d.String())
 
 	certPEM, keyPEM := genCert(t, "renew.example.com")
-	if _, err := s.svc.Host().ReportCertificateIssued(ctx, p.AccountID, id, certPEM, keyPEM); err != nil {
+	if _, err := s.svc.Host().Certificates().ReportCertificateIssued(ctx, p.AccountID, id, certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
 	cert := listIDs(t, s, s.keyA, "/tls_certificates", "tls_certificates")[0]

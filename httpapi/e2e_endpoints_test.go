@@ -22,7 +22,7 @@ func TestE2EEndpoints(t *testing.T) {
 	session := openSession(t, s, cr.json["token"].(string))
 	id := bindEndpoint(t, s, s.keyA, session, "web.example.com")
 	acct := principalOf(t, s, fixture{}).AccountID
-	tcp, err := s.svc.Host().BindEndpoint(ctx, acct, session, agents.EndpointParams{Proto: "tcp", TCPHost: "tcp.example.test", TCPLow: 20000, TCPHigh: 20000})
+	tcp, err := s.svc.Host().Tunnels().BindEndpoint(ctx, acct, session, agents.EndpointParams{Proto: "tcp", TCPHost: "tcp.example.test", TCPLow: 20000, TCPHigh: 20000})
 	if err == nil {
 		t.Fatalf("a restricted credential bound a port the server picks: %+v", tcp)
 	}
@@ -34,7 +34,7 @@ func TestE2EEndpoints(t *testing.T) {
 		"domain":{"id":"{{rd}}","uri":"` + base + `/reserved_domains/{{rd}}"},
 		"upstream_url":"http://localhost:3000","traffic_policy":"",
 		"tunnel_session":{"id":"{{ts}}","uri":"` + base + `/tunnel_sessions/{{ts}}"},"node":"{{node}}"}`
-	held, err := s.svc.Host().GetTunnelSession(ctx, acct, session)
+	held, err := s.svc.Host().Tunnels().GetTunnelSession(ctx, acct, session)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -456,11 +456,11 @@ func newFixture(t *testing.T, s *server, key, name string) fixture {
 // returns its id.
 func openSession(t *testing.T, s *server, token string) string {
 	t.Helper()
-	node, err := s.svc.Host().RegisterNode(context.Background(), agents.NodeParams{Region: "eu"})
+	node, err := s.svc.Host().Tunnels().RegisterNode(context.Background(), agents.NodeParams{Region: "eu"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := s.svc.Host().OpenTunnelSession(context.Background(), token, agents.SessionParams{
+	ts, err := s.svc.Host().Tunnels().OpenTunnelSession(context.Background(), token, agents.SessionParams{
 		AgentVersion: "3.18.4", OS: "linux/amd64", IP: netip.MustParseAddr("203.0.113.7"), Region: "eu", ClientType: "library/official/go",
 		Node: node.ID})
 	if err != nil {
@@ -479,7 +479,7 @@ func bindEndpoint(t *testing.T, s *server, key, sessionID, domain string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := s.svc.Host().BindEndpoint(ctx, p.AccountID, sessionID, agents.EndpointParams{Proto: "https", Domain: domain,
+	ep, err := s.svc.Host().Tunnels().BindEndpoint(ctx, p.AccountID, sessionID, agents.EndpointParams{Proto: "https", Domain: domain,
 		ForwardsTo: "http://localhost:3000", Metadata: `{"app":"web"}`, Description: "the web app"})
 	if err != nil {
 		t.Fatal(err)

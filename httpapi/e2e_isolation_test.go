@@ -132,7 +132,7 @@ func TestE2ECrossAccountIsolation(t *testing.T) {
 	unchanged(t, s, s.keyB, beforeB)
 	// B's stop request did not reach A's session (the API does not show
 	// the mark: its tunnel server reads it).
-	if ts, err := s.svc.Host().GetTunnelSession(context.Background(), principalOf(t, s, a).AccountID, a.session); err != nil || ts.StopRequested {
+	if ts, err := s.svc.Host().Tunnels().GetTunnelSession(context.Background(), principalOf(t, s, a).AccountID, a.session); err != nil || ts.StopRequested {
 		t.Errorf("A's session after B's stop request: %+v, %v", ts, err)
 	}
 	// A still reads everything.

@@ -21,11 +21,11 @@ func TestE2ETunnelSessions(t *testing.T) {
 	cred := cr.json["id"].(string)
 	id := openSession(t, s, cr.json["token"].(string))
 	acct := principalOf(t, s, fixture{}).AccountID
-	tn, err := s.svc.Host().StartLabeledTunnel(ctx, acct, id, agents.LabeledTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: "app://laptop"})
+	tn, err := s.svc.Host().Tunnels().StartLabeledTunnel(ctx, acct, id, agents.LabeledTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: "app://laptop"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := s.svc.Host().GetTunnelSession(ctx, acct, id)
+	held, err := s.svc.Host().Tunnels().GetTunnelSession(ctx, acct, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestE2ETunnelSessions(t *testing.T) {
 	}
 	stopped := func() bool {
 		t.Helper()
-		ts, err := s.svc.Host().GetTunnelSession(ctx, acct, id)
+		ts, err := s.svc.Host().Tunnels().GetTunnelSession(ctx, acct, id)
 		if err != nil {
 			t.Fatal(err)
 		}

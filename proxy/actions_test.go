@@ -326,7 +326,7 @@ func TestPolicyTime(t *testing.T) {
 	_, err = svc.ReplaceHTTPSRouteTrafficPolicy(ctx, p, e.ID, r.ID, edges.TrafficPolicyParams{Value: `{"inbound":[{"actions":[{"type":"custom-response",
 		"config":{"status_code":200,"body":"${string(time.now)}"}}]}]}`})
 	s.check(err)
-	cfgs, err := New(ctx, svc.Host(), st, Options{})
+	cfgs, err := New(ctx, svc.Host().DataPlane(), st, Options{})
 	s.check(err)
 	defer cfgs.Close()
 

@@ -201,7 +201,7 @@ func TestUnreadableRestrictionsFailClosed(t *testing.T) {
 		if broken.Load() && accountID == w.a.AccountID {
 			return nil, apierr.New(apierr.FailedPrecondition, "the account has more than 100 IP restrictions")
 		}
-		return w.api.Host().EndpointRestrictions(ctx, accountID)
+		return w.api.Host().DataPlane().EndpointRestrictions(ctx, accountID)
 	}
 	c := w.start(w.api.Host(), w.st, newHooks(w.api.Host()), o)
 	h := NewHandler(c, HandlerOptions{})

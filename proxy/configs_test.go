@@ -354,7 +354,7 @@ func TestWaitsForTheServiceCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
 	defer cancel()
 	w.check(proxySvc.Host().WaitRevision(ctx, w.rev()))
-	_, err := proxySvc.Host().HTTPSEdgeConfig(w.ctx, w.a.AccountID, w.a1)
+	_, err := proxySvc.Host().DataPlane().HTTPSEdgeConfig(w.ctx, w.a.AccountID, w.a1)
 	w.check(err)
 
 	gate := make(chan struct{})
@@ -452,7 +452,7 @@ func TestNewFailsWhenTheStoreIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(w.ctx, svc.Host(), f, Options{}); err == nil {
+	if _, err := New(w.ctx, svc.Host().DataPlane(), f, Options{}); err == nil {
 		t.Fatal("New succeeded on a store that cannot be read")
 	}
 }

@@ -47,7 +47,7 @@
 // ignored, because the proxy may listen behind a port mapping, a load
 // balancer or, in development, on a high port. The edge that lists
 // host:443 serves it, else the edge whose wildcard hostport covers the
-// host (one label deep, as the Service's Host.EdgeByHostport resolves
+// host (one label deep, as the Service's DataPlaneHost.EdgeByHostport resolves
 // it). A host no edge serves gets a plain 404 ("no edge serves this
 // host"), whatever account's edges exist. On TLS the ClientHello's server name must be
 // the Host's host, else the request gets 421 Misdirected Request: a

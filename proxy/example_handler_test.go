@@ -65,7 +65,7 @@ func ExampleHandler() {
 	_, err = svc.Host().RegisterTunnel(ctx, *cred.Token, backends.RegisterTunnelParams{Labels: map[string]string{"app": "web"}, ForwardsTo: upstream.URL})
 	must(err)
 
-	configs, err := proxy.New(ctx, svc.Host(), st, proxy.Options{})
+	configs, err := proxy.New(ctx, svc.Host().DataPlane(), st, proxy.Options{})
 	must(err)
 	defer configs.Close()
 	srv := httptest.NewServer(proxy.NewHandler(configs, proxy.HandlerOptions{}))

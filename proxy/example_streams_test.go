@@ -78,7 +78,7 @@ func ExampleStreams() {
 		Backend: &edges.BackendParams{BackendID: backend.ID}})
 	must(err)
 
-	configs, err := proxy.New(ctx, svc.Host(), st, proxy.Options{})
+	configs, err := proxy.New(ctx, svc.Host().DataPlane(), st, proxy.Options{})
 	must(err)
 	defer configs.Close()
 	streams := proxy.NewStreams(configs, proxy.StreamOptions{})

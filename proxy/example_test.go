@@ -36,7 +36,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	configs, err := proxy.New(ctx, svc.Host(), st, proxy.Options{})
+	configs, err := proxy.New(ctx, svc.Host().DataPlane(), st, proxy.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

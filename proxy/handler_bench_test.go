@@ -102,11 +102,11 @@ func fleetWith(b testing.TB, n int, upstream, doc, agent string) *Configs {
 	var o Options
 	if agent != "" {
 		o.tunnels = func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
-			ts, err := svc.Host().BackendTunnels(ctx, accountID, backendID)
+			ts, err := svc.Host().DataPlane().BackendTunnels(ctx, accountID, backendID)
 			return asAgents(ts), err
 		}
 	}
-	c, err := New(ctx, svc.Host(), st, o)
+	c, err := New(ctx, svc.Host().DataPlane(), st, o)
 	check(err)
 	b.Cleanup(c.Close)
 	rev, err := st.Revision(ctx)
@@ -337,7 +337,7 @@ func endpointFleet(b testing.TB, n int, doc string) *Configs {
 		src.set(agents.Endpoint{ID: fmt.Sprintf("%sbench%04d", agents.EndpointPrefix, i), AccountID: acct.ID, Proto: "http", Host: host, Port: 80,
 			Hostport: host + ":80", TrafficPolicy: doc})
 	}
-	c, err := New(ctx, svc.Host(), st, Options{Endpoints: src})
+	c, err := New(ctx, svc.Host().DataPlane(), st, Options{Endpoints: src})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 		co = o.hooks.options(co)
 	}
 	co.Logger = log
-	cfgs, err := New(s.ctx, s.svc.Host(), s.st, co)
+	cfgs, err := New(s.ctx, s.svc.Host().DataPlane(), s.st, co)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,21 +110,21 @@ func newHooks(host *edgeplane.Host) *hooks {
 func (h *hooks) options(o Options) Options {
 	o.compile = func(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error) {
 		h.compiling(edgeID)
-		return h.host.HTTPSEdgeConfig(ctx, accountID, edgeID)
+		return h.host.DataPlane().HTTPSEdgeConfig(ctx, accountID, edgeID)
 	}
 	o.compileTLS = func(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error) {
 		h.compiling(edgeID)
-		return h.host.TLSEdgeConfig(ctx, accountID, edgeID)
+		return h.host.DataPlane().TLSEdgeConfig(ctx, accountID, edgeID)
 	}
 	o.compileTCP = func(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error) {
 		h.compiling(edgeID)
-		return h.host.TCPEdgeConfig(ctx, accountID, edgeID)
+		return h.host.DataPlane().TCPEdgeConfig(ctx, accountID, edgeID)
 	}
 	o.tunnels = func(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
 		h.mu.Lock()
 		h.reads[backendID]++
 		h.mu.Unlock()
-		ts, err := h.host.BackendTunnels(ctx, accountID, backendID)
+		ts, err := h.host.DataPlane().BackendTunnels(ctx, accountID, backendID)
 		return asAgents(ts), err
 	}
 	o.synced = func(ctx context.Context, rev int64) error {
@@ -270,7 +270,7 @@ func (w *world) rev() int64 {
 // start starts a Configs on host and feed with the hooks.
 func (w *world) start(host *edgeplane.Host, feed store.Feed, h *hooks, o Options) *Configs {
 	w.t.Helper()
-	c, err := New(w.ctx, host, feed, h.options(o))
+	c, err := New(w.ctx, host.DataPlane(), feed, h.options(o))
 	w.check(err)
 	w.t.Cleanup(c.Close)
 	return c

@@ -16,7 +16,7 @@ var httpsPort = ":" + strconv.Itoa(edges.HTTPSPort)
 // serves host (lower-case, without a trailing dot or port): the edge that
 // lists host:443, else the edge whose wildcard hostport covers host
 // ("*.example.com:443" serves "a.example.com", one label deep, as the
-// Service's Host.EdgeByHostport resolves). HTTPS and TLS edges serve
+// Service's DataPlaneHost.EdgeByHostport resolves). HTTPS and TLS edges serve
 // port 443 only, and a hostport is used by one edge in the store, so at
 // most one edge serves a host: its Config is set for an HTTPS edge, its
 // TLS for a TLS edge. It returns nil when none does. Like [Configs.Edge]

@@ -503,7 +503,7 @@ func TestTLSAlerts(t *testing.T) {
 	serial := w.attachCert(w.a, ca, da, "a.example.com")
 	w.serveHosts(w.a, w.a1, "a.example.com:443")
 	w.serveHosts(w.b, w.b1, "b.example.com:443") // served, without a certificate
-	w.check(w.api.Host().PutACMEChallenge(w.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeTLSALPN01, Name: "pending.example.com",
+	w.check(w.api.Host().Certificates().PutACMEChallenge(w.ctx, edgeplane.ACMEChallenge{Type: edgeplane.ChallengeTLSALPN01, Name: "pending.example.com",
 		KeyAuthorization: "token.thumbprint", ExpiresAt: w.clock.Now().Add(time.Hour)}))
 	c := w.start(w.api.Host(), f, newHooks(w.api.Host()), Options{})
 	m := NewMetrics(MetricsOptions{})

@@ -39,7 +39,7 @@ func (e *env) reserve(t *testing.T, domain string) *domains.ReservedDomain {
 // endpoint returns the record of endpoint id, or fails.
 func (e *env) endpoint(t *testing.T, id string) *agents.Endpoint {
 	t.Helper()
-	ep, err := e.svc.Host().GetEndpoint(e.ctx, e.admin.AccountID, id)
+	ep, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, e.admin.AccountID, id)
 	if err != nil {
 		t.Fatalf("endpoint %s: %v", id, err)
 	}
@@ -301,7 +301,7 @@ func TestEndpointReconnect(t *testing.T) {
 		if connects.Load() == first || e.m.Sessions() != 1 || e.m.Tunnels() != 2 {
 			return false
 		}
-		ep, err := e.svc.Host().GetEndpoint(e.ctx, e.admin.AccountID, webID)
+		ep, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, e.admin.AccountID, webID)
 		return err == nil && ep.TunnelSession.ID != before
 	}); !ok {
 		t.Fatalf("the agent did not bind again: %d connects, %d sessions, %d tunnels", connects.Load(), e.m.Sessions(), e.m.Tunnels())
@@ -344,7 +344,7 @@ func TestEndpointRemovedUnderTheAgent(t *testing.T) {
 		_, err := tun.Accept()
 		accepted <- err
 	}()
-	if err := e.svc.Host().UnbindEndpoint(e.ctx, e.admin.AccountID, tun.ID()); err != nil {
+	if err := e.svc.Host().Tunnels().UnbindEndpoint(e.ctx, e.admin.AccountID, tun.ID()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -377,7 +377,7 @@ func TestServerTCPOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tunnel.Options{})
-			tc.opts.Host, tc.opts.TLSConfig, tc.opts.Feed = e.svc.Host(), &tls.Config{}, e.st
+			tc.opts.Host, tc.opts.TLSConfig, tc.opts.Feed = e.svc.Host().Tunnels(), &tls.Config{}, e.st
 			srv, err := tunnel.NewServer(tc.opts)
 			if (err == nil) != tc.ok {
 				t.Fatalf("NewServer: %v; want ok %v", err, tc.ok)

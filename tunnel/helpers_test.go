@@ -66,7 +66,7 @@ func newEnvHost(t testing.TB, opts tunnel.Options, wrap func(tunnel.Host) tunnel
 		t.Fatal(err)
 	}
 	cert, pool := selfSigned(t)
-	opts.Host = svc.Host()
+	opts.Host = svc.Host().Tunnels()
 	if wrap != nil {
 		opts.Host = wrap(opts.Host)
 	}

@@ -20,7 +20,7 @@ import (
 func (e *env) secondServer(t *testing.T, opts tunnel.Options) (*tunnel.Server, string) {
 	t.Helper()
 	if opts.Host == nil {
-		opts.Host = e.svc.Host()
+		opts.Host = e.svc.Host().Tunnels()
 	}
 	opts.Feed = e.st
 	opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{e.cert}}
@@ -42,7 +42,7 @@ func (e *env) secondServer(t *testing.T, opts tunnel.Options) (*tunnel.Server, s
 // session), and Close removes the node.
 func TestServerIsANode(t *testing.T) {
 	e := newEnv(t, tunnel.Options{NodeAddr: "10.0.0.1:7443", RenewInterval: 20 * time.Millisecond, Region: "eu"})
-	n, err := e.svc.Host().GetNode(e.ctx, e.srv.Node())
+	n, err := e.svc.Host().Nodes().GetNode(e.ctx, e.srv.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestServerIsANode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ok := eventually(2*time.Second, func() bool {
-		m, err := e.svc.Host().GetNode(e.ctx, e.srv.Node())
+		m, err := e.svc.Host().Nodes().GetNode(e.ctx, e.srv.Node())
 		return err == nil && m.ExpiresAt.After(n.ExpiresAt)
 	}); !ok {
 		t.Fatal("the node's lease was not renewed")
@@ -83,7 +83,7 @@ func TestServerIsANode(t *testing.T) {
 	}
 	node := e.srv.Node()
 	e.srv.Close()
-	if _, err = e.svc.Host().GetNode(e.ctx, node); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err = e.svc.Host().Nodes().GetNode(e.ctx, node); !errors.Is(err, apierr.ErrNotFound) {
 		t.Errorf("the node after Close: %v; want not found", err)
 	}
 	if page, err := e.svc.ListTunnelSessions(e.ctx, e.admin, edgeplane.ListOptions{}); err != nil || len(page.Items) != 0 {
@@ -103,7 +103,7 @@ func TestNodeLeaseLost(t *testing.T) {
 		t.Fatalf("Auth: %+v", r)
 	}
 	old := e.srv.Node()
-	if err := e.svc.Host().RemoveNode(e.ctx, old); err != nil {
+	if err := e.svc.Host().Tunnels().RemoveNode(e.ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	if !first.closed(2 * time.Second) {
@@ -117,7 +117,7 @@ func TestNodeLeaseLost(t *testing.T) {
 	if r.Error != "" {
 		t.Fatalf("Auth on the new node: %+v", r)
 	}
-	ts, err := e.svc.Host().GetTunnelSession(e.ctx, e.admin.AccountID, r.ClientID)
+	ts, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, e.admin.AccountID, r.ClientID)
 	if err != nil || ts.Node != e.srv.Node() {
 		t.Errorf("the new session %+v, %v; want node %s", ts, err, e.srv.Node())
 	}
@@ -161,11 +161,11 @@ func TestTakeoverAcrossNodes(t *testing.T) {
 	if b2.Error != "" || b2.ID != b1.ID || b2.URL != b1.URL {
 		t.Fatalf("the rebind on node B: %+v; want %s at %s", b2, b1.ID, b1.URL)
 	}
-	ep, err := e.svc.Host().GetEndpoint(e.ctx, e.admin.AccountID, b1.ID)
+	ep, err := e.svc.Host().Tunnels().GetEndpoint(e.ctx, e.admin.AccountID, b1.ID)
 	if err != nil || ep.Node != other.Node() || ep.TunnelSession.ID != r2.ClientID {
 		t.Errorf("the endpoint after the takeover: %+v, %v; want node %s, session %s", ep, err, other.Node(), r2.ClientID)
 	}
-	if _, err := e.svc.Host().GetTunnelSession(e.ctx, e.admin.AccountID, r1.ClientID); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, e.admin.AccountID, r1.ClientID); !errors.Is(err, apierr.ErrNotFound) {
 		t.Errorf("the old session: %v; want not found", err)
 	}
 	// Node B serves the endpoint; node A refuses it.
@@ -199,7 +199,7 @@ func (h *slowOpenHost) OpenTunnelSession(ctx context.Context, token string, para
 func TestCloseDuringAuth(t *testing.T) {
 	e := newEnv(t, tunnel.Options{})
 	_, token := e.token(t)
-	h := &slowOpenHost{Host: e.svc.Host(), entered: make(chan struct{}, 1), release: make(chan struct{}), opened: make(chan string, 1)}
+	h := &slowOpenHost{Host: e.svc.Host().Tunnels(), entered: make(chan struct{}, 1), release: make(chan struct{}), opened: make(chan string, 1)}
 	m := tunnel.NewMetrics()
 	srv, addr := e.secondServer(t, tunnel.Options{Host: h, Metrics: m})
 	a := dialRawTo(t, e, addr)
@@ -223,7 +223,7 @@ func TestCloseDuringAuth(t *testing.T) {
 	// Its record is removed once the Auth saw the close, after anything
 	// the Auth would count.
 	if _, ok := eventually(2*time.Second, func() bool {
-		_, err := e.svc.Host().GetTunnelSession(e.ctx, e.admin.AccountID, id)
+		_, err := e.svc.Host().Tunnels().GetTunnelSession(e.ctx, e.admin.AccountID, id)
 		return errors.Is(err, apierr.ErrNotFound)
 	}); !ok {
 		t.Fatal("the session of a connection closed during its Auth is still recorded")

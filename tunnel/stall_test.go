@@ -86,7 +86,7 @@ func dialFreezable(t *testing.T, e *env, addr string) (*rawAgent, *freezable) {
 // Handler whose Agents is e's tunnel server, on a plain HTTP listener.
 func edgeProxy(t *testing.T, e *env, upstreamTimeout time.Duration) (*httptest.Server, *proxy.Configs) {
 	t.Helper()
-	configs, err := proxy.New(e.ctx, e.svc.Host(), e.st, proxy.Options{Endpoints: e.svc.Host()})
+	configs, err := proxy.New(e.ctx, e.svc.Host().DataPlane(), e.st, proxy.Options{Endpoints: e.svc.Host().DataPlane()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (c *acmeConfig) manager(host *edgeplane.Host, feed store.Feed, logger *slog
 		}
 		challenges = append(challenges, typ)
 	}
-	m, err := certmanager.New(certmanager.Options{Host: host, Directory: c.directory, Email: c.email, CARoots: c.roots,
+	m, err := certmanager.New(certmanager.Options{Host: host.Certificates(), Directory: c.directory, Email: c.email, CARoots: c.roots,
 		Logger: logger, Feed: feed, Interval: c.interval, Challenges: challenges})
 	if err != nil {
 		return nil, usageError{err.Error()}
@@ -123,7 +123,7 @@ func startACME(ctx context.Context, svc *edgeplane.Service, feed store.Feed, c a
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = elect.Run(ctx, elect.Config{Leaser: svc.Host(), Name: acmeLease, Holder: holder, Log: logger,
+		_ = elect.Run(ctx, elect.Config{Leaser: svc.Host().Leases(), Name: acmeLease, Holder: holder, Log: logger,
 			OnChange: func(h bool) { held.Store(h); logger.Info("certificate manager", "ordering", h, "holder", holder) }},
 			func(ctx context.Context) { _ = m.Run(ctx) })
 	}()

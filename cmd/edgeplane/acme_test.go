@@ -216,7 +216,7 @@ func TestServeDNS01(t *testing.T) {
 	}
 	defer svc.Close(t.Context())
 	const name = "lbl.acme.edgeplane-cname.com"
-	if err := svc.Host().PutACMEChallenge(t.Context(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
+	if err := svc.Host().Certificates().PutACMEChallenge(t.Context(), edgeplane.ACMEChallenge{Type: edgeplane.ChallengeDNS01, Name: name,
 		KeyAuthorization: "txt-value", ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}

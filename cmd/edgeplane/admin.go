@@ -233,7 +233,7 @@ func runAdmin(ctx context.Context, host *edgeplane.Host, name string, v adminVar
 			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.AccountID, k.OwnerID, k.CreatedAt.Format(stamp), cmp.Or(k.Description, "-"))
 		})
 	case "list-nodes":
-		nodes, err := host.ListNodes(ctx)
+		nodes, err := host.Nodes().ListNodes(ctx)
 		if err != nil {
 			return err
 		}

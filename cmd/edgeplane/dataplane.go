@@ -232,10 +232,10 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		return nil, usageError{fmt.Sprintf("-%sdns-ns-name needs -%sdns-addr: it names that DNS server", prefix, prefix)}
 	}
 	if c.dnsAddr != "" {
-		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host), Zones: []string{c.dnsZone}}); err != nil {
+		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host).Certificates(), Zones: []string{c.dnsZone}}); err != nil {
 			return nil, usageError{fmt.Sprintf("-%sdns-zone: %v", prefix, err)}
 		}
-		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host), Zones: []string{c.dnsZone}, NS: c.dnsNS}); err != nil {
+		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host).Certificates(), Zones: []string{c.dnsZone}, NS: c.dnsNS}); err != nil {
 			return nil, usageError{fmt.Sprintf("-%sdns-ns-name %q: want a host name, such as ns1.%s", prefix, c.dnsNS, domains.DefaultCNAMEBase)}
 		}
 	}
@@ -288,7 +288,7 @@ type dataPlane struct {
 func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed, c dataPlaneConfig, trusted []netip.Prefix,
 	sealingKey []byte, logger *slog.Logger, m *metrics, errc chan<- error) (*dataPlane, error) {
 	start := time.Now()
-	cfgs, err := proxy.New(ctx, svc.Host(), feed, proxy.Options{Logger: logger, Endpoints: svc.Host()})
+	cfgs, err := proxy.New(ctx, svc.Host().DataPlane(), feed, proxy.Options{Logger: logger, Endpoints: svc.Host().DataPlane()})
 	if err != nil {
 		return nil, fmt.Errorf("loading the edges from the store: %w", err)
 	}
@@ -322,7 +322,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		}
 		tm := tunnel.NewMetrics()
 		m.reg.MustRegister(tm)
-		topts := tunnel.Options{Host: svc.Host(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
+		topts := tunnel.Options{Host: svc.Host().Tunnels(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
 			Version: buildVersion(), Metrics: tm, RenewInterval: c.nodeLease / 3,
 			MaxUnauthenticated: c.maxUnauth, MaxUnauthenticatedPerIP: c.maxUnauthPerIP, ResumeTokenTTL: c.resumeTTL}
 		if c.tcpLow != 0 {
@@ -345,7 +345,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		if err == nil {
 			hm := hop.NewMetrics()
 			m.reg.MustRegister(hm)
-			d.hop, err = hop.New(hop.Options{Node: d.tunnels.Node(), Key: svc.Host().NodeKey(), Local: d.tunnels,
+			d.hop, err = hop.New(hop.Options{Node: d.tunnels.Node(), Key: svc.Host().Nodes().NodeKey(), Local: d.tunnels,
 				Resolve: newNodeResolver(svc.Host()).resolve, Logger: logger.With("part", "hop"), Metrics: hm})
 		}
 		if err != nil {
@@ -413,7 +413,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		d.addrs = append(d.addrs, scheme+"://"+ln.Addr().String())
 	}
 	if c.dnsAddr != "" {
-		if d.dns, err = acmedns.New(acmedns.Options{Host: svc.Host(), Zones: []string{c.dnsZone}, NS: c.dnsNS, Logger: logger.With("part", "dns")}); err == nil {
+		if d.dns, err = acmedns.New(acmedns.Options{Host: svc.Host().Certificates(), Zones: []string{c.dnsZone}, NS: c.dnsNS, Logger: logger.With("part", "dns")}); err == nil {
 			d.dnsAddr, err = d.dns.Listen(c.dnsAddr)
 		}
 		if err != nil {
@@ -554,7 +554,7 @@ func (r *nodeResolver) resolve(ctx context.Context, node string) (string, error)
 	if ok {
 		return addr, nil
 	}
-	n, err := r.host.GetNode(ctx, node)
+	n, err := r.host.Nodes().GetNode(ctx, node)
 	if err != nil {
 		return "", err
 	}

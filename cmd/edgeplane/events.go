@@ -87,7 +87,7 @@ func startEvents(ctx context.Context, host *edgeplane.Host, c eventConfig, log *
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = elect.Run(ctx, elect.Config{Leaser: host, Name: "events", Holder: holder, Term: c.lease, Log: log,
+		_ = elect.Run(ctx, elect.Config{Leaser: host.Leases(), Name: "events", Holder: holder, Term: c.lease, Log: log,
 			OnChange: func(held bool) {
 				if held {
 					em.leader.Set(1)

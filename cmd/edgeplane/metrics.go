@@ -251,7 +251,7 @@ func (m *metrics) watchNodes(host *edgeplane.Host) {
 		func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			nodes, err := host.ListNodes(ctx)
+			nodes, err := host.Nodes().ListNodes(ctx)
 			if err != nil {
 				return math.NaN()
 			}

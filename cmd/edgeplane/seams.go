@@ -4,18 +4,22 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/acmedns"
 	"github.com/edgeplane/edgeplane/certmanager"
+	"github.com/edgeplane/edgeplane/internal/elect"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/tunnel"
 )
 
 // The seams this program wires: each runtime part declares the interface
-// it consumes in its own package, and the Service's Host implements it.
-// These assertions fail the build when the Host and a consumer's
-// interface drift apart.
+// it consumes in its own package, and one role of the Service's Host
+// implements it (svc.Host().DataPlane() for the proxy, Tunnels() for the
+// tunnel server, Certificates() for the certificate manager and the DNS
+// server, Leases() for elections). These assertions fail the build when a
+// role and its consumer's interface drift apart.
 var (
-	_ proxy.Host           = (*edgeplane.Host)(nil)
-	_ proxy.EndpointSource = (*edgeplane.Host)(nil)
-	_ tunnel.Host          = (*edgeplane.Host)(nil)
-	_ certmanager.Host     = (*edgeplane.Host)(nil)
-	_ acmedns.Host         = (*edgeplane.Host)(nil)
+	_ proxy.Host           = (*edgeplane.DataPlaneHost)(nil)
+	_ proxy.EndpointSource = (*edgeplane.DataPlaneHost)(nil)
+	_ tunnel.Host          = (*edgeplane.TunnelHost)(nil)
+	_ certmanager.Host     = (*edgeplane.CertificateHost)(nil)
+	_ acmedns.Host         = (*edgeplane.CertificateHost)(nil)
+	_ elect.Leaser         = (*edgeplane.LeaseHost)(nil)
 )

@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// The data plane: the configs of every HTTPS edge in the store,
 	// following its change feed, and the handler that serves them.
-	cfgs, err := proxy.New(ctx, svc.Host(), st, proxy.Options{Logger: log})
+	cfgs, err := proxy.New(ctx, svc.Host().DataPlane(), st, proxy.Options{Logger: log})
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 // Package agenttokens makes and opens agents' resume tokens for the
-// edgeplane Service (its Host.AgentToken and Host.OpenAgentToken). The
+// edgeplane Service (its TunnelHost.AgentToken and TunnelHost.OpenAgentToken). The
 // agent protocol hands an agent opaque values that it sends back when it
 // reconnects: the session's cookie (with the session ID it had) and each
 // endpoint's token (with the endpoint's ID). They are the Service's seal

@@ -45,7 +45,7 @@ type replica struct {
 }
 
 func start(t *testing.T, host *edgeplane.Host, holder string, overlap *atomic.Int32) *replica {
-	r := &replica{leaser: &flaky{Leaser: host}, done: make(chan error, 1)}
+	r := &replica{leaser: &flaky{Leaser: host.Leases()}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
@@ -126,7 +126,7 @@ func TestWorkThatReturnsRunsAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- elect.Run(ctx, elect.Config{Leaser: svc.Host(), Name: "work", Holder: "a", Term: time.Second, Renew: 20 * time.Millisecond},
+		done <- elect.Run(ctx, elect.Config{Leaser: svc.Host().Leases(), Name: "work", Holder: "a", Term: time.Second, Renew: 20 * time.Millisecond},
 			func(context.Context) {
 				mu.Lock()
 				runs++
@@ -143,7 +143,7 @@ func TestWorkThatReturnsRunsAgain(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 	// Run released the lease on its way out: another holder takes it now.
-	if l, err := svc.Host().AcquireLease(context.Background(), "work", "b", time.Minute); err != nil || !l.Held {
+	if l, err := svc.Host().Leases().AcquireLease(context.Background(), "work", "b", time.Minute); err != nil || !l.Held {
 		t.Fatalf("after Run returned, b's acquire = %+v, %v; want held", l, err)
 	}
 }

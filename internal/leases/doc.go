@@ -13,7 +13,7 @@
 // stored under the pseudo-account "lease", one record per name, whose ID
 // is "lease_" and the name): the API does not show them and they report
 // no events. The root package builds the [Registry] and serves it as
-// Host.AcquireLease and Host.ReleaseLease; package internal/elect runs
+// LeaseHost.AcquireLease and LeaseHost.ReleaseLease; package internal/elect runs
 // work under a lease.
 //
 // It imports the store contract, the record machinery

@@ -254,7 +254,7 @@ func newProxy(upstream, doc string, hosts int) (*proxy.Handler, func(), error) {
 			return nil, nil, fmt.Errorf("route %d: %w", i, err)
 		}
 	}
-	cfgs, err := proxy.New(ctx, svc.Host(), st, proxy.Options{})
+	cfgs, err := proxy.New(ctx, svc.Host().DataPlane(), st, proxy.Options{})
 	if err != nil {
 		return nil, nil, err
 	}

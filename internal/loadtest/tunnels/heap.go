@@ -58,7 +58,7 @@ func runTunnelHeap(certFile, keyFile string) error {
 		return err
 	}
 	m := tunnel.NewMetrics()
-	srv, err := tunnel.NewServer(tunnel.Options{Host: svc.Host(), TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}},
+	srv, err := tunnel.NewServer(tunnel.Options{Host: svc.Host().Tunnels(), TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}},
 		Feed: st, Metrics: m})
 	if err != nil {
 		return err
