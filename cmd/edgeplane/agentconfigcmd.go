@@ -110,25 +110,29 @@ func parseAgentStart(c agentConfig, fs *flag.FlagSet, args []string, getenv func
 
 // agentConfigCommand is a command of edgeplane agent config.
 type agentConfigCommand struct {
-	name, args, summary, about, example string
+	name, args string
+	short      string // what config -h says of it
+	summary    string // its -h's summary
+	about      string
+	example    string
 }
 
 // agentConfigCommands are agent config's commands, in the order -h
 // lists them.
 var agentConfigCommands = []agentConfigCommand{
-	{name: "add-authtoken", args: "TOKEN", summary: "Writes the authtoken into the configuration file (agent.authtoken), making the file if it does not exist.",
+	{name: "add-authtoken", args: "TOKEN", short: "write the authtoken into the file (agent.authtoken)", summary: "Writes the authtoken into the configuration file (agent.authtoken), making the file if it does not exist.",
 		about: `The file is written with mode 0600 (its directory, when made, 0700),
 through a temporary file renamed over it; its other keys are kept, and
 its comments as far as the YAML library keeps them (it may reindent).
 The token is never printed. A flag or variable (-authtoken,
 EDGEPLANE_AUTHTOKEN) still wins over the file.`,
 		example: "edgeplane agent config add-authtoken ept_..."},
-	{name: "add-server", args: "HOST:PORT", summary: "Adds a tunnel server to the configuration file's agent.servers, making the file if it does not exist.",
+	{name: "add-server", args: "HOST:PORT", short: "add a tunnel server to the file's agent.servers", summary: "Adds a tunnel server to the configuration file's agent.servers, making the file if it does not exist.",
 		about: `A server already listed (however its host is spelled) is left as it
 is; at most 16. The file is written as add-authtoken writes it. -server
 and EDGEPLANE_SERVER still win over the file.`,
 		example: "edgeplane agent config add-server tunnel.example.com:4443"},
-	{name: "check", args: "[TUNNEL TARGET [tunnel flags]]", summary: "Checks the configuration file and prints its endpoints and their traffic policies, or every error with its line and path (exit 1).",
+	{name: "check", args: "[TUNNEL TARGET [tunnel flags]]", short: "check the file, and print its endpoints and their traffic policies (or a tunnel's)", summary: "Checks the configuration file and prints its endpoints and their traffic policies, or every error with its line and path (exit 1).",
 		about: `With a tunnel's command line (http 3000 -domain app.example.com
 -basic-auth alice:s3cret ...), checks it too and prints the traffic
 policy its flags make, as agent would send it; nothing connects. The
@@ -151,7 +155,7 @@ or variable gives, and agent start runs its endpoints.`,
 	}
 	if cmd == nil {
 		for _, c := range agentConfigCommands {
-			h.commands = append(h.commands, [2]string{c.name + " " + c.args, c.summary})
+			h.commands = append(h.commands, [2]string{c.name + " " + c.args, c.short})
 		}
 		return h
 	}
@@ -199,9 +203,10 @@ func agentConfigCmd(c agentConfig, args []string, getenv func(string) string, st
 	}
 	path := *file
 	if path == "" {
-		if path = defaultAgentConfigPath(getenv); path == "" {
-			return usageError{"config " + cmd.name + ": give -config FILE: the default path needs $XDG_CONFIG_HOME or $HOME"}
-		}
+		path = defaultAgentConfigPath(getenv)
+	}
+	if path == "" && (cmd.name != "check" || len(rest) == 0) {
+		return usageError{"config " + cmd.name + ": give -config FILE: the default path needs $XDG_CONFIG_HOME or $HOME"}
 	}
 	switch cmd.name {
 	case "add-authtoken":
@@ -276,7 +281,11 @@ func configCheck(c agentConfig, path string, explicit bool, args []string, geten
 		}
 		tunnel = &t
 	}
-	f, err := readAgentFile(path, explicit || tunnel == nil)
+	var f *agentFile
+	var err error
+	if path != "" {
+		f, err = readAgentFile(path, explicit || tunnel == nil)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("config check: no configuration file at %s (give -config FILE)", path)
