@@ -891,8 +891,12 @@ func policyDocument(data []byte) (string, error) {
 }
 
 // maxYAMLNodes bounds the nodes yamlToJSON visits, aliases expanded (a
-// small file of nested aliases can name billions).
-const maxYAMLNodes = 1 << 18
+// small file of nested aliases can name billions), and maxYAMLDepth how
+// deep they nest (an alias may name a node that holds it).
+const (
+	maxYAMLNodes = 1 << 18
+	maxYAMLDepth = 64
+)
 
 // yamlToJSON returns the JSON of a YAML value: mappings (with text keys)
 // as objects in their order, lists as arrays, and scalars by their tags
@@ -900,16 +904,19 @@ const maxYAMLNodes = 1 << 18
 func yamlToJSON(n *yaml.Node) (string, error) {
 	var b bytes.Buffer
 	budget := maxYAMLNodes
-	if err := appendJSON(&b, n, &budget); err != nil {
+	if err := appendJSON(&b, n, &budget, 0); err != nil {
 		return "", err
 	}
 	return b.String(), nil
 }
 
-func appendJSON(b *bytes.Buffer, n *yaml.Node, budget *int) error {
+func appendJSON(b *bytes.Buffer, n *yaml.Node, budget *int, depth int) error {
 	n = deref(n)
 	if *budget--; *budget < 0 || b.Len() > maxPolicyFileBytes {
 		return fmt.Errorf("the document is larger than %d bytes once its aliases are expanded", maxPolicyFileBytes)
+	}
+	if depth > maxYAMLDepth {
+		return fmt.Errorf("line %d: the document nests deeper than %d levels (an alias inside the node it names?)", n.Line, maxYAMLDepth)
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -924,7 +931,7 @@ func appendJSON(b *bytes.Buffer, n *yaml.Node, budget *int) error {
 			}
 			writeJSONString(b, k.Value)
 			b.WriteByte(':')
-			if err := appendJSON(b, n.Content[i+1], budget); err != nil {
+			if err := appendJSON(b, n.Content[i+1], budget, depth+1); err != nil {
 				return err
 			}
 		}
@@ -935,7 +942,7 @@ func appendJSON(b *bytes.Buffer, n *yaml.Node, budget *int) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := appendJSON(b, c, budget); err != nil {
+			if err := appendJSON(b, c, budget, depth+1); err != nil {
 				return err
 			}
 		}

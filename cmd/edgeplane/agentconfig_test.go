@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -251,6 +252,8 @@ func TestAgentConfigErrors(t *testing.T) {
 		{"description too long", ep("    url: tcp://\n    upstream: {url: 1}\n    description: " + strings.Repeat("d", 256) + "\n"), []string{"endpoints[0].description: must be at most 255 bytes, got 256"}},
 		{"several at once", head + "agent: {servers: [x], inspect: 1}\nendpoints:\n  - {name: a, url: 'ftp://x', upstream: {url: 1}, extra: 1}\n",
 			[]string{"agent.servers[0]", "agent.inspect", "endpoints[0].extra: unknown key", "endpoints[0].url"}},
+		{"an alias inside the node it names", ep("    url: https://a.example.com\n    upstream: {url: 1}\n    traffic_policy: {on_http_request: &x [*x]}\n"), []string{
+			"endpoints[0].traffic_policy: line 6: the document nests deeper than 64 levels"}},
 		{"aliases that expand past the bound", ep("    url: https://a.example.com\n    upstream: {url: 1}\n    traffic_policy:\n" + aliasBomb), []string{
 			"endpoints[0].traffic_policy: the document is larger than 1048576 bytes once its aliases are expanded"}},
 	} {
@@ -575,5 +578,77 @@ func TestAgentStartArgs(t *testing.T) {
 		if _, err := parse(tc.env, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// docBlocks returns the fenced blocks of docs/agent.md whose info string
+// is lang.
+func docBlocks(t *testing.T, lang string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "agent.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	parts := strings.Split(string(data), "```")
+	for i := 1; i < len(parts); i += 2 {
+		if info, body, ok := strings.Cut(parts[i], "\n"); ok && info == lang {
+			blocks = append(blocks, body)
+		}
+	}
+	return blocks
+}
+
+// TestAgentDocs: docs/agent.md's example file is a good file (its ca
+// and policy file stood in for), and each agent command of its shell
+// blocks runs as written: the config commands against a new home
+// directory, the tunnel's command line parsed with the file they wrote
+// (nothing connects).
+func TestAgentDocs(t *testing.T) {
+	ca := newTestCA(t)
+	yamls := docBlocks(t, "yaml")
+	if len(yamls) != 1 {
+		t.Fatalf("%d yaml blocks in docs/agent.md, want the example file", len(yamls))
+	}
+	read := func(p string, n int) ([]byte, error) {
+		switch filepath.Base(p) {
+		case "tunnel-ca.pem":
+			return []byte(ca.pem), nil
+		case "api-policy.yml":
+			return []byte("on_http_request: []\n"), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	f, err := parseAgentFile("agent.yml", []byte(yamls[0]), read)
+	if err != nil {
+		t.Fatalf("docs/agent.md's example: %v", err)
+	}
+	if len(f.endpoints) != 5 || len(f.servers) != 2 || f.authtoken != "ept_..." {
+		t.Errorf("docs/agent.md's example reads as %+v", f)
+	}
+
+	env := map[string]string{"HOME": t.TempDir()}
+	ran := 0
+	for _, block := range docBlocks(t, "sh") {
+		for _, line := range strings.Split(block, "\n") {
+			cmd, _, _ := strings.Cut(line, "#")
+			words := strings.Fields(cmd)
+			if len(words) < 2 || words[0] != "edgeplane" || words[1] != "agent" {
+				continue
+			}
+			ran++
+			if words[2] == "config" {
+				if code, out, errOut := agentCLI(t, env, words[2:]...); code != 0 {
+					t.Errorf("%s: exit %d, %s %s", cmd, code, out, errOut)
+				}
+				continue
+			}
+			if _, err := parseAgentArgs(words[2:], func(k string) string { return env[k] }, io.Discard); err != nil {
+				t.Errorf("%s: %v", cmd, err)
+			}
+		}
+	}
+	if ran < 5 {
+		t.Errorf("%d agent commands in docs/agent.md's shell blocks", ran)
 	}
 }
