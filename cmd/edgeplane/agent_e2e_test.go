@@ -560,3 +560,30 @@ func TestAgentRetriesLaterRefusals(t *testing.T) {
 	}
 	a.stopAndWait(t)
 }
+
+// TestAgentStartPoolsAndBindings: pooling_enabled and bindings go to the
+// server with the bind (the SDK's WithPoolingEnabled and WithBindings);
+// today's server refuses both, so agent start exits 1 at once, naming
+// the endpoint and the server's words, on one line.
+func TestAgentStartPoolsAndBindings(t *testing.T) {
+	ts := startTunnelServe(t)
+	ts.api.must(201, "POST", "/reserved_domains", `{"domain":"app.example.com"}`)
+	token := ts.api.must(201, "POST", "/credentials", `{"acl":["*"]}`)["token"].(string)
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, keys, want string }{
+		{"pooled", "    url: http://app.example.com\n    pooling_enabled: true\n", "edgeplane: endpoint web: starting the tunnel: invalid request: Extra.PoolingEnabled: is not supported by this tunnel server: an endpoint's address serves one agent (ERR_SERVICE_100)\n"},
+		{"internal", "    url: https://api.internal\n    bindings: [internal]\n", "edgeplane: endpoint web: starting the tunnel: invalid request: Extra.Bindings[0]: must be public, the only binding this tunnel server serves (ERR_SERVICE_100)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".yml")
+			config := "version: 1\nagent:\n  servers: [" + ts.agentAddr + "]\n  ca: " + ts.certFile + "\n  inspect: false\nendpoints:\n  - name: web\n    upstream: {url: 3000}\n" + tc.keys
+			if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr, took := runAgentToExit(t, []string{"-config", file, "-authtoken", token, "start", "web"}, nil, 10*time.Second)
+			if code != 1 || !strings.HasSuffix(stderr, "\n"+tc.want) || stdout != "" {
+				t.Errorf("exit %d after %v, stdout %q, stderr %q; want 1 and the last line %q", code, took, stdout, stderr, tc.want)
+			}
+		})
+	}
+}

@@ -706,8 +706,14 @@ func (r *configReader) endpoint(n *yaml.Node, path string) (agentEndpoint, *yaml
 	if isLabels && bindingsNode != nil {
 		r.add(bindingsNode, subPath(path, "bindings"), "a labeled tunnel has no binding: edges reach it")
 	}
-	if slices.Contains(e.bindings, "internal") && e.domain != "" && !strings.HasSuffix(e.domain, ".internal") {
-		r.add(bindingsNode, subPath(path, "bindings"), "an internal endpoint's name must end in .internal, not %q", e.domain)
+	if slices.Contains(e.bindings, "internal") && e.proto != "" {
+		host := e.domain
+		if e.proto == "tcp" {
+			host, _, _ = net.SplitHostPort(e.remoteAddr)
+		}
+		if !strings.HasSuffix(host, ".internal") {
+			r.add(bindingsNode, subPath(path, "bindings"), "an internal endpoint's url must name a host ending in .internal, not %q", host)
+		}
 	}
 	if metadataNode != nil {
 		if reason := checkText(metadata, agents.MaxMetadataBytes); reason != "" {
