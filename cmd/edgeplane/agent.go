@@ -353,7 +353,7 @@ func (c *agentConfig) useFile(getenv func(string) string) (*agentFile, error) {
 		case f.inspect != nil && !*f.inspect:
 			c.inspectAddr = "off"
 		case f.inspectAddr != "":
-			c.inspectAddr = f.inspectAddr
+			c.inspectAddr, c.fromFile["inspect_addr"] = f.inspectAddr, from("inspect_addr")
 		}
 	}
 	if len(c.fromFile) == 0 {

@@ -7,9 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.ngrok.com/ngrok"
 )
@@ -230,4 +233,43 @@ func TestAgentAPIPorts(t *testing.T) {
 	if _, err := listenAgentAPI(def, defaultInspectAddr, defaultInspectPorts); err == nil {
 		t.Errorf("an address given that is taken: no error")
 	}
+	// The agent ends at once, before connecting, naming the flag (or the
+	// file's key) that gave the address.
+	file := filepath.Join(t.TempDir(), "agent.yml")
+	if err := os.WriteFile(file, []byte("version: 1\nagent:\n  inspect_addr: "+def+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-inspect-addr", def}, "edgeplane: -inspect-addr " + def + ": listen tcp " + def + ": bind: address already in use (give another address, or off)\n"},
+		{[]string{"-config", file}, "edgeplane: agent.inspect_addr in " + file + " " + def + ": listen tcp " + def + ": bind: address already in use (give another address, or off)\n"},
+	} {
+		code, _, stderr, _ := runAgentToExit(t, append(tc.args, "-server", "127.0.0.1:1", "-authtoken", agentToken, "tcp", "22"), nil, 10*time.Second)
+		if code != 1 || stderr != tc.want {
+			t.Errorf("%v: exit %d, %q; want 1, %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// FuzzAgentAPIHost: the Host guard never panics, and admits only a Host
+// whose host part is localhost or a loopback address.
+func FuzzAgentAPIHost(f *testing.F) {
+	for _, s := range []string{"localhost:4040", "127.0.0.1", "[::1]:4040", "[::1]", "evil.example.com", "127.0.0.1.evil.example.com", "[::ffff:127.0.0.1]:1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		if !isLoopbackHost(host) {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+		if ip := net.ParseIP(h); !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			t.Fatalf("%q admitted", host)
+		}
+	})
 }

@@ -207,7 +207,11 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 		case c.inspectAddr == "": // the default address and the nine after it are taken
 			logger.Warn("no agent API: its ports are taken; give -inspect-addr (or agent.inspect_addr)", "err", oneLine(err.Error()))
 		default:
-			return fmt.Errorf("-inspect-addr %s: %w (give another address, or off)", c.inspectAddr, err)
+			name := "-inspect-addr"
+			if from := c.fromFile["inspect_addr"]; from != "" {
+				name = from
+			}
+			return fmt.Errorf("%s %s: %w (give another address, or off)", name, c.inspectAddr, err)
 		}
 	}
 
