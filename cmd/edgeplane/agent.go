@@ -182,8 +182,8 @@ type agentConfig struct {
 	// default (127.0.0.1:4040, else the next free port up to 4049),
 	// "off" for none.
 	inspectAddr string
-	// fromFile says which of authtoken, server and ca the configuration
-	// file gave: "agent.authtoken in FILE", ...
+	// fromFile says which of authtoken, server, ca and inspect_addr the
+	// configuration file gave: "agent.authtoken in FILE", ...
 	fromFile map[string]string
 
 	proto      string // "http", "tcp" or "tls"
