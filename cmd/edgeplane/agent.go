@@ -9,20 +9,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/url"
 	"os"
-	"slices"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"golang.ngrok.com/ngrok"
-	"golang.ngrok.com/ngrok/config"
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -38,7 +35,8 @@ import (
 
 // agentAbout is what agent -h says besides its flags.
 const agentAbout = `Connects to a tunnel server of -server as an agent, starts one tunnel
-and forwards every connection it is handed to the target: a bare PORT is
+(or, with start, the endpoints of its configuration file) and forwards
+every connection it is handed to the target: a bare PORT is
 127.0.0.1:PORT (for http, http://127.0.0.1:PORT); an http target may be an
 http:// or https:// URL (scheme, host and port; an https target's
 certificate is checked against the system's roots), a tcp or tls target
@@ -46,11 +44,21 @@ HOST:PORT. The bytes are relayed as they come: plain HTTP/1.1 for http,
 the client's own TLS for tls (the target terminates it). The tunnel's
 flags may come before or after its target.
 
+The configuration file (-config; by default
+$XDG_CONFIG_HOME/edgeplane/agent.yml, else ~/.config/edgeplane/agent.yml)
+gives what a flag or its variable does not: agent.authtoken,
+agent.servers, agent.ca, agent.inspect and agent.inspect_addr. A flag, or
+its variable, wins. edgeplane agent config add-authtoken and add-server
+write it; config check checks it. See docs/agent.md for its schema.
+
 Once the tunnel is up its public URL is printed on stdout, on a line of
-its own (a labeled tunnel has none: "ID labels K=V,..." instead). Each
-connection is logged on stderr with the client's address, bytes_in (from
-the client), bytes_out (to it) and its duration. The authtoken is never
-printed.
+its own (a labeled tunnel has none: "ID labels K=V,..." instead; with
+start, each line begins with the endpoint's name). Each connection is
+logged on stderr with the client's address, bytes_in (from the client),
+bytes_out (to it) and its duration. The authtoken is never printed. The
+agent API answers on 127.0.0.1:4040 (the next free port up to 4049 when
+it is taken; the log's "agent API" line names it): GET /api/tunnels,
+/api/tunnels/NAME and /api/status, in the original agent's shapes.
 
 -server is one tunnel server, or a comma-separated list of at most 16
 edge nodes sharing one store (each HOST:PORT given once). The agent keeps
@@ -62,54 +70,91 @@ instead stand behind one DNS name, with one A (or AAAA) record per node;
 each connection attempt tries its addresses in turn. Each dial of a
 server gives up after 10s.
 
-A refused tunnel ends the command with the server's message (exit 1). A
-refused authtoken or an unreachable server does not: the agent logs each
-failure and retries for ever (backoff from 0.5s to 30s), and reconnects
-and rebinds the same way when its session drops. SIGINT or SIGTERM, or a
-stop request from the server, closes the tunnel and exits 0.`
+Until its first session is up, an agent whose authtoken the server
+refuses, or whose server's certificate does not verify, exits 1 at once
+with what is wrong and what to do. A refused tunnel ends the command
+with the server's message (exit 1). An unreachable server does not: the
+agent logs each failure and retries for ever (backoff from 0.5s to
+30s), and reconnects and rebinds the same way when its session drops,
+whatever the reason. SIGINT or SIGTERM, or a stop request from the
+server, closes the tunnel and exits 0.`
 
-// agentTunnels are the agent's tunnels: name, target and what each is.
+// agentTunnels are the agent's commands: its tunnels (name, target and
+// what each is), then start and config.
 var agentTunnels = [][3]string{
 	{"http", "PORT|URL", "an HTTP endpoint on a reserved domain (-domain), or a labeled tunnel for tunnel group backends (-label)"},
 	{"tcp", "PORT|HOST:PORT", "a TCP endpoint on a port the server picks or -remote-addr names"},
 	{"tls", "PORT|HOST:PORT", "a TLS endpoint on a reserved domain (-domain), the client's TLS passed through to the target"},
+	{"start", "NAME... | -all", "the endpoints of the configuration file named (or all of them) on one session"},
+	{"config", "add-authtoken|add-server|check", "write the authtoken or a server into the configuration file, or check it"},
 }
+
+// isTunnel says whether name is one of the agent's tunnels (not start or
+// config).
+func isTunnel(name string) bool { return name == "http" || name == "tcp" || name == "tls" }
 
 // agentHelp is agent's -h, or with proto its tunnel's (agent http -h).
 func agentHelp(fs *flag.FlagSet, proto string) *commandHelp {
 	h := &commandHelp{
-		usage:   "edgeplane agent -server HOST:PORT -authtoken TOKEN [-ca FILE] [-log-format text|json] TUNNEL TARGET [tunnel flags]",
-		summary: "Connects to a tunnel server and forwards one tunnel (http, tcp or tls) to a local target.",
+		usage:   "edgeplane agent -server HOST:PORT -authtoken TOKEN [-ca FILE] [-config FILE] [-inspect-addr ADDR] TUNNEL TARGET [tunnel flags]",
+		summary: "Connects to a tunnel server and forwards one tunnel (http, tcp or tls), or the configuration file's endpoints, to local targets.",
 		about:   agentAbout,
 		groups: []flagGroup{
-			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca"}},
-			{"Logs", fs, []string{"log-format"}},
+			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca", "config"}},
+			{"Agent API and logs", fs, []string{"inspect-addr", "log-format"}},
 		},
 		flagEnv: fs,
 		example: `EDGEPLANE_AUTHTOKEN=ept_... edgeplane agent -server tunnel.example.com:4443 http 3000 -domain app.example.com
-edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22`,
+edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22
+edgeplane agent start -all`,
 	}
 	for _, t := range agentTunnels {
-		if proto != "" && t[0] != proto {
-			continue
-		}
-		if proto == "" {
+		switch {
+		case proto == "":
 			h.commands = append(h.commands, [2]string{t[0] + " " + t[1], t[2]})
-		} else {
+			if !isTunnel(t[0]) {
+				continue
+			}
+		case t[0] != proto:
+			continue
+		default:
 			h.usage = "edgeplane agent -server HOST:PORT -authtoken TOKEN [agent flags] " + t[0] + " " + t[1] + " [flags]"
 			h.summary = "Starts " + t[2] + "."
-			h.about = "TARGET: " + targetForms(t[0]) + ". The tunnel's flags have no environment variables.\n\nSee edgeplane agent -h for the agent's connection, retries and output."
+			h.about = "TARGET: " + targetForms(t[0]) + ". The tunnel's flags have no environment variables.\n\n" + policyAbout + "\n\nSee edgeplane agent -h for the agent's connection, retries and output."
 			h.example = map[string]string{
-				"http": "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... http 3000 -domain app.example.com\nedgeplane agent -server tunnel.example.com:4443 -authtoken ept_... http https://127.0.0.1:8443 -label app=web",
-				"tcp":  "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22",
+				"http": "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... http 3000 -domain app.example.com\nedgeplane agent -server tunnel.example.com:4443 -authtoken ept_... http https://127.0.0.1:8443 -label app=web\nedgeplane agent http 3000 -domain app.example.com -basic-auth alice:s3cret -cidr-allow 203.0.113.0/24",
+				"tcp":  "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tcp 22 -cidr-allow 203.0.113.0/24",
 				"tls":  "edgeplane agent -server tunnel.example.com:4443 -authtoken ept_... tls 8443 -domain app.example.com",
 			}[t[0]]
 		}
 		var c agentConfig
 		c.proto = t[0]
-		h.groups = append(h.groups, flagGroup{"The " + t[0] + " tunnel (after " + t[0] + ")", tunnelFlags(&c), nil})
+		h.groups = append(h.groups, flagGroup{"The " + t[0] + " tunnel (after " + t[0] + ")", tunnelFlags(&c), tunnelFlagOrder(t[0])})
 	}
 	return h
+}
+
+// policyAbout says how a tunnel's traffic policy is made.
+const policyAbout = `Traffic policy: -traffic-policy-file (YAML or JSON) and the shortcuts
+(-cidr-allow and -cidr-deny make a restrict-ips rule; for http,
+-basic-auth a basic-auth rule, the password sent as a salted
+PBKDF2-SHA256 hash, and -request-header-add and -response-header-add
+add-headers rules) make one traffic policy document, sent with the bind;
+the server compiles it, and refuses the tunnel with its errors. With a
+file, the shortcuts' rules come first. A labeled tunnel has no policy of
+its own: the edge's route has. edgeplane agent config check TUNNEL
+TARGET [flags] prints the document without connecting.`
+
+// tunnelFlagOrder is the order proto's tunnel help shows its flags in.
+func tunnelFlagOrder(proto string) []string {
+	policyFlags := []string{"traffic-policy-file", "cidr-allow", "cidr-deny"}
+	switch proto {
+	case "http":
+		return append(append([]string{"domain", "scheme", "label", "metadata"}, policyFlags...), "basic-auth", "request-header-add", "response-header-add")
+	case "tcp":
+		return append([]string{"remote-addr", "metadata"}, policyFlags...)
+	}
+	return append([]string{"domain", "metadata"}, policyFlags...)
 }
 
 // agentDialTimeout bounds connecting to the target for one connection.
@@ -124,10 +169,22 @@ const agentServerDialTimeout = 10 * time.Second
 // maxAgentServers bounds -server's list.
 const maxAgentServers = 16
 
-// agentConfig is what agent's command line says.
+// agentConfig is what agent's command line says, with what the
+// configuration file gives where it says nothing.
 type agentConfig struct {
 	server, ca, authtoken, logFormat string
 	servers                          []agentServer // -server's list, in order
+
+	// configFile is -config: the configuration file ("": the default
+	// path, if it exists).
+	configFile string
+	// inspectAddr is -inspect-addr: the agent API's address; "" for the
+	// default (127.0.0.1:4040, else the next free port up to 4049),
+	// "off" for none.
+	inspectAddr string
+	// fromFile says which of authtoken, server, ca and inspect_addr the
+	// configuration file gave: "agent.authtoken in FILE", ...
+	fromFile map[string]string
 
 	proto      string // "http", "tcp" or "tls"
 	target     agentTarget
@@ -136,6 +193,12 @@ type agentConfig struct {
 	labels     map[string]string
 	remoteAddr string
 	metadata   string
+
+	// policyFile is -traffic-policy-file, shortcuts the flags that make
+	// rules; policy is the document both make (JSON, "" for none).
+	policyFile string
+	shortcuts  policyShortcuts
+	policy     string
 }
 
 // agentTarget is where an agent forwards its tunnel's connections.
@@ -158,9 +221,11 @@ func (t agentTarget) String() string {
 
 func agentFlags(c *agentConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.StringVar(&c.server, "server", "", "HOST:PORT of the tunnel server, or a comma-separated list of at most 16 (required)")
-	fs.StringVar(&c.ca, "ca", "", "PEM `file` of the roots that may sign the server's certificate (default: the system's roots)")
-	fs.StringVar(&c.authtoken, "authtoken", "", "the authtoken of a tunnel credential (required; better set as EDGEPLANE_AUTHTOKEN)")
+	fs.StringVar(&c.server, "server", "", "HOST:PORT of the tunnel server, or a comma-separated list of at most 16 (required, here or as agent.servers in the configuration file)")
+	fs.StringVar(&c.ca, "ca", "", "PEM `file` of the roots that may sign the server's certificate (default: agent.ca of the configuration file, else the system's roots)")
+	fs.StringVar(&c.authtoken, "authtoken", "", "the authtoken of a tunnel credential (required, here or as agent.authtoken in the configuration file; better set as EDGEPLANE_AUTHTOKEN)")
+	fs.StringVar(&c.configFile, "config", "", "the configuration `file` (default $XDG_CONFIG_HOME/edgeplane/agent.yml, else ~/.config/edgeplane/agent.yml, when it exists)")
+	fs.StringVar(&c.inspectAddr, "inspect-addr", "", "the agent API's loopback `HOST:PORT`, or off (default 127.0.0.1:4040, else the next free port up to 4049)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.Usage = func() { agentHelp(fs, "").write(fs.Output()) }
 	return fs
@@ -170,6 +235,9 @@ func agentFlags(c *agentConfig) *flag.FlagSet {
 func tunnelFlags(c *agentConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet(c.proto, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	repeat := func(list *[]string) func(string) error {
+		return func(s string) error { *list = append(*list, s); return nil }
+	}
 	switch c.proto {
 	case "http":
 		fs.StringVar(&c.domain, "domain", "", "the endpoint's `name`: a reserved domain of the credential's account, or a name one of its wildcard domains covers; required unless -label (the server refuses an http endpoint without one)")
@@ -188,20 +256,27 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 			c.labels[k] = v
 			return nil
 		})
+		fs.Func("basic-auth", "require HTTP Basic authentication as `USER:PASSWORD` (a basic-auth rule; the password is sent hashed); repeatable, one user each", repeat(&c.shortcuts.basicAuth))
+		fs.Func("request-header-add", "add the header `Name: value` to each request sent to the target (an add-headers rule); repeatable", repeat(&c.shortcuts.requestHeaders))
+		fs.Func("response-header-add", "add the header `Name: value` to each response sent to the client; repeatable", repeat(&c.shortcuts.responseHeaders))
 	case "tcp":
 		fs.StringVar(&c.remoteAddr, "remote-addr", "", "the public `HOST:PORT` asked for, a port within the server's TCP ports (default: the server picks)")
 	case "tls":
 		fs.StringVar(&c.domain, "domain", "", "the `name` clients' TLS asks for (SNI): a reserved domain of the credential's account, or a name one of its wildcard domains covers (required)")
 	}
 	fs.StringVar(&c.metadata, "metadata", "", "the tunnel's metadata, at most 4096 bytes of `text`")
+	fs.StringVar(&c.policyFile, "traffic-policy-file", "", "the tunnel's traffic policy, a YAML or JSON `file` (at most 1 MiB) the server compiles")
+	fs.Func("cidr-allow", "admit only clients from `CIDR` (10.0.0.0/8, or an address; a restrict-ips rule); repeatable", repeat(&c.shortcuts.cidrAllow))
+	fs.Func("cidr-deny", "refuse clients from `CIDR`; repeatable", repeat(&c.shortcuts.cidrDeny))
 	return fs
 }
 
-// parseAgentArgs parses agent's command line: the agent's flags (and
-// their variables), then the tunnel, its target and its flags.
-func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer) (agentConfig, error) {
+// parseAgentFlags parses the agent's flags, those before its command
+// (a tunnel, start or config), and their variables. It returns the
+// rest: the command and what follows it.
+func parseAgentFlags(args []string, getenv func(string) string, stdout io.Writer) (agentConfig, *flag.FlagSet, []string, error) {
 	var c agentConfig
-	// The agent's flags end at the tunnel's name: parse once to find it,
+	// The agent's flags end at the command's name: parse once to find it,
 	// then again through parseFlags for the variables and -h.
 	split := agentFlags(new(agentConfig))
 	split.SetOutput(io.Discard)
@@ -212,6 +287,18 @@ func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer)
 	}
 	fs := agentFlags(&c)
 	if err := parseFlags(fs, global, getenv, stdout); err != nil {
+		return c, fs, nil, err
+	}
+	return c, fs, rest, nil
+}
+
+// parseAgentArgs parses agent's command line for a tunnel: the agent's
+// flags (and their variables), then the tunnel, its target and its
+// flags; the configuration file gives the agent's settings no flag or
+// variable does.
+func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer) (agentConfig, error) {
+	c, fs, rest, err := parseAgentFlags(args, getenv, stdout)
+	if err != nil {
 		return c, err
 	}
 	// The tunnel is read before the agent's flags are checked, so that
@@ -219,6 +306,9 @@ func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer)
 	tunnelErr := parseTunnel(&c, fs, rest, stdout)
 	if _, ok := tunnelErr.(errHelp); ok {
 		return c, tunnelErr
+	}
+	if _, err := c.useFile(getenv); err != nil {
+		return c, err
 	}
 	if err := c.checkAgent(); err != nil {
 		return c, err
@@ -229,35 +319,72 @@ func parseAgentArgs(args []string, getenv func(string) string, stdout io.Writer)
 	return c, c.checkTunnel()
 }
 
+// useFile reads the configuration file (-config, else the default path
+// when it exists) and takes from it what the flags and variables leave
+// unset. It returns the file, nil when there is none.
+func (c *agentConfig) useFile(getenv func(string) string) (*agentFile, error) {
+	path, required := c.configFile, true
+	if path == "" {
+		path, required = defaultAgentConfigPath(getenv), false
+	}
+	if path == "" {
+		return nil, nil
+	}
+	f, err := readAgentFile(path, required)
+	if err != nil || f == nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("-config %s: the file does not exist (edgeplane agent config add-authtoken makes one)", path)
+		}
+		return nil, err
+	}
+	from := func(key string) string { return "agent." + key + " in " + f.path }
+	c.fromFile = map[string]string{}
+	if c.authtoken == "" && f.authtoken != "" {
+		c.authtoken, c.fromFile["authtoken"] = f.authtoken, from("authtoken")
+	}
+	if c.server == "" && len(f.servers) > 0 {
+		c.server, c.fromFile["server"] = strings.Join(f.servers, ","), from("servers")
+	}
+	if c.ca == "" && f.ca != "" {
+		c.ca, c.fromFile["ca"] = f.ca, from("ca")
+	}
+	if c.inspectAddr == "" {
+		switch {
+		case f.inspect != nil && !*f.inspect:
+			c.inspectAddr = "off"
+		case f.inspectAddr != "":
+			c.inspectAddr, c.fromFile["inspect_addr"] = f.inspectAddr, from("inspect_addr")
+		}
+	}
+	if len(c.fromFile) == 0 {
+		c.fromFile = nil
+	}
+	return f, nil
+}
+
 // parseTunnel parses the tunnel's part of agent's command line, rest:
 // its name, its flags and its target. fs holds the agent's flags.
 func parseTunnel(c *agentConfig, fs *flag.FlagSet, rest []string, stdout io.Writer) error {
 	if len(rest) == 0 {
-		return usageError{"which tunnel? http, tcp or tls (edgeplane agent -h)"}
+		return usageError{"which tunnel? http, tcp or tls, or start or config (edgeplane agent -h)"}
 	}
 	c.proto = rest[0]
 	switch c.proto {
 	case "http", "tcp", "tls":
 	default:
-		return usageError{fmt.Sprintf("unknown tunnel %q: want http, tcp or tls", c.proto)}
+		return usageError{fmt.Sprintf("unknown tunnel %q: want http, tcp or tls (or start, config)", c.proto)}
 	}
 	tfs := tunnelFlags(c)
-	var positional []string
-	for more := rest[1:]; ; {
-		if err := tfs.Parse(more); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				agentHelp(fs, c.proto).write(stdout)
-				return errHelp{}
-			}
-			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && fs.Lookup(name) != nil {
-				return usageError{fmt.Sprintf("%s: -%s is the agent's flag: give it before the tunnel (edgeplane agent -%s ... %s ...)", c.proto, name, name, c.proto)}
-			}
-			return usageError{c.proto + ": " + err.Error()}
+	positional, err := parseInterleaved(tfs, rest[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			agentHelp(fs, c.proto).write(stdout)
+			return errHelp{}
 		}
-		if more = tfs.Args(); len(more) == 0 {
-			break
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && fs.Lookup(name) != nil {
+			return usageError{fmt.Sprintf("%s: -%s is the agent's flag: give it before the tunnel (edgeplane agent -%s ... %s ...)", c.proto, name, name, c.proto)}
 		}
-		positional, more = append(positional, more[0]), more[1:]
+		return usageError{c.proto + ": " + err.Error()}
 	}
 	switch len(positional) {
 	case 0:
@@ -266,15 +393,30 @@ func parseTunnel(c *agentConfig, fs *flag.FlagSet, rest []string, stdout io.Writ
 	default:
 		return usageError{fmt.Sprintf("%s: one target, got %d: %s", c.proto, len(positional), strings.Join(positional, " "))}
 	}
-	var err error
 	c.target, err = parseTarget(c.proto, positional[0])
 	return err
 }
 
-// checkAgent checks the agent's flags.
+// parseInterleaved parses args into fs, flags and positional arguments in
+// any order, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for more := args; ; {
+		if err := fs.Parse(more); err != nil {
+			return nil, err
+		}
+		if more = fs.Args(); len(more) == 0 {
+			return positional, nil
+		}
+		positional, more = append(positional, more[0]), more[1:]
+	}
+}
+
+// checkAgent checks the agent's flags, with what the configuration file
+// gave.
 func (c *agentConfig) checkAgent() error {
 	if c.server == "" {
-		return usageError{"-server is required: HOST:PORT of the tunnel server"}
+		return usageError{"-server is required: HOST:PORT of the tunnel server (or agent.servers in the configuration file: edgeplane agent config add-server HOST:PORT)"}
 	}
 	servers, err := parseServers(c.server)
 	if err != nil {
@@ -282,18 +424,23 @@ func (c *agentConfig) checkAgent() error {
 	}
 	c.servers = servers
 	if c.authtoken == "" {
-		return usageError{"-authtoken is required (or EDGEPLANE_AUTHTOKEN): the authtoken of a tunnel credential"}
+		return usageError{"-authtoken is required (or EDGEPLANE_AUTHTOKEN, or agent.authtoken in the configuration file: edgeplane agent config add-authtoken TOKEN): the authtoken of a tunnel credential"}
 	}
 	switch c.logFormat {
 	case "text", "json":
 	default:
 		return usageError{fmt.Sprintf("-log-format %q: want text or json", c.logFormat)}
 	}
+	if c.inspectAddr != "" && c.inspectAddr != "off" {
+		if err := checkInspectAddr(c.inspectAddr); err != nil {
+			return usageError{fmt.Sprintf("-inspect-addr %q: %v, or off", c.inspectAddr, err)}
+		}
+	}
 	return nil
 }
 
 // checkTunnel checks the tunnel's flags against each other and their
-// bounds.
+// bounds, and makes its traffic policy.
 func (c *agentConfig) checkTunnel() error {
 	if c.domain != "" && len(c.labels) > 0 {
 		return usageError{"-domain and -label: give one or the other: -domain binds an endpoint, -label starts a labeled tunnel"}
@@ -338,7 +485,35 @@ func (c *agentConfig) checkTunnel() error {
 	case !utf8.ValidString(c.metadata):
 		return usageError{"-metadata: must be valid UTF-8"}
 	}
+	if len(c.labels) > 0 && (c.policyFile != "" || !c.shortcuts.empty()) {
+		return usageError{"-label: a labeled tunnel carries no traffic policy (-traffic-policy-file, -basic-auth, -cidr-allow, ...): the edge's route that selects it has one"}
+	}
+	var doc string
+	if c.policyFile != "" {
+		var err error
+		if doc, err = readPolicyFile(c.policyFile); err != nil {
+			return err
+		}
+	}
+	policy, err := tunnelPolicy(c.proto, doc, c.shortcuts, cryptoRand)
+	if err != nil {
+		return err
+	}
+	c.policy = policy
 	return nil
+}
+
+// endpoint returns the endpoint c's tunnel binds, named command_line.
+func (c *agentConfig) endpoint() agentEndpoint {
+	e := agentEndpoint{name: commandLineName, proto: c.proto, domain: c.domain, remoteAddr: c.remoteAddr,
+		labels: c.labels, target: c.target, metadata: c.metadata, policy: c.policy}
+	if c.proto == "http" && len(c.labels) == 0 {
+		e.scheme = "https"
+		if c.scheme == "http" {
+			e.scheme = "http"
+		}
+	}
+	return e
 }
 
 // agentServer is a tunnel server of -server.
@@ -400,9 +575,11 @@ func serverKey(host, hostport string) string {
 // rawDialer, which builds a new tls.Config for each attempt): the TLS
 // configuration callback (configureTLS), which picks the server and sets
 // the TLS server name to its host, then the dialer (DialContext), which
-// dials that server whatever address the SDK passes. Go's own
-// verification then checks the certificate against the roots (-ca or the
-// system's) for the host actually dialed.
+// dials that server whatever address the SDK passes. The certificate is
+// then checked against the roots (-ca or the system's) for the host
+// actually dialed, as Go's own verification would, by the ring, which so
+// knows which attempt failed for its certificate: a failure the agent
+// reports at once rather than retry (verifyServerCert).
 //
 // Its methods are safe for concurrent use.
 type serverRing struct {
@@ -412,6 +589,10 @@ type serverRing struct {
 	picked   int          // attempts picked
 	pending  *agentServer // picked for the attempt under way, not yet dialed
 	reported int          // attempts whose end was reported
+	// certErr is why the certificate of attempt certAttempt did not
+	// verify.
+	certErr     error
+	certAttempt int
 }
 
 // configureTLS is the SDK's TLS configuration callback (WithTLSConfig):
@@ -422,10 +603,42 @@ type serverRing struct {
 func (r *serverRing) configureTLS(tc *tls.Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.servers[r.picked%len(r.servers)]
+	attempt := r.picked
+	s := r.servers[attempt%len(r.servers)]
 	r.picked++
 	r.pending = &s
 	tc.ServerName = s.host
+	// The chain is verified below, as crypto/tls does (the same roots,
+	// the same name), so that a failure is known for one: crypto/tls's
+	// own check is skipped, never the check.
+	roots := tc.RootCAs
+	tc.InsecureSkipVerify = true
+	tc.VerifyConnection = func(cs tls.ConnectionState) error {
+		err := verifyServerCert(cs, roots, s.host)
+		if err != nil {
+			r.mu.Lock()
+			r.certErr, r.certAttempt = err, attempt
+			r.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// verifyServerCert checks the certificate chain a tunnel server
+// presented against roots (nil: the system's), for host, as crypto/tls
+// does for a client.
+func verifyServerCert(cs tls.ConnectionState, roots *x509.CertPool, host string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("tls: the server presented no certificate")
+	}
+	opts := x509.VerifyOptions{Roots: roots, DNSName: host, Intermediates: x509.NewCertPool()}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+		return &tls.CertificateVerificationError{UnverifiedCertificates: cs.PeerCertificates, Err: err}
+	}
+	return nil
 }
 
 // DialContext connects to the server configureTLS picked for this
@@ -475,19 +688,61 @@ func (e sdkError) Unwrap() error { return e.err }
 // server (not the SDK's "ngrok server"), and an error the server sent is
 // its message and code, without the original service's documentation
 // link the SDK appends.
+//
+// It is one line: the protocol's errors end in "\n\nERR_SERVICE_NNN",
+// which the SDK leaves in the message.
 func agentError(err error) string {
 	var de *serverDialError
 	if errors.As(err, &de) {
-		return de.Error()
+		return oneLine(de.Error())
 	}
 	var nerr ngrok.Error
-	if errors.As(err, &nerr) && nerr.Msg() != "" {
-		if code := nerr.ErrorCode(); code != "" {
-			return nerr.Msg() + " (" + code + ")"
+	if errors.As(err, &nerr) {
+		if msg, code := serverMessage(nerr); msg != "" {
+			return withCode(msg, code)
 		}
-		return nerr.Msg()
 	}
-	return err.Error()
+	return oneLine(err.Error())
+}
+
+// errorCodeLine matches a line that is an error code of the protocol:
+// ERR_SERVICE_105, or the original service's ERR_NGROK_105.
+var errorCodeLine = regexp.MustCompile(`^ERR_[A-Z]+_[0-9]+$`)
+
+// serverMessage returns the message and the code of an error the server
+// sent ("message\n\nERR_SERVICE_105"), the message on one line.
+func serverMessage(nerr ngrok.Error) (msg, code string) {
+	code = nerr.ErrorCode() // the original service's codes only
+	var parts []string
+	for _, l := range strings.Split(nerr.Msg(), "\n") {
+		switch l = strings.TrimSpace(l); {
+		case l == "":
+		case errorCodeLine.MatchString(l):
+			if code == "" {
+				code = l
+			}
+		default:
+			parts = append(parts, oneLine(l))
+		}
+	}
+	return strings.Join(parts, "; "), code
+}
+
+// withCode says a message and its code: "message (ERR_SERVICE_105)".
+func withCode(msg, code string) string {
+	if code == "" {
+		return msg
+	}
+	return msg + " (" + code + ")"
+}
+
+// oneLine returns s on one line, its runs of white space (new lines
+// included) as one space.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // Dial is DialContext without a context (the SDK's Dialer has both).
@@ -500,15 +755,19 @@ func (r *serverRing) Dial(network, addr string) (net.Conn, error) {
 // reports each attempt's outcome in order, on one goroutine (its connect
 // and disconnect handlers): a session connected (failed false), or a
 // failure, which ends the attempt: a failed dial, handshake,
-// authentication or rebind, or a connected session's end.
-func (r *serverRing) report(failed bool) (server, next agentServer) {
+// authentication or rebind, or a connected session's end. certErr is why
+// the failed attempt's server certificate did not verify, if it did not.
+func (r *serverRing) report(failed bool) (server, next agentServer, certErr error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	server = r.servers[r.reported%len(r.servers)]
 	if failed {
+		if r.certErr != nil && r.certAttempt == r.reported {
+			certErr = r.certErr
+		}
 		r.reported++
 	}
-	return server, r.servers[r.reported%len(r.servers)]
+	return server, r.servers[r.reported%len(r.servers)], certErr
 }
 
 // targetForms says what targets proto's tunnel takes.
@@ -523,9 +782,17 @@ func targetForms(proto string) string {
 // http tunnel's target may be an http or https URL of scheme, host and
 // port, a tcp or tls tunnel's target host:port.
 func parseTarget(proto, s string) (agentTarget, error) {
-	bad := func(reason string) (agentTarget, error) {
+	t, reason := targetOf(proto, s)
+	if reason != "" {
 		return agentTarget{}, usageError{fmt.Sprintf("%s target %q: %s", proto, s, reason)}
 	}
+	return t, nil
+}
+
+// targetOf is parseTarget's work: it returns the target, or what is
+// wrong with s.
+func targetOf(proto, s string) (agentTarget, string) {
+	bad := func(reason string) (agentTarget, string) { return agentTarget{}, reason }
 	var t agentTarget
 	if proto == "http" {
 		t.scheme = "http"
@@ -571,7 +838,7 @@ func parseTarget(proto, s string) (agentTarget, error) {
 	if n := len(t.String()); n > agents.MaxForwardsToBytes {
 		return bad(fmt.Sprintf("must be at most %d bytes, got %d", agents.MaxForwardsToBytes, n))
 	}
-	return t, nil
+	return t, ""
 }
 
 // checkHostPort checks that s is HOST:PORT with a host and a port from 1
@@ -594,247 +861,6 @@ func checkPort(s string) error {
 		return fmt.Errorf("the port must be a number from 1 to 65535, not %q", s)
 	}
 	return nil
-}
-
-// tunnelConfig returns the SDK's configuration of c's tunnel.
-func (c *agentConfig) tunnelConfig() config.Tunnel {
-	forwardsTo := config.WithForwardsTo(c.target.String())
-	metadata := config.WithMetadata(c.metadata)
-	switch c.proto {
-	case "tcp":
-		opts := []config.TCPEndpointOption{forwardsTo, metadata}
-		if c.remoteAddr != "" {
-			opts = append(opts, config.WithRemoteAddr(c.remoteAddr))
-		}
-		return config.TCPEndpoint(opts...)
-	case "tls":
-		// No termination option: the edge passes the client's TLS through.
-		return config.TLSEndpoint(forwardsTo, metadata, config.WithDomain(c.domain))
-	}
-	if len(c.labels) > 0 {
-		opts := []config.LabeledTunnelOption{forwardsTo, metadata}
-		for _, k := range slices.Sorted(maps.Keys(c.labels)) {
-			opts = append(opts, config.WithLabel(k, c.labels[k]))
-		}
-		return config.LabeledTunnel(opts...)
-	}
-	opts := []config.HTTPEndpointOption{forwardsTo, metadata}
-	if c.scheme == "http" {
-		opts = append(opts, config.WithScheme(config.SchemeHTTP))
-	}
-	if c.domain != "" {
-		opts = append(opts, config.WithDomain(c.domain))
-	}
-	return config.HTTPEndpoint(opts...)
-}
-
-// loadRoots returns the roots the server's certificate is checked
-// against: the PEM file's certificates alone, or the system's roots.
-// (Without SDK option WithCA the SDK would trust only the original
-// service's own root.)
-func loadRoots(file string) (*x509.CertPool, error) {
-	if file == "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			return nil, fmt.Errorf("the system's roots: %w; give -ca FILE", err)
-		}
-		return pool, nil
-	}
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("-ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("-ca %s: no PEM certificate in the file", file)
-	}
-	return pool, nil
-}
-
-// agentCmd runs an agent until ctx ends, the server stops it, or its
-// tunnel is refused or ends. ready, when not nil, receives the line
-// printed on stdout once the tunnel is up (its URL, or a labeled
-// tunnel's ID and labels).
-func agentCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
-	if len(args) == 0 {
-		return usageError{"agent: which server and tunnel? (edgeplane agent -h)"}
-	}
-	c, err := parseAgentArgs(args, getenv, stdout)
-	if err != nil {
-		return err
-	}
-	roots, err := loadRoots(c.ca)
-	if err != nil {
-		return err
-	}
-	logger, stopLogs, err := startLogs(c.logFormat, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopLogs() // the last lines are written before agent returns
-
-	// The session lives on a context of its own: the SDK closes the
-	// session when its context ends, and a signal must first close the
-	// tunnel through it. While connecting, a signal ends it at once.
-	sessCtx, cancelSess := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSess()
-	var (
-		closing  atomic.Bool                  // failures from now on are the agent's own closing
-		stopped  atomic.Bool                  // the server asked the session to stop
-		connects atomic.Int64                 // sessions established
-		current  atomic.Pointer[ngrok.Tunnel] // the tunnel, once started
-	)
-	ring := &serverRing{servers: c.servers}
-	opts := []ngrok.ConnectOption{
-		ngrok.WithServer(c.server), // only named in the SDK's errors: ring dials
-		ngrok.WithDialer(ring),
-		ngrok.WithCA(roots),
-		ngrok.WithTLSConfig(ring.configureTLS),
-		ngrok.WithAuthtoken(c.authtoken),
-		ngrok.WithConnectHandler(func(context.Context, ngrok.Session) {
-			msg := "session established"
-			if connects.Add(1) > 1 {
-				msg = "session re-established"
-			}
-			server, _ := ring.report(false)
-			attrs := []slog.Attr{slog.String("server", server.addr)}
-			if t := current.Load(); t != nil {
-				attrs = append(attrs, slog.String("tunnel", (*t).ID())) // a labeled tunnel's ID changes on rebind
-			}
-			logger.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
-		}),
-		// The SDK retries a failed connection, authentication or rebind
-		// for ever; each failure is reported here.
-		ngrok.WithDisconnectHandler(func(_ context.Context, _ ngrok.Session, err error) {
-			if err == nil || closing.Load() || sessCtx.Err() != nil {
-				return
-			}
-			server, next := ring.report(true)
-			attrs := []slog.Attr{slog.String("server", server.addr)}
-			if len(c.servers) > 1 {
-				attrs = append(attrs, slog.String("next", next.addr))
-			}
-			attrs = append(attrs, slog.String("err", agentError(err)))
-			logger.LogAttrs(context.Background(), slog.LevelWarn, "session failed; retrying", attrs...)
-		}),
-		ngrok.WithStopHandler(func(context.Context, ngrok.Session) error {
-			// The SDK answers, then closes the session, which ends Accept.
-			closing.Store(true)
-			stopped.Store(true)
-			return nil
-		}),
-	}
-	stopConnecting := context.AfterFunc(ctx, cancelSess)
-	sess, err := ngrok.Connect(sessCtx, opts...)
-	if !stopConnecting() || err != nil {
-		if sess != nil {
-			closing.Store(true)
-			sess.Close()
-		}
-		if ctx.Err() != nil {
-			return nil // a signal while connecting
-		}
-		return fmt.Errorf("connect to the tunnel server %s: %w", c.server, sdkError{err})
-	}
-	defer func() {
-		closing.Store(true)
-		_ = sess.Close()
-	}()
-
-	tun, err := listen(ctx, sess, c.tunnelConfig())
-	if err != nil || tun == nil {
-		return err // nil: a signal while starting
-	}
-	current.Store(&tun)
-	line := tun.URL()
-	if len(c.labels) > 0 {
-		labels := tun.Labels()
-		kvs := make([]string, 0, len(labels))
-		for _, k := range slices.Sorted(maps.Keys(labels)) {
-			kvs = append(kvs, k+"="+labels[k])
-		}
-		line = tun.ID() + " labels " + strings.Join(kvs, ",")
-	}
-	fmt.Fprintln(stdout, line)
-	logger.Info("tunnel started", "tunnel", tun.ID(), "proto", c.proto, "target", c.target.String())
-	if ready != nil {
-		ready <- line
-	}
-
-	done, closed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(closed)
-		select {
-		case <-ctx.Done():
-			closing.Store(true)
-			if err := tun.Close(); err != nil { // Unbind, before the session closes
-				logger.Warn("closing the tunnel", "tunnel", tun.ID(), "err", err.Error())
-			}
-		case <-done:
-		}
-	}()
-	var conns sync.WaitGroup
-	for {
-		conn, err := tun.Accept()
-		if err != nil {
-			close(done)
-			<-closed // its warning is written before the logs stop
-			closing.Store(true)
-			_ = sess.Close() // ends the connections' streams
-			conns.Wait()
-			switch {
-			case ctx.Err() != nil:
-			case stopped.Load():
-				logger.Info("stopped by the server", "tunnel", tun.ID())
-			default:
-				return tunnelEnded(err)
-			}
-			fmt.Fprintln(stdout, "shut down")
-			return nil
-		}
-		conns.Add(1)
-		go func() {
-			defer conns.Done()
-			forwardConn(ctx, conn, c.target, logger)
-		}()
-	}
-}
-
-// listen starts cfg's tunnel on sess, or returns (nil, nil) when ctx ends
-// first: the SDK's Listen does not heed its context, and waits for the
-// server's answer.
-func listen(ctx context.Context, sess ngrok.Session, cfg config.Tunnel) (ngrok.Tunnel, error) {
-	type result struct {
-		tun ngrok.Tunnel
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		tun, err := sess.Listen(ctx, cfg)
-		res <- result{tun, err}
-	}()
-	select {
-	case r := <-res:
-		if r.err != nil {
-			return nil, fmt.Errorf("starting the tunnel: %w", sdkError{r.err}) // a refusal: the server's message and code
-		}
-		return r.tun, nil
-	case <-ctx.Done():
-		return nil, nil // the caller closes sess, which ends Listen
-	}
-}
-
-// tunnelEnded describes the end of a tunnel the agent did not close:
-// the server stopped it (with a message), or the session ended for good.
-func tunnelEnded(err error) error {
-	var nerr ngrok.Error
-	if errors.As(err, &nerr) && nerr.Msg() != "" {
-		if code := nerr.ErrorCode(); code != "" {
-			return fmt.Errorf("the server stopped the tunnel: %s (%s)", nerr.Msg(), code)
-		}
-		return fmt.Errorf("the server stopped the tunnel: %s", nerr.Msg())
-	}
-	return fmt.Errorf("the tunnel ended: %w", err)
 }
 
 // forwardConn relays conn, a connection the tunnel was handed, to

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestAgentFlags(t *testing.T) {
 		{"server list, duplicate", []string{"agent", "-server", "a.example.com:443,b.example.com:443,A.example.com:443", "-authtoken", agentToken, "http", "3000"}, nil, 2, `-server entry 3 "A.example.com:443": the same server as entry 1`},
 		{"server list too long", []string{"agent", "-server", strings.Repeat("t.example.com:443,", 16) + "t.example.com:443", "-authtoken", agentToken, "http", "3000"}, nil, 2, "-server: must have at most 16 servers, got 17"},
 		{"server list from a bad variable", []string{"agent", "-authtoken", agentToken, "http", "3000"}, map[string]string{"EDGEPLANE_SERVER": "a.example.com:443,"}, 2, `-server entry 2 "": want HOST:PORT`},
-		{"no authtoken", []string{"agent", "-server", "t.example.com:443", "http", "3000"}, nil, 2, "-authtoken is required (or EDGEPLANE_AUTHTOKEN)"},
+		{"no authtoken", []string{"agent", "-server", "t.example.com:443", "http", "3000"}, nil, 2, "-authtoken is required (or EDGEPLANE_AUTHTOKEN, or agent.authtoken in the configuration file"},
 		{"bad log format", with("-log-format", "xml", "http", "3000"), nil, 2, `-log-format "xml": want text or json`},
 		{"no tunnel", with(), nil, 2, "which tunnel? http, tcp or tls"},
 		{"unknown tunnel", with("ftp", "21"), nil, 2, `unknown tunnel "ftp": want http, tcp or tls`},
@@ -344,7 +345,7 @@ func TestAgentServerRing(t *testing.T) {
 		{true, 2, 0},  // its session ended: round-robin
 		{true, 0, 1},
 	} {
-		server, next := ring.report(ev.failed)
+		server, next, _ := ring.report(ev.failed)
 		if server != ring.servers[ev.server] || next != ring.servers[ev.next] {
 			t.Errorf("state change %d (failed %v): server %v, next %v; want %v, %v", i, ev.failed, server, next, ring.servers[ev.server], ring.servers[ev.next])
 		}
@@ -669,13 +670,30 @@ func TestAgentRetriesUntilSignal(t *testing.T) {
 	}
 }
 
+// runAgentToExit runs edgeplane agent with args until it exits (at most
+// limit), and returns its exit code, its output and how long it ran.
+func runAgentToExit(t *testing.T, args []string, env map[string]string, limit time.Duration) (code int, stdout, stderr string, took time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var out, errOut syncbuf.Buffer
+	start := time.Now()
+	code = run(ctx, append([]string{"agent"}, args...), func(k string) string { return env[k] }, &out, &errOut, nil)
+	took = time.Since(start)
+	if ctx.Err() != nil {
+		t.Fatalf("the agent did not exit within %v: %s", limit, errOut.String())
+	}
+	return code, out.String(), errOut.String(), took
+}
+
 // TestAgentChecksServerCertificate: the agent checks the server's
-// certificate against -ca's roots alone, for -server's host: a
-// certificate from another CA fails every handshake (each failure
-// logged); one from -ca's CA for the host passes it, a name sent as SNI,
-// an IPv6 address checked as one (the SDK alone would check the name
-// "["). Past the handshake nothing answers, so the session fails: the
-// agent protocol is package tunnel's to serve.
+// certificate against -ca's roots alone, for -server's host: one from
+// -ca's CA for the host passes it, a name sent as SNI, an IPv6 address
+// checked as one (the SDK alone would check the name "["). Past the
+// handshake nothing answers, so the session fails and is retried: the
+// agent protocol is package tunnel's to serve. A certificate from
+// another CA, or for another name, ends the agent at once (exit 1, one
+// line), never retried: its handshake completes nowhere.
 func TestAgentChecksServerCertificate(t *testing.T) {
 	ca, other := newTestCA(t), newTestCA(t)
 	cert := serverCert(t, ca, "localhost", net.IPv6loopback)
@@ -709,7 +727,8 @@ func TestAgentChecksServerCertificate(t *testing.T) {
 		sni               string
 		logged            string
 	}{
-		{"another CA", "localhost", other.pem, false, "", "certificate signed by unknown authority"},
+		{"another CA", "localhost", other.pem, false, "", "x509: certificate signed by unknown authority"},
+		{"another name", "127.0.0.1", ca.pem, false, "", "x509: certificate is valid for ::1, not 127.0.0.1"},
 		{"the CA", "localhost", ca.pem, true, "localhost", "failed to send authentication request"},
 		{"the CA, IPv6", "[::1]", ca.pem, true, "", "failed to send authentication request"},
 	} {
@@ -721,7 +740,23 @@ func TestAgentChecksServerCertificate(t *testing.T) {
 			for len(names) > 0 {
 				<-names
 			}
-			stdout, stderr, stop := runAgent(t, []string{"-server", tc.host + ":" + port, "-ca", file, "-authtoken", agentToken, "tcp", "22"}, nil)
+			args := []string{"-server", tc.host + ":" + port, "-ca", file, "-authtoken", agentToken, "-inspect-addr", "off", "tcp", "22"}
+			if !tc.handshake {
+				code, stdout, stderr, took := runAgentToExit(t, args, nil, 10*time.Second)
+				want := "edgeplane: the tunnel server " + tc.host + ":" + port + " presented a certificate the agent does not trust: " + tc.logged
+				if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 || took > 2*time.Second {
+					t.Errorf("exit %d after %v, stderr %q; want 1 within 2s and one line starting %q", code, took, stderr, want)
+				}
+				if !strings.Contains(stderr, "(checked against the roots of "+file+" for ") || !strings.Contains(stderr, "give the CA that signs it with -ca FILE") {
+					t.Errorf("stderr %q does not say what was checked and what to do", stderr)
+				}
+				if stdout != "" || len(names) > 0 {
+					t.Errorf("stdout %q, %d handshakes completed", stdout, len(names))
+				}
+				t.Logf("exit %d after %v", code, took.Round(time.Millisecond))
+				return
+			}
+			stdout, stderr, stop := runAgent(t, args, nil)
 			if _, ok := within(20*time.Second, func() bool { return strings.Contains(stderr.String(), tc.logged) }); !ok {
 				t.Fatalf("stderr lacks %q: %s", tc.logged, stderr)
 			}
@@ -834,4 +869,33 @@ func TestAgentFailover(t *testing.T) {
 		t.Errorf("%d failures logged, want 2 (one per dead server): %s", n, a.stderr)
 	}
 	a.stopAndWait(t)
+}
+
+// TestAgentConfigHelp: each agent config command's -h is in the common
+// format that TestHelpFormat checks (its table lists agent's commands,
+// config among them, not config's own).
+func TestAgentConfigHelp(t *testing.T) {
+	heading := regexp.MustCompile(`(?m)^([A-Z][^:\n]*):\n  -[a-z]`)
+	for _, cmd := range agentConfigCommands {
+		t.Run(cmd.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), []string{"agent", "config", cmd.name, "-h"}, func(string) string { return "" }, &stdout, &stderr, nil); code != 0 || stderr.Len() != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr.String())
+			}
+			out := stdout.String()
+			lines := strings.Split(out, "\n")
+			if !strings.HasPrefix(lines[0], "usage: edgeplane agent config "+cmd.name+" ") || lines[1] != "" || !strings.HasSuffix(lines[2], ".") || lines[3] != "" {
+				t.Errorf("no usage line and one-line summary: %q", lines[:4])
+			}
+			if !heading.MatchString(out) || strings.Contains(out, "\nOther flags:\n") {
+				t.Errorf("flags not under a heading: %s", out)
+			}
+			if !strings.Contains(section(out, "Environment"), "EDGEPLANE_CONFIG") {
+				t.Errorf("the Environment section: %q", section(out, "Environment"))
+			}
+			if !regexp.MustCompile(`(?m)^  edgeplane agent config ` + cmd.name + `( |$)`).MatchString(section(out, "Example")) {
+				t.Errorf("the Example section: %q", section(out, "Example"))
+			}
+		})
+	}
 }
