@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -869,33 +868,4 @@ func TestAgentFailover(t *testing.T) {
 		t.Errorf("%d failures logged, want 2 (one per dead server): %s", n, a.stderr)
 	}
 	a.stopAndWait(t)
-}
-
-// TestAgentConfigHelp: each agent config command's -h is in the common
-// format that TestHelpFormat checks (its table lists agent's commands,
-// config among them, not config's own).
-func TestAgentConfigHelp(t *testing.T) {
-	heading := regexp.MustCompile(`(?m)^([A-Z][^:\n]*):\n  -[a-z]`)
-	for _, cmd := range agentConfigCommands {
-		t.Run(cmd.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), []string{"agent", "config", cmd.name, "-h"}, func(string) string { return "" }, &stdout, &stderr, nil); code != 0 || stderr.Len() != 0 {
-				t.Fatalf("exit %d, stderr %q", code, stderr.String())
-			}
-			out := stdout.String()
-			lines := strings.Split(out, "\n")
-			if !strings.HasPrefix(lines[0], "usage: edgeplane agent config "+cmd.name+" ") || lines[1] != "" || !strings.HasSuffix(lines[2], ".") || lines[3] != "" {
-				t.Errorf("no usage line and one-line summary: %q", lines[:4])
-			}
-			if !heading.MatchString(out) || strings.Contains(out, "\nOther flags:\n") {
-				t.Errorf("flags not under a heading: %s", out)
-			}
-			if !strings.Contains(section(out, "Environment"), "EDGEPLANE_CONFIG") {
-				t.Errorf("the Environment section: %q", section(out, "Environment"))
-			}
-			if !regexp.MustCompile(`(?m)^  edgeplane agent config ` + cmd.name + `( |$)`).MatchString(section(out, "Example")) {
-				t.Errorf("the Example section: %q", section(out, "Example"))
-			}
-		})
-	}
 }

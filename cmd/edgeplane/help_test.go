@@ -13,8 +13,9 @@ import (
 )
 
 // helpCommands returns the command line of every command's and
-// subcommand's -h: the table of TestHelpFormat. Admin commands and agent
-// tunnels come from their own tables, so a new one is covered.
+// subcommand's -h: the table of TestHelpFormat. Admin commands, agent
+// tunnels and agent config commands come from their own tables, so a new
+// one is covered.
 func helpCommands() [][]string {
 	cmds := [][]string{{"-h"}, {"serve", "-h"}, {"proxy", "-h"}, {"agent", "-h"}, {"admin", "-h"}, {"version", "-h"}}
 	for _, t := range agentTunnels {
@@ -22,6 +23,10 @@ func helpCommands() [][]string {
 	}
 	for _, c := range adminCommands {
 		cmds = append(cmds, []string{"admin", c.name, "-h"})
+	}
+	cmds = append(cmds, []string{"agent", "start", "-h"})
+	for _, c := range agentConfigCommands {
+		cmds = append(cmds, []string{"agent", "config", c.name, "-h"})
 	}
 	return cmds
 }

@@ -3,7 +3,7 @@
 //	edgeplane serve [flags]           the management API (see serve -h)
 //	edgeplane proxy [flags]           the edge data plane (see proxy -h)
 //	edgeplane admin <command> [flags] host operations against the same store
-//	edgeplane agent [flags] <tunnel>  an agent: one tunnel to a local port (see agent -h)
+//	edgeplane agent <command>         an agent: tunnels to local ports, from flags or a config file (see agent -h)
 //	edgeplane version                 the module version, commit and Go version
 //
 // Every command and subcommand prints its help with -h in one format:
@@ -121,7 +121,7 @@ func mainHelp() *commandHelp {
 			{"serve", "run the management API server (with -proxy, the edge data plane too)"},
 			{"proxy", "run the edge data plane: every HTTPS, TLS and TCP edge in the store"},
 			{"admin", "host operations against a store: accounts, users, bots, API keys, tunnels"},
-			{"agent", "connect to a tunnel server and forward a tunnel (http, tcp or tls) to a local port"},
+			{"agent", "connect to a tunnel server and forward tunnels (http, tcp or tls) to local ports, from flags or a config file"},
 			{"version", "print the module version, commit and Go version edgeplane was built from"},
 		},
 		env: []envVar{{"EDGEPLANE_<FLAG>", "a command's flag not given on the command line (-store as EDGEPLANE_STORE); each command's -h lists what it reads"}},
