@@ -115,7 +115,7 @@ func (s *Service) IPPolicySet(ctx context.Context, p Principal, policyIDs []stri
 			return nil, err
 		}
 	}
-	return s.ipSet(ctx, p.AccountID, policyIDs)
+	return s.dataplane.IPSet(ctx, p.AccountID, policyIDs)
 }
 
 // CheckIP reports whether ip may connect under the account's IP policies

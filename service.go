@@ -15,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/acmestate"
 	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
+	"github.com/edgeplane/edgeplane/internal/dataplane"
 	"github.com/edgeplane/edgeplane/internal/delivery"
 	"github.com/edgeplane/edgeplane/internal/fence"
 	"github.com/edgeplane/edgeplane/internal/leases"
@@ -28,7 +29,6 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/netguard"
 	"github.com/edgeplane/edgeplane/internal/seal"
-	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
@@ -140,20 +140,19 @@ type Service struct {
 	lookup         netguard.LookupFunc
 	resolveTimeout time.Duration
 
-	ipSets  policySets       // built IP policy sets, shared by every config that names a policy
 	policy  *policy.Engine   // Options.Policy or a default engine; never nil
 	filters *filter.Compiler // compiles and caches the filters of lists
 	lease   time.Duration    // Options.TunnelLease or its default
 	limits  agents.Limits    // Options.AgentLimits with defaults
 	sealer  *seal.Sealer     // under Options.SealingKey or an ephemeral key
 	auth    *authcache.Cache // nil when Options.AuthCacheTTL is negative
-	access  *accessCache     // compiled IP restrictions (access.go); nil without a follower of the feed
-	ipTally ipaccess.Tally   // what the checks of IP restrictions decided
+	access  *accessCache     // the dataplane's compiled IP restrictions (access.go); nil without a follower of the feed
 
 	// Runtime-only operations of Host, each in an internal package.
-	tokens   *agenttokens.Issuer // agents' resume tokens, sealed by sealer
-	acme     *acmestate.State    // the certificate manager's ACME state
-	delivery *delivery.States    // event destinations' delivery states (eventdelivery.go)
+	dataplane *dataplane.Compiler // edge configs and the checks of IP restrictions (edgeconfig.go, access.go)
+	tokens    *agenttokens.Issuer // agents' resume tokens, sealed by sealer
+	acme      *acmestate.State    // the certificate manager's ACME state
+	delivery  *delivery.States    // event destinations' delivery states (eventdelivery.go)
 
 	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
 	db          *records.DB        // the record machinery over store and cache
@@ -229,7 +228,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 	s.store = recordcache.Invalidating(st, s.cache)
 	if s.cache != nil || s.auth != nil { // startCache starts a follower that keeps it true
 		s.access = &accessCache{}
-		s.store = accessInvalidating{Store: s.store, cache: s.access}
+		s.store = dataplane.Invalidating(s.store, (*dataplane.AccessCache)(s.access))
 	}
 	s.db = &records.DB{Store: s.store, Cache: s.cache, Log: s.log, Now: s.now, Sealer: s.sealer, Filters: s.filters,
 		BaseURL: s.baseURL, Kinds: allKinds(), ExplainInUse: s.explainInUse}
@@ -246,6 +245,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 		s.fence = fence.New(st, &s.cacheFollow.applied, s.cacheFollow.done)
 		s.db.Fence = s.fence.Wait
 	}
+	s.dataplane = dataplane.New(s.db, s.policy, dataplaneKinds(), (*dataplane.AccessCache)(s.access), s.fence, s.now, s.log)
 	return s, nil
 }
 

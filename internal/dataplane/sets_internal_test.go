@@ -1,4 +1,4 @@
-package edgeplane
+package dataplane
 
 import (
 	"net/netip"
