@@ -242,14 +242,15 @@ func (h *Handler) showCredentials(w http.ResponseWriter, r *http.Request, v *vis
 // credential's page, which shows the token this once.
 func (h *Handler) createCredential(w http.ResponseWriter, r *http.Request, v *visit) error {
 	form := credentialForm{Description: r.PostForm.Get("description"), Metadata: r.PostForm.Get("metadata"), ACL: r.PostForm.Get("acl")}
-	params := credentials.CreateParams{Description: form.Description, Metadata: form.Metadata, ACL: aclLines(form.ACL)}
+	rules, lines := aclLines(form.ACL)
+	params := credentials.CreateParams{Description: form.Description, Metadata: form.Metadata, ACL: rules}
 	c, err := h.svc.CreateCredential(r.Context(), v.p, params)
 	if err != nil {
 		code := apierr.CodeOf(err)
 		if code == apierr.Internal {
 			return err
 		}
-		return h.showCredentials(w, r, v, httpapi.StatusOf(code), form, fieldErrors(err))
+		return h.showCredentials(w, r, v, httpapi.StatusOf(code), form, fieldErrors(err, rules, lines))
 	}
 	h.sessions.setToken(v.cookie, v.s, c.ID, *c.Token)
 	http.Redirect(w, r, Prefix+"credentials/"+c.ID, http.StatusSeeOther)
@@ -257,21 +258,24 @@ func (h *Handler) createCredential(w http.ResponseWriter, r *http.Request, v *vi
 }
 
 // aclLines returns the rules of an ACL typed one per line, blank lines
-// left out.
-func aclLines(s string) []string {
-	var rules []string
+// left out, and the line number (from 1) of each.
+func aclLines(s string) (rules []string, lines []int) {
+	n := 0
 	for line := range strings.Lines(s) {
+		n++
 		if line = strings.TrimSpace(line); line != "" {
 			rules = append(rules, line)
+			lines = append(lines, n)
 		}
 	}
-	return rules
+	return rules, lines
 }
 
 // fieldErrors groups the violations of err by the form field they
-// concern: acl[2] is the ACL's third line. An error without violations,
-// or a violation of no field of the form, is under "".
-func fieldErrors(err error) map[string][]string {
+// concern: acl[2] is the ACL's third rule, reported with its line and
+// text. An error without violations, or a violation of no field of the
+// form, is under "".
+func fieldErrors(err error, rules []string, lines []int) map[string][]string {
 	errs := make(map[string][]string)
 	vs := apierr.ViolationsOf(err)
 	if len(vs) == 0 {
@@ -281,8 +285,8 @@ func fieldErrors(err error) map[string][]string {
 	for _, v := range vs {
 		field, reason := v.Field, v.Reason
 		if name, index, ok := strings.Cut(field, "["); ok {
-			if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil {
-				reason = fmt.Sprintf("rule %d (line %d without blank lines): %s", n+1, n+1, reason)
+			if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && name == "acl" && n >= 0 && n < len(rules) {
+				reason = fmt.Sprintf("line %d (%s): %s", lines[n], clip(rules[n]), reason)
 			}
 			field = name
 		}

@@ -196,7 +196,7 @@ func TestCreateCredential(t *testing.T) {
 	if got.status != http.StatusBadRequest {
 		t.Fatalf("%d, want 400", got.status)
 	}
-	for _, want := range []string{`id="description-error"`, `id="acl-error"`, "rule 2", "not-a-rule", `aria-invalid="true"`} {
+	for _, want := range []string{`id="description-error"`, `id="acl-error"`, "line 3 (not-a-rule): must be", `aria-invalid="true"`} {
 		if !strings.Contains(got.body, want) {
 			t.Errorf("the page lacks %q:\n%s", want, got.body)
 		}
