@@ -372,9 +372,6 @@ type nav struct {
 	Notice   string // a message shown once, after a form
 }
 
-// Nav returns the navigation's data.
-func (n *nav) Nav() *nav { return n }
-
 // render executes page with data into a buffer, then writes it with
 // status: a page that fails to render is a 500, never half a page.
 func (h *Handler) render(w http.ResponseWriter, status int, page string, data any) {

@@ -17,6 +17,11 @@
     window.location.reload();
   });
   es.onerror = function () {
+    if (es.readyState === EventSource.CLOSED) {
+      // Refused (the session ended): the page shows why.
+      window.location.reload();
+      return;
+    }
     if (state) { state.textContent = "Reconnecting…"; }
   };
 })();
