@@ -18,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/clientip"
 	"github.com/edgeplane/edgeplane/cmd/edgeplane/internal/prefault"
+	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/httpapi"
 	"github.com/edgeplane/edgeplane/httpserver"
 )
@@ -33,6 +34,7 @@ type serveConfig struct {
 	trustedProxies           string
 	reapInterval             time.Duration
 	proxy                    bool
+	console                  bool
 	tunnelCADir              string // the local CA's directory ("": beside the store)
 	cpuProfile               string
 	prefault                 bool
@@ -53,6 +55,7 @@ func serveFlags(c *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&c.rateWindow, "rate-window", httpapi.DefaultRateWindow, "window of -rate-limit, a whole multiple of 10s")
 	fs.StringVar(&c.corsOrigins, "cors-origins", "", "comma-separated origins answered with CORS credentials (default: any origin, without credentials)")
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated CIDR prefixes or addresses of proxies in front of the API whose X-Forwarded-For names the client that IP restrictions of type api check (default: none; the connection's address is the client)")
+	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ on -addr (sign in with an API key); -console=false turns it off")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of the Prometheus /metrics endpoint (default: off)")
 	fs.DurationVar(&c.reapInterval, "reap-interval", 10*time.Second, "how often expired tunnels are removed")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file when the server stops (for go tool pprof)")
@@ -71,7 +74,7 @@ func serveHelp(fs *flag.FlagSet, c *serveConfig) *commandHelp {
 	data := c.data.flagGroups(fs, "proxy-", " (with -proxy)", "proxy")
 	data[2].names = append(data[2].names, "proxy-tunnel-ca-dir")
 	groups := []flagGroup{
-		{"API server", fs, []string{"addr", "base-url", "tls-cert", "tls-key", "rate-limit", "rate-window", "cors-origins", "trusted-proxies"}},
+		{"API server", fs, []string{"addr", "base-url", "tls-cert", "tls-key", "rate-limit", "rate-window", "cors-origins", "trusted-proxies", "console"}},
 		{"Store", fs, []string{"store", "reap-interval"}},
 		{"Logs, metrics and profiling", fs, []string{"log-format", "metrics-addr", "cpuprofile", "prefault"}},
 	}
@@ -222,6 +225,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/", api)
+	if c.console {
+		con, err := console.New(svc, console.Options{Logger: logger, TrustedProxies: apiTrusted})
+		if err != nil {
+			return err
+		}
+		mux.Handle(console.Prefix, con)
+	}
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	apiServer := httpserver.New(apiFirst(mux, api), httpserver.Options{ErrorLog: errLog})
@@ -339,14 +349,14 @@ func newLogger(format string, w *batchWriter) (*slog.Logger, error) {
 }
 
 // apiFirst serves a request straight from api when mux would route it
-// there unchanged: a path of the API (not /healthz or /readyz) that mux
-// would not clean and redirect, and not a CONNECT. The others go through
-// mux. The API matches its own routes, so the common request is matched
+// there unchanged: a path of the API (not /healthz, /readyz or the
+// console's) that mux would not clean and redirect, and not a CONNECT.
+// The others go through mux. The API matches its own routes, so the common request is matched
 // once, not twice.
 func apiFirst(mux *http.ServeMux, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if r.Method != http.MethodConnect && r.URL.RawPath == "" && p != "/healthz" && p != "/readyz" && isCleanPath(p) {
+		if r.Method != http.MethodConnect && r.URL.RawPath == "" && p != "/healthz" && p != "/readyz" && !strings.HasPrefix(p, "/console") && isCleanPath(p) {
 			api.ServeHTTP(w, r)
 			return
 		}

@@ -64,6 +64,8 @@ func TestAPIFirst(t *testing.T) {
 		{"GET", "/", true},
 		{"GET", "/credentials?limit=100", true},
 		{"GET", "/healthz", false},
+		{"GET", "/console/", false}, // the console's, mounted on the mux
+		{"GET", "/console", false},
 		{"HEAD", "/healthz", false},
 		{"POST", "/healthz", false},
 		{"GET", "/readyz", false},

@@ -1,0 +1,321 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/console"
+	"github.com/edgeplane/edgeplane/credentials"
+)
+
+// TestNoSession: a request without a valid session (no cookie, a forged
+// or malformed one, an expired session, the session of a deleted key)
+// is sent to the sign-in page, and a form sent with it changes nothing.
+func TestNoSession(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, s *server, b *browser) (csrf string)
+	}{
+		{"no cookie", func(t *testing.T, s *server, b *browser) string { return "x" }},
+		{"forged cookie", func(t *testing.T, s *server, b *browser) string {
+			b.signIn(s.a.key)
+			setSessionCookie(t, s, b, strings.Repeat("A", 43))
+			return "x"
+		}},
+		{"malformed cookie", func(t *testing.T, s *server, b *browser) string {
+			setSessionCookie(t, s, b, "not base64!")
+			return "x"
+		}},
+		{"expired session", func(t *testing.T, s *server, b *browser) string {
+			token := b.signIn(s.a.key)
+			s.clock.Add(console.DefaultSessionLifetime)
+			return token
+		}},
+		{"deleted key", func(t *testing.T, s *server, b *browser) string {
+			token := b.signIn(s.a.key)
+			keys, err := s.svc.ListAPIKeys(context.Background(), s.a.p, edgeplane.ListOptions{})
+			if err != nil || len(keys.Items) != 1 {
+				t.Fatalf("%v %v", keys, err)
+			}
+			if err := s.svc.DeleteAPIKey(context.Background(), s.a.p, keys.Items[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			return token
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, console.Options{})
+			b := s.browser(t)
+			token := tc.setup(t, s, b)
+			for _, path := range []string{"/console/", "/console/credentials", "/console/tunnel_sessions", "/console/credentials/cr_x"} {
+				wantSignIn(t, b.get(path))
+			}
+			before := s.countCredentials(s.a)
+			wantSignIn(t, b.post("/console/credentials", url.Values{"csrf": {token}, "description": {"made without a session"}}))
+			if after := s.countCredentials(s.a); after != before {
+				t.Errorf("credentials %d, then %d: a request without a session changed them", before, after)
+			}
+		})
+	}
+}
+
+func setSessionCookie(t *testing.T, s *server, b *browser, value string) {
+	u, _ := url.Parse(s.srv.URL + "/console/")
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "ep_console", Value: value, Path: "/console/"}})
+}
+
+// TestCSRF: a form without the session's token, with another token, or
+// sent from another site is refused with 403 and changes nothing.
+func TestCSRF(t *testing.T) {
+	s := newServer(t, console.Options{})
+	ts, _ := s.openSession(s.a, "app.example.com")
+	b := s.browser(t)
+	token := b.signIn(s.a.key)
+	other := s.browser(t)
+	otherToken := other.signIn(s.a.key)
+	if otherToken == token {
+		t.Fatal("two sessions have the same CSRF token")
+	}
+	cases := []struct {
+		name string
+		form url.Values
+		hdr  []string
+	}{
+		{"no token", url.Values{}, nil},
+		{"empty token", url.Values{"csrf": {""}}, nil},
+		{"wrong token", url.Values{"csrf": {token[:len(token)-1] + "x"}}, nil},
+		{"another session's token", url.Values{"csrf": {otherToken}}, nil},
+		{"cross-site origin", url.Values{"csrf": {token}}, []string{"Origin", "https://evil.example"}},
+		{"cross-site fetch", url.Values{"csrf": {token}}, []string{"Sec-Fetch-Site", "cross-site", "Origin", ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.countCredentials(s.a)
+			form := url.Values{"description": {"csrf"}}
+			for k, v := range tc.form {
+				form[k] = v
+			}
+			if got := b.post("/console/credentials", form, tc.hdr...); got.status != http.StatusForbidden {
+				t.Errorf("create credential: %d, want 403", got.status)
+			}
+			if after := s.countCredentials(s.a); after != before {
+				t.Errorf("credentials %d, then %d", before, after)
+			}
+			if got := b.post("/console/tunnel_sessions/"+ts.ID+"/stop", tc.form, tc.hdr...); got.status != http.StatusForbidden {
+				t.Errorf("stop: %d, want 403", got.status)
+			}
+			if got, _ := s.svc.GetTunnelSession(context.Background(), s.a.p, ts.ID); got.StopRequested {
+				t.Error("the session was asked to stop")
+			}
+			if got := b.post("/console/signout", tc.form, tc.hdr...); got.status != http.StatusForbidden {
+				t.Errorf("sign out: %d, want 403", got.status)
+			}
+			if got := b.get("/console/"); got.status != http.StatusOK {
+				t.Errorf("after a refused sign-out the overview is %d, want 200", got.status)
+			}
+		})
+	}
+	t.Run("sign-in without its token", func(t *testing.T) {
+		c := s.browser(t)
+		if got := c.post("/console/signin", url.Values{"api_key": {s.a.key}}); got.status != http.StatusForbidden {
+			t.Errorf("%d, want 403", got.status)
+		}
+		wantSignIn(t, c.get("/console/"))
+	})
+	t.Run("the right token", func(t *testing.T) {
+		got := b.post("/console/tunnel_sessions/"+ts.ID+"/stop", url.Values{"csrf": {token}})
+		if got.status != http.StatusSeeOther {
+			t.Fatalf("%d, want 303; %s", got.status, got.body)
+		}
+		if got, _ := s.svc.GetTunnelSession(context.Background(), s.a.p, ts.ID); !got.StopRequested {
+			t.Error("the session was not asked to stop")
+		}
+		if page := b.get("/console/tunnel_sessions"); !strings.Contains(page.body, "Stop requested for tunnel session "+ts.ID) {
+			t.Errorf("no notice of the stop: %s", page.body)
+		}
+	})
+}
+
+// TestOtherAccount: another account's IDs in console URLs are not found,
+// and a form on them changes nothing.
+func TestOtherAccount(t *testing.T) {
+	s := newServer(t, console.Options{})
+	bSession, _ := s.openSession(s.b, "b.example.com")
+	bCred, err := s.svc.CreateCredential(context.Background(), s.b.p, credentials.CreateParams{Description: "b's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := s.browser(t)
+	token := br.signIn(s.a.key)
+	if got := br.get("/console/credentials/" + bCred.ID); got.status != http.StatusNotFound || strings.Contains(got.body, "b&#39;s") {
+		t.Errorf("another account's credential: %d, want 404; %s", got.status, got.body)
+	}
+	if got := br.post("/console/tunnel_sessions/"+bSession.ID+"/stop", url.Values{"csrf": {token}}); got.status != http.StatusNotFound {
+		t.Errorf("stopping another account's session: %d, want 404", got.status)
+	}
+	if got, _ := s.svc.GetTunnelSession(context.Background(), s.b.p, bSession.ID); got.StopRequested {
+		t.Error("another account's session was asked to stop")
+	}
+	for _, path := range []string{"/console/", "/console/tunnel_sessions", "/console/credentials"} {
+		got := br.get(path)
+		if strings.Contains(got.body, bSession.ID) || strings.Contains(got.body, bCred.ID) || strings.Contains(got.body, "b.example.com") {
+			t.Errorf("%s shows another account's resources", path)
+		}
+	}
+}
+
+// TestBodyBound: a form over MaxBodyBytes gets 413 and changes nothing.
+func TestBodyBound(t *testing.T) {
+	s := newServer(t, console.Options{MaxBodyBytes: 1024})
+	b := s.browser(t)
+	token := b.signIn(s.a.key)
+	got := b.post("/console/credentials", url.Values{"csrf": {token}, "metadata": {strings.Repeat("m", 2000)}})
+	if got.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("%d, want 413", got.status)
+	}
+	if n := s.countCredentials(s.a); n != 0 {
+		t.Errorf("%d credentials made", n)
+	}
+}
+
+// TestCreateCredential: the API's violations are shown next to their
+// fields with the values typed; a credential made shows its token and
+// agent command once.
+func TestCreateCredential(t *testing.T) {
+	s := newServer(t, console.Options{})
+	b := s.browser(t)
+	token := b.signIn(s.a.key)
+
+	got := b.post("/console/credentials", url.Values{"csrf": {token}, "description": {strings.Repeat("d", 256)}, "acl": {"bind:*.example.com\n\nnot-a-rule"}})
+	if got.status != http.StatusBadRequest {
+		t.Fatalf("%d, want 400", got.status)
+	}
+	for _, want := range []string{`id="description-error"`, `id="acl-error"`, "line 3 (not-a-rule): must be", `aria-invalid="true"`} {
+		if !strings.Contains(got.body, want) {
+			t.Errorf("the page lacks %q:\n%s", want, got.body)
+		}
+	}
+	if n := s.countCredentials(s.a); n != 0 {
+		t.Fatalf("%d credentials made by an invalid form", n)
+	}
+
+	got = b.post("/console/credentials", url.Values{"csrf": {token}, "description": {"laptop"}, "acl": {"bind:*.example.com"}})
+	if got.status != http.StatusSeeOther || !strings.HasPrefix(got.location, "/console/credentials/cr_") {
+		t.Fatalf("%d to %q, want 303 to the credential", got.status, got.location)
+	}
+	first := b.get(got.location)
+	if !strings.Contains(first.body, "edgeplane agent config add-authtoken ") || !strings.Contains(first.body, `id="token"`) {
+		t.Fatalf("the new credential's page does not show its token and command:\n%s", first.body)
+	}
+	again := b.get(got.location)
+	if strings.Contains(again.body, `id="token"`) || strings.Contains(again.body, "add-authtoken") || !strings.Contains(again.body, `id="token-gone"`) {
+		t.Errorf("the token is shown again:\n%s", again.body)
+	}
+	list := b.get("/console/credentials")
+	if !strings.Contains(list.body, "laptop") {
+		t.Error("the list does not show the new credential")
+	}
+}
+
+// TestDashboardRestriction: an enforced restriction of type dashboard
+// that refuses the client's address answers every page with a 403 that
+// says so and shows nothing else, and refuses a sign-in.
+func TestDashboardRestriction(t *testing.T) {
+	s := newServer(t, console.Options{})
+	s.openSession(s.a, "app.example.com")
+	b := s.browser(t)
+	b.signIn(s.a.key)
+	r := s.restrictDashboard(s.a)
+	for _, path := range []string{"/console/", "/console/credentials", "/console/tunnel_sessions"} {
+		got := b.get(path)
+		if got.status != http.StatusForbidden || !strings.Contains(got.body, r.ID) || !strings.Contains(got.body, "the console refuses") {
+			t.Errorf("%s: %d, want 403 naming %s: %s", path, got.status, r.ID, got.body)
+		}
+		if strings.Contains(got.body, "app.example.com") || strings.Contains(got.body, "<nav") {
+			t.Errorf("%s shows more than the refusal: %s", path, got.body)
+		}
+	}
+	c := s.browser(t)
+	form := c.get("/console/signin")
+	got := c.post("/console/signin", url.Values{"csrf": {csrf(t, form)}, "api_key": {s.a.key}})
+	if got.status != http.StatusForbidden {
+		t.Errorf("sign-in from a refused address: %d, want 403", got.status)
+	}
+	// Another account is not restricted.
+	d := s.browser(t)
+	d.signIn(s.b.key)
+}
+
+// TestSignInOut: a wrong key is refused on the sign-in page; sign-out
+// ends the session (the cookie no longer works, even if kept).
+func TestSignInOut(t *testing.T) {
+	s := newServer(t, console.Options{})
+	b := s.browser(t)
+	form := b.get("/console/signin")
+	got := b.post("/console/signin", url.Values{"csrf": {csrf(t, form)}, "api_key": {"epk_" + strings.Repeat("x", 40)}})
+	if got.status != http.StatusUnauthorized || !strings.Contains(got.body, "the API key is missing, malformed or unknown") {
+		t.Errorf("%d %s", got.status, got.body)
+	}
+	token := b.signIn(s.a.key)
+	u, _ := url.Parse(s.srv.URL + "/console/")
+	kept := b.c.Jar.Cookies(u)
+	if got := b.post("/console/signout", url.Values{"csrf": {token}}); got.status != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", got.status)
+	}
+	wantSignIn(t, b.get("/console/"))
+	b.c.Jar.SetCookies(u, kept)
+	wantSignIn(t, b.get("/console/"))
+}
+
+// TestSessionBound: beyond MaxSessions, the session that would expire
+// first ends.
+func TestSessionBound(t *testing.T) {
+	s := newServer(t, console.Options{MaxSessions: 2})
+	first, second, third := s.browser(t), s.browser(t), s.browser(t)
+	first.signIn(s.a.key)
+	s.clock.Add(time.Minute)
+	second.signIn(s.a.key)
+	s.clock.Add(time.Minute)
+	third.signIn(s.b.key)
+	wantSignIn(t, first.get("/console/"))
+	for _, b := range []*browser{second, third} {
+		if got := b.get("/console/"); got.status != http.StatusOK {
+			t.Errorf("%d, want 200", got.status)
+		}
+	}
+}
+
+// TestCookie: the session cookie is HttpOnly, SameSite=Strict, of the
+// console's path, with the session's lifetime.
+func TestCookie(t *testing.T) {
+	s := newServer(t, console.Options{})
+	b := s.browser(t)
+	form := b.get("/console/signin")
+	req, _ := http.NewRequest("POST", s.srv.URL+"/console/signin", strings.NewReader(url.Values{"csrf": {csrf(t, form)}, "api_key": {s.a.key}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var set string
+	for _, v := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(v, "ep_console=") {
+			set = v
+		}
+	}
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/console/", "Max-Age=43200"} {
+		if !strings.Contains(set, want) {
+			t.Errorf("Set-Cookie %q lacks %s", set, want)
+		}
+	}
+	if strings.Contains(set, "Secure") {
+		t.Errorf("Set-Cookie %q is Secure over plain HTTP", set)
+	}
+}
