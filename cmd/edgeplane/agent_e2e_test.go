@@ -255,19 +255,7 @@ func tlsGreeter(t *testing.T, ca *testCA, host string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "hello tls")
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
+	return greet(t, l, "hello tls")
 }
 
 // TestAgentStartFiveEndpoints: one edgeplane agent start -all runs the

@@ -39,6 +39,12 @@ func greeter(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return greet(t, l, "hello")
+}
+
+// greet writes msg to each connection l accepts, until the test ends, and
+// returns l's port.
+func greet(t *testing.T, l net.Listener, msg string) string {
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
@@ -46,7 +52,7 @@ func greeter(t *testing.T) string {
 			if err != nil {
 				return
 			}
-			io.WriteString(c, "hello")
+			io.WriteString(c, msg)
 			c.Close()
 		}
 	}()
