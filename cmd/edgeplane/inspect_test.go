@@ -528,3 +528,72 @@ func TestInspectAddrLoopbackOnly(t *testing.T) {
 		t.Errorf("the default listener: %s", ln.Addr())
 	}
 }
+
+// TestInspectStreamingAndUpgrade: capture does not hold back a
+// streamed response (the client reads its first part before the
+// upstream writes the rest), and an Upgrade is captured as its request
+// and 101 response, the bytes after it passed through uncaptured.
+func TestInspectStreamingAndUpgrade(t *testing.T) {
+	next := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "echo" {
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+			brw.Flush()
+			io.Copy(conn, brw) // echo until the client closes
+			return
+		}
+		io.WriteString(w, "first;")
+		http.NewResponseController(w).Flush()
+		<-next
+		io.WriteString(w, "second")
+	}))
+	defer up.Close()
+	ins := newInspector(inspectLimits{}, nil)
+	x := newInspected(t, ins, up)
+
+	resp, err := x.client.Get("http://app.example.com/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len("first;"))
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first;" {
+		t.Fatalf("the first part: %q, %v", buf, err)
+	}
+	close(next)
+	rest, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(rest) != "second" {
+		t.Errorf("the rest: %q", rest)
+	}
+	if c := waitCaptures(t, ins, 1)[0]; c.resp == nil || string(c.resp.body.data) != "first;second" || c.resp.header.Get("Transfer-Encoding") != "chunked" {
+		t.Errorf("the streamed response's capture: %+v", c.resp)
+	}
+
+	req, _ := http.NewRequest("GET", "http://app.example.com/ws", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	resp, err = x.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, ok := resp.Body.(io.ReadWriteCloser)
+	if resp.StatusCode != 101 || !ok {
+		t.Fatalf("upgrade: %d, %T", resp.StatusCode, resp.Body)
+	}
+	msg := "GET /not-a-request HTTP/1.1\r\n\r\n" // what follows is not parsed as HTTP
+	io.WriteString(rw, msg)
+	echo := make([]byte, len(msg))
+	if _, err := io.ReadFull(rw, echo); err != nil || string(echo) != msg {
+		t.Errorf("echo through the upgraded connection: %q, %v", echo, err)
+	}
+	rw.Close()
+	got := waitCaptures(t, ins, 2)
+	if c := got[0]; c.req.uri != "/ws" || c.resp == nil || c.resp.code != 101 || c.resp.body.size != 0 {
+		t.Errorf("the upgrade's capture: %+v %+v", c.req, c.resp)
+	}
+}
