@@ -58,7 +58,10 @@ logged on stderr with the client's address, bytes_in (from the client),
 bytes_out (to it) and its duration. The authtoken is never printed. The
 agent API answers on 127.0.0.1:4040 (the next free port up to 4049 when
 it is taken; the log's "agent API" line names it): GET /api/tunnels,
-/api/tunnels/NAME and /api/status, in the original agent's shapes.
+/api/tunnels/NAME and /api/status, in the original agent's shapes, and
+the inspector: the requests of http endpoints (/api/requests/http, and
+a web page at /inspect/http that shows and replays them; -inspect=false
+captures none).
 
 -server is one tunnel server, or a comma-separated list of at most 16
 edge nodes sharing one store (each HOST:PORT given once). The agent keeps
