@@ -257,8 +257,8 @@ func (ins *inspector) parseRequests(r *io.PipeReader, out chan<- *exchange, tunn
 	br := bufio.NewReader(r)
 	for {
 		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
+		if err != nil || req.ProtoMajor != 1 {
+			return // not HTTP/1.x (an HTTP/2 preface parses as a request "PRI *")
 		}
 		h := req.Header.Clone()
 		if h.Get("Host") == "" && req.Host != "" {

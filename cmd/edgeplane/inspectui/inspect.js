@@ -10,12 +10,22 @@
 
   function tunnel() { return $("tunnel").value; }
 
+  // list fetches the captures of the endpoint chosen, at most limit.
+  async function list(limit) {
+    let q = "?limit=" + limit;
+    if (tunnel()) q += "&tunnel_name=" + encodeURIComponent(tunnel());
+    const r = await fetch(api + q, { headers: { Accept: "application/json" } });
+    if (!r.ok) throw new Error(r.status);
+    return (await r.json()).requests;
+  }
+
+  // poll asks each second for the newest capture only (its bodies can
+  // be 128 KiB), and for the whole list when it is not the one shown.
   async function poll() {
     try {
-      const q = tunnel() ? "?tunnel_name=" + encodeURIComponent(tunnel()) : "";
-      const r = await fetch(api + q, { headers: { Accept: "application/json" } });
-      if (!r.ok) throw new Error(r.status);
-      draw((await r.json()).requests);
+      const newest = await list(1);
+      const first = newest.length ? newest[0].id : "";
+      if (first !== shown.split(",")[0] || shown === "") draw(await list(1000));
       $("live-state").textContent = "Live.";
     } catch (e) {
       $("live-state").textContent = "The agent does not answer; retrying.";
