@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -596,4 +597,33 @@ func TestInspectStreamingAndUpgrade(t *testing.T) {
 	if c := got[0]; c.req.uri != "/ws" || c.resp == nil || c.resp.code != 101 || c.resp.body.size != 0 {
 		t.Errorf("the upgrade's capture: %+v %+v", c.req, c.resp)
 	}
+}
+
+// FuzzReplayModifications: whatever the modifications, a replay is
+// refused or is exactly one HTTP/1.1 request with the method, URI and
+// body given: no header or request can be smuggled in.
+func FuzzReplayModifications(f *testing.F) {
+	f.Add("PUT", "/x?y=1", "X-Sig", "abc", "body")
+	f.Add("GET", "/\r\nX: 1", "X", "a\r\nB: 1", "")
+	f.Add("POST /x HTTP/1.1\r\n", "/", "Host", "evil", "GET / HTTP/1.1\r\n\r\n")
+	c := &capture{req: capturedRequest{method: "GET", uri: "/", proto: "HTTP/1.1", header: http.Header{"Host": {"app.example.com"}}}}
+	f.Fuzz(func(t *testing.T, method, uri, name, value, body string) {
+		mods := &replayModifications{Method: &method, URI: &uri, Headers: map[string][]string{name: {value}}, Body: &body}
+		raw, m, err := replayMessage(c, mods)
+		if err != nil {
+			return
+		}
+		br := bufio.NewReader(bytes.NewReader(raw))
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		got, _ := io.ReadAll(req.Body)
+		if req.Method != method || m != method || req.RequestURI != uri || string(got) != body {
+			t.Fatalf("%q: %s %s %q", raw, req.Method, req.RequestURI, got)
+		}
+		if rest, _ := io.ReadAll(br); len(rest) != 0 {
+			t.Fatalf("%q: %q after the request", raw, rest)
+		}
+	})
 }

@@ -293,8 +293,8 @@ func replayMessage(c *capture, mods *replayModifications) ([]byte, string, error
 					continue
 				}
 				for _, v := range vs {
-					if strings.ContainsAny(v, "\r\n\x00") {
-						problems = append(problems, fmt.Sprintf("modifications.headers.%s: a value must not hold CR, LF or NUL", k))
+					if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+						problems = append(problems, fmt.Sprintf("modifications.headers.%s: a value must not hold control characters (CR, LF, NUL, ...)", k))
 					}
 					header.Add(k, v)
 				}
