@@ -30,7 +30,8 @@ import (
 // authentication, as the original's: it listens on a loopback address
 // only, and answers only requests whose Host is a loopback name, so that
 // a web page cannot reach it by pointing a name of its own at 127.0.0.1
-// (DNS rebinding). Captured requests and their web page are not served.
+// (DNS rebinding). The inspector's routes (captured requests, replay and
+// their web page) are inspectapi.go's.
 
 // agentState is what the agent API shows: the session and the tunnels.
 // Its methods are safe for concurrent use.
