@@ -58,7 +58,10 @@ logged on stderr with the client's address, bytes_in (from the client),
 bytes_out (to it) and its duration. The authtoken is never printed. The
 agent API answers on 127.0.0.1:4040 (the next free port up to 4049 when
 it is taken; the log's "agent API" line names it): GET /api/tunnels,
-/api/tunnels/NAME and /api/status, in the original agent's shapes.
+/api/tunnels/NAME and /api/status, in the original agent's shapes, and
+the inspector: the requests of http endpoints (/api/requests/http, and
+a web page at /inspect/http that shows and replays them; -inspect=false
+captures none).
 
 -server is one tunnel server, or a comma-separated list of at most 16
 edge nodes sharing one store (each HOST:PORT given once). The agent keeps
@@ -101,7 +104,7 @@ func agentHelp(fs *flag.FlagSet, proto string) *commandHelp {
 		about:   agentAbout,
 		groups: []flagGroup{
 			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca", "config"}},
-			{"Agent API and logs", fs, []string{"inspect-addr", "log-format"}},
+			{"Agent API and logs", fs, []string{"inspect-addr", "inspect", "log-format"}},
 		},
 		flagEnv: fs,
 		example: `EDGEPLANE_AUTHTOKEN=ept_... edgeplane agent -server tunnel.example.com:4443 http 3000 -domain app.example.com
@@ -182,6 +185,9 @@ type agentConfig struct {
 	// default (127.0.0.1:4040, else the next free port up to 4049),
 	// "off" for none.
 	inspectAddr string
+	// inspect is -inspect: whether the requests of http endpoints are
+	// captured for the inspector (unset: agent.inspect, else true).
+	inspect optBool
 	// fromFile says which of authtoken, server, ca and inspect_addr the
 	// configuration file gave: "agent.authtoken in FILE", ...
 	fromFile map[string]string
@@ -199,6 +205,35 @@ type agentConfig struct {
 	policyFile string
 	shortcuts  policyShortcuts
 	policy     string
+}
+
+// optBool is a boolean flag that knows whether it was given.
+type optBool struct{ set, v bool }
+
+func (b *optBool) String() string {
+	if b == nil || !b.set {
+		return ""
+	}
+	return strconv.FormatBool(b.v)
+}
+
+func (b *optBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	b.set, b.v = true, v
+	return nil
+}
+
+func (b *optBool) IsBoolFlag() bool { return true }
+
+// or returns the value, def when unset.
+func (b optBool) or(def bool) bool {
+	if !b.set {
+		return def
+	}
+	return b.v
 }
 
 // agentTarget is where an agent forwards its tunnel's connections.
@@ -226,6 +261,7 @@ func agentFlags(c *agentConfig) *flag.FlagSet {
 	fs.StringVar(&c.authtoken, "authtoken", "", "the authtoken of a tunnel credential (required, here or as agent.authtoken in the configuration file; better set as EDGEPLANE_AUTHTOKEN)")
 	fs.StringVar(&c.configFile, "config", "", "the configuration `file` (default $XDG_CONFIG_HOME/edgeplane/agent.yml, else ~/.config/edgeplane/agent.yml, when it exists)")
 	fs.StringVar(&c.inspectAddr, "inspect-addr", "", "the agent API's loopback `HOST:PORT`, or off (default 127.0.0.1:4040, else the next free port up to 4049)")
+	fs.Var(&c.inspect, "inspect", "capture the requests of http endpoints for the inspector at the agent API's /inspect/http (default true; agent.inspect in the configuration file)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.Usage = func() { agentHelp(fs, "").write(fs.Output()) }
 	return fs
@@ -348,13 +384,11 @@ func (c *agentConfig) useFile(getenv func(string) string) (*agentFile, error) {
 	if c.ca == "" && f.ca != "" {
 		c.ca, c.fromFile["ca"] = f.ca, from("ca")
 	}
-	if c.inspectAddr == "" {
-		switch {
-		case f.inspect != nil && !*f.inspect:
-			c.inspectAddr = "off"
-		case f.inspectAddr != "":
-			c.inspectAddr, c.fromFile["inspect_addr"] = f.inspectAddr, from("inspect_addr")
-		}
+	if c.inspectAddr == "" && f.inspectAddr != "" {
+		c.inspectAddr, c.fromFile["inspect_addr"] = f.inspectAddr, from("inspect_addr")
+	}
+	if !c.inspect.set && f.inspect != nil {
+		c.inspect = optBool{set: true, v: *f.inspect}
 	}
 	if len(c.fromFile) == 0 {
 		c.fromFile = nil
@@ -867,6 +901,13 @@ func checkPort(s string) error {
 // target, and logs it. A target that cannot be reached is answered with
 // a 502 on an HTTP connection, and closed on others.
 func forwardConn(ctx context.Context, conn net.Conn, target agentTarget, logger *slog.Logger) {
+	forwardInspected(ctx, conn, target, logger, nil, "")
+}
+
+// forwardInspected is forwardConn that, when ins is not nil, captures
+// the HTTP requests of an http or https connection (not a TLS
+// passthrough) as requests of the endpoint named tunnel.
+func forwardInspected(ctx context.Context, conn net.Conn, target agentTarget, logger *slog.Logger, ins *inspector, tunnel string) {
 	start := time.Now()
 	client := conn.RemoteAddr().String()
 	proto, passthrough := "", false
@@ -889,7 +930,11 @@ func forwardConn(ctx context.Context, conn net.Conn, target agentTarget, logger 
 		host, _, _ := net.SplitHostPort(target.addr)
 		up = tls.Client(up, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12})
 	}
-	in, out := splice(conn, up)
+	var tap *connTap
+	if (proto == "http" || proto == "https") && !passthrough {
+		tap = ins.tap(tunnel, client, target)
+	}
+	in, out := splice(conn, up, tap)
 	if logger.Enabled(context.Background(), slog.LevelInfo) {
 		attrs := []slog.Attr{slog.String("client", client)}
 		if proto != "" {
@@ -913,18 +958,30 @@ func writeBadGateway(w io.Writer) error {
 // written to up (in) and to client (out). The client's EOF half-closes
 // up; up's EOF closes client entirely, since the SDK's connection has no
 // CloseWrite (so a client's bytes sent after the target has half-closed
-// are lost, which HTTP never does).
-func splice(client, up net.Conn) (in, out int64) {
+// are lost, which HTTP never does). With a tap, each direction's bytes
+// are also written to it after their destination, and it is closed when
+// the direction ends.
+func splice(client, up net.Conn, tap *connTap) (in, out int64) {
+	toUp, toClient := io.Writer(up), io.Writer(client)
+	if tap != nil {
+		toUp, toClient = &tee{w: up, tap: tap.req}, &tee{w: client, tap: tap.resp}
+	}
 	inc := make(chan int64, 1)
 	go func() {
-		n, err := bulkcopy.Copy(up, client)
+		n, err := bulkcopy.Copy(toUp, client)
+		if tap != nil {
+			tap.req.Close()
+		}
 		cw, ok := up.(interface{ CloseWrite() error })
 		if err != nil || !ok || cw.CloseWrite() != nil {
 			up.Close()
 		}
 		inc <- n
 	}()
-	out, _ = bulkcopy.Copy(client, up) // large frames while bulk (package bulkcopy)
+	out, _ = bulkcopy.Copy(toClient, up) // large frames while bulk (package bulkcopy)
+	if tap != nil {
+		tap.resp.Close()
+	}
 	client.Close()
 	in = <-inc
 	up.Close()

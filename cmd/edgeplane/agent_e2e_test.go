@@ -564,7 +564,7 @@ func TestAgentStartPoolsAndBindings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, tc.name+".yml")
-			config := "version: 1\nagent:\n  servers: [" + ts.agentAddr + "]\n  ca: " + ts.certFile + "\n  inspect: false\nendpoints:\n  - name: web\n    upstream: {url: 3000}\n" + tc.keys
+			config := "version: 1\nagent:\n  servers: [" + ts.agentAddr + "]\n  ca: " + ts.certFile + "\n  inspect_addr: 127.0.0.1:0\nendpoints:\n  - name: web\n    upstream: {url: 3000}\n" + tc.keys
 			if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
 				t.Fatal(err)
 			}

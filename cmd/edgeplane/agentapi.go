@@ -30,7 +30,8 @@ import (
 // authentication, as the original's: it listens on a loopback address
 // only, and answers only requests whose Host is a loopback name, so that
 // a web page cannot reach it by pointing a name of its own at 127.0.0.1
-// (DNS rebinding). Captured requests and their web page are not served.
+// (DNS rebinding). The inspector's routes (captured requests, replay and
+// their web page) are inspectapi.go's.
 
 // agentState is what the agent API shows: the session and the tunnels.
 // Its methods are safe for concurrent use.
@@ -40,6 +41,8 @@ type agentState struct {
 	server   string // the server of the session, once there is one
 	sessions int    // sessions established
 	tunnels  []*apiTunnel
+	// ins keeps the captured requests; nil when inspection is off.
+	ins *inspector
 }
 
 func newAgentState(n int) *agentState {
@@ -52,6 +55,7 @@ type apiTunnel struct {
 	tun    ngrok.Tunnel // its ID (a labeled tunnel's changes on reconnects) and URL
 	proto  string
 	addr   string
+	target agentTarget
 	labels map[string]string
 	// conns counts the connections accepted, open those open now.
 	conns, open atomic.Int64
@@ -62,7 +66,7 @@ func (t *apiTunnel) closed() { t.open.Add(-1) }
 
 // add shows a tunnel that started.
 func (s *agentState) add(ep *agentEndpoint, tun ngrok.Tunnel) *apiTunnel {
-	t := &apiTunnel{name: ep.name, tun: tun, proto: tun.Proto(), addr: ep.target.String(), labels: maps.Clone(ep.labels)}
+	t := &apiTunnel{name: ep.name, tun: tun, proto: tun.Proto(), addr: ep.target.String(), target: ep.target, labels: maps.Clone(ep.labels)}
 	s.mu.Lock()
 	s.tunnels = append(s.tunnels, t)
 	s.mu.Unlock()
@@ -135,9 +139,11 @@ type apiError struct {
 	Msg        string `json:"msg"`
 }
 
-func (t *apiTunnel) json() apiTunnelJSON {
+// json returns t as the API shows it; inspect says whether requests
+// are captured.
+func (t *apiTunnel) json(inspect bool) apiTunnelJSON {
 	return apiTunnelJSON{Name: t.name, ID: t.tun.ID(), URI: "/api/tunnels/" + url.PathEscape(t.name), PublicURL: t.tun.URL(), Proto: t.proto,
-		Config: apiTunnelConfig{Addr: t.addr}, Metrics: apiTunnelMetrics{Conns: apiConnMetrics{Count: t.conns.Load(), Gauge: t.open.Load()}},
+		Config: apiTunnelConfig{Addr: t.addr, Inspect: inspect && t.target.scheme != ""}, Metrics: apiTunnelMetrics{Conns: apiConnMetrics{Count: t.conns.Load(), Gauge: t.open.Load()}},
 		Labels: t.labels}
 }
 
@@ -148,7 +154,7 @@ func (s *agentState) handler() http.Handler {
 		list := apiTunnelList{Tunnels: []apiTunnelJSON{}, URI: "/api/tunnels"}
 		s.mu.Lock()
 		for _, t := range s.tunnels {
-			list.Tunnels = append(list.Tunnels, t.json())
+			list.Tunnels = append(list.Tunnels, t.json(s.ins != nil))
 		}
 		s.mu.Unlock()
 		writeAPI(w, http.StatusOK, list)
@@ -159,7 +165,7 @@ func (s *agentState) handler() http.Handler {
 		defer s.mu.Unlock()
 		for _, t := range s.tunnels {
 			if t.name == name {
-				writeAPI(w, http.StatusOK, t.json())
+				writeAPI(w, http.StatusOK, t.json(s.ins != nil))
 				return
 			}
 		}
@@ -171,6 +177,9 @@ func (s *agentState) handler() http.Handler {
 		s.mu.Unlock()
 		writeAPI(w, http.StatusOK, st)
 	})
+	if s.ins != nil {
+		s.inspectRoutes(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		if p == "/api/tunnels" || p == "/api/status" || strings.HasPrefix(p, "/api/tunnels/") {

@@ -446,7 +446,7 @@ func TestAgentConfigWrite(t *testing.T) {
 	}
 	env2 := map[string]string{"HOME": home, "EDGEPLANE_AUTHTOKEN": "ept_fromEnv"}
 	c, err = parseAgentArgs([]string{"-server", "flag.example.com:1", "-config", mine, "http", "3000"}, func(k string) string { return env2[k] }, nil)
-	if err != nil || c.authtoken != "ept_fromEnv" || c.server != "flag.example.com:1" || c.inspectAddr != "off" {
+	if err != nil || c.authtoken != "ept_fromEnv" || c.server != "flag.example.com:1" || c.inspectAddr != "" || c.inspect.or(true) {
 		t.Errorf("flags and variables over -config's file: %+v, %v", c, err)
 	}
 

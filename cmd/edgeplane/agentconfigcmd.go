@@ -34,7 +34,7 @@ its ID and labels). The agent API lists them by name.`,
 		groups: []flagGroup{
 			{"Endpoints (after start)", startFS, nil},
 			{"Agent (before start)", agentFS, []string{"server", "authtoken", "ca", "config"}},
-			{"Agent API and logs", agentFS, []string{"inspect-addr", "log-format"}},
+			{"Agent API and logs", agentFS, []string{"inspect-addr", "inspect", "log-format"}},
 		},
 		flagEnv: agentFS,
 		example: `edgeplane agent start -all
@@ -304,13 +304,13 @@ func configCheck(c agentConfig, path string, explicit bool, args []string, geten
 		if f.ca != "" {
 			fmt.Fprintf(&b, "ca: %s\n", f.ca)
 		}
-		switch {
-		case f.inspect != nil && !*f.inspect:
-			b.WriteString("agent API: off\n")
-		case f.inspectAddr != "":
+		if f.inspectAddr != "" {
 			fmt.Fprintf(&b, "agent API: %s\n", f.inspectAddr)
-		default:
+		} else {
 			fmt.Fprintf(&b, "agent API: %s (or the next free port up to 4049)\n", defaultInspectAddr)
+		}
+		if f.inspect != nil && !*f.inspect {
+			b.WriteString("inspector: off (requests are not captured)\n")
 		}
 		for i := range f.endpoints {
 			writeEndpoint(&b, &f.endpoints[i])

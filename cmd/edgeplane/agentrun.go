@@ -196,6 +196,9 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 	defer stopLogs() // the last lines are written before agent returns
 
 	state := newAgentState(len(r.endpoints))
+	if c.inspectAddr != "off" && c.inspect.or(true) {
+		state.ins = newInspector(inspectLimits{}, nil)
+	}
 	if c.inspectAddr != "off" {
 		ln, err := listenAgentAPI(c.inspectAddr, defaultInspectAddr, defaultInspectPorts)
 		switch {
@@ -370,7 +373,7 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 				go func() {
 					defer conns.Done()
 					defer run.api.closed()
-					forwardConn(ctx, conn, run.ep.target, logger)
+					forwardInspected(ctx, conn, run.ep.target, logger, state.ins, run.ep.name)
 				}()
 			}
 		}()
