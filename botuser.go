@@ -114,7 +114,7 @@ func (s *Service) UpdateBotUser(ctx context.Context, p Principal, id string, par
 		return nil, err
 	}
 	if params.Active != nil && !*params.Active {
-		s.closeSessionsOfOwner(ctx, p.AccountID, b.ID) // sessionbinds.go
+		s.agentState.CloseSessionsOfOwner(ctx, p.AccountID, b.ID)
 	}
 	s.presentBotRecord(b, store.Record{})
 	return &b.BotUser, nil

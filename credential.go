@@ -166,9 +166,9 @@ func (s *Service) UpdateCredential(ctx context.Context, p Principal, id string, 
 		return nil, err
 	}
 	if params.ACL != nil {
-		// The ACL applies to the tunnels agents hold (sessionbinds.go).
+		// The ACL applies to what agents hold (internal/agentstate).
 		if acl, err := credentials.ParseACL(c.ACL); err == nil {
-			s.unbindDisallowed(ctx, p.AccountID, c.ID, acl)
+			s.agentState.UnbindDisallowed(ctx, p.AccountID, c.ID, acl)
 		}
 	}
 	s.presentCredential(c, store.Record{})

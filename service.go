@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/acmestate"
+	"github.com/edgeplane/edgeplane/internal/agentstate"
 	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
 	"github.com/edgeplane/edgeplane/internal/dataplane"
@@ -159,8 +161,9 @@ type Service struct {
 	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
 	fence       *fence.Fence       // makes cached reads see other processes' writes; nil: reads need no fence
 
-	leases *leases.Registry // the named leases of LeaseHost.AcquireLease
-	nodes  *nodes.Registry  // the edge nodes of TunnelHost.RegisterNode and the sessions they hold
+	leases     *leases.Registry  // the named leases of LeaseHost.AcquireLease
+	nodes      *nodes.Registry   // the edge nodes of TunnelHost.RegisterNode and the sessions they hold
+	agentState *agentstate.State // agents' sessions, tunnels and endpoints (agentrecords.go)
 }
 
 // New returns a Service over store, or an InvalidArgument error naming
@@ -237,6 +240,10 @@ func New(st store.Store, opts Options) (*Service, error) {
 	}
 	s.leases = leases.New(s.store, s.db, s.now)
 	s.nodes = nodes.New(s.store, s.db, s.now, s.ids, s.lease, s.sealer, tunnelSessionKind)
+	s.agentState = agentstate.New(agentstate.Config{DB: s.db, Nodes: s.nodes, IDs: s.ids, Lease: s.lease, Limits: s.limits,
+		Forms: agentstate.Forms{Sessions: tunnelSessionForm.Form, Tunnels: tunnelForm.Form, Endpoints: endpointForm.Form,
+			Credentials: credentialForm.Form},
+		Records: agentRecords{s}, BadToken: errBadToken})
 	s.acme = acmestate.New(s.store, s.db, sealer, s.now, s.log)
 	s.delivery = delivery.New(s.store, s.log, deliveryRecords{s})
 	s.startEvents(opts.Events)
@@ -418,6 +425,14 @@ func convertPage[A, B any](page *Page[A], conv func(*A) B) *Page[B] {
 		out.Items[i] = conv(&page.Items[i])
 	}
 	return out
+}
+
+// addrString returns a's text form, "" for the zero Addr.
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
 
 // noted returns rec labelled with note, for a store write made without

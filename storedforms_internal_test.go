@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/agentstate"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/internal/seal"
@@ -408,14 +409,14 @@ func TestStoredForms(t *testing.T) {
 		}, func(*backends.Tunnel) []string { return nil })
 	})
 	t.Run("tunnel session", func(t *testing.T) {
-		roundTrip(t, s, tunnelSessionForm.Form, func(m *tunnelSessionRecord) store.Record {
+		roundTrip(t, s, tunnelSessionForm.Form, func(m *agentstate.SessionRecord) store.Record {
 			return store.Record{AccountID: m.AccountID, ID: m.ID, ParentID: m.Credential.ID}
-		}, func(*tunnelSessionRecord) []string { return nil })
+		}, func(*agentstate.SessionRecord) []string { return nil })
 	})
 	t.Run("endpoint", func(t *testing.T) {
-		roundTrip(t, s, endpointForm.Form, func(m *endpointRecord) store.Record {
+		roundTrip(t, s, endpointForm.Form, func(m *agentstate.EndpointRecord) store.Record {
 			return store.Record{AccountID: m.AccountID, ID: m.ID, ParentID: m.TunnelSession.ID}
-		}, func(*endpointRecord) []string { return nil })
+		}, func(*agentstate.EndpointRecord) []string { return nil })
 	})
 	t.Run("event subscription", func(t *testing.T) {
 		roundTrip(t, s, eventSubscriptionForm.Form, func(m *events.Subscription) store.Record { return plain(m.ID) },

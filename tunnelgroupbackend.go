@@ -54,11 +54,11 @@ func (s *Service) presentBackend(b *backends.TunnelGroupBackend) {
 }
 
 // withTunnels presents b with the Refs of the online tunnels it selects,
-// newest first (see [Service.selectTunnels]).
+// newest first (see internal/agentstate's State.SelectTunnels).
 func (s *Service) withTunnels(ctx context.Context, p Principal, b *backends.TunnelGroupBackend) error {
 	s.presentBackend(b)
 	b.Tunnels = []resource.Ref{}
-	return s.selectTunnels(ctx, p.AccountID, b.Labels, func(rec store.Record) error {
+	return s.agentState.SelectTunnels(ctx, p.AccountID, b.Labels, func(rec store.Record) error {
 		b.Tunnels = append(b.Tunnels, s.ref(tunnelKind.Collection, rec.ID))
 		return nil
 	})

@@ -1,4 +1,4 @@
-package edgeplane
+package agentstate
 
 import (
 	"net"

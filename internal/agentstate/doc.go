@@ -1,0 +1,55 @@
+// Package agentstate holds what agents hold online in an edgeplane
+// Service (package agents and package backends have the models): the
+// tunnel sessions tunnel servers open for them, the labeled tunnels
+// they start in a session, the endpoints they bind in it, and the
+// tunnels tunnel servers register with an authtoken. These are the
+// runtime operations behind the Host's tunnel session, tunnel and
+// endpoint methods ([State.OpenSession], [State.StartTunnel],
+// [State.BindEndpoint], [State.RegisterTunnel] and the others), and the reads
+// an edge proxy makes of them ([State.Endpoints], [State.BackendTunnels]).
+//
+// # Records
+//
+// A session record is a child of its credential; a labeled tunnel and
+// an endpoint are children of their session, so that closing the
+// session, reaping it, or deleting its credential removes them in the
+// same atomic step. A session names the edge node that holds it
+// (package internal/nodes) and has no lease of its own: it is online
+// while its node's lease is. A registered tunnel is a child of its
+// credential and has a lease of its own, renewed by its tunnel server
+// ([State.RenewTunnel]) and reaped when it ends ([State.Reap]). An
+// endpoint holds the store keys of its hostport, the keys edges hold,
+// so that a hostport serves one edge or endpoint in the whole store.
+//
+// The kinds are the root package's API kinds: the root declares their
+// identity and presentation and shows them through the API; their
+// stored forms are this package's ([SessionForm], [TunnelForm],
+// [EndpointForm]), so that the partial reads of a tunnel record that
+// selecting tunnels makes sit next to the document they read.
+//
+// # Credentials' ACLs
+//
+// An ACL that narrows applies to what agents hold already, not only to
+// their next binds: when a credential's ACL changes, every tunnel and
+// endpoint that an agent session of the credential holds and that the
+// new ACL does not allow is removed, reported as deleted
+// ([State.UnbindDisallowed]), and the tunnel server that holds the
+// session, following the change feed, stops it at the agent. A tunnel
+// an agent starts in the instant between the ACL's update and this
+// check may stay until the agent binds again; the next update of the
+// ACL removes it. A deactivated bot's credentials are refused from its
+// deactivation on, and their agents' sessions are closed
+// ([State.CloseSessionsOfOwner]).
+//
+// # Imports
+//
+// It is internal to the module. What it needs of the root package
+// (authentication of authtokens, IP restrictions, traffic policies,
+// reserved domains, the hostport keys edges share with endpoints and
+// their conflicts, presentation) it reads through the [Records] the root
+// gives [New]. It imports the store contract, the record machinery
+// (internal/records, internal/ids), internal/nodes, the leaves agents,
+// apierr, backends, credentials, domains, events, identity and
+// resource, and package policy only for the target a traffic policy is
+// compiled for; never the root package.
+package agentstate
