@@ -3,15 +3,13 @@ package console_test
 import (
 	"context"
 	"flag"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/edgeplane/edgeplane/console"
+	"github.com/edgeplane/edgeplane/internal/browsertest"
 )
 
 // The browser tests drive a real headless Chromium (Debian's chromium
@@ -20,45 +18,10 @@ import (
 
 var screenshots = flag.String("screenshots", "", "write a PNG of each page the browser tests visit into this `directory`")
 
-// chromium returns the browser's path, or skips t.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("EDGEPLANE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not installed, so the console's browser tests do not run (apt-get install -y chromium; .ci/run installs it)")
-	return ""
-}
-
-// newTab starts a headless Chromium with a fresh profile and returns
-// a tab's context, bounded by timeout.
+// newTab starts a headless Chromium (internal/browsertest) with a fresh
+// profile and returns a tab's context, bounded by timeout.
 func newTab(t *testing.T, timeout time.Duration) context.Context {
-	path := chromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1024, 768),
-	)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	t.Cleanup(cancelTab)
-	return ctx
+	return browsertest.NewTab(t, timeout, 1024, 768)
 }
 
 // do runs steps in the tab, failing t with what for context.
@@ -82,16 +45,7 @@ func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 // -screenshots DIR is given.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	if *screenshots == "" {
-		return
-	}
-	png := run(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot())
-	if err := os.MkdirAll(*screenshots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	browsertest.Shot(t, ctx, *screenshots, name)
 }
 
 // TestBrowser walks the console in a real browser, each step on the
