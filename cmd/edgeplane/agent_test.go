@@ -474,7 +474,7 @@ func (c tunnelConn) PassthroughTLS() bool     { return c.passthrough }
 var _ ngrok.Conn = tunnelConn{}
 
 // tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (net.Conn, *net.TCPConn) {
+func tcpPair(t testing.TB) (net.Conn, *net.TCPConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
