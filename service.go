@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 	"log/slog"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -425,14 +424,6 @@ func convertPage[A, B any](page *Page[A], conv func(*A) B) *Page[B] {
 		out.Items[i] = conv(&page.Items[i])
 	}
 	return out
-}
-
-// addrString returns a's text form, "" for the zero Addr.
-func addrString(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	return a.String()
 }
 
 // noted returns rec labelled with note, for a store write made without

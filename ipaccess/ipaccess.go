@@ -1,6 +1,7 @@
 package ipaccess
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -387,4 +388,13 @@ func setString(dst *string, src *string) {
 	if src != nil {
 		*dst = *src
 	}
+}
+
+// AddrString returns a's text form, "" for the zero Addr (an address
+// that is not known, which a log line or a message leaves out).
+func AddrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"net/netip"
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
@@ -14,6 +13,7 @@ import (
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -40,7 +40,7 @@ func (s *State) OpenSession(ctx context.Context, token string, params agents.Ses
 	}
 	k := s.sessions.Kind
 	r := &SessionRecord{TunnelSession: agents.TunnelSession{ID: s.ids.New(agents.SessionPrefix), AccountID: auth.AccountID, AgentVersion: params.AgentVersion,
-		Credential: resource.Ref{ID: auth.CredentialID}, IP: addrString(params.IP), Metadata: params.Metadata, OS: params.OS,
+		Credential: resource.Ref{ID: auth.CredentialID}, IP: ipaccess.AddrString(params.IP), Metadata: params.Metadata, OS: params.OS,
 		Region: params.Region, StartedAt: s.db.Timestamp(), Node: params.Node},
 		ClientType: params.ClientType, StopSupported: params.StopSupported}
 	rec := store.Record{Kind: k.StoreKind, AccountID: auth.AccountID, ID: r.ID, ParentID: auth.CredentialID,
@@ -68,14 +68,6 @@ func (s *State) OpenSession(ctx context.Context, token string, params agents.Ses
 	}
 	s.recs.PresentSession(r)
 	return &r.TunnelSession, nil
-}
-
-// addrString returns a's text form, "" for the zero Addr.
-func addrString(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	return a.String()
 }
 
 // readSession reads a session of the account from the store, not the

@@ -257,14 +257,14 @@ func (c *Compiler) Check(ctx context.Context, accountID, typ string, ip netip.Ad
 	for _, id := range warnings {
 		if c.tally.Warned(typ, id, ip, now) {
 			c.log.Warn("an IP restriction that is not enforced would refuse this address; let through", "type", typ,
-				"ip_restriction", id, "account", accountID, "ip", addrString(ip))
+				"ip_restriction", id, "account", accountID, "ip", ipaccess.AddrString(ip))
 		}
 	}
 	if refusedBy == "" {
 		return nil
 	}
 	c.tally.Refused(typ)
-	c.log.Info("refused by an IP restriction", "type", typ, "ip_restriction", refusedBy, "account", accountID, "ip", addrString(ip))
+	c.log.Info("refused by an IP restriction", "type", typ, "ip_restriction", refusedBy, "account", accountID, "ip", ipaccess.AddrString(ip))
 	return refusal(typ, refusedBy, ip)
 }
 
@@ -275,7 +275,7 @@ func (c *Compiler) IPRestrictionCounts() []ipaccess.TypeCount { return c.tally.C
 // refusal is the PermissionDenied error of traffic of type typ from ip
 // refused by restriction id.
 func refusal(typ, id string, ip netip.Addr) error {
-	from := addrString(ip)
+	from := ipaccess.AddrString(ip)
 	if from == "" {
 		from = "an unknown address"
 	}
@@ -290,12 +290,4 @@ func refusal(typ, id string, ip netip.Addr) error {
 		return apierr.New(apierr.PermissionDenied,
 			"the console refuses %s: IP restriction %s of this account does not allow the address; sign in from an address its IP policies allow", from, id)
 	}
-}
-
-// addrString returns a's text form, "" for the zero Addr.
-func addrString(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	return a.String()
 }
