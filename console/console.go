@@ -118,9 +118,12 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
-		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"invalid":    invalidAttrs,
+		"fieldError": fieldErrorHTML,
+		"fid":        fieldID,
 	}
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/live.html")
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/live.html", "templates/partials.html")
 	if err != nil {
 		return err
 	}
@@ -128,7 +131,7 @@ func (h *Handler) parseTemplates() error {
 	names, _ := fs.Glob(templateFS, "templates/*.html")
 	for _, name := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
-		if base == "layout" || base == "live" {
+		if base == "layout" || base == "live" || base == "partials" {
 			continue
 		}
 		t, err := template.Must(layout.Clone()).ParseFS(templateFS, name)
@@ -158,6 +161,8 @@ func (h *Handler) routes() {
 	m.Handle("GET "+Prefix+"credentials", h.page(h.credentials))
 	m.Handle("POST "+Prefix+"credentials", h.form(h.createCredential))
 	m.Handle("GET "+Prefix+"credentials/{id}", h.page(h.credential))
+	m.Handle("GET "+Prefix+"endpoints", h.page(h.endpoints))
+	m.Handle("GET "+Prefix+"endpoints/{id}", h.page(h.endpoint))
 	m.Handle("GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
 	m.Handle("POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {

@@ -241,3 +241,13 @@ func (s *server) restrictDashboard(a account) *ipaccess.Restriction {
 	}
 	return r
 }
+
+// createCredential makes a credential of account a described desc.
+func (s *server) createCredential(a account, desc string) {
+	s.t.Helper()
+	if _, err := s.svc.CreateCredential(context.Background(), a.p, credentials.CreateParams{Description: desc}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+var olderLink = regexp.MustCompile(`<a href="([^"]+)" id="older">`)
