@@ -118,7 +118,7 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
-		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"when":       when,
 		"invalid":    invalidAttrs,
 		"fieldError": fieldErrorHTML,
 		"fid":        fieldID,
@@ -144,6 +144,19 @@ func (h *Handler) parseTemplates() error {
 	return nil
 }
 
+// when formats a time.Time or *time.Time (nil: "") for a page.
+func when(t any) string {
+	switch t := t.(type) {
+	case time.Time:
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	case *time.Time:
+		if t != nil {
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		}
+	}
+	return ""
+}
+
 // routes registers every route, in one place.
 func (h *Handler) routes() {
 	static, _ := fs.Sub(staticFS, "static")
@@ -163,6 +176,10 @@ func (h *Handler) routes() {
 	m.Handle("GET "+Prefix+"credentials/{id}", h.page(h.credential))
 	m.Handle("GET "+Prefix+"endpoints", h.page(h.endpoints))
 	m.Handle("GET "+Prefix+"endpoints/{id}", h.page(h.endpoint))
+	m.Handle("GET "+Prefix+"reserved_domains", h.page(h.reservedDomains))
+	m.Handle("POST "+Prefix+"reserved_domains", h.form(h.createReservedDomain))
+	m.Handle("GET "+Prefix+"reserved_domains/{id}", h.page(h.reservedDomain))
+	m.Handle("POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
 	m.Handle("GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
 	m.Handle("POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -59,6 +60,9 @@ func newServer(t testing.TB, opts console.Options) *server {
 	s := &server{t: t, svc: svc, clock: &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}}
 	if opts.Clock == nil {
 		opts.Clock = s.clock.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	h, err := console.New(svc, opts)
 	if err != nil {
@@ -251,3 +255,11 @@ func (s *server) createCredential(a account, desc string) {
 }
 
 var olderLink = regexp.MustCompile(`<a href="([^"]+)" id="older">`)
+
+// testWriter writes a console's log to its test's log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}

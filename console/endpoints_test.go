@@ -91,7 +91,7 @@ func TestListQuery(t *testing.T) {
 }
 
 // listPaths are the console's list pages.
-var listPaths = []string{"/console/credentials", "/console/tunnel_sessions", "/console/endpoints"}
+var listPaths = []string{"/console/credentials", "/console/tunnel_sessions", "/console/endpoints", "/console/reserved_domains"}
 
 // htmlEscape escapes s as html/template does in an attribute.
 func htmlEscape(s string) string {
