@@ -15,6 +15,7 @@ import (
 	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/edges"
 )
 
 // BenchmarkCredentialsPage renders the credentials page (its first page
@@ -132,4 +133,59 @@ func BenchmarkReservedDomainsPage(b *testing.B) {
 		}
 	}
 	benchPage(b, s, "/console/reserved_domains", "app999.example.com")
+}
+
+// BenchmarkEdgesPage renders each edge list page (its first 100, with
+// the create form) for an account with 1,000 edges of that type, TLS
+// edges with a traffic policy. Target: 50 ms.
+func BenchmarkEdgesPage(b *testing.B) {
+	kinds := []struct {
+		name   string
+		create func(s *server, i int) error
+	}{
+		{"https", func(s *server, i int) error {
+			_, err := s.svc.CreateHTTPSEdge(context.Background(), s.a.p, edges.CreateEdgeParams{Description: fmt.Sprintf("edge %d", i)})
+			return err
+		}},
+		{"tls", func(s *server, i int) error {
+			_, err := s.svc.CreateTLSEdge(context.Background(), s.a.p, edges.CreateTLSEdgeParams{Description: fmt.Sprintf("edge %d", i),
+				TrafficPolicy: &edges.TrafficPolicyParams{Value: `{"on_tcp_connect": [{"expressions": ["conn.client_ip == '192.0.2.1'"], "actions": [{"type": "deny"}]}]}`}})
+			return err
+		}},
+		{"tcp", func(s *server, i int) error {
+			_, err := s.svc.CreateTCPEdge(context.Background(), s.a.p, edges.CreateTCPEdgeParams{Description: fmt.Sprintf("edge %d", i)})
+			return err
+		}},
+	}
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			s := newServer(b, console.Options{})
+			for i := range 1000 {
+				if err := k.create(s, i); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchPage(b, s, "/console/edges/"+k.name, "edge 999")
+		})
+	}
+}
+
+// BenchmarkRoutesPage renders an HTTPS edge's page (the edge, its
+// routes, each with a traffic policy, and the route form) for an edge
+// with 100 routes: an edge has at most edges.MaxRoutesPerEdge (100), so
+// 1,000 cannot be. Target: 50 ms.
+func BenchmarkRoutesPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	ctx := context.Background()
+	e, err := s.svc.CreateHTTPSEdge(ctx, s.a.p, edges.CreateEdgeParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range edges.MaxRoutesPerEdge {
+		if _, err := s.svc.CreateHTTPSEdgeRoute(ctx, s.a.p, e.ID, edges.CreateRouteParams{MatchType: "path_prefix", Match: fmt.Sprintf("/r%d", i),
+			TrafficPolicy: &edges.TrafficPolicyParams{Value: `{"on_http_request": [{"actions": [{"type": "deny", "config": {"status_code": 404}}]}]}`}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/edges/https/"+e.ID, "/r99")
 }

@@ -91,7 +91,8 @@ func TestListQuery(t *testing.T) {
 }
 
 // listPaths are the console's list pages.
-var listPaths = []string{"/console/credentials", "/console/tunnel_sessions", "/console/endpoints", "/console/reserved_domains"}
+var listPaths = []string{"/console/credentials", "/console/tunnel_sessions", "/console/endpoints", "/console/reserved_domains",
+	"/console/edges/https", "/console/edges/tls", "/console/edges/tcp"}
 
 // htmlEscape escapes s as html/template does in an attribute.
 func htmlEscape(s string) string {

@@ -36,7 +36,7 @@ func (h *Handler) showSignIn(w http.ResponseWriter, r *http.Request, status int,
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if err := h.parseForm(w, r); err != nil {
+	if err := h.parseForm(w, r, h.opts.MaxBodyBytes); err != nil {
 		h.fail(w, r, nil, err)
 		return
 	}
@@ -83,7 +83,7 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 		return
 	}
-	if err := h.parseForm(w, r); err != nil {
+	if err := h.parseForm(w, r, h.opts.MaxBodyBytes); err != nil {
 		h.fail(w, r, nil, err)
 		return
 	}
