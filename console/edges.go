@@ -22,7 +22,7 @@ type edgeView struct {
 	ID, Description, Metadata string
 	CreatedAt                 time.Time
 	Hostports                 []string
-	Modules                   []string            // the names of the modules set
+	Modules                   []string             // the names of the modules set
 	TrafficPolicy             *edges.TrafficPolicy // TLS edges only
 }
 
