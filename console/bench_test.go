@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
 // BenchmarkCredentialsPage renders the credentials page (its first page
@@ -188,4 +189,59 @@ func BenchmarkRoutesPage(b *testing.B) {
 		}
 	}
 	benchPage(b, s, "/console/edges/https/"+e.ID, "/r99")
+}
+
+// BenchmarkIPPoliciesPage renders the IP policies page for an account
+// with 1,000 IP policies. Target: 50 ms.
+func BenchmarkIPPoliciesPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	for i := range 1000 {
+		if _, err := s.svc.CreateIPPolicy(context.Background(), s.a.p, ipaccess.CreatePolicyParams{Description: fmt.Sprintf("policy %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/ip_policies", "policy 999")
+}
+
+// BenchmarkIPPolicyRulesPage renders the IP policy rules page for an
+// account with 1,000 rules (one policy's most,
+// ipaccess.MaxRulesPerPolicy). Target: 50 ms.
+func BenchmarkIPPolicyRulesPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	ctx := context.Background()
+	pol, err := s.svc.CreateIPPolicy(ctx, s.a.p, ipaccess.CreatePolicyParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range ipaccess.MaxRulesPerPolicy {
+		if _, err := s.svc.CreateIPPolicyRule(ctx, s.a.p, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: fmt.Sprintf("10.%d.%d.0/24", i/256, i%256),
+			Action: ipaccess.ActionAllow, Description: fmt.Sprintf("rule %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/ip_policy_rules", "rule 999")
+}
+
+// BenchmarkIPRestrictionsPage renders the IP restrictions page for an
+// account with 100 restrictions, each of 10 policies: an account has at
+// most ipaccess.MaxRestrictionsPerAccount (100), so 1,000 cannot be.
+// Target: 50 ms.
+func BenchmarkIPRestrictionsPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	ctx := context.Background()
+	var ids []string
+	for range 10 {
+		pol, err := s.svc.CreateIPPolicy(ctx, s.a.p, ipaccess.CreatePolicyParams{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, pol.ID)
+	}
+	for i := range ipaccess.MaxRestrictionsPerAccount {
+		if _, err := s.svc.CreateIPRestriction(ctx, s.a.p, ipaccess.CreateRestrictionParams{Type: ipaccess.TypeEndpoints, IPPolicyIDs: ids,
+			Description: fmt.Sprintf("restriction %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/ip_restrictions", "restriction 99")
 }
