@@ -209,7 +209,9 @@ func (h *Handler) createIPRestriction(w http.ResponseWriter, r *http.Request, v 
 		Description: form.Description, Metadata: form.Metadata})
 	if err != nil {
 		return formFailure(err, map[string]*lines{"type": nil, "enforced": nil, "ip_policy_ids": ids, "description": nil, "metadata": nil},
-			func(status int, errs map[string][]string) error { return h.showIPRestrictions(w, r, v, status, form, errs) })
+			func(status int, errs map[string][]string) error {
+				return h.showIPRestrictions(w, r, v, status, form, errs)
+			})
 	}
 	h.sessions.setNotice(v.s, "Created IP restriction "+x.ID+".")
 	http.Redirect(w, r, Prefix+"ip_restrictions/"+x.ID, http.StatusSeeOther)
