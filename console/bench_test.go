@@ -16,6 +16,7 @@ import (
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
@@ -244,4 +245,19 @@ func BenchmarkIPRestrictionsPage(b *testing.B) {
 		}
 	}
 	benchPage(b, s, "/console/ip_restrictions", "restriction 99")
+}
+
+// BenchmarkEventDestinationsPage renders the event destinations page,
+// each with its delivery state, for an account with 100 destinations:
+// an account has at most events.MaxDestinationsPerAccount (100), so
+// 1,000 cannot be. Target: 50 ms.
+func BenchmarkEventDestinationsPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	for i := range events.MaxDestinationsPerAccount {
+		if _, err := s.svc.CreateEventDestination(context.Background(), s.a.p, events.CreateDestinationParams{Description: fmt.Sprintf("destination %d", i),
+			Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: fmt.Sprintf("https://192.0.2.10/hook/%d", i)}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/event_destinations", "destination 99")
 }

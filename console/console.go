@@ -182,6 +182,7 @@ func (h *Handler) routes() {
 	m.Handle("POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
 	h.edgeRoutes(m)
 	h.ipRoutes(m)
+	h.destinationRoutes(m)
 	m.Handle("GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
 	m.Handle("POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {

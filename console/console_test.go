@@ -20,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -53,7 +54,8 @@ type server struct {
 
 func newServer(t testing.TB, opts console.Options) *server {
 	t.Helper()
-	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.test"})
+	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.test",
+		Events: events.Options{Networks: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
