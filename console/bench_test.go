@@ -17,6 +17,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
@@ -260,4 +261,39 @@ func BenchmarkEventDestinationsPage(b *testing.B) {
 		}
 	}
 	benchPage(b, s, "/console/event_destinations", "destination 99")
+}
+
+// BenchmarkAPIKeysPage renders the API keys page, as an admin sees it,
+// for an account with 1,000 API keys. Target: 50 ms.
+func BenchmarkAPIKeysPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	for i := range 1000 {
+		if _, err := s.svc.CreateAPIKey(context.Background(), s.a.p, identity.CreateAPIKeyParams{Description: fmt.Sprintf("key %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/api_keys", "key 999")
+}
+
+// BenchmarkTunnelSessionsPage renders the tunnel sessions page for an
+// account with 1,000 agents connected. Target: 50 ms.
+func BenchmarkTunnelSessionsPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	ctx := context.Background()
+	c, err := s.svc.CreateCredential(ctx, s.a.p, credentials.CreateParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tunnels := s.svc.Host().Tunnels()
+	node, err := tunnels.RegisterNode(ctx, agents.NodeParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		if _, err := tunnels.OpenTunnelSession(ctx, *c.Token, agents.SessionParams{AgentVersion: fmt.Sprintf("3.18.%d", i), OS: "linux/amd64",
+			IP: netip.MustParseAddr("203.0.113.7"), Node: node.ID}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/tunnel_sessions", "3.18.999")
 }

@@ -265,3 +265,6 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// edgeplaneListAll is the first page of a list at its largest.
+var edgeplaneListAll = edgeplane.ListOptions{Limit: edgeplane.MaxPageSize}

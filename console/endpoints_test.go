@@ -93,7 +93,7 @@ func TestListQuery(t *testing.T) {
 // listPaths are the console's list pages.
 var listPaths = []string{"/console/credentials", "/console/tunnel_sessions", "/console/endpoints", "/console/reserved_domains",
 	"/console/edges/https", "/console/edges/tls", "/console/edges/tcp",
-	"/console/ip_policies", "/console/ip_policy_rules", "/console/ip_restrictions", "/console/event_destinations"}
+	"/console/ip_policies", "/console/ip_policy_rules", "/console/ip_restrictions", "/console/event_destinations", "/console/api_keys"}
 
 // htmlEscape escapes s as html/template does in an attribute.
 func htmlEscape(s string) string {
