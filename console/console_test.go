@@ -52,10 +52,16 @@ type server struct {
 	a, b  account
 }
 
-func newServer(t testing.TB, opts console.Options) *server {
+// newServer starts a console over a new Service, with svcOpts applied
+// to the Service's options.
+func newServer(t testing.TB, opts console.Options, svcOpts ...func(*edgeplane.Options)) *server {
 	t.Helper()
-	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.test",
-		Events: events.Options{Networks: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}})
+	o := edgeplane.Options{BaseURL: "https://api.example.test",
+		Events: events.Options{Networks: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}
+	for _, f := range svcOpts {
+		f(&o)
+	}
+	svc, err := edgeplane.New(memstore.New(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
