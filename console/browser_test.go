@@ -175,6 +175,13 @@ func TestBrowser(t *testing.T) {
 		})()`)) {
 			t.Error("the error is not next to the editor, or the editor does not point to it")
 		}
+		do(t, ctx, "go to the line", chromedp.Click(`#value-error button.goto`))
+		if line := run(t, ctx, "the selection", chromedp.Evaluate[string](`(function () {
+			var v = document.getElementById("value");
+			return document.activeElement === v ? v.value.substring(v.selectionStart, v.selectionEnd) : "not focused";
+		})()`)); line != `         "config": {"status_code": 200}}` {
+			t.Errorf("the button selects %q, want line 6", line)
+		}
 		if kept := run(t, ctx, "the text kept", chromedp.Value("#value")); kept != strings.ReplaceAll(bad, "\\n", "\n") {
 			t.Errorf("the editor holds %q, not the text typed", kept)
 		}
