@@ -143,7 +143,9 @@ type edgeForm struct {
 	Description, Metadata, Hostports string
 }
 
-var edgeFields = func(hostports *lines) map[string]*lines {
+// edgeFields are the fields of an edge's form, its hostports typed one
+// per line.
+func edgeFields(hostports *lines) map[string]*lines {
 	return map[string]*lines{"description": nil, "metadata": nil, "hostports": hostports}
 }
 

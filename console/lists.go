@@ -47,7 +47,7 @@ func listOptions(q url.Values) (edgeplane.ListOptions, []string) {
 	if fs := q["filter"]; len(fs) > 1 {
 		msgs = append(msgs, fmt.Sprintf("filter: must be given at most once, got %d", len(fs)))
 	}
-	opts.Filter = strings.TrimSpace(q.Get("filter"))
+	opts.Filter = q.Get("filter")
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		switch {

@@ -218,9 +218,6 @@ type credentialForm struct {
 	Description, Metadata, ACL string
 }
 
-// pageSize is the size of the overview's lists: the API's largest.
-const pageSize = edgeplane.MaxPageSize
-
 func (h *Handler) credentials(w http.ResponseWriter, r *http.Request, v *visit) error {
 	return h.showCredentials(w, r, v, http.StatusOK, credentialForm{}, nil)
 }
