@@ -240,6 +240,7 @@ func TestBrowser(t *testing.T) {
 				wide := run(t, ctx, "what", chromedp.Evaluate[string](`Array.from(document.querySelectorAll("body *")).filter(function (e) { return e.getBoundingClientRect().right > window.innerWidth; }).map(function (e) { return e.tagName + "#" + e.id + "." + e.className; }).join(" ")`))
 				t.Errorf("%s is wider than a phone's window: %s", path, wide)
 			}
+			shot(t, ctx, name+"-phone")
 			do(t, ctx, "desktop width", chromedp.EmulateViewport(1024, 768))
 		}
 	})
