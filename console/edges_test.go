@@ -171,3 +171,30 @@ func TestTrafficPolicyEditor(t *testing.T) {
 		})
 	}
 }
+
+// TestTrafficPolicyBound: the editor's form takes a document as large as
+// the API's bound, beyond MaxBodyBytes (the API then says what is too
+// large, next to the editor); a form beyond its own bound is 413.
+func TestTrafficPolicyBound(t *testing.T) {
+	s := newServer(t, console.Options{MaxBodyBytes: 1024})
+	tls, err := s.svc.CreateTLSEdge(context.Background(), s.a.p, edges.CreateTLSEdgeParams{})
+	must(t, err)
+	b := s.browser(t)
+	token := b.signIn(s.a.key)
+	page := "/console/edges/tls/" + tls.ID
+	big := `{"on_tcp_connect": [{"name": "` + strings.Repeat("n", edges.MaxTrafficPolicyBytes) + `", "actions": [{"type": "deny"}]}]}`
+	got := b.post(page+"/traffic_policy", url.Values{"csrf": {token}, "value": {big}})
+	if got.status != http.StatusBadRequest || !strings.Contains(got.body, `id="value-error"`) || !strings.Contains(got.body, "must be at most 131072 bytes") {
+		t.Errorf("a document over the API's bound: %d, want 400 with the API's message at the editor", got.status)
+	}
+	huge := strings.Repeat("x", 3*edges.MaxTrafficPolicyBytes+8<<10)
+	if got := b.post(page+"/traffic_policy", url.Values{"csrf": {token}, "value": {huge}}); got.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a form over its bound: %d, want 413", got.status)
+	}
+	if got := b.post("/console/edges/tls", url.Values{"csrf": {token}, "description": {strings.Repeat("d", 2000)}}); got.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("another form over MaxBodyBytes: %d, want 413", got.status)
+	}
+	if e, _ := s.svc.GetTLSEdge(context.Background(), s.a.p, tls.ID); e.TrafficPolicy != nil {
+		t.Error("a policy was saved")
+	}
+}

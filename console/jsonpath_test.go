@@ -85,3 +85,27 @@ func FuzzJSONLines(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFormLines: the list fields typed one item per line (splitLines)
+// and the headers typed "Name: value" (headerLines) take any text: no
+// panic, every item trimmed and non-empty, each at a line of the text.
+func FuzzFormLines(f *testing.F) {
+	for _, s := range []string{"", "bind:*.example.com\n\nbind:x", "X-A: 1\r\nX-B:2\n:\nnocolon", "\n\n \t\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l := splitLines(s)
+		total := strings.Count(s, "\n") + 1
+		if len(l.items) != len(l.at) {
+			t.Fatalf("%d items at %d lines", len(l.items), len(l.at))
+		}
+		for i, it := range l.items {
+			if it == "" || it != strings.TrimSpace(it) || l.at[i] < 1 || l.at[i] > total || i > 0 && l.at[i] <= l.at[i-1] {
+				t.Fatalf("item %d %q at line %d of %d", i, it, l.at[i], total)
+			}
+		}
+		if h := headerLines(l); len(h) > len(l.items) {
+			t.Fatalf("%d headers from %d lines", len(h), len(l.items))
+		}
+	})
+}
