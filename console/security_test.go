@@ -158,6 +158,12 @@ func TestOtherAccount(t *testing.T) {
 	if got := br.get("/console/credentials/" + bCred.ID); got.status != http.StatusNotFound || strings.Contains(got.body, "b&#39;s") {
 		t.Errorf("another account's credential: %d, want 404; %s", got.status, got.body)
 	}
+	if got := br.post("/console/credentials/"+bCred.ID+"/delete", url.Values{"csrf": {token}}); got.status != http.StatusNotFound {
+		t.Errorf("deleting another account's credential: %d, want 404", got.status)
+	}
+	if _, err := s.svc.GetCredential(context.Background(), s.b.p, bCred.ID); err != nil {
+		t.Errorf("another account's credential: %v", err)
+	}
 	if got := br.post("/console/tunnel_sessions/"+bSession.ID+"/stop", url.Values{"csrf": {token}}); got.status != http.StatusNotFound {
 		t.Errorf("stopping another account's session: %d, want 404", got.status)
 	}
@@ -222,6 +228,12 @@ func TestCreateCredential(t *testing.T) {
 	list := b.get("/console/credentials")
 	if !strings.Contains(list.body, "laptop") {
 		t.Error("the list does not show the new credential")
+	}
+	if del := b.post(got.location+"/delete", url.Values{"csrf": {token}}); del.status != http.StatusSeeOther || del.location != "/console/credentials" {
+		t.Fatalf("delete: %d to %q", del.status, del.location)
+	}
+	if n := s.countCredentials(s.a); n != 0 {
+		t.Errorf("%d credentials after the delete", n)
 	}
 }
 
