@@ -9,7 +9,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/edgeplane/edgeplane/console"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/browsertest"
+	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
 // The browser tests drive a real headless Chromium (Debian's chromium
@@ -57,7 +60,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // console.
 func TestBrowser(t *testing.T) {
 	s := newServer(t, console.Options{PollInterval: 100 * time.Millisecond})
-	ctx := newTab(t, 60*time.Second)
+	ctx := newTab(t, 120*time.Second)
 	base := s.srv.URL
 
 	t.Run("sign in", func(t *testing.T) {
@@ -123,6 +126,123 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("%d sessions marked stopping, want 1", n)
 		}
 		shot(t, ctx, "tunnel-sessions")
+	})
+
+	t.Run("reserved domain and its DNS records", func(t *testing.T) {
+		do(t, ctx, "reserve", chromedp.Navigate(base+"/console/reserved_domains"), chromedp.WaitVisible("#domain"),
+			chromedp.SendKeys("#domain", "*.example.org"), chromedp.Click(`//form[@id="create-domain"]//button[@type="submit"]`),
+			chromedp.WaitVisible("#dns-records"))
+		records := run(t, ctx, "the records", chromedp.Text("#dns-records"))
+		for _, want := range []string{"*.example.org", "_acme-challenge.example.org", "CNAME", ".acme.edgeplane-cname.com"} {
+			if !strings.Contains(records, want) {
+				t.Errorf("the DNS records lack %q: %s", want, records)
+			}
+		}
+		if status := run(t, ctx, "the certificate", chromedp.Text("#certificate")); !strings.Contains(status, "provisioning") {
+			t.Errorf("the certificate's status: %s", status)
+		}
+		shot(t, ctx, "reserved-domain")
+		do(t, ctx, "delete", chromedp.Click("#delete"), chromedp.WaitVisible(`//p[@class="notice" and starts-with(., "Deleted")]`))
+		if notice := run(t, ctx, "the notice", chromedp.Text(".notice")); !strings.HasPrefix(notice, "Deleted reserved domain rd_") {
+			t.Errorf("the notice says %q", notice)
+		}
+		if html := run(t, ctx, "the list", chromedp.Evaluate[string]("document.querySelector('main').innerHTML")); strings.Contains(html, "example.org") {
+			t.Error("the deleted domain is still listed")
+		}
+		shot(t, ctx, "reserved-domains")
+	})
+
+	t.Run("traffic policy editor", func(t *testing.T) {
+		bctx := context.Background()
+		e, err := s.svc.CreateHTTPSEdge(bctx, s.a.p, edges.CreateEdgeParams{Description: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := s.svc.CreateHTTPSEdgeRoute(bctx, s.a.p, e.ID, edges.CreateRouteParams{MatchType: "path_prefix", Match: "/api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := "{\n  \"on_http_request\": [\n    {\n      \"actions\": [\n        {\"type\": \"deny\",\n         \"config\": {\"status_code\": 200}}\n      ]\n    }\n  ]\n}"
+		do(t, ctx, "a refused policy", chromedp.Navigate(base+"/console/edges/https/"+e.ID+"/routes/"+rt.ID), chromedp.WaitVisible("#value"),
+			chromedp.SetValue("#value", bad), chromedp.Click("#save-policy"), chromedp.WaitVisible("#value-error"))
+		msg := run(t, ctx, "the error", chromedp.Text("#value-error"))
+		if !strings.Contains(msg, "line 6 (on_http_request[0].actions[0].config.status_code): must be between 400 and 599, got 200") {
+			t.Errorf("the editor's error says %q", msg)
+		}
+		if !run(t, ctx, "next to the editor", chromedp.Evaluate[bool](`(function () {
+			var v = document.getElementById("value");
+			return v.nextElementSibling.id === "value-error" && v.getAttribute("aria-describedby") === "value-error" && v.getAttribute("aria-invalid") === "true";
+		})()`)) {
+			t.Error("the error is not next to the editor, or the editor does not point to it")
+		}
+		do(t, ctx, "go to the line", chromedp.Click(`#value-error button.goto`))
+		if line := run(t, ctx, "the selection", chromedp.Evaluate[string](`(function () {
+			var v = document.getElementById("value");
+			return document.activeElement === v ? v.value.substring(v.selectionStart, v.selectionEnd) : "not focused";
+		})()`)); line != `         "config": {"status_code": 200}}` {
+			t.Errorf("the button selects %q, want line 6", line)
+		}
+		if kept := run(t, ctx, "the text kept", chromedp.Value("#value")); kept != strings.ReplaceAll(bad, "\\n", "\n") {
+			t.Errorf("the editor holds %q, not the text typed", kept)
+		}
+		if _, err := s.svc.GetHTTPSRouteTrafficPolicy(bctx, s.a.p, e.ID, rt.ID); err == nil {
+			t.Error("the refused policy was saved")
+		}
+		shot(t, ctx, "traffic-policy-error")
+		good := `{"on_http_request": [{"expressions": ["req.url.path.startsWith('/api/admin')"], "actions": [{"type": "deny", "config": {"status_code": 403}}]}]}`
+		do(t, ctx, "a valid policy", chromedp.SetValue("#value", good), chromedp.Click("#save-policy"), chromedp.WaitVisible(`//p[@class="notice" and starts-with(., "Saved")]`))
+		if notice := run(t, ctx, "the notice", chromedp.Text(".notice")); notice != "Saved the traffic policy." {
+			t.Errorf("the notice says %q", notice)
+		}
+		m, err := s.svc.GetHTTPSRouteTrafficPolicy(bctx, s.a.p, e.ID, rt.ID)
+		if err != nil || !m.Enabled || !strings.Contains(m.Value, "/api/admin") {
+			t.Fatalf("the saved policy: %+v %v", m, err)
+		}
+		if n := run(t, ctx, "no error", chromedp.Evaluate[int]("document.querySelectorAll('#value-error').length")); n != 0 {
+			t.Error("an error is still shown after saving")
+		}
+		shot(t, ctx, "traffic-policy")
+	})
+
+	t.Run("every page", func(t *testing.T) {
+		bctx := context.Background()
+		tls, err := s.svc.CreateTLSEdge(bctx, s.a.p, edges.CreateTLSEdgeParams{Description: "mail"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := s.svc.CreateIPPolicy(bctx, s.a.p, ipaccess.CreatePolicyParams{Description: "office"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.svc.CreateIPPolicyRule(bctx, s.a.p, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "198.51.100.0/24", Action: "allow"}); err != nil {
+			t.Fatal(err)
+		}
+		dest, err := s.svc.CreateEventDestination(bctx, s.a.p, events.CreateDestinationParams{Description: "ops",
+			Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://192.0.2.10/hook"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := map[string]string{
+			"endpoints": "/console/endpoints", "edges-https": "/console/edges/https", "edges-tls": "/console/edges/tls",
+			"edges-tcp": "/console/edges/tcp", "edge-tls": "/console/edges/tls/" + tls.ID, "ip-policies": "/console/ip_policies",
+			"ip-policy": "/console/ip_policies/" + pol.ID, "ip-policy-rules": "/console/ip_policy_rules", "ip-restrictions": "/console/ip_restrictions",
+			"event-destinations": "/console/event_destinations", "event-destination": "/console/event_destinations/" + dest.ID,
+			"api-keys": "/console/api_keys", "credentials": "/console/credentials",
+		}
+		for name, path := range pages {
+			do(t, ctx, name, chromedp.Navigate(base+path), chromedp.WaitVisible("main h1"))
+			if n := run(t, ctx, "errors", chromedp.Evaluate[int]("document.querySelectorAll('#error-message').length")); n != 0 {
+				t.Errorf("%s shows an error", path)
+			}
+			shot(t, ctx, name)
+			do(t, ctx, "phone width", chromedp.EmulateViewport(390, 844))
+			if !run(t, ctx, "fits", chromedp.Evaluate[bool]("document.documentElement.scrollWidth <= window.innerWidth")) {
+				wide := run(t, ctx, "what", chromedp.Evaluate[string](`Array.from(document.querySelectorAll("body *")).filter(function (e) { return e.getBoundingClientRect().right > window.innerWidth; }).map(function (e) { return e.tagName + "#" + e.id + "." + e.className; }).join(" ")`))
+				t.Errorf("%s is wider than a phone's window: %s", path, wide)
+			}
+			shot(t, ctx, name+"-phone")
+			do(t, ctx, "desktop width", chromedp.EmulateViewport(1024, 768))
+		}
 	})
 
 	t.Run("sign out", func(t *testing.T) {

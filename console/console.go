@@ -118,9 +118,12 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
-		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"when":       when,
+		"invalid":    invalidAttrs,
+		"fieldError": fieldErrorHTML,
+		"fid":        fieldID,
 	}
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/live.html")
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/live.html", "templates/partials.html")
 	if err != nil {
 		return err
 	}
@@ -128,7 +131,7 @@ func (h *Handler) parseTemplates() error {
 	names, _ := fs.Glob(templateFS, "templates/*.html")
 	for _, name := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
-		if base == "layout" || base == "live" {
+		if base == "layout" || base == "live" || base == "partials" {
 			continue
 		}
 		t, err := template.Must(layout.Clone()).ParseFS(templateFS, name)
@@ -139,6 +142,19 @@ func (h *Handler) parseTemplates() error {
 	}
 	h.pages["live"] = layout
 	return nil
+}
+
+// when formats a time.Time or *time.Time (nil: "") for a page.
+func when(t any) string {
+	switch t := t.(type) {
+	case time.Time:
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	case *time.Time:
+		if t != nil {
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		}
+	}
+	return ""
 }
 
 // routes registers every route, in one place.
@@ -158,6 +174,17 @@ func (h *Handler) routes() {
 	m.Handle("GET "+Prefix+"credentials", h.page(h.credentials))
 	m.Handle("POST "+Prefix+"credentials", h.form(h.createCredential))
 	m.Handle("GET "+Prefix+"credentials/{id}", h.page(h.credential))
+	m.Handle("POST "+Prefix+"credentials/{id}/delete", h.form(h.deleter("credential", Prefix+"credentials", h.svc.DeleteCredential)))
+	m.Handle("GET "+Prefix+"endpoints", h.page(h.endpoints))
+	m.Handle("GET "+Prefix+"endpoints/{id}", h.page(h.endpoint))
+	m.Handle("GET "+Prefix+"reserved_domains", h.page(h.reservedDomains))
+	m.Handle("POST "+Prefix+"reserved_domains", h.form(h.createReservedDomain))
+	m.Handle("GET "+Prefix+"reserved_domains/{id}", h.page(h.reservedDomain))
+	m.Handle("POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
+	h.edgeRoutes(m)
+	h.ipRoutes(m)
+	h.destinationRoutes(m)
+	h.apiKeyRoutes(m)
 	m.Handle("GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
 	m.Handle("POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -255,11 +282,19 @@ var errCSRF = apierr.New(apierr.PermissionDenied, "the form was not sent from th
 // request without a valid session is sent to the sign-in page and
 // changes nothing.
 func (h *Handler) form(fn pageFunc) http.Handler {
+	return h.formUpTo(h.opts.MaxBodyBytes, fn)
+}
+
+// formUpTo is [Handler.form] for a form whose body may be up to limit
+// bytes, or MaxBodyBytes if larger (the traffic-policy editor's, whose
+// document the API bounds).
+func (h *Handler) formUpTo(limit int64, fn pageFunc) http.Handler {
+	limit = max(limit, h.opts.MaxBodyBytes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		v, err := h.visitor(r)
 		if err == nil {
-			err = h.parseForm(w, r)
+			err = h.parseForm(w, r, limit)
 		}
 		if err == nil && subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(v.csrf)) != 1 {
 			err = errCSRF
@@ -275,16 +310,16 @@ func (h *Handler) form(fn pageFunc) http.Handler {
 
 // parseForm checks that the request comes from this origin (Origin and
 // Sec-Fetch-Site, when the browser sends them) and reads its form,
-// bounded by MaxBodyBytes (413 beyond).
-func (h *Handler) parseForm(w http.ResponseWriter, r *http.Request) error {
+// bounded by limit (413 beyond).
+func (h *Handler) parseForm(w http.ResponseWriter, r *http.Request, limit int64) error {
 	if !sameOrigin(r) {
 		return errCSRF
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return apierr.New(apierr.PayloadTooLarge, "the form is larger than %d bytes", h.opts.MaxBodyBytes)
+			return apierr.New(apierr.PayloadTooLarge, "the form is larger than %d bytes", limit)
 		}
 		return apierr.New(apierr.InvalidArgument, "the form cannot be read: send it from the console's page")
 	}

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
@@ -50,15 +52,25 @@ type server struct {
 	a, b  account
 }
 
-func newServer(t testing.TB, opts console.Options) *server {
+// newServer starts a console over a new Service, with svcOpts applied
+// to the Service's options.
+func newServer(t testing.TB, opts console.Options, svcOpts ...func(*edgeplane.Options)) *server {
 	t.Helper()
-	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.test"})
+	o := edgeplane.Options{BaseURL: "https://api.example.test",
+		Events: events.Options{Networks: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}
+	for _, f := range svcOpts {
+		f(&o)
+	}
+	svc, err := edgeplane.New(memstore.New(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, svc: svc, clock: &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}}
 	if opts.Clock == nil {
 		opts.Clock = s.clock.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	h, err := console.New(svc, opts)
 	if err != nil {
@@ -241,3 +253,24 @@ func (s *server) restrictDashboard(a account) *ipaccess.Restriction {
 	}
 	return r
 }
+
+// createCredential makes a credential of account a described desc.
+func (s *server) createCredential(a account, desc string) {
+	s.t.Helper()
+	if _, err := s.svc.CreateCredential(context.Background(), a.p, credentials.CreateParams{Description: desc}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+var olderLink = regexp.MustCompile(`<a href="([^"]+)" id="older">`)
+
+// testWriter writes a console's log to its test's log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// edgeplaneListAll is the first page of a list at its largest.
+var edgeplaneListAll = edgeplane.ListOptions{Limit: edgeplane.MaxPageSize}

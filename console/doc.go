@@ -5,6 +5,63 @@
 // `edgeplane serve` mounts a [Handler] on the API's listener at [Prefix]
 // (/console/); -console=false leaves it out.
 //
+// # Pages
+//
+// The console's pages are the API's collections, at paths that follow
+// the API's: the overview (what is online, live), endpoints (each with
+// its agent's tunnel session), tunnel sessions (stop one), credentials,
+// reserved domains (with the certificate's status and the DNS records
+// to create), edges (/console/edges/https, tls and tcp) and an HTTPS
+// edge's routes, IP policies with their rules, IP policy rules, IP
+// restrictions, event destinations (with the state of delivery to each)
+// and API keys (the signed-in subject's own; an admin's, every key of
+// the account). Each has a list page with a create form (endpoints and
+// tunnel sessions are made by agents, not here) and each resource a page
+// of its own with a delete button. A token or secret the API shows only
+// in its create response (a credential's authtoken, an API key's token,
+// a destination's signing secret) is shown once, on the page the create
+// leads to, and never again. Pages are rendered on the server by
+// html/template from embedded files, and work without script; the two
+// small scripts are the overview's live updates (static/live.js) and, in
+// the traffic-policy editor, a button by each error that puts the cursor
+// on its line (static/editor.js).
+//
+// # Lists
+//
+// Every list page takes the API's list parameters in its query, limit,
+// before_id and filter (a CEL expression over obj, the resource as the
+// API shows it), and hands them to the Service unchanged: a page is the
+// API's page, newest first, with a link to the next (older) one that
+// keeps the limit and filter. A filter box sends filter; a malformed or
+// ill-typed filter, or a bad limit or cursor, is the API's message
+// (naming the parameter, with line:column for a filter) next to the box,
+// over an empty list, with the API's status.
+//
+// # Reserved domains' DNS records
+//
+// A domain's page lists the records its owner must create, read from
+// what the Service shows of the domain: a CNAME from the domain to its
+// cname_target (none for a subdomain of a service-owned domain, whose
+// cname_target is null), and, while certificate management is on for a
+// wildcard outside them, a CNAME from _acme-challenge.<the wildcard's
+// base> to its acme_challenge_cname_target, where the certificate
+// manager publishes its DNS-01 challenges.
+//
+// # Traffic policies
+//
+// An HTTPS route's page and a TLS edge's page have a traffic-policy
+// editor: a textarea holding the module's document (JSON, as the API's
+// traffic_policy.value takes it; the API takes no YAML, so neither does
+// the editor), indented for reading. Saving calls the Service's
+// ReplaceHTTPSRouteTrafficPolicy or ReplaceTLSEdgeTrafficPolicy with the
+// text as typed. When the engine refuses it, nothing is saved, the
+// editor keeps the text, and each of the engine's errors is shown under
+// it at the line of the JSON path it names (found in the text as typed:
+// "line 6 (on_http_request[0].actions[0].config.status_code): must be
+// between 400 and 599, got 200"), a syntax error at its line. The
+// editor's form may be as large as the API's largest document allows
+// (edges.MaxTrafficPolicyBytes, URL-encoded), beyond MaxBodyBytes.
+//
 // # Sessions
 //
 // Signing in with an API key starts a session: an opaque random ID in an
@@ -26,8 +83,15 @@
 // in constant time; a form whose Origin or Sec-Fetch-Site says it comes
 // from another site is refused too (403, nothing changed). A form's body
 // is bounded ([Options.MaxBodyBytes], 413 beyond); its fields are the
-// API's parameters, with the API's bounds and validation messages, shown
-// next to the field they concern.
+// API's parameters, named as the API names them, with the API's bounds
+// and validation messages, each shown next to the field it concerns: a
+// violation goes to the form's field whose name is the longest prefix of
+// the violation's (target.http.headers.X-A to the headers field), and a
+// list typed one item per line (an ACL, an edge's hostports, a
+// restriction's IP policies) names the line of the item at fault. What
+// concerns no field of the form (a conflict, a refusal) is shown at the
+// top of the form. Another account's resource, by ID in a URL or a
+// form, is not found, as in the API.
 //
 // # Access
 //
@@ -41,5 +105,10 @@
 // The overview's online agents and endpoints update without a reload: a
 // small script follows server-sent events from /console/live, which reads
 // the Service every [Options.PollInterval] (2 s) for the session as it
-// then is and sends the part again when it changed.
+// then is and sends the part again when it changed. It polls because the
+// Service offers its callers no change feed: the store's feed is read
+// inside the Service (events, caches), and what the Host exposes (event
+// delivery, WaitRevision) is for the server's own parts and not scoped
+// to a principal. A feed the Service offered a principal would replace
+// the poll without changing the page.
 package console

@@ -3,9 +3,7 @@ package console
 import (
 	"bytes"
 	"crypto/subtle"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/credentials"
-	"github.com/edgeplane/edgeplane/httpapi"
 )
 
 // The sign-in page: an API key becomes a session.
@@ -39,7 +36,7 @@ func (h *Handler) showSignIn(w http.ResponseWriter, r *http.Request, status int,
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if err := h.parseForm(w, r); err != nil {
+	if err := h.parseForm(w, r, h.opts.MaxBodyBytes); err != nil {
 		h.fail(w, r, nil, err)
 		return
 	}
@@ -86,7 +83,7 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 		return
 	}
-	if err := h.parseForm(w, r); err != nil {
+	if err := h.parseForm(w, r, h.opts.MaxBodyBytes); err != nil {
 		h.fail(w, r, nil, err)
 		return
 	}
@@ -211,8 +208,8 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request, v *visit) error {
 // create form with its values and the API's violations by field.
 type credentialsData struct {
 	nav
+	List   listState
 	Items  []credentials.Credential
-	Next   string // the cursor of the next page, "" on the last
 	Form   credentialForm
 	Errors map[string][]string // field (description, metadata, acl, "") -> reasons
 }
@@ -221,19 +218,17 @@ type credentialForm struct {
 	Description, Metadata, ACL string
 }
 
-// pageSize is the size of the console's list pages: the API's largest.
-const pageSize = edgeplane.MaxPageSize
-
 func (h *Handler) credentials(w http.ResponseWriter, r *http.Request, v *visit) error {
 	return h.showCredentials(w, r, v, http.StatusOK, credentialForm{}, nil)
 }
 
 func (h *Handler) showCredentials(w http.ResponseWriter, r *http.Request, v *visit, status int, form credentialForm, errs map[string][]string) error {
-	page, err := h.svc.ListCredentials(r.Context(), v.p, edgeplane.ListOptions{Limit: pageSize, BeforeID: r.URL.Query().Get("before")})
+	items, st, code, err := listPage(r, v, Prefix+"credentials", h.svc.ListCredentials)
 	if err != nil {
 		return err
 	}
-	h.render(w, status, "credentials", &credentialsData{nav: h.nav(v, "credentials"), Items: page.Items, Next: page.NextBeforeID, Form: form, Errors: errs})
+	st.Example = `obj.description.startsWith("prod")`
+	h.render(w, max(status, code), "credentials", &credentialsData{nav: h.nav(v, "credentials"), List: st, Items: items, Form: form, Errors: errs})
 	return nil
 }
 
@@ -242,63 +237,17 @@ func (h *Handler) showCredentials(w http.ResponseWriter, r *http.Request, v *vis
 // credential's page, which shows the token this once.
 func (h *Handler) createCredential(w http.ResponseWriter, r *http.Request, v *visit) error {
 	form := credentialForm{Description: r.PostForm.Get("description"), Metadata: r.PostForm.Get("metadata"), ACL: r.PostForm.Get("acl")}
-	rules, lines := aclLines(form.ACL)
-	params := credentials.CreateParams{Description: form.Description, Metadata: form.Metadata, ACL: rules}
+	acl := splitLines(form.ACL)
+	params := credentials.CreateParams{Description: form.Description, Metadata: form.Metadata, ACL: acl.items}
 	c, err := h.svc.CreateCredential(r.Context(), v.p, params)
 	if err != nil {
-		code := apierr.CodeOf(err)
-		if code == apierr.Internal {
-			return err
-		}
-		return h.showCredentials(w, r, v, httpapi.StatusOf(code), form, fieldErrors(err, rules, lines))
+		return formFailure(err, map[string]*lines{"description": nil, "metadata": nil, "acl": acl}, func(status int, errs map[string][]string) error {
+			return h.showCredentials(w, r, v, status, form, errs)
+		})
 	}
 	h.sessions.setToken(v.cookie, v.s, c.ID, *c.Token)
 	http.Redirect(w, r, Prefix+"credentials/"+c.ID, http.StatusSeeOther)
 	return nil
-}
-
-// aclLines returns the rules of an ACL typed one per line, blank lines
-// left out, and the line number (from 1) of each.
-func aclLines(s string) (rules []string, lines []int) {
-	n := 0
-	for line := range strings.Lines(s) {
-		n++
-		if line = strings.TrimSpace(line); line != "" {
-			rules = append(rules, line)
-			lines = append(lines, n)
-		}
-	}
-	return rules, lines
-}
-
-// fieldErrors groups the violations of err by the form field they
-// concern: acl[2] is the ACL's third rule, reported with its line and
-// text. An error without violations, or a violation of no field of the
-// form, is under "".
-func fieldErrors(err error, rules []string, lines []int) map[string][]string {
-	errs := make(map[string][]string)
-	vs := apierr.ViolationsOf(err)
-	if len(vs) == 0 {
-		errs[""] = append(errs[""], err.Error())
-		return errs
-	}
-	for _, v := range vs {
-		field, reason := v.Field, v.Reason
-		if name, index, ok := strings.Cut(field, "["); ok {
-			if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && name == "acl" && n >= 0 && n < len(rules) {
-				reason = fmt.Sprintf("line %d (%s): %s", lines[n], clip(rules[n]), reason)
-			}
-			field = name
-		}
-		switch field {
-		case "description", "metadata", "acl":
-		default:
-			reason = apierr.Violation{Field: v.Field, Reason: reason}.String()
-			field = ""
-		}
-		errs[field] = append(errs[field], reason)
-	}
-	return errs
 }
 
 type credentialData struct {
@@ -327,16 +276,17 @@ func (h *Handler) credential(w http.ResponseWriter, r *http.Request, v *visit) e
 
 type tunnelSessionsData struct {
 	nav
+	List  listState
 	Items []agents.TunnelSession
-	Next  string
 }
 
 func (h *Handler) tunnelSessions(w http.ResponseWriter, r *http.Request, v *visit) error {
-	page, err := h.svc.ListTunnelSessions(r.Context(), v.p, edgeplane.ListOptions{Limit: pageSize, BeforeID: r.URL.Query().Get("before")})
+	items, st, code, err := listPage(r, v, Prefix+"tunnel_sessions", h.svc.ListTunnelSessions)
 	if err != nil {
 		return err
 	}
-	h.render(w, http.StatusOK, "tunnel_sessions", &tunnelSessionsData{nav: h.nav(v, "tunnel_sessions"), Items: page.Items, Next: page.NextBeforeID})
+	st.Example = `obj.os.startsWith("linux")`
+	h.render(w, code, "tunnel_sessions", &tunnelSessionsData{nav: h.nav(v, "tunnel_sessions"), List: st, Items: items})
 	return nil
 }
 

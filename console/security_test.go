@@ -11,6 +11,8 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/credentials"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/edges"
 )
 
 // TestNoSession: a request without a valid session (no cookie, a forged
@@ -53,7 +55,7 @@ func TestNoSession(t *testing.T) {
 			s := newServer(t, console.Options{})
 			b := s.browser(t)
 			token := tc.setup(t, s, b)
-			for _, path := range []string{"/console/", "/console/credentials", "/console/tunnel_sessions", "/console/credentials/cr_x"} {
+			for _, path := range append([]string{"/console/", "/console/credentials/cr_x", "/console/reserved_domains/rd_x"}, listPaths...) {
 				wantSignIn(t, b.get(path))
 			}
 			before := s.countCredentials(s.a)
@@ -156,6 +158,12 @@ func TestOtherAccount(t *testing.T) {
 	if got := br.get("/console/credentials/" + bCred.ID); got.status != http.StatusNotFound || strings.Contains(got.body, "b&#39;s") {
 		t.Errorf("another account's credential: %d, want 404; %s", got.status, got.body)
 	}
+	if got := br.post("/console/credentials/"+bCred.ID+"/delete", url.Values{"csrf": {token}}); got.status != http.StatusNotFound {
+		t.Errorf("deleting another account's credential: %d, want 404", got.status)
+	}
+	if _, err := s.svc.GetCredential(context.Background(), s.b.p, bCred.ID); err != nil {
+		t.Errorf("another account's credential: %v", err)
+	}
 	if got := br.post("/console/tunnel_sessions/"+bSession.ID+"/stop", url.Values{"csrf": {token}}); got.status != http.StatusNotFound {
 		t.Errorf("stopping another account's session: %d, want 404", got.status)
 	}
@@ -221,6 +229,12 @@ func TestCreateCredential(t *testing.T) {
 	if !strings.Contains(list.body, "laptop") {
 		t.Error("the list does not show the new credential")
 	}
+	if del := b.post(got.location+"/delete", url.Values{"csrf": {token}}); del.status != http.StatusSeeOther || del.location != "/console/credentials" {
+		t.Fatalf("delete: %d to %q", del.status, del.location)
+	}
+	if n := s.countCredentials(s.a); n != 0 {
+		t.Errorf("%d credentials after the delete", n)
+	}
 }
 
 // TestDashboardRestriction: an enforced restriction of type dashboard
@@ -232,7 +246,7 @@ func TestDashboardRestriction(t *testing.T) {
 	b := s.browser(t)
 	b.signIn(s.a.key)
 	r := s.restrictDashboard(s.a)
-	for _, path := range []string{"/console/", "/console/credentials", "/console/tunnel_sessions"} {
+	for _, path := range append([]string{"/console/"}, listPaths...) {
 		got := b.get(path)
 		if got.status != http.StatusForbidden || !strings.Contains(got.body, r.ID) || !strings.Contains(got.body, "the console refuses") {
 			t.Errorf("%s: %d, want 403 naming %s: %s", path, got.status, r.ID, got.body)
@@ -317,5 +331,62 @@ func TestCookie(t *testing.T) {
 	}
 	if strings.Contains(set, "Secure") {
 		t.Errorf("Set-Cookie %q is Secure over plain HTTP", set)
+	}
+}
+
+// TestCSRFPages: every new form refuses a request without its session's
+// token (403) and changes nothing.
+func TestCSRFPages(t *testing.T) {
+	s := newServer(t, console.Options{})
+	ctx := context.Background()
+	dom, err := s.svc.CreateReservedDomain(ctx, s.a.p, domains.CreateParams{Domain: "app.example.com"})
+	must(t, err)
+	tls, err := s.svc.CreateTLSEdge(ctx, s.a.p, edges.CreateTLSEdgeParams{})
+	must(t, err)
+	b := s.browser(t)
+	b.signIn(s.a.key)
+	forms := []struct {
+		path string
+		form url.Values
+	}{
+		{"/console/reserved_domains", url.Values{"domain": {"new.example.com"}}},
+		{"/console/reserved_domains/" + dom.ID + "/delete", nil},
+		{"/console/edges/tls", url.Values{"description": {"x"}}},
+		{"/console/edges/tls/" + tls.ID + "/traffic_policy", url.Values{"value": {`{"on_tcp_connect": [{"actions": [{"type": "deny"}]}]}`}}},
+		{"/console/edges/tls/" + tls.ID + "/delete", nil},
+		{"/console/ip_policies", url.Values{"description": {"x"}}},
+		{"/console/ip_restrictions", url.Values{"type": {"dashboard"}}},
+		{"/console/event_destinations", url.Values{"url": {"https://192.0.2.10/x"}}},
+		{"/console/api_keys", url.Values{"description": {"x"}}},
+	}
+	for _, f := range forms {
+		form := url.Values{"csrf": {"wrong"}}
+		for k, v := range f.form {
+			form[k] = v
+		}
+		if got := b.post(f.path, form); got.status != http.StatusForbidden {
+			t.Errorf("POST %s without the token: %d, want 403", f.path, got.status)
+		}
+	}
+	if _, err := s.svc.GetReservedDomain(ctx, s.a.p, dom.ID); err != nil {
+		t.Error(err)
+	}
+	if e, err := s.svc.GetTLSEdge(ctx, s.a.p, tls.ID); err != nil || e.TrafficPolicy != nil {
+		t.Errorf("the TLS edge: %+v %v", e, err)
+	}
+	for name, n := range map[string]func() int{
+		"reserved domains": func() int { p, _ := s.svc.ListReservedDomains(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"TLS edges":        func() int { p, _ := s.svc.ListTLSEdges(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"IP policies":      func() int { p, _ := s.svc.ListIPPolicies(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"destinations":     func() int { p, _ := s.svc.ListEventDestinations(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"API keys":         func() int { p, _ := s.svc.ListAPIKeys(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+	} {
+		want := 1
+		if name == "IP policies" || name == "destinations" {
+			want = 0
+		}
+		if got := n(); got != want {
+			t.Errorf("%s: %d, want %d", name, got, want)
+		}
 	}
 }

@@ -62,14 +62,15 @@ func NewTab(t testing.TB, timeout time.Duration, width, height int) context.Cont
 	return ctx
 }
 
-// Shot writes a PNG of the tab's page as dir/name.png; nothing when dir
+// Shot writes a PNG of the tab's whole page (beyond the window, so that
+// what is below the fold is seen too) as dir/name.png; nothing when dir
 // is "" (a test's -screenshots flag not given).
 func Shot(t testing.TB, ctx context.Context, dir, name string) {
 	t.Helper()
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
