@@ -55,8 +55,8 @@
 // names), agent to the address an agent connects from, when its session
 // opens and whenever the account's restrictions or IP policies change
 // (held sessions now refused are closed, on every tunnel server), and
-// dashboard, stored for a web console (edgeplane has none yet: until it
-// does, a dashboard restriction restricts nothing). A restriction that is
+// dashboard to every page of the web console (package console), a refused
+// address getting a page that says so and nothing else. A restriction that is
 // not enforced lets the traffic through and warns: the warnings of every
 // type are counted by a [Tally], which lets one log line through per
 // restriction and address per [WarnInterval]. Reading the restrictions

@@ -234,9 +234,8 @@ type Restriction struct {
 	// tunnel server, whenever the account's restrictions or IP policies
 	// change (a refused session is closed). [TypeEndpoints]: every HTTP
 	// request and TLS or TCP connection to the account's edges and
-	// endpoints. [TypeDashboard]: stored for a web console, which applies
-	// it to its pages; edgeplane has no console yet, so it restricts
-	// nothing today.
+	// endpoints. [TypeDashboard]: every page of the web console
+	// (/console/), a refused address getting a page that says so.
 	Type string `json:"type" openapi:"oneof=dashboard api agent endpoints"`
 	// IPPolicies are the policies enforced, in the order given; their URIs
 	// are filled by the Service.
