@@ -72,7 +72,7 @@ func (s *Service) ListEndpoints(ctx context.Context, p Principal, opts ListOptio
 	return listAs(ctx, s, p, endpointForm.Form, "", endpointKind.Collection, opts,
 		func(r *agentstate.EndpointRecord, rec store.Record) (*agents.Endpoint, error) {
 			s.presentEndpoint(r, rec)
-			return &r.Endpoint, nil
+			return &r.Endpoint, s.agentState.PresentPool(ctx, &r.Endpoint)
 		}, records.LateField[agents.Endpoint]{})
 }
 

@@ -188,6 +188,10 @@ type agentConfig struct {
 	// inspect is -inspect: whether the requests of http endpoints are
 	// captured for the inspector (unset: agent.inspect, else true).
 	inspect optBool
+	// connections is -connections: how many sessions the agent opens,
+	// each binding every endpoint with pooling enabled (0: unset,
+	// agent.connections, else 1).
+	connections int
 	// fromFile says which of authtoken, server, ca and inspect_addr the
 	// configuration file gave: "agent.authtoken in FILE", ...
 	fromFile map[string]string
@@ -263,6 +267,7 @@ func agentFlags(c *agentConfig) *flag.FlagSet {
 	fs.StringVar(&c.inspectAddr, "inspect-addr", "", "the agent API's loopback `HOST:PORT`, or off (default 127.0.0.1:4040, else the next free port up to 4049)")
 	fs.Var(&c.inspect, "inspect", "capture the requests of http endpoints for the inspector at the agent API's /inspect/http (default true; agent.inspect in the configuration file)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&c.connections, "connections", 0, "open `N` connections (sessions) to the tunnel servers, each serving every endpoint with pooling enabled, so that one broken connection loses no endpoint; 1 to "+strconv.Itoa(maxAgentConnections)+" (default agent.connections in the configuration file, else 1)")
 	fs.Usage = func() { agentHelp(fs, "").write(fs.Output()) }
 	return fs
 }
@@ -387,6 +392,9 @@ func (c *agentConfig) useFile(getenv func(string) string) (*agentFile, error) {
 	if c.inspectAddr == "" && f.inspectAddr != "" {
 		c.inspectAddr, c.fromFile["inspect_addr"] = f.inspectAddr, from("inspect_addr")
 	}
+	if c.connections == 0 && f.connections != 0 {
+		c.connections, c.fromFile["connections"] = f.connections, from("connections")
+	}
 	if !c.inspect.set && f.inspect != nil {
 		c.inspect = optBool{set: true, v: *f.inspect}
 	}
@@ -457,6 +465,9 @@ func (c *agentConfig) checkAgent() error {
 		return err
 	}
 	c.servers = servers
+	if c.connections < 0 || c.connections > maxAgentConnections {
+		return usageError{fmt.Sprintf("-connections %d: want 1 to %d", c.connections, maxAgentConnections)}
+	}
 	if c.authtoken == "" {
 		return usageError{"-authtoken is required (or EDGEPLANE_AUTHTOKEN, or agent.authtoken in the configuration file: edgeplane agent config add-authtoken TOKEN): the authtoken of a tunnel credential"}
 	}
