@@ -74,6 +74,18 @@ func (c *Configs) leaveGroup(id string, t *tracked, u *updates) {
 	c.rebuildGroup(key, g, u)
 }
 
+// unpooled returns cfg, the config of endpoint id bound without
+// pooling, unless a pool serves its host or port: the control plane
+// refuses such a bind, but its record may exist for the instant of the
+// refusal; the pool keeps the host (or port), and nil is returned.
+func (c *Configs) unpooled(id string, cfg *endpointConfig) *endpointConfig {
+	if g := c.groups[groupKey(cfg)]; g != nil && len(g.members) > 0 {
+		c.log.Warn("endpoint configs: an endpoint without pooling claims the host or port of an endpoint pool; the pool serves it", "endpoint", id)
+		return nil
+	}
+	return cfg
+}
+
 // rebuildGroup publishes the snapshot of pool g (key) as its members are
 // now, and makes the tables send its host or port to it; an empty pool
 // is dropped.

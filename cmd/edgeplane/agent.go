@@ -103,7 +103,7 @@ func agentHelp(fs *flag.FlagSet, proto string) *commandHelp {
 		summary: "Connects to a tunnel server and forwards one tunnel (http, tcp or tls), or the configuration file's endpoints, to local targets.",
 		about:   agentAbout,
 		groups: []flagGroup{
-			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca", "config"}},
+			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca", "config", "connections"}},
 			{"Agent API and logs", fs, []string{"inspect-addr", "inspect", "log-format"}},
 		},
 		flagEnv: fs,
@@ -153,11 +153,11 @@ func tunnelFlagOrder(proto string) []string {
 	policyFlags := []string{"traffic-policy-file", "cidr-allow", "cidr-deny"}
 	switch proto {
 	case "http":
-		return append(append([]string{"domain", "scheme", "label", "metadata"}, policyFlags...), "basic-auth", "request-header-add", "response-header-add")
+		return append(append([]string{"domain", "scheme", "label", "pooling-enabled", "metadata"}, policyFlags...), "basic-auth", "request-header-add", "response-header-add")
 	case "tcp":
-		return append([]string{"remote-addr", "metadata"}, policyFlags...)
+		return append([]string{"remote-addr", "pooling-enabled", "metadata"}, policyFlags...)
 	}
-	return append([]string{"domain", "metadata"}, policyFlags...)
+	return append([]string{"domain", "pooling-enabled", "metadata"}, policyFlags...)
 }
 
 // agentDialTimeout bounds connecting to the target for one connection.
@@ -203,6 +203,7 @@ type agentConfig struct {
 	labels     map[string]string
 	remoteAddr string
 	metadata   string
+	pooling    bool // -pooling-enabled
 
 	// policyFile is -traffic-policy-file, shortcuts the flags that make
 	// rules; policy is the document both make (JSON, "" for none).
@@ -305,6 +306,7 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 	case "tls":
 		fs.StringVar(&c.domain, "domain", "", "the `name` clients' TLS asks for (SNI): a reserved domain of the credential's account, or a name one of its wildcard domains covers (required)")
 	}
+	fs.BoolVar(&c.pooling, "pooling-enabled", false, "bind the endpoint with pooling enabled: endpoints of the account bound so on one URL form a pool, and the edges spread its connections over them (not with -label)")
 	fs.StringVar(&c.metadata, "metadata", "", "the tunnel's metadata, at most 4096 bytes of `text`")
 	fs.StringVar(&c.policyFile, "traffic-policy-file", "", "the tunnel's traffic policy, a YAML or JSON `file` (at most 1 MiB) the server compiles")
 	fs.Func("cidr-allow", "admit only clients from `CIDR` (10.0.0.0/8, or an address; a restrict-ips rule); repeatable", repeat(&c.shortcuts.cidrAllow))
@@ -487,6 +489,9 @@ func (c *agentConfig) checkAgent() error {
 // checkTunnel checks the tunnel's flags against each other and their
 // bounds, and makes its traffic policy.
 func (c *agentConfig) checkTunnel() error {
+	if c.pooling && len(c.labels) > 0 {
+		return usageError{"-pooling-enabled and -label: a labeled tunnel is not pooled (the tunnel group backend that selects it spreads connections already)"}
+	}
 	if c.domain != "" && len(c.labels) > 0 {
 		return usageError{"-domain and -label: give one or the other: -domain binds an endpoint, -label starts a labeled tunnel"}
 	}
@@ -551,7 +556,7 @@ func (c *agentConfig) checkTunnel() error {
 // endpoint returns the endpoint c's tunnel binds, named command_line.
 func (c *agentConfig) endpoint() agentEndpoint {
 	e := agentEndpoint{name: commandLineName, proto: c.proto, domain: c.domain, remoteAddr: c.remoteAddr,
-		labels: c.labels, target: c.target, metadata: c.metadata, policy: c.policy}
+		labels: c.labels, target: c.target, metadata: c.metadata, policy: c.policy, pooling: c.pooling}
 	if c.proto == "http" && len(c.labels) == 0 {
 		e.scheme = "https"
 		if c.scheme == "http" {

@@ -142,6 +142,9 @@ func (s *State) BindEndpoint(ctx context.Context, accountID, sessionID string, p
 			return nil, s.db.StoreErr(err, k, id)
 		}
 	}
+	if err := s.precheckNotPooled(ctx, r); err != nil {
+		return nil, err
+	}
 	refs := store.UniqueRefs(append(nonEmpty(target.domainID), policyIDs...))
 	caps := accountCap(k.StoreKind, accountID, s.limits.EndpointsPerAccount, "endpoints")
 	err = records.CreateCapped(ctx, s.store, caps, func(slots []string) error {

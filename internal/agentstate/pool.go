@@ -175,6 +175,24 @@ func (s *State) checkNotPooled(ctx context.Context, r *EndpointRecord) error {
 	return nil
 }
 
+// precheckNotPooled refuses r, bound without pooling at an address
+// known before it is written, when a pool has members there (before
+// it is written: see [State.checkNotPooled] for after).
+func (s *State) precheckNotPooled(ctx context.Context, r *EndpointRecord) error {
+	if r.PoolingEnabled || r.Port == 0 {
+		return nil
+	}
+	setEndpointAddress(&r.Endpoint)
+	members, err := s.poolMembers(ctx, "", s.poolKey(&r.Endpoint))
+	switch {
+	case err != nil:
+		return err
+	case len(members) > 0:
+		return alreadyOnline(r.URL, true)
+	}
+	return nil
+}
+
 // notPooledErr returns the refusal of a bind without pooling that the
 // store refused with err: when the endpoint holding its hostport's key
 // is a pooled one (for the instant of its bind), the words of a pooled
