@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +174,64 @@ func TestAgentConnections(t *testing.T) {
 		t.Errorf("the cut connection did not come back: %s", a.stderr)
 	}
 	a.stopAndWait(t)
+}
+
+// TestAgentPoolAcrossNodes: edgeplane serve and two edgeplane proxy
+// processes (edge nodes A and B, each with a tunnel listener and a
+// hop) on one SQLite file; one pooled agent connects to A, another to
+// B, on one URL. Requests entering at either node reach both agents
+// (each node's round robin, the far member through the hop). When the
+// agent on A is cut off, requests entering at either node are all
+// answered by the agent on B.
+func TestAgentPoolAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "edgeplane.db")
+	key := "epk_" + strings.Repeat("p", 40)
+	api, _ := startProcess(t, spec, "EDGEPLANE_API_KEY="+key)
+	admin := apiClient{t: t, base: "http://" + api, key: key}
+	certFile, keyFile := writeTunnelCert(t, t.TempDir())
+	node := func(name string) *proxyProc {
+		return startProxyArgs(t, name, spec, []string{"-tunnel-addr", "127.0.0.1:0", "-tunnel-cert", certFile, "-tunnel-key", keyFile,
+			"-node-addr", "127.0.0.1:0", "-node-lease", "3s", "-reap-interval", "200ms"})
+	}
+	a, b := node("A"), node("B")
+	admin.must(201, "POST", "/reserved_domains", `{"domain":"app.example.com"}`)
+	token := admin.must(201, "POST", "/credentials", `{"acl":["bind:app.example.com"]}`)["token"].(string)
+	upA, upB := newUpstream(t, "a"), newUpstream(t, "b")
+	relA := startRelay(t, "127.0.0.1:0", a.agents)
+	agA := startAgentOn(t, relA.addr, certFile, token, "http", upstreamPort(upA), "-domain", "app.example.com", "-scheme", "http", "-pooling-enabled")
+	agB := startAgentOn(t, b.agents, certFile, token, "http", upstreamPort(upB), "-domain", "app.example.com", "-scheme", "http", "-pooling-enabled")
+	nodes := map[string]bool{}
+	for _, s := range admin.must(200, "GET", "/tunnel_sessions", "")["tunnel_sessions"].([]any) {
+		nodes[s.(map[string]any)["node"].(string)] = true
+	}
+	if !nodes[a.node] || !nodes[b.node] {
+		t.Fatalf("the sessions' nodes %v; want A's %s and B's %s", nodes, a.node, b.node)
+	}
+	for _, p := range []*proxyProc{a, b} {
+		c := through(p.http, nil)
+		seen := map[string]int{}
+		if _, ok := within(20*time.Second, func() bool {
+			if code, body := fetch(c, "http://app.example.com/x", p.name); code == 200 {
+				seen[body]++
+			}
+			return seen["upstream a /x"] > 0 && seen["upstream b /x"] > 0
+		}); !ok {
+			t.Fatalf("requests entering at %s reached %v; want both agents. agents' logs: %s\n%s", p.name, seen, agA.stderr, agB.stderr)
+		}
+		t.Logf("requests entering at %s reached both agents: %v", p.name, seen)
+	}
+
+	relA.cut() // the agent on A is gone
+	for _, p := range []*proxyProc{a, b} {
+		c := through(p.http, nil)
+		c.Timeout = time.Second
+		for i := range 20 {
+			if code, body := fetch(c, "http://app.example.com/x", p.name); code != 200 || body != "upstream b /x" {
+				t.Errorf("request %d entering at %s after the agent on A was cut: %d %q", i, p.name, code, body)
+			}
+		}
+	}
 }
