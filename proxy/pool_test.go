@@ -68,3 +68,53 @@ func TestEndpointPool(t *testing.T) {
 		t.Errorf("after the pool's last member was unbound: %d %q; want 404", res.status, res.body)
 	}
 }
+
+// TestEndpointPoolTCP: a pool of two tcp endpoints on the port: the
+// connections take turns; with one member's session gone, each
+// connection goes to the other. An endpoint without pooling that
+// claims the pool's host while the pool is there (the control plane
+// refuses it; its record exists for the instant of the refusal) does
+// not take the host from the pool.
+func TestEndpointPoolTCP(t *testing.T) {
+	e := newEpEnv(t, nil)
+	a, b := e.endpoint("ta", protoTCP, "tcp.example.com", ""), e.endpoint("tb", protoTCP, "tcp.example.com", "")
+	a.PoolingEnabled, b.PoolingEnabled = true, true
+	a.CreatedAt, b.CreatedAt = time.Unix(1, 0), time.Unix(2, 0)
+	e.bind(a)
+	e.bind(b)
+	for i := range 4 {
+		c := e.dialTCP(t)
+		roundTrip(t, c, "hello "+string(rune('0'+i)))
+		c.Close()
+	}
+	if na, nb := e.fa.callsOf(a.ID), e.fa.callsOf(b.ID); na != 2 || nb != 2 {
+		t.Errorf("dials %d and %d; want 2 each", na, nb)
+	}
+	e.fa.failing(a.ID, agents.ErrNoSession)
+	for i := range 3 {
+		c := e.dialTCP(t)
+		roundTrip(t, c, "again "+string(rune('0'+i)))
+		c.Close()
+	}
+	if nb := e.fa.callsOf(b.ID); nb != 5 {
+		t.Errorf("b dialed %d times; want 5 (every connection once a's session is gone)", nb)
+	}
+
+	// HTTP: a pool on plain.example.com; a member-less endpoint claims it.
+	p := e.endpoint("pa", protoHTTP, "plain.example.com", "")
+	p.PoolingEnabled = true
+	e.bind(p)
+	intruder := e.endpoint("solo", protoHTTP, "plain.example.com", "")
+	e.bind(intruder)
+	before := e.fa.callsOf(intruder.ID)
+	if res := e.mustGet(t, false, "plain.example.com", "/x"); res.status != 200 {
+		t.Fatalf("the pool with an endpoint without pooling on its host: %d %q", res.status, res.body)
+	}
+	if e.fa.callsOf(intruder.ID) != before || e.fa.callsOf(p.ID) == 0 {
+		t.Errorf("the request went to the endpoint without pooling")
+	}
+	e.unbind(intruder.ID)
+	if res := e.mustGet(t, false, "plain.example.com", "/x"); res.status != 200 {
+		t.Errorf("the pool once the other endpoint is gone: %d %q", res.status, res.body)
+	}
+}
