@@ -19,7 +19,8 @@ import (
 // An endpoint holds the store keys of its hostport (hostportKey, and for
 // a tcp endpoint tcpPortKey of its port), the keys edges hold: a
 // hostport serves one edge or endpoint in the whole store, and the store
-// refuses a second one atomically. An http, https or tls endpoint's host
+// refuses a second one atomically; endpoints with pooling enabled share
+// theirs as one pool (package internal/agentstate). An http, https or tls endpoint's host
 // is a reserved domain of the account (or a name its wildcard domain
 // covers), which the record references, so the domain cannot be
 // released while the endpoint is online; so are the IP policies its
@@ -72,7 +73,7 @@ func (s *Service) ListEndpoints(ctx context.Context, p Principal, opts ListOptio
 	return listAs(ctx, s, p, endpointForm.Form, "", endpointKind.Collection, opts,
 		func(r *agentstate.EndpointRecord, rec store.Record) (*agents.Endpoint, error) {
 			s.presentEndpoint(r, rec)
-			return &r.Endpoint, nil
+			return &r.Endpoint, s.agentState.PresentPool(ctx, &r.Endpoint)
 		}, records.LateField[agents.Endpoint]{})
 }
 

@@ -128,6 +128,8 @@ var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true
 	// proto, host and port: named with their struct, as other kinds
 	// store fields of these names.
 	"Endpoint.URL": true, "Endpoint.PublicURL": true, "Endpoint.Scheme": true, "Endpoint.Hostport": true, "Endpoint.Type": true,
+	// An endpoint's pool, read from its members' records.
+	"Endpoint.Pool": true,
 	// An event destination's delivery state (a record of its own), its
 	// secret (sealed beside the model, shown once) and the original
 	// service's targets it never has.

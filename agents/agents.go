@@ -250,6 +250,26 @@ type Endpoint struct {
 	// the agent as it is (the agent terminates it); false: the proxy
 	// terminates TLS with the reserved domain's certificate. Not shown.
 	PassthroughTLS bool `json:"-"`
+	// PoolingEnabled says the agent bound the endpoint with pooling
+	// enabled: it is a member of the pool of its URL, which every
+	// endpoint of the account bound with pooling enabled on that URL
+	// forms, and the edge proxies spread the URL's connections over the
+	// pool's members (the original's field).
+	PoolingEnabled bool `json:"pooling_enabled"`
+	// Pool, for an endpoint with pooling enabled, is the pool it is a
+	// member of, as it was when the endpoint was read. An extension of
+	// the original shape.
+	Pool *EndpointPool `json:"pool,omitempty"`
+}
+
+// EndpointPool is the pool of endpoints one URL has: every endpoint of
+// an account bound with pooling enabled on that URL.
+type EndpointPool struct {
+	// URL is the pool's URL, its members' PublicURL.
+	URL string `json:"url"`
+	// Endpoints are the pool's members, oldest first: the endpoint
+	// itself among them.
+	Endpoints []resource.Ref `json:"endpoints"`
 }
 
 // EndpointType is the value of [Endpoint.Type].
@@ -298,6 +318,12 @@ type EndpointParams struct {
 	Description string
 	// PassthroughTLS, for a tls endpoint, says the agent terminates TLS.
 	PassthroughTLS bool
+	// PoolingEnabled makes the endpoint a member of the pool of its
+	// URL (the SDK's WithPoolingEnabled): endpoints of one account
+	// bound with pooling enabled on one URL share it. A bind with
+	// pooling enabled on the URL of an endpoint bound without it is
+	// refused, and the reverse.
+	PoolingEnabled bool
 }
 
 // Validate reports the broken rules that need nothing but p: the

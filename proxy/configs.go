@@ -309,6 +309,7 @@ type Configs struct {
 	epHostOf   map[string]string                     // host -> https or tls endpoint serving it
 	epPlainOf  map[string]string                     // host -> http endpoint serving it
 	epPortOf   map[string]string                     // TCP port -> tcp endpoint serving it
+	groups     map[string]*endpointGroup             // pool key -> the pool of pooled endpoints there (pool.go)
 
 	follower *follow.Follower
 	applied  revwait.Mark // every change up to it is reflected

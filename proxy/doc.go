@@ -260,6 +260,31 @@
 // fails. Without a Dialer an endpoint answers 503 (a connection is
 // closed, no_upstream).
 //
+// # Endpoint pools
+//
+// Endpoints an agent binds with pooling enabled (Endpoint.PoolingEnabled,
+// the SDK's WithPoolingEnabled) on one host of one table (or one tcp
+// port) form a pool: each keeps its own snapshot ([Configs.Endpoint]),
+// and the host or port is served by the pool's snapshot, the oldest
+// member's (its config, traffic policy, restrictions and certificate;
+// the control plane refuses a member of another account, protocol or
+// traffic policy, and one that slips through is left out) with one
+// upstream per member. Its connections take turns over the members
+// (round robin, each proxy its own counter), wherever their sessions
+// are: unlike a backend's tunnels, a member held by another node takes
+// its turn through the hop rather than only when no near one is
+// healthy (decision: a pool spreads load, across nodes too). Healthy
+// means a member whose dial last worked: when DialTunnel fails for one
+// (its session gone from the node's table, or the hop to its node
+// down) the request or connection goes to the next member at once,
+// each member tried once, and the failed one is skipped for the
+// failure backoff; when none answers, the answer is a lone endpoint's
+// (502, a connection closed). A member that leaves the pool (its
+// session closed, or unbound) is dropped from the pool's snapshot at
+// the change; the last one takes the host with it. An endpoint without
+// pooling never takes a pool's host or port from it (the control plane
+// refuses the bind; its record exists for the instant of the refusal).
+//
 // In [Metrics] an endpoint is an edge whose ID is the endpoint's, with
 // route "": its requests, durations and upstream errors count under
 // those labels (bounded by [MetricsOptions.MaxSeries] with the edges'),

@@ -298,7 +298,9 @@ func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) 
 	c, err := h.agents.DialTunnel(dctx, ex.upstream.node, ex.upstream.tunnelID, ex.agentHeader)
 	h.metrics.agentStream(kindHTTPS, err)
 	if err != nil {
-		return nil, err
+		if c, err = h.redialPool(ctx, ex, err); err != nil { // an endpoint pool's other members (pool.go)
+			return nil, err
+		}
 	}
 	return &boundedStream{Conn: c, timeout: h.agentTimeout}, nil
 }

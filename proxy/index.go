@@ -26,6 +26,9 @@ type tracked struct {
 	hosts      []string // of an HTTPS or TLS edge, or an https or tls endpoint
 	plain      []string // of an http endpoint
 	ports      []string // of a TCP edge or tcp endpoint
+	// group is the key of the pool a pooled endpoint is a member of
+	// ("" for none; see pool.go).
+	group string
 	// endpoint says that the ID is an endpoint's; certs that the proxy
 	// terminates TLS for its hosts (every HTTPS and TLS edge's, an
 	// endpoint's as it says).
@@ -113,9 +116,13 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	// by a new host finds the edge that serves it.
 	t.slot.p.Store(e)
 	switch {
+	case e.ep != nil && e.Endpoint.PoolingEnabled:
+		t.certs = e.ep.terminates
+		c.joinGroup(id, t, e, u)
 	case e.ep != nil:
 		t.certs = e.ep.terminates
-		c.serveEndpoint(id, t, e.ep, u)
+		c.leaveGroup(id, t, u)
+		c.serveEndpoint(id, t, c.unpooled(id, e.ep), u)
 	case e.TCP != nil:
 		c.servePorts(id, t, e.TCP.Hostports, u)
 		for _, p := range t.ports {
@@ -179,6 +186,7 @@ func (c *Configs) drop(id string, u *updates) {
 		return
 	}
 	if t.endpoint {
+		c.leaveGroup(id, t, u)
 		c.serveEndpoint(id, t, nil, u)
 		u.eps[id] = nil
 	} else {

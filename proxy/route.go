@@ -53,6 +53,10 @@ type pool struct {
 	noUpstream string
 	agents     int
 	next       atomic.Uint32 // round-robin position
+	// spread says the upstreams are the members of an endpoint pool:
+	// they take turns wherever their sessions are, this proxy's node
+	// preferred to none (see pool.go).
+	spread bool
 }
 
 // upstream is one tunnel a route or edge may send traffic to.
@@ -114,6 +118,9 @@ func (r *pool) pick(now time.Time, agents bool, local string) *upstream {
 		return nil
 	}
 	turn := int(r.next.Add(1) - 1)
+	if r.spread {
+		local = ""
+	}
 	usable := func(u *upstream) bool {
 		// unreachable here, or the lease ended (the tunnel is not reaped yet)
 		return (!u.agent || agents) && now.Before(u.expires)

@@ -112,7 +112,8 @@ func isUnset(v json.RawMessage) bool {
 // the agent's bind.
 func (s *Server) endpointParams(req bindMsg, o bindOpts) (agents.EndpointParams, error) {
 	p := agents.EndpointParams{ID: req.ID, Proto: req.Proto, TCPHost: s.opts.TCPHost, TCPLow: s.opts.TCPLow, TCPHigh: s.opts.TCPHigh,
-		TrafficPolicy: o.TrafficPolicy, ForwardsTo: req.ForwardsTo, Metadata: req.Extra.Metadata, Description: req.Extra.Description}
+		TrafficPolicy: o.TrafficPolicy, ForwardsTo: req.ForwardsTo, Metadata: req.Extra.Metadata, Description: req.Extra.Description,
+		PoolingEnabled: req.Extra.PoolingEnabled}
 	var vs apierr.Violations
 	switch req.ForwardsProto {
 	case "", "http1":
@@ -121,9 +122,6 @@ func (s *Server) endpointParams(req bindMsg, o bindOpts) (agents.EndpointParams,
 	}
 	if req.Extra.IPPolicyRef != "" {
 		vs.Add("Extra.IPPolicyRef", "is not supported by this tunnel server; use an IP restriction of type endpoints, or a restrict-ips action in TrafficPolicy")
-	}
-	if req.Extra.PoolingEnabled {
-		vs.Add("Extra.PoolingEnabled", "is not supported by this tunnel server: an endpoint's address serves one agent")
 	}
 	for i, b := range req.Extra.Bindings {
 		if b != "public" {

@@ -44,7 +44,7 @@ func TestEndpointParams(t *testing.T) {
 		{name: "not an object", proto: "https", opts: `[1]`, bad: []string{"Opts"}},
 		{name: "pooling, an IP policy and an internal binding", proto: "https", opts: `{"Domain":"a.example.com"}`,
 			extra: bindExtra{PoolingEnabled: true, IPPolicyRef: "ipp_1", Bindings: []string{"public", "internal"}},
-			bad:   []string{"Extra.IPPolicyRef", "Extra.PoolingEnabled", "Extra.Bindings[1]"}},
+			bad:   []string{"Extra.IPPolicyRef", "Extra.Bindings[1]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := bindMsg{ID: "ep_1", Proto: tc.proto, ForwardsTo: "app://laptop", Opts: json.RawMessage(tc.opts), Extra: tc.extra}

@@ -161,7 +161,13 @@
 // rewrites, ...) are refused when set, rather than ignored; a traffic
 // policy expresses them. The answer echoes the Bind's Proto and Opts (a
 // tcp endpoint's picked address filled in), with the endpoint's ID and
-// URL. Endpoints count with tunnels towards MaxTunnelsPerSession.
+// URL. Endpoints count with tunnels towards MaxTunnelsPerSession. A
+// Bind with Extra.PoolingEnabled (the SDK's WithPoolingEnabled) makes
+// the endpoint a member of the pool of its URL, which other sessions'
+// pooled binds of the account share (package internal/agentstate has
+// the rules; the proxy spreads the URL's connections over the
+// members); a bind without pooling on a pool's URL is refused, and the
+// reverse (Conflict, in the original's words).
 //
 // An agent that reconnects binds its endpoints again under their IDs,
 // each with the token its first bind's answer carried (the endpoint's ID

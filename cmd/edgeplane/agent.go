@@ -103,7 +103,7 @@ func agentHelp(fs *flag.FlagSet, proto string) *commandHelp {
 		summary: "Connects to a tunnel server and forwards one tunnel (http, tcp or tls), or the configuration file's endpoints, to local targets.",
 		about:   agentAbout,
 		groups: []flagGroup{
-			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca", "config"}},
+			{"Agent (before the tunnel)", fs, []string{"server", "authtoken", "ca", "config", "connections"}},
 			{"Agent API and logs", fs, []string{"inspect-addr", "inspect", "log-format"}},
 		},
 		flagEnv: fs,
@@ -153,11 +153,11 @@ func tunnelFlagOrder(proto string) []string {
 	policyFlags := []string{"traffic-policy-file", "cidr-allow", "cidr-deny"}
 	switch proto {
 	case "http":
-		return append(append([]string{"domain", "scheme", "label", "metadata"}, policyFlags...), "basic-auth", "request-header-add", "response-header-add")
+		return append(append([]string{"domain", "scheme", "label", "pooling-enabled", "metadata"}, policyFlags...), "basic-auth", "request-header-add", "response-header-add")
 	case "tcp":
-		return append([]string{"remote-addr", "metadata"}, policyFlags...)
+		return append([]string{"remote-addr", "pooling-enabled", "metadata"}, policyFlags...)
 	}
-	return append([]string{"domain", "metadata"}, policyFlags...)
+	return append([]string{"domain", "pooling-enabled", "metadata"}, policyFlags...)
 }
 
 // agentDialTimeout bounds connecting to the target for one connection.
@@ -188,6 +188,10 @@ type agentConfig struct {
 	// inspect is -inspect: whether the requests of http endpoints are
 	// captured for the inspector (unset: agent.inspect, else true).
 	inspect optBool
+	// connections is -connections: how many sessions the agent opens,
+	// each binding every endpoint with pooling enabled (0: unset,
+	// agent.connections, else 1).
+	connections int
 	// fromFile says which of authtoken, server, ca and inspect_addr the
 	// configuration file gave: "agent.authtoken in FILE", ...
 	fromFile map[string]string
@@ -199,6 +203,7 @@ type agentConfig struct {
 	labels     map[string]string
 	remoteAddr string
 	metadata   string
+	pooling    bool // -pooling-enabled
 
 	// policyFile is -traffic-policy-file, shortcuts the flags that make
 	// rules; policy is the document both make (JSON, "" for none).
@@ -263,6 +268,7 @@ func agentFlags(c *agentConfig) *flag.FlagSet {
 	fs.StringVar(&c.inspectAddr, "inspect-addr", "", "the agent API's loopback `HOST:PORT`, or off (default 127.0.0.1:4040, else the next free port up to 4049)")
 	fs.Var(&c.inspect, "inspect", "capture the requests of http endpoints for the inspector at the agent API's /inspect/http (default true; agent.inspect in the configuration file)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&c.connections, "connections", 0, "open `N` connections (sessions) to the tunnel servers, each serving every endpoint with pooling enabled, so that one broken connection loses no endpoint; 1 to "+strconv.Itoa(maxAgentConnections)+" (default agent.connections in the configuration file, else 1)")
 	fs.Usage = func() { agentHelp(fs, "").write(fs.Output()) }
 	return fs
 }
@@ -300,6 +306,7 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 	case "tls":
 		fs.StringVar(&c.domain, "domain", "", "the `name` clients' TLS asks for (SNI): a reserved domain of the credential's account, or a name one of its wildcard domains covers (required)")
 	}
+	fs.BoolVar(&c.pooling, "pooling-enabled", false, "bind the endpoint with pooling enabled: endpoints of the account bound so on one URL form a pool, and the edges spread its connections over them (not with -label)")
 	fs.StringVar(&c.metadata, "metadata", "", "the tunnel's metadata, at most 4096 bytes of `text`")
 	fs.StringVar(&c.policyFile, "traffic-policy-file", "", "the tunnel's traffic policy, a YAML or JSON `file` (at most 1 MiB) the server compiles")
 	fs.Func("cidr-allow", "admit only clients from `CIDR` (10.0.0.0/8, or an address; a restrict-ips rule); repeatable", repeat(&c.shortcuts.cidrAllow))
@@ -387,6 +394,9 @@ func (c *agentConfig) useFile(getenv func(string) string) (*agentFile, error) {
 	if c.inspectAddr == "" && f.inspectAddr != "" {
 		c.inspectAddr, c.fromFile["inspect_addr"] = f.inspectAddr, from("inspect_addr")
 	}
+	if c.connections == 0 && f.connections != 0 {
+		c.connections, c.fromFile["connections"] = f.connections, from("connections")
+	}
 	if !c.inspect.set && f.inspect != nil {
 		c.inspect = optBool{set: true, v: *f.inspect}
 	}
@@ -457,6 +467,9 @@ func (c *agentConfig) checkAgent() error {
 		return err
 	}
 	c.servers = servers
+	if c.connections < 0 || c.connections > maxAgentConnections {
+		return usageError{fmt.Sprintf("-connections %d: want 1 to %d", c.connections, maxAgentConnections)}
+	}
 	if c.authtoken == "" {
 		return usageError{"-authtoken is required (or EDGEPLANE_AUTHTOKEN, or agent.authtoken in the configuration file: edgeplane agent config add-authtoken TOKEN): the authtoken of a tunnel credential"}
 	}
@@ -476,6 +489,9 @@ func (c *agentConfig) checkAgent() error {
 // checkTunnel checks the tunnel's flags against each other and their
 // bounds, and makes its traffic policy.
 func (c *agentConfig) checkTunnel() error {
+	if c.pooling && len(c.labels) > 0 {
+		return usageError{"-pooling-enabled and -label: a labeled tunnel is not pooled (the tunnel group backend that selects it spreads connections already)"}
+	}
 	if c.domain != "" && len(c.labels) > 0 {
 		return usageError{"-domain and -label: give one or the other: -domain binds an endpoint, -label starts a labeled tunnel"}
 	}
@@ -540,7 +556,7 @@ func (c *agentConfig) checkTunnel() error {
 // endpoint returns the endpoint c's tunnel binds, named command_line.
 func (c *agentConfig) endpoint() agentEndpoint {
 	e := agentEndpoint{name: commandLineName, proto: c.proto, domain: c.domain, remoteAddr: c.remoteAddr,
-		labels: c.labels, target: c.target, metadata: c.metadata, policy: c.policy}
+		labels: c.labels, target: c.target, metadata: c.metadata, policy: c.policy, pooling: c.pooling}
 	if c.proto == "http" && len(c.labels) == 0 {
 		e.scheme = "https"
 		if c.scheme == "http" {

@@ -550,16 +550,19 @@ func TestAgentRetriesLaterRefusals(t *testing.T) {
 }
 
 // TestAgentStartPoolsAndBindings: pooling_enabled and bindings go to the
-// server with the bind (the SDK's WithPoolingEnabled and WithBindings);
-// today's server refuses both, so agent start exits 1 at once, naming
-// the endpoint and the server's words, on one line.
+// server with the bind (the SDK's WithPoolingEnabled and WithBindings):
+// a pooled endpoint on the URL of an endpoint without pooling is
+// refused, and today's server refuses an internal binding, so agent
+// start exits 1 at once, naming the endpoint and the server's words, on
+// one line.
 func TestAgentStartPoolsAndBindings(t *testing.T) {
 	ts := startTunnelServe(t)
 	ts.api.must(201, "POST", "/reserved_domains", `{"domain":"app.example.com"}`)
 	token := ts.api.must(201, "POST", "/credentials", `{"acl":["*"]}`)["token"].(string)
+	ts.startAgent(t, token, "http", "3000", "-domain", "app.example.com", "-scheme", "http") // without pooling
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, keys, want string }{
-		{"pooled", "    url: http://app.example.com\n    pooling_enabled: true\n", "edgeplane: endpoint web: starting the tunnel: invalid request: Extra.PoolingEnabled: is not supported by this tunnel server: an endpoint's address serves one agent (ERR_SERVICE_100)\n"},
+		{"pooled", "    url: http://app.example.com\n    pooling_enabled: true\n", "edgeplane: endpoint web: starting the tunnel: the endpoint 'http://app.example.com' is already online without pooling. Either 1. stop your existing endpoint first, or 2. start both endpoints with pooling enabled to load balance between them (ERR_SERVICE_102)\n"},
 		{"internal", "    url: https://api.internal\n    bindings: [internal]\n", "edgeplane: endpoint web: starting the tunnel: invalid request: Extra.Bindings[0]: must be public, the only binding this tunnel server serves (ERR_SERVICE_100)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

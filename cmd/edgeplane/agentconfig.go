@@ -457,8 +457,8 @@ func (r *configReader) agent(n *yaml.Node, path string, cfg *agentFile) {
 		},
 		"connections": func(v *yaml.Node, p string) {
 			if c, ok := r.integer(v, p); ok {
-				if c != 1 {
-					r.add(v, p, "must be 1: several connections need endpoint pools, which this agent's servers do not serve yet")
+				if c < 1 || c > maxAgentConnections {
+					r.add(v, p, "must be from 1 to %d", maxAgentConnections)
 					return
 				}
 				cfg.connections = c

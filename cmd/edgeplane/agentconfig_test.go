@@ -212,7 +212,7 @@ func TestAgentConfigErrors(t *testing.T) {
 		{"seventeen servers", head + "agent: {servers: [" + strings.Repeat("a.example.com:1, ", 16) + "b.example.com:1]}\n", []string{"agent.servers: has 17 servers; at most 16 are allowed"}},
 		{"ca missing", head + "agent: {ca: missing.pem}\n", []string{"agent.ca: open " + filepath.Join(dir, "missing.pem") + ": no such file or directory"}},
 		{"ca not PEM", head + "agent: {ca: notpem.txt}\n", []string{"agent.ca: " + filepath.Join(dir, "notpem.txt") + ": no PEM certificate in the file"}},
-		{"two connections", head + "agent: {connections: 2}\n", []string{"agent.connections: must be 1: several connections need endpoint pools"}},
+		{"too many connections", head + "agent: {connections: 17}\n", []string{"agent.connections: must be from 1 to 16"}},
 		{"inspect as text", head + "agent: {inspect: 'no'}\n", []string{"agent.inspect: must be true or false, not text"}},
 		{"inspect on a public address", head + "agent: {inspect_addr: '0.0.0.0:4040'}\n", []string{`agent.inspect_addr: "0.0.0.0:4040": must be a loopback address`}},
 		{"endpoints not a list", head + "endpoints: {}\n", []string{"endpoints: must be a list"}},

@@ -33,7 +33,7 @@ printed on stdout: the endpoint's name, then its URL (a labeled tunnel:
 its ID and labels). The agent API lists them by name.`,
 		groups: []flagGroup{
 			{"Endpoints (after start)", startFS, nil},
-			{"Agent (before start)", agentFS, []string{"server", "authtoken", "ca", "config"}},
+			{"Agent (before start)", agentFS, []string{"server", "authtoken", "ca", "config", "connections"}},
 			{"Agent API and logs", agentFS, []string{"inspect-addr", "inspect", "log-format"}},
 		},
 		flagEnv: agentFS,

@@ -22,6 +22,9 @@ import (
 	"golang.ngrok.com/ngrok/config"
 )
 
+// maxAgentConnections bounds -connections (and agent.connections).
+const maxAgentConnections = 16
+
 // cryptoRand is where -basic-auth's salts come from.
 var cryptoRand io.Reader = rand.Reader
 
@@ -230,62 +233,78 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 		refused  atomic.Pointer[error]        // why the run's first connection was refused for good
 		current  atomic.Pointer[ngrok.Tunnel] // the first tunnel, once started
 	)
-	ring := &serverRing{servers: c.servers}
-	opts := []ngrok.ConnectOption{
-		ngrok.WithServer(c.server), // only named in the SDK's errors: ring dials
-		ngrok.WithDialer(ring),
-		ngrok.WithCA(roots),
-		ngrok.WithTLSConfig(ring.configureTLS),
-		ngrok.WithAuthtoken(c.authtoken),
-		ngrok.WithConnectHandler(func(context.Context, ngrok.Session) {
-			msg := "session established"
-			if connects.Add(1) > 1 {
-				msg = "session re-established"
-			}
-			server, _, _ := ring.report(false)
-			state.connected(server.addr)
-			attrs := []slog.Attr{slog.String("server", server.addr)}
-			if t := current.Load(); t != nil && len(r.endpoints) == 1 {
-				attrs = append(attrs, slog.String("tunnel", (*t).ID())) // a labeled tunnel's ID changes on rebind
-			}
-			logger.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
-		}),
-		// The SDK retries a failed connection, authentication or rebind
-		// for ever; each failure is reported here. Until the run's first
-		// session is up, a refusal that no retry can change ends the run.
-		ngrok.WithDisconnectHandler(func(_ context.Context, s ngrok.Session, err error) {
-			if err == nil || closing.Load() || sessCtx.Err() != nil {
-				return
-			}
-			server, next, certErr := ring.report(true)
-			if connects.Load() == 0 {
-				if ferr := c.refusal(err, certErr, server); ferr != nil {
-					refused.Store(&ferr)
-					closing.Store(true)
-					_ = s.Close() // Connect returns
+	// Each connection (-connections) is a session of its own, with a
+	// ring of its own that starts at the next server of the list, as
+	// cloudflared spreads its connections over edge servers.
+	n := max(c.connections, 1)
+	connectOptions := func(ring *serverRing) []ngrok.ConnectOption {
+		return []ngrok.ConnectOption{
+			ngrok.WithServer(c.server), // only named in the SDK's errors: ring dials
+			ngrok.WithDialer(ring),
+			ngrok.WithCA(roots),
+			ngrok.WithTLSConfig(ring.configureTLS),
+			ngrok.WithAuthtoken(c.authtoken),
+			ngrok.WithConnectHandler(func(context.Context, ngrok.Session) {
+				msg := "session established"
+				if connects.Add(1) > int64(n) {
+					msg = "session re-established"
+				}
+				server, _, _ := ring.report(false)
+				state.connected(server.addr)
+				attrs := []slog.Attr{slog.String("server", server.addr)}
+				if t := current.Load(); t != nil && len(r.endpoints) == 1 && n == 1 {
+					attrs = append(attrs, slog.String("tunnel", (*t).ID())) // a labeled tunnel's ID changes on rebind
+				}
+				logger.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
+			}),
+			// The SDK retries a failed connection, authentication or rebind
+			// for ever; each failure is reported here. Until the run's first
+			// session is up, a refusal that no retry can change ends the run.
+			ngrok.WithDisconnectHandler(func(_ context.Context, s ngrok.Session, err error) {
+				if err == nil || closing.Load() || sessCtx.Err() != nil {
 					return
 				}
-			}
-			state.disconnected()
-			attrs := []slog.Attr{slog.String("server", server.addr)}
-			if len(c.servers) > 1 {
-				attrs = append(attrs, slog.String("next", next.addr))
-			}
-			attrs = append(attrs, slog.String("err", agentError(err)))
-			logger.LogAttrs(context.Background(), slog.LevelWarn, "session failed; retrying", attrs...)
-		}),
-		ngrok.WithStopHandler(func(context.Context, ngrok.Session) error {
-			// The SDK answers, then closes the session, which ends Accept.
-			closing.Store(true)
-			stopped.Store(true)
-			return nil
-		}),
+				server, next, certErr := ring.report(true)
+				if connects.Load() == 0 {
+					if ferr := c.refusal(err, certErr, server); ferr != nil {
+						refused.Store(&ferr)
+						closing.Store(true)
+						_ = s.Close() // Connect returns
+						return
+					}
+				}
+				state.disconnected()
+				attrs := []slog.Attr{slog.String("server", server.addr)}
+				if len(c.servers) > 1 {
+					attrs = append(attrs, slog.String("next", next.addr))
+				}
+				attrs = append(attrs, slog.String("err", agentError(err)))
+				logger.LogAttrs(context.Background(), slog.LevelWarn, "session failed; retrying", attrs...)
+			}),
+			ngrok.WithStopHandler(func(context.Context, ngrok.Session) error {
+				// The SDK answers, then closes the session, which ends Accept.
+				closing.Store(true)
+				stopped.Store(true)
+				return nil
+			}),
+		}
 	}
 	stopConnecting := context.AfterFunc(ctx, cancelSess)
-	sess, err := ngrok.Connect(sessCtx, opts...)
-	if !stopConnecting() || err != nil {
+	sessions := make([]ngrok.Session, 0, n)
+	var err2 error
+	for i := range n {
+		sess, err := ngrok.Connect(sessCtx, connectOptions(&serverRing{servers: c.servers, picked: i, reported: i})...)
 		if sess != nil {
-			closing.Store(true)
+			sessions = append(sessions, sess)
+		}
+		if err != nil || ctx.Err() != nil {
+			err2 = err
+			break
+		}
+	}
+	if !stopConnecting() || err2 != nil {
+		closing.Store(true)
+		for _, sess := range sessions {
 			sess.Close()
 		}
 		if ferr := refused.Load(); ferr != nil {
@@ -294,56 +313,76 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 		if ctx.Err() != nil {
 			return nil // a signal while connecting
 		}
-		return fmt.Errorf("connect to the tunnel server %s: %w", c.server, sdkError{err})
+		return fmt.Errorf("connect to the tunnel server %s: %w", c.server, sdkError{err2})
 	}
 	defer func() {
 		closing.Store(true)
-		_ = sess.Close()
+		for _, sess := range sessions {
+			_ = sess.Close()
+		}
 	}()
 
-	// The tunnels, in order; the first refused ends the run.
+	// The tunnels, in order, each on every session (pooled when there
+	// are several); the first refused ends the run.
 	type running struct {
 		ep  *agentEndpoint
 		tun ngrok.Tunnel
 		api *apiTunnel
 	}
-	runs := make([]running, 0, len(r.endpoints))
+	runs := make([]running, 0, len(r.endpoints)*n)
 	var lines []string
 	for i := range r.endpoints {
 		ep := &r.endpoints[i]
-		tun, err := listen(ctx, sess, ep.tunnelConfig())
-		if err != nil && r.named {
-			err = fmt.Errorf("endpoint %s: %w", ep.name, err)
+		if n > 1 && len(ep.labels) == 0 {
+			ep.pooling = true // a labeled tunnel is one of its backend's tunnels on each session
 		}
-		if err != nil || tun == nil {
-			closing.Store(true)
-			for _, run := range runs {
-				_ = run.tun.Close()
+		var api *apiTunnel
+		for j, sess := range sessions {
+			tun, err := listen(ctx, sess, ep.tunnelConfig())
+			if err != nil && r.named {
+				err = fmt.Errorf("endpoint %s: %w", ep.name, err)
 			}
-			return err // nil: a signal while starting
-		}
-		if i == 0 {
-			current.Store(&tun)
-		}
-		line := tun.URL()
-		if len(ep.labels) > 0 {
-			labels := tun.Labels()
-			kvs := make([]string, 0, len(labels))
-			for _, k := range slices.Sorted(maps.Keys(labels)) {
-				kvs = append(kvs, k+"="+labels[k])
+			if err != nil || tun == nil {
+				closing.Store(true)
+				for _, run := range runs {
+					_ = run.tun.Close()
+				}
+				return err // nil: a signal while starting
 			}
-			line = tun.ID() + " labels " + strings.Join(kvs, ",")
+			if j > 0 {
+				runs = append(runs, running{ep: ep, tun: tun, api: api})
+				continue
+			}
+			if i == 0 {
+				current.Store(&tun)
+			}
+			if n > 1 && ep.proto == "tcp" && ep.remoteAddr == "" {
+				ep.remoteAddr = strings.TrimPrefix(tun.URL(), "tcp://") // the others join the address the server picked
+			}
+			line := tun.URL()
+			if len(ep.labels) > 0 {
+				labels := tun.Labels()
+				kvs := make([]string, 0, len(labels))
+				for _, k := range slices.Sorted(maps.Keys(labels)) {
+					kvs = append(kvs, k+"="+labels[k])
+				}
+				line = tun.ID() + " labels " + strings.Join(kvs, ",")
+			}
+			if r.named {
+				line = ep.name + " " + line
+			}
+			lines = append(lines, line)
+			api = state.add(ep, tun)
+			runs = append(runs, running{ep: ep, tun: tun, api: api})
+			attrs := []any{"tunnel", tun.ID(), "proto", ep.proto, "target", ep.target.String()}
+			if r.named {
+				attrs = append([]any{"endpoint", ep.name}, attrs...)
+			}
+			if n > 1 {
+				attrs = append(attrs, "connections", n)
+			}
+			logger.Info("tunnel started", attrs...)
 		}
-		if r.named {
-			line = ep.name + " " + line
-		}
-		lines = append(lines, line)
-		runs = append(runs, running{ep: ep, tun: tun, api: state.add(ep, tun)})
-		attrs := []any{"tunnel", tun.ID(), "proto", ep.proto, "target", ep.target.String()}
-		if r.named {
-			attrs = append([]any{"endpoint", ep.name}, attrs...)
-		}
-		logger.Info("tunnel started", attrs...)
 	}
 	fmt.Fprintln(stdout, strings.Join(lines, "\n"))
 	if ready != nil {
@@ -390,7 +429,9 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 	case end = <-endedc:
 	}
 	closing.Store(true)
-	_ = sess.Close() // ends the other tunnels and the connections' streams
+	for _, sess := range sessions {
+		_ = sess.Close() // ends the other tunnels and the connections' streams
+	}
 	accepting.Wait()
 	conns.Wait()
 	switch {

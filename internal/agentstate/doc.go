@@ -19,13 +19,52 @@
 // credential and has a lease of its own, renewed by its tunnel server
 // ([State.RenewTunnel]) and reaped when it ends ([State.Reap]). An
 // endpoint holds the store keys of its hostport, the keys edges hold,
-// so that a hostport serves one edge or endpoint in the whole store.
+// so that a hostport serves one edge or endpoint in the whole store;
+// the members of an endpoint pool share theirs (# Endpoint pools).
 //
 // The kinds are the root package's API kinds: the root declares their
 // identity and presentation and shows them through the API; their
 // stored forms are this package's ([SessionForm], [TunnelForm],
 // [EndpointForm]), so that the partial reads of a tunnel record that
 // selecting tunnels makes sit next to the document they read.
+//
+// # Endpoint pools
+//
+// An endpoint bound with pooling enabled (the SDK's WithPoolingEnabled,
+// [agents.EndpointParams].PoolingEnabled) is a member of the pool of its
+// URL: every endpoint of the account bound with pooling enabled at that
+// hostport. Each member stays an endpoint record of its own (its ID,
+// session, credential and pooling_enabled), a child of its session as
+// any endpoint; the pool is no record: it is its members, found by the
+// secondary index endpoint_pool, whose value is the store key that
+// names the pool's address (the hostport's key, for tcp the port's),
+// so that key names the pool, not one endpoint. A member holds no
+// hostport key of its own: it takes the keys when it is written (the
+// store then says atomically that no edge and no endpoint without
+// pooling holds the hostport; a tcp endpoint without an address gets
+// its free port that way), then gives them back and enters the index
+// in one update. A bind that meets a member holding the keys for that
+// instant joins the pool without them. Once indexed, the member checks
+// the pool: a member of another account, another hostport on its port,
+// another protocol or TLS passthrough, or another traffic policy (the
+// proxy applies one policy to the pool's connections; the original
+// lets members differ) makes the bind refused and the record removed,
+// so that two binds racing each other are both refused rather than both
+// served. A bind without pooling is checked against the index before
+// it is written and after (it holds the keys by then): a pool at its
+// hostport refuses it. The refusals are Conflict (ERR_SERVICE_102),
+// with the words of the original's ERR_NGROK_334: "the endpoint '<url>'
+// is already online without pooling. Either 1. stop your existing
+// endpoint first, or 2. start both endpoints with pooling enabled to
+// load balance between them", and its reverse for a pool. A pool ends
+// with its last member; a rebind of a member (after a reconnect) binds
+// it again under its ID as any endpoint's. [State.Endpoint] and
+// [State.PresentPool] fill an endpoint's Pool (its URL and members) for
+// the API. Not guarded: an edge written on a pool's hostport is not
+// refused (edges do not read the index; the proxy lets the edge serve
+// it, as when any edge and endpoint clash), and a tcp endpoint without
+// an address whose random port a pool holds is refused rather than
+// moved to the next port.
 //
 // # Credentials' ACLs
 //

@@ -122,7 +122,8 @@ func (s *State) BindEndpoint(ctx context.Context, accountID, sessionID string, p
 	r := &EndpointRecord{Endpoint: agents.Endpoint{ID: id, AccountID: accountID, Region: sess.Region, CreatedAt: now, UpdatedAt: now,
 		Proto: params.Proto, Host: target.host, Port: target.port, Metadata: params.Metadata, Description: params.Description,
 		Domain: records.IDRef(target.domainID), UpstreamURL: params.ForwardsTo, TrafficPolicy: value,
-		TunnelSession: &resource.Ref{ID: sessionID}, PassthroughTLS: params.PassthroughTLS, Node: sess.Node}, CredentialID: credentialID}
+		TunnelSession: &resource.Ref{ID: sessionID}, PassthroughTLS: params.PassthroughTLS, Node: sess.Node,
+		PoolingEnabled: params.PoolingEnabled}, CredentialID: credentialID}
 	if old != nil {
 		r.CreatedAt = old.CreatedAt
 		// The store has no write of two records at once: the old record
@@ -141,16 +142,30 @@ func (s *State) BindEndpoint(ctx context.Context, accountID, sessionID string, p
 			return nil, s.db.StoreErr(err, k, id)
 		}
 	}
+	if err := s.precheckNotPooled(ctx, r); err != nil {
+		return nil, err
+	}
 	refs := store.UniqueRefs(append(nonEmpty(target.domainID), policyIDs...))
 	caps := accountCap(k.StoreKind, accountID, s.limits.EndpointsPerAccount, "endpoints")
 	err = records.CreateCapped(ctx, s.store, caps, func(slots []string) error {
-		if target.port != 0 {
+		switch {
+		case r.PoolingEnabled:
+			return s.createPooled(ctx, r, refs, slots, params.TCPLow, params.TCPHigh)
+		case target.port != 0:
 			return s.createEndpoint(ctx, r, refs, slots)
 		}
 		return s.createEndpointOnFreePort(ctx, r, refs, params.TCPLow, params.TCPHigh, slots)
 	})
 	if err != nil {
+		if !r.PoolingEnabled {
+			err = s.notPooledErr(ctx, err, r)
+		}
 		return nil, s.endpointWriteErr(err, r)
+	}
+	if !r.PoolingEnabled {
+		if err := s.checkNotPooled(ctx, r); err != nil {
+			return nil, err
+		}
 	}
 	s.recs.PresentEndpoint(r)
 	return &r.Endpoint, nil
@@ -368,6 +383,9 @@ func (s *State) Endpoint(ctx context.Context, accountID, id string) (*agents.End
 		return nil, err
 	}
 	s.recs.PresentEndpoint(r)
+	if err := s.presentPool(ctx, &r.Endpoint); err != nil {
+		return nil, err
+	}
 	return &r.Endpoint, nil
 }
 

@@ -154,6 +154,7 @@ type endpointDoc struct {
 	TrafficPolicy  string    `json:"traffic_policy,omitempty"`
 	PassthroughTLS bool      `json:"passthrough_tls,omitempty"`
 	Node           string    `json:"node,omitempty"`
+	PoolingEnabled bool      `json:"pooling_enabled,omitempty"`
 }
 
 // EndpointForm returns the stored form of endpoints, of kind k.
@@ -162,13 +163,15 @@ func EndpointForm(k *records.Kind) records.Form[EndpointRecord] {
 		func(r *EndpointRecord) *endpointDoc {
 			return &endpointDoc{CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Proto: r.Proto, Host: r.Host, Port: r.Port,
 				CredentialID: r.CredentialID, DomainID: records.RefID(r.Domain), Region: r.Region, Metadata: r.Metadata,
-				Description: r.Description, UpstreamURL: r.UpstreamURL, TrafficPolicy: r.TrafficPolicy, PassthroughTLS: r.PassthroughTLS, Node: r.Node}
+				Description: r.Description, UpstreamURL: r.UpstreamURL, TrafficPolicy: r.TrafficPolicy, PassthroughTLS: r.PassthroughTLS, Node: r.Node,
+				PoolingEnabled: r.PoolingEnabled}
 		},
 		func(d *endpointDoc, rec store.Record) *EndpointRecord {
 			r := &EndpointRecord{Endpoint: agents.Endpoint{ID: rec.ID, AccountID: rec.AccountID, Region: d.Region,
 				CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Proto: d.Proto, Host: d.Host, Port: d.Port,
 				Metadata: d.Metadata, Description: d.Description, Domain: records.IDRef(d.DomainID), UpstreamURL: d.UpstreamURL,
-				TrafficPolicy: d.TrafficPolicy, TunnelSession: &resource.Ref{ID: rec.ParentID}, PassthroughTLS: d.PassthroughTLS, Node: d.Node},
+				TrafficPolicy: d.TrafficPolicy, TunnelSession: &resource.Ref{ID: rec.ParentID}, PassthroughTLS: d.PassthroughTLS, Node: d.Node,
+				PoolingEnabled: d.PoolingEnabled},
 				CredentialID: d.CredentialID}
 			setEndpointAddress(&r.Endpoint)
 			return r

@@ -1,0 +1,194 @@
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"net"
+	"slices"
+	"strconv"
+)
+
+// Endpoint pools (see the package doc's # Endpoint pools). Each
+// endpoint bound with pooling enabled keeps its own slot and snapshot
+// ([Configs.Endpoint]); the host (or port) it serves goes instead to the
+// slot of its pool, the endpointGroup of its table and key, whose
+// snapshot is the oldest member's with one upstream per member.
+
+// endpointGroup is the pool of the pooled endpoints that serve one host
+// of one table (or one port): their snapshots by ID, and the slot the
+// tables send the host to.
+type endpointGroup struct {
+	members map[string]*Edge
+	t       *tracked // the group's slot and the keys it claims
+}
+
+// groupKey returns the key of the pool an endpoint of config cfg is a
+// member of: its table and host, or its port.
+func groupKey(cfg *endpointConfig) string {
+	key := cfg.host
+	if cfg.table == tableTCPPorts {
+		key = cfg.port
+	}
+	return strconv.Itoa(int(cfg.table)) + "|" + key
+}
+
+// groupID is the owner ID of a pool's keys in the tables' owner maps:
+// no edge or endpoint ID has the "pool|" prefix.
+func groupID(key string) string { return "pool|" + key }
+
+// joinGroup makes endpoint id (snapshot e, pooled) a member of the pool
+// of its host or port, leaving the one it was in, and serves the pool's
+// new snapshot.
+func (c *Configs) joinGroup(id string, t *tracked, e *Edge, u *updates) {
+	c.serveEndpoint(id, t, nil, u) // a member claims no key of its own
+	key := groupKey(e.ep)
+	if t.group != key {
+		c.leaveGroup(id, t, u)
+	}
+	if c.groups == nil {
+		c.groups = map[string]*endpointGroup{}
+	}
+	g := c.groups[key]
+	if g == nil {
+		g = &endpointGroup{members: map[string]*Edge{}, t: &tracked{slot: &slot{}, endpoint: true}}
+		c.groups[key] = g
+	}
+	g.members[id] = e
+	t.group = key
+	c.rebuildGroup(key, g, u)
+}
+
+// leaveGroup removes endpoint id from the pool it is a member of, if
+// any, and serves the pool's new snapshot (none once it is empty).
+func (c *Configs) leaveGroup(id string, t *tracked, u *updates) {
+	if t.group == "" {
+		return
+	}
+	key := t.group
+	t.group = ""
+	g := c.groups[key]
+	if g == nil {
+		return
+	}
+	delete(g.members, id)
+	c.rebuildGroup(key, g, u)
+}
+
+// unpooled returns cfg, the config of endpoint id bound without
+// pooling, unless a pool serves its host or port: the control plane
+// refuses such a bind, but its record may exist for the instant of the
+// refusal; the pool keeps the host (or port), and nil is returned.
+func (c *Configs) unpooled(id string, cfg *endpointConfig) *endpointConfig {
+	if g := c.groups[groupKey(cfg)]; g != nil && len(g.members) > 0 {
+		c.log.Warn("endpoint configs: an endpoint without pooling claims the host or port of an endpoint pool; the pool serves it", "endpoint", id)
+		return nil
+	}
+	return cfg
+}
+
+// rebuildGroup publishes the snapshot of pool g (key) as its members are
+// now, and makes the tables send its host or port to it; an empty pool
+// is dropped.
+func (c *Configs) rebuildGroup(key string, g *endpointGroup, u *updates) {
+	if len(g.members) == 0 {
+		c.serveEndpoint(groupID(key), g.t, nil, u)
+		g.t.slot.p.Store(nil)
+		delete(c.groups, key)
+		return
+	}
+	members := make([]*Edge, 0, len(g.members))
+	for _, m := range g.members {
+		members = append(members, m)
+	}
+	e := poolEdge(members)
+	// The snapshot first, then the tables (as publish does).
+	g.t.slot.p.Store(e)
+	c.serveEndpoint(groupID(key), g.t, e.ep, u)
+}
+
+// poolEdge returns the snapshot of a pool of members (at least one): the
+// oldest member's (its config, traffic policy, restrictions and
+// certificate serve the pool's connections), with one upstream per
+// member of its account, protocol and traffic policy (the control plane
+// refuses any other; one that slipped through is left out rather than
+// served another's way), each with its member's passive health. Its
+// upstreams take turns wherever their sessions are ([pool].spread).
+func poolEdge(members []*Edge) *Edge {
+	slices.SortFunc(members, func(a, b *Edge) int {
+		return cmp.Or(a.Endpoint.CreatedAt.Compare(b.Endpoint.CreatedAt), cmp.Compare(a.Endpoint.ID, b.Endpoint.ID))
+	})
+	first := members[0]
+	e := &Edge{Endpoint: first.Endpoint, ep: first.ep, Restrictions: first.Restrictions, Certificates: first.Certificates, Revision: first.Revision}
+	p := &pool{spread: true, noUpstream: "no agent serves this endpoint here"}
+	if first.ep.route != nil {
+		e.epRoute = &route{cfg: first.ep.route, static: first.ep.static}
+		p = &e.epRoute.pool
+		p.spread, p.noUpstream = true, "no agent serves this endpoint here"
+	} else {
+		e.stream = p
+	}
+	for _, m := range members {
+		if m.Endpoint.AccountID != first.Endpoint.AccountID || m.ep.proto != first.ep.proto ||
+			m.ep.passthrough != first.ep.passthrough || m.ep.source != first.ep.source {
+			continue
+		}
+		u := upstream{tunnelID: m.Endpoint.ID, agent: true, node: m.Endpoint.Node, expires: endless}
+		if e.epRoute != nil {
+			u.url = agentURL
+		}
+		m.eachPool(func(mp *pool) {
+			if len(mp.upstreams) > 0 && u.health == nil {
+				u.health = mp.upstreams[0].health
+			}
+		})
+		if u.health == nil {
+			u.health = &health{}
+		}
+		p.upstreams = append(p.upstreams, u)
+	}
+	p.agents = len(p.upstreams)
+	return e
+}
+
+// redialPool opens a stream to another member of the endpoint pool of
+// the request whose context ctx is, after the dial of its upstream
+// failed with err (its session gone, or the hop to its node down):
+// each other member once, in turn, those in a failure backoff last,
+// until one answers. Anything but a pool's request gets err back.
+func (h *Handler) redialPool(ctx context.Context, ex *exchange, err error) (net.Conn, error) {
+	if ex.route == nil || !ex.route.spread || len(ex.route.upstreams) < 2 {
+		return nil, err
+	}
+	p := &ex.route.pool
+	now := h.clock()
+	ex.upstream.health.fail(now.Add(h.backoff))
+	tried := map[*upstream]bool{ex.upstream: true}
+	for range len(p.upstreams) - 1 {
+		u := p.pick(now, true, "")
+		if u == nil || tried[u] {
+			// every healthy one tried: the rest in order
+			u = nil
+			for i := range p.upstreams {
+				if !tried[&p.upstreams[i]] {
+					u = &p.upstreams[i]
+					break
+				}
+			}
+			if u == nil {
+				break
+			}
+		}
+		tried[u] = true
+		dctx, cancel := context.WithTimeout(ctx, min(upstreamDialTimeout, h.agentTimeout))
+		c, derr := h.agents.DialTunnel(dctx, u.node, u.tunnelID, ex.agentHeader)
+		cancel()
+		h.metrics.agentStream(kindHTTPS, derr)
+		if derr == nil {
+			u.health.succeed()
+			return c, nil
+		}
+		u.health.fail(now.Add(h.backoff))
+		h.log.Warn("a member of an endpoint pool did not answer; trying the next", "tunnel", u.tunnelID, "err", derr)
+	}
+	return nil, err
+}
