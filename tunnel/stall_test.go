@@ -147,7 +147,11 @@ func post(client *http.Client, url, host string, body []byte) (int, time.Duratio
 func TestStalledAgent(t *testing.T) {
 	const (
 		upstreamTimeout = time.Second
-		writeTimeout    = 3 * time.Second
+		// writeTimeout is well past upstreamTimeout, so that on a loaded
+		// machine every client's request reaches the stalled session (and
+		// times out: 504) before the session is closed (which would make
+		// a late client's request find no session: 502).
+		writeTimeout    = 5 * time.Second
 		clients         = 8
 		margin          = 1500 * time.Millisecond
 	)
