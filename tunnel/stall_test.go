@@ -151,9 +151,9 @@ func TestStalledAgent(t *testing.T) {
 		// machine every client's request reaches the stalled session (and
 		// times out: 504) before the session is closed (which would make
 		// a late client's request find no session: 502).
-		writeTimeout    = 5 * time.Second
-		clients         = 8
-		margin          = 1500 * time.Millisecond
+		writeTimeout = 5 * time.Second
+		clients      = 8
+		margin       = 1500 * time.Millisecond
 	)
 	e := newEnv(t, tunnel.Options{WriteTimeout: writeTimeout})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
