@@ -285,6 +285,9 @@ type Configs struct {
 	// endpoints by port. Lookups try the edges' tables first.
 	eps, epHosts, epPlain, epPorts *table
 	epCount                        atomic.Int64
+	// epInternal holds the internal endpoints, by account and URL
+	// (forwardinternal.go): no listener's table does.
+	epInternal *table
 
 	// The TCP ports served (of edges and endpoints), and a channel closed
 	// when they change ([Configs.TCPPorts]).
@@ -299,16 +302,17 @@ type Configs struct {
 	restrictions ipaccess.Tally
 
 	// Owned by the follower goroutine (and by New before it starts).
-	known      map[string]*tracked                   // by edge ID
-	byIPPolicy map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
-	byBackend  map[string]map[string]map[string]bool // account -> backend -> edge IDs
-	byAccount  map[string]map[string]bool            // account -> edge IDs
-	hostOf     map[string]string                     // host -> edge ID serving it
-	portOf     map[string]string                     // TCP port -> edge ID serving it
-	restrictBy map[string]map[string]bool            // account -> IP policies its endpoint restrictions use
-	epHostOf   map[string]string                     // host -> https or tls endpoint serving it
-	epPlainOf  map[string]string                     // host -> http endpoint serving it
-	epPortOf   map[string]string                     // TCP port -> tcp endpoint serving it
+	known        map[string]*tracked                   // by edge ID
+	byIPPolicy   map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
+	byBackend    map[string]map[string]map[string]bool // account -> backend -> edge IDs
+	byAccount    map[string]map[string]bool            // account -> edge IDs
+	hostOf       map[string]string                     // host -> edge ID serving it
+	portOf       map[string]string                     // TCP port -> edge ID serving it
+	restrictBy   map[string]map[string]bool            // account -> IP policies its endpoint restrictions use
+	epHostOf     map[string]string                     // host -> https or tls endpoint serving it
+	epPlainOf    map[string]string                     // host -> http endpoint serving it
+	epPortOf     map[string]string                     // TCP port -> tcp endpoint serving it
+	epInternalOf map[string]string                     // account and URL -> internal endpoint (internalKey)
 
 	follower *follow.Follower
 	applied  revwait.Mark // every change up to it is reflected
@@ -332,6 +336,7 @@ func New(ctx context.Context, host Host, feed store.Feed, opts Options) (*Config
 		endpoints: opts.Endpoints, engine: opts.Policy,
 		eps: newTable(), epHosts: newTable(), epPlain: newTable(), epPorts: newTable(),
 		epHostOf: map[string]string{}, epPlainOf: map[string]string{}, epPortOf: map[string]string{},
+		epInternal: newTable(), epInternalOf: map[string]string{},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -522,16 +522,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pol := rc.TrafficPolicy; pol != nil {
 		req := policy.RequestFromHTTPWithClient(r, client, now)
 		req.OIDC, req.RouteID, req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
+		if rt.static.forwardsInternal {
+			req.Internal = &internalResolver{c: h.configs, account: e.AccountID(), agents: h.agents != nil}
+		}
 		in := pol.Inbound(&req)
-		if in.Verdict != policy.Continue {
+		switch in.Verdict {
+		case policy.Forward: // to an internal endpoint (forwardinternal.go)
+			if e, rt = h.forwardInternal(rw, r, ex, &in, client, now); rt == nil {
+				return
+			}
+			rc = rt.cfg
+		case policy.Continue:
+			in.ApplyHTTP(rw, r) // header edits and URL rewrite
+			if rt.static.hasOutbound {
+				ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
+				ex.out.req.OIDC, ex.out.req.RouteID, ex.out.req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
+			}
+		default:
 			ex.endedBy = in.Location
 			in.ApplyHTTP(rw, r)
 			return
-		}
-		in.ApplyHTTP(rw, r) // header edits and URL rewrite
-		if rt.static.hasOutbound {
-			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
-			ex.out.req.OIDC, ex.out.req.RouteID, ex.out.req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
 		}
 	}
 	// 3. The backend: a tunnel under lease, round-robin.

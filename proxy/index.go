@@ -26,6 +26,7 @@ type tracked struct {
 	hosts      []string // of an HTTPS or TLS edge, or an https or tls endpoint
 	plain      []string // of an http endpoint
 	ports      []string // of a TCP edge or tcp endpoint
+	internal   []string // of an internal endpoint: its internalKey
 	// endpoint says that the ID is an endpoint's; certs that the proxy
 	// terminates TLS for its hosts (every HTTPS and TLS edge's, an
 	// endpoint's as it says).
