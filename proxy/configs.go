@@ -302,17 +302,19 @@ type Configs struct {
 	restrictions ipaccess.Tally
 
 	// Owned by the follower goroutine (and by New before it starts).
-	known        map[string]*tracked                   // by edge ID
-	byIPPolicy   map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
-	byBackend    map[string]map[string]map[string]bool // account -> backend -> edge IDs
-	byAccount    map[string]map[string]bool            // account -> edge IDs
-	hostOf       map[string]string                     // host -> edge ID serving it
-	portOf       map[string]string                     // TCP port -> edge ID serving it
-	restrictBy   map[string]map[string]bool            // account -> IP policies its endpoint restrictions use
-	epHostOf     map[string]string                     // host -> https or tls endpoint serving it
-	epPlainOf    map[string]string                     // host -> http endpoint serving it
-	epPortOf     map[string]string                     // TCP port -> tcp endpoint serving it
-	epInternalOf map[string]string                     // account and URL -> internal endpoint (internalKey)
+	known      map[string]*tracked                   // by edge ID
+	byIPPolicy map[string]map[string]map[string]bool // account -> IP policy -> edge IDs
+	byBackend  map[string]map[string]map[string]bool // account -> backend -> edge IDs
+	byAccount  map[string]map[string]bool            // account -> edge IDs
+	hostOf     map[string]string                     // host -> edge ID serving it
+	portOf     map[string]string                     // TCP port -> edge ID serving it
+	restrictBy map[string]map[string]bool            // account -> IP policies its endpoint restrictions use
+	epHostOf   map[string]string                     // host -> https or tls endpoint serving it
+	epPlainOf  map[string]string                     // host -> http endpoint serving it
+	epPortOf   map[string]string                     // TCP port -> tcp endpoint serving it
+
+	// epInternalOf: account and URL (internalKey) -> internal endpoint.
+	epInternalOf map[string]string
 
 	follower *follow.Follower
 	applied  revwait.Mark // every change up to it is reflected
