@@ -124,6 +124,13 @@ type HandlerOptions struct {
 	// package hop's Hop do), a backend's tunnels held on that node are
 	// preferred to those of other nodes.
 	Agents agents.Dialer
+	// DomainBase and DomainBaseCertificate: the tunnel servers' base
+	// domain of the names they give endpoints that name none
+	// (tunnel.Options.DomainBase), and the operator's certificate of
+	// *.DomainBase, presented for the https endpoints under it, which no
+	// reserved domain serves (see domainbase.go). Nil: none.
+	DomainBase            string
+	DomainBaseCertificate *tls.Certificate
 }
 
 // localNode returns the node of d, when d says (a Node() string method):
@@ -171,6 +178,10 @@ type Handler struct {
 	providers *oidcauth.Providers
 	// acmeLimit bounds the HTTP-01 requests of each client (acme.go).
 	acmeLimit *ratelimit.Limiter
+	// domainBase and baseCert: HandlerOptions.DomainBase (lower case)
+	// and DomainBaseCertificate.
+	domainBase string
+	baseCert   *tls.Certificate
 }
 
 // NewHandler returns the Handler of the edges c serves.
@@ -178,6 +189,7 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
 		maxHeaderBytes: o.MaxResponseHeaderBytes,
 		oidcKey:        o.OIDCKey, providers: o.OIDCProviders, acmeLimit: newACMELimiter()}
+	h.domainBase, h.baseCert = strings.ToLower(o.DomainBase), o.DomainBaseCertificate
 	if h.providers == nil {
 		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: o.OIDCNetworks})
 	}
@@ -363,6 +375,9 @@ func (h *Handler) TLSConfig() *tls.Config {
 			}
 			if cert := h.configs.Certificate(hello.ServerName); cert != nil {
 				return cert, nil
+			}
+			if cert := h.domainBaseCertificate(hello.ServerName); cert != nil {
+				return cert, nil // a name the tunnel server picked (domainbase.go)
 			}
 			h.metrics.unrouted(reasonNoCertificate)
 			return nil, nil // unrecognized_name (see above)
