@@ -47,6 +47,9 @@ type forwardInternalConfig struct {
 type forwardInternalAction struct {
 	url  *Template
 	halt bool
+	// target is the canonical URL of a url without ${...} parts, parsed
+	// once; "" when url is templated.
+	target string
 }
 
 func compileForwardInternal(c *CompileContext, config []byte) (Action, error) {
@@ -75,9 +78,11 @@ func compileForwardInternal(c *CompileContext, config []byte) (Action, error) {
 	}
 	a.url = c.c.template(&vs, "config.url", cfg.URL, -1)
 	if a.url != nil && a.url.IsLiteral() {
-		if _, err := ParseInternalURL(cfg.URL); err != nil {
+		target, err := ParseInternalURL(cfg.URL)
+		if err != nil {
 			vs.Add("config.url", "%s", err.Error())
 		}
+		a.target = target
 	}
 	return a, vs.Err()
 }
@@ -90,8 +95,10 @@ func compileForwardInternal(c *CompileContext, config []byte) (Action, error) {
 // is offline, as the original answers); with on_error continue the
 // actions after it run.
 func (a *forwardInternalAction) Run(r *RunContext) {
-	raw := r.Render(a.url)
-	target, err := ParseInternalURL(raw)
+	target, err := a.target, error(nil)
+	if target == "" {
+		target, err = ParseInternalURL(r.Render(a.url))
+	}
 	if err == nil {
 		if in := r.st.req.Internal; in != nil && in.InternalEndpointOnline(target) {
 			r.st.out.Verdict = Forward

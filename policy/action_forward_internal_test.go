@@ -155,3 +155,28 @@ func FuzzParseInternalURL(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkForwardInternal is the inbound evaluation of a policy whose
+// one action forwards to an internal endpoint that is online: a literal
+// url (parsed when compiled) and a templated one (parsed each time).
+func BenchmarkForwardInternal(b *testing.B) {
+	e, _ := newTestEngine(b, Options{})
+	online := onlineSet{"https://api.internal:443": true}
+	for _, bc := range []struct{ name, url string }{
+		{"literal", "https://api.internal"},
+		{"templated", "https://${req.url.path.substring(1)}.internal"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := mustCompile(b, e, `{"on_http_request":[{"actions":[{"type":"forward-internal","config":{"url":"`+bc.url+`"}}]}]}`, CompileOptions{Target: TargetHTTP})
+			req := testRequest()
+			req.Path = "/api"
+			req.Internal = online
+			b.ReportAllocs()
+			for b.Loop() {
+				if out := p.Inbound(req); out.Verdict != Forward {
+					b.Fatalf("verdict %v", out.Verdict)
+				}
+			}
+		})
+	}
+}
