@@ -107,6 +107,20 @@ func TestForwardInternal(t *testing.T) {
 		t.Errorf("from an edge route: %d %q", res.status, res.body)
 	}
 
+	// One hop: an internal endpoint's own forward-internal forwards
+	// nowhere (halt: 404), even to an endpoint that is online.
+	hop := e.internalEndpoint("hop", protoHTTPS, "hop.internal", 443, `{"on_http_request":[{"actions":[{"type":"forward-internal","config":{"url":"https://api.internal"}}]}]}`)
+	e.bind(hop)
+	e.policy(e.a, e.a1, e.a1r, `{"inbound":[{"actions":[{"type":"forward-internal","config":{"url":"https://hop.internal"}}]}]}`)
+	e.applied(e.c)
+	before = len(e.fa.calls())
+	if res := e.mustGet(t, true, "term.example.com", "/twice"); res.status != http.StatusNotFound {
+		t.Errorf("a second hop: %d %q, want 404", res.status, res.body)
+	}
+	if n := len(e.fa.calls()); n != before {
+		t.Errorf("%d streams opened for a second hop", n-before)
+	}
+
 	// Gone: halt answers 404, and nothing is dialed.
 	e.unbind(api.ID)
 	before = len(e.fa.calls())
