@@ -57,7 +57,10 @@
 // (bind:*.<base>, or an ACL that permits everything), as a port the
 // server picks needs one that permits everything. The names' store
 // keys are the hostport keys edges share, so a name serves one endpoint
-// in the whole store.
+// in the whole store. A bind that names a domain under the base is
+// refused (PermissionDenied), unless it is the endpoint's own name asked
+// for again: the names are the server's to give, so no agent takes
+// another's, not even through an account that reserved the base.
 //
 // # Credentials' ACLs
 //

@@ -132,7 +132,35 @@ func (s *State) bindTargetOf(ctx context.Context, accountID string, acl *credent
 	if err := publicInternal(params); err != nil {
 		return bindTarget{}, err
 	}
+	switch own, err := underBase(params, id); {
+	case err != nil:
+		return bindTarget{}, err
+	case own:
+		return generatedTarget(acl, params, id)
+	}
 	return s.resolveTarget(ctx, accountID, acl, params)
+}
+
+// underBase refuses a public endpoint that names a domain under the
+// tunnel server's domain base other than the one it would be given:
+// names under the base are the server's to give (derived from endpoint
+// IDs), so no agent takes another's, even through an account that
+// reserved the base or a wildcard of it. own says that the domain is
+// the endpoint's own name (asked for again), which is bound as if none
+// were named.
+func underBase(params agents.EndpointParams, id string) (own bool, err error) {
+	if params.DomainBase == "" || params.Domain == "" {
+		return false, nil
+	}
+	name := strings.ToLower(strings.TrimSuffix(params.Domain, "."))
+	base := strings.ToLower(params.DomainBase)
+	switch {
+	case name != base && !strings.HasSuffix(name, "."+base):
+		return false, nil
+	case name == generatedLabel(id)+"."+base:
+		return true, nil
+	}
+	return false, apierr.New(apierr.PermissionDenied, "the names under %s are given by this tunnel server; bind without a domain to be given one, or name a reserved domain of the account", params.DomainBase)
 }
 
 // bindingsOf returns the Bindings of an endpoint of binding.

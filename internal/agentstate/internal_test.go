@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,6 +161,16 @@ func TestGeneratedDomain(t *testing.T) {
 	}
 	if other, err := e.s.BindEndpoint(ctx, account, sess, agents.EndpointParams{Proto: "http", DomainBase: base}); err != nil || other.URL == "http://"+ep.Host {
 		t.Fatalf("another endpoint: %+v, %v", other, err)
+	}
+
+	// A name under the base is the server's to give: another's is
+	// refused, the endpoint's own is the same as none.
+	_, err = e.s.BindEndpoint(ctx, account, sess, agents.EndpointParams{Proto: "https", Domain: "mine." + base, DomainBase: base})
+	wantCode(t, err, apierr.PermissionDenied, "given by this tunnel server")
+	_, err = e.s.BindEndpoint(ctx, account, sess, agents.EndpointParams{Proto: "https", Domain: ep.Host, DomainBase: base})
+	wantCode(t, err, apierr.PermissionDenied, "given by this tunnel server")
+	if again, err := e.s.BindEndpoint(ctx, account, sess, agents.EndpointParams{ID: ep.ID, TakeOver: true, Proto: "https", Domain: strings.ToUpper(ep.Host), DomainBase: base}); err != nil || again.URL != ep.URL {
+		t.Fatalf("its own name asked for again: %+v, %v", again, err)
 	}
 
 	narrow := e.credential(t, "usr_x", "bind:*.example.com")
