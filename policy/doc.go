@@ -73,9 +73,11 @@
 // rate-limit when they refuse, end evaluation. The [Result] says what the
 // host must do: [Continue] (applying the accumulated header edits and URL
 // rewrite), [Respond] with a status, headers and body, or [Close] the
-// connection. [Result.ApplyHTTP] applies an inbound result to a net/http
+// connection; [Forward] (forward-internal) only for a host that sets
+// [Request.Internal]. [Result.ApplyHTTP] applies an inbound result to a net/http
 // request, [RequestFromHTTP] builds the Request, and [Policy.Handler] is
-// net/http middleware doing both phases.
+// net/http middleware doing both phases (it forwards to no internal
+// endpoint: forward-internal answers as for one offline).
 //
 // Header changes and URL rewrites are visible to later rules of the same
 // evaluation. The Request is never modified. Time is injected: the
