@@ -200,7 +200,8 @@
 //
 // The Server asks the Service for what it needs through [Host], declared
 // here: *edgeplane.Host implements it, and cmd/edgeplane wires one in.
-// The package imports the leaves agents, backends, ipaccess, kinds,
-// apierr and store (and store/follow, internal/muxframe), never the root
+// The package imports the leaves agents, backends, domains (to check
+// a domain base), ipaccess, kinds, apierr and store (and store/follow,
+// internal/muxframe), never the root
 // package or the policy engine; internal/layering's tests keep it so.
 package tunnel
