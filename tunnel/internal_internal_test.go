@@ -71,3 +71,20 @@ func FuzzInternalURL(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDomainBaseProblem: a domain base accepted is a canonical DNS name
+// of two labels or more, without a wildcard, port or internal suffix.
+func FuzzDomainBaseProblem(f *testing.F) {
+	for _, s := range []string{"agents.example.com", "*.a.b", "a.b:1", "A.B", "x.internal", "a..b", "\xff.com"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, base string) {
+		if base == "" || DomainBaseProblem(base) != "" {
+			return
+		}
+		if strings.ContainsAny(base, "*:/ ") || !strings.Contains(base, ".") || strings.ToLower(base) != base ||
+			strings.HasSuffix(base, ".") || strings.HasSuffix(base, agents.InternalSuffix) {
+			t.Fatalf("accepted %q", base)
+		}
+	})
+}
