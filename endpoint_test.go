@@ -118,6 +118,7 @@ func TestBindEndpoint(t *testing.T) {
 			want.AccountID, want.Region, want.CreatedAt, want.UpdatedAt = acct, "eu", at, at
 			want.PublicURL, want.Scheme, want.Type = want.URL, want.Proto, agents.EndpointType
 			want.UpstreamURL, want.TunnelSession, want.Node = "app://laptop/server?pid=1234", sessionRef, e.node
+			want.Bindings = []string{agents.BindingPublic}
 			if diff := cmp.Diff(&want, got); diff != "" {
 				t.Errorf("BindEndpoint (-want +got):\n%s", diff)
 			}

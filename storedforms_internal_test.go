@@ -130,6 +130,9 @@ var computedFields = map[string]bool{"URI": true, "Tunnels": true, "Token": true
 	"Endpoint.URL": true, "Endpoint.PublicURL": true, "Endpoint.Scheme": true, "Endpoint.Hostport": true, "Endpoint.Type": true,
 	// An endpoint's pool, read from its members' records.
 	"Endpoint.Pool": true,
+	// Its bindings, stored as the one binding of an internal endpoint
+	// (internal/agentstate's form; tested there).
+	"Endpoint.Bindings": true,
 	// An event destination's delivery state (a record of its own), its
 	// secret (sealed beside the model, shown once) and the original
 	// service's targets it never has.

@@ -260,6 +260,12 @@ type Endpoint struct {
 	// member of, as it was when the endpoint was read. An extension of
 	// the original shape.
 	Pool *EndpointPool `json:"pool,omitempty"`
+	// Bindings are where the endpoint is reachable from, as the original
+	// shape lists them: ["public"] (a listener of the edge proxies
+	// serves it) or ["internal"] (no listener does; only a
+	// forward-internal traffic-policy action of the same account's
+	// edges and endpoints reaches it, see [BindingInternal]).
+	Bindings []string `json:"bindings"`
 }
 
 // EndpointPool is the pool of endpoints one URL has: every endpoint of
@@ -270,6 +276,25 @@ type EndpointPool struct {
 	// Endpoints are the pool's members, oldest first: the endpoint
 	// itself among them.
 	Endpoints []resource.Ref `json:"endpoints"`
+}
+
+// The bindings of endpoints ([Endpoint.Bindings], [EndpointParams.Binding]).
+const (
+	// BindingPublic: the edge proxies' listeners serve the endpoint.
+	BindingPublic = "public"
+	// BindingInternal: no listener serves the endpoint; its host ends
+	// in [InternalSuffix], and only the forward-internal action of a
+	// traffic policy of the same account reaches it.
+	BindingInternal = "internal"
+)
+
+// InternalSuffix ends the host of every internal endpoint, and of no
+// public one.
+const InternalSuffix = ".internal"
+
+// IsInternal reports whether e is an internal endpoint.
+func (e *Endpoint) IsInternal() bool {
+	return len(e.Bindings) == 1 && e.Bindings[0] == BindingInternal
 }
 
 // EndpointType is the value of [Endpoint.Type].
@@ -324,6 +349,21 @@ type EndpointParams struct {
 	// pooling enabled on the URL of an endpoint bound without it is
 	// refused, and the reverse.
 	PoolingEnabled bool
+	// Binding is [BindingPublic] ("" means it too) or [BindingInternal].
+	// An internal endpoint's Domain ends in [InternalSuffix] (a public
+	// one's never does); it needs no reserved domain, its name is the
+	// account's own (two accounts may each have api.internal), and Port,
+	// when not 0, is the port its URL names (default 443, 80 for http).
+	Binding string
+	// Port is the port of an internal endpoint's URL; 0: the default of
+	// its protocol. Public http, https and tls endpoints serve 80 or 443.
+	Port int
+	// DomainBase, when not "", is the tunnel server's base domain of
+	// endpoints that name no domain: a public http or https endpoint
+	// without Domain is given <label>.DomainBase, the label derived
+	// from the endpoint's ID (so a rebind under that ID gets the same
+	// name). "" refuses such a bind, saying that a domain is needed.
+	DomainBase string
 }
 
 // Validate reports the broken rules that need nothing but p: the
@@ -342,6 +382,14 @@ func (p EndpointParams) Validate() error {
 	vs.CheckText("Description", p.Description, MaxDescriptionBytes)
 	if p.PassthroughTLS && p.Proto != ProtoTLS {
 		vs.Add("PassthroughTLS", "applies only to tls endpoints")
+	}
+	switch p.Binding {
+	case "", BindingPublic, BindingInternal:
+	default:
+		vs.Add("Binding", "must be public or internal, got %q", apierr.Truncate(p.Binding, 16))
+	}
+	if p.Port < 0 || p.Port > 65535 || (p.Port != 0 && p.Binding != BindingInternal) {
+		vs.Add("Port", "applies only to internal endpoints, as a port from 1 to 65535")
 	}
 	return vs.Err()
 }

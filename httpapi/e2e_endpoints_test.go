@@ -33,7 +33,7 @@ func TestE2EEndpoints(t *testing.T) {
 		"metadata":"{\"app\":\"web\"}","description":"the web app",
 		"domain":{"id":"{{rd}}","uri":"` + base + `/reserved_domains/{{rd}}"},
 		"upstream_url":"http://localhost:3000","traffic_policy":"",
-		"tunnel_session":{"id":"{{ts}}","uri":"` + base + `/tunnel_sessions/{{ts}}"},"node":"{{node}}","pooling_enabled":false}`
+		"tunnel_session":{"id":"{{ts}}","uri":"` + base + `/tunnel_sessions/{{ts}}"},"node":"{{node}}","pooling_enabled":false,"bindings":["public"]}`
 	held, err := s.svc.Host().Tunnels().GetTunnelSession(ctx, acct, session)
 	if err != nil {
 		t.Fatal(err)

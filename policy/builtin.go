@@ -41,6 +41,7 @@ func builtinTypes() []builtinType {
 		setVarsType,
 		jwtValidationType,
 		basicAuthType,
+		forwardInternalType,
 	}
 }
 

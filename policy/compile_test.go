@@ -90,7 +90,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "no actions", doc: `{"inbound":[{"name":"empty","expressions":["true"]}]}`,
 			want: []string{`inbound[0].actions: rule "empty": a rule needs at least one action`}},
 		{name: "missing action type", doc: `{"inbound":[{"actions":[{"config":{}}]}]}`,
-			want: []string{`inbound[0].actions[0].type: the action type is required; one of: add-headers, basic-auth, custom-response, deny, jwt-validation, log`}},
+			want: []string{`inbound[0].actions[0].type: the action type is required; one of: add-headers, basic-auth, custom-response, deny, forward-internal, jwt-validation, log`}},
 		{name: "unknown action type", doc: `{"outbound":[{"name":"x","actions":[{"type":"teleport"}]}]}`,
 			want: []string{`outbound[0].actions[0].type: rule "x": unknown action type "teleport"; one of:`}},
 		{name: "unreachable after deny", doc: `{"inbound":[{"name":"d","actions":[{"type":"deny"},{"type":"log"},{"type":"add-headers","config":{"headers":{"a":"b"}}}]}]}`,

@@ -73,9 +73,11 @@
 // rate-limit when they refuse, end evaluation. The [Result] says what the
 // host must do: [Continue] (applying the accumulated header edits and URL
 // rewrite), [Respond] with a status, headers and body, or [Close] the
-// connection. [Result.ApplyHTTP] applies an inbound result to a net/http
+// connection; [Forward] (forward-internal) only for a host that sets
+// [Request.Internal]. [Result.ApplyHTTP] applies an inbound result to a net/http
 // request, [RequestFromHTTP] builds the Request, and [Policy.Handler] is
-// net/http middleware doing both phases.
+// net/http middleware doing both phases (it forwards to no internal
+// endpoint: forward-internal answers as for one offline).
 //
 // Header changes and URL rewrites are visible to later rules of the same
 // evaluation. The Request is never modified. Time is injected: the
@@ -343,6 +345,19 @@
 //     keys and is reported to the Sink; with no keys at all, tokens are
 //     refused. Requests needing a fetch wait for it. An extension of the
 //     SPEC. Inbound HTTP only.
+//   - forward-internal: url (required, templated: an http or https URL
+//     whose host ends in .internal, such as https://api.internal or
+//     http://api.internal:8080; see [ParseInternalURL]), on_error (halt,
+//     the default, or continue). Sends the request to the internal
+//     endpoint of the same account at url instead of the upstream: when
+//     [Request.Internal] says it is online, evaluation ends with the
+//     verdict Forward and Result.ForwardURL, and the host forwards the
+//     request (with the header edits and URL rewrite so far) and the
+//     client gets that endpoint's answer. When it is not (or url renders
+//     to no internal endpoint's URL), the error is reported and, with
+//     on_error halt, evaluation ends with 404 (the endpoint is offline);
+//     with continue the actions after it run, as a fallback. Sets no
+//     variables, as the original's sets none. Inbound HTTP only.
 //   - set-vars: vars (required; object of variable names to templated
 //     values, at most limits.MaxVars). Renders every value, then sets them all,
 //     so a value reads the variables as they were before the action (see

@@ -48,6 +48,10 @@ type Request struct {
 	// oidc.* variables); the zero value, on a route without the module or
 	// a request it let through unauthenticated, is not authenticated.
 	OIDC OIDCIdentity
+	// Internal says which internal endpoints of the request's account
+	// are online, for the forward-internal action; nil: none is (the
+	// action then fails, as for an offline endpoint).
+	Internal InternalEndpoints
 }
 
 // OIDCIdentity is the signed-in user an HTTPS route's OIDC module
@@ -156,15 +160,23 @@ const (
 	// Close: close the client connection without a response (a refused
 	// TLS/TCP connection, or an action that asked for it).
 	Close
+	// Forward: send the request, after the result's header edits and
+	// URL rewrite, to the internal endpoint of Result.ForwardURL (the
+	// forward-internal action), instead of the upstream; the client
+	// gets that endpoint's answer. Only a host that sets
+	// [Request.Internal] gets it.
+	Forward
 )
 
-// String returns "continue", "respond" or "close".
+// String returns "continue", "respond", "close" or "forward".
 func (v Verdict) String() string {
 	switch v {
 	case Respond:
 		return "respond"
 	case Close:
 		return "close"
+	case Forward:
+		return "forward"
 	default:
 		return "continue"
 	}
@@ -197,6 +209,10 @@ type Result struct {
 	// RewriteURI, when not empty, is the new request path and query in
 	// request-URI form ("/path?query") from url-rewrite (inbound only).
 	RewriteURI string
+	// ForwardURL is the internal endpoint to forward to when Verdict is
+	// Forward, as [ParseInternalURL] writes it
+	// ("https://api.internal:443").
+	ForwardURL string
 	// Location names the action that ended evaluation, for example
 	// "inbound[1].actions[0]"; empty with Verdict Continue.
 	Location string

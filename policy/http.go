@@ -66,9 +66,10 @@ func RequestFromHTTPWithClient(r *http.Request, client netip.AddrPort, now time.
 // ApplyHTTP applies an inbound result. With Respond it writes the response
 // to w and returns true; with Close it closes the connection (or, where
 // that is impossible, as on HTTP/2, answers 403) and returns true; with
-// Continue it applies the header edits and URL rewrite to r, sets the
-// result's ResponseHeader on w (so that the upstream's response carries
-// them) and returns false, and the host forwards r.
+// Continue (and Forward) it applies the header edits and URL rewrite to
+// r, sets the result's ResponseHeader on w (so that the upstream's
+// response carries them) and returns false, and the host forwards r (to
+// the internal endpoint of Result.ForwardURL, with Forward).
 func (res *Result) ApplyHTTP(w http.ResponseWriter, r *http.Request) bool {
 	switch res.Verdict {
 	case Respond:

@@ -248,7 +248,7 @@ func (st *evalState) finish(out *Result) {
 // isZero reports whether r is the zero Result.
 func (r *Result) isZero() bool {
 	return r.Verdict == Continue && r.StatusCode == 0 && r.Header == nil && r.Body == "" &&
-		r.HeaderEdits == nil && r.RewriteURI == "" && r.Location == "" && r.vars == nil && r.varSlots == nil && r.ResponseHeader == nil &&
+		r.HeaderEdits == nil && r.RewriteURI == "" && r.ForwardURL == "" && r.Location == "" && r.vars == nil && r.varSlots == nil && r.ResponseHeader == nil &&
 		r.userVars == nil
 }
 

@@ -285,6 +285,9 @@ type Configs struct {
 	// endpoints by port. Lookups try the edges' tables first.
 	eps, epHosts, epPlain, epPorts *table
 	epCount                        atomic.Int64
+	// epInternal holds the internal endpoints, by account and URL
+	// (forwardinternal.go): no listener's table does.
+	epInternal *table
 
 	// The TCP ports served (of edges and endpoints), and a channel closed
 	// when they change ([Configs.TCPPorts]).
@@ -311,6 +314,9 @@ type Configs struct {
 	epPortOf   map[string]string                     // TCP port -> tcp endpoint serving it
 	groups     map[string]*endpointGroup             // pool key -> the pool of pooled endpoints there (pool.go)
 
+	// epInternalOf: account and URL (internalKey) -> internal endpoint.
+	epInternalOf map[string]string
+
 	follower *follow.Follower
 	applied  revwait.Mark // every change up to it is reflected
 }
@@ -333,6 +339,7 @@ func New(ctx context.Context, host Host, feed store.Feed, opts Options) (*Config
 		endpoints: opts.Endpoints, engine: opts.Policy,
 		eps: newTable(), epHosts: newTable(), epPlain: newTable(), epPorts: newTable(),
 		epHostOf: map[string]string{}, epPlainOf: map[string]string{}, epPortOf: map[string]string{},
+		epInternal: newTable(), epInternalOf: map[string]string{},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -291,6 +291,32 @@
 // its connections by kind and outcome as TLS and TCP edges' are, and its
 // streams with the agent streams. Log lines name it as edge.
 //
+// # Internal endpoints
+//
+// An endpoint whose binding is internal ([agents.Endpoint.IsInternal]:
+// an http or https endpoint under .internal, any port) is in no
+// listener's table: a request or connection for its name is answered as
+// for a name nothing serves. The forward-internal action of the traffic
+// policy of an HTTPS edge's route or of an http or https endpoint
+// reaches it: the request carries which internal endpoints of its
+// account are online ([policy.Request.Internal]; only when the policy
+// has the action), and on the verdict Forward the request (the
+// verdict's header edits and URL rewrite applied) goes to the internal
+// endpoint of [policy.Result.ForwardURL] as if sent to it directly: its
+// own inbound rules run (a forward-internal among them forwards
+// nowhere: one hop), its agent gets the request (edge type none, the
+// public Host header and X-Forwarded-* as for any endpoint), and its
+// outbound rules see the answer; the public route's outbound rules do
+// not. From the forward on, the request is logged and counted as the
+// internal endpoint's. An internal endpoint of another account is never
+// found (the lookup is by account and URL). A target that is not
+// online when the rules run is the action's error (404 with on_error
+// halt; the next actions with continue); one that went offline between
+// the rules and the forward answers 404; an agent that fails answers
+// 502 as for any endpoint. Forwarding HTTP requests is what is
+// supported: TLS and TCP edges and endpoints do not forward
+// (forward-internal does not compile in a connection policy).
+//
 // # OIDC
 //
 // A route with the OIDC module enabled lets a request through only with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,11 @@ type endpointConfig struct {
 	// and tls without PassthroughTLS); passthrough that the client's TLS
 	// goes to the agent as it is.
 	terminates, passthrough bool
+	// internal says that no listener serves the endpoint (its binding is
+	// internal): only forward-internal reaches it, at internalURL
+	// (policy.ParseInternalURL's form, "https://api.internal:443").
+	internal    bool
+	internalURL string
 
 	// source is the traffic policy document compiled (as the endpoint
 	// has it); policy the compiled form, nil without one; policyErr why
@@ -119,7 +125,11 @@ func newEndpointConfig(engine *policy.Engine, ep *agents.Endpoint, old *endpoint
 	default:
 		return invalid("protocol %q is none of http, https, tls and tcp", ep.Proto)
 	}
-	if cfg.table != tableTCPPorts {
+	if ep.IsInternal() {
+		if err := internalConfig(cfg, ep); err != nil {
+			return nil, err
+		}
+	} else if cfg.table != tableTCPPorts {
 		host, ok := endpointHost(ep.Host)
 		if !ok {
 			return invalid("%q is not a host name", ep.Host)
@@ -244,6 +254,7 @@ func cloneEndpoint(ep *agents.Endpoint) *agents.Endpoint {
 		s := *ep.TunnelSession
 		cp.TunnelSession = &s
 	}
+	cp.Bindings = slices.Clone(ep.Bindings)
 	return &cp
 }
 
@@ -273,7 +284,8 @@ func (c *Configs) listEndpoints(ctx context.Context, listed map[string]string, e
 // first): that is logged.
 func (c *Configs) serveEndpoint(id string, t *tracked, cfg *endpointConfig, u *updates) {
 	var hosts, plain, ports []string
-	if cfg != nil {
+	c.serveInternal(id, t, cfg) // an internal endpoint is in no listener's table
+	if cfg != nil && !cfg.internal {
 		switch cfg.table {
 		case tableHTTPSPort:
 			hosts = []string{cfg.host}

@@ -124,6 +124,13 @@ type HandlerOptions struct {
 	// package hop's Hop do), a backend's tunnels held on that node are
 	// preferred to those of other nodes.
 	Agents agents.Dialer
+	// DomainBase and DomainBaseCertificate: the tunnel servers' base
+	// domain of the names they give endpoints that name none
+	// (tunnel.Options.DomainBase), and the operator's certificate of
+	// *.DomainBase, presented for the https endpoints under it, which no
+	// reserved domain serves (see domainbase.go). Nil: none.
+	DomainBase            string
+	DomainBaseCertificate *tls.Certificate
 }
 
 // localNode returns the node of d, when d says (a Node() string method):
@@ -171,6 +178,10 @@ type Handler struct {
 	providers *oidcauth.Providers
 	// acmeLimit bounds the HTTP-01 requests of each client (acme.go).
 	acmeLimit *ratelimit.Limiter
+	// domainBase and baseCert: HandlerOptions.DomainBase (lower case)
+	// and DomainBaseCertificate.
+	domainBase string
+	baseCert   *tls.Certificate
 }
 
 // NewHandler returns the Handler of the edges c serves.
@@ -178,6 +189,7 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	h := &Handler{configs: c, clock: o.Clock, log: o.Logger, trusted: o.TrustedProxies, backoff: o.FailureBackoff, metrics: o.Metrics,
 		maxHeaderBytes: o.MaxResponseHeaderBytes,
 		oidcKey:        o.OIDCKey, providers: o.OIDCProviders, acmeLimit: newACMELimiter()}
+	h.domainBase, h.baseCert = strings.ToLower(o.DomainBase), o.DomainBaseCertificate
 	if h.providers == nil {
 		h.providers = oidcauth.NewProviders(oidcauth.ProvidersOptions{Networks: o.OIDCNetworks})
 	}
@@ -366,6 +378,9 @@ func (h *Handler) TLSConfig() *tls.Config {
 			if cert := h.configs.Certificate(hello.ServerName); cert != nil {
 				return cert, nil
 			}
+			if cert := h.domainBaseCertificate(hello.ServerName); cert != nil {
+				return cert, nil // a name the tunnel server picked (domainbase.go)
+			}
 			h.metrics.unrouted(reasonNoCertificate)
 			return nil, nil // unrecognized_name (see above)
 		},
@@ -524,16 +539,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pol := rc.TrafficPolicy; pol != nil {
 		req := policy.RequestFromHTTPWithClient(r, client, now)
 		req.OIDC, req.RouteID, req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
+		if rt.static.forwardsInternal {
+			req.Internal = &internalResolver{c: h.configs, account: e.AccountID(), agents: h.agents != nil}
+		}
 		in := pol.Inbound(&req)
-		if in.Verdict != policy.Continue {
+		switch in.Verdict {
+		case policy.Forward: // to an internal endpoint (forwardinternal.go)
+			if e, rt = h.forwardInternal(rw, r, ex, &in, client, now); rt == nil {
+				return
+			}
+			rc = rt.cfg
+		case policy.Continue:
+			in.ApplyHTTP(rw, r) // header edits and URL rewrite
+			if rt.static.hasOutbound {
+				ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
+				ex.out.req.OIDC, ex.out.req.RouteID, ex.out.req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
+			}
+		default:
 			ex.endedBy = in.Location
 			in.ApplyHTTP(rw, r)
 			return
-		}
-		in.ApplyHTTP(rw, r) // header edits and URL rewrite
-		if rt.static.hasOutbound {
-			ex.out = &outboundState{in: in, req: policy.RequestFromHTTPWithClient(r, client, now)} // as the upstream sees it
-			ex.out.req.OIDC, ex.out.req.RouteID, ex.out.req.Conn.EdgeID = id, rc.RouteID, rc.EdgeID
 		}
 	}
 	// 3. The backend: a tunnel under lease, round-robin.

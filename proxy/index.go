@@ -28,7 +28,8 @@ type tracked struct {
 	ports      []string // of a TCP edge or tcp endpoint
 	// group is the key of the pool a pooled endpoint is a member of
 	// ("" for none; see pool.go).
-	group string
+	group    string
+	internal []string // of an internal endpoint: its internalKey
 	// endpoint says that the ID is an endpoint's; certs that the proxy
 	// terminates TLS for its hosts (every HTTPS and TLS edge's, an
 	// endpoint's as it says).

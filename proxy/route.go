@@ -39,6 +39,9 @@ type routeStatic struct {
 	// gate is the route's OIDC Gate, built at its first request (see
 	// Handler.gate); unused without the module.
 	gate atomic.Pointer[gateEntry]
+	// forwardsInternal says that the policy has a forward-internal
+	// action: its requests carry the internal endpoints they may reach.
+	forwardsInternal bool
 }
 
 // pool is the upstreams of one backend as a route or a TLS or TCP edge
@@ -337,6 +340,7 @@ func newRouteStatic(p *policy.Policy) *routeStatic {
 	}
 	index(orDefault(doc.InboundKey, policy.KeyInbound), doc.Inbound)
 	index(orDefault(doc.OutboundKey, policy.KeyOutbound), doc.Outbound)
+	st.forwardsInternal = forwardsInternal(st)
 	return st
 }
 

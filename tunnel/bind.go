@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/agents"
@@ -123,11 +122,8 @@ func (s *Server) endpointParams(req bindMsg, o bindOpts) (agents.EndpointParams,
 	if req.Extra.IPPolicyRef != "" {
 		vs.Add("Extra.IPPolicyRef", "is not supported by this tunnel server; use an IP restriction of type endpoints, or a restrict-ips action in TrafficPolicy")
 	}
-	for i, b := range req.Extra.Bindings {
-		if b != "public" {
-			vs.Add("Extra.Bindings["+strconv.Itoa(i)+"]", "must be public, the only binding this tunnel server serves")
-		}
-	}
+	p.Binding = bindingOf(&vs, req.Extra.Bindings)
+	p.DomainBase = s.opts.DomainBase
 	if o.Subdomain != "" {
 		vs.Add("Opts.Subdomain", "is not supported; name the whole Domain")
 	}
@@ -136,6 +132,10 @@ func (s *Server) endpointParams(req bindMsg, o bindOpts) (agents.EndpointParams,
 		p.Domain = o.Domain
 		if p.Domain == "" {
 			p.Domain = o.Hostname
+		}
+		if p.Binding == agents.BindingInternal {
+			internalAddress(&vs, &p, o, req.Proto)
+			break
 		}
 		if o.URL != "" {
 			host, reason := urlHost(o.URL, req.Proto)
@@ -148,6 +148,7 @@ func (s *Server) endpointParams(req bindMsg, o bindOpts) (agents.EndpointParams,
 				vs.Add("Opts.URL", "names the host %s, not the Domain %s", host, p.Domain)
 			}
 		}
+		publicAddress(&vs, p.Domain, o.URL)
 		if req.Proto == agents.ProtoTLS {
 			p.PassthroughTLS = o.TLSTermination == nil
 			if t := o.TLSTermination; t != nil && (len(t.Cert) > 0 || len(t.Key) > 0 || len(t.SealedKey) > 0) {

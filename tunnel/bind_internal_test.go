@@ -11,7 +11,7 @@ import (
 )
 
 func TestEndpointParams(t *testing.T) {
-	s := &Server{opts: Options{TCPHost: "tcp.example.test", TCPLow: 20000, TCPHigh: 20099}}
+	s := &Server{opts: Options{TCPHost: "tcp.example.test", TCPLow: 20000, TCPHigh: 20099, DomainBase: "agents.example.test"}}
 	for _, tc := range []struct {
 		name  string
 		proto string
@@ -42,9 +42,24 @@ func TestEndpointParams(t *testing.T) {
 		{name: "a tcp URL of another scheme", proto: "tcp", opts: `{"URL":"https://a.example.com"}`, bad: []string{"Opts.URL"}},
 		{name: "a typed option of another type", proto: "https", opts: `{"Domain":5}`, bad: []string{"Opts.Domain"}},
 		{name: "not an object", proto: "https", opts: `[1]`, bad: []string{"Opts"}},
-		{name: "pooling, an IP policy and an internal binding", proto: "https", opts: `{"Domain":"a.example.com"}`,
+		{name: "pooled, with an IP policy and two bindings", proto: "https", opts: `{"Domain":"a.example.com"}`,
 			extra: bindExtra{PoolingEnabled: true, IPPolicyRef: "ipp_1", Bindings: []string{"public", "internal"}},
-			bad:   []string{"Extra.IPPolicyRef", "Extra.Bindings[1]"}},
+			bad:   []string{"Extra.IPPolicyRef", "Extra.Bindings"}},
+		{name: "an unknown binding", proto: "https", opts: `{"Domain":"a.example.com"}`, extra: bindExtra{Bindings: []string{"kubernetes"}}, bad: []string{"Extra.Bindings[0]"}},
+		{name: "public, said so", proto: "https", opts: `{"Domain":"a.example.com"}`, extra: bindExtra{Bindings: []string{"public"}},
+			want: agents.EndpointParams{Proto: "https", Domain: "a.example.com", Binding: "public"}},
+		{name: "internal", proto: "https", opts: `{"URL":"https://API.internal"}`, extra: bindExtra{Bindings: []string{"internal"}},
+			want: agents.EndpointParams{Proto: "https", Domain: "api.internal", Binding: "internal"}},
+		{name: "internal with a port", proto: "http", opts: `{"URL":"http://api.internal:8080"}`, extra: bindExtra{Bindings: []string{"internal"}},
+			want: agents.EndpointParams{Proto: "http", Domain: "api.internal", Binding: "internal", Port: 8080}},
+		{name: "internal by Domain", proto: "https", opts: `{"Domain":"api.internal"}`, extra: bindExtra{Bindings: []string{"internal"}},
+			want: agents.EndpointParams{Proto: "https", Domain: "api.internal", Binding: "internal"}},
+		{name: "internal without .internal", proto: "https", opts: `{"URL":"https://api.example.com"}`, extra: bindExtra{Bindings: []string{"internal"}}, bad: []string{"Opts.URL"}},
+		{name: "internal without a URL", proto: "https", opts: `{}`, extra: bindExtra{Bindings: []string{"internal"}}, bad: []string{"Opts.URL"}},
+		{name: "internal with a bad port", proto: "https", opts: `{"URL":"https://api.internal:0"}`, extra: bindExtra{Bindings: []string{"internal"}}, bad: []string{"Opts.URL"}},
+		{name: "public with an internal URL", proto: "https", opts: `{"URL":"https://api.internal"}`, bad: []string{"Opts.URL"}},
+		{name: "public with an internal Domain", proto: "http", opts: `{"Domain":"api.internal."}`, extra: bindExtra{Bindings: []string{"public"}}, bad: []string{"Opts.Domain"}},
+		{name: "public without a domain", proto: "https", opts: `{}`, want: agents.EndpointParams{Proto: "https", Binding: "public", DomainBase: "agents.example.test"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := bindMsg{ID: "ep_1", Proto: tc.proto, ForwardsTo: "app://laptop", Opts: json.RawMessage(tc.opts), Extra: tc.extra}
@@ -62,6 +77,12 @@ func TestEndpointParams(t *testing.T) {
 			}
 			if tc.bad != nil {
 				return
+			}
+			if tc.want.Binding != "" && (p.Binding != tc.want.Binding || p.Port != tc.want.Port) {
+				t.Errorf("binding %q port %d, want %q %d", p.Binding, p.Port, tc.want.Binding, tc.want.Port)
+			}
+			if tc.want.DomainBase != "" && p.DomainBase != tc.want.DomainBase {
+				t.Errorf("domain base %q, want %q", p.DomainBase, tc.want.DomainBase)
 			}
 			if p.Proto != tc.want.Proto || p.Domain != tc.want.Domain || p.Addr != tc.want.Addr || p.PassthroughTLS != tc.want.PassthroughTLS ||
 				p.TrafficPolicy != tc.want.TrafficPolicy || p.ID != "ep_1" || p.ForwardsTo != "app://laptop" || p.TCPLow != 20000 || p.TCPHost != "tcp.example.test" {

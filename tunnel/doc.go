@@ -180,11 +180,34 @@
 // the endpoint unless a newer session of the agent holds it; an endpoint
 // removed elsewhere is stopped at the agent (StopTunnel), as a tunnel is.
 //
+// # Internal endpoints
+//
+// A Bind's Extra.Bindings names at most one binding: public (or none) or
+// internal (the SDK's WithBindings("internal"), the agent's bindings:
+// [internal]). An internal endpoint's URL (or Domain) must end in
+// .internal, with any port (https://api.internal,
+// http://api.internal:8080); no listener serves it, and only the
+// forward-internal action of a traffic policy of the same account
+// reaches it (package proxy). A public endpoint's name must not end in
+// .internal. The Host checks the rest (package internal/agentstate:
+// http and https only, the ACL, one endpoint per name in the account).
+//
+// # Names the server picks
+//
+// With [Options.DomainBase] set (the -agent-domain-base flag), an http
+// or https endpoint that names no domain is given <label>.<base>, the
+// label derived from the endpoint's ID: the agent's rebinds after a
+// reconnect carry the ID, so the name is kept. Without it such a Bind
+// is refused with a message that says a domain is needed. The base must
+// be a DNS name whose wildcard DNS record (*.base) and certificate are
+// the operator's ([DomainBaseProblem] checks the name).
+//
 // # Imports
 //
 // The Server asks the Service for what it needs through [Host], declared
 // here: *edgeplane.Host implements it, and cmd/edgeplane wires one in.
-// The package imports the leaves agents, backends, ipaccess, kinds,
-// apierr and store (and store/follow, internal/muxframe), never the root
+// The package imports the leaves agents, backends, domains (to check
+// a domain base), ipaccess, kinds, apierr and store (and store/follow,
+// internal/muxframe), never the root
 // package or the policy engine; internal/layering's tests keep it so.
 package tunnel

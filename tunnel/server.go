@@ -174,6 +174,14 @@ type Options struct {
 	// refused; otherwise TCPHost is required.
 	TCPHost         string
 	TCPLow, TCPHigh int
+	// DomainBase, when not "", gives http and https endpoints that name
+	// no domain one: <label>.DomainBase, the label derived from the
+	// endpoint's ID, so that the agent's rebinds after reconnects get the
+	// same name (see the package doc's # Names the server picks). It
+	// must be a DNS name (no wildcard, no port) whose wildcard DNS record
+	// and certificate the operator provides. "": such binds are refused,
+	// saying that a domain is needed.
+	DomainBase string
 	// Metrics receives the server's measurements; nil measures nothing.
 	Metrics *Metrics
 }
@@ -232,6 +240,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if reason := validTCPRange(opts.TCPHost, opts.TCPLow, opts.TCPHigh); reason != "" {
 		vs.Add("TCPLow", "%s", reason)
+	}
+	if reason := DomainBaseProblem(opts.DomainBase); reason != "" {
+		vs.Add("DomainBase", "%s", reason)
 	}
 	if err := vs.Err(); err != nil {
 		return nil, err

@@ -282,8 +282,8 @@ func tunnelFlags(c *agentConfig) *flag.FlagSet {
 	}
 	switch c.proto {
 	case "http":
-		fs.StringVar(&c.domain, "domain", "", "the endpoint's `name`: a reserved domain of the credential's account, or a name one of its wildcard domains covers; required unless -label (the server refuses an http endpoint without one)")
-		fs.StringVar(&c.scheme, "scheme", "", "with -domain: the endpoint's public scheme, https (the proxy's TLS listener, the reserved domain's certificate) or http (its plain listener) (default https)")
+		fs.StringVar(&c.domain, "domain", "", "the endpoint's `name`: a reserved domain of the credential's account, or a name one of its wildcard domains covers; without it (and without -label) the server gives the endpoint a name of its own when its operator set -agent-domain-base, and refuses the bind otherwise")
+		fs.StringVar(&c.scheme, "scheme", "", "the endpoint's public scheme, https (the proxy's TLS listener, the reserved domain's certificate) or http (its plain listener) (default https)")
 		fs.Func("label", "start a labeled tunnel with the label `KEY=VALUE`, which tunnel group backends select, instead of an endpoint; repeatable; not with -domain", func(s string) error {
 			k, v, ok := strings.Cut(s, "=")
 			if !ok {

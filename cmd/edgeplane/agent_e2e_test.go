@@ -549,12 +549,11 @@ func TestAgentRetriesLaterRefusals(t *testing.T) {
 	a.stopAndWait(t)
 }
 
-// TestAgentStartPoolsAndBindings: pooling_enabled and bindings go to the
-// server with the bind (the SDK's WithPoolingEnabled and WithBindings):
-// a pooled endpoint on the URL of an endpoint without pooling is
-// refused, and today's server refuses an internal binding, so agent
-// start exits 1 at once, naming the endpoint and the server's words, on
-// one line.
+// TestAgentStartPoolsAndBindings: pooling_enabled goes to the server
+// with the bind (the SDK's WithPoolingEnabled): a pooled endpoint on the
+// URL of an endpoint without pooling is refused, so agent start exits 1
+// at once, naming the endpoint and the server's words, on one line.
+// (Internal bindings: TestAgentForwardInternal.)
 func TestAgentStartPoolsAndBindings(t *testing.T) {
 	ts := startTunnelServe(t)
 	ts.api.must(201, "POST", "/reserved_domains", `{"domain":"app.example.com"}`)
@@ -563,7 +562,6 @@ func TestAgentStartPoolsAndBindings(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, keys, want string }{
 		{"pooled", "    url: http://app.example.com\n    pooling_enabled: true\n", "edgeplane: endpoint web: starting the tunnel: the endpoint 'http://app.example.com' is already online without pooling. Either 1. stop your existing endpoint first, or 2. start both endpoints with pooling enabled to load balance between them (ERR_SERVICE_102)\n"},
-		{"internal", "    url: https://api.internal\n    bindings: [internal]\n", "edgeplane: endpoint web: starting the tunnel: invalid request: Extra.Bindings[0]: must be public, the only binding this tunnel server serves (ERR_SERVICE_100)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, tc.name+".yml")

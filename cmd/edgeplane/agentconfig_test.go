@@ -609,8 +609,8 @@ func docBlocks(t *testing.T, lang string) []string {
 func TestAgentDocs(t *testing.T) {
 	ca := newTestCA(t)
 	yamls := docBlocks(t, "yaml")
-	if len(yamls) != 1 {
-		t.Fatalf("%d yaml blocks in docs/agent.md, want the example file", len(yamls))
+	if len(yamls) == 0 {
+		t.Fatal("no yaml blocks in docs/agent.md, want the example file first")
 	}
 	read := func(p string, n int) ([]byte, error) {
 		switch filepath.Base(p) {
@@ -627,6 +627,11 @@ func TestAgentDocs(t *testing.T) {
 	}
 	if len(f.endpoints) != 5 || len(f.servers) != 2 || f.authtoken != "ept_..." {
 		t.Errorf("docs/agent.md's example reads as %+v", f)
+	}
+	for i, y := range yamls[1:] { // the other examples are good files too
+		if _, err := parseAgentFile("agent.yml", []byte(y), read); err != nil {
+			t.Errorf("docs/agent.md's yaml block %d: %v", i+2, err)
+		}
 	}
 
 	env := map[string]string{"HOME": t.TempDir()}

@@ -64,6 +64,12 @@ type dataPlaneConfig struct {
 	resumeTTL           time.Duration // how long agents' resume tokens take things over
 	dnsAddr, dnsZone    string        // the DNS-01 challenges' server ("": none) and its zone
 	dnsNS               string        // the server's name in the zone's NS and SOA records ("": ns.<zone>)
+
+	// The tunnel server's domain base ("": none), the PEM files of the
+	// certificate of the names under it, and the certificate loaded by
+	// check (nil: none).
+	agentDomainBase, agentDomainCert, agentDomainKey string
+	agentDomainTLS                                   *tls.Certificate
 }
 
 // defaultWriteTimeout is the default of -write-timeout: longer than the
@@ -115,6 +121,9 @@ func (c *dataPlaneConfig) flags(fs *flag.FlagSet, prefix, httpAddr string) {
 	fs.StringVar(&c.dnsAddr, prefix+"dns-addr", "", "address (UDP and TCP) of the authoritative DNS server of ACME DNS-01 challenges, for wildcard reserved domains outside the service's base domains: delegate -"+prefix+"dns-zone to it with an NS record; \"\": none")
 	fs.StringVar(&c.dnsZone, prefix+"dns-zone", "acme."+domains.DefaultCNAMEBase, "the zone -"+prefix+"dns-addr answers for: where reserved domains' acme_challenge_cname_target names are")
 	fs.StringVar(&c.dnsNS, prefix+"dns-ns-name", "", "the host name of the server of -"+prefix+"dns-addr, as the parent zone's NS record delegates -"+prefix+"dns-zone to it (such as ns1."+domains.DefaultCNAMEBase+"): the zone's NS and SOA records answer it (default: ns.<-"+prefix+"dns-zone>)")
+	fs.StringVar(&c.agentDomainBase, prefix+"agent-domain-base", "", "with -"+prefix+"tunnel-addr: a DNS name BASE (such as agents.example.com) under which agents' http and https endpoints that name no domain get one, <random>.BASE, kept across the agent's reconnects; the wildcard DNS record *.BASE (to the edges) and its certificate (-"+prefix+"agent-domain-cert) are the operator's, and no account reserves BASE; a credential needs the ACL rule bind:*.BASE or no rules (default: none; such binds are refused, saying a domain is needed)")
+	fs.StringVar(&c.agentDomainCert, prefix+"agent-domain-cert", "", "PEM file of the certificate chain of *.BASE (-"+prefix+"agent-domain-base) that the HTTPS listener presents for agents' https endpoints under BASE (default: none; their TLS handshakes fail)")
+	fs.StringVar(&c.agentDomainKey, prefix+"agent-domain-key", "", "PEM file of the private key of -"+prefix+"agent-domain-cert")
 	fs.StringVar(&c.tunnelTCPHost, prefix+"tunnel-tcp-host", "", "the public host name of agents' tcp endpoints, in their URLs (tcp://HOST:PORT; the ports are those of -"+prefix+"tcp-ports), which an ACL rule bind:HOST:PORT names (default: -"+prefix+"tcp-host when it is a name of two labels or more or a public address, else "+localTCPName+", which RFC 6761 resolvers (curl, browsers, systemd-resolved) send to loopback)")
 }
 
@@ -132,7 +141,7 @@ func (c *dataPlaneConfig) flagGroups(fs *flag.FlagSet, prefix, suffix string, ex
 		{"Data plane listeners" + suffix, fs, append(extra, p("http-addr", "https-addr", "tcp-ports", "tcp-host")...)},
 		{"Proxied requests and connections" + suffix, fs, p("trusted-proxies", "upstream-networks", "oidc-networks", "upstream-timeout",
 			"max-response-header-bytes", "read-timeout", "write-timeout", "idle-timeout", "max-conns-per-edge")},
-		{"Agents' tunnel listener" + suffix, fs, p("tunnel-addr", "tunnel-cert", "tunnel-key", "tunnel-tcp-host", "sessions-per-credential",
+		{"Agents' tunnel listener" + suffix, fs, p("tunnel-addr", "tunnel-cert", "tunnel-key", "tunnel-tcp-host", "agent-domain-base", "agent-domain-cert", "agent-domain-key", "sessions-per-credential",
 			"sessions-per-account", "tunnels-per-account", "endpoints-per-account", "max-unauthenticated", "max-unauthenticated-per-ip", "resume-token-ttl")},
 		{"Edge nodes sharing the store" + suffix, fs, p("node-addr", "node-advertise", "node-lease")},
 		{"DNS server of ACME DNS-01 challenges" + suffix, fs, p("dns-addr", "dns-zone", "dns-ns-name")},
@@ -227,6 +236,9 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 			return nil, usageError{fmt.Sprintf("-%stunnel-cert/-%stunnel-key: %v", prefix, prefix, err)}
 		}
 		c.tunnelTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+	if err := c.checkDomainBase(prefix); err != nil {
+		return nil, err
 	}
 	if c.dnsNS != "" && c.dnsAddr == "" {
 		return nil, usageError{fmt.Sprintf("-%sdns-ns-name needs -%sdns-addr: it names that DNS server", prefix, prefix)}
@@ -325,6 +337,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 		topts := tunnel.Options{Host: svc.Host().Tunnels(), TLSConfig: tlsCfg, Feed: feed, Logger: logger.With("part", "tunnel"),
 			Version: buildVersion(), Metrics: tm, RenewInterval: c.nodeLease / 3,
 			MaxUnauthenticated: c.maxUnauth, MaxUnauthenticatedPerIP: c.maxUnauthPerIP, ResumeTokenTTL: c.resumeTTL}
+		topts.DomainBase = c.agentDomainBase
 		if c.tcpLow != 0 {
 			// tcp endpoints get ports of the TCP range, on -tunnel-tcp-host.
 			topts.TCPHost, topts.TCPLow, topts.TCPHigh = cmp.Or(c.tunnelTCPHost, publicTCPHost(c.tcpHost)), c.tcpLow, c.tcpHigh
@@ -365,7 +378,7 @@ func startDataPlane(ctx context.Context, svc *edgeplane.Service, feed store.Feed
 	}
 	h := proxy.NewHandler(cfgs, proxy.HandlerOptions{Logger: logger, TrustedProxies: trusted, UpstreamTimeout: c.upstreamTimeout, Metrics: pm,
 		UpstreamNetworks: c.upstreamNets, OIDCKey: sealingKey, OIDCNetworks: c.oidcNets, Agents: dialer,
-		MaxResponseHeaderBytes: c.maxHeaderBytes})
+		MaxResponseHeaderBytes: c.maxHeaderBytes, DomainBase: c.agentDomainBase, DomainBaseCertificate: c.agentDomainTLS})
 	d.streams = proxy.NewStreams(cfgs, proxy.StreamOptions{Logger: logger, UpstreamNetworks: c.upstreamNets, IdleTimeout: c.idleTimeout,
 		MaxConnsPerEdge: c.maxConnsPerEdge, Metrics: pm, Agents: dialer})
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)

@@ -66,6 +66,41 @@
 // an address whose random port a pool holds is refused rather than
 // moved to the next port.
 //
+// # Internal endpoints
+//
+// An endpoint bound with the binding internal ([agents.BindingInternal])
+// is an http or https endpoint whose name ends in .internal
+// (api.internal, or http://api.internal:8080: any port, part of the
+// name). No listener serves it: only the forward-internal action of a
+// traffic policy of the same account reaches it (package proxy). Its
+// name needs no reserved domain and is the account's own: its store key
+// holds the account, so two accounts may each bind api.internal, and
+// within the account one endpoint holds a name (a second bind is a
+// conflict). The credential's ACL must permit the name as for any
+// domain (bind:api.internal, bind:*.svc.internal, or an ACL that
+// permits everything). A public endpoint never has an internal name.
+//
+// # Names the server picks
+//
+// A public http or https endpoint that names no domain is given
+// <label>.<base> when its tunnel server has a base domain
+// ([agents.EndpointParams.DomainBase], the -agent-domain-base flag); the
+// label is 16 lower-case base32 characters of a hash of the endpoint's
+// ID, so the agent's rebinds under that ID (after a reconnect, or once
+// the record was reaped) get the same name, and no agent can choose
+// one. Without a base the bind is refused, saying that a domain is
+// needed. The base is the service's, not an account's: no account holds
+// it as a reserved domain, and these names are not checked against
+// reserved domains (its wildcard DNS record and certificate are the
+// operator's). The credential's ACL must permit the name
+// (bind:*.<base>, or an ACL that permits everything), as a port the
+// server picks needs one that permits everything. The names' store
+// keys are the hostport keys edges share, so a name serves one endpoint
+// in the whole store. A bind that names a domain under the base is
+// refused (PermissionDenied), unless it is the endpoint's own name asked
+// for again: the names are the server's to give, so no agent takes
+// another's, not even through an account that reserved the base.
+//
 // # Credentials' ACLs
 //
 // An ACL that narrows applies to what agents hold already, not only to

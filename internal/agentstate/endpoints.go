@@ -95,13 +95,13 @@ func (s *State) BindEndpoint(ctx context.Context, accountID, sessionID string, p
 			}
 		}
 	}
-	target, err := s.resolveTarget(ctx, accountID, acl, params)
-	if err != nil {
-		return nil, err
-	}
 	id := params.ID
 	if id == "" {
 		id = s.ids.New(agents.EndpointPrefix)
+	}
+	target, err := s.bindTargetOf(ctx, accountID, acl, params, id)
+	if err != nil {
+		return nil, err
 	}
 	var (
 		value     string
@@ -123,7 +123,7 @@ func (s *State) BindEndpoint(ctx context.Context, accountID, sessionID string, p
 		Proto: params.Proto, Host: target.host, Port: target.port, Metadata: params.Metadata, Description: params.Description,
 		Domain: records.IDRef(target.domainID), UpstreamURL: params.ForwardsTo, TrafficPolicy: value,
 		TunnelSession: &resource.Ref{ID: sessionID}, PassthroughTLS: params.PassthroughTLS, Node: sess.Node,
-		PoolingEnabled: params.PoolingEnabled}, CredentialID: credentialID}
+		PoolingEnabled: params.PoolingEnabled, Bindings: bindingsOf(params.Binding)}, CredentialID: credentialID}
 	if old != nil {
 		r.CreatedAt = old.CreatedAt
 		// The store has no write of two records at once: the old record
@@ -305,7 +305,7 @@ func (s *State) createEndpoint(ctx context.Context, r *EndpointRecord, refs, slo
 	k := s.ends.Kind
 	setEndpointAddress(&r.Endpoint)
 	rec := store.Record{Kind: k.StoreKind, AccountID: r.AccountID, ID: r.ID, ParentID: r.TunnelSession.ID,
-		Keys: append(s.recs.EndpointKeys(&r.Endpoint), slots...), Refs: refs, Note: s.db.Note(k.Event, events.Created)}
+		Keys: append(s.endpointKeys(&r.Endpoint), slots...), Refs: refs, Note: s.db.Note(k.Event, events.Created)}
 	if err := s.ends.Encode(s.db, r, &rec); err != nil {
 		return err
 	}
@@ -348,6 +348,9 @@ func (s *State) endpointWriteErr(err error, r *EndpointRecord) error {
 		dup  *store.DuplicateError
 		miss *store.MissingRefError
 	)
+	if ierr, ok := internalWriteErr(err, r); ok {
+		return ierr
+	}
 	switch {
 	case errors.As(err, &dup) && dup.Key == r.ID:
 		return notYourEndpoint(r.ID)

@@ -155,16 +155,23 @@ type endpointDoc struct {
 	PassthroughTLS bool      `json:"passthrough_tls,omitempty"`
 	Node           string    `json:"node,omitempty"`
 	PoolingEnabled bool      `json:"pooling_enabled,omitempty"`
+	// Binding is "internal" for an internal endpoint; omitted for a
+	// public one (every endpoint stored before bindings existed).
+	Binding string `json:"binding,omitempty"`
 }
 
 // EndpointForm returns the stored form of endpoints, of kind k.
 func EndpointForm(k *records.Kind) records.Form[EndpointRecord] {
 	return records.PlainForm(k,
 		func(r *EndpointRecord) *endpointDoc {
-			return &endpointDoc{CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Proto: r.Proto, Host: r.Host, Port: r.Port,
+			d := &endpointDoc{CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Proto: r.Proto, Host: r.Host, Port: r.Port,
 				CredentialID: r.CredentialID, DomainID: records.RefID(r.Domain), Region: r.Region, Metadata: r.Metadata,
 				Description: r.Description, UpstreamURL: r.UpstreamURL, TrafficPolicy: r.TrafficPolicy, PassthroughTLS: r.PassthroughTLS, Node: r.Node,
 				PoolingEnabled: r.PoolingEnabled}
+			if r.IsInternal() {
+				d.Binding = agents.BindingInternal
+			}
+			return d
 		},
 		func(d *endpointDoc, rec store.Record) *EndpointRecord {
 			r := &EndpointRecord{Endpoint: agents.Endpoint{ID: rec.ID, AccountID: rec.AccountID, Region: d.Region,
@@ -173,6 +180,7 @@ func EndpointForm(k *records.Kind) records.Form[EndpointRecord] {
 				TrafficPolicy: d.TrafficPolicy, TunnelSession: &resource.Ref{ID: rec.ParentID}, PassthroughTLS: d.PassthroughTLS, Node: d.Node,
 				PoolingEnabled: d.PoolingEnabled},
 				CredentialID: d.CredentialID}
+			r.Bindings = bindingsOf(d.Binding)
 			setEndpointAddress(&r.Endpoint)
 			return r
 		})
@@ -188,6 +196,9 @@ func setEndpointAddress(e *agents.Endpoint) {
 	switch e.Proto {
 	case agents.ProtoHTTP, agents.ProtoHTTPS:
 		e.URL = e.Proto + "://" + e.Host
+		if e.Port != endpointPort(e.Proto) { // an internal endpoint's own port
+			e.URL = e.Proto + "://" + e.Hostport
+		}
 	default:
 		e.URL = e.Proto + "://" + e.Hostport
 	}

@@ -105,7 +105,8 @@ func TestStoredForms(t *testing.T) {
 		f := EndpointForm(&records.Kind{StoreKind: kinds.Endpoint})
 		r := &EndpointRecord{Endpoint: agents.Endpoint{ID: "ep_1", AccountID: "acct_1", Region: "eu", CreatedAt: at, UpdatedAt: at.Add(time.Second),
 			Proto: agents.ProtoHTTPS, Host: "app.example.com", Port: 443, Metadata: "m", Description: "d", Domain: &resource.Ref{ID: "rd_1"},
-			UpstreamURL: "http://localhost:8080", TrafficPolicy: "{}", TunnelSession: &resource.Ref{ID: "parent_1"}, PassthroughTLS: true, Node: "node_1"},
+			UpstreamURL: "http://localhost:8080", TrafficPolicy: "{}", TunnelSession: &resource.Ref{ID: "parent_1"}, PassthroughTLS: true, Node: "node_1",
+			Bindings: []string{"public"}},
 			CredentialID: "cr_1"}
 		setEndpointAddress(&r.Endpoint)
 		rec := encode(t, func(rec *store.Record) error { rec.ID = r.ID; return f.Encode(db, r, rec) })
