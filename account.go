@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -32,7 +33,7 @@ var accountForm = &kind[identity.Account]{Form: records.PlainForm(accountKind,
 	func(a *identity.Account) *accountDoc { return &accountDoc{CreatedAt: a.CreatedAt, Name: a.Name} },
 	func(d *accountDoc, rec store.Record) *identity.Account {
 		return &identity.Account{ID: rec.ID, CreatedAt: d.CreatedAt, Name: d.Name}
-	}), traits: traits{auth: authForgetAll}}
+	}), traits: traits{auth: cachesync.AuthForgetAll}}
 
 // createAccount is [Host.CreateAccount].
 func (s *Service) createAccount(ctx context.Context, params identity.AccountParams) (*identity.Account, error) {

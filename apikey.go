@@ -13,6 +13,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
@@ -31,7 +32,7 @@ var apiKeyForm = &kind[identity.APIKey]{Form: records.PlainForm(apiKeyKind,
 	},
 	func(d *apiKeyDoc, rec store.Record) *identity.APIKey {
 		return &identity.APIKey{ID: rec.ID, OwnerID: d.OwnerID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
-	}), present: (*Service).presentAPIKey, traits: traits{auth: authForgetRecord}}
+	}), present: (*Service).presentAPIKey, traits: traits{auth: cachesync.AuthForgetRecord}}
 
 // createAPIKey is [Host.CreateAPIKey].
 func (s *Service) createAPIKey(ctx context.Context, accountID string, params identity.CreateAPIKeyParams) (*identity.APIKey, error) {

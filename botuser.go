@@ -5,6 +5,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -33,7 +34,7 @@ var botUserForm = &kind[botRecord]{Form: records.PlainForm(botKind,
 	},
 	func(d *subjectDoc, rec store.Record) *botRecord {
 		return &botRecord{BotUser: identity.BotUser{ID: rec.ID, CreatedAt: d.CreatedAt, Name: d.Name, Active: !d.Inactive}, Admin: d.Admin}
-	}), present: (*Service).presentBotRecord, traits: traits{auth: authForgetAll}, shown: showBotUser}
+	}), present: (*Service).presentBotRecord, traits: traits{auth: cachesync.AuthForgetAll}, shown: showBotUser}
 
 // showBotUser shows a bot as the API does: without the admin flag a host
 // may give it.

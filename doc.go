@@ -133,25 +133,25 @@
 // [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
 // [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
 // lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [TunnelHost.RegisterNode], [TunnelHost.RenewNode], [TunnelHost.RemoveNode],
-// [TunnelHost.OpenTunnelSession], [TunnelHost.CloseTunnelSession],
-// [TunnelHost.GetTunnelSession] and [TunnelHost.StartLabeledTunnel],
-// [TunnelHost.BindEndpoint] and [TunnelHost.UnbindEndpoint] for tunnel servers that
+// ones), [hosting.TunnelHost.RegisterNode], [hosting.TunnelHost.RenewNode], [hosting.TunnelHost.RemoveNode],
+// [hosting.TunnelHost.OpenTunnelSession], [hosting.TunnelHost.CloseTunnelSession],
+// [hosting.TunnelHost.GetTunnelSession] and [hosting.TunnelHost.StartLabeledTunnel],
+// [hosting.TunnelHost.BindEndpoint] and [hosting.TunnelHost.UnbindEndpoint] for tunnel servers that
 // serve agents (a session is a child of its credential and its labeled
 // tunnels and endpoints children of the session, so they go offline
 // together; each tunnel server is a node of the store, and its one lease
 // keeps every session it holds online: a node renews it with one write
 // whatever it holds, and a node that stops renewing is reaped with its
-// sessions), [NodeHost.GetNode], [NodeHost.ListNodes] and [NodeHost.NodeKey] for the
+// sessions), [hosting.NodeHost.GetNode], [hosting.NodeHost.ListNodes] and [hosting.NodeHost.NodeKey] for the
 // hop between nodes (package hop),
-// [TunnelHost.GetEndpoint] and [DataPlaneHost.ListEndpoints] (every endpoint across
-// accounts) for edge proxies that serve endpoints, [DataPlaneHost.EdgeByHostport] (the edge that serves a host:port, by the
-// store's unique key of each edge hostport), [DataPlaneHost.HTTPSEdgeConfig],
-// [DataPlaneHost.HTTPSRouteConfig], [DataPlaneHost.TLSEdgeConfig], [DataPlaneHost.TCPEdgeConfig],
-// [DataPlaneHost.BackendTunnels], [DataPlaneHost.ListHTTPSEdges] (every HTTPS edge across
+// [hosting.TunnelHost.GetEndpoint] and [hosting.DataPlaneHost.ListEndpoints] (every endpoint across
+// accounts) for edge proxies that serve endpoints, [hosting.DataPlaneHost.EdgeByHostport] (the edge that serves a host:port, by the
+// store's unique key of each edge hostport), [hosting.DataPlaneHost.HTTPSEdgeConfig],
+// [hosting.DataPlaneHost.HTTPSRouteConfig], [hosting.DataPlaneHost.TLSEdgeConfig], [hosting.DataPlaneHost.TCPEdgeConfig],
+// [hosting.DataPlaneHost.BackendTunnels], [hosting.DataPlaneHost.ListHTTPSEdges] (every HTTPS edge across
 // accounts) and [Host.WaitRevision] (until this Service's caches have
 // applied a revision of the change feed) for edge proxies (package proxy
-// keeps their configs current), [CertificateHost.CertificateOrders] and the Report
+// keeps their configs current), [hosting.CertificateHost.CertificateOrders] and the Report
 // methods for a certificate manager.
 //
 // # Storage
@@ -259,5 +259,5 @@
 //     restricted credential names the address it may bind). A rebind
 //     after a reconnect deletes the old record, then creates the new one
 //     (the store writes one record at a time): a bind that takes the
-//     hostport in between wins. See [TunnelHost.BindEndpoint].
+//     hostport in between wins. See [hosting.TunnelHost.BindEndpoint].
 package edgeplane

@@ -212,7 +212,7 @@ func (s *Service) DeleteHTTPSRouteCompression(ctx context.Context, p Principal, 
 // value is validated as for [Service.ReplaceTLSEdgeTrafficPolicy], but
 // compiled for HTTP traffic: phases inbound (on_http_request) and outbound
 // (on_http_response), HTTP variables, and HTTP actions such as rate-limit
-// (see [DataPlaneHost.HTTPSRouteConfig] for how it runs). It is stored
+// (see [hosting.DataPlaneHost.HTTPSRouteConfig] for how it runs). It is stored
 // re-serialized compactly; enabled defaults to true. The IP policies its
 // restrict-ips actions name must be IP policies of the account, checked in
 // the same atomic step as the write; while the module stands, they cannot
@@ -360,7 +360,7 @@ func (s *Service) DeleteTLSEdgeIPRestriction(ctx context.Context, p Principal, i
 
 // ReplaceTLSEdgeTrafficPolicy replaces the traffic policy module of a TLS
 // edge (PUT /edges/tls/{id}/traffic_policy). The document in value is
-// validated (see [DataPlaneHost.TLSEdgeConfig] for how it runs) and stored
+// validated (see [hosting.DataPlaneHost.TLSEdgeConfig] for how it runs) and stored
 // re-serialized compactly. It is a conflict while the edge's TLS
 // termination module terminates upstream.
 func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {

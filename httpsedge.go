@@ -117,13 +117,3 @@ var httpsEdgeForm = &kind[edges.HTTPSEdge]{Form: records.PlainForm(httpsEdgeKind
 		return &edges.HTTPSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			Hostports: slices.Clone(d.Hostports)}
 	}), present: (*Service).presentHTTPSEdge}
-
-// listHTTPSEdges is [DataPlaneHost.ListHTTPSEdges]: one page of the store's query
-// of HTTPS edges across accounts, paged as [Host.ListAccounts] is.
-func (s *Service) listHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, httpsEdgeKind, listQuery(opts), edgeRefOf)
-}
-
-func edgeRefOf(rec store.Record) (EdgeRef, error) {
-	return EdgeRef{AccountID: rec.AccountID, ID: rec.ID}, nil
-}

@@ -30,7 +30,7 @@ func domainKeys(d *domains.ReservedDomain) []string {
 // indexCertificateDue is the secondary index of reserved domains by the
 // time their managed certificate becomes due
 // ([domains.ReservedDomain.CertificateDueAt]), read by
-// [CertificateHost.CertificateOrders].
+// [hosting.CertificateHost.CertificateOrders].
 const indexCertificateDue = "certificate_due"
 
 // setDomainFacts sets what the store indexes of a reserved domain: its

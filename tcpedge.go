@@ -121,8 +121,3 @@ var tcpEdgeForm = &kind[edges.TCPEdge]{Form: records.PlainForm(tcpEdgeKind,
 		return &edges.TCPEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
 			Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), Backend: loadBackendModule(d.Backend)}
 	}), present: (*Service).presentTCPEdge}
-
-// listTCPEdges is [DataPlaneHost.ListTCPEdges].
-func (s *Service) listTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, tcpEdgeKind, listQuery(opts), edgeRefOf)
-}

@@ -180,8 +180,3 @@ func loadTLSTermination(d *tlsTerminationDoc) *edges.TLSTermination {
 	}
 	return &edges.TLSTermination{Enabled: d.Enabled, TerminateAt: d.TerminateAt, MinVersion: records.ClonePtr(d.MinVersion)}
 }
-
-// listTLSEdges is [DataPlaneHost.ListTLSEdges].
-func (s *Service) listTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, tlsEdgeKind, listQuery(opts), edgeRefOf)
-}

@@ -11,7 +11,7 @@ import (
 )
 
 // MaxBackendTunnels bounds the tunnels one backend selects
-// ([backends.MaxTunnels]): its tunnels field and [DataPlaneHost.BackendTunnels]
+// ([backends.MaxTunnels]): its tunnels field and [hosting.DataPlaneHost.BackendTunnels]
 // show at most this many, the newest. Beyond it older tunnels are left
 // out, and a warning is logged. Finding them reads, through the store's
 // label index, only tunnels that carry one of the backend's labels.
@@ -61,15 +61,6 @@ func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backe
 // first.
 func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions) (*Page[backends.Tunnel], error) {
 	return list(ctx, s, p, tunnelForm.Form, "", tunnelKind.Collection, opts, s.presentTunnel)
-}
-
-// backendTunnels is [DataPlaneHost.BackendTunnels].
-func (s *Service) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
-	b, _, err := loadEdgeRecord(ctx, s, accountID, backendForm.Form, backendID)
-	if err != nil {
-		return nil, err
-	}
-	return s.agentState.BackendTunnels(ctx, accountID, b.Labels)
 }
 
 // renewTunnel is [Host.RenewTunnel].

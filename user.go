@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
@@ -21,7 +22,7 @@ type subjectDoc struct {
 
 var userKind = &records.Kind{StoreKind: KindUser, Prefix: UserPrefix, Collection: "users", Noun: "user", Parent: accountKind}
 
-var userForm = &kind[identity.Subject]{Form: records.PlainForm(userKind, saveSubject, loadSubject), traits: traits{auth: authForgetAll}}
+var userForm = &kind[identity.Subject]{Form: records.PlainForm(userKind, saveSubject, loadSubject), traits: traits{auth: cachesync.AuthForgetAll}}
 
 var botForm = records.PlainForm(botKind, saveSubject, loadSubject)
 

@@ -57,6 +57,11 @@ func TestRuntimeSeams(t *testing.T) {
 		{"certmanager", false, 250},
 		{"acmedns", false, 230},
 		{"webhook", false, 240},
+		// What the root wires into them: the Host's roles (hosting) and
+		// the followers of the change feed; none may import the root.
+		{"hosting", true, 365},
+		{"internal/eventfeed", false, 210},
+		{"internal/cachesync", true, 360},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			all := deps(t, tc.pkg)
@@ -80,7 +85,7 @@ func TestRuntimeSeams(t *testing.T) {
 // asks for 6,000 once the runtime-only operations have moved out; until
 // then the bound is today's size, lowered as they move, so the root does
 // not grow meanwhile.
-const maxRootLines = 7800
+const maxRootLines = 6600
 
 // TestRootSize: the root package holds at most maxRootLines non-test
 // lines.
