@@ -129,30 +129,20 @@
 //
 // Host operations take no principal: they are methods of [Host], which a
 // host obtains with [Service.Host] and transports for callers never hold.
-// They serve the data plane:
-// [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
-// [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
-// lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [hosting.TunnelHost.RegisterNode], [hosting.TunnelHost.RenewNode], [hosting.TunnelHost.RemoveNode],
-// [hosting.TunnelHost.OpenTunnelSession], [hosting.TunnelHost.CloseTunnelSession],
-// [hosting.TunnelHost.GetTunnelSession] and [hosting.TunnelHost.StartLabeledTunnel],
-// [hosting.TunnelHost.BindEndpoint] and [hosting.TunnelHost.UnbindEndpoint] for tunnel servers that
-// serve agents (a session is a child of its credential and its labeled
-// tunnels and endpoints children of the session, so they go offline
-// together; each tunnel server is a node of the store, and its one lease
-// keeps every session it holds online: a node renews it with one write
-// whatever it holds, and a node that stops renewing is reaped with its
-// sessions), [hosting.NodeHost.GetNode], [hosting.NodeHost.ListNodes] and [hosting.NodeHost.NodeKey] for the
-// hop between nodes (package hop),
-// [hosting.TunnelHost.GetEndpoint] and [hosting.DataPlaneHost.ListEndpoints] (every endpoint across
-// accounts) for edge proxies that serve endpoints, [hosting.DataPlaneHost.EdgeByHostport] (the edge that serves a host:port, by the
-// store's unique key of each edge hostport), [hosting.DataPlaneHost.HTTPSEdgeConfig],
-// [hosting.DataPlaneHost.HTTPSRouteConfig], [hosting.DataPlaneHost.TLSEdgeConfig], [hosting.DataPlaneHost.TCPEdgeConfig],
-// [hosting.DataPlaneHost.BackendTunnels], [hosting.DataPlaneHost.ListHTTPSEdges] (every HTTPS edge across
-// accounts) and [Host.WaitRevision] (until this Service's caches have
-// applied a revision of the change feed) for edge proxies (package proxy
-// keeps their configs current), [hosting.CertificateHost.CertificateOrders] and the Report
-// methods for a certificate manager.
+// The Host's own methods are administration (accounts, users, bots, API
+// keys, the bootstrap, tunnels registered by a host program); each
+// runtime part reaches the Service through one role of it, a type of
+// package hosting: [Host.Tunnels] for tunnel servers (package tunnel:
+// nodes, agents' sessions, tunnels and endpoints), [Host.Nodes] for the
+// hop between nodes (package hop), [Host.DataPlane] for edge proxies
+// (package proxy: edge configs, backend tunnels, endpoints,
+// certificates), [Host.Certificates] for the certificate manager and the
+// DNS server of DNS-01 challenges (packages certmanager and acmedns),
+// [Host.Leases] for elections of one replica, and [Host.EventDelivery]
+// for event delivery (package webhook). A session is a child of its
+// credential and its labeled tunnels and endpoints children of the
+// session, so they go offline together; each tunnel server is a node of
+// the store, whose one lease keeps every session it holds online.
 //
 // # Storage
 //

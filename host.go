@@ -105,48 +105,25 @@ func (h *Host) AuthenticateTunnelToken(ctx context.Context, token string) (*Tunn
 	return h.s.authenticateTunnelToken(ctx, token)
 }
 
-// RegisterTunnel records an online tunnel, as a tunnel server does when an
-// agent opens one. token is the agent's authtoken
-// ([Host.AuthenticateTunnelToken]); the tunnel belongs to the
-// credential's account, and every one of its labels must be permitted by
-// the credential's ACL (else permission denied naming the labels that are
-// not). Authentication comes first: a bad token is unauthenticated whatever
-// the params.
+// RegisterTunnel is [hosting.TunnelHost.RegisterTunnel], for a host
+// program that registers tunnels itself (edgeplane admin register-tunnel).
 func (h *Host) RegisterTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
-	return h.s.registerTunnel(ctx, token, params)
+	return h.Tunnels().RegisterTunnel(ctx, token, params)
 }
 
-// UnregisterTunnel removes an online tunnel of the account, as a tunnel
-// server does when the tunnel closes: one it registered
-// ([Host.RegisterTunnel]) or one an agent started in its session
-// ([hosting.TunnelHost.StartLabeledTunnel]). It is a host operation. A tunnel that is
-// already gone (for example because its credential was deleted, or its
-// session closed) is not found.
+// UnregisterTunnel is [hosting.TunnelHost.UnregisterTunnel].
 func (h *Host) UnregisterTunnel(ctx context.Context, accountID, id string) error {
-	return h.s.unregisterTunnel(ctx, accountID, id)
+	return h.Tunnels().UnregisterTunnel(ctx, accountID, id)
 }
 
-// RenewTunnel extends the lease of an online tunnel of the account to
-// [Options.TunnelLease] from now, as its tunnel server does while the
-// tunnel is open, and returns the tunnel. It is a host operation. A
-// tunnel whose lease has already ended cannot be renewed (failed
-// precondition: register it again); one that is gone is not found.
+// RenewTunnel is [hosting.TunnelHost.RenewTunnel].
 func (h *Host) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
-	return h.s.renewTunnel(ctx, accountID, id)
+	return h.Tunnels().RenewTunnel(ctx, accountID, id)
 }
 
-// ReapTunnels removes up to limit tunnel sessions and tunnels, across
-// all accounts, whose lease ended before now, and returns how many it
-// removed. Sessions come first, each with its tunnels (which count with
-// it as one removal), then tunnels. It is a host operation, for a
-// periodic job (every few seconds, say). It reads only expired sessions
-// and tunnels, through the store's indexes of leases; one renewed between
-// the read and the removal is kept. Each removal is reported as a
-// tunnel_session_deleted or tunnel_deleted event, as
-// [hosting.TunnelHost.CloseTunnelSession] and [Host.UnregisterTunnel] do (and the
-// tunnels of a session as tunnel_deleted).
+// ReapTunnels is [hosting.TunnelHost.ReapTunnels].
 func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
-	return h.s.reapTunnels(ctx, limit)
+	return h.Tunnels().ReapTunnels(ctx, limit)
 }
 
 // TLSCertificateKeyPair returns the PEM chain and private key of a TLS

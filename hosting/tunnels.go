@@ -103,7 +103,7 @@ func (h *TunnelHost) StartLabeledTunnel(ctx context.Context, accountID, sessionI
 
 // UnregisterTunnel removes an online tunnel of the account, as a tunnel
 // server does when the tunnel closes: one it registered
-// ([github.com/edgeplane/edgeplane.Host.RegisterTunnel]) or one an agent started in its session
+// ([TunnelHost.RegisterTunnel]) or one an agent started in its session
 // ([TunnelHost.StartLabeledTunnel]). It is a host operation. A tunnel that is
 // already gone (for example because its credential was deleted, or its
 // session closed) is not found.
@@ -207,4 +207,38 @@ func (h *TunnelHost) IPRestrictions(ctx context.Context, accountID, typ string) 
 	}
 	e, _, err := h.r.c.Dataplane.Restrictions(ctx, accountID, typ)
 	return e, err
+}
+
+// RegisterTunnel records an online tunnel, as a tunnel server does when an
+// agent opens one. token is the agent's authtoken
+// ([github.com/edgeplane/edgeplane.Host.AuthenticateTunnelToken]); the tunnel belongs to the
+// credential's account, and every one of its labels must be permitted by
+// the credential's ACL (else permission denied naming the labels that are
+// not). Authentication comes first: a bad token is unauthenticated whatever
+// the params.
+func (h *TunnelHost) RegisterTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
+	return h.r.c.Agents.RegisterTunnel(ctx, token, params)
+}
+
+// RenewTunnel extends the lease of an online tunnel of the account to
+// [github.com/edgeplane/edgeplane.Options.TunnelLease] from now, as its tunnel server does while the
+// tunnel is open, and returns the tunnel. It is a host operation. A
+// tunnel whose lease has already ended cannot be renewed (failed
+// precondition: register it again); one that is gone is not found.
+func (h *TunnelHost) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
+	return h.r.c.Agents.RenewTunnel(ctx, accountID, id)
+}
+
+// ReapTunnels removes up to limit tunnel sessions and tunnels, across
+// all accounts, whose lease ended before now, and returns how many it
+// removed. Sessions come first, each with its tunnels (which count with
+// it as one removal), then tunnels. It is a host operation, for a
+// periodic job (every few seconds, say). It reads only expired sessions
+// and tunnels, through the store's indexes of leases; one renewed between
+// the read and the removal is kept. Each removal is reported as a
+// tunnel_session_deleted or tunnel_deleted event, as
+// [TunnelHost.CloseTunnelSession] and [TunnelHost.UnregisterTunnel] do (and the
+// tunnels of a session as tunnel_deleted).
+func (h *TunnelHost) ReapTunnels(ctx context.Context, limit int) (int, error) {
+	return h.r.c.Agents.Reap(ctx, limit)
 }
