@@ -155,8 +155,8 @@
 // labels and lease end, a node's lease end, the sessions of a node), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of
-// its own (a document type in its root file, see package
-// internal/records) that keeps no computed
+// its own (a document type in package internal/storedforms, see
+// package internal/records) that keeps no computed
 // field (uri, a backend's tunnels, the URIs of references, which are
 // stored as bare IDs) and names its fields independently of the wire, so
 // renaming a wire field is never a data migration. Secrets the API must
@@ -205,9 +205,10 @@
 //   - a leaf package (or a file of one) with its model, params and
 //     validation, as package credentials does;
 //   - its store kind constant and its entry in kindList, in kinds.go;
+//   - its stored document and form, in package internal/storedforms;
 //   - its own root file, named after it: its identity (a
-//     *records.Kind: ID prefix, collection, noun, event name), its stored
-//     document, and its declaration (a kind value: the stored form, how a
+//     *records.Kind: ID prefix, collection, noun, event name) and its
+//     declaration (a kind value: the stored form, how a
 //     record is presented, and its traits for caches and edge proxies),
 //     with the methods of its operations, which call the generic
 //     operations of package internal/records (they check the principal
