@@ -10,8 +10,8 @@ import (
 	"github.com/edgeplane/edgeplane/policy"
 )
 
-// The edge proxy calls: one call returns everything a proxy applies to an
-// edge or route. They are host operations (a proxy acts for the service,
+// The edge proxy calls (hosting.DataPlaneHost): one call returns what a
+// proxy applies to an edge or route. They are host operations (a proxy acts for the service,
 // not for a user), so they take the account ID instead of a Principal.
 // Each returns a snapshot: a proxy reloads it when the edge, its routes or
 // the IP policies and rules its modules name change (their change events).
