@@ -5,10 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/edgeplane/edgeplane/apierr"
-	"github.com/edgeplane/edgeplane/internal/dataplane"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/ipaccess"
-	"github.com/edgeplane/edgeplane/store"
 )
 
 // IP restrictions of the types the Service's own surfaces serve: api
@@ -16,9 +14,9 @@ import (
 // authenticated request, [Service.CheckIPRestrictions]), agent (checked
 // when a tunnel server opens an agent's session, and again by the tunnel
 // server for the sessions it holds whenever a restriction or an IP
-// policy of the account changes, [TunnelHost.IPRestrictions]) and
+// policy of the account changes, [hosting.TunnelHost.IPRestrictions]) and
 // dashboard (for a web console; none is built in yet). The type
-// endpoints is the edge proxy's ([DataPlaneHost.EndpointRestrictions]).
+// endpoints is the edge proxy's ([hosting.DataPlaneHost.EndpointRestrictions]).
 //
 // Every check reads the account's restrictions of the type, each with
 // the combined rules of its IP policies, through an access cache: an
@@ -30,21 +28,6 @@ import (
 // the restrictions fails, and the traffic with it: restrictions fail
 // closed. The checks, the access cache and the restrictions' compiled
 // enforcers are package internal/dataplane's (the Service's dataplane).
-
-// accessCache is the access cache ([dataplane.AccessCache]) as the
-// follower of the change feed (cache.go) drops from it.
-type accessCache dataplane.AccessCache
-
-func (c *accessCache) forget(account string) { (*dataplane.AccessCache)(c).Forget(account) }
-func (c *accessCache) clear()                { (*dataplane.AccessCache)(c).Clear() }
-
-// accessKind is [dataplane.AccessKind].
-func accessKind(k store.Kind) bool { return dataplane.AccessKind(k) }
-
-// restrictionsOf is [dataplane.Compiler.Restrictions].
-func (s *Service) restrictionsOf(ctx context.Context, accountID, typ string) (*ipaccess.Enforcer, []string, error) {
-	return s.dataplane.Restrictions(ctx, accountID, typ)
-}
 
 // checkIPRestrictions is [Service.CheckIPRestrictions] (cached: true) and
 // the check of an agent's session when it opens (cached: false):

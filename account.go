@@ -2,10 +2,11 @@ package edgeplane
 
 import (
 	"context"
-	"time"
 
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -17,22 +18,10 @@ const (
 	APIKeyPrefix  = identity.APIKeyPrefix
 )
 
-// The stored forms of accounts, users and bots, and API keys (see
-// package internal/records). A subject's account is its record's; an API key's secret is
-// stored only as the hash in its lookup key.
-type accountDoc struct {
-	CreatedAt time.Time `json:"created_at"`
-	Name      string    `json:"name"`
-}
-
 // The identity of the kinds this file declares (see kindList).
 var accountKind = &records.Kind{StoreKind: KindAccount, Prefix: AccountPrefix, Collection: "accounts", Noun: "account"}
 
-var accountForm = &kind[identity.Account]{Form: records.PlainForm(accountKind,
-	func(a *identity.Account) *accountDoc { return &accountDoc{CreatedAt: a.CreatedAt, Name: a.Name} },
-	func(d *accountDoc, rec store.Record) *identity.Account {
-		return &identity.Account{ID: rec.ID, CreatedAt: d.CreatedAt, Name: d.Name}
-	}), traits: traits{auth: authForgetAll}}
+var accountForm = &kind[identity.Account]{Form: storedforms.Account(accountKind), traits: traits{auth: cachesync.AuthForgetAll}}
 
 // createAccount is [Host.CreateAccount].
 func (s *Service) createAccount(ctx context.Context, params identity.AccountParams) (*identity.Account, error) {

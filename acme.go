@@ -1,9 +1,6 @@
 package edgeplane
 
 import (
-	"context"
-
-	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 )
 
@@ -29,24 +26,3 @@ const (
 
 // ACMEChallenge is a pending ACME challenge: [domains.ACMEChallenge].
 type ACMEChallenge = domains.ACMEChallenge
-
-// reportCertificateProgress is [CertificateHost.ReportCertificateProgress]. It
-// stays here: it updates a reserved domain, a kind of the root.
-func (s *Service) reportCertificateProgress(ctx context.Context, accountID, domainID, msg string) (*domains.ReservedDomain, error) {
-	var vs apierr.Violations
-	if msg == "" {
-		vs.Add("msg", "is required")
-	}
-	vs.CheckText("msg", msg, domains.MaxJobMsgBytes)
-	if err := vs.Err(); err != nil {
-		return nil, err
-	}
-	now := s.timestamp()
-	return s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
-		if d.CertificateManagementPolicy == nil {
-			return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
-		}
-		d.CertificateProgress(msg, now)
-		return nil
-	})
-}

@@ -13,25 +13,16 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-type apiKeyDoc struct {
-	records.Common
-	OwnerID string `json:"owner_id"`
-}
-
 var apiKeyKind = &records.Kind{StoreKind: KindAPIKey, Prefix: APIKeyPrefix, Collection: "api_keys", Noun: "API key", Event: "api_key"}
 
-var apiKeyForm = &kind[identity.APIKey]{Form: records.PlainForm(apiKeyKind,
-	func(k *identity.APIKey) *apiKeyDoc {
-		return &apiKeyDoc{Common: records.Common{CreatedAt: k.CreatedAt, Description: k.Description, Metadata: k.Metadata}, OwnerID: k.OwnerID}
-	},
-	func(d *apiKeyDoc, rec store.Record) *identity.APIKey {
-		return &identity.APIKey{ID: rec.ID, OwnerID: d.OwnerID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
-	}), present: (*Service).presentAPIKey, traits: traits{auth: authForgetRecord}}
+var apiKeyForm = &kind[identity.APIKey]{Form: storedforms.APIKey(apiKeyKind), present: (*Service).presentAPIKey, traits: traits{auth: cachesync.AuthForgetRecord}}
 
 // createAPIKey is [Host.CreateAPIKey].
 func (s *Service) createAPIKey(ctx context.Context, accountID string, params identity.CreateAPIKeyParams) (*identity.APIKey, error) {

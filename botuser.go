@@ -5,35 +5,26 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 )
 
 // Bot users and API keys over the API (package identity has the models
 // and the decisions). Bots are subjects (KindBot records, children of
-// their account, stored as subjectDoc); API keys are children of their
+// their account, stored as package internal/storedforms' subject document); API keys are children of their
 // owner, so deleting a bot deletes its keys.
 
-// botRecord is a bot user as the Service holds it: the API model and the
-// admin flag a host may give a bot ([Host.CreateBot]), which the API
-// neither shows nor changes.
-type botRecord struct {
-	identity.BotUser
-	Admin bool
-}
+// botRecord is a bot user as the Service holds it: [storedforms.Bot].
+type botRecord = storedforms.Bot
 
 // The identity of the kind this file declares (see kindList).
 var (
 	botKind = &records.Kind{StoreKind: KindBot, Prefix: BotPrefix, Collection: "bot_users", Noun: "bot user", Event: "bot_user", Parent: accountKind}
 )
 
-var botUserForm = &kind[botRecord]{Form: records.PlainForm(botKind,
-	func(b *botRecord) *subjectDoc {
-		return &subjectDoc{CreatedAt: b.CreatedAt, Name: b.Name, Admin: b.Admin, Inactive: !b.Active}
-	},
-	func(d *subjectDoc, rec store.Record) *botRecord {
-		return &botRecord{BotUser: identity.BotUser{ID: rec.ID, CreatedAt: d.CreatedAt, Name: d.Name, Active: !d.Inactive}, Admin: d.Admin}
-	}), present: (*Service).presentBotRecord, traits: traits{auth: authForgetAll}, shown: showBotUser}
+var botUserForm = &kind[botRecord]{Form: storedforms.BotForm(botKind), present: (*Service).presentBotRecord, traits: traits{auth: cachesync.AuthForgetAll}, shown: showBotUser}
 
 // showBotUser shows a bot as the API does: without the admin flag a host
 // may give it.

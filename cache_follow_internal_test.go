@@ -58,7 +58,7 @@ func synced(t *testing.T, ctx context.Context, svc *Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.cacheFollow.waitApplied(ctx, rev); err != nil {
+	if err := svc.cacheFollow.WaitApplied(ctx, rev); err != nil {
 		t.Fatalf("the cache follower did not reach revision %d: %v", rev, err)
 	}
 }
@@ -140,8 +140,8 @@ func TestCacheCascade(t *testing.T) {
 		t.Fatal(err)
 	}
 	synced(t, e.ctx, e.svc)
-	e.svc.cacheFollow.stop() // no help from the feed from here on
-	<-e.svc.cacheFollow.done
+	e.svc.cacheFollow.Stop() // no help from the feed from here on
+	<-e.svc.cacheFollow.Done()
 	e.svc.cache.SetReady()
 	if _, err := e.svc.GetHTTPSEdgeRoute(e.ctx, e.p, edge.ID, route.ID); err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestCacheFollowerStopsWithAnUnclosedService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return svc.cacheFollow.done
+		return svc.cacheFollow.Done()
 	}()
 	for range 100 {
 		runtime.GC()

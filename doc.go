@@ -129,30 +129,20 @@
 //
 // Host operations take no principal: they are methods of [Host], which a
 // host obtains with [Service.Host] and transports for callers never hold.
-// They serve the data plane:
-// [Host.AuthenticateTunnelToken], [Host.RegisterTunnel] and
-// [Host.RenewTunnel] for tunnel servers (a tunnel is online under a
-// lease of [Options.TunnelLease]; [Host.ReapTunnels] removes expired
-// ones), [TunnelHost.RegisterNode], [TunnelHost.RenewNode], [TunnelHost.RemoveNode],
-// [TunnelHost.OpenTunnelSession], [TunnelHost.CloseTunnelSession],
-// [TunnelHost.GetTunnelSession] and [TunnelHost.StartLabeledTunnel],
-// [TunnelHost.BindEndpoint] and [TunnelHost.UnbindEndpoint] for tunnel servers that
-// serve agents (a session is a child of its credential and its labeled
-// tunnels and endpoints children of the session, so they go offline
-// together; each tunnel server is a node of the store, and its one lease
-// keeps every session it holds online: a node renews it with one write
-// whatever it holds, and a node that stops renewing is reaped with its
-// sessions), [NodeHost.GetNode], [NodeHost.ListNodes] and [NodeHost.NodeKey] for the
-// hop between nodes (package hop),
-// [TunnelHost.GetEndpoint] and [DataPlaneHost.ListEndpoints] (every endpoint across
-// accounts) for edge proxies that serve endpoints, [DataPlaneHost.EdgeByHostport] (the edge that serves a host:port, by the
-// store's unique key of each edge hostport), [DataPlaneHost.HTTPSEdgeConfig],
-// [DataPlaneHost.HTTPSRouteConfig], [DataPlaneHost.TLSEdgeConfig], [DataPlaneHost.TCPEdgeConfig],
-// [DataPlaneHost.BackendTunnels], [DataPlaneHost.ListHTTPSEdges] (every HTTPS edge across
-// accounts) and [Host.WaitRevision] (until this Service's caches have
-// applied a revision of the change feed) for edge proxies (package proxy
-// keeps their configs current), [CertificateHost.CertificateOrders] and the Report
-// methods for a certificate manager.
+// The Host's own methods are administration (accounts, users, bots, API
+// keys, the bootstrap, tunnels registered by a host program); each
+// runtime part reaches the Service through one role of it, a type of
+// package hosting: [Host.Tunnels] for tunnel servers (package tunnel:
+// nodes, agents' sessions, tunnels and endpoints), [Host.Nodes] for the
+// hop between nodes (package hop), [Host.DataPlane] for edge proxies
+// (package proxy: edge configs, backend tunnels, endpoints,
+// certificates), [Host.Certificates] for the certificate manager and the
+// DNS server of DNS-01 challenges (packages certmanager and acmedns),
+// [Host.Leases] for elections of one replica, and [Host.EventDelivery]
+// for event delivery (package webhook). A session is a child of its
+// credential and its labeled tunnels and endpoints children of the
+// session, so they go offline together; each tunnel server is a node of
+// the store, whose one lease keeps every session it holds online.
 //
 // # Storage
 //
@@ -165,8 +155,8 @@
 // labels and lease end, a node's lease end, the sessions of a node), never a scan of all records.
 //
 // Stored documents are not the API's JSON: each kind has a stored form of
-// its own (a document type in its root file, see package
-// internal/records) that keeps no computed
+// its own (a document type in package internal/storedforms, see
+// package internal/records) that keeps no computed
 // field (uri, a backend's tunnels, the URIs of references, which are
 // stored as bare IDs) and names its fields independently of the wire, so
 // renaming a wire field is never a data migration. Secrets the API must
@@ -215,9 +205,10 @@
 //   - a leaf package (or a file of one) with its model, params and
 //     validation, as package credentials does;
 //   - its store kind constant and its entry in kindList, in kinds.go;
+//   - its stored document and form, in package internal/storedforms;
 //   - its own root file, named after it: its identity (a
-//     *records.Kind: ID prefix, collection, noun, event name), its stored
-//     document, and its declaration (a kind value: the stored form, how a
+//     *records.Kind: ID prefix, collection, noun, event name) and its
+//     declaration (a kind value: the stored form, how a
 //     record is presented, and its traits for caches and edge proxies),
 //     with the methods of its operations, which call the generic
 //     operations of package internal/records (they check the principal
@@ -259,5 +250,5 @@
 //     restricted credential names the address it may bind). A rebind
 //     after a reconnect deletes the old record, then creates the new one
 //     (the store writes one record at a time): a bind that takes the
-//     hostport in between wins. See [TunnelHost.BindEndpoint].
+//     hostport in between wins. See [hosting.TunnelHost.BindEndpoint].
 package edgeplane

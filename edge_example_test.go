@@ -17,7 +17,7 @@ import (
 
 // An edge proxy loads everything it applies to a TLS edge in one call: the
 // IP restriction, the compiled traffic policy and the TLS termination.
-func ExampleDataPlaneHost_TLSEdgeConfig() {
+func ExampleHost_DataPlane_tlsEdgeConfig() {
 	ctx := context.Background()
 	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{BaseURL: "https://api.example.com"})
 	if err != nil {
@@ -70,7 +70,7 @@ func ExampleDataPlaneHost_TLSEdgeConfig() {
 
 // An HTTPS edge proxy loads every route of an edge with its modules and
 // picks the route of each request by path.
-func ExampleDataPlaneHost_HTTPSEdgeConfig() {
+func ExampleHost_DataPlane_httpsEdgeConfig() {
 	ctx := context.Background()
 	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{})
 	if err != nil {
@@ -109,7 +109,7 @@ func ExampleDataPlaneHost_HTTPSEdgeConfig() {
 // A route's traffic policy runs on HTTP requests, so it can hold the
 // rate-limit action. The edge proxy gets it compiled, scoped to the route:
 // reloading the route's config keeps the counts.
-func ExampleDataPlaneHost_HTTPSRouteConfig() {
+func ExampleHost_DataPlane_httpsRouteConfig() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	svc, err := edgeplane.New(memstore.New(), edgeplane.Options{Clock: func() time.Time { return now }})

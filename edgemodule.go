@@ -9,7 +9,6 @@ import (
 
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/internal/records"
-	"github.com/edgeplane/edgeplane/resource"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
@@ -212,7 +211,7 @@ func (s *Service) DeleteHTTPSRouteCompression(ctx context.Context, p Principal, 
 // value is validated as for [Service.ReplaceTLSEdgeTrafficPolicy], but
 // compiled for HTTP traffic: phases inbound (on_http_request) and outbound
 // (on_http_response), HTTP variables, and HTTP actions such as rate-limit
-// (see [DataPlaneHost.HTTPSRouteConfig] for how it runs). It is stored
+// (see [hosting.DataPlaneHost.HTTPSRouteConfig] for how it runs). It is stored
 // re-serialized compactly; enabled defaults to true. The IP policies its
 // restrict-ips actions name must be IP policies of the account, checked in
 // the same atomic step as the write; while the module stands, they cannot
@@ -360,7 +359,7 @@ func (s *Service) DeleteTLSEdgeIPRestriction(ctx context.Context, p Principal, i
 
 // ReplaceTLSEdgeTrafficPolicy replaces the traffic policy module of a TLS
 // edge (PUT /edges/tls/{id}/traffic_policy). The document in value is
-// validated (see [DataPlaneHost.TLSEdgeConfig] for how it runs) and stored
+// validated (see [hosting.DataPlaneHost.TLSEdgeConfig] for how it runs) and stored
 // re-serialized compactly. It is a conflict while the edge's TLS
 // termination module terminates upstream.
 func (s *Service) ReplaceTLSEdgeTrafficPolicy(ctx context.Context, p Principal, id string, params edges.TrafficPolicyParams) (*edges.TrafficPolicy, error) {
@@ -644,62 +643,4 @@ func (s *Service) moduleReferencing(ctx context.Context, accountID, ref, id stri
 		}
 	}
 	return ""
-}
-
-type backendModuleDoc struct {
-	Enabled   bool   `json:"enabled"`
-	BackendID string `json:"backend_id"`
-}
-
-type ipRestrictionModuleDoc struct {
-	Enabled     bool     `json:"enabled"`
-	IPPolicyIDs []string `json:"ip_policy_ids"`
-}
-
-type trafficPolicyDoc struct {
-	Enabled     bool     `json:"enabled"`
-	Value       string   `json:"value"`
-	IPPolicyIDs []string `json:"ip_policy_ids,omitempty"`
-}
-
-func saveBackendModule(m *edges.Backend) *backendModuleDoc {
-	if m == nil {
-		return nil
-	}
-	return &backendModuleDoc{Enabled: m.Enabled, BackendID: m.Backend.ID}
-}
-
-func loadBackendModule(d *backendModuleDoc) *edges.Backend {
-	if d == nil {
-		return nil
-	}
-	return &edges.Backend{Enabled: d.Enabled, Backend: resource.Ref{ID: d.BackendID}}
-}
-
-func saveIPRestrictionModule(m *edges.IPRestriction) *ipRestrictionModuleDoc {
-	if m == nil {
-		return nil
-	}
-	return &ipRestrictionModuleDoc{Enabled: m.Enabled, IPPolicyIDs: records.RefIDs(m.IPPolicies)}
-}
-
-func loadIPRestrictionModule(d *ipRestrictionModuleDoc) *edges.IPRestriction {
-	if d == nil {
-		return nil
-	}
-	return &edges.IPRestriction{Enabled: d.Enabled, IPPolicies: records.IDRefs(d.IPPolicyIDs)}
-}
-
-func saveTrafficPolicy(m *edges.TrafficPolicy) *trafficPolicyDoc {
-	if m == nil {
-		return nil
-	}
-	return &trafficPolicyDoc{Enabled: m.Enabled, Value: m.Value, IPPolicyIDs: m.IPPolicyIDs}
-}
-
-func loadTrafficPolicy(d *trafficPolicyDoc) *edges.TrafficPolicy {
-	if d == nil {
-		return nil
-	}
-	return &edges.TrafficPolicy{Enabled: d.Enabled, Value: d.Value, IPPolicyIDs: slices.Clone(d.IPPolicyIDs)}
 }

@@ -11,7 +11,7 @@ import (
 
 // Endpoints (package agents has the model): a public address an agent
 // binds itself in its tunnel session (a Bind of http, https, tcp or tls,
-// [TunnelHost.BindEndpoint]), served by edge proxies without an edge. An
+// [hosting.TunnelHost.BindEndpoint]), served by edge proxies without an edge. An
 // endpoint record is a child of its session: closing the session,
 // reaping it, or deleting its credential removes the endpoint in the
 // same atomic step.
@@ -64,7 +64,7 @@ func (s *Service) GetEndpoint(ctx context.Context, p Principal, id string) (*age
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
-	return s.getEndpoint(ctx, p.AccountID, id)
+	return s.agentState.Endpoint(ctx, p.AccountID, id)
 }
 
 // ListEndpoints returns a page of the account's endpoints, newest first
@@ -75,25 +75,4 @@ func (s *Service) ListEndpoints(ctx context.Context, p Principal, opts ListOptio
 			s.presentEndpoint(r, rec)
 			return &r.Endpoint, s.agentState.PresentPool(ctx, &r.Endpoint)
 		}, records.LateField[agents.Endpoint]{})
-}
-
-// bindEndpoint is [TunnelHost.BindEndpoint].
-func (s *Service) bindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error) {
-	return s.agentState.BindEndpoint(ctx, accountID, sessionID, params)
-}
-
-// unbindEndpoint is [TunnelHost.UnbindEndpoint].
-func (s *Service) unbindEndpoint(ctx context.Context, accountID, id string) error {
-	return s.agentState.UnbindEndpoint(ctx, accountID, id)
-}
-
-// getEndpoint is [TunnelHost.GetEndpoint]: a read of the store, not the
-// record cache.
-func (s *Service) getEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error) {
-	return s.agentState.Endpoint(ctx, accountID, id)
-}
-
-// listEndpoints is [DataPlaneHost.ListEndpoints].
-func (s *Service) listEndpoints(ctx context.Context, opts ListOptions) ([]agents.Endpoint, string, error) {
-	return s.agentState.Endpoints(ctx, listQuery(opts))
 }

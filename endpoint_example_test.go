@@ -15,7 +15,7 @@ import (
 // in the agent's session on a reserved domain its credential may bind,
 // bound again under its ID when the agent reconnects, and gone with the
 // session.
-func ExampleTunnelHost_BindEndpoint() {
+func ExampleHost_Tunnels_bindEndpoint() {
 	ctx := context.Background()
 	svc, p := setup()
 	svc.CreateReservedDomain(ctx, p, domains.CreateParams{Domain: "app.example.com"})

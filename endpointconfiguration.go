@@ -4,30 +4,18 @@ import (
 	"context"
 
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/store"
 )
-
-// endpointConfigDoc is the stored form of an endpoint configuration (see
-// package internal/records).
-type endpointConfigDoc struct {
-	records.Common
-	Type string `json:"type"`
-}
 
 // The identity of the kind this file declares (see kindList).
 var (
 	endpointConfigKind = &records.Kind{StoreKind: KindEndpointConfiguration, Prefix: domains.EndpointConfigurationPrefix, Collection: "endpoint_configurations", Noun: "endpoint configuration", Event: "endpoint_configuration"}
 )
 
-var endpointConfigForm = &kind[domains.EndpointConfiguration]{Form: records.PlainForm(endpointConfigKind,
-	func(c *domains.EndpointConfiguration) *endpointConfigDoc {
-		return &endpointConfigDoc{Common: records.Common{CreatedAt: c.CreatedAt, Description: c.Description, Metadata: c.Metadata}, Type: c.Type}
-	},
-	func(d *endpointConfigDoc, rec store.Record) *domains.EndpointConfiguration {
-		return &domains.EndpointConfiguration{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Type: d.Type}
-	}), present: (*Service).presentEndpointConfiguration}
+var endpointConfigForm = &kind[domains.EndpointConfiguration]{Form: storedforms.EndpointConfiguration(endpointConfigKind), present: (*Service).presentEndpointConfiguration}
 
 func (s *Service) presentEndpointConfiguration(c *domains.EndpointConfiguration, _ store.Record) {
 	c.URI = s.uri(endpointConfigKind.Collection, c.ID)

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -13,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/delivery"
 	"github.com/edgeplane/edgeplane/internal/netguard"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/edgeplane/edgeplane/webhook"
 )
@@ -74,38 +74,13 @@ func (s *Service) checkTarget(ctx context.Context, raw string) error {
 }
 
 // storedDestination is an event destination as the Service holds it:
-// the API model and, beside it, the sealed webhook secret.
-type storedDestination struct {
-	events.Destination
-	SealedSecret []byte
-}
-
-// destinationDoc is the stored form of an event destination.
-type destinationDoc struct {
-	records.Common
-	Format       string            `json:"format"`
-	URL          string            `json:"url"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	SealedSecret []byte            `json:"sealed_secret"`
-}
+// [storedforms.Destination].
+type storedDestination = storedforms.Destination
 
 // The identity of the kind this file declares (see kindList).
 var eventDestinationKind = &records.Kind{StoreKind: KindEventDestination, Prefix: events.DestinationPrefix, Collection: "event_destinations", Noun: "event destination", Event: "event_destination"}
 
-var eventDestinationForm = &kind[storedDestination]{Form: records.PlainForm(eventDestinationKind,
-	func(v *storedDestination) *destinationDoc {
-		d := &destinationDoc{Common: records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata},
-			Format: v.Format, SealedSecret: v.SealedSecret}
-		if v.Target.HTTP != nil {
-			d.URL, d.Headers = v.Target.HTTP.URL, v.Target.HTTP.Headers
-		}
-		return d
-	},
-	func(d *destinationDoc, rec store.Record) *storedDestination {
-		return &storedDestination{Destination: events.Destination{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			Format: d.Format, Target: events.Target{HTTP: &events.HTTPTarget{URL: d.URL, Headers: maps.Clone(d.Headers)}}},
-			SealedSecret: slices.Clone(d.SealedSecret)}
-	}), present: (*Service).presentStoredDestination, shown: showDestination}
+var eventDestinationForm = &kind[storedDestination]{Form: storedforms.DestinationForm(eventDestinationKind), present: (*Service).presentStoredDestination, shown: showDestination}
 
 func (s *Service) presentStoredDestination(v *storedDestination, rec store.Record) {
 	s.presentDestination(&v.Destination, rec)

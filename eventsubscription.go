@@ -7,28 +7,15 @@ import (
 
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// The stored forms of event subscriptions and sources (see package internal/records). A
-// source's subscription is its record's parent.
-type subscriptionDoc struct {
-	records.Common
-	DestinationIDs []string `json:"destination_ids,omitempty"`
-}
-
 // The identity of the kinds this file declares (see kindList).
 var eventSubscriptionKind = &records.Kind{StoreKind: KindEventSubscription, Prefix: events.SubscriptionPrefix, Collection: "event_subscriptions", Noun: "event subscription", Event: "event_subscription"}
 
-var eventSubscriptionForm = &kind[events.Subscription]{Form: records.PlainForm(eventSubscriptionKind,
-	func(v *events.Subscription) *subscriptionDoc {
-		return &subscriptionDoc{records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata}, records.RefIDs(v.Destinations)}
-	},
-	func(d *subscriptionDoc, rec store.Record) *events.Subscription {
-		return &events.Subscription{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			Destinations: records.IDRefs(d.DestinationIDs)}
-	}), present: (*Service).presentSubscription}
+var eventSubscriptionForm = &kind[events.Subscription]{Form: storedforms.Subscription(eventSubscriptionKind), present: (*Service).presentSubscription}
 
 func (s *Service) presentSubscription(v *events.Subscription, _ store.Record) {
 	v.URI = s.uri(eventSubscriptionKind.Collection, v.ID)

@@ -4,9 +4,10 @@ import (
 	"context"
 
 	"github.com/edgeplane/edgeplane/backends"
-	"github.com/edgeplane/edgeplane/edgeconfig"
+	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/identity"
-	"github.com/edgeplane/edgeplane/internal/leases"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // Host is the Service's privileged side: the operations a host performs
@@ -23,26 +24,44 @@ import (
 // through one role of it, whose methods are those of the interface the
 // part declares in its own package:
 //
-//   - [Host.Tunnels] ([TunnelHost]): the tunnel server (package tunnel's
+//   - [Host.Tunnels] ([hosting.TunnelHost]): the tunnel server (package tunnel's
 //     Host): nodes registered, agents' sessions, tunnels and endpoints,
 //     resume tokens, IP restrictions of type agent;
-//   - [Host.Nodes] ([NodeHost]): the hop between edge nodes (package hop):
+//   - [Host.Nodes] ([hosting.NodeHost]): the hop between edge nodes (package hop):
 //     the store's nodes and their key;
-//   - [Host.DataPlane] ([DataPlaneHost]): edge proxies (package proxy's
+//   - [Host.DataPlane] ([hosting.DataPlaneHost]): edge proxies (package proxy's
 //     Host and EndpointSource): edges listed, their configs compiled,
 //     backend tunnels, certificates, endpoint restrictions, ACME answers;
-//   - [Host.Certificates] ([CertificateHost]): the certificate manager
+//   - [Host.Certificates] ([hosting.CertificateHost]): the certificate manager
 //     (package certmanager's Host) and the DNS-01 server (package
 //     acmedns's Host);
-//   - [Host.Leases] ([LeaseHost]): elections of one replica (the
+//   - [Host.Leases] ([hosting.LeaseHost]): elections of one replica (the
 //     certificate manager's orders, event delivery);
 //   - [Host.EventDelivery]: event delivery (package webhook's Source).
 //
-// A role is a view of the same Service: make as many as needed.
+// The roles are package hosting's types (it does not import this
+// package, so a runtime part can depend on it alone); a role is a view
+// of the same Service: make as many as needed.
 type Host struct{ s *Service }
 
 // Host returns the privileged operations of the Service.
 func (s *Service) Host() *Host { return &Host{s: s} }
+
+// Tunnels returns the Host's role for tunnel servers.
+func (h *Host) Tunnels() *hosting.TunnelHost { return h.s.roles.Tunnels() }
+
+// Nodes returns the Host's role for the hop between edge nodes.
+func (h *Host) Nodes() *hosting.NodeHost { return h.s.roles.Nodes() }
+
+// DataPlane returns the Host's role for edge proxies.
+func (h *Host) DataPlane() *hosting.DataPlaneHost { return h.s.roles.DataPlane() }
+
+// Certificates returns the Host's role for the certificate manager and
+// the DNS server of DNS-01 challenges.
+func (h *Host) Certificates() *hosting.CertificateHost { return h.s.roles.Certificates() }
+
+// Leases returns the Host's role for electing one replica.
+func (h *Host) Leases() *hosting.LeaseHost { return h.s.roles.Leases() }
 
 // CreateAccount creates an account. It is a host operation: no principal
 // is involved.
@@ -86,70 +105,26 @@ func (h *Host) AuthenticateTunnelToken(ctx context.Context, token string) (*Tunn
 	return h.s.authenticateTunnelToken(ctx, token)
 }
 
-// RegisterTunnel records an online tunnel, as a tunnel server does when an
-// agent opens one. token is the agent's authtoken
-// ([Host.AuthenticateTunnelToken]); the tunnel belongs to the
-// credential's account, and every one of its labels must be permitted by
-// the credential's ACL (else permission denied naming the labels that are
-// not). Authentication comes first: a bad token is unauthenticated whatever
-// the params.
+// RegisterTunnel is [hosting.TunnelHost.RegisterTunnel], for a host
+// program that registers tunnels itself (edgeplane admin register-tunnel).
 func (h *Host) RegisterTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
-	return h.s.registerTunnel(ctx, token, params)
+	return h.Tunnels().RegisterTunnel(ctx, token, params)
 }
 
-// UnregisterTunnel removes an online tunnel of the account, as a tunnel
-// server does when the tunnel closes: one it registered
-// ([Host.RegisterTunnel]) or one an agent started in its session
-// ([TunnelHost.StartLabeledTunnel]). It is a host operation. A tunnel that is
-// already gone (for example because its credential was deleted, or its
-// session closed) is not found.
+// UnregisterTunnel is [hosting.TunnelHost.UnregisterTunnel].
 func (h *Host) UnregisterTunnel(ctx context.Context, accountID, id string) error {
-	return h.s.unregisterTunnel(ctx, accountID, id)
+	return h.Tunnels().UnregisterTunnel(ctx, accountID, id)
 }
 
-// RenewTunnel extends the lease of an online tunnel of the account to
-// [Options.TunnelLease] from now, as its tunnel server does while the
-// tunnel is open, and returns the tunnel. It is a host operation. A
-// tunnel whose lease has already ended cannot be renewed (failed
-// precondition: register it again); one that is gone is not found.
+// RenewTunnel is [hosting.TunnelHost.RenewTunnel].
 func (h *Host) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
-	return h.s.renewTunnel(ctx, accountID, id)
+	return h.Tunnels().RenewTunnel(ctx, accountID, id)
 }
 
-// ReapTunnels removes up to limit tunnel sessions and tunnels, across
-// all accounts, whose lease ended before now, and returns how many it
-// removed. Sessions come first, each with its tunnels (which count with
-// it as one removal), then tunnels. It is a host operation, for a
-// periodic job (every few seconds, say). It reads only expired sessions
-// and tunnels, through the store's indexes of leases; one renewed between
-// the read and the removal is kept. Each removal is reported as a
-// tunnel_session_deleted or tunnel_deleted event, as
-// [TunnelHost.CloseTunnelSession] and [Host.UnregisterTunnel] do (and the
-// tunnels of a session as tunnel_deleted).
+// ReapTunnels is [hosting.TunnelHost.ReapTunnels].
 func (h *Host) ReapTunnels(ctx context.Context, limit int) (int, error) {
-	return h.s.reapTunnels(ctx, limit)
+	return h.Tunnels().ReapTunnels(ctx, limit)
 }
-
-// Lease is the state of a named lease. Leases elect one replica of a
-// store for work that must run once (ordering certificates, delivering
-// events): every replica that can do the work asks for the lease of its
-// name ([LeaseHost.AcquireLease]) every so often; one holds it until it lets
-// it go ([LeaseHost.ReleaseLease]) or stops renewing it, and then the next to
-// ask takes it. A holder must stop the work once it has not renewed its
-// lease for the lease's term: the term is the longest two replicas may
-// both believe they hold it, measured on their own clocks, so it should
-// exceed the renewal interval by more than the clocks may drift. Leases
-// are records the API does not show; they report no events.
-type Lease = leases.Lease
-
-const (
-	// MaxLeaseName is the longest lease name, in bytes.
-	MaxLeaseName = leases.MaxName
-	// MaxLeaseHolder is the longest holder name, in bytes.
-	MaxLeaseHolder = leases.MaxHolder
-	// MaxLeaseTerm is the longest term of a lease.
-	MaxLeaseTerm = leases.MaxTerm
-)
 
 // TLSCertificateKeyPair returns the PEM chain and private key of a TLS
 // certificate of the account, for the host's edge servers that terminate
@@ -201,22 +176,53 @@ func (h *Host) Bootstrap(ctx context.Context, secret string) (*Bootstrapped, err
 // precondition), rather than misread.
 func (h *Host) CheckSealingKey(ctx context.Context) error { return h.s.checkSealingKey(ctx) }
 
-// EdgeRef names an edge of an account: [edgeconfig.EdgeRef].
-type EdgeRef = edgeconfig.EdgeRef
-
-// WaitRevision waits until the Service's reads reflect every change of
-// the store up to revision (a [store.Change] Revision), or ctx ends. A
-// write through this Service is reflected before the write returns; a
-// write by another process (another Service on the same store) is
-// reflected once the Service's record cache has followed the change feed
-// past it. A host that follows the feed itself (an edge proxy) calls it
-// before reading what a change names, so that it never reads a cached
-// document older than the change. Without a record cache, or once
-// [Service.Close] has stopped it (reads then bypass it), it returns nil at
-// once.
+// WaitRevision is [hosting.Roles.WaitRevision], for a host that
+// follows the change feed itself.
 func (h *Host) WaitRevision(ctx context.Context, revision int64) error {
-	if h.s.cache == nil || h.s.cacheFollow == nil {
-		return nil
+	return h.s.roles.WaitRevision(ctx, revision)
+}
+
+// hostingRecords is what package hosting's roles need of the root (its
+// Records): the stored forms and presentation of the root's kinds.
+type hostingRecords struct{ s *Service }
+
+// ReservedDomain implements hosting.Records.
+func (r hostingRecords) ReservedDomain(ctx context.Context, accountID, host string) (string, bool, error) {
+	return r.s.reservedDomainOf(ctx, accountID, host)
+}
+
+// KeyPair implements hosting.Records.
+func (r hostingRecords) KeyPair(ctx context.Context, accountID, id string) (string, string, error) {
+	return r.s.tlsCertificateKeyPair(ctx, accountID, id)
+}
+
+// StoreCertificate implements hosting.Records.
+func (r hostingRecords) StoreCertificate(ctx context.Context, accountID string, c *domains.Certificate, keyPEM, managedFor string) error {
+	return r.s.storeCertificate(ctx, accountID, c, keyPEM, managedFor)
+}
+
+// DeleteManagedCertificate implements hosting.Records.
+func (r hostingRecords) DeleteManagedCertificate(ctx context.Context, accountID, id, domainID string) {
+	r.s.deleteManagedCertificate(ctx, accountID, id, domainID)
+}
+
+// DomainFacts implements hosting.Records.
+func (hostingRecords) DomainFacts(rec *store.Record, d *domains.ReservedDomain) {
+	setDomainFacts(rec, d)
+}
+
+// PresentDomain implements hosting.Records.
+func (r hostingRecords) PresentDomain(d *domains.ReservedDomain) {
+	r.s.presentReservedDomain(d, store.Record{})
+}
+
+// newRoles returns the Host's roles over the Service's runtime parts.
+func (s *Service) newRoles() *hosting.Roles {
+	c := hosting.Config{DB: s.db, Records: hostingRecords{s}, Kinds: dataplaneKinds(), Backends: backendForm.Form,
+		Domains: reservedDomainForm.Form, Certificates: certificateKind, CertificateDueIndex: indexCertificateDue,
+		Dataplane: s.dataplane, Agents: s.agentState, Nodes: s.nodes, Tokens: s.tokens, Leases: s.leases, ACME: s.acme}
+	if s.cache != nil && s.cacheFollow != nil {
+		c.WaitRevision = s.cacheFollow.WaitApplied
 	}
-	return h.s.cacheFollow.waitApplied(ctx, revision)
+	return hosting.New(c)
 }

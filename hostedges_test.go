@@ -9,6 +9,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
@@ -40,7 +41,7 @@ func TestListHostEdges(t *testing.T) {
 			return v.ID, nil
 		},
 	}
-	want := map[string][]edgeplane.EdgeRef{}
+	want := map[string][]hosting.EdgeRef{}
 	// Interleaved, so that each listing must leave the other kinds out.
 	for i, p := range []edgeplane.Principal{e.user, e.other, e.user, e.other, e.admin} {
 		for _, kind := range []string{"https", "tls", "tcp"} {
@@ -48,7 +49,7 @@ func TestListHostEdges(t *testing.T) {
 			if err != nil {
 				t.Fatal(i, kind, err)
 			}
-			want[kind] = append(want[kind], edgeplane.EdgeRef{AccountID: p.AccountID, ID: id})
+			want[kind] = append(want[kind], hosting.EdgeRef{AccountID: p.AccountID, ID: id})
 		}
 	}
 	if _, err := e.svc.CreateHTTPSEdgeRoute(e.ctx, e.user, want["https"][0].ID, edges.CreateRouteParams{MatchType: edges.MatchPathPrefix, Match: "/"}); err != nil { // not listed
@@ -58,14 +59,14 @@ func TestListHostEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := e.svc.Host()
-	for kind, list := range map[string]func(context.Context, edgeplane.ListOptions) ([]edgeplane.EdgeRef, string, error){
+	for kind, list := range map[string]func(context.Context, edgeplane.ListOptions) ([]hosting.EdgeRef, string, error){
 		"https": host.DataPlane().ListHTTPSEdges, "tls": host.DataPlane().ListTLSEdges, "tcp": host.DataPlane().ListTCPEdges,
 	} {
 		t.Run(kind, func(t *testing.T) {
 			want := slices.Clone(want[kind])
 			slices.Reverse(want)
 			for _, limit := range []int{0, 1, 2, 5} {
-				var got []edgeplane.EdgeRef
+				var got []hosting.EdgeRef
 				opts := edgeplane.ListOptions{Limit: limit}
 				for pages := 0; ; pages++ {
 					refs, next, err := list(e.ctx, opts)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgeplane/edgeplane/internal/dataplane"
 	"github.com/edgeplane/edgeplane/internal/records"
 
 	"github.com/edgeplane/edgeplane/apierr"
@@ -26,7 +27,7 @@ import (
 // released between the check and the write fails the write.
 
 // hostportKey is the store key of a canonical hostport.
-func hostportKey(hostport string) string { return "edge_hostport:" + hostport }
+func hostportKey(hostport string) string { return dataplane.HostportKey(hostport) }
 
 // tcpPortKey is the store key of a TCP edge's port: a TCP client names
 // no host, so an edge proxy tells TCP edges apart by port alone, and a
@@ -212,52 +213,6 @@ func (s *Service) inlinePolicy(ctx context.Context, p Principal, target policy.T
 	}
 	return &edges.TrafficPolicy{Enabled: params.Enabled == nil || *params.Enabled, Value: value, IPPolicyIDs: policyIDs}, nil
 }
-
-// HostportEdge is the edge that serves a hostport, as
-// [DataPlaneHost.EdgeByHostport] finds it.
-type HostportEdge struct {
-	// Kind is the edge's kind: [KindHTTPSEdge], [KindTLSEdge] or
-	// [KindTCPEdge].
-	Kind store.Kind
-	// AccountID is the account the edge belongs to.
-	AccountID string
-	// EdgeID is the edge's identifier.
-	EdgeID string
-	// Hostport is the edge's hostport that matched, in canonical form: the
-	// one asked for, or the wildcard hostport that covers it.
-	Hostport string
-}
-
-// edgeByHostport finds the edge that serves hostport: the edge with
-// exactly that hostport, else the edge with the wildcard hostport that
-// covers its host (*.example.com:443 for a.example.com:443).
-func (s *Service) edgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
-	hp, host, reason := edges.ParseHostport(hostport, edges.EdgeTCP)
-	if reason != "" {
-		return nil, apierr.Invalidf("hostport", "%s", reason)
-	}
-	candidates := []string{hp}
-	if _, parent, ok := strings.Cut(host, "."); ok && !domains.IsWildcard(host) && domains.Covers([]string{"*." + parent}, host) {
-		candidates = append(candidates, "*."+parent+hp[len(host):])
-	}
-	for _, c := range candidates {
-		for _, k := range []*records.Kind{httpsEdgeKind, tlsEdgeKind, tcpEdgeKind} {
-			rec, err := s.store.Lookup(ctx, k.StoreKind, hostportKey(c))
-			if errors.Is(err, apierr.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, s.db.StoreErr(err, k, "")
-			}
-			return &HostportEdge{Kind: k.StoreKind, AccountID: rec.AccountID, EdgeID: rec.ID, Hostport: c}, nil
-		}
-	}
-	return nil, apierr.NotFoundf("no edge serves the hostport %s", hp)
-}
-
-// HostCertificate is the TLS certificate an edge server presents for a
-// host: [domains.HostCertificate], see [DataPlaneHost.HostCertificate].
-type HostCertificate = domains.HostCertificate
 
 // newHostports returns the canonical hostports of an update and the
 // reserved domains that serve them; both nil when list is (the hostports

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/store"
 	"github.com/google/go-cmp/cmp"
@@ -299,15 +300,15 @@ func TestEdgeByHostport(t *testing.T) {
 	h := e.svc.Host()
 	for _, c := range []struct {
 		hostport string
-		want     edgeplane.HostportEdge
+		want     hosting.HostportEdge
 	}{
-		{"app.example.com:443", edgeplane.HostportEdge{Kind: edgeplane.KindHTTPSEdge, AccountID: e.user.AccountID, EdgeID: https.ID, Hostport: "app.example.com:443"}},
-		{"APP.example.com.:443", edgeplane.HostportEdge{Kind: edgeplane.KindHTTPSEdge, AccountID: e.user.AccountID, EdgeID: https.ID, Hostport: "app.example.com:443"}},
-		{"db.example.com:5432", edgeplane.HostportEdge{Kind: edgeplane.KindTCPEdge, AccountID: e.other.AccountID, EdgeID: tcp.ID, Hostport: "db.example.com:5432"}},
-		{"any.wild.example.com:443", edgeplane.HostportEdge{Kind: edgeplane.KindTLSEdge, AccountID: e.user.AccountID, EdgeID: tls.ID, Hostport: "*.wild.example.com:443"}},
-		{"exact.wild.example.com:443", edgeplane.HostportEdge{Kind: edgeplane.KindTLSEdge, AccountID: e.user.AccountID, EdgeID: tls.ID, Hostport: "exact.wild.example.com:443"}},
+		{"app.example.com:443", hosting.HostportEdge{Kind: edgeplane.KindHTTPSEdge, AccountID: e.user.AccountID, EdgeID: https.ID, Hostport: "app.example.com:443"}},
+		{"APP.example.com.:443", hosting.HostportEdge{Kind: edgeplane.KindHTTPSEdge, AccountID: e.user.AccountID, EdgeID: https.ID, Hostport: "app.example.com:443"}},
+		{"db.example.com:5432", hosting.HostportEdge{Kind: edgeplane.KindTCPEdge, AccountID: e.other.AccountID, EdgeID: tcp.ID, Hostport: "db.example.com:5432"}},
+		{"any.wild.example.com:443", hosting.HostportEdge{Kind: edgeplane.KindTLSEdge, AccountID: e.user.AccountID, EdgeID: tls.ID, Hostport: "*.wild.example.com:443"}},
+		{"exact.wild.example.com:443", hosting.HostportEdge{Kind: edgeplane.KindTLSEdge, AccountID: e.user.AccountID, EdgeID: tls.ID, Hostport: "exact.wild.example.com:443"}},
 		// An exact hostport wins over a wildcard one.
-		{"one.wild.example.com:443", edgeplane.HostportEdge{Kind: edgeplane.KindTCPEdge, AccountID: e.user.AccountID, EdgeID: exact.ID, Hostport: "one.wild.example.com:443"}},
+		{"one.wild.example.com:443", hosting.HostportEdge{Kind: edgeplane.KindTCPEdge, AccountID: e.user.AccountID, EdgeID: exact.ID, Hostport: "one.wild.example.com:443"}},
 	} {
 		got, err := h.DataPlane().EdgeByHostport(e.ctx, c.hostport)
 		if err != nil {

@@ -2,10 +2,10 @@ package edgeplane
 
 import (
 	"context"
-	"slices"
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -58,7 +58,7 @@ func (s *Service) ListHTTPSEdges(ctx context.Context, p Principal, opts ListOpti
 	return list(ctx, s, p, httpsEdgeForm.Form, "", httpsEdgeKind.Collection, opts, s.presentHTTPSEdge)
 }
 
-// UpdateHTTPSEdge changes the fields present in params. Hostports given
+// UpdateHTTPSEdge changes the fields present in params. hostports given
 // replace the edge's, with the rules of [Service.CreateHTTPSEdge].
 func (s *Service) UpdateHTTPSEdge(ctx context.Context, p Principal, id string, params edges.UpdateEdgeParams) (*edges.HTTPSEdge, error) {
 	if err := p.Check(); err != nil {
@@ -95,35 +95,7 @@ func (s *Service) DeleteHTTPSEdge(ctx context.Context, p Principal, id string) e
 	return records.Remove(ctx, s.db, p, httpsEdgeKind, id)
 }
 
-// The stored forms of edges, routes and their modules (see package internal/records). An
-// edge's hostports are stored canonical; the reserved domains that serve
-// them are only its record's Refs (and each hostport one of its Keys). A
-// route's edge is its record's parent; modules reference backends and IP
-// policies by bare ID; an OIDC module's client secret is sealed under
-// [Options.SealingKey], bound to its route.
-type httpsEdgeDoc struct {
-	records.Common
-	Hostports []string `json:"hostports,omitempty"`
-}
-
 // The identity of the kinds this file declares (see kindList).
 var httpsEdgeKind = &records.Kind{StoreKind: KindHTTPSEdge, Prefix: edges.HTTPSEdgePrefix, Collection: "edges/https", Noun: "HTTPS edge", Event: "https_edge"}
 
-var httpsEdgeForm = &kind[edges.HTTPSEdge]{Form: records.PlainForm(httpsEdgeKind,
-	func(e *edges.HTTPSEdge) *httpsEdgeDoc {
-		return &httpsEdgeDoc{records.Common{CreatedAt: e.CreatedAt, Description: e.Description, Metadata: e.Metadata}, e.Hostports}
-	},
-	func(d *httpsEdgeDoc, rec store.Record) *edges.HTTPSEdge {
-		return &edges.HTTPSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			Hostports: slices.Clone(d.Hostports)}
-	}), present: (*Service).presentHTTPSEdge}
-
-// listHTTPSEdges is [DataPlaneHost.ListHTTPSEdges]: one page of the store's query
-// of HTTPS edges across accounts, paged as [Host.ListAccounts] is.
-func (s *Service) listHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, httpsEdgeKind, listQuery(opts), edgeRefOf)
-}
-
-func edgeRefOf(rec store.Record) (EdgeRef, error) {
-	return EdgeRef{AccountID: rec.AccountID, ID: rec.ID}, nil
-}
+var httpsEdgeForm = &kind[edges.HTTPSEdge]{Form: storedforms.HTTPSEdge(httpsEdgeKind), present: (*Service).presentHTTPSEdge}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/ipaccess"
@@ -29,22 +30,10 @@ func refViolation(err error, field string, list bool, named []string) error {
 	return apierr.Invalidf(path, "%s not found in this account", describeID(miss.ID))
 }
 
-// The stored forms of IP policies, rules and restrictions (see package internal/records).
-// A rule's policy is its record's parent.
-type ipPolicyDoc struct {
-	records.Common
-}
-
 // The identity of the kinds this file declares (see kindList).
 var ipPolicyKind = &records.Kind{StoreKind: KindIPPolicy, Prefix: ipaccess.PolicyPrefix, Collection: "ip_policies", Noun: "IP policy", Event: "ip_policy"}
 
-var ipPolicyForm = &kind[ipaccess.Policy]{Form: records.PlainForm(ipPolicyKind,
-	func(v *ipaccess.Policy) *ipPolicyDoc {
-		return &ipPolicyDoc{Common: records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata}}
-	},
-	func(d *ipPolicyDoc, rec store.Record) *ipaccess.Policy {
-		return &ipaccess.Policy{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}
-	}), present: (*Service).presentIPPolicy}
+var ipPolicyForm = &kind[ipaccess.Policy]{Form: storedforms.IPPolicy(ipPolicyKind), present: (*Service).presentIPPolicy}
 
 func (s *Service) presentIPPolicy(v *ipaccess.Policy, _ store.Record) {
 	v.URI = s.uri(ipPolicyKind.Collection, v.ID)

@@ -5,27 +5,14 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/ipaccess"
-	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-type ipRuleDoc struct {
-	records.Common
-	CIDR   string `json:"cidr"`
-	Action string `json:"action"`
-}
-
 var ipRuleKind = &records.Kind{StoreKind: KindIPPolicyRule, Prefix: ipaccess.RulePrefix, Collection: "ip_policy_rules", Noun: "IP policy rule", Event: "ip_policy_rule", Parent: ipPolicyKind}
 
-var ipRuleForm = &kind[ipaccess.Rule]{Form: records.PlainForm(ipRuleKind,
-	func(v *ipaccess.Rule) *ipRuleDoc {
-		return &ipRuleDoc{Common: records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata}, CIDR: v.CIDR, Action: v.Action}
-	},
-	func(d *ipRuleDoc, rec store.Record) *ipaccess.Rule {
-		return &ipaccess.Rule{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			CIDR: d.CIDR, Action: d.Action, IPPolicy: resource.Ref{ID: rec.ParentID}}
-	}), present: (*Service).presentIPRule}
+var ipRuleForm = &kind[ipaccess.Rule]{Form: storedforms.IPRule(ipRuleKind), present: (*Service).presentIPRule}
 
 func (s *Service) presentIPRule(v *ipaccess.Rule, rec store.Record) {
 	v.URI = s.uri(ipRuleKind.Collection, v.ID)

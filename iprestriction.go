@@ -5,29 +5,15 @@ import (
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-type ipRestrictionDoc struct {
-	records.Common
-	Enforced    bool     `json:"enforced,omitempty"`
-	Type        string   `json:"type"`
-	IPPolicyIDs []string `json:"ip_policy_ids"`
-}
-
 var ipRestrictionKind = &records.Kind{StoreKind: KindIPRestriction, Prefix: ipaccess.RestrictionPrefix, Collection: "ip_restrictions", Noun: "IP restriction", Event: "ip_restriction"}
 
-var ipRestrictionForm = &kind[ipaccess.Restriction]{Form: records.PlainForm(ipRestrictionKind,
-	func(v *ipaccess.Restriction) *ipRestrictionDoc {
-		return &ipRestrictionDoc{Common: records.Common{CreatedAt: v.CreatedAt, Description: v.Description, Metadata: v.Metadata},
-			Enforced: v.Enforced, Type: v.Type, IPPolicyIDs: records.RefIDs(v.IPPolicies)}
-	},
-	func(d *ipRestrictionDoc, rec store.Record) *ipaccess.Restriction {
-		return &ipaccess.Restriction{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			Enforced: d.Enforced, Type: d.Type, IPPolicies: records.IDRefs(d.IPPolicyIDs)}
-	}), present: (*Service).presentIPRestriction}
+var ipRestrictionForm = &kind[ipaccess.Restriction]{Form: storedforms.IPRestriction(ipRestrictionKind), present: (*Service).presentIPRestriction}
 
 func (s *Service) presentIPRestriction(v *ipaccess.Restriction, _ store.Record) {
 	v.URI = s.uri(ipRestrictionKind.Collection, v.ID)

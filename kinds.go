@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
@@ -122,17 +123,8 @@ func (k *kind[M]) show(ctx context.Context, s *Service, m *M, rec store.Record) 
 // edge proxy's configs is package kinds' DataPlaneRoleOf.) The zero
 // traits mean nothing.
 type traits struct {
-	auth authEffect // what a change does to cached authentications
+	auth cachesync.AuthEffect // what a change does to cached authentications
 }
-
-// authEffect is what a change of a kind does to cached authentications.
-type authEffect uint8
-
-const (
-	authUnaffected   authEffect = iota // authentications do not depend on the kind
-	authForgetRecord                   // the changed record's (an API key's) are dropped
-	authForgetAll                      // all are dropped: a user, bot or account may change any key's principal
-)
 
 // isInternal reports whether k is a kind the Service stores for itself
 // and the API never shows (the sealing check, bootstrap.go; nodes,

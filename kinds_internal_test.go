@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -72,8 +73,8 @@ func TestKindTraits(t *testing.T) {
 		kind store.Kind
 		want traits
 	}{
-		{KindAPIKey, traits{auth: authForgetRecord}},
-		{KindBot, traits{auth: authForgetAll}},
+		{KindAPIKey, traits{auth: cachesync.AuthForgetRecord}},
+		{KindBot, traits{auth: cachesync.AuthForgetAll}},
 		{KindHTTPSEdgeRoute, traits{}},
 		{KindEndpoint, traits{}},
 		{KindCredential, traits{}},

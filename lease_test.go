@@ -10,13 +10,14 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/hosting"
 )
 
 func TestLease(t *testing.T) {
 	e := newEnv(t)
 	h := e.svc.Host()
 	const term = 30 * time.Second
-	take := func(holder string) *edgeplane.Lease {
+	take := func(holder string) *hosting.Lease {
 		t.Helper()
 		l, err := h.Leases().AcquireLease(e.ctx, "acme", holder, term)
 		if err != nil {
@@ -82,12 +83,12 @@ func TestLeaseRefusesBadArguments(t *testing.T) {
 		{"", "a", time.Minute, "name"},
 		{"Acme", "a", time.Minute, "name"},
 		{"acme/x", "a", time.Minute, "name"},
-		{strings.Repeat("a", edgeplane.MaxLeaseName+1), "a", time.Minute, "name"},
+		{strings.Repeat("a", hosting.MaxLeaseName+1), "a", time.Minute, "name"},
 		{"acme", "", time.Minute, "holder"},
-		{"acme", strings.Repeat("h", edgeplane.MaxLeaseHolder+1), time.Minute, "holder"},
+		{"acme", strings.Repeat("h", hosting.MaxLeaseHolder+1), time.Minute, "holder"},
 		{"acme", "\xff", time.Minute, "holder"},
 		{"acme", "a", time.Millisecond, "term"},
-		{"acme", "a", edgeplane.MaxLeaseTerm + time.Second, "term"},
+		{"acme", "a", hosting.MaxLeaseTerm + time.Second, "term"},
 	} {
 		_, err := h.Leases().AcquireLease(e.ctx, tc.name, tc.holder, tc.term)
 		if apierr.CodeOf(err) != apierr.InvalidArgument || !strings.Contains(err.Error(), tc.field) {

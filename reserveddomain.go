@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
@@ -30,7 +31,7 @@ func domainKeys(d *domains.ReservedDomain) []string {
 // indexCertificateDue is the secondary index of reserved domains by the
 // time their managed certificate becomes due
 // ([domains.ReservedDomain.CertificateDueAt]), read by
-// [CertificateHost.CertificateOrders].
+// [hosting.CertificateHost.CertificateOrders].
 const indexCertificateDue = "certificate_due"
 
 // setDomainFacts sets what the store indexes of a reserved domain: its
@@ -43,79 +44,12 @@ func setDomainFacts(rec *store.Record, d *domains.ReservedDomain) {
 	}
 }
 
-// The stored form of a reserved domain (see package internal/records): references are
-// bare IDs; error_redirect_url, always null, is not stored.
-type reservedDomainDoc struct {
-	records.Common
-	Domain                       string         `json:"domain"`
-	Region                       string         `json:"region,omitempty"`
-	CNAMETarget                  *string        `json:"cname_target,omitempty"`
-	CertificateID                string         `json:"certificate_id,omitempty"`
-	CertPolicy                   *certPolicyDoc `json:"cert_policy,omitempty"`
-	CertStatus                   *certStatusDoc `json:"cert_status,omitempty"`
-	ACMEChallengeCNAMETarget     *string        `json:"acme_challenge_cname_target,omitempty"`
-	HTTPEndpointConfigurationID  string         `json:"http_endpoint_configuration_id,omitempty"`
-	HTTPSEndpointConfigurationID string         `json:"https_endpoint_configuration_id,omitempty"`
-}
-
-type certPolicyDoc struct {
-	Authority      string `json:"authority"`
-	PrivateKeyType string `json:"private_key_type"`
-}
-
-type certStatusDoc struct {
-	RenewsAt *time.Time  `json:"renews_at,omitempty"`
-	Job      *certJobDoc `json:"job,omitempty"`
-}
-
-type certJobDoc struct {
-	ErrorCode *string    `json:"error_code,omitempty"`
-	Msg       string     `json:"msg"`
-	StartedAt time.Time  `json:"started_at"`
-	RetriesAt *time.Time `json:"retries_at,omitempty"`
-}
-
 // The identity of the kind this file declares (see kindList).
 var (
 	reservedDomainKind = &records.Kind{StoreKind: KindReservedDomain, Prefix: domains.ReservedDomainPrefix, Collection: "reserved_domains", Noun: "reserved domain", Event: "reserved_domain"}
 )
 
-var reservedDomainForm = &kind[domains.ReservedDomain]{Form: records.PlainForm(reservedDomainKind, saveReservedDomain, loadReservedDomain), present: (*Service).presentReservedDomain}
-
-func saveReservedDomain(d *domains.ReservedDomain) *reservedDomainDoc {
-	doc := &reservedDomainDoc{Common: records.Common{CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata}, Domain: d.Domain,
-		Region: d.Region, CNAMETarget: d.CNAMETarget, CertificateID: records.RefID(d.Certificate),
-		ACMEChallengeCNAMETarget: d.ACMEChallengeCNAMETarget, HTTPEndpointConfigurationID: records.RefID(d.HTTPEndpointConfiguration),
-		HTTPSEndpointConfigurationID: records.RefID(d.HTTPSEndpointConfiguration)}
-	if pol := d.CertificateManagementPolicy; pol != nil {
-		doc.CertPolicy = &certPolicyDoc{Authority: pol.Authority, PrivateKeyType: pol.PrivateKeyType}
-	}
-	if st := d.CertificateManagementStatus; st != nil {
-		doc.CertStatus = &certStatusDoc{RenewsAt: st.RenewsAt}
-		if j := st.ProvisioningJob; j != nil {
-			doc.CertStatus.Job = &certJobDoc{ErrorCode: j.ErrorCode, Msg: j.Msg, StartedAt: j.StartedAt, RetriesAt: j.RetriesAt}
-		}
-	}
-	return doc
-}
-
-func loadReservedDomain(doc *reservedDomainDoc, rec store.Record) *domains.ReservedDomain {
-	d := &domains.ReservedDomain{ID: rec.ID, CreatedAt: doc.CreatedAt, Description: doc.Description, Metadata: doc.Metadata,
-		Domain: doc.Domain, Region: doc.Region, CNAMETarget: records.ClonePtr(doc.CNAMETarget), Certificate: records.IDRef(doc.CertificateID),
-		ACMEChallengeCNAMETarget: records.ClonePtr(doc.ACMEChallengeCNAMETarget), HTTPEndpointConfiguration: records.IDRef(doc.HTTPEndpointConfigurationID),
-		HTTPSEndpointConfiguration: records.IDRef(doc.HTTPSEndpointConfigurationID)}
-	if pol := doc.CertPolicy; pol != nil {
-		d.CertificateManagementPolicy = &domains.CertPolicy{Authority: pol.Authority, PrivateKeyType: pol.PrivateKeyType}
-	}
-	if st := doc.CertStatus; st != nil {
-		d.CertificateManagementStatus = &domains.CertStatus{RenewsAt: records.ClonePtr(st.RenewsAt)}
-		if j := st.Job; j != nil {
-			d.CertificateManagementStatus.ProvisioningJob = &domains.CertJob{ErrorCode: records.ClonePtr(j.ErrorCode), Msg: j.Msg, StartedAt: j.StartedAt,
-				RetriesAt: records.ClonePtr(j.RetriesAt)}
-		}
-	}
-	return d
-}
+var reservedDomainForm = &kind[domains.ReservedDomain]{Form: storedforms.ReservedDomain(reservedDomainKind), present: (*Service).presentReservedDomain}
 
 // presentReservedDomain fills URIs at read time and shows a due renewal
 // as a running job.

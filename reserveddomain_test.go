@@ -14,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
@@ -581,7 +582,7 @@ func TestCertificateManagement(t *testing.T) {
 	otherManaged := e.reservedDomain(t, e.other, domains.CreateParams{Domain: "shop.example.org", CertificateManagementPolicy: letsEncrypt})
 
 	orders, err := e.svc.Host().Certificates().CertificateOrders(e.ctx, 0)
-	wantOrders := []edgeplane.CertificateOrder{
+	wantOrders := []hosting.CertificateOrder{
 		{AccountID: e.other.AccountID, ReservedDomainID: otherManaged.ID, Domain: "shop.example.org", Authority: "letsencrypt", PrivateKeyType: "rsa"},
 		{AccountID: e.user.AccountID, ReservedDomainID: d.ID, Domain: "*.example.com", Authority: "letsencrypt", PrivateKeyType: "ecdsa", ACMEChallengeCNAMETarget: acme},
 	}

@@ -11,13 +11,16 @@ import (
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/acmestate"
 	"github.com/edgeplane/edgeplane/internal/agentstate"
 	"github.com/edgeplane/edgeplane/internal/agenttokens"
 	"github.com/edgeplane/edgeplane/internal/authcache"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/dataplane"
 	"github.com/edgeplane/edgeplane/internal/delivery"
+	"github.com/edgeplane/edgeplane/internal/eventfeed"
 	"github.com/edgeplane/edgeplane/internal/fence"
 	"github.com/edgeplane/edgeplane/internal/leases"
 	"github.com/edgeplane/edgeplane/internal/nodes"
@@ -98,7 +101,7 @@ type Options struct {
 	CacheBytes int
 	// TunnelLease is how long a registered tunnel, or an edge node with
 	// every agent session it holds, stays online without its tunnel
-	// server renewing it ([Host.RenewTunnel], [TunnelHost.RenewNode]). Default
+	// server renewing it ([Host.RenewTunnel], [hosting.TunnelHost.RenewNode]). Default
 	// [DefaultTunnelLease].
 	TunnelLease time.Duration
 	// AgentLimits bound the sessions, tunnels and endpoints the agents
@@ -129,9 +132,9 @@ type Service struct {
 	ids     *ids.Generator
 	domains domains.Config // Options.Domains with defaults filled in
 
-	eventTypes *events.Registry // known event types; never nil
-	queue      *events.Queue    // nil when delivery is off
-	follow     *follower        // reads the change feed into queue; nil when delivery is off
+	eventTypes *events.Registry    // known event types; never nil
+	queue      *events.Queue       // nil when delivery is off
+	follow     *eventfeed.Follower // reads the change feed into queue; nil when delivery is off
 
 	// destinations is where event destinations may point
 	// (Options.Events.Networks), lookup and resolveTimeout how their
@@ -141,13 +144,13 @@ type Service struct {
 	lookup         netguard.LookupFunc
 	resolveTimeout time.Duration
 
-	policy  *policy.Engine   // Options.Policy or a default engine; never nil
-	filters *filter.Compiler // compiles and caches the filters of lists
-	lease   time.Duration    // Options.TunnelLease or its default
-	limits  agents.Limits    // Options.AgentLimits with defaults
-	sealer  *seal.Sealer     // under Options.SealingKey or an ephemeral key
-	auth    *authcache.Cache // nil when Options.AuthCacheTTL is negative
-	access  *accessCache     // the dataplane's compiled IP restrictions (access.go); nil without a follower of the feed
+	policy  *policy.Engine         // Options.Policy or a default engine; never nil
+	filters *filter.Compiler       // compiles and caches the filters of lists
+	lease   time.Duration          // Options.TunnelLease or its default
+	limits  agents.Limits          // Options.AgentLimits with defaults
+	sealer  *seal.Sealer           // under Options.SealingKey or an ephemeral key
+	auth    *authcache.Cache       // nil when Options.AuthCacheTTL is negative
+	access  *dataplane.AccessCache // the dataplane's compiled IP restrictions (access.go); nil without a follower of the feed
 
 	// Runtime-only operations of Host, each in an internal package.
 	dataplane *dataplane.Compiler // edge configs and the checks of IP restrictions (edgeconfig.go, access.go)
@@ -155,14 +158,15 @@ type Service struct {
 	acme      *acmestate.State    // the certificate manager's ACME state
 	delivery  *delivery.States    // event destinations' delivery states (eventdelivery.go)
 
-	cache       *recordcache.Cache // nil when Options.CacheBytes is negative
-	db          *records.DB        // the record machinery over store and cache
-	cacheFollow *cacheFollower     // keeps cache and auth true to other processes' writes; nil without either
-	fence       *fence.Fence       // makes cached reads see other processes' writes; nil: reads need no fence
+	cache       *recordcache.Cache  // nil when Options.CacheBytes is negative
+	db          *records.DB         // the record machinery over store and cache
+	cacheFollow *cachesync.Follower // keeps cache and auth true to other processes' writes; nil without either
+	fence       *fence.Fence        // makes cached reads see other processes' writes; nil: reads need no fence
 
 	leases     *leases.Registry  // the named leases of LeaseHost.AcquireLease
 	nodes      *nodes.Registry   // the edge nodes of TunnelHost.RegisterNode and the sessions they hold
 	agentState *agentstate.State // agents' sessions, tunnels and endpoints (agentrecords.go)
+	roles      *hosting.Roles    // the Host's roles for the runtime parts (host.go)
 }
 
 // New returns a Service over store, or an InvalidArgument error naming
@@ -229,8 +233,8 @@ func New(st store.Store, opts Options) (*Service, error) {
 	s.guardDestinations(opts.Events)
 	s.store = recordcache.Invalidating(st, s.cache)
 	if s.cache != nil || s.auth != nil { // startCache starts a follower that keeps it true
-		s.access = &accessCache{}
-		s.store = dataplane.Invalidating(s.store, (*dataplane.AccessCache)(s.access))
+		s.access = &dataplane.AccessCache{}
+		s.store = dataplane.Invalidating(s.store, s.access)
 	}
 	s.db = &records.DB{Store: s.store, Cache: s.cache, Log: s.log, Now: s.now, Sealer: s.sealer, Filters: s.filters,
 		BaseURL: s.baseURL, Kinds: allKinds(), ExplainInUse: s.explainInUse}
@@ -248,10 +252,11 @@ func New(st store.Store, opts Options) (*Service, error) {
 	s.startEvents(opts.Events)
 	s.startCache()
 	if ex, ok := st.(store.Exclusive); s.cacheFollow != nil && !(ok && ex.Exclusive()) {
-		s.fence = fence.New(st, &s.cacheFollow.applied, s.cacheFollow.done)
+		s.fence = fence.New(st, s.cacheFollow.Applied(), s.cacheFollow.Done())
 		s.db.Fence = s.fence.Wait
 	}
-	s.dataplane = dataplane.New(s.db, s.policy, dataplaneKinds(), (*dataplane.AccessCache)(s.access), s.fence, s.now, s.log)
+	s.dataplane = dataplane.New(s.db, s.policy, dataplaneKinds(), s.access, s.fence, s.now, s.log)
+	s.roles = s.newRoles()
 	return s, nil
 }
 
@@ -410,7 +415,7 @@ func (s *Service) Close(ctx context.Context) error {
 	if s.queue == nil {
 		return nil
 	}
-	if err := s.stopFollowing(ctx); err != nil {
+	if err := s.follow.Stop(ctx); err != nil {
 		_ = s.queue.Close(ctx) // ctx has ended: drops what waits, stops the worker
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/internal/seal"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/ipaccess"
 	"github.com/edgeplane/edgeplane/memstore"
 	"github.com/edgeplane/edgeplane/resource"
@@ -582,7 +583,7 @@ func BenchmarkParseDoc(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := json.Unmarshal(data, new(credentialDoc)); err != nil {
+			if err := json.Unmarshal(data, new(storedforms.CredentialDoc)); err != nil {
 				b.Fatal(err)
 			}
 		}

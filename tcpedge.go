@@ -2,10 +2,10 @@ package edgeplane
 
 import (
 	"context"
-	"slices"
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 )
 
@@ -103,26 +103,6 @@ func (s *Service) DeleteTCPEdge(ctx context.Context, p Principal, id string) err
 	return records.Remove(ctx, s.db, p, tcpEdgeKind, id)
 }
 
-type tcpEdgeDoc struct {
-	records.Common
-	Hostports     []string                `json:"hostports,omitempty"`
-	IPRestriction *ipRestrictionModuleDoc `json:"ip_restriction,omitempty"`
-	Backend       *backendModuleDoc       `json:"backend,omitempty"`
-}
-
 var tcpEdgeKind = &records.Kind{StoreKind: KindTCPEdge, Prefix: edges.TCPEdgePrefix, Collection: "edges/tcp", Noun: "TCP edge", Event: "tcp_edge"}
 
-var tcpEdgeForm = &kind[edges.TCPEdge]{Form: records.PlainForm(tcpEdgeKind,
-	func(e *edges.TCPEdge) *tcpEdgeDoc {
-		return &tcpEdgeDoc{Common: records.Common{CreatedAt: e.CreatedAt, Description: e.Description, Metadata: e.Metadata}, Hostports: e.Hostports, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
-			Backend: saveBackendModule(e.Backend)}
-	},
-	func(d *tcpEdgeDoc, rec store.Record) *edges.TCPEdge {
-		return &edges.TCPEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), Backend: loadBackendModule(d.Backend)}
-	}), present: (*Service).presentTCPEdge}
-
-// listTCPEdges is [DataPlaneHost.ListTCPEdges].
-func (s *Service) listTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, tcpEdgeKind, listQuery(opts), edgeRefOf)
-}
+var tcpEdgeForm = &kind[edges.TCPEdge]{Form: storedforms.TCPEdge(tcpEdgeKind), present: (*Service).presentTCPEdge}

@@ -3,69 +3,28 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
-	"time"
 
+	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
-	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/internal/ids"
-	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// storedCertificate is a TLS certificate as the Service holds it: the API
-// model and, beside it, the private key sealed under the Service's
-// sealing key ([Options.SealingKey]), which no API response shows.
-type storedCertificate struct {
-	domains.Certificate
-	SealedPrivateKey []byte
-	// ManagedFor is the reserved domain whose certificate manager issued
-	// it; deleting the domain deletes it while it is the domain's
-	// certificate.
-	ManagedFor string
-}
-
-// The stored form of a TLS certificate (see package internal/records).
-type (
-	certificateDoc struct {
-		records.Common
-		CertificatePEM    string    `json:"certificate_pem"`
-		SubjectCommonName string    `json:"subject_common_name,omitempty"`
-		DNSNames          []string  `json:"dns_names,omitempty"`
-		IPs               []string  `json:"ips,omitempty"`
-		IssuerCommonName  string    `json:"issuer_common_name,omitempty"`
-		SerialNumber      string    `json:"serial_number"`
-		NotBefore         time.Time `json:"not_before"`
-		NotAfter          time.Time `json:"not_after"`
-		PrivateKeyType    string    `json:"private_key_type"`
-		SealedPrivateKey  []byte    `json:"sealed_private_key"`
-		ManagedFor        string    `json:"managed_for,omitempty"`
-	}
-)
+// storedCertificate is a TLS certificate as the Service holds it:
+// [storedforms.Certificate].
+type storedCertificate = storedforms.Certificate
 
 // The identity of the kind this file declares (see kindList).
 var (
 	certificateKind = &records.Kind{StoreKind: KindTLSCertificate, Prefix: domains.CertificatePrefix, Collection: "tls_certificates", Noun: "TLS certificate", Event: "tls_certificate"}
 )
 
-var certificateForm = &kind[storedCertificate]{Form: records.PlainForm(certificateKind,
-	func(c *storedCertificate) *certificateDoc {
-		return &certificateDoc{Common: records.Common{CreatedAt: c.CreatedAt, Description: c.Description, Metadata: c.Metadata}, CertificatePEM: c.CertificatePEM,
-			SubjectCommonName: c.SubjectCommonName, DNSNames: c.SubjectAlternativeNames.DNSNames, IPs: c.SubjectAlternativeNames.IPs,
-			IssuerCommonName: c.IssuerCommonName, SerialNumber: c.SerialNumber, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
-			PrivateKeyType: c.PrivateKeyType, SealedPrivateKey: c.SealedPrivateKey, ManagedFor: c.ManagedFor}
-	},
-	func(d *certificateDoc, rec store.Record) *storedCertificate {
-		return &storedCertificate{Certificate: domains.Certificate{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description,
-			Metadata: d.Metadata, CertificatePEM: d.CertificatePEM, SubjectCommonName: d.SubjectCommonName,
-			SubjectAlternativeNames: domains.SubjectAlternativeNames{DNSNames: slices.Clone(d.DNSNames), IPs: slices.Clone(d.IPs)},
-			IssuerCommonName:        d.IssuerCommonName, SerialNumber: d.SerialNumber, NotBefore: d.NotBefore, NotAfter: d.NotAfter,
-			PrivateKeyType: d.PrivateKeyType}, SealedPrivateKey: slices.Clone(d.SealedPrivateKey), ManagedFor: d.ManagedFor}
-	}), present: (*Service).presentStoredCertificate, shown: showCertificate}
+var certificateForm = &kind[storedCertificate]{Form: storedforms.CertificateForm(certificateKind), present: (*Service).presentStoredCertificate, shown: showCertificate}
 
 func (s *Service) presentStoredCertificate(c *storedCertificate, rec store.Record) {
 	s.presentCertificate(&c.Certificate, rec)
@@ -214,100 +173,6 @@ func (s *Service) tlsCertificateKeyPair(ctx context.Context, accountID, id strin
 	return c.CertificatePEM, string(key), nil
 }
 
-// CertificateOrder is a reserved domain whose managed certificate needs
-// issuing or renewing: [domains.CertificateOrder].
-type CertificateOrder = domains.CertificateOrder
-
-// DefaultCertificateOrders is how many orders [CertificateHost.CertificateOrders]
-// returns at most when asked for 0.
-const DefaultCertificateOrders = 100
-
-// certificateOrders is [CertificateHost.CertificateOrders].
-func (s *Service) certificateOrders(ctx context.Context, limit int) ([]CertificateOrder, error) {
-	switch {
-	case limit == 0:
-		limit = DefaultCertificateOrders
-	case limit < 0:
-		return nil, apierr.Invalidf("limit", "must not be negative, got %d", limit)
-	}
-	now := s.now()
-	out := []CertificateOrder{}
-	q := store.Query{Kind: KindReservedDomain, Index: indexCertificateDue, Value: store.IndexTime(now.Add(time.Nanosecond)), Below: true,
-		Limit: min(limit, MaxPageSize)}
-	for {
-		recs, err := s.store.List(ctx, q)
-		if err != nil {
-			return nil, s.db.StoreErr(err, reservedDomainKind, "")
-		}
-		for _, rec := range recs {
-			d, err := reservedDomainForm.Decode(s.db, rec)
-			if err != nil {
-				return nil, err
-			}
-			if !d.CertificateDue(now) { // the index said so; the document decides
-				continue
-			}
-			o := CertificateOrder{AccountID: rec.AccountID, ReservedDomainID: d.ID, Domain: d.Domain,
-				Authority: d.CertificateManagementPolicy.Authority, PrivateKeyType: d.CertificateManagementPolicy.PrivateKeyType,
-				Renewal: d.CertificateManagementStatus.RenewsAt != nil}
-			if d.ACMEChallengeCNAMETarget != nil {
-				o.ACMEChallengeCNAMETarget = *d.ACMEChallengeCNAMETarget
-			}
-			if out = append(out, o); len(out) == limit {
-				return out, nil
-			}
-		}
-		if len(recs) < q.Limit {
-			return out, nil
-		}
-		q.BeforeID = recs[len(recs)-1].ID
-	}
-}
-
-// reportCertificateIssued is [CertificateHost.ReportCertificateIssued].
-func (s *Service) reportCertificateIssued(ctx context.Context, accountID, domainID, certPEM, keyPEM string) (*domains.ReservedDomain, error) {
-	d, err := s.hostDomain(ctx, accountID, domainID)
-	if err != nil {
-		return nil, err
-	}
-	c, err := domains.CreateCertificateParams{Description: "managed certificate for " + d.Domain,
-		CertificatePEM: certPEM, PrivateKeyPEM: keyPEM}.Certificate(s.now())
-	if err != nil {
-		return nil, err
-	}
-	if !domains.Covers(c.SubjectAlternativeNames.DNSNames, d.Domain) {
-		return nil, apierr.Invalidf("certificate_pem", "does not cover %s; its DNS names are %v", d.Domain, c.SubjectAlternativeNames.DNSNames)
-	}
-	if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
-		return nil, err
-	}
-	if err := s.storeCertificate(ctx, accountID, &c, keyPEM, domainID); err != nil {
-		return nil, err
-	}
-	var replaced string
-	d, err = s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
-		if err := managedKeyMatches(d, c.PrivateKeyType); err != nil {
-			return err
-		}
-		replaced = ""
-		if d.Certificate != nil {
-			replaced = d.Certificate.ID
-		}
-		d.CertificateIssued(resource.Ref{ID: c.ID}, c.NotBefore, c.NotAfter)
-		return nil
-	})
-	if err != nil {
-		if derr := s.store.Delete(ctx, KindTLSCertificate, accountID, c.ID, store.Note{}); derr != nil {
-			s.log.Error("certificate manager: cannot delete an unused managed certificate", "id", c.ID, "err", derr)
-		}
-		return nil, err
-	}
-	if replaced != "" {
-		s.deleteManagedCertificate(ctx, accountID, replaced, domainID)
-	}
-	return d, nil
-}
-
 // deleteManagedCertificate deletes certificate id of the account if the
 // certificate manager issued it for the reserved domain domainID and no
 // domain uses it any more (reported as its tls_certificate_deleted
@@ -327,79 +192,4 @@ func (s *Service) deleteManagedCertificate(ctx context.Context, accountID, id, d
 	if err != nil && !errors.As(err, &use) && !errors.Is(err, apierr.ErrNotFound) {
 		s.log.Warn("cannot delete a managed certificate no longer in use", "certificate", id, "reserved_domain", domainID, "err", err)
 	}
-}
-
-// managedKeyMatches fails with failed-precondition unless d has a policy
-// asking for keys of type keyType.
-func managedKeyMatches(d *domains.ReservedDomain, keyType string) error {
-	pol := d.CertificateManagementPolicy
-	if pol == nil {
-		return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
-	}
-	if pol.PrivateKeyType != keyType {
-		return apierr.New(apierr.FailedPrecondition, "the certificate management policy of reserved domain %s asks for a %s key, the certificate has a %s key", d.ID, pol.PrivateKeyType, keyType)
-	}
-	return nil
-}
-
-// reportCertificateFailed is [CertificateHost.ReportCertificateFailed].
-func (s *Service) reportCertificateFailed(ctx context.Context, accountID, domainID string, f domains.ProvisioningFailure) (*domains.ReservedDomain, error) {
-	now := s.timestamp()
-	if err := f.Validate(now); err != nil {
-		return nil, err
-	}
-	d, err := s.hostUpdateDomain(ctx, accountID, domainID, func(d *domains.ReservedDomain) error {
-		if d.CertificateManagementPolicy == nil {
-			return apierr.New(apierr.FailedPrecondition, "reserved domain %s no longer has a certificate management policy", d.ID)
-		}
-		d.CertificateFailed(f, now)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// hostDomain loads a reserved domain of an account for a host operation.
-func (s *Service) hostDomain(ctx context.Context, accountID, id string) (*domains.ReservedDomain, error) {
-	if !ids.Valid(id, domains.ReservedDomainPrefix) {
-		return nil, reservedDomainKind.NotFound(id)
-	}
-	rec, err := s.store.Get(ctx, KindReservedDomain, accountID, id)
-	if err != nil {
-		return nil, s.db.StoreErr(err, reservedDomainKind, id)
-	}
-	return reservedDomainForm.Decode(s.db, rec)
-}
-
-// hostUpdateDomain is [update] for host operations, which act for no
-// principal. fn sees the stored domain; the result is presented.
-func (s *Service) hostUpdateDomain(ctx context.Context, accountID, id string, fn func(*domains.ReservedDomain) error) (*domains.ReservedDomain, error) {
-	if !ids.Valid(id, domains.ReservedDomainPrefix) {
-		return nil, reservedDomainKind.NotFound(id)
-	}
-	var out *domains.ReservedDomain
-	note := s.db.Note(reservedDomainKind.Event, events.Updated)
-	_, err := s.store.Update(ctx, KindReservedDomain, accountID, id, func(rec *store.Record) error {
-		rec.Note = note
-		d, err := reservedDomainForm.Decode(s.db, *rec)
-		if err != nil {
-			return err
-		}
-		if err := fn(d); err != nil {
-			return err
-		}
-		if err := reservedDomainForm.Encode(s.db, d, rec); err != nil {
-			return err
-		}
-		setDomainFacts(rec, d)
-		out = d
-		return nil
-	})
-	if err != nil {
-		return nil, s.db.StoreErr(err, reservedDomainKind, id)
-	}
-	s.presentReservedDomain(out, store.Record{})
-	return out, nil
 }

@@ -2,10 +2,10 @@ package edgeplane
 
 import (
 	"context"
-	"slices"
 
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -28,7 +28,7 @@ func (s *Service) presentTLSEdge(v *edges.TLSEdge, _ store.Record) {
 
 // CreateTLSEdge creates a TLS edge, with the modules params gives set in
 // the same write (validated as their replace operations validate them,
-// violations under the module's name). Hostports follow the rules of
+// violations under the module's name). hostports follow the rules of
 // [Service.CreateHTTPSEdge]. A traffic policy module with a TLS
 // termination module that terminates upstream is a conflict.
 func (s *Service) CreateTLSEdge(ctx context.Context, p Principal, params edges.CreateTLSEdgeParams) (*edges.TLSEdge, error) {
@@ -139,49 +139,6 @@ func (s *Service) DeleteTLSEdge(ctx context.Context, p Principal, id string) err
 	return records.Remove(ctx, s.db, p, tlsEdgeKind, id)
 }
 
-type tlsEdgeDoc struct {
-	records.Common
-	Hostports      []string                `json:"hostports,omitempty"`
-	IPRestriction  *ipRestrictionModuleDoc `json:"ip_restriction,omitempty"`
-	TrafficPolicy  *trafficPolicyDoc       `json:"traffic_policy,omitempty"`
-	TLSTermination *tlsTerminationDoc      `json:"tls_termination,omitempty"`
-	Backend        *backendModuleDoc       `json:"backend,omitempty"`
-}
-
-type tlsTerminationDoc struct {
-	Enabled     bool    `json:"enabled"`
-	TerminateAt string  `json:"terminate_at"`
-	MinVersion  *string `json:"min_version,omitempty"`
-}
-
 var tlsEdgeKind = &records.Kind{StoreKind: KindTLSEdge, Prefix: edges.TLSEdgePrefix, Collection: "edges/tls", Noun: "TLS edge", Event: "tls_edge"}
 
-var tlsEdgeForm = &kind[edges.TLSEdge]{Form: records.PlainForm(tlsEdgeKind,
-	func(e *edges.TLSEdge) *tlsEdgeDoc {
-		return &tlsEdgeDoc{Common: records.Common{CreatedAt: e.CreatedAt, Description: e.Description, Metadata: e.Metadata}, Hostports: e.Hostports, IPRestriction: saveIPRestrictionModule(e.IPRestriction),
-			TrafficPolicy: saveTrafficPolicy(e.TrafficPolicy), TLSTermination: saveTLSTermination(e.TLSTermination), Backend: saveBackendModule(e.Backend)}
-	},
-	func(d *tlsEdgeDoc, rec store.Record) *edges.TLSEdge {
-		return &edges.TLSEdge{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata,
-			Hostports: slices.Clone(d.Hostports), IPRestriction: loadIPRestrictionModule(d.IPRestriction), TrafficPolicy: loadTrafficPolicy(d.TrafficPolicy),
-			TLSTermination: loadTLSTermination(d.TLSTermination), Backend: loadBackendModule(d.Backend)}
-	}), present: (*Service).presentTLSEdge}
-
-func saveTLSTermination(m *edges.TLSTermination) *tlsTerminationDoc {
-	if m == nil {
-		return nil
-	}
-	return &tlsTerminationDoc{Enabled: m.Enabled, TerminateAt: m.TerminateAt, MinVersion: m.MinVersion}
-}
-
-func loadTLSTermination(d *tlsTerminationDoc) *edges.TLSTermination {
-	if d == nil {
-		return nil
-	}
-	return &edges.TLSTermination{Enabled: d.Enabled, TerminateAt: d.TerminateAt, MinVersion: records.ClonePtr(d.MinVersion)}
-}
-
-// listTLSEdges is [DataPlaneHost.ListTLSEdges].
-func (s *Service) listTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return records.HostList(ctx, s.db, tlsEdgeKind, listQuery(opts), edgeRefOf)
-}
+var tlsEdgeForm = &kind[edges.TLSEdge]{Form: storedforms.TLSEdge(tlsEdgeKind), present: (*Service).presentTLSEdge}

@@ -11,7 +11,7 @@ import (
 )
 
 // MaxBackendTunnels bounds the tunnels one backend selects
-// ([backends.MaxTunnels]): its tunnels field and [DataPlaneHost.BackendTunnels]
+// ([backends.MaxTunnels]): its tunnels field and [hosting.DataPlaneHost.BackendTunnels]
 // show at most this many, the newest. Beyond it older tunnels are left
 // out, and a warning is logged. Finding them reads, through the store's
 // label index, only tunnels that carry one of the backend's labels.
@@ -37,16 +37,6 @@ func (s *Service) presentTunnel(t *backends.Tunnel, _ store.Record) {
 	}
 }
 
-// registerTunnel is [Host.RegisterTunnel].
-func (s *Service) registerTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
-	return s.agentState.RegisterTunnel(ctx, token, params)
-}
-
-// unregisterTunnel is [Host.UnregisterTunnel].
-func (s *Service) unregisterTunnel(ctx context.Context, accountID, id string) error {
-	return s.agentState.UnregisterTunnel(ctx, accountID, id)
-}
-
 // GetTunnel returns an online tunnel of the account.
 func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backends.Tunnel, error) {
 	t, rec, err := records.Get(ctx, s.db, p, tunnelForm.Form, id)
@@ -61,23 +51,4 @@ func (s *Service) GetTunnel(ctx context.Context, p Principal, id string) (*backe
 // first.
 func (s *Service) ListTunnels(ctx context.Context, p Principal, opts ListOptions) (*Page[backends.Tunnel], error) {
 	return list(ctx, s, p, tunnelForm.Form, "", tunnelKind.Collection, opts, s.presentTunnel)
-}
-
-// backendTunnels is [DataPlaneHost.BackendTunnels].
-func (s *Service) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
-	b, _, err := loadEdgeRecord(ctx, s, accountID, backendForm.Form, backendID)
-	if err != nil {
-		return nil, err
-	}
-	return s.agentState.BackendTunnels(ctx, accountID, b.Labels)
-}
-
-// renewTunnel is [Host.RenewTunnel].
-func (s *Service) renewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
-	return s.agentState.RenewTunnel(ctx, accountID, id)
-}
-
-// reapTunnels is [Host.ReapTunnels].
-func (s *Service) reapTunnels(ctx context.Context, limit int) (int, error) {
-	return s.agentState.Reap(ctx, limit)
 }

@@ -2,35 +2,22 @@ package edgeplane
 
 import (
 	"context"
-	"maps"
 	"time"
 
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/resource"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// backendDoc is the stored form of a tunnel group backend (see package internal/records):
-// its tunnels are computed when it is read, never stored.
-type backendDoc struct {
-	records.Common
-	Labels map[string]string `json:"labels"`
-}
-
 // The identity of the kind this file declares (see kindList).
 var (
 	backendKind = &records.Kind{StoreKind: KindTunnelGroupBackend, Prefix: backends.IDPrefix, Collection: "backends/tunnel_group", Noun: "tunnel group backend", Event: "tunnel_group_backend"}
 )
 
-var backendForm = &kind[backends.TunnelGroupBackend]{Form: records.PlainForm(backendKind,
-	func(b *backends.TunnelGroupBackend) *backendDoc {
-		return &backendDoc{Common: records.Common{CreatedAt: b.CreatedAt, Description: b.Description, Metadata: b.Metadata}, Labels: b.Labels}
-	},
-	func(d *backendDoc, rec store.Record) *backends.TunnelGroupBackend {
-		return &backends.TunnelGroupBackend{ID: rec.ID, CreatedAt: d.CreatedAt, Description: d.Description, Metadata: d.Metadata, Labels: maps.Clone(d.Labels)}
-	}), present: (*Service).presentBackendRecord, shown: showBackend}
+var backendForm = &kind[backends.TunnelGroupBackend]{Form: storedforms.Backend(backendKind), present: (*Service).presentBackendRecord, shown: showBackend}
 
 // presentBackendRecord is presentBackend as a kind's present.
 func (s *Service) presentBackendRecord(b *backends.TunnelGroupBackend, _ store.Record) {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/edgeplane/edgeplane/agents"
-	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/internal/agentstate"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/store"
@@ -12,9 +11,9 @@ import (
 
 // Tunnel sessions (package agents has the model): an agent's connection
 // to a tunnel server, opened with a credential's authtoken
-// ([TunnelHost.OpenTunnelSession]). A session record is a child of its
+// ([hosting.TunnelHost.OpenTunnelSession]). A session record is a child of its
 // credential, and the labeled tunnels the agent starts
-// ([TunnelHost.StartLabeledTunnel]) are tunnel records that are children of
+// ([hosting.TunnelHost.StartLabeledTunnel]) are tunnel records that are children of
 // the session: closing the session, or deleting the credential, removes
 // them in the same atomic step. A session names the edge node whose
 // tunnel server holds it (package internal/nodes) and has no lease of
@@ -81,24 +80,4 @@ func (s *Service) StopTunnelSession(ctx context.Context, p Principal, id string)
 		return nil
 	})
 	return err
-}
-
-// openTunnelSession is [TunnelHost.OpenTunnelSession].
-func (s *Service) openTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
-	return s.agentState.OpenSession(ctx, token, params)
-}
-
-// getTunnelSession is [TunnelHost.GetTunnelSession].
-func (s *Service) getTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
-	return s.agentState.Session(ctx, accountID, id)
-}
-
-// closeTunnelSession is [TunnelHost.CloseTunnelSession].
-func (s *Service) closeTunnelSession(ctx context.Context, accountID, id string) error {
-	return s.agentState.CloseSession(ctx, accountID, id)
-}
-
-// startLabeledTunnel is [TunnelHost.StartLabeledTunnel].
-func (s *Service) startLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error) {
-	return s.agentState.StartTunnel(ctx, accountID, sessionID, params)
 }

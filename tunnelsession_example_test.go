@@ -13,7 +13,7 @@ import (
 // What a tunnel server does for an agent: open its session with the
 // agent's authtoken, start the labeled tunnels it asks for, renew the
 // session while the agent is connected and close it when it leaves.
-func ExampleTunnelHost_OpenTunnelSession() {
+func ExampleHost_Tunnels_openTunnelSession() {
 	ctx := context.Background()
 	svc, p := setup()
 	c, _ := svc.CreateCredential(ctx, p, credentials.CreateParams{ACL: []string{"bind:app=*"}})

@@ -3,35 +3,21 @@ package edgeplane
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/cachesync"
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/internal/storedforms"
 	"github.com/edgeplane/edgeplane/store"
 )
 
-type subjectDoc struct {
-	CreatedAt time.Time `json:"created_at"`
-	Name      string    `json:"name"`
-	Admin     bool      `json:"admin,omitempty"`
-	Inactive  bool      `json:"inactive,omitempty"`
-}
-
 var userKind = &records.Kind{StoreKind: KindUser, Prefix: UserPrefix, Collection: "users", Noun: "user", Parent: accountKind}
 
-var userForm = &kind[identity.Subject]{Form: records.PlainForm(userKind, saveSubject, loadSubject), traits: traits{auth: authForgetAll}}
+var userForm = &kind[identity.Subject]{Form: storedforms.Subject(userKind), traits: traits{auth: cachesync.AuthForgetAll}}
 
-var botForm = records.PlainForm(botKind, saveSubject, loadSubject)
-
-func saveSubject(sub *identity.Subject) *subjectDoc {
-	return &subjectDoc{CreatedAt: sub.CreatedAt, Name: sub.Name, Admin: sub.Admin, Inactive: !sub.Active}
-}
-
-func loadSubject(d *subjectDoc, rec store.Record) *identity.Subject {
-	return &identity.Subject{ID: rec.ID, AccountID: rec.AccountID, CreatedAt: d.CreatedAt, Name: d.Name, Admin: d.Admin, Active: !d.Inactive}
-}
+var botForm = storedforms.Subject(botKind)
 
 // createUser is [Host.CreateUser].
 func (s *Service) createUser(ctx context.Context, accountID string, params identity.SubjectParams) (*identity.Subject, error) {

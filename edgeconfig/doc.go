@@ -5,10 +5,10 @@
 // # Configs
 //
 // An edge proxy gets everything it applies to an edge from one Service
-// call ([github.com/edgeplane/edgeplane.DataPlaneHost.HTTPSEdgeConfig],
-// [github.com/edgeplane/edgeplane.DataPlaneHost.HTTPSRouteConfig],
-// [github.com/edgeplane/edgeplane.DataPlaneHost.TLSEdgeConfig],
-// [github.com/edgeplane/edgeplane.DataPlaneHost.TCPEdgeConfig]), as a value of this
+// call ([github.com/edgeplane/edgeplane/hosting.DataPlaneHost.HTTPSEdgeConfig],
+// [github.com/edgeplane/edgeplane/hosting.DataPlaneHost.HTTPSRouteConfig],
+// [github.com/edgeplane/edgeplane/hosting.DataPlaneHost.TLSEdgeConfig],
+// [github.com/edgeplane/edgeplane/hosting.DataPlaneHost.TCPEdgeConfig]), as a value of this
 // package: [HTTPSEdge] with its
 // [Route] values, [TLSEdge] or [TCPEdge]. A config holds only the modules
 // that are set and enabled, typed: durations as time.Duration, TLS

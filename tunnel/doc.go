@@ -35,7 +35,7 @@
 // nothing but the answer goes through). A session that authenticates
 // is recorded
 // (GET /tunnel_sessions shows it) under the Server's node: each Server is
-// a node of the store ([edgeplane.TunnelHost.RegisterNode], Options.NodeAddr
+// a node of the store ([github.com/edgeplane/edgeplane/hosting.TunnelHost.RegisterNode], Options.NodeAddr
 // for the hop between nodes, package hop) and renews the node's one
 // lease every RenewInterval, one store write for all its sessions,
 // tunnels and endpoints. When a connection ends, its record and its
@@ -145,7 +145,7 @@
 //
 // A Bind of http, https, tcp or tls opens an endpoint: a public address
 // the edge proxies serve without an edge, recorded through the Host
-// ([edgeplane.TunnelHost.BindEndpoint] has the rules) as a child of the
+// ([github.com/edgeplane/edgeplane/hosting.TunnelHost.BindEndpoint] has the rules) as a child of the
 // session, and reached through DialTunnel under the endpoint's ID (the
 // proxy header's Id). Its address is the Bind's Domain (else Hostname,
 // else the host of URL) for http, https and tls, checked against the

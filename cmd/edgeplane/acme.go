@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/certmanager"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/internal/elect"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -85,8 +86,9 @@ func (c *acmeConfig) check() error {
 // manager returns the certificate manager of host, following feed, the
 // change feed of its store.
 func (c *acmeConfig) manager(host *edgeplane.Host, feed store.Feed, logger *slog.Logger) (*certmanager.Manager, error) {
-	if host == nil {
-		host = new(edgeplane.Host) // for checking the options only
+	certs := new(hosting.CertificateHost) // for checking the options only
+	if host != nil {
+		certs = host.Certificates()
 	}
 	var challenges []string
 	for typ := range strings.SplitSeq(c.challenges, ",") {
@@ -96,7 +98,7 @@ func (c *acmeConfig) manager(host *edgeplane.Host, feed store.Feed, logger *slog
 		}
 		challenges = append(challenges, typ)
 	}
-	m, err := certmanager.New(certmanager.Options{Host: host.Certificates(), Directory: c.directory, Email: c.email, CARoots: c.roots,
+	m, err := certmanager.New(certmanager.Options{Host: certs, Directory: c.directory, Email: c.email, CARoots: c.roots,
 		Logger: logger, Feed: feed, Interval: c.interval, Challenges: challenges})
 	if err != nil {
 		return nil, usageError{err.Error()}

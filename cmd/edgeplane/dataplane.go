@@ -24,6 +24,7 @@ import (
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/hop"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/httpserver"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/store"
@@ -244,10 +245,10 @@ func (c *dataPlaneConfig) check(prefix string) ([]netip.Prefix, error) {
 		return nil, usageError{fmt.Sprintf("-%sdns-ns-name needs -%sdns-addr: it names that DNS server", prefix, prefix)}
 	}
 	if c.dnsAddr != "" {
-		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host).Certificates(), Zones: []string{c.dnsZone}}); err != nil {
+		if _, err := acmedns.New(acmedns.Options{Host: new(hosting.CertificateHost), Zones: []string{c.dnsZone}}); err != nil {
 			return nil, usageError{fmt.Sprintf("-%sdns-zone: %v", prefix, err)}
 		}
-		if _, err := acmedns.New(acmedns.Options{Host: new(edgeplane.Host).Certificates(), Zones: []string{c.dnsZone}, NS: c.dnsNS}); err != nil {
+		if _, err := acmedns.New(acmedns.Options{Host: new(hosting.CertificateHost), Zones: []string{c.dnsZone}, NS: c.dnsNS}); err != nil {
 			return nil, usageError{fmt.Sprintf("-%sdns-ns-name %q: want a host name, such as ns1.%s", prefix, c.dnsNS, domains.DefaultCNAMEBase)}
 		}
 	}

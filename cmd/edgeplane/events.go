@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/internal/elect"
 	"github.com/edgeplane/edgeplane/proxy"
 	"github.com/edgeplane/edgeplane/webhook"
@@ -56,8 +57,8 @@ func (c *eventConfig) check() error {
 	if c.retryWindow <= 0 {
 		return usageError{fmt.Sprintf("-event-retry-window %v: want a positive duration", c.retryWindow)}
 	}
-	if c.lease < time.Second || c.lease > edgeplane.MaxLeaseTerm {
-		return usageError{fmt.Sprintf("-event-lease %v: want 1s to %v", c.lease, edgeplane.MaxLeaseTerm)}
+	if c.lease < time.Second || c.lease > hosting.MaxLeaseTerm {
+		return usageError{fmt.Sprintf("-event-lease %v: want 1s to %v", c.lease, hosting.MaxLeaseTerm)}
 	}
 	if c.feedRetention < 0 {
 		return usageError{fmt.Sprintf("-feed-retention %d: want 0 (the default) or more", c.feedRetention)}

@@ -274,3 +274,9 @@ func (c *Compiler) TLSEdge(ctx context.Context, accountID, edgeID string) (*edge
 	}
 	return cfg, nil
 }
+
+// HostportKey is the store key of a canonical hostport: an edge's record
+// holds one per hostport, and an agent's endpoint its own, so that a
+// hostport serves one of them in the whole store; an edge proxy finds
+// the edge that serves a hostport by it.
+func HostportKey(hostport string) string { return "edge_hostport:" + hostport }

@@ -1,6 +1,6 @@
 // Package elect runs work on one replica of a store at a time: each
 // replica calls [Run] with the same lease name; the one that holds the
-// lease (edgeplane's LeaseHost.AcquireLease) runs the work, renewing the lease
+// lease (hosting.LeaseHost.AcquireLease) runs the work, renewing the lease
 // every Renew, and the others ask again every Renew. The holder's work is
 // cancelled as soon as it learns it lost the lease, and at the latest one
 // term after the start of its last successful renewal (so that it stops
@@ -14,12 +14,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/hosting"
 )
 
-// Leaser is what Run needs of the Service: *edgeplane.Host.
+// Leaser is what Run needs of the Service: *hosting.LeaseHost.
 type Leaser interface {
-	AcquireLease(ctx context.Context, name, holder string, term time.Duration) (*edgeplane.Lease, error)
+	AcquireLease(ctx context.Context, name, holder string, term time.Duration) (*hosting.Lease, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeplane/edgeplane"
+	"github.com/edgeplane/edgeplane/hosting"
 	"github.com/edgeplane/edgeplane/internal/elect"
 	"github.com/edgeplane/edgeplane/memstore"
 )
@@ -21,7 +22,7 @@ type flaky struct {
 
 var errDown = errors.New("store unreachable")
 
-func (f *flaky) AcquireLease(ctx context.Context, name, holder string, term time.Duration) (*edgeplane.Lease, error) {
+func (f *flaky) AcquireLease(ctx context.Context, name, holder string, term time.Duration) (*hosting.Lease, error) {
 	if f.down.Load() {
 		return nil, errDown
 	}

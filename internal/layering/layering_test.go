@@ -57,6 +57,13 @@ func TestRuntimeSeams(t *testing.T) {
 		{"certmanager", false, 250},
 		{"acmedns", false, 230},
 		{"webhook", false, 240},
+		// What the root wires into them: the Host's roles (hosting) and
+		// the followers of the change feed; and the stored forms of the
+		// root's kinds. None may import the root.
+		{"hosting", true, 365},
+		{"internal/eventfeed", false, 210},
+		{"internal/cachesync", true, 360},
+		{"internal/storedforms", true, 315}, // CEL through internal/records' list filters
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			all := deps(t, tc.pkg)
@@ -76,11 +83,13 @@ func TestRuntimeSeams(t *testing.T) {
 	}
 }
 
-// maxRootLines bounds the non-test lines of the root package. Issue 42
-// asks for 6,000 once the runtime-only operations have moved out; until
-// then the bound is today's size, lowered as they move, so the root does
-// not grow meanwhile.
-const maxRootLines = 7800
+// maxRootLines bounds the non-test lines of the root package (issue 42):
+// the root is the API (the Service, its options, the resource methods
+// and the kind declarations); the Host's roles for the runtime parts are
+// package hosting's, the followers of the change feed and the stored
+// forms of the kinds internal packages'. Code that would pass the bound
+// belongs in a package of its own.
+const maxRootLines = 6000
 
 // TestRootSize: the root package holds at most maxRootLines non-test
 // lines.

@@ -1,42 +1,46 @@
-package edgeplane
+package hosting
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/edgeplane/edgeplane/agents"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edgeconfig"
+	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/dataplane"
+	"github.com/edgeplane/edgeplane/internal/ids"
+	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/resource"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // DataPlaneHost is the Host's role for edge proxies (package proxy's Host
 // and EndpointSource): every account's edges listed, their configs
 // compiled, backend tunnels, certificates by host, endpoint restrictions,
 // agents' endpoints, and the ACME challenges every node answers.
-type DataPlaneHost struct{ s *Service }
-
-// DataPlane returns the Host's role for edge proxies: what package
-// proxy's Configs ask of the Service.
-func (h *Host) DataPlane() *DataPlaneHost { return &DataPlaneHost{s: h.s} }
+type DataPlaneHost struct{ r *Roles }
 
 // ListHTTPSEdges returns up to opts.Limit HTTPS edges (0 means
-// [MaxPageSize]) of every account, newest first, and the cursor of the
+// [github.com/edgeplane/edgeplane.MaxPageSize]) of every account, newest first, and the cursor of the
 // next page ("" on the last): what an edge proxy that serves every
 // account loads at start. It reads only the records' keys and decodes no
 // document. A host operation.
-func (h *DataPlaneHost) ListHTTPSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return h.s.listHTTPSEdges(ctx, opts)
+func (h *DataPlaneHost) ListHTTPSEdges(ctx context.Context, opts resource.ListOptions) ([]EdgeRef, string, error) {
+	return records.HostList(ctx, h.r.c.DB, h.r.c.Kinds.HTTPSEdge.Kind, listQuery(opts), edgeRefOf)
 }
 
 // ListTLSEdges is [DataPlaneHost.ListHTTPSEdges] for TLS edges.
-func (h *DataPlaneHost) ListTLSEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return h.s.listTLSEdges(ctx, opts)
+func (h *DataPlaneHost) ListTLSEdges(ctx context.Context, opts resource.ListOptions) ([]EdgeRef, string, error) {
+	return records.HostList(ctx, h.r.c.DB, h.r.c.Kinds.TLSEdge.Kind, listQuery(opts), edgeRefOf)
 }
 
 // ListTCPEdges is [DataPlaneHost.ListHTTPSEdges] for TCP edges.
-func (h *DataPlaneHost) ListTCPEdges(ctx context.Context, opts ListOptions) ([]EdgeRef, string, error) {
-	return h.s.listTCPEdges(ctx, opts)
+func (h *DataPlaneHost) ListTCPEdges(ctx context.Context, opts resource.ListOptions) ([]EdgeRef, string, error) {
+	return records.HostList(ctx, h.r.c.DB, h.r.c.Kinds.TCPEdge.Kind, listQuery(opts), edgeRefOf)
 }
 
 // HTTPSEdgeConfig returns what an edge proxy applies to an HTTPS edge:
@@ -44,7 +48,7 @@ func (h *DataPlaneHost) ListTCPEdges(ctx context.Context, opts ListOptions) ([]E
 // [DataPlaneHost.HTTPSRouteConfig] gives them), in matching order (see
 // [edgeconfig.HTTPSEdge.Route]). A host operation.
 func (h *DataPlaneHost) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.HTTPSEdge, error) {
-	return h.s.httpsEdgeConfig(ctx, accountID, edgeID)
+	return h.r.c.Dataplane.HTTPSEdge(ctx, accountID, edgeID)
 }
 
 // HTTPSRouteConfig returns what an edge proxy applies to the requests of
@@ -59,7 +63,7 @@ func (h *DataPlaneHost) HTTPSEdgeConfig(ctx context.Context, accountID, edgeID s
 // separately. IP policies named by restrict-ips actions are read now:
 // reload when they change.
 func (h *DataPlaneHost) HTTPSRouteConfig(ctx context.Context, accountID, edgeID, routeID string) (*edgeconfig.Route, error) {
-	return h.s.httpsRouteConfig(ctx, accountID, edgeID, routeID)
+	return h.r.c.Dataplane.HTTPSRoute(ctx, accountID, edgeID, routeID)
 }
 
 // TLSEdgeConfig returns what an edge proxy applies to a TLS edge: its IP
@@ -74,7 +78,7 @@ func (h *DataPlaneHost) HTTPSRouteConfig(ctx context.Context, accountID, edgeID,
 // state. IP policies named by restrict-ips actions are read now: reload
 // when they change.
 func (h *DataPlaneHost) TLSEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TLSEdge, error) {
-	return h.s.tlsEdgeConfig(ctx, accountID, edgeID)
+	return h.r.c.Dataplane.TLSEdge(ctx, accountID, edgeID)
 }
 
 // TCPEdgeConfig returns what an edge proxy applies to a TCP edge: its IP
@@ -82,19 +86,19 @@ func (h *DataPlaneHost) TLSEdgeConfig(ctx context.Context, accountID, edgeID str
 // Allowed(ip)) and its backend, each nil unless set and enabled. A host
 // operation.
 func (h *DataPlaneHost) TCPEdgeConfig(ctx context.Context, accountID, edgeID string) (*edgeconfig.TCPEdge, error) {
-	return h.s.tcpEdgeConfig(ctx, accountID, edgeID)
+	return h.r.c.Dataplane.TCPEdge(ctx, accountID, edgeID)
 }
 
 // BackendTunnels returns the online tunnels of the account that the
 // tunnel group backend backendID selects, newest first: those that carry
-// all of the backend's labels (at most [MaxBackendTunnels], the newest),
+// all of the backend's labels (at most [backends.MaxTunnels], the newest),
 // as the backend's tunnels field shows them. It is a host
 // operation, for the data plane that routes a backend's traffic to one of
 // its tunnels (each tunnel says where its agent forwards, ForwardsTo). A
 // backend that is missing or of another account is not found; a backend
 // without tunnels gives an empty list, never nil.
 func (h *DataPlaneHost) BackendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
-	return h.s.backendTunnels(ctx, accountID, backendID)
+	return h.r.backendTunnels(ctx, accountID, backendID)
 }
 
 // HostCertificate returns the certificate that an edge server terminating
@@ -106,22 +110,21 @@ func (h *DataPlaneHost) BackendTunnels(ctx context.Context, accountID, backendID
 // certificate (none attached, none issued yet). A host operation: the key
 // is never in an API response.
 func (h *DataPlaneHost) HostCertificate(ctx context.Context, accountID, host string) (*HostCertificate, error) {
-	s := h.s
-	id, ok, err := s.reservedDomainOf(ctx, accountID, strings.ToLower(host))
+	id, ok, err := h.r.c.Records.ReservedDomain(ctx, accountID, strings.ToLower(host))
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, apierr.NotFoundf("no reserved domain of the account serves %s", host)
 	}
-	d, err := s.hostDomain(ctx, accountID, id)
+	d, err := h.r.hostDomain(ctx, accountID, id)
 	if err != nil {
 		return nil, err
 	}
 	if d.Certificate == nil {
 		return nil, apierr.NotFoundf("the reserved domain %s has no TLS certificate", d.Domain)
 	}
-	certPEM, keyPEM, err := s.tlsCertificateKeyPair(ctx, accountID, d.Certificate.ID)
+	certPEM, keyPEM, err := h.r.c.Records.KeyPair(ctx, accountID, d.Certificate.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -136,24 +139,12 @@ func (h *DataPlaneHost) HostCertificate(ctx context.Context, accountID, host str
 // restrictions are read; a store with more (written by other code) is a
 // failed precondition, never a check of part of them. A host operation.
 func (h *DataPlaneHost) EndpointRestrictions(ctx context.Context, accountID string) (*EndpointRestrictions, error) {
-	return h.s.endpointRestrictions(ctx, accountID)
+	return h.r.c.Dataplane.EndpointRestrictions(ctx, accountID)
 }
 
-// WaitRevision waits until the Service's reads reflect every change of
-// the store up to revision (a [store.Change] Revision), or ctx ends. A
-// write through this Service is reflected before the write returns; a
-// write by another process (another Service on the same store) is
-// reflected once the Service's record cache has followed the change feed
-// past it. A host that follows the feed itself (an edge proxy) calls it
-// before reading what a change names, so that it never reads a cached
-// document older than the change. Without a record cache, or once
-// [Service.Close] has stopped it (reads then bypass it), it returns nil at
-// once.
+// WaitRevision is [Roles.WaitRevision].
 func (h *DataPlaneHost) WaitRevision(ctx context.Context, revision int64) error {
-	if h.s.cache == nil || h.s.cacheFollow == nil {
-		return nil
-	}
-	return h.s.cacheFollow.waitApplied(ctx, revision)
+	return h.r.WaitRevision(ctx, revision)
 }
 
 // ACMEChallenge returns the pending challenge of that type, name and
@@ -161,23 +152,23 @@ func (h *DataPlaneHost) WaitRevision(ctx context.Context, revision int64) error 
 // one that is missing or expired is not found. Edge nodes answer the
 // CA's validation requests with it.
 func (h *DataPlaneHost) ACMEChallenge(ctx context.Context, typ, name, token string) (*ACMEChallenge, error) {
-	return h.s.acme.Challenge(ctx, typ, name, token)
+	return h.r.c.ACME.Challenge(ctx, typ, name, token)
 }
 
 // GetEndpoint returns an endpoint of the account, read from the store
 // (never from the record cache), with PassthroughTLS and AccountID, which
 // the API does not show. One that is gone is not found.
 func (h *DataPlaneHost) GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error) {
-	return h.s.getEndpoint(ctx, accountID, id)
+	return h.r.c.Agents.Endpoint(ctx, accountID, id)
 }
 
 // ListEndpoints returns up to opts.Limit endpoints (0 means
-// [MaxPageSize]) of every account, newest first, and the cursor of the
+// [github.com/edgeplane/edgeplane.MaxPageSize]) of every account, newest first, and the cursor of the
 // next page ("" at the end): what an edge proxy that serves every
 // account loads at start, as [DataPlaneHost.ListHTTPSEdges] for edges, but whole
 // models (with PassthroughTLS and AccountID). A host operation.
-func (h *DataPlaneHost) ListEndpoints(ctx context.Context, opts ListOptions) ([]agents.Endpoint, string, error) {
-	return h.s.listEndpoints(ctx, opts)
+func (h *DataPlaneHost) ListEndpoints(ctx context.Context, opts resource.ListOptions) ([]agents.Endpoint, string, error) {
+	return h.r.c.Agents.Endpoints(ctx, listQuery(opts))
 }
 
 // EdgeByHostport returns the edge that serves a hostport (host:port), in
@@ -189,5 +180,82 @@ func (h *DataPlaneHost) ListEndpoints(ctx context.Context, opts ListOptions) ([]
 // is invalid (a violation of "hostport") and one no edge serves is not
 // found.
 func (h *DataPlaneHost) EdgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
-	return h.s.edgeByHostport(ctx, hostport)
+	return h.r.edgeByHostport(ctx, hostport)
+}
+
+// HostportEdge is the edge that serves a hostport, as
+// [DataPlaneHost.EdgeByHostport] finds it.
+type HostportEdge struct {
+	// Kind is the edge's kind: the root's KindHTTPSEdge, KindTLSEdge or
+	// KindTCPEdge.
+	Kind store.Kind
+	// AccountID is the account the edge belongs to.
+	AccountID string
+	// EdgeID is the edge's identifier.
+	EdgeID string
+	// Hostport is the edge's hostport that matched, in canonical form: the
+	// one asked for, or the wildcard hostport that covers it.
+	Hostport string
+}
+
+// edgeByHostport finds the edge that serves hostport: the edge with
+// exactly that hostport, else the edge with the wildcard hostport that
+// covers its host (*.example.com:443 for a.example.com:443).
+func (r *Roles) edgeByHostport(ctx context.Context, hostport string) (*HostportEdge, error) {
+	hp, host, reason := edges.ParseHostport(hostport, edges.EdgeTCP)
+	if reason != "" {
+		return nil, apierr.Invalidf("hostport", "%s", reason)
+	}
+	candidates := []string{hp}
+	if _, parent, ok := strings.Cut(host, "."); ok && !domains.IsWildcard(host) && domains.Covers([]string{"*." + parent}, host) {
+		candidates = append(candidates, "*."+parent+hp[len(host):])
+	}
+	for _, c := range candidates {
+		for _, k := range []*records.Kind{r.c.Kinds.HTTPSEdge.Kind, r.c.Kinds.TLSEdge.Kind, r.c.Kinds.TCPEdge.Kind} {
+			rec, err := r.c.DB.Store.Lookup(ctx, k.StoreKind, dataplane.HostportKey(c))
+			if errors.Is(err, apierr.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, r.c.DB.StoreErr(err, k, "")
+			}
+			return &HostportEdge{Kind: k.StoreKind, AccountID: rec.AccountID, EdgeID: rec.ID, Hostport: c}, nil
+		}
+	}
+	return nil, apierr.NotFoundf("no edge serves the hostport %s", hp)
+}
+
+// backendTunnels is [DataPlaneHost.BackendTunnels].
+func (r *Roles) backendTunnels(ctx context.Context, accountID, backendID string) ([]backends.Tunnel, error) {
+	b, _, err := loadEdgeRecord(ctx, r, accountID, r.c.Backends, backendID)
+	if err != nil {
+		return nil, err
+	}
+	return r.c.Agents.BackendTunnels(ctx, accountID, b.Labels)
+}
+
+// loadEdgeRecord reads and decodes the record id of form f's kind in
+// accountID, for a host operation (backendTunnels); package
+// internal/dataplane reads the edges' records the same way.
+func loadEdgeRecord[M any](ctx context.Context, r *Roles, accountID string, f records.Form[M], id string) (*M, store.Record, error) {
+	if k := r.c.Kinds.Account; !ids.Valid(accountID, k.Prefix) {
+		return nil, store.Record{}, k.NotFound(accountID)
+	}
+	if !ids.Valid(id, f.Prefix) {
+		return nil, store.Record{}, f.NotFound(id)
+	}
+	v, rec, err := f.Read(ctx, r.c.DB, accountID, id)
+	if err != nil {
+		return nil, store.Record{}, r.c.DB.StoreErr(err, f.Kind, id)
+	}
+	return v, rec, nil
+}
+
+// listQuery returns the records query of opts.
+func listQuery(opts resource.ListOptions) records.Query {
+	return records.Query{Limit: opts.Limit, BeforeID: opts.BeforeID, Filter: opts.Filter}
+}
+
+func edgeRefOf(rec store.Record) (EdgeRef, error) {
+	return EdgeRef{AccountID: rec.AccountID, ID: rec.ID}, nil
 }

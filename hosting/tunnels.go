@@ -1,4 +1,4 @@
-package edgeplane
+package hosting
 
 import (
 	"context"
@@ -19,40 +19,36 @@ import (
 // Host): edge nodes registered and renewed, agents' sessions opened and
 // closed, their labeled tunnels and endpoints bound and unbound, resume
 // tokens made and opened, and the IP restrictions of type agent.
-type TunnelHost struct{ s *Service }
-
-// Tunnels returns the Host's role for tunnel servers: what package
-// tunnel's Server asks of the Service.
-func (h *Host) Tunnels() *TunnelHost { return &TunnelHost{s: h.s} }
+type TunnelHost struct{ r *Roles }
 
 // RegisterNode records a new edge node (a tunnel server of the store)
-// under a lease of [Options.TunnelLease] from now, which it renews with
+// under a lease of [github.com/edgeplane/edgeplane.Options.TunnelLease] from now, which it renews with
 // [TunnelHost.RenewNode] for every session it holds, and returns it with its
 // ID. params are validated ([agents.NodeParams.Validate]). Nodes report
 // no events.
 func (h *TunnelHost) RegisterNode(ctx context.Context, params agents.NodeParams) (*agents.Node, error) {
-	return h.s.nodes.Register(ctx, params)
+	return h.r.c.Nodes.Register(ctx, params)
 }
 
-// RenewNode extends the lease of node id to [Options.TunnelLease] from
+// RenewNode extends the lease of node id to [github.com/edgeplane/edgeplane.Options.TunnelLease] from
 // now: one write, whatever the node holds. A node whose lease has
 // already ended is not renewed (failed precondition): its sessions are
 // offline, to be reaped, and the node must close them and register
 // anew. One that is gone (reaped or removed) is not found.
 func (h *TunnelHost) RenewNode(ctx context.Context, id string) (*agents.Node, error) {
-	return h.s.nodes.Renew(ctx, id)
+	return h.r.c.Nodes.Renew(ctx, id)
 }
 
 // RemoveNode removes node id and every session it holds (with their
 // tunnels and endpoints, each session reported as
 // tunnel_session_deleted), as a node that shuts down does.
 func (h *TunnelHost) RemoveNode(ctx context.Context, id string) error {
-	return h.s.nodes.Remove(ctx, id)
+	return h.r.c.Nodes.Remove(ctx, id)
 }
 
 // OpenTunnelSession records an agent's session with a tunnel server, as
 // the server does when an agent connects: it authenticates the agent's
-// authtoken as [Host.AuthenticateTunnelToken] does (an unknown or
+// authtoken as [github.com/edgeplane/edgeplane.Host.AuthenticateTunnelToken] does (an unknown or
 // malformed token, or one of a deactivated bot, is
 // [apierr.Unauthenticated] with one message; authentication comes first,
 // whatever the params), validates params ([agents.SessionParams.Validate])
@@ -60,13 +56,13 @@ func (h *TunnelHost) RemoveNode(ctx context.Context, id string) error {
 // params.Node: a live registered node ([TunnelHost.RegisterNode]), whose lease
 // keeps the session online (else invalid, naming node). The account's IP
 // restrictions of type agent are checked against params.IP as
-// [Service.CheckIPRestrictions] does (read from the store, not a cache):
+// [github.com/edgeplane/edgeplane.Service.CheckIPRestrictions] does (read from the store, not a cache):
 // an enforced one that refuses it is [apierr.PermissionDenied], naming
 // the restriction. Deleting the
 // credential removes the session and its tunnels. Reported as a
 // tunnel_session_created event.
 func (h *TunnelHost) OpenTunnelSession(ctx context.Context, token string, params agents.SessionParams) (*agents.TunnelSession, error) {
-	return h.s.openTunnelSession(ctx, token, params)
+	return h.r.c.Agents.OpenSession(ctx, token, params)
 }
 
 // CloseTunnelSession removes a session of the account and its tunnels,
@@ -75,7 +71,7 @@ func (h *TunnelHost) OpenTunnelSession(ctx context.Context, token string, params
 // tunnel_session_deleted event, and each tunnel's tunnel_deleted. A
 // session that is gone is not found.
 func (h *TunnelHost) CloseTunnelSession(ctx context.Context, accountID, id string) error {
-	return h.s.closeTunnelSession(ctx, accountID, id)
+	return h.r.c.Agents.CloseSession(ctx, accountID, id)
 }
 
 // GetTunnelSession returns a session of the account with StopRequested,
@@ -83,7 +79,7 @@ func (h *TunnelHost) CloseTunnelSession(ctx context.Context, accountID, id strin
 // server that saw the session change in the store's change feed reads
 // that change. A session that is gone is not found.
 func (h *TunnelHost) GetTunnelSession(ctx context.Context, accountID, id string) (*agents.TunnelSession, error) {
-	return h.s.getTunnelSession(ctx, accountID, id)
+	return h.r.c.Agents.Session(ctx, accountID, id)
 }
 
 // StartLabeledTunnel records a labeled tunnel an agent starts in its
@@ -102,24 +98,24 @@ func (h *TunnelHost) GetTunnelSession(ctx context.Context, accountID, id string)
 // found; one whose lease has ended is a failed precondition. Reported as
 // a tunnel_created event.
 func (h *TunnelHost) StartLabeledTunnel(ctx context.Context, accountID, sessionID string, params agents.LabeledTunnelParams) (*backends.Tunnel, error) {
-	return h.s.startLabeledTunnel(ctx, accountID, sessionID, params)
+	return h.r.c.Agents.StartTunnel(ctx, accountID, sessionID, params)
 }
 
 // UnregisterTunnel removes an online tunnel of the account, as a tunnel
 // server does when the tunnel closes: one it registered
-// ([Host.RegisterTunnel]) or one an agent started in its session
+// ([TunnelHost.RegisterTunnel]) or one an agent started in its session
 // ([TunnelHost.StartLabeledTunnel]). It is a host operation. A tunnel that is
 // already gone (for example because its credential was deleted, or its
 // session closed) is not found.
 func (h *TunnelHost) UnregisterTunnel(ctx context.Context, accountID, id string) error {
-	return h.s.unregisterTunnel(ctx, accountID, id)
+	return h.r.c.Agents.UnregisterTunnel(ctx, accountID, id)
 }
 
 // AgentToken returns the resume token of id (a session's or an
 // endpoint's, as purpose says) for an agent of accountID authenticated
 // by credentialID, made now; a host operation of tunnel servers.
 func (h *TunnelHost) AgentToken(purpose agents.TokenPurpose, accountID, credentialID, id string) string {
-	return h.s.tokens.Issue(purpose, accountID, credentialID, id)
+	return h.r.c.Tokens.Issue(purpose, accountID, credentialID, id)
 }
 
 // OpenAgentToken checks that token is the resume token of id for
@@ -129,7 +125,7 @@ func (h *TunnelHost) AgentToken(purpose agents.TokenPurpose, accountID, credenti
 // failure is PermissionDenied with one message, naming neither the ID
 // nor why.
 func (h *TunnelHost) OpenAgentToken(purpose agents.TokenPurpose, token, accountID, credentialID, id string) (time.Time, error) {
-	return h.s.tokens.Open(purpose, token, accountID, credentialID, id)
+	return h.r.c.Tokens.Open(purpose, token, accountID, credentialID, id)
 }
 
 // BindEndpoint records an endpoint the session's agent binds (Bind of
@@ -180,21 +176,21 @@ func (h *TunnelHost) OpenAgentToken(purpose agents.TokenPurpose, token, accountI
 // Reported as an endpoint_created event (a rebind: endpoint_deleted,
 // then endpoint_created).
 func (h *TunnelHost) BindEndpoint(ctx context.Context, accountID, sessionID string, params agents.EndpointParams) (*agents.Endpoint, error) {
-	return h.s.bindEndpoint(ctx, accountID, sessionID, params)
+	return h.r.c.Agents.BindEndpoint(ctx, accountID, sessionID, params)
 }
 
 // UnbindEndpoint removes an endpoint of the account, as its tunnel
 // server does when the agent unbinds it. One that is gone is not found.
 // Reported as an endpoint_deleted event.
 func (h *TunnelHost) UnbindEndpoint(ctx context.Context, accountID, id string) error {
-	return h.s.unbindEndpoint(ctx, accountID, id)
+	return h.r.c.Agents.UnbindEndpoint(ctx, accountID, id)
 }
 
 // GetEndpoint returns an endpoint of the account, read from the store
 // (never from the record cache), with PassthroughTLS and AccountID, which
 // the API does not show. One that is gone is not found.
 func (h *TunnelHost) GetEndpoint(ctx context.Context, accountID, id string) (*agents.Endpoint, error) {
-	return h.s.getEndpoint(ctx, accountID, id)
+	return h.r.c.Agents.Endpoint(ctx, accountID, id)
 }
 
 // IPRestrictions returns the account's IP restrictions of type typ
@@ -206,9 +202,43 @@ func (h *TunnelHost) GetEndpoint(ctx context.Context, accountID, id string) (*ag
 // [ipaccess.MaxRestrictionsPerAccount] restrictions are read; a store
 // with more is a failed precondition. A host operation.
 func (h *TunnelHost) IPRestrictions(ctx context.Context, accountID, typ string) (*ipaccess.Enforcer, error) {
-	if !ids.Valid(accountID, AccountPrefix) {
-		return nil, accountKind.NotFound(accountID)
+	if k := h.r.c.Kinds.Account; !ids.Valid(accountID, k.Prefix) {
+		return nil, k.NotFound(accountID)
 	}
-	e, _, err := h.s.restrictionsOf(ctx, accountID, typ)
+	e, _, err := h.r.c.Dataplane.Restrictions(ctx, accountID, typ)
 	return e, err
+}
+
+// RegisterTunnel records an online tunnel, as a tunnel server does when an
+// agent opens one. token is the agent's authtoken
+// ([github.com/edgeplane/edgeplane.Host.AuthenticateTunnelToken]); the tunnel belongs to the
+// credential's account, and every one of its labels must be permitted by
+// the credential's ACL (else permission denied naming the labels that are
+// not). Authentication comes first: a bad token is unauthenticated whatever
+// the params.
+func (h *TunnelHost) RegisterTunnel(ctx context.Context, token string, params backends.RegisterTunnelParams) (*backends.Tunnel, error) {
+	return h.r.c.Agents.RegisterTunnel(ctx, token, params)
+}
+
+// RenewTunnel extends the lease of an online tunnel of the account to
+// [github.com/edgeplane/edgeplane.Options.TunnelLease] from now, as its tunnel server does while the
+// tunnel is open, and returns the tunnel. It is a host operation. A
+// tunnel whose lease has already ended cannot be renewed (failed
+// precondition: register it again); one that is gone is not found.
+func (h *TunnelHost) RenewTunnel(ctx context.Context, accountID, id string) (*backends.Tunnel, error) {
+	return h.r.c.Agents.RenewTunnel(ctx, accountID, id)
+}
+
+// ReapTunnels removes up to limit tunnel sessions and tunnels, across
+// all accounts, whose lease ended before now, and returns how many it
+// removed. Sessions come first, each with its tunnels (which count with
+// it as one removal), then tunnels. It is a host operation, for a
+// periodic job (every few seconds, say). It reads only expired sessions
+// and tunnels, through the store's indexes of leases; one renewed between
+// the read and the removal is kept. Each removal is reported as a
+// tunnel_session_deleted or tunnel_deleted event, as
+// [TunnelHost.CloseTunnelSession] and [TunnelHost.UnregisterTunnel] do (and the
+// tunnels of a session as tunnel_deleted).
+func (h *TunnelHost) ReapTunnels(ctx context.Context, limit int) (int, error) {
+	return h.r.c.Agents.Reap(ctx, limit)
 }
