@@ -57,7 +57,10 @@ type HandlerOptions struct {
 	// Transport carries requests to the upstreams. Nil: a transport like
 	// http.DefaultTransport that keeps up to 256 idle connections per
 	// upstream, does not ask for compressed responses on its own and waits
-	// at most UpstreamTimeout for an upstream's response headers.
+	// at most UpstreamTimeout for an upstream's response headers; it
+	// carries a request without a body to a plain-HTTP upstream itself,
+	// in the request's goroutine (see forward.go), and hands any other to
+	// an http.Transport with those settings.
 	Transport http.RoundTripper
 	// UpstreamTimeout bounds the wait for an upstream's response headers
 	// when Transport is nil; past it the client gets 504. For agents'
@@ -207,7 +210,7 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 		if len(o.UpstreamNetworks) > 0 {
 			t.DialContext = upstreamDialer(o.UpstreamNetworks, upstreamDialTimeout).DialContext
 		}
-		transport = t
+		transport = newUpstreamTransport(t)
 	}
 	h.rp = h.reverseProxy(transport)
 	if o.Agents != nil {

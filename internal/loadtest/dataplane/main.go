@@ -120,7 +120,7 @@ func main() {
 		return
 	}
 	if *vsNginx {
-		if err := pinnedHarness(*hosts, *rounds, *duration, *conns, *proxyCPU, *loadCPU); err != nil {
+		if err := pinnedHarness(*hosts, *rounds, *duration, *conns, *proxyCPU, *loadCPU, *cpuprofile); err != nil {
 			log.Fatal(err)
 		}
 		return

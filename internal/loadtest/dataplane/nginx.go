@@ -51,7 +51,7 @@ type nginxCase struct {
 // (each round starting with the next case), one row each, then the
 // medians and the median of the per-round ratios of CPU per request to
 // nginx's.
-func pinnedHarness(hosts, rounds int, d time.Duration, conns int, proxyCPU, loadCPU string) error {
+func pinnedHarness(hosts, rounds int, d time.Duration, conns int, proxyCPU, loadCPU, cpuprofile string) error {
 	for _, bin := range []string{"wrk", "nginx", "taskset"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return fmt.Errorf("%s not found: apt-get install -y nginx-light wrk util-linux", bin)
@@ -89,7 +89,7 @@ func pinnedHarness(hosts, rounds int, d time.Duration, conns int, proxyCPU, load
 	for _, sp := range []struct{ name, kind string }{{"proxy", "proxy"}, {"bare", "bare"}} {
 		args := []string{"-serve", sp.kind, "-upstream", upURL}
 		if sp.kind == "proxy" {
-			args = append(args, "-policy", "none", "-hosts", strconv.Itoa(hosts))
+			args = append(args, "-policy", "none", "-hosts", strconv.Itoa(hosts), "-cpuprofile", cpuprofile)
 		}
 		s, err := startPinned(sp.name, proxyCPU, args...)
 		if err != nil {
