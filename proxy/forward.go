@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -98,18 +99,34 @@ func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if !t.carries(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
-	}
 	ctx := req.Context()
+	var info func(int, http.Header) error
+	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.Got1xxResponse != nil {
+		info = func(code int, h http.Header) error { return trace.Got1xxResponse(code, textproto.MIMEHeader(h)) }
+	}
+	return t.do(ctx, upstreamAddr(req.URL), req, req.Write, info)
+}
+
+// upstreamAddr returns u's host and port (80 when u names none).
+func upstreamAddr(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
+}
+
+// do sends req (whose method and context are read; write writes it) to
+// addr and reads its response; informational, when not nil, receives
+// each 1xx response but 101.
+func (t *upstreamTransport) do(ctx context.Context, addr string, req *http.Request, write func(io.Writer) error,
+	informational func(int, http.Header) error) (*http.Response, error) {
 	checked := !idempotent(req) // a non-idempotent request only on a connection known alive
 	for attempt := 0; ; attempt++ {
 		pc, err := t.conn(ctx, addr, checked)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := pc.exchange(ctx, req, t)
+		resp, err := pc.exchange(ctx, req, write, informational, t)
 		if err == nil {
 			return resp, nil
 		}
@@ -212,7 +229,8 @@ const maxInformational = 5
 // exchange writes req on pc and reads its response. On an error pc is
 // closed; on success it goes back to t's pool once the response's body
 // has been read to its end (or at once when it has none).
-func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, t *upstreamTransport) (*http.Response, error) {
+func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, write func(io.Writer) error,
+	informational func(int, http.Header) error, t *upstreamTransport) (*http.Response, error) {
 	pc.canceled = false
 	stop := context.AfterFunc(ctx, pc.cancel)
 	fail := func(err error) (*http.Response, error) {
@@ -223,7 +241,7 @@ func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, t *upst
 		}
 		return nil, err
 	}
-	if err := req.Write(pc.bw); err != nil {
+	if err := write(pc.bw); err != nil {
 		return fail(err)
 	}
 	if err := pc.bw.Flush(); err != nil {
@@ -253,8 +271,8 @@ func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, t *upst
 		if n == maxInformational {
 			return fail(errors.New("net/http: too many 1xx informational responses"))
 		}
-		if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.Got1xxResponse != nil {
-			if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
+		if informational != nil {
+			if err := informational(resp.StatusCode, resp.Header); err != nil {
 				return fail(err)
 			}
 		}
