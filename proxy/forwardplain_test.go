@@ -209,3 +209,47 @@ func FuzzUpstreamRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestForwardConcurrent: clients at once through the direct path, on
+// kept-alive and new connections, each get their own answer (race
+// detector on in the suite's -race run).
+func TestForwardConcurrent(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("stream") != "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+		}
+		_, _ = io.WriteString(w, r.URL.RequestURI())
+	}))
+	t.Cleanup(up.Close)
+	c := fleet(t, 4, up.URL, "")
+	s := httptest.NewServer(NewHandler(c, HandlerOptions{}))
+	t.Cleanup(s.Close)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			client := s.Client()
+			if g%2 == 1 {
+				client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			}
+			for i := range 40 {
+				target := "/g" + string(rune('a'+g)) + "?i=" + strings.Repeat("x", i)
+				if i%3 == 0 {
+					target += "&stream=1"
+				}
+				req, _ := http.NewRequest("GET", s.URL+target, nil)
+				req.Host = benchHostport(i % 4)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(b) != target {
+					t.Errorf("%s: %d %q", target, resp.StatusCode, b)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
