@@ -104,7 +104,7 @@ func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.Got1xxResponse != nil {
 		info = func(code int, h http.Header) error { return trace.Got1xxResponse(code, textproto.MIMEHeader(h)) }
 	}
-	return t.do(ctx, upstreamAddr(req.URL), req, req.Write, info)
+	return t.do(ctx, upstreamAddr(req.URL), req, req.Write, info, nil)
 }
 
 // upstreamAddr returns u's host and port (80 when u names none).
@@ -117,16 +117,18 @@ func upstreamAddr(u *url.URL) string {
 
 // do sends req (whose method and context are read; write writes it) to
 // addr and reads its response; informational, when not nil, receives
-// each 1xx response but 101.
+// each 1xx response but 101. A response head of the common form
+// (readQuickHead) has its fields put into dst, when dst is not nil, and
+// dst is the response's Header.
 func (t *upstreamTransport) do(ctx context.Context, addr string, req *http.Request, write func(io.Writer) error,
-	informational func(int, http.Header) error) (*http.Response, error) {
+	informational func(int, http.Header) error, dst http.Header) (*http.Response, error) {
 	checked := !idempotent(req) // a non-idempotent request only on a connection known alive
 	for attempt := 0; ; attempt++ {
 		pc, err := t.conn(ctx, addr, checked)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := pc.exchange(ctx, req, write, informational, t)
+		resp, err := pc.exchange(ctx, req, write, informational, dst, t)
 		if err == nil {
 			return resp, nil
 		}
@@ -230,7 +232,7 @@ const maxInformational = 5
 // closed; on success it goes back to t's pool once the response's body
 // has been read to its end (or at once when it has none).
 func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, write func(io.Writer) error,
-	informational func(int, http.Header) error, t *upstreamTransport) (*http.Response, error) {
+	informational func(int, http.Header) error, dst http.Header, t *upstreamTransport) (*http.Response, error) {
 	pc.canceled = false
 	stop := context.AfterFunc(ctx, pc.cancel)
 	fail := func(err error) (*http.Response, error) {
@@ -254,8 +256,17 @@ func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, write f
 	var resp *http.Response
 	for n := 0; ; n++ {
 		pc.lr.left = t.maxHeaderBytes
+		hd := dst
+		if hd == nil {
+			hd = make(http.Header, 8)
+		}
+		if qh, ok, _ := readQuickHead(pc.br, hd); ok {
+			pc.readAny = true
+			resp = quickResponse(req, qh, hd)
+			break
+		}
 		var err error
-		resp, err = http.ReadResponse(pc.br, req)
+		resp, err = http.ReadResponse(pc.br, req) // meets the error readQuickHead met, if any
 		pc.readAny = pc.lr.read
 		if err != nil {
 			if pc.lr.left <= 0 {
@@ -290,8 +301,30 @@ func (pc *upstreamConn) exchange(ctx context.Context, req *http.Request, write f
 		}
 		return resp, nil
 	}
-	resp.Body = &upstreamBody{rc: resp.Body, pc: pc, t: t, stop: stop, keep: keep}
+	b := &upstreamBody{rc: resp.Body, left: -1, pc: pc, t: t, stop: stop, keep: keep}
+	if resp.Body == nil {
+		b.rc, b.left = nil, resp.ContentLength
+	}
+	resp.Body = b
 	return resp, nil
+}
+
+// quickResponse is the response of a head readQuickHead read, as
+// http.ReadResponse makes it; its Body is nil when it has one, which
+// exchange reads from the connection's buffer (Content-Length bytes),
+// else http.NoBody.
+func quickResponse(req *http.Request, qh quickHead, hd http.Header) *http.Response {
+	resp := &http.Response{Status: qh.status, StatusCode: qh.code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: hd, ContentLength: qh.length, Request: req}
+	switch {
+	case req.Method == http.MethodHead:
+		resp.Body = http.NoBody
+	case qh.code == http.StatusNoContent || qh.code == http.StatusNotModified:
+		resp.Body, resp.ContentLength = http.NoBody, 0
+	case qh.length == 0:
+		resp.Body = http.NoBody
+	}
+	return resp
 }
 
 // cancel ends the exchange when the request's context ends.
@@ -328,7 +361,9 @@ func (errHeaderTimeout) Temporary() bool { return true }
 // upstreamBody is a response's body: at its end the connection goes back
 // to the pool; closed before its end, the connection is closed.
 type upstreamBody struct {
-	rc   io.ReadCloser
+	rc io.ReadCloser // nil: the body is the next left bytes of the connection's buffer
+	// left is what remains of a body read from the buffer.
+	left int64
 	pc   *upstreamConn
 	t    *upstreamTransport
 	stop func() bool
@@ -340,6 +375,9 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
+	if b.rc == nil {
+		return b.readLength(p)
+	}
 	n, err := b.rc.Read(p)
 	if err != nil {
 		b.finish(err == io.EOF)
@@ -347,10 +385,33 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// readLength reads the rest of a body of known length from the
+// connection's buffer, and gives io.EOF with its last bytes.
+func (b *upstreamBody) readLength(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.pc.br.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 {
+		b.finish(true)
+		return n, io.EOF
+	}
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		b.finish(false)
+	}
+	return n, err
+}
+
 func (b *upstreamBody) Close() error {
 	if !b.done {
 		_ = b.pc.conn.Close() // net/http's body would read the rest first
-		_ = b.rc.Close()
+		if b.rc != nil {
+			_ = b.rc.Close()
+		}
 		b.finish(false)
 	}
 	return nil

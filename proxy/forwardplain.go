@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"reflect"
 	"strings"
 )
 
@@ -46,13 +47,13 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, ex *exchange) boo
 	}
 	ctx := r.Context()
 	w := upstreamRequest{r: r, forwarded: ex.forwarded}
+	dst := rw.Header()
 	resp, err := h.plain.do(ctx, upstreamAddr(u), r, w.write, func(code int, hd http.Header) error {
-		dst := rw.Header()
 		moveHeader(dst, hd)
 		rw.WriteHeader(code)
 		clear(dst) // WriteHeader does not clear them for 1xx
 		return nil
-	})
+	}, dst)
 	if err != nil {
 		h.upstreamFailed(ctx, rw, ex, err)
 		return true
@@ -65,11 +66,14 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, ex *exchange) boo
 	removeHopHeaders(resp.Header)
 	if err := h.modify(ex, resp); err != nil {
 		_ = resp.Body.Close()
+		clear(dst)
 		h.upstreamFailed(ctx, rw, ex, err)
 		return true
 	}
-	dst := rw.Header()
-	moveHeader(dst, resp.Header)
+	if !sameHeader(resp.Header, dst) { // read by http.ReadResponse, or replaced by an outbound rule
+		clear(dst)
+		moveHeader(dst, resp.Header)
+	}
 	announced := len(resp.Trailer)
 	if announced > 0 {
 		keys := make([]string, 0, announced)
@@ -138,6 +142,11 @@ func (h *Handler) relayBody(rw *responseWriter, resp *http.Response) error {
 			return rerr
 		}
 	}
+}
+
+// sameHeader says whether a and b are the same map.
+func sameHeader(a, b http.Header) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // mentionsEventStream says whether ct holds "text/event-stream" in any
