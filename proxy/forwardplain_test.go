@@ -3,15 +3,21 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/netip"
+	"net/textproto"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // seenRequest is what an upstream saw of a request.
@@ -252,4 +258,103 @@ func TestForwardConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// rawUpstream answers each request with the bytes answers gives for its
+// path, as they are, then closes the connection when close says so
+// (else it waits for the client to close it).
+func rawUpstream(t *testing.T, answers map[string]string, closes map[string]bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					r, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, answers[r.URL.Path]); err != nil || closes[r.URL.Path] {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestForwardUpstreamAnswers: through the direct path, an upstream's 1xx
+// reaches the client before the answer, trailers it did not announce
+// reach it as trailers, a 101 to a request that asked for no upgrade is
+// a 502, no head within the upstream timeout a 504, and a body cut short
+// cuts the client's answer short.
+func TestForwardUpstreamAnswers(t *testing.T) {
+	up := rawUpstream(t, map[string]string{
+		"/hints":   "HTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/trailer": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Late: yes\r\n\r\n",
+		"/switch":  "HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n",
+		"/stall":   "",
+		"/cut":     "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+	}, map[string]bool{"/switch": true, "/cut": true})
+	c := fleet(t, 1, up, "")
+	s := httptest.NewServer(NewHandler(c, HandlerOptions{}))
+	t.Cleanup(s.Close)
+	// Only /stall is sent through the handler with a short upstream
+	// timeout: the others must not meet it on a busy machine.
+	short := httptest.NewServer(NewHandler(c, HandlerOptions{UpstreamTimeout: 200 * time.Millisecond}))
+	t.Cleanup(short.Close)
+	get := func(path string, trace *httptrace.ClientTrace) (*http.Response, string, error) {
+		s := s
+		if path == "/stall" {
+			s = short
+		}
+		ctx := context.Background()
+		if trace != nil {
+			ctx = httptrace.WithClientTrace(ctx, trace)
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+path, nil)
+		req.Host = benchHostport(0)
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			return nil, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, string(b), err
+	}
+
+	var hints []string
+	resp, body, err := get("/hints", &httptrace.ClientTrace{Got1xxResponse: func(code int, hd textproto.MIMEHeader) error {
+		hints = append(hints, strconv.Itoa(code)+" "+hd.Get("Link"))
+		return nil
+	}})
+	if err != nil || resp.StatusCode != 200 || body != "ok" || !slices.Equal(hints, []string{"103 </style.css>"}) {
+		t.Errorf("/hints: %v %v %q, 1xx %q", err, resp, body, hints)
+	}
+	resp, body, err = get("/trailer", nil)
+	if err != nil || resp.StatusCode != 200 || body != "ok" || resp.Trailer.Get("X-Late") != "yes" {
+		t.Errorf("/trailer: %v %v %q", err, resp, body)
+	}
+	resp, _, err = get("/switch", nil)
+	if err != nil || resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("/switch: %v %v; want 502", err, resp)
+	}
+	resp, body, err = get("/stall", nil)
+	if err != nil || resp.StatusCode != http.StatusGatewayTimeout || !strings.HasPrefix(body, "gateway timeout") {
+		t.Errorf("/stall: %v %v %q; want 504", err, resp, body)
+	}
+	if _, body, err = get("/cut", nil); err == nil {
+		t.Errorf("/cut: the client read %q to its end", body)
+	}
 }
