@@ -31,6 +31,7 @@
 //	go run ./internal/loadtest/dataplane                       # 5 rounds of 5s at 64 connections
 //	go run ./internal/loadtest/dataplane -rounds 5 -duration 10s -conns 32
 //	go run ./internal/loadtest/dataplane -cpuprofile /tmp/prof # CPU profile of each proxy process
+//	go run ./internal/loadtest/dataplane -nginx                # instead: CPU per request beside nginx, pinned (nginx.go)
 //
 // With -together (the default) it then measures pairs at the same time
 // (bare with proxy, proxy with proxy+limit: two wrk processes started

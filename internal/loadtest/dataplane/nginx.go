@@ -188,7 +188,7 @@ func startNginx(tmp, name, cpus, upstream string, keepalive int) (nginxCase, err
 		}
 		site = fmt.Sprintf(`default_type text/plain; root %s; location / { try_files /index.html =404; }`, filepath.Join(dir, "www"))
 	} else {
-		site = fmt.Sprintf(`location / {
+		site = `location / {
       proxy_pass http://up;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
@@ -196,7 +196,7 @@ func startNginx(tmp, name, cpus, upstream string, keepalive int) (nginxCase, err
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Host $http_host;
       proxy_set_header X-Forwarded-Proto $scheme;
-    }`)
+    }`
 	}
 	var ups string
 	if upstream != "" {
