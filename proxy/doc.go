@@ -148,6 +148,15 @@
 // 504 when it does not send its response headers within
 // [HandlerOptions.UpstreamTimeout].
 //
+// With the default transport, a request without a body to an http://
+// tunnel takes a direct path: the handler writes the request to a
+// kept-alive upstream connection and reads the answer in the request's
+// own goroutine, without httputil.ReverseProxy or http.Transport, and
+// the upstream and the client see what ReverseProxy would have sent
+// them (a test compares the two). Requests with a body, Expect or
+// Upgrade, https upstreams, a proxy set in the environment, or a
+// Transport of the caller's go through httputil.ReverseProxy.
+//
 // # Agents' tunnels
 //
 // A tunnel that an agent holds through a tunnel server (its

@@ -57,7 +57,10 @@ type HandlerOptions struct {
 	// Transport carries requests to the upstreams. Nil: a transport like
 	// http.DefaultTransport that keeps up to 256 idle connections per
 	// upstream, does not ask for compressed responses on its own and waits
-	// at most UpstreamTimeout for an upstream's response headers.
+	// at most UpstreamTimeout for an upstream's response headers; it
+	// carries a request without a body to a plain-HTTP upstream itself,
+	// in the request's goroutine (see forward.go), and hands any other to
+	// an http.Transport with those settings.
 	Transport http.RoundTripper
 	// UpstreamTimeout bounds the wait for an upstream's response headers
 	// when Transport is nil; past it the client gets 504. For agents'
@@ -162,6 +165,9 @@ type Handler struct {
 	backoff   time.Duration
 	metrics   *Metrics
 	rp        *httputil.ReverseProxy
+	// plain is the default transport (nil with HandlerOptions.Transport):
+	// the requests it carries itself take the direct path (forward).
+	plain *upstreamTransport
 	// maxHeaderBytes is HandlerOptions.MaxResponseHeaderBytes, its
 	// default applied.
 	maxHeaderBytes int
@@ -219,7 +225,8 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 		if len(o.UpstreamNetworks) > 0 {
 			t.DialContext = upstreamDialer(o.UpstreamNetworks, upstreamDialTimeout).DialContext
 		}
-		transport = t
+		h.plain = newUpstreamTransport(t)
+		transport = h.plain
 	}
 	h.rp = h.reverseProxy(transport)
 	if o.Agents != nil {
@@ -590,6 +597,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Accept-Encoding") // the proxy compresses; the upstream sends identity
 	}
 	ex.Context = r.Context()
+	if h.plain != nil && !ex.upstream.agent && h.forward(rw, r, ex) {
+		return // the direct path (forwardplain.go)
+	}
 	rp.ServeHTTP(rw, r.WithContext(ex))
 }
 
@@ -682,7 +692,11 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 // modifyResponse runs the outbound rules and the response headers module
 // on the upstream's response.
 func (h *Handler) modifyResponse(resp *http.Response) error {
-	ex := exchangeOf(resp.Request.Context())
+	return h.modify(exchangeOf(resp.Request.Context()), resp)
+}
+
+// modify is modifyResponse of the exchange ex.
+func (h *Handler) modify(ex *exchange, resp *http.Response) error {
 	ex.upstream.health.succeed()
 	rt := ex.route
 	if ex.out != nil {
@@ -728,13 +742,18 @@ func applyEdits(hd http.Header, edits []policy.HeaderEdit) {
 // skipped for FailureBackoff. The body names no upstream. It also
 // carries out an outbound close verdict.
 func (h *Handler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	ex := exchangeOf(r.Context())
+	h.upstreamFailed(r.Context(), w, exchangeOf(r.Context()), err)
+}
+
+// upstreamFailed is upstreamError of the exchange ex, whose client's
+// request context is ctx.
+func (h *Handler) upstreamFailed(ctx context.Context, w http.ResponseWriter, ex *exchange, err error) {
 	ex.w.compress = false
 	if errors.Is(err, errClose) {
 		closeConn(w)
 		return
 	}
-	if r.Context().Err() != nil {
+	if ctx.Err() != nil {
 		// The client went away; nobody reads the answer, and it is not
 		// the upstream's failure.
 		w.WriteHeader(http.StatusBadGateway)

@@ -31,6 +31,7 @@
 //	go run ./internal/loadtest/dataplane                       # 5 rounds of 5s at 64 connections
 //	go run ./internal/loadtest/dataplane -rounds 5 -duration 10s -conns 32
 //	go run ./internal/loadtest/dataplane -cpuprofile /tmp/prof # CPU profile of each proxy process
+//	go run ./internal/loadtest/dataplane -nginx                # instead: CPU per request beside nginx, pinned (nginx.go)
 //
 // With -together (the default) it then measures pairs at the same time
 // (bare with proxy, proxy with proxy+limit: two wrk processes started
@@ -108,11 +109,20 @@ func main() {
 	refuse := flag.Bool("refuse", true, "also measure the refusing rate limit")
 	together := flag.Bool("together", true, "also measure pairs of cases at the same time (bare with proxy, proxy with proxy+limit)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of each proxy process (under load only) into this directory")
+	vsNginx := flag.Bool("nginx", false, "instead: the pinned comparison with nginx (see nginx.go): each proxy alone on -proxy-cpu, wrk and an nginx upstream on -load-cpu")
+	proxyCPU := flag.String("proxy-cpu", "0", "with -nginx: the CPU list (taskset -c) of the proxy under test")
+	loadCPU := flag.String("load-cpu", "1", "with -nginx: the CPU list of wrk and the upstream")
 	flag.Parse()
 	log.SetFlags(0)
 	if *serve != "" {
 		if err := runServer(*serve, *upstream, *pol, *hosts, *cpuprofile); err != nil {
 			log.Fatalf("%s: %v", *serve, err)
+		}
+		return
+	}
+	if *vsNginx {
+		if err := pinnedHarness(*hosts, *rounds, *duration, *conns, *proxyCPU, *loadCPU, *cpuprofile); err != nil {
+			log.Fatal(err)
 		}
 		return
 	}
@@ -296,7 +306,13 @@ func start(name string, args ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, args...)
+	return startCmd(name, append([]string{self}, args...)...)
+}
+
+// startCmd starts argv (this binary with -serve, possibly behind taskset
+// and env) and waits for the address it prints.
+func startCmd(name string, argv ...string) (*server, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -361,10 +377,15 @@ func measure(addr, script string, d time.Duration, conns, threads int) (result, 
 	if err != nil {
 		return result{}, fmt.Errorf("wrk: %v\n%s", err, out)
 	}
+	return parseWrk(out)
+}
+
+// parseWrk reads wrk's report.
+func parseWrk(out []byte) (result, error) {
 	var r result
 	m := loadkit.WrkRPS.FindSubmatch(out)
 	if m == nil {
-		return result{}, fmt.Errorf("wrk printed no req/s:\n%s", out)
+		return result{}, fmt.Errorf("%w:\n%s", errNoRPS, out)
 	}
 	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
 	if m := loadkit.WrkTotal.FindSubmatch(out); m != nil {
