@@ -759,6 +759,7 @@ var goDocs = map[string]string{
 	"github.com/edgeplane/edgeplane/policy.setVarsConfig":                                    "",
 	"github.com/edgeplane/edgeplane/policy.setVarsConfig.Vars":                               "",
 	"github.com/edgeplane/edgeplane/proxy.bufferPool":                                        "bufferPool recycles the buffers ReverseProxy copies response bodies with (else it allocates 32 KiB per request).",
+	"github.com/edgeplane/edgeplane/proxy.errHeaderTimeout":                                  "The wait for response headers running out: a timeout, as http.Transport's.",
 	"github.com/edgeplane/edgeplane/proxy.exchangeKey":                                       "",
 	"github.com/edgeplane/edgeplane/ratelimit.Config":                                        "The rate-limit traffic policy action config (SPEC 2.8). Every field is required; Config.Validate checks them all.",
 	"github.com/edgeplane/edgeplane/ratelimit.Config.Algorithm":                              "algorithm is the limiting algorithm; only \"sliding_window\".",
