@@ -81,6 +81,7 @@
 //	go run ./internal/loadtest/tunnels -parts nodes -node-tunnels 1000 -rounds 3 -hold 20s
 //	go run ./internal/loadtest/tunnels -parts heap -sessions 4000 -hold 15s -heapprofile /tmp/heap
 //	go run ./internal/loadtest/tunnels -parts http,tcp -cpuprofile /tmp/prof   # serve's CPU profile
+//	go run ./internal/loadtest/tunnels -parts tcp -rounds 3 -connections 4 -streams 8   # the agent on 4 sessions, 8 parallel TCP connections
 //
 // It prints one row per round and case (with the CPU time of the serve
 // process, the agent and the upstream from /proc/PID/stat, and their
