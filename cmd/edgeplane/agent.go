@@ -25,6 +25,7 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/domains"
+	"github.com/edgeplane/edgeplane/internal/batchconn"
 	"github.com/edgeplane/edgeplane/internal/bulkcopy"
 )
 
@@ -709,7 +710,9 @@ func (r *serverRing) DialContext(ctx context.Context, network, _ string) (net.Co
 	if err != nil {
 		return nil, &serverDialError{addr: s.addr, err: err}
 	}
-	return conn, nil
+	// Batched writes and buffered reads under the SDK's TLS: a few
+	// system calls for a frame's many records (package batchconn).
+	return batchconn.New(conn), nil
 }
 
 // serverDialError is a tunnel server that could not be reached. The SDK

@@ -135,6 +135,12 @@ type Conn struct {
 
 	cmu    sync.Mutex                 // held by a framer while it copies a frame into its buffer, and by a reset
 	resets map[frame.StreamId]*Stream // under cmu: streams being reset
+
+	// The read side (see Read), used by TLS's reader alone.
+	rbuf       *[]byte // the pooled read buffer, nil when not bulk
+	rpos, rend int     // its unread bytes: rbuf[rpos:rend]
+	rbulk      bool    // the last read was bulk: read into rbuf again
+	rerr       error   // the error of the read that filled rbuf
 }
 
 // NewConn returns c wrapped.
@@ -494,4 +500,56 @@ func (q *queueFramer) ReadFrame() (frame.Frame, error) {
 	}
 	q.f.raw.observe(fr)
 	return fr, nil
+}
+
+// readSize is the buffer a bulk read of the socket fills: several TLS
+// records, where crypto/tls reads about one (its record buffer's room).
+const readSize = 64 << 10
+
+var readPool = sync.Pool{New: func() any { b := make([]byte, readSize); return &b }}
+
+// Read reads the socket for TLS (its reader goroutine alone). While the
+// bytes come in bulk (a read filled all the room TLS gave it) they are
+// read readSize at a time into a pooled buffer, a system call for
+// several records; once a read brings less than a quarter of that (the
+// bulk ended), the buffer goes back to the pool when drained. An idle
+// session holds none, unless its last read was bulk.
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if c.rbuf == nil {
+		n, err := c.Conn.Read(p)
+		if n == len(p) && len(p) < readSize {
+			c.rbuf, c.rbulk = readPool.Get().(*[]byte), true
+		}
+		return n, err
+	}
+	if c.rpos == c.rend {
+		if !c.rbulk {
+			readPool.Put(c.rbuf)
+			c.rbuf = nil
+			return c.Read(p)
+		}
+		n, err := c.Conn.Read(*c.rbuf)
+		c.rpos, c.rend, c.rbulk = 0, n, n >= readSize/4
+		if n == 0 {
+			readPool.Put(c.rbuf)
+			c.rbuf = nil
+			return 0, err
+		}
+		c.rerr = err // returned once the bytes are read
+	}
+	n := copy(p, (*c.rbuf)[c.rpos:c.rend])
+	c.rpos += n
+	if c.rpos == c.rend {
+		err := c.rerr
+		c.rerr = nil
+		if !c.rbulk {
+			readPool.Put(c.rbuf)
+			c.rbuf = nil
+		}
+		return n, err
+	}
+	return n, nil
 }

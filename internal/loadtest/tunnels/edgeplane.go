@@ -260,10 +260,11 @@ func (s *serveProc) metric(name string) (float64, error) {
 
 // startAgent starts edgeplane agent with a labeled tunnel app=label
 // forwarding to 127.0.0.1:port (an http tunnel: the only kind this
-// server serves to agents) and waits for it to print the tunnel.
-func startAgent(dir, name, bin string, s *serveProc, certFile, token string, port int, label string) (*proc, error) {
+// server serves to agents) over connections sessions (-connections)
+// and waits for it to print the tunnel.
+func startAgent(dir, name, bin string, s *serveProc, certFile, token string, port int, label string, connections int) (*proc, error) {
 	p, err := startProc(dir, name, bin, false, []string{"agent", "-server", s.agents, "-ca", certFile, "-authtoken", token,
-		"http", strconv.Itoa(port), "-label", "app=" + label})
+		"-connections", strconv.Itoa(connections), "http", strconv.Itoa(port), "-label", "app=" + label})
 	if err != nil {
 		return nil, err
 	}

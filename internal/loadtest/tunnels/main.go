@@ -81,6 +81,7 @@
 //	go run ./internal/loadtest/tunnels -parts nodes -node-tunnels 1000 -rounds 3 -hold 20s
 //	go run ./internal/loadtest/tunnels -parts heap -sessions 4000 -hold 15s -heapprofile /tmp/heap
 //	go run ./internal/loadtest/tunnels -parts http,tcp -cpuprofile /tmp/prof   # serve's CPU profile
+//	go run ./internal/loadtest/tunnels -parts tcp -rounds 3 -connections 4 -streams 8   # the agent on 4 sessions, 8 parallel TCP connections
 //
 // It prints one row per round and case (with the CPU time of the serve
 // process, the agent and the upstream from /proc/PID/stat, and their
@@ -125,7 +126,9 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "wrk duration of one HTTP measurement")
 	conns := flag.Int("conns", 64, "wrk connections")
 	threads := flag.Int("threads", 2, "wrk threads")
-	bytes := flag.Int64("bytes", 256<<20, "bytes of one TCP transfer")
+	bytes := flag.Int64("bytes", 256<<20, "bytes of one TCP transfer (with -streams, of all its streams together)")
+	connections := flag.Int("connections", 1, "the TCP part's agent runs with -connections N (sessions to the server; issue 46 measures 1 and 4)")
+	streams := flag.Int("streams", 1, "parallel TCP connections of one TCP transfer, each moving -bytes/N")
 	sessions := flag.Int("sessions", 10000, "idle agent sessions")
 	tools := flag.Int("tools", 4, "processes the sessions are opened from")
 	parallel := flag.Int("parallel", 16, "sessions one tool process connects at a time")
@@ -142,6 +145,7 @@ func main() {
 	switch *mode {
 	case "":
 		err = harness(options{parts: *parts, rounds: *rounds, duration: *duration, conns: *conns, threads: *threads, bytes: *bytes,
+			connections: *connections, streams: *streams,
 			sessions:    sessionsConfig{n: *sessions, tools: *tools, parallel: *parallel, hold: *hold, sample: *sample},
 			nodeTunnels: *nodeTunnels, edgeplane: *edgeplaneBin, keep: *keep, cpuprofile: *cpuprofile, heapprofile: *heapprofile})
 	case "sessions":
@@ -202,6 +206,7 @@ type options struct {
 	rounds, conns, threads int
 	duration               time.Duration
 	bytes                  int64
+	connections, streams   int
 	sessions               sessionsConfig
 	nodeTunnels            int
 	edgeplane, cpuprofile  string
@@ -218,6 +223,9 @@ func harness(o options) error {
 		default:
 			return fmt.Errorf("-parts: unknown part %q: want http, tcp, sessions, nodes, heap", p)
 		}
+	}
+	if o.connections < 1 || o.connections > 16 || o.streams < 1 || o.streams > 64 || o.bytes < int64(o.streams) {
+		return errors.New("-connections must be from 1 to 16, -streams from 1 to 64, -bytes at least -streams")
 	}
 	if o.rounds < 1 || o.sessions.tools < 1 || o.sessions.n < o.sessions.tools || o.sessions.sample < o.sessions.tools || o.sessions.parallel < 1 {
 		return errors.New("-rounds, -tools, -parallel must be at least 1, -sessions and -sample at least -tools")
@@ -356,12 +364,12 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 	if _, err := s.registerTunnel(bin, token, "tcpdirect", "tcp://"+sinkAddr); err != nil {
 		return err
 	}
-	httpAgent, err := startAgent(dir, "agent-http", bin, s, certFile, token, upP, "agent")
+	httpAgent, err := startAgent(dir, "agent-http", bin, s, certFile, token, upP, "agent", 1)
 	if err != nil {
 		return err
 	}
 	ps.add(httpAgent)
-	tcpAgent, err := startAgent(dir, "agent-tcp", bin, s, certFile, token, sinkP, "tcpagent")
+	tcpAgent, err := startAgent(dir, "agent-tcp", bin, s, certFile, token, sinkP, "tcpagent", o.connections)
 	if err != nil {
 		return err
 	}
@@ -390,7 +398,7 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 	}
 	if want["tcp"] {
 		fmt.Printf("\n## TCP: through an agent's tunnel vs the proxy's direct relay\n\n")
-		ok, err := measureTCP(s, []tcpCase{{"direct", tcpDirect, nil}, {"agent", tcpThrough, tcpAgent}}, o.rounds, o.bytes)
+		ok, err := measureTCP(s, []tcpCase{{"direct", tcpDirect, nil}, {"agent", tcpThrough, tcpAgent}}, o.rounds, o.bytes, o.streams, o.connections)
 		if err != nil {
 			return err
 		}

@@ -68,12 +68,12 @@ func measureNodes(dir, bin, self, certFile, keyFile string, o options, met map[s
 	}
 	b.hard = true
 	ps.add(b.proc)
-	httpAgent, err := startAgent(dir, "nodes-agent-http", bin, a, certFile, token, upPort, "agent")
+	httpAgent, err := startAgent(dir, "nodes-agent-http", bin, a, certFile, token, upPort, "agent", 1)
 	if err != nil {
 		return err
 	}
 	ps.add(httpAgent)
-	tcpAgent, err := startAgent(dir, "nodes-agent-tcp", bin, a, certFile, token, sinkPort, "tcpagent")
+	tcpAgent, err := startAgent(dir, "nodes-agent-tcp", bin, a, certFile, token, sinkPort, "tcpagent", 1)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,35 @@ func transfer(addr string, upload bool, n int64) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// transferParallel moves n bytes through the TCP edge at addr over
+// streams connections at once, each moving its share (n/streams, the
+// first ones a byte more when n does not divide), and returns how long
+// the slowest took: the aggregate rate is n over that.
+func transferParallel(addr string, upload bool, n int64, streams int) (time.Duration, error) {
+	if streams <= 1 {
+		return transfer(addr, upload, n)
+	}
+	start := time.Now()
+	errs := make(chan error, streams)
+	for i := range streams {
+		share := n / int64(streams)
+		if int64(i) < n%int64(streams) {
+			share++
+		}
+		go func() {
+			_, err := transfer(addr, upload, share)
+			errs <- err
+		}()
+	}
+	var first error
+	for range streams {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return time.Since(start), first
+}
+
 // awaitTCP waits (at most 15 s) until a small upload through the TCP
 // edge at addr reaches the sink.
 func awaitTCP(addr string) error {
@@ -148,14 +177,19 @@ func (r tcpResult) mibps(n int64) float64 {
 // directions (each round starts with the other case), one row each,
 // then the medians and the ratios agent/direct. It reports whether the
 // targets were met.
-func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error) {
+//
+// streams is the number of parallel TCP connections each transfer
+// spreads its n bytes over; connections is the agent's -connections
+// (sessions), printed for the record.
+func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64, streams, connections int) (bool, error) {
 	// Warm-up: buffers, the relay's pools, the agent's stream.
 	for _, c := range cases {
 		if err := warmUp(c.name, c.addr, n); err != nil {
 			return false, err
 		}
 	}
-	fmt.Printf("%d MiB through a TCP edge on one connection, each direction (upload: client to sink, download: sink to client), %d rounds, interleaved\n\n", n>>20, rounds)
+	fmt.Printf("%d MiB through a TCP edge over %d parallel connection(s), the agent with -connections %d, each direction (upload: client to sink, download: sink to client), %d rounds, interleaved\n\n",
+		n>>20, streams, connections, rounds)
 	fmt.Println("| round | case | direction | seconds | MiB/s | serve CPU s | agent CPU s | serve writes/MiB | agent writes/MiB |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	results := map[string][]tcpResult{}
@@ -169,7 +203,7 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64) (bool, error
 					agent0, agentW0 = loadkit.CPUTime(c.agent.pid()), writeCalls(c.agent.pid())
 				}
 				serve0, serveW0 := loadkit.CPUTime(s.pid()), writeCalls(s.pid())
-				took, err := transfer(c.addr, d.upload, n)
+				took, err := transferParallel(c.addr, d.upload, n, streams)
 				if err != nil {
 					return false, fmt.Errorf("%s %s: %w", c.name, d.name, err)
 				}
