@@ -98,6 +98,26 @@ func TestBrowser(t *testing.T) {
 			t.Error("the token is shown again after a reload")
 		}
 		shot(t, ctx, "credential")
+
+		// Edit its ACL: one bad rule's message at its line, nothing saved;
+		// then a good ACL, saved and shown.
+		loc := run(t, ctx, "the credential's URL", chromedp.Location())
+		id := loc[strings.LastIndex(loc, "/")+1:]
+		do(t, ctx, "a bad ACL", chromedp.SetValue("#acl", "bind:*.example.com\nnot-a-rule"),
+			chromedp.Submit("#acl"), chromedp.WaitVisible("#acl-error"))
+		if msg := run(t, ctx, "the ACL's error", chromedp.Text("#acl-error")); !strings.Contains(msg, "line 2 (not-a-rule)") {
+			t.Errorf("the ACL's error %q does not name line 2", msg)
+		}
+		shot(t, ctx, "credential-edit-invalid")
+		if c, err := s.svc.GetCredential(ctx, s.a.p, id); err != nil || len(c.ACL) != 1 || c.ACL[0] != "bind:*.example.com" {
+			t.Fatalf("after a bad edit: %v, %v", c, err)
+		}
+		do(t, ctx, "a good ACL", chromedp.SetValue("#acl", "bind:*.example.com\nbind:app.example.net"),
+			chromedp.Submit("#acl"), chromedp.WaitVisible(`//dd/code[text()="bind:app.example.net"]`))
+		if c, err := s.svc.GetCredential(ctx, s.a.p, id); err != nil || len(c.ACL) != 2 || c.ACL[1] != "bind:app.example.net" {
+			t.Fatalf("after a good edit: %v, %v", c, err)
+		}
+		shot(t, ctx, "credential-edited")
 	})
 
 	t.Run("live overview", func(t *testing.T) {

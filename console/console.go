@@ -174,6 +174,7 @@ func (h *Handler) routes() {
 	m.Handle("GET "+Prefix+"credentials", h.page(h.credentials))
 	m.Handle("POST "+Prefix+"credentials", h.form(h.createCredential))
 	m.Handle("GET "+Prefix+"credentials/{id}", h.page(h.credential))
+	m.Handle("POST "+Prefix+"credentials/{id}/edit", h.form(h.editCredential))
 	m.Handle("POST "+Prefix+"credentials/{id}/delete", h.form(h.deleter("credential", Prefix+"credentials", h.svc.DeleteCredential)))
 	m.Handle("GET "+Prefix+"endpoints", h.page(h.endpoints))
 	m.Handle("GET "+Prefix+"endpoints/{id}", h.page(h.endpoint))

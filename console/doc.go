@@ -17,7 +17,11 @@
 // and API keys (the signed-in subject's own; an admin's, every key of
 // the account). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page
-// of its own with a delete button. A token or secret the API shows only
+// of its own with a delete button. A credential's page also has an edit
+// form, pre-filled with its description, ACL (one rule per line) and
+// metadata, which calls the Service's UpdateCredential with only the
+// fields whose value the user changed, as PATCH /credentials/{id} would;
+// the other kinds have no edit form yet. A token or secret the API shows only
 // in its create response (a credential's authtoken, an API key's token,
 // a destination's signing secret) is shown once, on the page the create
 // leads to, and never again. Pages are rendered on the server by

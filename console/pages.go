@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,6 +256,51 @@ type credentialData struct {
 	Credential *credentials.Credential
 	Token      string // shown once: right after creation
 	Command    string
+	Edit       credentialForm      // the edit form's values
+	Errors     map[string][]string // the edit form's violations by field
+}
+
+// editCredential updates a credential from its page's edit form, as
+// PATCH /credentials/{id}: only a field whose value differs from the
+// credential's current one is sent (the ACL compared rule by rule), so
+// an untouched field is left as it is. A violation is shown next to its
+// field (an ACL rule's at its line) and nothing is saved.
+func (h *Handler) editCredential(w http.ResponseWriter, r *http.Request, v *visit) error {
+	id := r.PathValue("id")
+	c, err := h.svc.GetCredential(r.Context(), v.p, id)
+	if err != nil {
+		return err
+	}
+	form := credentialForm{Description: r.PostForm.Get("description"), Metadata: r.PostForm.Get("metadata"), ACL: r.PostForm.Get("acl")}
+	acl := splitLines(form.ACL)
+	var params credentials.UpdateParams
+	if form.Description != c.Description {
+		params.Description = &form.Description
+	}
+	if form.Metadata != c.Metadata {
+		params.Metadata = &form.Metadata
+	}
+	if !slices.Equal(acl.items, c.ACL) {
+		items := acl.items
+		if items == nil {
+			items = []string{}
+		}
+		params.ACL = &items
+	}
+	if params.Description == nil && params.Metadata == nil && params.ACL == nil {
+		h.sessions.setNotice(v.s, "Nothing changed: credential "+c.ID+" is as it was.")
+		http.Redirect(w, r, Prefix+"credentials/"+c.ID, http.StatusSeeOther)
+		return nil
+	}
+	if _, err := h.svc.UpdateCredential(r.Context(), v.p, id, params); err != nil {
+		return formFailure(err, map[string]*lines{"description": nil, "metadata": nil, "acl": acl}, func(status int, errs map[string][]string) error {
+			h.render(w, status, "credential", &credentialData{nav: h.nav(v, "credentials"), Credential: c, Edit: form, Errors: errs})
+			return nil
+		})
+	}
+	h.sessions.setNotice(v.s, "Credential "+c.ID+" saved.")
+	http.Redirect(w, r, Prefix+"credentials/"+c.ID, http.StatusSeeOther)
+	return nil
 }
 
 func (h *Handler) credential(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -263,7 +309,8 @@ func (h *Handler) credential(w http.ResponseWriter, r *http.Request, v *visit) e
 	if err != nil {
 		return err
 	}
-	d := &credentialData{nav: h.nav(v, "credentials"), Credential: c}
+	d := &credentialData{nav: h.nav(v, "credentials"), Credential: c,
+		Edit: credentialForm{Description: c.Description, Metadata: c.Metadata, ACL: strings.Join(c.ACL, "\n")}}
 	if token, ok := h.sessions.takeToken(v.cookie, v.s, c.ID); ok {
 		d.Token = token
 		d.Command = "edgeplane agent config add-authtoken " + token
