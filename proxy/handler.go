@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mholt/acmez/v3"
@@ -404,9 +405,14 @@ var errUpstreamNetwork = errors.New("proxy: the upstream's address is outside th
 // the context.WithValue allocation of every request.
 type exchange struct {
 	context.Context
-	edge      *Edge
-	route     *route
-	upstream  *upstream
+	edge     *Edge
+	route    *route
+	upstream *upstream
+	// redialed is the member of an endpoint pool that took the request
+	// when upstream's dial failed (redialPool), whose health it already
+	// marked; nil otherwise. Atomic: the transport dials in a goroutine
+	// of its own.
+	redialed  atomic.Pointer[upstream]
 	forwarded bool           // conn.client_ip came from a trusted X-Forwarded-For
 	out       *outboundState // what outbound rules need; nil when the route has none
 	w         responseWriter
@@ -697,7 +703,9 @@ func (h *Handler) modifyResponse(resp *http.Response) error {
 
 // modify is modifyResponse of the exchange ex.
 func (h *Handler) modify(ex *exchange, resp *http.Response) error {
-	ex.upstream.health.succeed()
+	if ex.redialed.Load() == nil { // else upstream failed: its backoff stays
+		ex.upstream.health.succeed()
+	}
 	rt := ex.route
 	if ex.out != nil {
 		out := rt.cfg.TrafficPolicy.Outbound(&ex.out.req, &policy.Response{StatusCode: resp.StatusCode, Header: resp.Header}, &ex.out.in)

@@ -185,6 +185,7 @@ func (h *Handler) redialPool(ctx context.Context, ex *exchange, err error) (net.
 		h.metrics.agentStream(kindHTTPS, derr)
 		if derr == nil {
 			u.health.succeed()
+			ex.redialed.Store(u)
 			return c, nil
 		}
 		u.health.fail(now.Add(h.backoff))
