@@ -231,7 +231,7 @@ func New(st store.Store, opts Options) (*Service, error) {
 		}
 	}
 	s.guardDestinations(opts.Events)
-	s.store = recordcache.Invalidating(st, s.cache)
+	s.store = recordcache.Invalidating(agentstate.GuardEdges(st), s.cache)
 	if s.cache != nil || s.auth != nil { // startCache starts a follower that keeps it true
 		s.access = &dataplane.AccessCache{}
 		s.store = dataplane.Invalidating(s.store, s.access)

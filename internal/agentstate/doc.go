@@ -60,11 +60,12 @@
 // with its last member; a rebind of a member (after a reconnect) binds
 // it again under its ID as any endpoint's. [State.Endpoint] and
 // [State.PresentPool] fill an endpoint's Pool (its URL and members) for
-// the API. Not guarded: an edge written on a pool's hostport is not
-// refused (edges do not read the index; the proxy lets the edge serve
-// it, as when any edge and endpoint clash), and a tcp endpoint without
-// an address whose random port a pool holds is refused rather than
-// moved to the next port.
+// the API. An edge written on a pool's hostport (or a TCP edge on its
+// port) is refused as on any hostport in use: the Service's store is
+// wrapped by [GuardEdges], which checks the index before an edge's
+// write and after its create. Not guarded: a tcp endpoint without an
+// address whose random port a pool holds is refused rather than moved
+// to the next port.
 //
 // # Internal endpoints
 //
