@@ -212,6 +212,7 @@ func TestTryIt(t *testing.T) {
 	}
 	for _, want := range []string{
 		"edgeplane agent -server " + addrs[2] + " -ca " + filepath.Join(dir, "edgeplane.db.tls", "ca.pem"),
+		"\napp http://app.example.com\n",
 		"hello from the local app: GET /hello\n",
 		"http://app.example.com answers through the tunnel.",
 	} {
