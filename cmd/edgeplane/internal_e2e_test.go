@@ -87,7 +87,8 @@ endpoints:
 }
 
 // TestAgentDomainBase: with serve's -proxy-agent-domain-base, edgeplane
-// agent http PORT without -domain gets <random>.BASE and serves there;
+// agent http PORT without -domain, and an endpoint of the configuration
+// file with url: http://, get <random>.BASE and serve there;
 // without it, the bind is refused with a message that says a domain is
 // needed.
 func TestAgentDomainBase(t *testing.T) {
@@ -108,6 +109,27 @@ func TestAgentDomainBase(t *testing.T) {
 		t.Errorf("through the picked name: %d %q", code, body)
 	}
 	a.stopAndWait(t)
+
+	// The same from the configuration file: url: http:// names no host.
+	file := filepath.Join(t.TempDir(), "agent.yml")
+	config := "version: 1\nagent: {servers: [" + ts.agentAddr + "], ca: " + ts.certFile + ", inspect_addr: 127.0.0.1:0}\n" +
+		"endpoints: [{name: web, url: \"http://\", upstream: {url: " + upPort + "}}]\n"
+	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := startAgentArgs(t, []string{"-config", file, "-authtoken", token, "start", "web"}, nil)
+	name, ok := strings.CutPrefix(f.line, "web ")
+	if !ok || !regexp.MustCompile(`^http://[a-z2-7]{16}\.agents\.example\.test$`).MatchString(name) || name == a.line {
+		t.Fatalf("agent start printed %q; want web http://<another random>.agents.example.test", f.line)
+	}
+	if _, ok := within(5*time.Second, func() bool {
+		code, body := fetch(c, name+"/file", "file")
+		return code == 200 && body == "upstream local /file"
+	}); !ok {
+		code, body := fetch(c, name+"/file", "file")
+		t.Errorf("through the name picked for the file's endpoint: %d %q", code, body)
+	}
+	f.stopAndWait(t)
 
 	plain := startTunnelServe(t)
 	token = plain.api.must(201, "POST", "/credentials", `{"acl":["*"]}`)["token"].(string)
