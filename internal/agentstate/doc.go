@@ -63,9 +63,9 @@
 // the API. An edge written on a pool's hostport (or a TCP edge on its
 // port) is refused as on any hostport in use: the Service's store is
 // wrapped by [GuardEdges], which checks the index before an edge's
-// write and after its create. Not guarded: a tcp endpoint without an
-// address whose random port a pool holds is refused rather than moved
-// to the next port.
+// write and after its create. A tcp endpoint without an address skips
+// the ports pools serve as it skips those endpoints hold (a pool that
+// forms on its port while it binds still refuses it).
 //
 // # Internal endpoints
 //

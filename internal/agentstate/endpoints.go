@@ -325,6 +325,11 @@ func (s *State) createEndpointOnFreePort(ctx context.Context, r *EndpointRecord,
 	attempts := min(n, maxPortAttempts)
 	for i := range attempts {
 		r.Port = int64(low + (start+i)%n)
+		if pooled, err := s.poolAtPort(ctx, r); err != nil {
+			return err
+		} else if pooled {
+			continue // a pool's port (its members hold no key): the next port
+		}
 		err := s.createEndpoint(ctx, r, refs, slots)
 		if err == nil {
 			return nil
@@ -336,6 +341,17 @@ func (s *State) createEndpointOnFreePort(ctx context.Context, r *EndpointRecord,
 		return err
 	}
 	return apierr.New(apierr.ResourceExhausted, "no free TCP port among %d tried of %d to %d; name a free address, or retry later", attempts, low, high)
+}
+
+// poolAtPort reports whether a pool of any account serves at r's port
+// (r a tcp endpoint with its Port set).
+func (s *State) poolAtPort(ctx context.Context, r *EndpointRecord) (bool, error) {
+	setEndpointAddress(&r.Endpoint)
+	recs, err := s.store.List(ctx, store.Query{Kind: s.ends.StoreKind, Index: indexPool, Value: s.poolKey(&r.Endpoint), Limit: 1})
+	if err != nil {
+		return false, s.db.StoreErr(err, s.ends.Kind, "")
+	}
+	return len(recs) > 0, nil
 }
 
 // endpointWriteErr turns the store error of creating r into the agent's:
