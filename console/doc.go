@@ -107,12 +107,28 @@
 // # Live updates
 //
 // The overview's online agents and endpoints update without a reload: a
-// small script follows server-sent events from /console/live, which reads
-// the Service every [Options.PollInterval] (2 s) for the session as it
-// then is and sends the part again when it changed. It polls because the
-// Service offers its callers no change feed: the store's feed is read
-// inside the Service (events, caches), and what the Host exposes (event
-// delivery, WaitRevision) is for the server's own parts and not scoped
-// to a principal. A feed the Service offered a principal would replace
-// the poll without changing the page.
+// small script follows server-sent events from /console/live, which
+// reads the part from the Service, for the session as it then is
+// (authenticated again, IP-checked), and sends it again when it changed.
+//
+// Given the store's change feed ([Options.Feed], as `edgeplane serve`
+// gives it), the stream reads again when the feed reports a change of
+// the signed-in account of a kind the overview shows (tunnel sessions,
+// endpoints) or of one that decides whether the session may see them
+// (API keys, users, bots, the account, IP restrictions, policies and
+// rules: a revoked key or a new dashboard restriction ends the stream at
+// once), at most once per 250 ms, a burst of changes being one read.
+// One follower of the feed per [Handler] (package internal/livefeed)
+// wakes the streams of the changed account, and runs only while a
+// stream is open; the feed says only which account changed, and each
+// stream reads through the Service as its principal, so what a stream
+// shows is scoped as every page is. The stream also reads every
+// [Options.PollInterval] (1 minute), for what the feed does not report
+// (a session reaching the end of its lifetime) and when the feed cannot
+// be read. Without a feed (a library user's choice), the stream polls
+// every PollInterval (2 s).
+//
+// At most [Options.MaxLiveStreams] streams are open at once (an account
+// may hold a tenth of them); one beyond gets a "busy" event, and the
+// page says live updates are off.
 package console
