@@ -216,6 +216,8 @@ func (h *Handler) routes() {
 	m.Handle("GET "+Prefix+"reserved_domains", h.page(h.reservedDomains))
 	m.Handle("POST "+Prefix+"reserved_domains", h.form(h.createReservedDomain))
 	m.Handle("GET "+Prefix+"reserved_domains/{id}", h.page(h.reservedDomain))
+	m.Handle("POST "+Prefix+"reserved_domains/{id}/edit", h.form(h.editReservedDomain))
+	m.Handle("POST "+Prefix+"reserved_domains/{id}/certificate_management_policy/delete", h.form(h.unmanageDomain))
 	m.Handle("POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
 	h.edgeRoutes(m)
 	h.ipRoutes(m)
