@@ -63,7 +63,8 @@ type apiKeyData struct {
 	nav
 	Key   *identity.APIKey
 	Own   bool
-	Token string // shown once: right after creation
+	Token string    // shown once: right after creation
+	Edit  editState // the edit form
 }
 
 func (h *Handler) apiKey(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -71,7 +72,7 @@ func (h *Handler) apiKey(w http.ResponseWriter, r *http.Request, v *visit) error
 	if err != nil {
 		return err
 	}
-	d := &apiKeyData{nav: h.nav(v, "api_keys"), Key: k, Own: k.OwnerID == v.p.SubjectID}
+	d := &apiKeyData{nav: h.nav(v, "api_keys"), Key: k, Own: k.OwnerID == v.p.SubjectID, Edit: editState{Description: k.Description, Metadata: k.Metadata}}
 	if token, ok := h.sessions.takeToken(v.cookie, v.s, k.ID); ok {
 		d.Token = token
 	}
@@ -84,5 +85,6 @@ func (h *Handler) apiKeyRoutes(m *http.ServeMux) {
 	m.Handle("GET "+Prefix+"api_keys", h.page(h.apiKeys))
 	m.Handle("POST "+Prefix+"api_keys", h.form(h.createAPIKey))
 	m.Handle("GET "+Prefix+"api_keys/{id}", h.page(h.apiKey))
+	m.Handle("POST "+Prefix+"api_keys/{id}/edit", h.form(h.editAPIKey))
 	m.Handle("POST "+Prefix+"api_keys/{id}/delete", h.form(h.deleter("API key", Prefix+"api_keys", h.svc.DeleteAPIKey)))
 }

@@ -67,6 +67,24 @@ func benchPage(b *testing.B, s *server, path, want string) {
 // by 10 agents. Target: 50 ms.
 func BenchmarkEndpointsPage(b *testing.B) {
 	s := newServer(b, console.Options{})
+	bindEndpoints(b, s, 1000)
+	benchPage(b, s, "/console/endpoints", "app999.example.com")
+}
+
+// BenchmarkOverviewPage renders the overview (the newest 50 tunnel
+// sessions and 50 endpoints: what its live stream reads and renders
+// again at each change) for an account with 1,000 endpoints, bound by 10
+// agents. Target: 50 ms.
+func BenchmarkOverviewPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	bindEndpoints(b, s, 1000)
+	benchPage(b, s, "/console/", "app999.example.com")
+}
+
+// bindEndpoints binds n https endpoints in account a of s, 100 per
+// tunnel session.
+func bindEndpoints(b *testing.B, s *server, n int) {
+	b.Helper()
 	ctx := context.Background()
 	if _, err := s.svc.CreateReservedDomain(ctx, s.a.p, domains.CreateParams{Domain: "*.example.com"}); err != nil {
 		b.Fatal(err)
@@ -81,7 +99,7 @@ func BenchmarkEndpointsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	var ts *agents.TunnelSession
-	for i := range 1000 {
+	for i := range n {
 		if i%100 == 0 {
 			if ts, err = tunnels.OpenTunnelSession(ctx, *c.Token, agents.SessionParams{AgentVersion: "3.18.4", OS: "linux/amd64",
 				IP: netip.MustParseAddr("203.0.113.7"), Node: node.ID}); err != nil {
@@ -92,7 +110,6 @@ func BenchmarkEndpointsPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	benchPage(b, s, "/console/endpoints", "app999.example.com")
 }
 
 // signInHandler signs in to h with key, directly, and returns the

@@ -59,7 +59,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // session is stopped; sign out; a dashboard IP restriction locks the
 // console.
 func TestBrowser(t *testing.T) {
-	s := newServer(t, console.Options{PollInterval: 100 * time.Millisecond})
+	s := newServer(t, console.Options{PollInterval: time.Hour}) // only the change feed makes the overview live
 	ctx := newTab(t, 120*time.Second)
 	base := s.srv.URL
 
@@ -234,8 +234,25 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.svc.CreateIPPolicyRule(bctx, s.a.p, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "198.51.100.0/24", Action: "allow"}); err != nil {
+		rule, err := s.svc.CreateIPPolicyRule(bctx, s.a.p, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "198.51.100.0/24", Action: "allow"})
+		if err != nil {
 			t.Fatal(err)
+		}
+		x, err := s.svc.CreateIPRestriction(bctx, s.a.p, ipaccess.CreateRestrictionParams{Type: "endpoints", IPPolicyIDs: []string{pol.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		https, err := s.svc.CreateHTTPSEdge(bctx, s.a.p, edges.CreateEdgeParams{Description: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcp, err := s.svc.CreateTCPEdge(bctx, s.a.p, edges.CreateTCPEdgeParams{Description: "ssh"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := s.svc.ListAPIKeys(bctx, s.a.p, edgeplaneListAll)
+		if err != nil || len(keys.Items) == 0 {
+			t.Fatal(keys, err)
 		}
 		dest, err := s.svc.CreateEventDestination(bctx, s.a.p, events.CreateDestinationParams{Description: "ops",
 			Target: &events.TargetParams{HTTP: &events.HTTPTargetParams{URL: "https://192.0.2.10/hook"}}})
@@ -248,6 +265,9 @@ func TestBrowser(t *testing.T) {
 			"ip-policy": "/console/ip_policies/" + pol.ID, "ip-policy-rules": "/console/ip_policy_rules", "ip-restrictions": "/console/ip_restrictions",
 			"event-destinations": "/console/event_destinations", "event-destination": "/console/event_destinations/" + dest.ID,
 			"api-keys": "/console/api_keys", "credentials": "/console/credentials",
+			"edge-https": "/console/edges/https/" + https.ID, "edge-tcp": "/console/edges/tcp/" + tcp.ID,
+			"ip-policy-rule": "/console/ip_policy_rules/" + rule.ID, "ip-restriction": "/console/ip_restrictions/" + x.ID,
+			"api-key": "/console/api_keys/" + keys.Items[0].ID,
 		}
 		for name, path := range pages {
 			do(t, ctx, name, chromedp.Navigate(base+path), chromedp.WaitVisible("main h1"))
@@ -263,6 +283,37 @@ func TestBrowser(t *testing.T) {
 			shot(t, ctx, name+"-phone")
 			do(t, ctx, "desktop width", chromedp.EmulateViewport(1024, 768))
 		}
+	})
+
+	t.Run("edit forms", func(t *testing.T) {
+		bctx := context.Background()
+		pol, err := s.svc.CreateIPPolicy(bctx, s.a.p, ipaccess.CreatePolicyParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rule, err := s.svc.CreateIPPolicyRule(bctx, s.a.p, ipaccess.CreateRuleParams{IPPolicyID: pol.ID, CIDR: "192.0.2.0/24", Action: "allow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(t, ctx, "a bad CIDR", chromedp.Navigate(base+"/console/ip_policy_rules/"+rule.ID), chromedp.WaitVisible("#edit-cidr"),
+			chromedp.SetValue("#edit-cidr", "192.0.2.0/33"), chromedp.SetValue("#edit-description", "office"),
+			chromedp.Submit("#edit-cidr"), chromedp.WaitVisible("#cidr-error"))
+		if !run(t, ctx, "next to the field", chromedp.Evaluate[bool](`(function () {
+			var f = document.getElementById("edit-cidr");
+			return f.nextElementSibling.id === "cidr-error" && f.getAttribute("aria-describedby") === "cidr-error" && f.value === "192.0.2.0/33";
+		})()`)) {
+			t.Error("the CIDR's error is not next to it, or the field lost what was typed")
+		}
+		shot(t, ctx, "ip-policy-rule-edit-invalid")
+		if r, err := s.svc.GetIPPolicyRule(bctx, s.a.p, rule.ID); err != nil || r.CIDR != "192.0.2.0/24" || r.Description != "" {
+			t.Fatalf("after a refused edit: %+v %v", r, err)
+		}
+		do(t, ctx, "a good edit", chromedp.SetValue("#edit-cidr", "198.51.100.0/24"), chromedp.SetValue("#edit-action", "deny"),
+			chromedp.Submit("#edit-cidr"), chromedp.WaitVisible(`//p[@class="notice" and starts-with(., "Saved")]`))
+		if r, err := s.svc.GetIPPolicyRule(bctx, s.a.p, rule.ID); err != nil || r.CIDR != "198.51.100.0/24" || r.Action != "deny" || r.Description != "office" {
+			t.Fatalf("after the edit: %+v %v", r, err)
+		}
+		shot(t, ctx, "ip-policy-rule-edited")
 	})
 
 	t.Run("sign out", func(t *testing.T) {

@@ -20,7 +20,10 @@ import (
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/clientip"
 	"github.com/edgeplane/edgeplane/httpapi"
+	"github.com/edgeplane/edgeplane/internal/livefeed"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
+	"github.com/edgeplane/edgeplane/store"
 )
 
 // Prefix is the path the console is served under: mount a [Handler] on
@@ -33,6 +36,8 @@ const (
 	DefaultMaxSessions     = 10000
 	DefaultMaxBodyBytes    = 64 << 10
 	DefaultPollInterval    = 2 * time.Second
+	DefaultRecheckInterval = time.Minute
+	DefaultMaxLiveStreams  = livefeed.DefaultMaxWaiters
 )
 
 // Cookie names.
@@ -59,9 +64,22 @@ type Options struct {
 	// MaxBodyBytes bounds a form's body; a larger one gets 413. Default
 	// [DefaultMaxBodyBytes] (64 KiB).
 	MaxBodyBytes int64
+	// Feed is the change feed of the Service's store: an open overview
+	// reads again when it reports a change of what the overview shows
+	// (see the package's Live updates). Nil: the overview polls, every
+	// PollInterval.
+	Feed store.Feed
 	// PollInterval is how often an open overview asks the Service what
-	// is online, for its live updates. Default [DefaultPollInterval].
+	// is online, and checks its session again, without waiting for a
+	// change. Default: [DefaultPollInterval] (2 s) without a Feed;
+	// [DefaultRecheckInterval] (1 minute) with one, when it only
+	// catches what the feed does not report (a session's end of life).
 	PollInterval time.Duration
+	// MaxLiveStreams bounds the overviews open at once, each a stream of
+	// live updates; an account may hold a tenth of them (at least one).
+	// One beyond is told that live updates are busy. Default
+	// [DefaultMaxLiveStreams].
+	MaxLiveStreams int
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client that the account's IP restrictions of type dashboard check,
 	// as the API's (httpapi.Options.TrustedProxies). Default: none.
@@ -79,7 +97,16 @@ type Handler struct {
 	mux      *http.ServeMux
 	pages    map[string]*template.Template
 	bufs     sync.Pool
+	hub      *livefeed.Hub // wakes the open overviews
 }
+
+// liveKinds are the kinds of record whose changes wake an account's
+// open overviews: those it lists (tunnel sessions, endpoints), and those
+// that decide whether its session may still see them (API keys, their
+// owners, the account, its IP restrictions and their policies), so that
+// a revoked key or a new dashboard restriction ends the stream at once.
+var liveKinds = []store.Kind{kinds.TunnelSession, kinds.Endpoint,
+	kinds.APIKey, kinds.User, kinds.Bot, kinds.Account, kinds.IPRestriction, kinds.IPPolicy, kinds.IPPolicyRule}
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -107,7 +134,15 @@ func New(svc *edgeplane.Service, opts Options) (*Handler, error) {
 	}
 	if h.opts.PollInterval <= 0 {
 		h.opts.PollInterval = DefaultPollInterval
+		if h.opts.Feed != nil {
+			h.opts.PollInterval = DefaultRecheckInterval
+		}
 	}
+	if h.opts.MaxLiveStreams <= 0 {
+		h.opts.MaxLiveStreams = DefaultMaxLiveStreams
+	}
+	h.hub = livefeed.New(h.opts.Feed, livefeed.Options{Kinds: liveKinds, MaxWaiters: h.opts.MaxLiveStreams,
+		MaxPerAccount: max(1, h.opts.MaxLiveStreams/10), Logger: h.log})
 	h.sessions = newSessions(h.opts.MaxSessions, h.opts.SessionLifetime)
 	if err := h.parseTemplates(); err != nil {
 		return nil, err
@@ -181,6 +216,8 @@ func (h *Handler) routes() {
 	m.Handle("GET "+Prefix+"reserved_domains", h.page(h.reservedDomains))
 	m.Handle("POST "+Prefix+"reserved_domains", h.form(h.createReservedDomain))
 	m.Handle("GET "+Prefix+"reserved_domains/{id}", h.page(h.reservedDomain))
+	m.Handle("POST "+Prefix+"reserved_domains/{id}/edit", h.form(h.editReservedDomain))
+	m.Handle("POST "+Prefix+"reserved_domains/{id}/certificate_management_policy/delete", h.form(h.unmanageDomain))
 	m.Handle("POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
 	h.edgeRoutes(m)
 	h.ipRoutes(m)

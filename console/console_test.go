@@ -53,17 +53,29 @@ type server struct {
 }
 
 // newServer starts a console over a new Service, with svcOpts applied
-// to the Service's options.
+// to the Service's options, and the store's change feed as its Feed
+// (as serve gives it).
 func newServer(t testing.TB, opts console.Options, svcOpts ...func(*edgeplane.Options)) *server {
+	t.Helper()
+	return newServerFeed(t, opts, true, svcOpts...)
+}
+
+// newServerFeed is newServer, with the store's change feed as the
+// console's Feed only when feed is true (else it polls).
+func newServerFeed(t testing.TB, opts console.Options, feed bool, svcOpts ...func(*edgeplane.Options)) *server {
 	t.Helper()
 	o := edgeplane.Options{BaseURL: "https://api.example.test",
 		Events: events.Options{Networks: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}
 	for _, f := range svcOpts {
 		f(&o)
 	}
-	svc, err := edgeplane.New(memstore.New(), o)
+	st := memstore.New()
+	svc, err := edgeplane.New(st, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if feed && opts.Feed == nil {
+		opts.Feed = st
 	}
 	s := &server{t: t, svc: svc, clock: &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}}
 	if opts.Clock == nil {

@@ -75,7 +75,8 @@ func (h *Handler) createEventDestination(w http.ResponseWriter, r *http.Request,
 type destinationData struct {
 	nav
 	Destination *events.Destination
-	Secret      string // shown once: right after creation
+	Secret      string          // shown once: right after creation
+	Edit        destinationEdit // the edit form
 }
 
 func (h *Handler) eventDestination(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -83,7 +84,7 @@ func (h *Handler) eventDestination(w http.ResponseWriter, r *http.Request, v *vi
 	if err != nil {
 		return err
 	}
-	data := &destinationData{nav: h.nav(v, "event_destinations"), Destination: d}
+	data := &destinationData{nav: h.nav(v, "event_destinations"), Destination: d, Edit: storedDestinationEdit(d)}
 	if secret, ok := h.sessions.takeToken(v.cookie, v.s, d.ID); ok {
 		data.Secret = secret
 	}
@@ -96,5 +97,6 @@ func (h *Handler) destinationRoutes(m *http.ServeMux) {
 	m.Handle("GET "+Prefix+"event_destinations", h.page(h.eventDestinations))
 	m.Handle("POST "+Prefix+"event_destinations", h.form(h.createEventDestination))
 	m.Handle("GET "+Prefix+"event_destinations/{id}", h.page(h.eventDestination))
+	m.Handle("POST "+Prefix+"event_destinations/{id}/edit", h.form(h.editEventDestination))
 	m.Handle("POST "+Prefix+"event_destinations/{id}/delete", h.form(h.deleter("event destination", Prefix+"event_destinations", h.svc.DeleteEventDestination)))
 }

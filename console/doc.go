@@ -17,14 +17,27 @@
 // and API keys (the signed-in subject's own; an admin's, every key of
 // the account). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page
-// of its own with a delete button. A credential's page also has an edit
-// form, pre-filled with its description, ACL (one rule per line) and
-// metadata, which calls the Service's UpdateCredential with only the
-// fields whose value the user changed, as PATCH /credentials/{id} would;
-// the other kinds have no edit form yet. A token or secret the API shows only
-// in its create response (a credential's authtoken, an API key's token,
-// a destination's signing secret) is shown once, on the page the create
-// leads to, and never again. Pages are rendered on the server by
+// of its own with an edit form and a delete button. The edit form is
+// pre-filled with what the API's update (PATCH) of the kind may change,
+// and calls the Service's Update method of the kind with only the fields
+// whose value the user changed, so that an untouched field is left as it
+// is; a form sent unchanged saves nothing, and says so. What each form
+// edits: a credential's description, ACL (one rule per line) and
+// metadata; an API key's description and metadata; a reserved domain's
+// description, metadata and certificate (managed, with its key type, or
+// one of the account's by ID; turning management off is a button of its
+// own, the API's DELETE of the policy, which keeps the certificate); an
+// edge's description, metadata and hostports (one per line); an HTTPS
+// route's match type, match, description and metadata; an IP policy's
+// description and metadata; a rule's CIDR, action, description and
+// metadata; an IP restriction's policies (one per line), enforcement,
+// description and metadata (its type cannot change); an event
+// destination's target URL and headers (a changed target keeps its
+// signing secret), description and metadata. Endpoints and tunnel
+// sessions have no edit form: agents make them. A token or secret the
+// API shows only in its create response (a credential's authtoken, an
+// API key's token, a destination's signing secret) is shown once, on the
+// page the create leads to, and never again. Pages are rendered on the server by
 // html/template from embedded files, and work without script; the two
 // small scripts are the overview's live updates (static/live.js) and, in
 // the traffic-policy editor, a button by each error that puts the cursor
@@ -107,12 +120,28 @@
 // # Live updates
 //
 // The overview's online agents and endpoints update without a reload: a
-// small script follows server-sent events from /console/live, which reads
-// the Service every [Options.PollInterval] (2 s) for the session as it
-// then is and sends the part again when it changed. It polls because the
-// Service offers its callers no change feed: the store's feed is read
-// inside the Service (events, caches), and what the Host exposes (event
-// delivery, WaitRevision) is for the server's own parts and not scoped
-// to a principal. A feed the Service offered a principal would replace
-// the poll without changing the page.
+// small script follows server-sent events from /console/live, which
+// reads the part from the Service, for the session as it then is
+// (authenticated again, IP-checked), and sends it again when it changed.
+//
+// Given the store's change feed ([Options.Feed], as `edgeplane serve`
+// gives it), the stream reads again when the feed reports a change of
+// the signed-in account of a kind the overview shows (tunnel sessions,
+// endpoints) or of one that decides whether the session may see them
+// (API keys, users, bots, the account, IP restrictions, policies and
+// rules: a revoked key or a new dashboard restriction ends the stream at
+// once), at most once per 250 ms, a burst of changes being one read.
+// One follower of the feed per [Handler] (package internal/livefeed)
+// wakes the streams of the changed account, and runs only while a
+// stream is open; the feed says only which account changed, and each
+// stream reads through the Service as its principal, so what a stream
+// shows is scoped as every page is. The stream also reads every
+// [Options.PollInterval] (1 minute), for what the feed does not report
+// (a session reaching the end of its lifetime) and when the feed cannot
+// be read. Without a feed (a library user's choice), the stream polls
+// every PollInterval (2 s).
+//
+// At most [Options.MaxLiveStreams] streams are open at once (an account
+// may hold a tenth of them); one beyond gets a "busy" event, and the
+// page says live updates are off.
 package console

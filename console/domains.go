@@ -99,6 +99,7 @@ func (h *Handler) createReservedDomain(w http.ResponseWriter, r *http.Request, v
 type domainData struct {
 	nav
 	domainRow
+	Edit domainEdit // the edit form
 }
 
 func (h *Handler) reservedDomain(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -106,7 +107,8 @@ func (h *Handler) reservedDomain(w http.ResponseWriter, r *http.Request, v *visi
 	if err != nil {
 		return err
 	}
-	h.render(w, http.StatusOK, "reserved_domain", &domainData{nav: h.nav(v, "reserved_domains"), domainRow: domainRow{ReservedDomain: *d, Records: dnsRecords(d)}})
+	h.render(w, http.StatusOK, "reserved_domain", &domainData{nav: h.nav(v, "reserved_domains"), domainRow: domainRow{ReservedDomain: *d, Records: dnsRecords(d)},
+		Edit: storedDomainEdit(d)})
 	return nil
 }
 

@@ -36,6 +36,8 @@ type edgeKind struct {
 	get    func(ctx context.Context, p edgeplane.Principal, id string) (*edgeView, error)
 	create func(ctx context.Context, p edgeplane.Principal, description, metadata string, hostports []string) (string, error)
 	del    func(ctx context.Context, p edgeplane.Principal, id string) error
+	// update changes the fields given (nil: unchanged).
+	update func(ctx context.Context, p edgeplane.Principal, id string, description, metadata *string, hostports *[]string) error
 }
 
 // convertList adapts a list method of the Service to one of edgeViews.
@@ -99,7 +101,7 @@ func tcpEdgeView(e *edges.TCPEdge) edgeView {
 
 // edgeKinds returns the three kinds of edges, over svc.
 func edgeKinds(svc *edgeplane.Service) map[string]*edgeKind {
-	return map[string]*edgeKind{
+	ks := map[string]*edgeKind{
 		"https": {Name: "https", Title: "HTTPS edges", Port: "port 443",
 			list: convertList(svc.ListHTTPSEdges, httpsEdgeView), get: convertGet(svc.GetHTTPSEdge, httpsEdgeView), del: svc.DeleteHTTPSEdge,
 			create: func(ctx context.Context, p edgeplane.Principal, d, m string, hp []string) (string, error) {
@@ -128,6 +130,10 @@ func edgeKinds(svc *edgeplane.Service) map[string]*edgeKind {
 				return e.ID, nil
 			}},
 	}
+	for name, update := range edgeUpdates(svc) {
+		ks[name].update = update
+	}
+	return ks
 }
 
 type edgesData struct {
@@ -193,6 +199,8 @@ type edgeData struct {
 	Routes []edges.HTTPSRoute
 	Form   routeForm
 	Errors map[string][]string
+	// Edit is the edge's edit form.
+	Edit edgeEdit
 }
 
 type routeForm struct {
@@ -201,19 +209,24 @@ type routeForm struct {
 
 func (h *Handler) edge(k *edgeKind) pageFunc {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) error {
-		return h.showEdge(w, r, v, k, http.StatusOK, nil, routeForm{MatchType: edges.MatchPathPrefix, Match: "/"}, nil)
+		return h.showEdge(w, r, v, k, http.StatusOK, nil, routeForm{MatchType: edges.MatchPathPrefix, Match: "/"}, nil, nil)
 	}
 }
 
 // showEdge renders an edge's page; editor is the traffic-policy editor
-// as the user left it (nil: the module as stored).
-func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *edgeKind, status int, editor *policyEditor, form routeForm, errs map[string][]string) error {
+// as the user left it (nil: the module as stored), form and errs the
+// route form's, edit the edit form as the user left it (nil: the edge
+// as stored).
+func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *edgeKind, status int, editor *policyEditor, form routeForm, errs map[string][]string, edit *edgeEdit) error {
 	id := r.PathValue("id")
 	e, err := k.get(r.Context(), v.p, id)
 	if err != nil {
 		return err
 	}
-	d := &edgeData{nav: h.nav(v, "edges"), Kind: k, Edge: e, Form: form, Errors: errs}
+	if edit == nil {
+		edit = &edgeEdit{editState: editState{Description: e.Description, Metadata: e.Metadata}, Hostports: strings.Join(e.Hostports, "\n")}
+	}
+	d := &edgeData{nav: h.nav(v, "edges"), Kind: k, Edge: e, Form: form, Errors: errs, Edit: *edit}
 	if k.Policy {
 		if editor == nil {
 			editor = storedEditor(e.TrafficPolicy)
@@ -250,7 +263,7 @@ func (h *Handler) createRoute(k *edgeKind) pageFunc {
 				return err
 			}
 			return formFailure(err, routeFields, func(status int, errs map[string][]string) error {
-				return h.showEdge(w, r, v, k, status, nil, form, errs)
+				return h.showEdge(w, r, v, k, status, nil, form, errs, nil)
 			})
 		}
 		h.sessions.setNotice(v.s, "Created route "+rt.ID+".")
@@ -263,6 +276,7 @@ type routeData struct {
 	nav
 	Route  *edges.HTTPSRoute
 	Editor *policyEditor
+	Edit   routeEdit // the edit form
 }
 
 func (h *Handler) route(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -275,11 +289,17 @@ func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, v *visit, st
 	if err != nil {
 		return err
 	}
+	return h.renderRoute(w, v, status, rt, editor, routeEdit{editState: editState{Description: rt.Description, Metadata: rt.Metadata}, MatchType: rt.MatchType, Match: rt.Match})
+}
+
+// renderRoute renders the page of route rt, with its traffic-policy
+// editor (nil: the module as stored) and edit form.
+func (h *Handler) renderRoute(w http.ResponseWriter, v *visit, status int, rt *edges.HTTPSRoute, editor *policyEditor, edit routeEdit) error {
 	if editor == nil {
 		editor = storedEditor(rt.TrafficPolicy)
 	}
-	editor.Action, editor.CSRF = Prefix+"edges/https/"+edgeID+"/routes/"+id+"/traffic_policy", v.csrf
-	h.render(w, status, "route", &routeData{nav: h.nav(v, "edges"), Route: rt, Editor: editor})
+	editor.Action, editor.CSRF = Prefix+"edges/https/"+rt.EdgeID+"/routes/"+rt.ID+"/traffic_policy", v.csrf
+	h.render(w, status, "route", &routeData{nav: h.nav(v, "edges"), Route: rt, Editor: editor, Edit: edit})
 	return nil
 }
 
@@ -415,6 +435,7 @@ func (h *Handler) edgeRoutes(m *http.ServeMux) {
 		m.Handle("GET "+base, h.page(h.edges(k)))
 		m.Handle("POST "+base, h.form(h.createEdge(k)))
 		m.Handle("GET "+base+"/{id}", h.page(h.edge(k)))
+		m.Handle("POST "+base+"/{id}/edit", h.form(h.editEdge(k)))
 		m.Handle("POST "+base+"/{id}/delete", h.form(h.deleter(strings.ToUpper(name)+" edge", base, k.del)))
 	}
 	m.Handle("GET "+Prefix+"edges", http.RedirectHandler(Prefix+"edges/https", http.StatusSeeOther))
@@ -427,6 +448,7 @@ func (h *Handler) edgeRoutes(m *http.ServeMux) {
 		return Prefix + "edges/https/" + r.PathValue("edge_id") + "/routes/" + r.PathValue("id")
 	}
 	m.Handle("GET "+route, h.page(h.route))
+	m.Handle("POST "+route+"/edit", h.form(h.editRoute))
 	m.Handle("POST "+route+"/delete", h.form(h.deleteRoute))
 	m.Handle("POST "+route+"/traffic_policy", h.formUpTo(maxPolicyFormBytes, h.savePolicy(
 		func(r *http.Request, v *visit, params edges.TrafficPolicyParams) error {
@@ -445,7 +467,7 @@ func (h *Handler) edgeRoutes(m *http.ServeMux) {
 			_, err := h.svc.ReplaceTLSEdgeTrafficPolicy(r.Context(), v.p, r.PathValue("id"), params)
 			return err
 		}, func(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor) error {
-			return h.showEdge(w, r, v, tls, status, editor, routeForm{}, nil)
+			return h.showEdge(w, r, v, tls, status, editor, routeForm{}, nil, nil)
 		}, tlsBack)))
 	m.Handle("POST "+Prefix+"edges/tls/{id}/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
 		return h.svc.DeleteTLSEdgeTrafficPolicy(r.Context(), v.p, r.PathValue("id"))

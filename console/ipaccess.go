@@ -63,6 +63,7 @@ type ipPolicyData struct {
 	More      string // the rules page after the first page, or ""
 	Form      ipRuleForm
 	Errors    map[string][]string
+	Edit      editState // the policy's edit form
 }
 
 // rulesOf is the API's filter of the rules of policy id.
@@ -81,13 +82,19 @@ func (h *Handler) showIPPolicy(w http.ResponseWriter, r *http.Request, v *visit,
 	if err != nil {
 		return err
 	}
+	return h.renderIPPolicy(w, r, v, status, pol, form, errs, editState{Description: pol.Description, Metadata: pol.Metadata})
+}
+
+// renderIPPolicy renders the page of pol with its rule form and edit
+// form.
+func (h *Handler) renderIPPolicy(w http.ResponseWriter, r *http.Request, v *visit, status int, pol *ipaccess.Policy, form ipRuleForm, errs map[string][]string, edit editState) error {
 	form.Back, form.PolicyID = "policy", pol.ID
 	f := rulesOf(pol.ID)
 	rules, err := h.svc.ListIPPolicyRules(r.Context(), v.p, edgeplane.ListOptions{Filter: f})
 	if err != nil {
 		return err
 	}
-	d := &ipPolicyData{nav: h.nav(v, "ip_policies"), Policy: pol, Rules: rules.Items, Form: form, Errors: errs,
+	d := &ipPolicyData{nav: h.nav(v, "ip_policies"), Policy: pol, Rules: rules.Items, Form: form, Errors: errs, Edit: edit,
 		RulesLink: Prefix + "ip_policy_rules?" + url.Values{"filter": {f}}.Encode()}
 	if rules.NextBeforeID != "" {
 		d.More = Prefix + "ip_policy_rules?" + url.Values{"filter": {f}, "before_id": {rules.NextBeforeID}}.Encode()
@@ -155,6 +162,7 @@ func (h *Handler) createIPRule(w http.ResponseWriter, r *http.Request, v *visit)
 type ipRuleData struct {
 	nav
 	Rule *ipaccess.Rule
+	Edit ruleEdit // the edit form
 }
 
 func (h *Handler) ipRule(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -162,7 +170,8 @@ func (h *Handler) ipRule(w http.ResponseWriter, r *http.Request, v *visit) error
 	if err != nil {
 		return err
 	}
-	h.render(w, http.StatusOK, "ip_policy_rule", &ipRuleData{nav: h.nav(v, "ip_policies"), Rule: rule})
+	h.render(w, http.StatusOK, "ip_policy_rule", &ipRuleData{nav: h.nav(v, "ip_policies"), Rule: rule,
+		Edit: ruleEdit{editState: editState{Description: rule.Description, Metadata: rule.Metadata}, CIDR: rule.CIDR, Action: rule.Action}})
 	return nil
 }
 
@@ -221,6 +230,7 @@ func (h *Handler) createIPRestriction(w http.ResponseWriter, r *http.Request, v 
 type ipRestrictionData struct {
 	nav
 	Restriction *ipaccess.Restriction
+	Edit        restrictionEdit // the edit form
 }
 
 func (h *Handler) ipRestriction(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -228,7 +238,7 @@ func (h *Handler) ipRestriction(w http.ResponseWriter, r *http.Request, v *visit
 	if err != nil {
 		return err
 	}
-	h.render(w, http.StatusOK, "ip_restriction", &ipRestrictionData{nav: h.nav(v, "ip_restrictions"), Restriction: x})
+	h.render(w, http.StatusOK, "ip_restriction", &ipRestrictionData{nav: h.nav(v, "ip_restrictions"), Restriction: x, Edit: storedRestrictionEdit(x)})
 	return nil
 }
 
@@ -238,13 +248,16 @@ func (h *Handler) ipRoutes(m *http.ServeMux) {
 	m.Handle("GET "+Prefix+"ip_policies", h.page(h.ipPolicies))
 	m.Handle("POST "+Prefix+"ip_policies", h.form(h.createIPPolicy))
 	m.Handle("GET "+Prefix+"ip_policies/{id}", h.page(h.ipPolicy))
+	m.Handle("POST "+Prefix+"ip_policies/{id}/edit", h.form(h.editIPPolicy))
 	m.Handle("POST "+Prefix+"ip_policies/{id}/delete", h.form(h.deleter("IP policy", Prefix+"ip_policies", h.svc.DeleteIPPolicy)))
 	m.Handle("GET "+Prefix+"ip_policy_rules", h.page(h.ipRules))
 	m.Handle("POST "+Prefix+"ip_policy_rules", h.form(h.createIPRule))
 	m.Handle("GET "+Prefix+"ip_policy_rules/{id}", h.page(h.ipRule))
+	m.Handle("POST "+Prefix+"ip_policy_rules/{id}/edit", h.form(h.editIPRule))
 	m.Handle("POST "+Prefix+"ip_policy_rules/{id}/delete", h.form(h.deleter("IP policy rule", Prefix+"ip_policy_rules", h.svc.DeleteIPPolicyRule)))
 	m.Handle("GET "+Prefix+"ip_restrictions", h.page(h.ipRestrictions))
 	m.Handle("POST "+Prefix+"ip_restrictions", h.form(h.createIPRestriction))
 	m.Handle("GET "+Prefix+"ip_restrictions/{id}", h.page(h.ipRestriction))
+	m.Handle("POST "+Prefix+"ip_restrictions/{id}/edit", h.form(h.editIPRestriction))
 	m.Handle("POST "+Prefix+"ip_restrictions/{id}/delete", h.form(h.deleter("IP restriction", Prefix+"ip_restrictions", h.svc.DeleteIPRestriction)))
 }

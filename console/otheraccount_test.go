@@ -2,12 +2,14 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/console"
+	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
@@ -120,6 +122,57 @@ func TestOtherAccountPages(t *testing.T) {
 	must(t, err)
 	if len(rules.Items) != 1 {
 		t.Errorf("b's policy has %d rules", len(rules.Items))
+	}
+
+	// The edit forms of b's resources, a credential's among them, and
+	// turning b's domain's certificate management off.
+	if got := br.post("/console/edges/https/"+own.ID+"/routes/"+route.ID+"/edit", url.Values{"csrf": {token}, "description": {"mine"}}); got.status != http.StatusNotFound {
+		t.Errorf("editing b's route under a's edge: %d, want 404", got.status)
+	}
+	cred, err := s.svc.CreateCredential(ctx, bp, credentials.CreateParams{Description: "secret-b"})
+	must(t, err)
+	managed, err := s.svc.CreateReservedDomain(ctx, bp, domains.CreateParams{Domain: "managed-b.example.com",
+		CertificateManagementPolicy: &domains.CertPolicyParams{Authority: domains.AuthorityLetsEncrypt}})
+	must(t, err)
+	edits := []struct {
+		page, form string
+		values     url.Values
+		snap       func() string
+	}{
+		{"/console/credentials/" + cred.ID, "/edit", url.Values{"description": {"mine"}, "acl": {"bind:a.example.com"}}, func() string {
+			c, err := s.svc.GetCredential(ctx, bp, cred.ID)
+			must(t, err)
+			return fmt.Sprint(c.Description, c.ACL)
+		}},
+		{"/console/reserved_domains/" + managed.ID, "/certificate_management_policy/delete", nil, func() string {
+			d, err := s.svc.GetReservedDomain(ctx, bp, managed.ID)
+			must(t, err)
+			return fmt.Sprint(d.CertificateManagementPolicy != nil)
+		}},
+	}
+	for _, k := range editKinds() {
+		r := k.make(t, s, s.b)
+		edits = append(edits, struct {
+			page, form string
+			values     url.Values
+			snap       func() string
+		}{r.page, "/edit", k.good, r.snap})
+	}
+	for _, e := range edits {
+		before := e.snap()
+		if got := br.get(e.page); got.status != http.StatusNotFound || strings.Contains(got.body, "secret-b") {
+			t.Errorf("GET %s: %d, want 404 showing nothing of it", e.page, got.status)
+		}
+		form := url.Values{"csrf": {token}}
+		for k, v := range e.values {
+			form[k] = v
+		}
+		if got := br.post(e.page+e.form, form); got.status != http.StatusNotFound {
+			t.Errorf("POST %s%s: %d, want 404: %s", e.page, e.form, got.status, got.body)
+		}
+		if after := e.snap(); after != before {
+			t.Errorf("POST %s%s changed b's %q to %q", e.page, e.form, before, after)
+		}
 	}
 
 	for _, path := range listPaths {

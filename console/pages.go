@@ -111,7 +111,8 @@ type liveData struct {
 
 type overviewData struct {
 	nav
-	Live liveData
+	Live    liveData
+	Updates string // how the lists update
 }
 
 func (h *Handler) liveData(v *visit) (liveData, error) {
@@ -132,26 +133,33 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, v *visit) err
 	if err != nil {
 		return err
 	}
-	h.render(w, http.StatusOK, "overview", &overviewData{nav: h.nav(v, "overview"), Live: d})
+	updates := "the lists update as it changes."
+	if h.opts.Feed == nil {
+		updates = "the lists update every " + h.opts.PollInterval.String() + "."
+	}
+	h.render(w, http.StatusOK, "overview", &overviewData{nav: h.nav(v, "overview"), Live: d, Updates: updates})
 	return nil
 }
 
+// liveCoalesce is the least time between two reads of one overview's
+// stream that changes woke: a burst of changes is one read.
+const liveCoalesce = 250 * time.Millisecond
+
 // live streams the overview's online part as server-sent events: an
-// "update" event with the part's HTML whenever it changes, read from
-// the Service every PollInterval, each time for the session as it is
-// then (re-authenticated, IP-checked). When the session ends or is
-// refused, an "end" event tells the page to reload, and the stream
-// closes.
+// "update" event with the part's HTML whenever it changes. The stream
+// reads the part from the Service when the change feed reports a change
+// of the account that the overview shows (at most once per
+// liveCoalesce), and every PollInterval in any case, each time for the
+// session as it is then (re-authenticated, IP-checked). When the session
+// ends or is refused, an "end" event tells the page to reload, and the
+// stream closes; beyond MaxLiveStreams, a "busy" event tells it live
+// updates are off.
 func (h *Handler) live(w http.ResponseWriter, r *http.Request, v *visit) error {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	var last []byte
-	var buf bytes.Buffer
-	tick := time.NewTicker(h.opts.PollInterval)
-	defer tick.Stop()
 	send := func(event string, data []byte) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second)) // a stuck reader ends the stream
 		var b bytes.Buffer
@@ -170,14 +178,30 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request, v *visit) error {
 		}
 		return rc.Flush() == nil
 	}
+	// Wait before the first read: a change committed after the read
+	// wakes the stream.
+	waiter, err := h.hub.Wait(v.p.AccountID)
+	if err != nil {
+		send("busy", []byte("too many live views are open: reload the page later"))
+		return nil
+	}
+	defer waiter.Close()
+	ctx := r.Context()
+	var last []byte
+	var buf bytes.Buffer
+	tick := time.NewTicker(h.opts.PollInterval)
+	defer tick.Stop()
+	pause := time.NewTimer(liveCoalesce)
+	pause.Stop()
 	for {
 		d, err := h.liveData(v)
 		if err != nil {
-			if r.Context().Err() == nil {
+			if ctx.Err() == nil {
 				send("end", []byte(apierr.CodeOf(err).String()))
 			}
 			return nil
 		}
+		read := time.Now()
 		buf.Reset()
 		if err := h.pages["live"].ExecuteTemplate(&buf, "live", &d); err != nil {
 			h.log.Error("console: the live part did not render", "err", err)
@@ -190,9 +214,23 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request, v *visit) error {
 			}
 		}
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-waiter.C:
+			// Coalesce: the changes of a burst are read once.
+			if wait := liveCoalesce - time.Since(read); wait > 0 {
+				pause.Reset(wait)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-pause.C:
+				}
+			}
+			select {
+			case <-waiter.C: // the read that follows sees those changes too
+			default:
+			}
 		}
 		nv, err := h.visitor(r)
 		if err != nil {

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -335,7 +336,7 @@ func TestCookie(t *testing.T) {
 }
 
 // TestCSRFPages: every new form refuses a request without its session's
-// token (403) and changes nothing.
+// token (403) and changes nothing; so does every edit form.
 func TestCSRFPages(t *testing.T) {
 	s := newServer(t, console.Options{})
 	ctx := context.Background()
@@ -387,6 +388,56 @@ func TestCSRFPages(t *testing.T) {
 		}
 		if got := n(); got != want {
 			t.Errorf("%s: %d, want %d", name, got, want)
+		}
+	}
+
+	// The edit forms, a credential's among them, and turning a domain's
+	// certificate management off.
+	cred, err := s.svc.CreateCredential(ctx, s.a.p, credentials.CreateParams{Description: "d"})
+	must(t, err)
+	managed, err := s.svc.CreateReservedDomain(ctx, s.a.p, domains.CreateParams{Domain: "managed.example.com",
+		CertificateManagementPolicy: &domains.CertPolicyParams{Authority: domains.AuthorityLetsEncrypt}})
+	must(t, err)
+	edits := []struct {
+		path string
+		form url.Values
+		snap func() string
+	}{
+		{"/console/credentials/" + cred.ID + "/edit", url.Values{"description": {"x"}, "acl": {"bind:x.example.com"}}, func() string {
+			c, err := s.svc.GetCredential(ctx, s.a.p, cred.ID)
+			must(t, err)
+			return fmt.Sprint(c.Description, c.ACL)
+		}},
+		{"/console/reserved_domains/" + managed.ID + "/certificate_management_policy/delete", nil, func() string {
+			d, err := s.svc.GetReservedDomain(ctx, s.a.p, managed.ID)
+			must(t, err)
+			return fmt.Sprint(d.CertificateManagementPolicy != nil)
+		}},
+	}
+	for _, k := range editKinds() {
+		r := k.make(t, s, s.a)
+		edits = append(edits, struct {
+			path string
+			form url.Values
+			snap func() string
+		}{r.page + "/edit", k.good, r.snap})
+	}
+	for _, e := range edits {
+		before := e.snap()
+		for _, token := range []string{"", "wrong"} {
+			form := url.Values{}
+			for k, v := range e.form {
+				form[k] = v
+			}
+			if token != "" {
+				form.Set("csrf", token)
+			}
+			if got := b.post(e.path, form); got.status != http.StatusForbidden {
+				t.Errorf("POST %s with token %q: %d, want 403", e.path, token, got.status)
+			}
+		}
+		if after := e.snap(); after != before {
+			t.Errorf("POST %s without the token changed %q to %q", e.path, before, after)
 		}
 	}
 }

@@ -226,7 +226,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	})
 	mux.Handle("/", api)
 	if c.console {
-		con, err := console.New(svc, console.Options{Logger: logger, TrustedProxies: apiTrusted})
+		con, err := console.New(svc, console.Options{Logger: logger, TrustedProxies: apiTrusted, Feed: ts}) // the overview live from the change feed
 		if err != nil {
 			return err
 		}
