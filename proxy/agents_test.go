@@ -87,6 +87,7 @@ type fakeAgents struct {
 	mu       sync.Mutex
 	fail     map[string]error
 	failNext int
+	broken   map[string]bool // tunnels whose streams open, then break before an answer
 	dials    []*agentDial
 }
 
@@ -119,9 +120,17 @@ func (f *fakeAgents) DialTunnel(ctx context.Context, node, tunnelID string, h ag
 	}
 	f.mu.Lock()
 	f.dials = append(f.dials, d)
+	broken := f.broken[tunnelID]
 	f.mu.Unlock()
 	if d.err != nil {
 		return nil, d.err
+	}
+	if broken { // the agent's session dies under the stream: it takes the request, then nothing
+		go func() {
+			_, _ = d.read.Read(make([]byte, 1))
+			d.read.Close()
+		}()
+		return proxySide, nil
 	}
 	go f.serve(d)
 	return proxySide, nil
@@ -135,6 +144,17 @@ func (f *fakeAgents) failing(tunnelID string, err error) {
 		f.fail = map[string]error{}
 	}
 	f.fail[tunnelID] = err
+}
+
+// breaking makes the streams of tunnelID open, then close once the
+// agent side has read a byte, with no answer.
+func (f *fakeAgents) breaking(tunnelID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken == nil {
+		f.broken = map[string]bool{}
+	}
+	f.broken[tunnelID] = true
 }
 
 // calls returns the calls of DialTunnel so far.

@@ -288,7 +288,12 @@
 // down) the request or connection goes to the next member at once,
 // each member tried once, and the failed one is skipped for the
 // failure backoff; when none answers, the answer is a lone endpoint's
-// (502, a connection closed). A member that leaves the pool (its
+// (502, a connection closed). A request whose stream opened and then
+// broke before any answer (the member's session died under it) is sent
+// to the next member too when it has no body and its method is GET,
+// HEAD, OPTIONS or TRACE (one a client may repeat); never after a
+// timeout, and never a request with a body, which gets the 502. A
+// member that leaves the pool (its
 // session closed, or unbound) is dropped from the pool's snapshot at
 // the change; the last one takes the host with it. An endpoint without
 // pooling never takes a pool's host or port from it (the control plane

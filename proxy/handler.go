@@ -233,7 +233,7 @@ func NewHandler(c *Configs, o HandlerOptions) *Handler {
 	if o.Agents != nil {
 		h.agents = o.Agents
 		h.agentTimeout = positiveOr(o.UpstreamTimeout, DefaultUpstreamTimeout)
-		h.agentRP = h.reverseProxy(h.agentTransport(h.agentTimeout))
+		h.agentRP = h.reverseProxy(&poolRetry{h: h, next: h.agentTransport(h.agentTimeout)})
 	}
 	return h
 }
@@ -311,14 +311,18 @@ func agentPoolKey(tunnel string, addr netip.AddrPort) string {
 // timeout (and upstreamDialTimeout), and each write of a request on it
 // must be taken by the agent within the upstream timeout (see
 // [boundedStream]).
-func (h *Handler) dialAgent(ctx context.Context, _, _ string) (net.Conn, error) {
+func (h *Handler) dialAgent(ctx context.Context, _, addr string) (net.Conn, error) {
 	ex := exchangeOf(ctx)
+	u := ex.upstream
+	if r := ex.retarget.Load(); r != nil && strings.HasPrefix(addr, r.tunnelID+"--") {
+		u = r // a retry on another member of an endpoint pool (pool.go)
+	}
 	dctx, cancel := context.WithTimeout(ctx, min(upstreamDialTimeout, h.agentTimeout))
 	defer cancel()
-	c, err := h.agents.DialTunnel(dctx, ex.upstream.node, ex.upstream.tunnelID, ex.agentHeader)
+	c, err := h.agents.DialTunnel(dctx, u.node, u.tunnelID, ex.agentHeader)
 	h.metrics.agentStream(kindHTTPS, err)
 	if err != nil {
-		if c, err = h.redialPool(ctx, ex, err); err != nil { // an endpoint pool's other members (pool.go)
+		if c, err = h.redialPool(ctx, ex, u, err); err != nil { // an endpoint pool's other members (pool.go)
 			return nil, err
 		}
 	}
@@ -412,7 +416,10 @@ type exchange struct {
 	// when upstream's dial failed (redialPool), whose health it already
 	// marked; nil otherwise. Atomic: the transport dials in a goroutine
 	// of its own.
-	redialed  atomic.Pointer[upstream]
+	redialed atomic.Pointer[upstream]
+	// retarget is the member of an endpoint pool a retry sends the
+	// request to (poolRetry): a dial for its pool key goes there.
+	retarget  atomic.Pointer[upstream]
 	forwarded bool           // conn.client_ip came from a trusted X-Forwarded-For
 	out       *outboundState // what outbound rules need; nil when the route has none
 	w         responseWriter

@@ -3,9 +3,12 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Endpoint pools (see the package doc's # Endpoint pools). Each
@@ -151,32 +154,22 @@ func poolEdge(members []*Edge) *Edge {
 }
 
 // redialPool opens a stream to another member of the endpoint pool of
-// the request whose context ctx is, after the dial of its upstream
-// failed with err (its session gone, or the hop to its node down):
+// the request whose context ctx is, after the dial of member failed
+// with err (its session gone, or the hop to its node down):
 // each other member once, in turn, those in a failure backoff last,
 // until one answers. Anything but a pool's request gets err back.
-func (h *Handler) redialPool(ctx context.Context, ex *exchange, err error) (net.Conn, error) {
+func (h *Handler) redialPool(ctx context.Context, ex *exchange, member *upstream, err error) (net.Conn, error) {
 	if ex.route == nil || !ex.route.spread || len(ex.route.upstreams) < 2 {
 		return nil, err
 	}
 	p := &ex.route.pool
 	now := h.clock()
-	ex.upstream.health.fail(now.Add(h.backoff))
-	tried := map[*upstream]bool{ex.upstream: true}
+	member.health.fail(now.Add(h.backoff))
+	tried := map[*upstream]bool{ex.upstream: true, member: true}
 	for range len(p.upstreams) - 1 {
-		u := p.pick(now, true, "")
-		if u == nil || tried[u] {
-			// every healthy one tried: the rest in order
-			u = nil
-			for i := range p.upstreams {
-				if !tried[&p.upstreams[i]] {
-					u = &p.upstreams[i]
-					break
-				}
-			}
-			if u == nil {
-				break
-			}
+		u := nextMember(p, now, tried)
+		if u == nil {
+			break
 		}
 		tried[u] = true
 		dctx, cancel := context.WithTimeout(ctx, min(upstreamDialTimeout, h.agentTimeout))
@@ -192,4 +185,89 @@ func (h *Handler) redialPool(ctx context.Context, ex *exchange, err error) (net.
 		h.log.Warn("a member of an endpoint pool did not answer; trying the next", "tunnel", u.tunnelID, "err", derr)
 	}
 	return nil, err
+}
+
+// nextMember returns the member of pool p to try after those tried:
+// the next healthy one in turn, else the first untried in order (those
+// in a failure backoff); nil when every member was tried.
+func nextMember(p *pool, now time.Time, tried map[*upstream]bool) *upstream {
+	if u := p.pick(now, true, ""); u != nil && !tried[u] {
+		return u
+	}
+	for i := range p.upstreams {
+		if !tried[&p.upstreams[i]] {
+			return &p.upstreams[i]
+		}
+	}
+	return nil
+}
+
+// poolRetry is the agents' transport, which sends a request again to
+// another member of its endpoint pool when the stream it was written on
+// failed before any response came (the member's session died under it:
+// the stream opened, then broke), as a client would retry it: only a
+// request without a body whose method is idempotent and safe to repeat
+// (GET, HEAD, OPTIONS, TRACE), never after a timeout (the upstream
+// timeout is the client's whole wait), each member at most once. A
+// member that failed so is skipped for the failure backoff, as one whose
+// dial failed ([Handler.redialPool]).
+type poolRetry struct {
+	h    *Handler
+	next http.RoundTripper
+}
+
+func (t *poolRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		return resp, nil
+	}
+	ex, ok := req.Context().Value(exchangeKey{}).(*exchange)
+	if !ok || ex.route == nil || !ex.route.spread || len(ex.route.upstreams) < 2 {
+		return nil, err
+	}
+	p := &ex.route.pool
+	tried := map[*upstream]bool{ex.upstream: true}
+	last := ex.upstream
+	for retryable(req, err) {
+		if r := ex.redialed.Load(); r != nil {
+			last = r // the member the failed attempt's dial went to
+		}
+		tried[last] = true
+		now := t.h.clock()
+		last.health.fail(now.Add(t.h.backoff))
+		u := nextMember(p, now, tried)
+		if u == nil {
+			break
+		}
+		t.h.log.Warn("a member of an endpoint pool failed a request before answering; sending it to the next", "tunnel", last.tunnelID, "next", u.tunnelID, "err", err)
+		ex.retarget.Store(u)
+		ex.redialed.Store(u) // the member that takes the request: modify marks none
+		again := *req
+		url := *req.URL
+		url.Host = agentPoolKey(u.tunnelID, ex.agentHeader.ClientAddr)
+		again.URL = &url
+		if resp, err = t.next.RoundTrip(&again); err == nil {
+			if r := ex.redialed.Load(); r == u {
+				u.health.succeed()
+			}
+			return resp, nil
+		}
+		last = u
+	}
+	return nil, err
+}
+
+// retryable reports whether req, which failed with err before any
+// response, may be sent again ([poolRetry]).
+func retryable(req *http.Request, err error) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+	default:
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody || req.ContentLength > 0 || req.Context().Err() != nil {
+		return false
+	}
+	var ne net.Error
+	return !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout())
 }

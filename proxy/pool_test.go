@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +118,60 @@ func TestEndpointPoolTCP(t *testing.T) {
 	e.unbind(intruder.ID)
 	if res := e.mustGet(t, false, "plain.example.com", "/x"); res.status != 200 {
 		t.Errorf("the pool once the other endpoint is gone: %d %q", res.status, res.body)
+	}
+}
+
+// TestEndpointPoolRetry: a request whose stream to a member opened and
+// then broke before any answer (the member's session died under it) is
+// sent to the next member when it has no body and an idempotent method,
+// and answered; with every member broken it is tried on each once, then
+// 502; a request with a body is never sent twice.
+func TestEndpointPoolRetry(t *testing.T) {
+	e := newEpEnv(t, nil)
+	member := func(id string, created time.Time) agents.Endpoint {
+		ep := e.endpoint(id, protoHTTP, "plain.example.com", "")
+		ep.PoolingEnabled, ep.CreatedAt = true, created
+		return ep
+	}
+	a, b := member("a", time.Unix(1, 0)), member("b", time.Unix(2, 0))
+	e.bind(a)
+	e.bind(b)
+	e.fa.breaking(a.ID)
+	for i := 0; i < 6 || e.fa.callsOf(a.ID) == 0; i++ {
+		if i == 8 {
+			t.Fatal("no request went to the broken member")
+		}
+		if res := e.mustGet(t, false, "plain.example.com", "/x"); res.status != 200 {
+			t.Fatalf("request %d with a broken member: %d %q; want the other member's answer", i, res.status, res.body)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "failed a request before answering; sending it to the next") {
+		t.Errorf("the log does not say the request was sent again:\n%s", e.logs.String())
+	}
+
+	e.fa.breaking(b.ID)
+	before := len(e.fa.calls())
+	if res := e.mustGet(t, false, "plain.example.com", "/x"); res.status != 502 {
+		t.Errorf("GET with every member broken: %d %q; want 502", res.status, res.body)
+	}
+	if n := len(e.fa.calls()) - before; n != 2 {
+		t.Errorf("GET with every member broken dialed %d streams; want 2 (each member once)", n)
+	}
+	before = len(e.fa.calls())
+	req, err := http.NewRequest(http.MethodPost, e.plainURL+"/x", strings.NewReader("a body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "plain.example.com"
+	res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 502 {
+		t.Errorf("POST with every member broken: %d; want 502", res.StatusCode)
+	}
+	if n := len(e.fa.calls()) - before; n != 1 {
+		t.Errorf("POST dialed %d streams; want 1 (a request with a body is not sent again)", n)
 	}
 }
