@@ -327,7 +327,9 @@
 // online when the rules run is the action's error (404 with on_error
 // halt; the next actions with continue); one that went offline between
 // the rules and the forward answers 404; an agent that fails answers
-// 502 as for any endpoint. Forwarding HTTP requests is what is
+// 502 as for any endpoint. Internal endpoints bound with pooling enabled
+// on one name of one account form a pool as public ones do (keyed by
+// the account and URL): the forward takes turns over its members. Forwarding HTTP requests is what is
 // supported: TLS and TCP edges and endpoints do not forward
 // (forward-internal does not compile in a connection policy).
 //

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -198,4 +199,55 @@ func endpointFleetWith(b testing.TB, n int, doc string, extra ...agents.Endpoint
 		b.Fatalf("stats %+v, want %d endpoints", s, n+len(extra))
 	}
 	return c
+}
+
+// TestForwardInternalPool: internal endpoints bound with pooling enabled
+// on one name form a pool that forward-internal spreads over (round
+// robin), a member whose session is gone skipped within the request;
+// another account's pool of the same name is never reached, and the
+// pool's name goes when its last member does.
+func TestForwardInternalPool(t *testing.T) {
+	e := newEpEnv(t, nil)
+	member := func(id string, created int64, account string) agents.Endpoint {
+		ep := e.internalEndpoint(id, protoHTTPS, "api.internal", 443, "")
+		ep.PoolingEnabled, ep.CreatedAt, ep.AccountID = true, time.Unix(created, 0), account
+		return ep
+	}
+	a, b := member("a", 1, e.a.AccountID), member("b", 2, e.a.AccountID)
+	theirs := member("theirs", 3, e.b.AccountID)
+	for _, ep := range []agents.Endpoint{a, b, theirs} {
+		e.bind(ep)
+	}
+	pub := e.endpoint("pub", protoHTTPS, "app.example.com", `{"on_http_request":[{"actions":[{"type":"forward-internal","config":{"url":"https://api.internal"}}]}]}`)
+	e.bind(pub)
+
+	seen := map[string]int{}
+	for range 6 {
+		res := e.mustGet(t, true, "app.example.com", "/x")
+		if res.status != http.StatusOK {
+			t.Fatalf("through the pool: %d %q", res.status, res.body)
+		}
+		seen[strings.TrimSuffix(strings.TrimPrefix(res.body, "agent "), " /x")]++
+	}
+	if seen[a.ID] != 3 || seen[b.ID] != 3 || len(seen) != 2 {
+		t.Errorf("answered by %v; want 3 each from %s and %s (round robin, never account b's)", seen, a.ID, b.ID)
+	}
+
+	e.fa.failing(a.ID, agents.ErrNoSession)
+	for i := range 4 {
+		if res := e.mustGet(t, true, "app.example.com", "/x"); res.status != http.StatusOK || res.body != "agent "+b.ID+" /x" {
+			t.Fatalf("request %d with a's session gone: %d %q; want b's answer", i, res.status, res.body)
+		}
+	}
+
+	e.unbind(a.ID)
+	e.unbind(b.ID)
+	if res := e.mustGet(t, true, "app.example.com", "/x"); res.status != http.StatusNotFound {
+		t.Errorf("after the pool's last member went: %d %q; want 404 (offline)", res.status, res.body)
+	}
+	for _, c := range e.fa.calls() {
+		if c.tunnelID == theirs.ID {
+			t.Fatalf("another account's member was dialed: %+v", c)
+		}
+	}
 }

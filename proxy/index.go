@@ -123,7 +123,7 @@ func (c *Configs) publish(id, account string, e *Edge, u *updates) {
 	case e.ep != nil:
 		t.certs = e.ep.terminates
 		c.leaveGroup(id, t, u)
-		c.serveEndpoint(id, t, c.unpooled(id, e.ep), u)
+		c.serveEndpoint(id, t, c.unpooled(id, e.Endpoint.AccountID, e.ep), u)
 	case e.TCP != nil:
 		c.servePorts(id, t, e.TCP.Hostports, u)
 		for _, p := range t.ports {

@@ -25,9 +25,14 @@ type endpointGroup struct {
 	t       *tracked // the group's slot and the keys it claims
 }
 
-// groupKey returns the key of the pool an endpoint of config cfg is a
-// member of: its table and host, or its port.
-func groupKey(cfg *endpointConfig) string {
+// groupKey returns the key of the pool an endpoint of account with
+// config cfg is a member of: its table and host, or its port; an
+// internal endpoint's, its account and URL (the name is the account's
+// own).
+func groupKey(account string, cfg *endpointConfig) string {
+	if cfg.internal {
+		return "internal|" + internalKey(account, cfg.internalURL)
+	}
 	key := cfg.host
 	if cfg.table == tableTCPPorts {
 		key = cfg.port
@@ -44,7 +49,7 @@ func groupID(key string) string { return "pool|" + key }
 // new snapshot.
 func (c *Configs) joinGroup(id string, t *tracked, e *Edge, u *updates) {
 	c.serveEndpoint(id, t, nil, u) // a member claims no key of its own
-	key := groupKey(e.ep)
+	key := groupKey(e.Endpoint.AccountID, e.ep)
 	if t.group != key {
 		c.leaveGroup(id, t, u)
 	}
@@ -53,7 +58,7 @@ func (c *Configs) joinGroup(id string, t *tracked, e *Edge, u *updates) {
 	}
 	g := c.groups[key]
 	if g == nil {
-		g = &endpointGroup{members: map[string]*Edge{}, t: &tracked{slot: &slot{}, endpoint: true}}
+		g = &endpointGroup{members: map[string]*Edge{}, t: &tracked{slot: &slot{}, endpoint: true, account: e.Endpoint.AccountID}}
 		c.groups[key] = g
 	}
 	g.members[id] = e
@@ -81,8 +86,8 @@ func (c *Configs) leaveGroup(id string, t *tracked, u *updates) {
 // pooling, unless a pool serves its host or port: the control plane
 // refuses such a bind, but its record may exist for the instant of the
 // refusal; the pool keeps the host (or port), and nil is returned.
-func (c *Configs) unpooled(id string, cfg *endpointConfig) *endpointConfig {
-	if g := c.groups[groupKey(cfg)]; g != nil && len(g.members) > 0 {
+func (c *Configs) unpooled(id, account string, cfg *endpointConfig) *endpointConfig {
+	if g := c.groups[groupKey(account, cfg)]; g != nil && len(g.members) > 0 {
 		c.log.Warn("endpoint configs: an endpoint without pooling claims the host or port of an endpoint pool; the pool serves it", "endpoint", id)
 		return nil
 	}

@@ -77,7 +77,9 @@
 // name needs no reserved domain and is the account's own: its store key
 // holds the account, so two accounts may each bind api.internal, and
 // within the account one endpoint holds a name (a second bind is a
-// conflict). The credential's ACL must permit the name as for any
+// conflict), unless they are bound with pooling enabled: then they form
+// the account's pool of that name, indexed by the same key, with the
+// rules of any pool. The credential's ACL must permit the name as for any
 // domain (bind:api.internal, bind:*.svc.internal, or an ACL that
 // permits everything). A public endpoint never has an internal name.
 //

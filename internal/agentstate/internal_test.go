@@ -104,21 +104,7 @@ func TestInternalEndpoints(t *testing.T) {
 	}
 
 	// Another account's api.internal is its own.
-	other := e.gen.New("acct_")
-	otherToken := e.gen.New(credentials.IDPrefix)
-	rec := store.Record{Kind: kinds.Credential, AccountID: other, ID: otherToken}
-	if err := credentialForm.Encode(&records.DB{}, &credentials.Credential{OwnerID: "usr_y"}, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.Create(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	db := &records.DB{Store: e.st, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return e.now },
-		Kinds: records.Kinds{credentialKind, sessionKind, tunnelKind, endpointKind}}
-	s2 := agentstate.New(agentstate.Config{DB: db, Nodes: e.nodes, IDs: e.gen, Lease: lease, Limits: agents.Limits{}.WithDefaults(),
-		Forms: agentstate.Forms{Sessions: agentstate.SessionForm(sessionKind), Tunnels: agentstate.TunnelForm(tunnelKind),
-			Endpoints: agentstate.EndpointForm(endpointKind), Credentials: credentialForm},
-		Records: otherRecords{fakeRecords: fakeRecords{st: e.st, db: db}, account: other}, BadToken: errBadToken})
+	other, otherToken, s2 := e.otherAccount(t)
 	theirs, err := s2.BindEndpoint(ctx, other, e.session(t, s2, otherToken), internal("https", "api.internal", 0))
 	if err != nil {
 		t.Fatalf("another account's api.internal: %v", err)
@@ -180,4 +166,77 @@ func TestGeneratedDomain(t *testing.T) {
 	if _, err := e.s.BindEndpoint(ctx, account, e.session(t, e.s, wide), agents.EndpointParams{Proto: "http", DomainBase: base}); err != nil {
 		t.Fatalf("bind:*.%s: %v", base, err)
 	}
+}
+
+// otherAccount returns another account, the token of a credential of
+// it, and a State whose agents authenticate as that account's, on the
+// store of e.
+func (e *env) otherAccount(t *testing.T) (string, string, *agentstate.State) {
+	t.Helper()
+	other := e.gen.New("acct_")
+	otherToken := e.gen.New(credentials.IDPrefix)
+	rec := store.Record{Kind: kinds.Credential, AccountID: other, ID: otherToken}
+	if err := credentialForm.Encode(&records.DB{}, &credentials.Credential{OwnerID: "usr_y"}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Create(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	db := &records.DB{Store: e.st, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return e.now },
+		Kinds: records.Kinds{credentialKind, sessionKind, tunnelKind, endpointKind}}
+	s2 := agentstate.New(agentstate.Config{DB: db, Nodes: e.nodes, IDs: e.gen, Lease: lease, Limits: agents.Limits{}.WithDefaults(),
+		Forms: agentstate.Forms{Sessions: agentstate.SessionForm(sessionKind), Tunnels: agentstate.TunnelForm(tunnelKind),
+			Endpoints: agentstate.EndpointForm(endpointKind), Credentials: credentialForm},
+		Records: otherRecords{fakeRecords: fakeRecords{st: e.st, db: db}, account: other}, BadToken: errBadToken})
+	return other, otherToken, s2
+}
+
+// TestInternalPool: internal endpoints bound with pooling enabled on one
+// name of one account form a pool, shown on each member; a bind without
+// pooling on it is refused with the original's words, and the reverse;
+// another account's pool on the same name is its own.
+func TestInternalPool(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	token := e.credential(t, "usr_x")
+	bind := func(s *agentstate.State, acct, tok string, pooled bool) (*agents.Endpoint, error) {
+		return s.BindEndpoint(ctx, acct, e.session(t, s, tok), agents.EndpointParams{Proto: "https", Domain: "api.internal",
+			Binding: agents.BindingInternal, PoolingEnabled: pooled})
+	}
+	a, err := bind(e.s, account, token, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bind(e.s, account, token, true)
+	if err != nil {
+		t.Fatalf("the second member: %v", err)
+	}
+	got, err := e.s.Endpoint(ctx, account, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsInternal() || got.Pool == nil || got.Pool.URL != "https://api.internal" || len(got.Pool.Endpoints) != 2 ||
+		got.Pool.Endpoints[0].ID != a.ID || got.Pool.Endpoints[1].ID != b.ID {
+		t.Fatalf("the pool of %s: %+v", b.ID, got.Pool)
+	}
+	_, err = bind(e.s, account, token, false)
+	wantCode(t, err, apierr.Conflict, "the endpoint 'https://api.internal' is already online as a pool of endpoints with pooling enabled")
+
+	other, otherToken, s2 := e.otherAccount(t)
+	for range 2 {
+		if _, err := bind(s2, other, otherToken, true); err != nil {
+			t.Fatalf("another account's pool on api.internal: %v", err)
+		}
+	}
+
+	for _, id := range []string{a.ID, b.ID} {
+		if err := e.s.UnbindEndpoint(ctx, account, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bind(e.s, account, token, false); err != nil {
+		t.Fatalf("the name once the pool is gone: %v", err)
+	}
+	_, err = bind(e.s, account, token, true)
+	wantCode(t, err, apierr.Conflict, "the endpoint 'https://api.internal' is already online without pooling")
 }

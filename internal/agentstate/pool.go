@@ -30,7 +30,7 @@ const maxPoolRead = records.MaxPageSize
 // names where the proxy serves it: its hostport's, or a tcp endpoint's
 // port's (a TCP client names no host).
 func (s *State) poolKey(e *agents.Endpoint) string {
-	keys := s.recs.EndpointKeys(e)
+	keys := s.endpointKeys(e)
 	return keys[len(keys)-1]
 }
 
@@ -74,7 +74,7 @@ func (s *State) createPooled(ctx context.Context, r *EndpointRecord, refs, slots
 		if err != nil {
 			return err
 		}
-	case errors.As(err, &dup) && slices.Contains(s.recs.EndpointKeys(&r.Endpoint), dup.Key):
+	case errors.As(err, &dup) && slices.Contains(s.endpointKeys(&r.Endpoint), dup.Key):
 		holder, ok, lerr := s.endpointHolding(ctx, dup.Key)
 		switch {
 		case lerr != nil:
@@ -199,7 +199,7 @@ func (s *State) precheckNotPooled(ctx context.Context, r *EndpointRecord) error 
 // URL; else err as it is.
 func (s *State) notPooledErr(ctx context.Context, err error, r *EndpointRecord) error {
 	var dup *store.DuplicateError
-	if !errors.As(err, &dup) || !slices.Contains(s.recs.EndpointKeys(&r.Endpoint), dup.Key) {
+	if !errors.As(err, &dup) || !slices.Contains(s.endpointKeys(&r.Endpoint), dup.Key) {
 		return err
 	}
 	holder, ok, lerr := s.endpointHolding(ctx, dup.Key)
