@@ -170,3 +170,55 @@ func TestDomainBaseFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentInternalPool: two edgeplane agents (the SDK unchanged, with
+// WithPoolingEnabled and WithBindings("internal")) bind api.internal
+// with pooling enabled; a public endpoint's forward-internal reaches
+// both of their upstreams; once one agent stops, every request is
+// answered by the other.
+func TestAgentInternalPool(t *testing.T) {
+	ts := startTunnelServe(t)
+	ts.api.must(201, "POST", "/reserved_domains", `{"domain":"app.example.com"}`)
+	token := ts.api.must(201, "POST", "/credentials", `{"acl":["*"]}`)["token"].(string)
+	one, two, public := newUpstream(t, "one"), newUpstream(t, "two"), newUpstream(t, "public")
+	port := func(u *upstream) string { _, p, _ := net.SplitHostPort(strings.TrimPrefix(u.URL, "http://")); return p }
+	dir := t.TempDir()
+	file := func(name, endpoints string) string {
+		f := filepath.Join(dir, name+".yml")
+		config := "version: 1\nagent: {servers: [" + ts.agentAddr + "], ca: " + ts.certFile + ", inspect_addr: 127.0.0.1:0}\nendpoints:\n" + endpoints
+		if err := os.WriteFile(f, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	internal := func(u *upstream) string {
+		return "  - {name: api, url: https://api.internal, bindings: [internal], pooling_enabled: true, upstream: {url: " + port(u) + "}}\n"
+	}
+	web := "  - name: web\n    url: http://app.example.com\n    upstream: {url: " + port(public) + "}\n" +
+		"    traffic_policy: {on_http_request: [{actions: [{type: forward-internal, config: {url: \"https://api.internal\"}}]}]}\n"
+	a := startAgentArgs(t, []string{"-config", file("a", internal(one)+web), "-authtoken", token, "start", "-all"}, nil)
+	b := startAgentArgs(t, []string{"-config", file("b", internal(two)), "-authtoken", token, "start", "-all"}, nil)
+	c := through(ts.proxyHTTP, nil)
+	if _, ok := within(5*time.Second, func() bool {
+		fetch(c, "http://app.example.com/x", "pool")
+		one.mu.Lock()
+		two.mu.Lock()
+		defer one.mu.Unlock()
+		defer two.mu.Unlock()
+		return one.hits["pool"] > 0 && two.hits["pool"] > 0
+	}); !ok {
+		t.Fatalf("the pool's upstreams got %v and %v; want both; agent logs:\n%s\n%s", one.hits, two.hits, a.stderr.String(), b.stderr.String())
+	}
+	b.stopAndWait(t)
+	for i := range 10 {
+		if code, body := fetch(c, "http://app.example.com/y", "after"); code != 200 || body != "upstream one /y" {
+			t.Fatalf("request %d after one member stopped: %d %q", i, code, body)
+		}
+	}
+	public.mu.Lock()
+	if len(public.hits) != 0 {
+		t.Errorf("the public upstream got %v", public.hits)
+	}
+	public.mu.Unlock()
+	a.stopAndWait(t)
+}
