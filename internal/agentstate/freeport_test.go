@@ -2,7 +2,6 @@ package agentstate_test
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 
 	"github.com/edgeplane/edgeplane/agents"
@@ -16,19 +15,7 @@ import (
 func TestFreePortSkipsPools(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	token := e.credential(t, "usr_x")
-	node, err := e.nodes.Register(ctx, agents.NodeParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := func() string {
-		t.Helper()
-		sess, err := e.s.OpenSession(ctx, token, agents.SessionParams{Node: node.ID, IP: netip.MustParseAddr("192.0.2.1")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sess.ID
-	}
+	open := e.opener(t, e.credential(t, "usr_x"))
 	bind := func(addr string, pooled bool) (*agents.Endpoint, error) {
 		return e.s.BindEndpoint(ctx, account, open(), agents.EndpointParams{Proto: agents.ProtoTCP, Addr: addr,
 			TCPHost: "tcp.example.test", TCPLow: 20000, TCPHigh: 20001, PoolingEnabled: pooled})
@@ -53,7 +40,7 @@ func TestFreePortSkipsPools(t *testing.T) {
 	if _, err := bind("tcp.example.test:20000", false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = bind("", false)
+	_, err := bind("", false)
 	if apierr.CodeOf(err) != apierr.ResourceExhausted {
 		t.Fatalf("with both ports taken: %v; want no free port", err)
 	}

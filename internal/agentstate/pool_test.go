@@ -18,19 +18,7 @@ import (
 func TestEndpointPool(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	token := e.credential(t, "usr_x") // an empty ACL binds anything
-	node, err := e.nodes.Register(ctx, agents.NodeParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := func() string {
-		t.Helper()
-		sess, err := e.s.OpenSession(ctx, token, agents.SessionParams{Node: node.ID, IP: netip.MustParseAddr("192.0.2.1")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sess.ID
-	}
+	open := e.opener(t, e.credential(t, "usr_x")) // an empty ACL binds anything
 	s1, s2, s3 := open(), open(), open()
 	bind := func(sess, addr string, pooled bool) (*agents.Endpoint, error) {
 		return e.s.BindEndpoint(ctx, account, sess, agents.EndpointParams{Proto: agents.ProtoTCP, Addr: addr,
@@ -99,4 +87,23 @@ func TestEndpointPool(t *testing.T) {
 	}
 	_, err = bind(s3, picked.Hostport, false)
 	wantCode(t, err, apierr.Conflict, "already online as a pool")
+}
+
+// opener returns a function that opens a session of token on one node
+// and returns its ID.
+func (e *env) opener(t *testing.T, token string) func() string {
+	t.Helper()
+	ctx := context.Background()
+	node, err := e.nodes.Register(ctx, agents.NodeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		t.Helper()
+		sess, err := e.s.OpenSession(ctx, token, agents.SessionParams{Node: node.ID, IP: netip.MustParseAddr("192.0.2.1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess.ID
+	}
 }
