@@ -26,7 +26,10 @@
 //     this server, so "edgeplane agent http SINKPORT -label" is the way.
 //     One connection moves -bytes to the sink (upload: the sink answers
 //     the count once the client half-closes) and from it (download).
-//     Target: MiB/s agent/direct >= 0.5 each way.
+//     Target: MiB/s agent/direct >= 0.5 each way. Last, the floor
+//     (floor.go): a bare crypto/tls relay in a process of its own copies
+//     -bytes plain to TLS and TLS to plain, and its CPU s/GB is printed
+//     beside the tunnel server's and the agent's.
 //  3. Idle agent sessions on one proxy: a fresh serve process, -tools
 //     processes of this binary (-serve sessions) open -sessions sessions
 //     with the SDK (golang.ngrok.com/ngrok: sessions only, no tunnel),
@@ -138,6 +141,9 @@ func main() {
 	edgeplaneBin := flag.String("edgeplane", "", "the edgeplane binary (default: built from this module)")
 	keep := flag.Bool("keep", false, "keep the temporary directory (stores, logs)")
 	heapprofile := flag.String("heapprofile", "", "where -parts heap writes its heap profiles (default: the temporary directory)")
+	addr := flag.String("addr", "", "internal: the address the floor's source or sink dials")
+	overTLS := flag.Bool("tls", false, "internal: the floor's source or sink dials with TLS")
+	certFlag := flag.String("cert", "", "internal: the floor relay's certificate file")
 	cpuprofile := flag.String("cpuprofile", "", "write the CPU profile of each serve process (its whole run) into this directory: serve.pprof, serve-sessions.pprof")
 	flag.Parse()
 	log.SetFlags(0)
@@ -152,6 +158,16 @@ func main() {
 		err = runSessionsTool(*server, *caFile, *authtoken, *label, *n, *parallel)
 	case "tunnelheap":
 		err = runTunnelHeap(*caFile, *keyFile)
+	case "floor":
+		self, serr := os.Executable()
+		if serr != nil {
+			log.Fatal(serr)
+		}
+		err = runFloor(self, *bytes, *certFlag, *keyFile)
+	case "floorsource":
+		err = runFloorSource(*addr, *bytes, *overTLS)
+	case "floorsink":
+		err = runFloorSink(*addr, *overTLS)
 	default:
 		err = runServer(*mode)
 	}
@@ -403,6 +419,9 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 			return err
 		}
 		met["TCP through the agent (MiB/s >= 0.5x)"] = ok
+		if err := measureFloor(self, o.rounds, o.bytes, certFile, keyFile); err != nil {
+			return err
+		}
 	}
 	return nil
 }
