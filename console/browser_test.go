@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
@@ -259,7 +260,12 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		bk, err := s.svc.CreateTunnelGroupBackend(bctx, s.a.p, backends.CreateParams{Labels: map[string]string{"app": "web"}, Description: "web app"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		pages := map[string]string{
+			"backends": "/console/backends", "backend": "/console/backends/" + bk.ID,
 			"endpoints": "/console/endpoints", "edges-https": "/console/edges/https", "edges-tls": "/console/edges/tls",
 			"edges-tcp": "/console/edges/tcp", "edge-tls": "/console/edges/tls/" + tls.ID, "ip-policies": "/console/ip_policies",
 			"ip-policy": "/console/ip_policies/" + pol.ID, "ip-policy-rules": "/console/ip_policy_rules", "ip-restrictions": "/console/ip_restrictions",

@@ -12,8 +12,11 @@
 // its agent's tunnel session), tunnel sessions (stop one), credentials,
 // reserved domains (with the certificate's status and the DNS records
 // to create), edges (/console/edges/https, tls and tcp) and an HTTPS
-// edge's routes, IP policies with their rules, IP policy rules, IP
-// restrictions, event destinations (with the state of delivery to each)
+// edge's routes (each with its backend), tunnel group backends
+// (/console/backends, set as the backend of a route, a TLS edge or a
+// TCP edge from their pages), IP policies with their rules, IP policy
+// rules, IP restrictions, event destinations (with the state of
+// delivery to each)
 // and API keys (the signed-in subject's own; an admin's, every key of
 // the account). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page

@@ -24,6 +24,7 @@ type edgeView struct {
 	Hostports                 []string
 	Modules                   []string             // the names of the modules set
 	TrafficPolicy             *edges.TrafficPolicy // TLS edges only
+	Backend                   *edges.Backend       // TLS and TCP edges only
 }
 
 // edgeKind is one type of edge, as its pages need it.
@@ -72,7 +73,7 @@ func httpsEdgeView(e *edges.HTTPSEdge) edgeView {
 }
 
 func tlsEdgeView(e *edges.TLSEdge) edgeView {
-	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, TrafficPolicy: e.TrafficPolicy}
+	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, TrafficPolicy: e.TrafficPolicy, Backend: e.Backend}
 	if e.IPRestriction != nil {
 		v.Modules = append(v.Modules, edges.ModuleIPRestriction)
 	}
@@ -89,7 +90,7 @@ func tlsEdgeView(e *edges.TLSEdge) edgeView {
 }
 
 func tcpEdgeView(e *edges.TCPEdge) edgeView {
-	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports}
+	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, Backend: e.Backend}
 	if e.IPRestriction != nil {
 		v.Modules = append(v.Modules, edges.ModuleIPRestriction)
 	}
@@ -194,6 +195,8 @@ type edgeData struct {
 	Kind   *edgeKind
 	Edge   *edgeView
 	Editor *policyEditor // TLS edges
+	// Backend is the backend module's form (TLS and TCP edges).
+	Backend *backendForm
 	// HTTPS edges.
 	List   listState
 	Routes []edges.HTTPSRoute
@@ -216,8 +219,9 @@ func (h *Handler) edge(k *edgeKind) pageFunc {
 // showEdge renders an edge's page; editor is the traffic-policy editor
 // as the user left it (nil: the module as stored), form and errs the
 // route form's, edit the edit form as the user left it (nil: the edge
-// as stored).
-func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *edgeKind, status int, editor *policyEditor, form routeForm, errs map[string][]string, edit *edgeEdit) error {
+// as stored), bk the backend form as the user left it (none: as
+// stored).
+func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *edgeKind, status int, editor *policyEditor, form routeForm, errs map[string][]string, edit *edgeEdit, bk ...backendForm) error {
 	id := r.PathValue("id")
 	e, err := k.get(r.Context(), v.p, id)
 	if err != nil {
@@ -227,6 +231,13 @@ func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *
 		edit = &edgeEdit{editState: editState{Description: e.Description, Metadata: e.Metadata}, Hostports: strings.Join(e.Hostports, "\n")}
 	}
 	d := &edgeData{nav: h.nav(v, "edges"), Kind: k, Edge: e, Form: form, Errors: errs, Edit: *edit}
+	if k.Name != "https" {
+		b := storedBackend(Prefix+"edges/"+k.Name+"/"+id+"/backend", v.csrf, e.Backend)
+		if len(bk) > 0 {
+			b.BackendID, b.Errors = bk[0].BackendID, bk[0].Errors
+		}
+		d.Backend = &b
+	}
 	if k.Policy {
 		if editor == nil {
 			editor = storedEditor(e.TrafficPolicy)
@@ -274,32 +285,41 @@ func (h *Handler) createRoute(k *edgeKind) pageFunc {
 
 type routeData struct {
 	nav
-	Route  *edges.HTTPSRoute
-	Editor *policyEditor
-	Edit   routeEdit // the edit form
+	Route   *edges.HTTPSRoute
+	Editor  *policyEditor
+	Edit    routeEdit // the edit form
+	Backend backendForm
 }
 
 func (h *Handler) route(w http.ResponseWriter, r *http.Request, v *visit) error {
 	return h.showRoute(w, r, v, http.StatusOK, nil)
 }
 
-func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor) error {
+// showRoute renders a route's page; editor is the traffic-policy editor
+// as the user left it (nil: as stored), bk the backend form as the user
+// left it (none: as stored).
+func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor, bk ...backendForm) error {
 	edgeID, id := r.PathValue("edge_id"), r.PathValue("id")
 	rt, err := h.svc.GetHTTPSEdgeRoute(r.Context(), v.p, edgeID, id)
 	if err != nil {
 		return err
 	}
-	return h.renderRoute(w, v, status, rt, editor, routeEdit{editState: editState{Description: rt.Description, Metadata: rt.Metadata}, MatchType: rt.MatchType, Match: rt.Match})
+	return h.renderRoute(w, v, status, rt, editor, routeEdit{editState: editState{Description: rt.Description, Metadata: rt.Metadata}, MatchType: rt.MatchType, Match: rt.Match}, bk...)
 }
 
 // renderRoute renders the page of route rt, with its traffic-policy
-// editor (nil: the module as stored) and edit form.
-func (h *Handler) renderRoute(w http.ResponseWriter, v *visit, status int, rt *edges.HTTPSRoute, editor *policyEditor, edit routeEdit) error {
+// editor (nil: the module as stored), edit form, and backend form (none:
+// as stored).
+func (h *Handler) renderRoute(w http.ResponseWriter, v *visit, status int, rt *edges.HTTPSRoute, editor *policyEditor, edit routeEdit, bk ...backendForm) error {
 	if editor == nil {
 		editor = storedEditor(rt.TrafficPolicy)
 	}
 	editor.Action, editor.CSRF = Prefix+"edges/https/"+rt.EdgeID+"/routes/"+rt.ID+"/traffic_policy", v.csrf
-	h.render(w, status, "route", &routeData{nav: h.nav(v, "edges"), Route: rt, Editor: editor, Edit: edit})
+	b := storedBackend(Prefix+"edges/https/"+rt.EdgeID+"/routes/"+rt.ID+"/backend", v.csrf, rt.Backend)
+	if len(bk) > 0 {
+		b.BackendID, b.Errors = bk[0].BackendID, bk[0].Errors
+	}
+	h.render(w, status, "route", &routeData{nav: h.nav(v, "edges"), Route: rt, Editor: editor, Edit: edit, Backend: b})
 	return nil
 }
 
@@ -454,7 +474,9 @@ func (h *Handler) edgeRoutes(m *http.ServeMux) {
 		func(r *http.Request, v *visit, params edges.TrafficPolicyParams) error {
 			_, err := h.svc.ReplaceHTTPSRouteTrafficPolicy(r.Context(), v.p, r.PathValue("edge_id"), r.PathValue("id"), params)
 			return err
-		}, h.showRoute, routeBack)))
+		}, func(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor) error {
+			return h.showRoute(w, r, v, status, editor)
+		}, routeBack)))
 	m.Handle("POST "+route+"/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
 		return h.svc.DeleteHTTPSRouteTrafficPolicy(r.Context(), v.p, r.PathValue("edge_id"), r.PathValue("id"))
 	}, routeBack)))

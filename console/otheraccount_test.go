@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/console"
 	"github.com/edgeplane/edgeplane/credentials"
 	"github.com/edgeplane/edgeplane/domains"
@@ -46,6 +47,10 @@ func TestOtherAccountPages(t *testing.T) {
 	must(t, err)
 	key, err := s.svc.CreateAPIKey(ctx, bp, identity.CreateAPIKeyParams{Description: "secret-b"})
 	must(t, err)
+	bk, err := s.svc.CreateTunnelGroupBackend(ctx, bp, backends.CreateParams{Labels: map[string]string{"app": "b"}, Description: "secret-b"})
+	must(t, err)
+	ownBackend, err := s.svc.CreateTunnelGroupBackend(ctx, s.a.p, backends.CreateParams{Labels: map[string]string{"app": "a"}})
+	must(t, err)
 
 	br := s.browser(t)
 	token := br.signIn(s.a.key)
@@ -63,21 +68,28 @@ func TestOtherAccountPages(t *testing.T) {
 			}
 			return err
 		}},
-		{"/console/edges/https/" + https.ID + "/routes/" + route.ID, []string{"/delete", "/traffic_policy", "/traffic_policy/delete"}, func() error {
+		{"/console/edges/https/" + https.ID + "/routes/" + route.ID, []string{"/delete", "/traffic_policy", "/traffic_policy/delete", "/backend", "/backend/delete"}, func() error {
 			r, err := s.svc.GetHTTPSEdgeRoute(ctx, bp, https.ID, route.ID)
-			if err == nil && r.TrafficPolicy != nil {
-				t.Error("another account's route got a traffic policy")
+			if err == nil && (r.TrafficPolicy != nil || r.Backend != nil) {
+				t.Error("another account's route got a traffic policy or a backend")
 			}
 			return err
 		}},
-		{"/console/edges/tls/" + tls.ID, []string{"/delete", "/traffic_policy", "/traffic_policy/delete"}, func() error {
+		{"/console/edges/tls/" + tls.ID, []string{"/delete", "/traffic_policy", "/traffic_policy/delete", "/backend", "/backend/delete"}, func() error {
 			e, err := s.svc.GetTLSEdge(ctx, bp, tls.ID)
-			if err == nil && e.TrafficPolicy != nil {
-				t.Error("another account's TLS edge got a traffic policy")
+			if err == nil && (e.TrafficPolicy != nil || e.Backend != nil) {
+				t.Error("another account's TLS edge got a traffic policy or a backend")
 			}
 			return err
 		}},
-		{"/console/edges/tcp/" + tcp.ID, []string{"/delete"}, func() error { _, err := s.svc.GetTCPEdge(ctx, bp, tcp.ID); return err }},
+		{"/console/edges/tcp/" + tcp.ID, []string{"/delete", "/backend", "/backend/delete"}, func() error {
+			e, err := s.svc.GetTCPEdge(ctx, bp, tcp.ID)
+			if err == nil && e.Backend != nil {
+				t.Error("another account's TCP edge got a backend")
+			}
+			return err
+		}},
+		{"/console/backends/" + bk.ID, []string{"/delete"}, func() error { _, err := s.svc.GetTunnelGroupBackend(ctx, bp, bk.ID); return err }},
 		{"/console/ip_policies/" + pol.ID, []string{"/delete"}, func() error { _, err := s.svc.GetIPPolicy(ctx, bp, pol.ID); return err }},
 		{"/console/ip_policy_rules/" + rule.ID, []string{"/delete"}, func() error { _, err := s.svc.GetIPPolicyRule(ctx, bp, rule.ID); return err }},
 		{"/console/ip_restrictions/" + x.ID, []string{"/delete"}, func() error { _, err := s.svc.GetIPRestriction(ctx, bp, x.ID); return err }},
@@ -85,7 +97,7 @@ func TestOtherAccountPages(t *testing.T) {
 		{"/console/api_keys/" + key.ID, []string{"/delete"}, func() error { _, err := s.svc.GetAPIKey(ctx, bp, key.ID); return err }},
 	}
 	form := url.Values{"csrf": {token}, "value": {`{"inbound": [{"actions": [{"type": "deny"}]}]}`}, "enabled": {"on"},
-		"match_type": {"path_prefix"}, "match": {"/x"}}
+		"match_type": {"path_prefix"}, "match": {"/x"}, "backend_id": {ownBackend.ID}}
 	for _, p := range pages {
 		got := br.get(p.page)
 		if got.status != http.StatusNotFound || strings.Contains(got.body, "secret-b") {
