@@ -264,8 +264,14 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sub, err := s.svc.CreateEventSubscription(bctx, s.a.p, events.CreateSubscriptionParams{Description: "ops", DestinationIDs: []string{dest.ID},
+			Sources: []events.CreateSourceParams{{Type: "credential_created.v0"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		pages := map[string]string{
 			"backends": "/console/backends", "backend": "/console/backends/" + bk.ID,
+			"event-subscriptions": "/console/event_subscriptions", "event-subscription": "/console/event_subscriptions/" + sub.ID,
 			"endpoints": "/console/endpoints", "edges-https": "/console/edges/https", "edges-tls": "/console/edges/tls",
 			"edges-tcp": "/console/edges/tcp", "edge-tls": "/console/edges/tls/" + tls.ID, "ip-policies": "/console/ip_policies",
 			"ip-policy": "/console/ip_policies/" + pol.ID, "ip-policy-rules": "/console/ip_policy_rules", "ip-restrictions": "/console/ip_restrictions",

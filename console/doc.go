@@ -16,7 +16,8 @@
 // (/console/backends, set as the backend of a route, a TLS edge or a
 // TCP edge from their pages), IP policies with their rules, IP policy
 // rules, IP restrictions, event destinations (with the state of
-// delivery to each)
+// delivery to each), event subscriptions (their event types added and
+// removed on their page)
 // and API keys (the signed-in subject's own; an admin's, every key of
 // the account). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page
