@@ -11,7 +11,8 @@
 // the API's: the overview (what is online, live), endpoints (each with
 // its agent's tunnel session), tunnel sessions (stop one), credentials,
 // reserved domains (with the certificate's status and the DNS records
-// to create), edges (/console/edges/https, tls and tcp) and an HTTPS
+// to create), uploaded TLS certificates (the chain and key in PEM; the
+// key is never shown back, not even in a refused form), edges (/console/edges/https, tls and tcp) and an HTTPS
 // edge's routes (each with its backend), tunnel group backends
 // (/console/backends, set as the backend of a route, a TLS edge or a
 // TCP edge from their pages), IP policies with their rules, IP policy
