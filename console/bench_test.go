@@ -370,3 +370,16 @@ func BenchmarkTLSCertificatesPage(b *testing.B) {
 	}
 	benchPage(b, s, "/console/tls_certificates", "certificate 999")
 }
+
+// BenchmarkBotUsersPage renders the bot users page (the first page of the
+// list and the create form) for an account with 1,000 bots. Target:
+// 50 ms.
+func BenchmarkBotUsersPage(b *testing.B) {
+	s := newServer(b, console.Options{})
+	for i := range 1000 {
+		if _, err := s.svc.CreateBotUser(context.Background(), s.a.p, identity.CreateBotUserParams{Name: fmt.Sprintf("bot %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchPage(b, s, "/console/bot_users", "bot 999")
+}

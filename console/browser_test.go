@@ -271,7 +271,7 @@ func TestBrowser(t *testing.T) {
 		}
 		pages := map[string]string{
 			"backends": "/console/backends", "backend": "/console/backends/" + bk.ID,
-			"tls-certificates":    "/console/tls_certificates",
+			"tls-certificates": "/console/tls_certificates", "bot-users": "/console/bot_users",
 			"event-subscriptions": "/console/event_subscriptions", "event-subscription": "/console/event_subscriptions/" + sub.ID,
 			"endpoints": "/console/endpoints", "edges-https": "/console/edges/https", "edges-tls": "/console/edges/tls",
 			"edges-tcp": "/console/edges/tcp", "edge-tls": "/console/edges/tls/" + tls.ID, "ip-policies": "/console/ip_policies",

@@ -225,6 +225,7 @@ func (h *Handler) routes() {
 	h.backendRoutes(m)
 	h.subscriptionRoutes(m)
 	h.certificateRoutes(m)
+	h.botRoutes(m)
 	h.apiKeyRoutes(m)
 	m.Handle("GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
 	m.Handle("POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))

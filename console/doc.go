@@ -20,7 +20,7 @@
 // delivery to each), event subscriptions (their event types added and
 // removed on their page)
 // and API keys (the signed-in subject's own; an admin's, every key of
-// the account). Each has a list page with a create form (endpoints and
+// the account), bot users (a tab beside API keys). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page
 // of its own with an edit form and a delete button. The edit form is
 // pre-filled with what the API's update (PATCH) of the kind may change,
