@@ -14,7 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 )
 
-// Tunnel group backends (list, create, delete) and the backend module of
+// Tunnel group backends (list, create, edit, delete) and the backend module of
 // HTTPS routes, TLS edges and TCP edges (set, remove): what sends an
 // edge's traffic to the agents' labeled tunnels.
 
@@ -96,7 +96,17 @@ func (h *Handler) createBackend(w http.ResponseWriter, r *http.Request, v *visit
 type backendData struct {
 	nav
 	Backend *backends.TunnelGroupBackend
-	Labels  string
+	Edit    backendEdit
+}
+
+// backendEdit is a backend's edit form.
+type backendEdit struct {
+	editState
+	Labels string // one key=value per line
+}
+
+func storedBackendEdit(b *backends.TunnelGroupBackend) backendEdit {
+	return backendEdit{editState: editState{Description: b.Description, Metadata: b.Metadata}, Labels: labelText(b.Labels)}
 }
 
 func (h *Handler) backend(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -104,8 +114,35 @@ func (h *Handler) backend(w http.ResponseWriter, r *http.Request, v *visit) erro
 	if err != nil {
 		return err
 	}
-	h.render(w, http.StatusOK, "backend", &backendData{nav: h.nav(v, "backends"), Backend: b, Labels: strings.TrimSpace(labelText(b.Labels))})
+	h.render(w, http.StatusOK, "backend", &backendData{nav: h.nav(v, "backends"), Backend: b, Edit: storedBackendEdit(b)})
 	return nil
+}
+
+func (h *Handler) editBackend(w http.ResponseWriter, r *http.Request, v *visit) error {
+	b, err := h.svc.GetTunnelGroupBackend(r.Context(), v.p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	form := backendEdit{editState: readEdit(r), Labels: r.PostForm.Get("labels")}
+	params := backends.UpdateParams{Description: changed(form.Description, b.Description), Metadata: changed(form.Metadata, b.Metadata)}
+	labels, l, err := parseLabels(form.Labels)
+	if err == nil && !maps.Equal(labels, b.Labels) {
+		params.Labels = &labels
+	}
+	if err == nil && params == (backends.UpdateParams{}) {
+		return h.saved(w, r, v, false, "backend", b.ID, Prefix+"backends/"+b.ID)
+	}
+	if err == nil {
+		_, err = h.svc.UpdateTunnelGroupBackend(r.Context(), v.p, b.ID, params)
+	}
+	if err != nil {
+		return formFailure(err, labelFields(l), func(status int, errs map[string][]string) error {
+			form.Errors = errs
+			h.render(w, status, "backend", &backendData{nav: h.nav(v, "backends"), Backend: b, Edit: form})
+			return nil
+		})
+	}
+	return h.saved(w, r, v, true, "backend", b.ID, Prefix+"backends/"+b.ID)
 }
 
 // backendForm is the form of an edge's or route's backend module.
@@ -171,6 +208,7 @@ func (h *Handler) backendRoutes(m *http.ServeMux) {
 	m.Handle("GET "+Prefix+"backends", h.page(h.backends))
 	m.Handle("POST "+Prefix+"backends", h.form(h.createBackend))
 	m.Handle("GET "+Prefix+"backends/{id}", h.page(h.backend))
+	m.Handle("POST "+Prefix+"backends/{id}/edit", h.form(h.editBackend))
 	m.Handle("POST "+Prefix+"backends/{id}/delete", h.form(h.deleter("backend", Prefix+"backends", h.svc.DeleteTunnelGroupBackend)))
 
 	route := backendModule{

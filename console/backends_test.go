@@ -50,6 +50,20 @@ func TestBackends(t *testing.T) {
 			t.Errorf("the backend's page lacks %q:\n%s", want, page.body)
 		}
 	}
+	bad = b.post(got.location+"/edit", url.Values{"csrf": {token}, "labels": {"app=web\nbroken"}, "description": {"the web app"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "line 2 (broken): must be KEY=VALUE") || !strings.Contains(bad.body, `id="edit-backend"`) {
+		t.Fatalf("an edit with a broken label line: %d:\n%s", bad.status, bad.body)
+	}
+	if ed := b.post(got.location+"/edit", url.Values{"csrf": {token}, "labels": {"env=prod\napp=web"}, "description": {"the web app"}}); ed.status != http.StatusSeeOther ||
+		!strings.Contains(b.get(got.location).body, "Nothing changed") {
+		t.Errorf("an edit of the same labels in another order: %d, want nothing changed", ed.status)
+	}
+	if ed := b.post(got.location+"/edit", url.Values{"csrf": {token}, "labels": {"app=web\nenv=staging"}, "description": {"the web app"}}); ed.status != http.StatusSeeOther {
+		t.Fatalf("edit: %d %s", ed.status, ed.body)
+	}
+	if bk, err := s.svc.GetTunnelGroupBackend(ctx, s.a.p, id); err != nil || bk.Labels["env"] != "staging" {
+		t.Fatalf("after the edit: %+v %v", bk, err)
+	}
 	if list := b.get("/console/backends?" + url.Values{"filter": {`obj.labels.app == "web"`}}.Encode()); !strings.Contains(list.body, id) {
 		t.Errorf("the filtered list lacks the backend:\n%s", list.body)
 	}

@@ -10,17 +10,20 @@
 // The console's pages are the API's collections, at paths that follow
 // the API's: the overview (what is online, live), endpoints (each with
 // its agent's tunnel session), tunnel sessions (stop one), credentials,
-// reserved domains (with the certificate's status and the DNS records
-// to create), uploaded TLS certificates (the chain and key in PEM; the
-// key is never shown back, not even in a refused form), edges (/console/edges/https, tls and tcp) and an HTTPS
-// edge's routes (each with its backend), tunnel group backends
-// (/console/backends, set as the backend of a route, a TLS edge or a
-// TCP edge from their pages), IP policies with their rules, IP policy
-// rules, IP restrictions, event destinations (with the state of
-// delivery to each), event subscriptions (their event types added and
-// removed on their page)
-// and API keys (the signed-in subject's own; an admin's, every key of
-// the account), bot users (a tab beside API keys). Each has a list page with a create form (endpoints and
+// reserved domains (with the certificate's status and the DNS records to
+// create), uploaded TLS certificates (the chain and key in PEM; the key
+// is never shown back, not even in a refused form), edges
+// (/console/edges/https, tls and tcp) and an HTTPS edge's routes (each
+// with its backend), tunnel group backends (/console/backends, set as
+// the backend of a route, a TLS edge or a TCP edge from their pages), IP
+// policies with their rules, IP policy rules, IP restrictions, event
+// destinations (with the state of delivery to each), event subscriptions
+// (their event types added and removed on their page), API keys (the
+// signed-in subject's own; an admin's, every key of the account), bot
+// users (a tab beside API keys). Not here: the edge modules but the
+// backend and the traffic policy, and the legacy endpoint configurations
+// (decision: a traffic policy does most of what the modules do, and the
+// API sets them). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page
 // of its own with an edit form and a delete button. The edit form is
 // pre-filled with what the API's update (PATCH) of the kind may change,

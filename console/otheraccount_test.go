@@ -89,7 +89,7 @@ func TestOtherAccountPages(t *testing.T) {
 			}
 			return err
 		}},
-		{"/console/backends/" + bk.ID, []string{"/delete"}, func() error { _, err := s.svc.GetTunnelGroupBackend(ctx, bp, bk.ID); return err }},
+		{"/console/backends/" + bk.ID, []string{"/delete", "/edit"}, func() error { _, err := s.svc.GetTunnelGroupBackend(ctx, bp, bk.ID); return err }},
 		{"/console/ip_policies/" + pol.ID, []string{"/delete"}, func() error { _, err := s.svc.GetIPPolicy(ctx, bp, pol.ID); return err }},
 		{"/console/ip_policy_rules/" + rule.ID, []string{"/delete"}, func() error { _, err := s.svc.GetIPPolicyRule(ctx, bp, rule.ID); return err }},
 		{"/console/ip_restrictions/" + x.ID, []string{"/delete"}, func() error { _, err := s.svc.GetIPRestriction(ctx, bp, x.ID); return err }},
