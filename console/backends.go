@@ -249,7 +249,7 @@ func (h *Handler) backendRoutes(m *http.ServeMux) {
 				return k.del(ctx, p, r.PathValue("id"))
 			},
 			show: func(w http.ResponseWriter, r *http.Request, v *visit, status int, form backendForm) error {
-				return h.showEdge(w, r, v, kind, status, nil, routeForm{MatchType: edges.MatchPathPrefix, Match: "/"}, nil, nil, form)
+				return h.showEdge(w, r, v, kind, edgeForms{status: status, backend: &form})
 			},
 			back: func(r *http.Request) string { return Prefix + "edges/" + k.name + "/" + r.PathValue("id") },
 		}

@@ -327,6 +327,18 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("after the edit: %+v %v", r, err)
 		}
 		shot(t, ctx, "ip-policy-rule-edited")
+
+		tcp, err := s.svc.CreateTCPEdge(bctx, s.a.p, edges.CreateTCPEdgeParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(t, ctx, "an edge's IP restriction", chromedp.Navigate(base+"/console/edges/tcp/"+tcp.ID), chromedp.WaitVisible("#ip_policy_ids"),
+			chromedp.SetValue("#ip_policy_ids", pol.ID), chromedp.Submit("#ip_policy_ids"),
+			chromedp.WaitVisible(`//p[@class="notice" and starts-with(., "IP restriction enabled")]`))
+		if e, err := s.svc.GetTCPEdge(bctx, s.a.p, tcp.ID); err != nil || e.IPRestriction == nil || !e.IPRestriction.Enabled || len(e.IPRestriction.IPPolicies) != 1 || e.IPRestriction.IPPolicies[0].ID != pol.ID {
+			t.Fatalf("the TCP edge after setting its IP restriction in the browser: %+v %v", e, err)
+		}
+		shot(t, ctx, "edge-tcp-ip-restriction")
 	})
 
 	t.Run("sign out", func(t *testing.T) {

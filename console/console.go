@@ -223,6 +223,7 @@ func (h *Handler) routes() {
 	h.ipRoutes(m)
 	h.destinationRoutes(m)
 	h.backendRoutes(m)
+	h.ipModuleRoutes(m)
 	h.subscriptionRoutes(m)
 	h.certificateRoutes(m)
 	h.botRoutes(m)

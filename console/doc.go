@@ -16,12 +16,14 @@
 // (/console/edges/https, tls and tcp) and an HTTPS edge's routes (each
 // with its backend), tunnel group backends (/console/backends, set as
 // the backend of a route, a TLS edge or a TCP edge from their pages), IP
-// policies with their rules, IP policy rules, IP restrictions, event
-// destinations (with the state of delivery to each), event subscriptions
-// (their event types added and removed on their page), API keys (the
-// signed-in subject's own; an admin's, every key of the account), bot
-// users (a tab beside API keys). Not here: the edge modules but the
-// backend and the traffic policy, and the legacy endpoint configurations
+// policies with their rules (set on a TLS or TCP edge by their IDs in
+// the edge's IP restriction form), IP policy rules, IP restrictions,
+// event destinations (with the state of delivery to each), event
+// subscriptions (their event types added and removed on their page),
+// API keys (the signed-in subject's own; an admin's, every key of the
+// account), bot users (a tab beside API keys). Not here: the edge
+// modules but the backend, the traffic policy and the TLS and TCP
+// edges' IP restriction, and the legacy endpoint configurations
 // (decision: a traffic policy does most of what the modules do, and the
 // API sets them). Each has a list page with a create form (endpoints and
 // tunnel sessions are made by agents, not here) and each resource a page

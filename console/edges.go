@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,7 @@ type edgeView struct {
 	Modules                   []string             // the names of the modules set
 	TrafficPolicy             *edges.TrafficPolicy // TLS edges only
 	Backend                   *edges.Backend       // TLS and TCP edges only
+	IPRestriction             *edges.IPRestriction // TLS and TCP edges only
 }
 
 // edgeKind is one type of edge, as its pages need it.
@@ -73,7 +75,7 @@ func httpsEdgeView(e *edges.HTTPSEdge) edgeView {
 }
 
 func tlsEdgeView(e *edges.TLSEdge) edgeView {
-	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, TrafficPolicy: e.TrafficPolicy, Backend: e.Backend}
+	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, TrafficPolicy: e.TrafficPolicy, Backend: e.Backend, IPRestriction: e.IPRestriction}
 	if e.IPRestriction != nil {
 		v.Modules = append(v.Modules, edges.ModuleIPRestriction)
 	}
@@ -90,7 +92,7 @@ func tlsEdgeView(e *edges.TLSEdge) edgeView {
 }
 
 func tcpEdgeView(e *edges.TCPEdge) edgeView {
-	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, Backend: e.Backend}
+	v := edgeView{ID: e.ID, Description: e.Description, Metadata: e.Metadata, CreatedAt: e.CreatedAt, Hostports: e.Hostports, Backend: e.Backend, IPRestriction: e.IPRestriction}
 	if e.IPRestriction != nil {
 		v.Modules = append(v.Modules, edges.ModuleIPRestriction)
 	}
@@ -195,8 +197,10 @@ type edgeData struct {
 	Kind   *edgeKind
 	Edge   *edgeView
 	Editor *policyEditor // TLS edges
-	// Backend is the backend module's form (TLS and TCP edges).
-	Backend *backendForm
+	// Backend and IPRestriction are the modules' forms (TLS and TCP
+	// edges).
+	Backend       *backendForm
+	IPRestriction *ipModuleForm
 	// HTTPS edges.
 	List   listState
 	Routes []edges.HTTPSRoute
@@ -210,35 +214,56 @@ type routeForm struct {
 	MatchType, Match, Description, Metadata string
 }
 
+// edgeForms are the forms of an edge's page as the user left them after
+// a refused post, and the page's status (0: 200); a nil form is shown as
+// stored (the route form: a new path-prefix route on /).
+type edgeForms struct {
+	status        int
+	editor        *policyEditor
+	route         *routeForm
+	routeErrs     map[string][]string
+	edit          *edgeEdit
+	backend       *backendForm
+	ipRestriction *ipModuleForm
+}
+
 func (h *Handler) edge(k *edgeKind) pageFunc {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) error {
-		return h.showEdge(w, r, v, k, http.StatusOK, nil, routeForm{MatchType: edges.MatchPathPrefix, Match: "/"}, nil, nil)
+		return h.showEdge(w, r, v, k, edgeForms{})
 	}
 }
 
-// showEdge renders an edge's page; editor is the traffic-policy editor
-// as the user left it (nil: the module as stored), form and errs the
-// route form's, edit the edit form as the user left it (nil: the edge
-// as stored), bk the backend form as the user left it (none: as
-// stored).
-func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *edgeKind, status int, editor *policyEditor, form routeForm, errs map[string][]string, edit *edgeEdit, bk ...backendForm) error {
+// showEdge renders an edge's page with its forms as f says.
+func (h *Handler) showEdge(w http.ResponseWriter, r *http.Request, v *visit, k *edgeKind, f edgeForms) error {
 	id := r.PathValue("id")
 	e, err := k.get(r.Context(), v.p, id)
 	if err != nil {
 		return err
 	}
+	status := cmp.Or(f.status, http.StatusOK)
+	edit := f.edit
 	if edit == nil {
 		edit = &edgeEdit{editState: editState{Description: e.Description, Metadata: e.Metadata}, Hostports: strings.Join(e.Hostports, "\n")}
 	}
-	d := &edgeData{nav: h.nav(v, "edges"), Kind: k, Edge: e, Form: form, Errors: errs, Edit: *edit}
+	form := routeForm{MatchType: edges.MatchPathPrefix, Match: "/"}
+	if f.route != nil {
+		form = *f.route
+	}
+	d := &edgeData{nav: h.nav(v, "edges"), Kind: k, Edge: e, Form: form, Errors: f.routeErrs, Edit: *edit}
 	if k.Name != "https" {
 		b := storedBackend(Prefix+"edges/"+k.Name+"/"+id+"/backend", v.csrf, e.Backend)
-		if len(bk) > 0 {
-			b.BackendID, b.Errors = bk[0].BackendID, bk[0].Errors
+		if f.backend != nil {
+			b.BackendID, b.Errors = f.backend.BackendID, f.backend.Errors
 		}
 		d.Backend = &b
+		ip := storedIPModule(Prefix+"edges/"+k.Name+"/"+id+"/ip_restriction", v.csrf, e.IPRestriction)
+		if f.ipRestriction != nil {
+			ip.Policies, ip.Enabled, ip.Errors = f.ipRestriction.Policies, f.ipRestriction.Enabled, f.ipRestriction.Errors
+		}
+		d.IPRestriction = &ip
 	}
 	if k.Policy {
+		editor := f.editor
 		if editor == nil {
 			editor = storedEditor(e.TrafficPolicy)
 		}
@@ -274,7 +299,7 @@ func (h *Handler) createRoute(k *edgeKind) pageFunc {
 				return err
 			}
 			return formFailure(err, routeFields, func(status int, errs map[string][]string) error {
-				return h.showEdge(w, r, v, k, status, nil, form, errs, nil)
+				return h.showEdge(w, r, v, k, edgeForms{status: status, route: &form, routeErrs: errs})
 			})
 		}
 		h.sessions.setNotice(v.s, "Created route "+rt.ID+".")
@@ -489,7 +514,7 @@ func (h *Handler) edgeRoutes(m *http.ServeMux) {
 			_, err := h.svc.ReplaceTLSEdgeTrafficPolicy(r.Context(), v.p, r.PathValue("id"), params)
 			return err
 		}, func(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor) error {
-			return h.showEdge(w, r, v, tls, status, editor, routeForm{}, nil, nil)
+			return h.showEdge(w, r, v, tls, edgeForms{status: status, editor: editor})
 		}, tlsBack)))
 	m.Handle("POST "+Prefix+"edges/tls/{id}/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
 		return h.svc.DeleteTLSEdgeTrafficPolicy(r.Context(), v.p, r.PathValue("id"))

@@ -190,7 +190,7 @@ func (h *Handler) editEdge(k *edgeKind) pageFunc {
 		if err := k.update(r.Context(), v.p, e.ID, desc, meta, hps); err != nil {
 			return formFailure(err, edgeFields(hp), func(status int, errs map[string][]string) error {
 				form.Errors = errs
-				return h.showEdge(w, r, v, k, status, nil, routeForm{MatchType: edges.MatchPathPrefix, Match: "/"}, nil, &form)
+				return h.showEdge(w, r, v, k, edgeForms{status: status, edit: &form})
 			})
 		}
 		return h.saved(w, r, v, true, k.Title[:len(k.Title)-1], e.ID, Prefix+"edges/"+k.Name+"/"+e.ID)

@@ -51,6 +51,8 @@ func TestOtherAccountPages(t *testing.T) {
 	must(t, err)
 	ownBackend, err := s.svc.CreateTunnelGroupBackend(ctx, s.a.p, backends.CreateParams{Labels: map[string]string{"app": "a"}})
 	must(t, err)
+	ownPolicy, err := s.svc.CreateIPPolicy(ctx, s.a.p, ipaccess.CreatePolicyParams{})
+	must(t, err)
 
 	br := s.browser(t)
 	token := br.signIn(s.a.key)
@@ -75,17 +77,17 @@ func TestOtherAccountPages(t *testing.T) {
 			}
 			return err
 		}},
-		{"/console/edges/tls/" + tls.ID, []string{"/delete", "/traffic_policy", "/traffic_policy/delete", "/backend", "/backend/delete"}, func() error {
+		{"/console/edges/tls/" + tls.ID, []string{"/delete", "/traffic_policy", "/traffic_policy/delete", "/backend", "/backend/delete", "/ip_restriction", "/ip_restriction/delete"}, func() error {
 			e, err := s.svc.GetTLSEdge(ctx, bp, tls.ID)
-			if err == nil && (e.TrafficPolicy != nil || e.Backend != nil) {
-				t.Error("another account's TLS edge got a traffic policy or a backend")
+			if err == nil && (e.TrafficPolicy != nil || e.Backend != nil || e.IPRestriction != nil) {
+				t.Error("another account's TLS edge got a traffic policy, a backend or an IP restriction")
 			}
 			return err
 		}},
-		{"/console/edges/tcp/" + tcp.ID, []string{"/delete", "/backend", "/backend/delete"}, func() error {
+		{"/console/edges/tcp/" + tcp.ID, []string{"/delete", "/backend", "/backend/delete", "/ip_restriction", "/ip_restriction/delete"}, func() error {
 			e, err := s.svc.GetTCPEdge(ctx, bp, tcp.ID)
-			if err == nil && e.Backend != nil {
-				t.Error("another account's TCP edge got a backend")
+			if err == nil && (e.Backend != nil || e.IPRestriction != nil) {
+				t.Error("another account's TCP edge got a backend or an IP restriction")
 			}
 			return err
 		}},
@@ -97,7 +99,7 @@ func TestOtherAccountPages(t *testing.T) {
 		{"/console/api_keys/" + key.ID, []string{"/delete"}, func() error { _, err := s.svc.GetAPIKey(ctx, bp, key.ID); return err }},
 	}
 	form := url.Values{"csrf": {token}, "value": {`{"inbound": [{"actions": [{"type": "deny"}]}]}`}, "enabled": {"on"},
-		"match_type": {"path_prefix"}, "match": {"/x"}, "backend_id": {ownBackend.ID}}
+		"match_type": {"path_prefix"}, "match": {"/x"}, "backend_id": {ownBackend.ID}, "ip_policy_ids": {ownPolicy.ID}}
 	for _, p := range pages {
 		got := br.get(p.page)
 		if got.status != http.StatusNotFound || strings.Contains(got.body, "secret-b") {
