@@ -10,8 +10,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/edgeplane/edgeplane/backends"
 	"github.com/edgeplane/edgeplane/console"
+	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/identity"
 	"github.com/edgeplane/edgeplane/internal/browsertest"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
@@ -269,7 +271,19 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		bot, err := s.svc.CreateBotUser(bctx, s.a.p, identity.CreateBotUserParams{Name: "deploys"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		certPEM, keyPEM := selfSigned(t, "mail.example.com")
+		cert, err := s.svc.CreateTLSCertificate(bctx, s.a.p, domains.CreateCertificateParams{CertificatePEM: certPEM, PrivateKeyPEM: keyPEM, Description: "mail"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ep := s.openSession(s.a, "tour.example.com")
 		pages := map[string]string{
+			"bot-user": "/console/bot_users/" + bot.ID, "tls-certificate": "/console/tls_certificates/" + cert.ID,
+			"endpoint": "/console/endpoints/" + ep.ID, "tunnel-sessions": "/console/tunnel_sessions",
 			"backends": "/console/backends", "backend": "/console/backends/" + bk.ID,
 			"tls-certificates": "/console/tls_certificates", "bot-users": "/console/bot_users",
 			"event-subscriptions": "/console/event_subscriptions", "event-subscription": "/console/event_subscriptions/" + sub.ID,
