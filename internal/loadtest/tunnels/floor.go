@@ -275,8 +275,9 @@ func runFloorSink(addr string, overTLS bool) error {
 }
 
 // measureFloor runs -serve floor rounds times and prints each relay and
-// the medians, in CPU s per GB as the TCP part does.
-func measureFloor(self string, rounds int, n int64, certFile, keyFile string) error {
+// the medians, in CPU s per GB as the TCP part does; it returns the
+// medians by direction ("plain to TLS, batched" and the like).
+func measureFloor(self string, rounds int, n int64, certFile, keyFile string) (map[string]float64, error) {
 	var rs []floorResult
 	fmt.Printf("\n### The floor: a bare crypto/tls relay, %d MiB each way\n\n", n>>20)
 	fmt.Printf("| round | direction | MiB/s | relay CPU s/GB |\n|---|---|---|---|\n")
@@ -285,13 +286,13 @@ func measureFloor(self string, rounds int, n int64, certFile, keyFile string) er
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
-			return fmt.Errorf("the floor relay: %w", err)
+			return nil, fmt.Errorf("the floor relay: %w", err)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			var r floorResult
 			var el, cpu int64
 			if _, err := fmt.Sscanf(line, "floor %s %d %d %d", &r.direction, &r.bytes, &el, &cpu); err != nil {
-				return fmt.Errorf("the floor relay printed %q", line)
+				return nil, fmt.Errorf("the floor relay printed %q", line)
 			}
 			r.direction = strings.ReplaceAll(r.direction, "_", " ")
 			r.elapsed, r.cpu = time.Duration(el), time.Duration(cpu)
@@ -299,6 +300,7 @@ func measureFloor(self string, rounds int, n int64, certFile, keyFile string) er
 			fmt.Printf("| %d | %s | %.0f | %.2f |\n", round, r.direction, float64(r.bytes)/(1<<20)/r.elapsed.Seconds(), r.cpu.Seconds()/(float64(r.bytes)/1e9))
 		}
 	}
+	medians := map[string]float64{}
 	fmt.Printf("\n| direction | median MiB/s | median relay CPU s/GB |\n|---|---|---|\n")
 	for _, dir := range []string{"plain to TLS", "TLS to plain", "plain to TLS, batched", "TLS to plain, batched"} {
 		var of []floorResult
@@ -307,10 +309,26 @@ func measureFloor(self string, rounds int, n int64, certFile, keyFile string) er
 				of = append(of, r)
 			}
 		}
+		medians[dir] = median(of, func(r floorResult) float64 { return r.cpu.Seconds() / (float64(r.bytes) / 1e9) })
 		fmt.Printf("| %s | %.0f | %.2f |\n", dir,
-			median(of, func(r floorResult) float64 { return float64(r.bytes) / (1 << 20) / r.elapsed.Seconds() }),
-			median(of, func(r floorResult) float64 { return r.cpu.Seconds() / (float64(r.bytes) / 1e9) }))
+			median(of, func(r floorResult) float64 { return float64(r.bytes) / (1 << 20) / r.elapsed.Seconds() }), medians[dir])
 	}
 	fmt.Printf("\nA tunnel server's upload and an agent's download each do at least the first; the reverse, the second.\n")
-	return nil
+	return medians, nil
+}
+
+// printAgainstFloor prints the tunnel server's and the agent's CPU per GB
+// as a multiple of the batched relay's in the same direction: the
+// server's upload and the agent's download move plain bytes into TLS,
+// the server's download and the agent's upload TLS into plain.
+func printAgainstFloor(through map[string]tunnelCPU, floor map[string]float64) {
+	toTLS, fromTLS := floor["plain to TLS, batched"], floor["TLS to plain, batched"]
+	if toTLS == 0 || fromTLS == 0 {
+		return
+	}
+	up, down := through["upload"], through["download"]
+	fmt.Printf("\n### The tunnel against the batched relay (its CPU per GB over the relay's, same direction)\n\n")
+	fmt.Printf("| process | upload | download |\n|---|---|---|\n")
+	fmt.Printf("| serve | %.2f / %.2f = %.2fx | %.2f / %.2f = %.2fx |\n", up.serve, toTLS, up.serve/toTLS, down.serve, fromTLS, down.serve/fromTLS)
+	fmt.Printf("| agent | %.2f / %.2f = %.2fx | %.2f / %.2f = %.2fx |\n", up.agent, fromTLS, up.agent/fromTLS, down.agent, toTLS, down.agent/toTLS)
 }

@@ -414,14 +414,16 @@ func dataPlane(dir, bin, self, certFile, keyFile string, o options, want, met ma
 	}
 	if want["tcp"] {
 		fmt.Printf("\n## TCP: through an agent's tunnel vs the proxy's direct relay\n\n")
-		ok, err := measureTCP(s, []tcpCase{{"direct", tcpDirect, nil}, {"agent", tcpThrough, tcpAgent}}, o.rounds, o.bytes, o.streams, o.connections)
+		ok, through, err := measureTCP(s, []tcpCase{{"direct", tcpDirect, nil}, {"agent", tcpThrough, tcpAgent}}, o.rounds, o.bytes, o.streams, o.connections)
 		if err != nil {
 			return err
 		}
 		met["TCP through the agent (MiB/s >= 0.5x)"] = ok
-		if err := measureFloor(self, o.rounds, o.bytes, certFile, keyFile); err != nil {
+		floor, err := measureFloor(self, o.rounds, o.bytes, certFile, keyFile)
+		if err != nil {
 			return err
 		}
+		printAgainstFloor(through, floor)
 	}
 	return nil
 }

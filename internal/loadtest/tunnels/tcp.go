@@ -181,11 +181,15 @@ func (r tcpResult) mibps(n int64) float64 {
 // streams is the number of parallel TCP connections each transfer
 // spreads its n bytes over; connections is the agent's -connections
 // (sessions), printed for the record.
-func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64, streams, connections int) (bool, error) {
+// tunnelCPU is the median CPU per GB of the tunnel server and of the
+// agent in one direction.
+type tunnelCPU struct{ serve, agent float64 }
+
+func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64, streams, connections int) (bool, map[string]tunnelCPU, error) {
 	// Warm-up: buffers, the relay's pools, the agent's stream.
 	for _, c := range cases {
 		if err := warmUp(c.name, c.addr, n); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
 	fmt.Printf("%d MiB through a TCP edge over %d parallel connection(s), the agent with -connections %d, each direction (upload: client to sink, download: sink to client), %d rounds, interleaved\n\n",
@@ -205,7 +209,7 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64, streams, con
 				serve0, serveW0 := loadkit.CPUTime(s.pid()), writeCalls(s.pid())
 				took, err := transferParallel(c.addr, d.upload, n, streams)
 				if err != nil {
-					return false, fmt.Errorf("%s %s: %w", c.name, d.name, err)
+					return false, nil, fmt.Errorf("%s %s: %w", c.name, d.name, err)
 				}
 				r := tcpResult{took: took, serveCPU: loadkit.CPUTime(s.pid()) - serve0, serveWrites: writeCalls(s.pid()) - serveW0}
 				if c.agent != nil {
@@ -244,14 +248,16 @@ func measureTCP(s *serveProc, cases []tcpCase, rounds int, n int64, streams, con
 		fmt.Printf("%s MiB/s agent/direct = %.3f (target >= 0.5): %s\n", d.name, r, verdict(r >= 0.5))
 		ok = ok && r >= 0.5
 	}
+	through := map[string]tunnelCPU{}
 	for _, d := range directions {
 		rs := results[cases[1].name+" "+d.name]
 		serve := median(rs, func(r tcpResult) float64 { return r.serveCPU.Seconds() }) / gb
 		agent := median(rs, func(r tcpResult) float64 { return r.agentCPU.Seconds() }) / gb
+		through[d.name] = tunnelCPU{serve, agent}
 		fmt.Printf("%s through the agent: serve CPU %.2f s/GB, agent CPU %.2f s/GB (target <= 0.6 each, issue 46): %s\n", d.name, serve, agent,
 			verdict(serve <= 0.6 && agent <= 0.6))
 	}
-	return ok, nil
+	return ok, through, nil
 }
 
 // directions are the two ways of a TCP transfer.
