@@ -79,7 +79,7 @@ func (h *Handler) removeIPModule(m ipModule) pageFunc {
 		if err := m.del(r.Context(), v.p, r.PathValue("id")); err != nil {
 			return err
 		}
-		h.sessions.setNotice(v.s, "IP restriction removed: the edge serves clients of any address.")
+		h.sessions.setNotice(v.s, "IP restriction removed: the edge no longer checks clients' addresses against IP policies.")
 		http.Redirect(w, r, m.page(r), http.StatusSeeOther)
 		return nil
 	}

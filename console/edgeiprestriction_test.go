@@ -51,7 +51,7 @@ func TestEdgeIPRestriction(t *testing.T) {
 		}},
 	} {
 		page := b.get(m.page)
-		if !strings.Contains(page.body, `id="ipmodule-form"`) || !strings.Contains(page.body, "None is set: clients of any address reach the edge.") ||
+		if !strings.Contains(page.body, `id="ipmodule-form"`) || !strings.Contains(page.body, "None is set: the edge checks no client's address against IP policies.") ||
 			!strings.Contains(page.body, `id="ipmodule-enabled" name="enabled" value="on" checked`) || strings.Contains(page.body, `id="remove-ipmodule"`) {
 			t.Fatalf("%s: the page lacks the IP restriction's form as unset and enabled:\n%s", m.page, page.body)
 		}
