@@ -9,6 +9,7 @@ import (
 	"github.com/edgeplane/edgeplane"
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/edges"
+	"github.com/edgeplane/edgeplane/internal/records"
 )
 
 // The IP restriction module of TLS and TCP edges: the IP policies (made
@@ -30,11 +31,7 @@ type ipModuleForm struct {
 func storedIPModule(action, csrf string, m *edges.IPRestriction) ipModuleForm {
 	f := ipModuleForm{Action: action, CSRF: csrf, Enabled: true}
 	if m != nil {
-		ids := make([]string, len(m.IPPolicies))
-		for i, p := range m.IPPolicies {
-			ids[i] = p.ID
-		}
-		f.Policies, f.Enabled, f.Set = strings.Join(ids, "\n"), m.Enabled, true
+		f.Policies, f.Enabled, f.Set = strings.Join(records.RefIDs(m.IPPolicies), "\n"), m.Enabled, true
 	}
 	return f
 }

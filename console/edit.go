@@ -12,6 +12,7 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/events"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
 
@@ -308,16 +309,7 @@ type restrictionEdit struct {
 }
 
 func storedRestrictionEdit(x *ipaccess.Restriction) restrictionEdit {
-	return restrictionEdit{editState: editState{Description: x.Description, Metadata: x.Metadata}, Policies: strings.Join(policyIDs(x), "\n"), Enforced: x.Enforced}
-}
-
-// policyIDs returns the IDs of x's policies, in order.
-func policyIDs(x *ipaccess.Restriction) []string {
-	ids := make([]string, len(x.IPPolicies))
-	for i, p := range x.IPPolicies {
-		ids[i] = p.ID
-	}
-	return ids
+	return restrictionEdit{editState: editState{Description: x.Description, Metadata: x.Metadata}, Policies: strings.Join(records.RefIDs(x.IPPolicies), "\n"), Enforced: x.Enforced}
 }
 
 func (h *Handler) editIPRestriction(w http.ResponseWriter, r *http.Request, v *visit) error {
@@ -328,7 +320,7 @@ func (h *Handler) editIPRestriction(w http.ResponseWriter, r *http.Request, v *v
 	form := restrictionEdit{editState: readEdit(r), Policies: r.PostForm.Get("ip_policy_ids"), Enforced: r.PostForm.Get("enforced") == "on"}
 	ids := splitLines(form.Policies)
 	params := ipaccess.UpdateRestrictionParams{Description: changed(form.Description, x.Description), Metadata: changed(form.Metadata, x.Metadata),
-		IPPolicyIDs: changedList(ids, policyIDs(x))}
+		IPPolicyIDs: changedList(ids, records.RefIDs(x.IPPolicies))}
 	if form.Enforced != x.Enforced {
 		params.Enforced = &form.Enforced
 	}

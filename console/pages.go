@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -311,24 +310,9 @@ func (h *Handler) editCredential(w http.ResponseWriter, r *http.Request, v *visi
 	}
 	form := credentialForm{Description: r.PostForm.Get("description"), Metadata: r.PostForm.Get("metadata"), ACL: r.PostForm.Get("acl")}
 	acl := splitLines(form.ACL)
-	var params credentials.UpdateParams
-	if form.Description != c.Description {
-		params.Description = &form.Description
-	}
-	if form.Metadata != c.Metadata {
-		params.Metadata = &form.Metadata
-	}
-	if !slices.Equal(acl.items, c.ACL) {
-		items := acl.items
-		if items == nil {
-			items = []string{}
-		}
-		params.ACL = &items
-	}
+	params := credentials.UpdateParams{Description: changed(form.Description, c.Description), Metadata: changed(form.Metadata, c.Metadata), ACL: changedList(acl, c.ACL)}
 	if params.Description == nil && params.Metadata == nil && params.ACL == nil {
-		h.sessions.setNotice(v.s, "Nothing changed: credential "+c.ID+" is as it was.")
-		http.Redirect(w, r, Prefix+"credentials/"+c.ID, http.StatusSeeOther)
-		return nil
+		return h.saved(w, r, v, false, "credential", c.ID, Prefix+"credentials/"+c.ID)
 	}
 	if _, err := h.svc.UpdateCredential(r.Context(), v.p, id, params); err != nil {
 		return formFailure(err, map[string]*lines{"description": nil, "metadata": nil, "acl": acl}, func(status int, errs map[string][]string) error {
@@ -336,9 +320,7 @@ func (h *Handler) editCredential(w http.ResponseWriter, r *http.Request, v *visi
 			return nil
 		})
 	}
-	h.sessions.setNotice(v.s, "Credential "+c.ID+" saved.")
-	http.Redirect(w, r, Prefix+"credentials/"+c.ID, http.StatusSeeOther)
-	return nil
+	return h.saved(w, r, v, true, "credential", c.ID, Prefix+"credentials/"+c.ID)
 }
 
 func (h *Handler) credential(w http.ResponseWriter, r *http.Request, v *visit) error {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/edgeplane/edgeplane/events"
+	"github.com/edgeplane/edgeplane/internal/records"
 )
 
 // Event subscriptions: which events (sources, one event type each) go
@@ -85,11 +86,7 @@ type subscriptionEdit struct {
 }
 
 func storedSubscriptionEdit(s *events.Subscription) subscriptionEdit {
-	ids := make([]string, len(s.Destinations))
-	for i, d := range s.Destinations {
-		ids[i] = d.ID
-	}
-	return subscriptionEdit{editState: editState{Description: s.Description, Metadata: s.Metadata}, Destinations: strings.Join(ids, "\n")}
+	return subscriptionEdit{editState: editState{Description: s.Description, Metadata: s.Metadata}, Destinations: strings.Join(records.RefIDs(s.Destinations), "\n")}
 }
 
 func (h *Handler) subscription(w http.ResponseWriter, r *http.Request, v *visit) error {
