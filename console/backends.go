@@ -31,10 +31,12 @@ type backendCreateForm struct {
 }
 
 // parseLabels reads labels typed one key=value per line. A line without
-// "=" is a violation of labels, named by its line.
+// "=", or one that repeats an earlier line's key (which a map would
+// silently drop), is a violation of labels, named by its line.
 func parseLabels(text string) (map[string]string, *lines, error) {
 	l := splitLines(text)
 	out := make(map[string]string, len(l.items))
+	first := make(map[string]int, len(l.items)) // key -> its line
 	var vs apierr.Violations
 	for i, item := range l.items {
 		k, v, ok := strings.Cut(item, "=")
@@ -42,7 +44,13 @@ func parseLabels(text string) (map[string]string, *lines, error) {
 			vs.Add("labels["+strconv.Itoa(i)+"]", "must be KEY=VALUE")
 			continue
 		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		k = strings.TrimSpace(k)
+		if at, dup := first[k]; dup {
+			vs.Add("labels["+strconv.Itoa(i)+"]", "repeats the key %q of line %d; each key may be given once", k, at)
+			continue
+		}
+		first[k] = l.at[i]
+		out[k] = strings.TrimSpace(v)
 	}
 	return out, l, vs.Err()
 }

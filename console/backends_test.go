@@ -28,6 +28,10 @@ func TestBackends(t *testing.T) {
 	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, `id="labels-error"`) || !strings.Contains(bad.body, "line 2 (not a label): must be KEY=VALUE") {
 		t.Fatalf("a label line without =: %d:\n%s", bad.status, bad.body)
 	}
+	bad = b.post("/console/backends", url.Values{"csrf": {token}, "labels": {"app=web\n\n app = api"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, `line 3 (app = api): repeats the key &#34;app&#34; of line 1`) {
+		t.Fatalf("a label key given twice: %d:\n%s", bad.status, bad.body)
+	}
 	bad = b.post("/console/backends", url.Values{"csrf": {token}, "labels": {""}})
 	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, `id="labels-error"`) || !strings.Contains(bad.body, "at least one label") {
 		t.Fatalf("no labels: %d:\n%s", bad.status, bad.body)
