@@ -14,7 +14,7 @@ import (
 // maxCertificateFormBytes bounds the upload form's body: the largest
 // certificate chain and private key the API takes, URL-encoded at their
 // worst (3 bytes a byte), and the other fields.
-const maxCertificateFormBytes = 3*(64<<10+16<<10+4096+255) + 4<<10
+const maxCertificateFormBytes = 3*(domains.MaxCertificatePEMBytes+domains.MaxPrivateKeyPEMBytes+domains.MaxMetadataBytes+domains.MaxDescriptionBytes) + 4<<10
 
 type certificatesData struct {
 	nav

@@ -106,3 +106,29 @@ func TestCertificates(t *testing.T) {
 		t.Error("the certificate is still there")
 	}
 }
+
+// TestCertificateFormBound: the upload form's body bound agrees with the
+// API's: a form with every field at the API's largest, each byte one
+// that URL-encodes to three, reaches the Service (which refuses it for
+// what it holds, not for its size), and one well past them gets 413.
+func TestCertificateFormBound(t *testing.T) {
+	s := newServer(t, console.Options{})
+	b := s.browser(t)
+	token := b.signIn(s.a.key)
+	form := func(extra int) url.Values {
+		return url.Values{"csrf": {token},
+			"certificate_pem": {strings.Repeat("\n", domains.MaxCertificatePEMBytes+extra)},
+			"private_key_pem": {strings.Repeat("\n", domains.MaxPrivateKeyPEMBytes)},
+			"description":     {strings.Repeat("\n", domains.MaxDescriptionBytes)},
+			"metadata":        {strings.Repeat("\n", domains.MaxMetadataBytes)}}
+	}
+	if got := b.post("/console/tls_certificates", form(0)); got.status == http.StatusRequestEntityTooLarge || got.status != http.StatusBadRequest {
+		t.Errorf("a form at the API's largest: %d, want the Service's 400 (not 413)", got.status)
+	}
+	if got := b.post("/console/tls_certificates", form(4<<10)); got.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a form past the API's largest: %d, want 413", got.status)
+	}
+	if page, err := s.svc.ListTLSCertificates(context.Background(), s.a.p, edgeplaneListAll); err != nil || len(page.Items) != 0 {
+		t.Errorf("certificates after the refusals: %+v %v", page, err)
+	}
+}
