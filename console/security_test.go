@@ -344,6 +344,7 @@ func TestCSRFPages(t *testing.T) {
 	must(t, err)
 	tls, err := s.svc.CreateTLSEdge(ctx, s.a.p, edges.CreateTLSEdgeParams{})
 	must(t, err)
+	certPEM, keyPEM := selfSigned(t, "app.example.com")
 	b := s.browser(t)
 	b.signIn(s.a.key)
 	forms := []struct {
@@ -359,6 +360,9 @@ func TestCSRFPages(t *testing.T) {
 		{"/console/ip_restrictions", url.Values{"type": {"dashboard"}}},
 		{"/console/event_destinations", url.Values{"url": {"https://192.0.2.10/x"}}},
 		{"/console/api_keys", url.Values{"description": {"x"}}},
+		{"/console/backends", url.Values{"labels": {"app=web"}}},
+		{"/console/bot_users", url.Values{"name": {"x"}, "active": {"on"}}},
+		{"/console/tls_certificates", url.Values{"certificate_pem": {certPEM}, "private_key_pem": {keyPEM}}},
 	}
 	for _, f := range forms {
 		form := url.Values{"csrf": {"wrong"}}
@@ -381,9 +385,12 @@ func TestCSRFPages(t *testing.T) {
 		"IP policies":      func() int { p, _ := s.svc.ListIPPolicies(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
 		"destinations":     func() int { p, _ := s.svc.ListEventDestinations(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
 		"API keys":         func() int { p, _ := s.svc.ListAPIKeys(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"backends":         func() int { p, _ := s.svc.ListTunnelGroupBackends(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"bot users":        func() int { p, _ := s.svc.ListBotUsers(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
+		"TLS certificates": func() int { p, _ := s.svc.ListTLSCertificates(ctx, s.a.p, edgeplaneListAll); return len(p.Items) },
 	} {
 		want := 1
-		if name == "IP policies" || name == "destinations" {
+		if name == "IP policies" || name == "destinations" || name == "backends" || name == "bot users" || name == "TLS certificates" {
 			want = 0
 		}
 		if got := n(); got != want {
