@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgeplane/edgeplane/internal/dataplane"
 	"github.com/edgeplane/edgeplane/internal/records"
+	"github.com/edgeplane/edgeplane/kinds"
 
 	"github.com/edgeplane/edgeplane/apierr"
 	"github.com/edgeplane/edgeplane/domains"
@@ -33,7 +34,7 @@ func hostportKey(hostport string) string { return dataplane.HostportKey(hostport
 // no host, so an edge proxy tells TCP edges apart by port alone, and a
 // port serves one TCP edge in the whole store (a TCP edge may list
 // several hosts on one port).
-func tcpPortKey(port string) string { return "edge_tcp_port:" + port }
+func tcpPortKey(port string) string { return kinds.TCPPortKey(port) }
 
 // hostportKeys returns the store keys of the canonical hostports of an
 // edge of type t: one per hostport, and for a TCP edge one per port.

@@ -5,9 +5,9 @@
 // the kinds without importing the Service.
 //
 // The Service (package edgeplane) declares each kind: its stored form,
-// its presentation and its events; this package holds only the names and
-// the data plane's roles, and a test of the Service checks that both
-// agree. It imports nothing of the module but store.
+// its presentation and its events; this package holds only the names,
+// the data plane's roles and the store keys of where edges and endpoints
+// serve (keys.go), and a test of the Service checks that both agree. It imports nothing of the module but store.
 package kinds
 
 import (

@@ -9,14 +9,6 @@ import (
 	"github.com/edgeplane/edgeplane/store"
 )
 
-// Keys an edge holds for where it serves: a hostport's and, for a TCP
-// edge, a port's (the root package's hostportKey and tcpPortKey). A pool
-// is indexed under one of them ([State.poolKey]).
-const (
-	hostportKeyPrefix = "edge_hostport:"
-	tcpPortKeyPrefix  = "edge_tcp_port:"
-)
-
 // GuardEdges returns st with its writes of records that take the key of
 // a hostport or a TCP port (edges) refused while an endpoint pool serves
 // there, as a store refuses a key another record holds: with a
@@ -45,11 +37,13 @@ func edgeKind(kind store.Kind) bool {
 	return kind == kinds.HTTPSEdge || kind == kinds.TLSEdge || kind == kinds.TCPEdge
 }
 
-// placeKeys returns the keys of keys that name where an edge serves.
+// placeKeys returns the keys of keys that name where an edge serves
+// ([kinds.IsPlaceKey]); a pool is indexed under one of them
+// ([State.poolKey]).
 func placeKeys(keys []string) []string {
 	var out []string
 	for _, k := range keys {
-		if strings.HasPrefix(k, hostportKeyPrefix) || strings.HasPrefix(k, tcpPortKeyPrefix) {
+		if kinds.IsPlaceKey(k) {
 			out = append(out, k)
 		}
 	}

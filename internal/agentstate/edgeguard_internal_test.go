@@ -35,7 +35,7 @@ func (st poolForming) Create(ctx context.Context, rec store.Record) error {
 // write of a kind that is not an edge is not checked.
 func TestGuardEdgesRace(t *testing.T) {
 	ctx := context.Background()
-	const key = hostportKeyPrefix + "app.example.com:443"
+	key := kinds.HostportKey("app.example.com:443")
 	ms := memstore.New()
 	g := GuardEdges(poolForming{Store: ms, key: key})
 	edge := store.Record{Kind: kinds.HTTPSEdge, AccountID: "acc_a", ID: "edghts_1", Data: []byte(`{}`), Keys: []string{key},

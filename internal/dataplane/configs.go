@@ -14,6 +14,7 @@ import (
 	"github.com/edgeplane/edgeplane/internal/ids"
 	"github.com/edgeplane/edgeplane/internal/records"
 	"github.com/edgeplane/edgeplane/ipaccess"
+	"github.com/edgeplane/edgeplane/kinds"
 	"github.com/edgeplane/edgeplane/policy"
 	"github.com/edgeplane/edgeplane/store"
 )
@@ -275,8 +276,8 @@ func (c *Compiler) TLSEdge(ctx context.Context, accountID, edgeID string) (*edge
 	return cfg, nil
 }
 
-// HostportKey is the store key of a canonical hostport: an edge's record
-// holds one per hostport, and an agent's endpoint its own, so that a
-// hostport serves one of them in the whole store; an edge proxy finds
-// the edge that serves a hostport by it.
-func HostportKey(hostport string) string { return "edge_hostport:" + hostport }
+// HostportKey is the store key of a canonical hostport
+// ([kinds.HostportKey]): an edge's record holds one per hostport, and an
+// agent's endpoint its own, so that a hostport serves one of them in the
+// whole store; an edge proxy finds the edge that serves a hostport by it.
+func HostportKey(hostport string) string { return kinds.HostportKey(hostport) }
