@@ -80,10 +80,12 @@ func floorRelay(self string, n int64, conf *tls.Config, up, batched bool) error 
 	if err != nil {
 		return err
 	}
+	defer plainLn.Close()
 	tlsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	defer tlsLn.Close()
 	// up: a plain source writes, a TLS sink reads; else the reverse.
 	src := exec.Command(self, "-serve", "floorsource", "-addr", plainLn.Addr().String(), "-bytes", strconv.FormatInt(n, 10))
 	sink := exec.Command(self, "-serve", "floorsink", "-addr", tlsLn.Addr().String(), "-tls")
@@ -95,9 +97,11 @@ func floorRelay(self string, n int64, conf *tls.Config, up, batched bool) error 
 	if err := sink.Start(); err != nil {
 		return err
 	}
+	defer sink.Process.Kill() // on an early return; a no-op once it has been waited for
 	if err := src.Start(); err != nil {
 		return err
 	}
+	defer src.Process.Kill()
 	pc, err := plainLn.Accept()
 	if err != nil {
 		return err
@@ -158,8 +162,6 @@ func floorRelay(self string, n int64, conf *tls.Config, up, batched bool) error 
 	}
 	pc.Close()
 	tc.Close()
-	plainLn.Close()
-	tlsLn.Close()
 	fmt.Printf("floor %s %d %d %d\n", strings.ReplaceAll(dir, " ", "_"), moved, elapsed.Nanoseconds(), cpu.Nanoseconds())
 	return nil
 }
