@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/ipaccess"
 )
+
+// fieldErrorRE finds the element of the IP policy IDs' errors.
+var fieldErrorRE = regexp.MustCompile(`(?s)<div class="field-error" id="ip_policy_ids-error">.*?</div>`)
 
 // TestEdgeIPRestriction: the IP restriction module of a TLS and a TCP
 // edge is set from the edge's page with IP policy IDs one per line (a
@@ -34,6 +38,7 @@ func TestEdgeIPRestriction(t *testing.T) {
 	tcp, err := s.svc.CreateTCPEdge(ctx, s.a.p, edges.CreateTCPEdgeParams{})
 	must(t, err)
 
+	unknown := "ipp_" + strings.Repeat("a", len(p1.ID)-4)
 	type module struct {
 		page string
 		get  func() *edges.IPRestriction
@@ -59,12 +64,12 @@ func TestEdgeIPRestriction(t *testing.T) {
 			{"", "must list at least one IP policy ID"},
 			{p1.ID + "\n\nnot-a-policy", "line 3 (not-a-policy): must be an IP policy ID"},
 			{p1.ID + "\n" + p1.ID, "line 2 (" + p1.ID + "): duplicates ip_policy_ids[0]"},
-			{p1.ID + "\n" + theirs.ID, theirs.ID},
-			{"ipp_" + strings.Repeat("a", len(p1.ID)-4), "ipp_"},
+			{p1.ID + "\n" + theirs.ID, "line 2 (" + theirs.ID + "): IP policy " + theirs.ID + " not found in this account"},
+			{unknown, "line 1 (" + unknown + "): IP policy " + unknown + " not found in this account"},
 		} {
 			got := b.post(m.page+"/ip_restriction", url.Values{"csrf": {token}, "ip_policy_ids": {bad.ids}, "enabled": {"on"}})
-			if got.status < 400 || got.status == http.StatusForbidden || !strings.Contains(got.body, `id="ip_policy_ids-error"`) ||
-				!strings.Contains(got.body, bad.want) || !strings.Contains(got.body, `id="edit-edge"`) || strings.Contains(got.body, "secret-b") {
+			field := fieldErrorRE.FindString(got.body) // the message at the field, not the IDs echoed in the box
+			if got.status < 400 || got.status == http.StatusForbidden || !strings.Contains(field, bad.want) || !strings.Contains(got.body, `id="edit-edge"`) || strings.Contains(got.body, "secret-b") {
 				t.Errorf("%s: IDs %q: %d, want the edge's page with %q at the field:\n%s", m.page, bad.ids, got.status, bad.want, got.body)
 			}
 			if mod := m.get(); mod != nil {
