@@ -82,9 +82,9 @@ func (h *Handler) apiKey(w http.ResponseWriter, r *http.Request, v *visit) error
 
 // apiKeyRoutes registers the routes of the API key pages.
 func (h *Handler) apiKeyRoutes(m *http.ServeMux) {
-	m.Handle("GET "+Prefix+"api_keys", h.page(h.apiKeys))
-	m.Handle("POST "+Prefix+"api_keys", h.form(h.createAPIKey))
-	m.Handle("GET "+Prefix+"api_keys/{id}", h.page(h.apiKey))
-	m.Handle("POST "+Prefix+"api_keys/{id}/edit", h.form(h.editAPIKey))
-	m.Handle("POST "+Prefix+"api_keys/{id}/delete", h.form(h.deleter("API key", Prefix+"api_keys", h.svc.DeleteAPIKey)))
+	h.handle(m, "GET "+Prefix+"api_keys", h.page(h.apiKeys))
+	h.handle(m, "POST "+Prefix+"api_keys", h.form(h.createAPIKey))
+	h.handle(m, "GET "+Prefix+"api_keys/{id}", h.page(h.apiKey))
+	h.handle(m, "POST "+Prefix+"api_keys/{id}/edit", h.form(h.editAPIKey))
+	h.handle(m, "POST "+Prefix+"api_keys/{id}/delete", h.form(h.deleter("API key", Prefix+"api_keys", h.svc.DeleteAPIKey)))
 }

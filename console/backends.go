@@ -213,11 +213,11 @@ func (h *Handler) removeBackend(m backendModule) pageFunc {
 }
 
 func (h *Handler) backendRoutes(m *http.ServeMux) {
-	m.Handle("GET "+Prefix+"backends", h.page(h.backends))
-	m.Handle("POST "+Prefix+"backends", h.form(h.createBackend))
-	m.Handle("GET "+Prefix+"backends/{id}", h.page(h.backend))
-	m.Handle("POST "+Prefix+"backends/{id}/edit", h.form(h.editBackend))
-	m.Handle("POST "+Prefix+"backends/{id}/delete", h.form(h.deleter("backend", Prefix+"backends", h.svc.DeleteTunnelGroupBackend)))
+	h.handle(m, "GET "+Prefix+"backends", h.page(h.backends))
+	h.handle(m, "POST "+Prefix+"backends", h.form(h.createBackend))
+	h.handle(m, "GET "+Prefix+"backends/{id}", h.page(h.backend))
+	h.handle(m, "POST "+Prefix+"backends/{id}/edit", h.form(h.editBackend))
+	h.handle(m, "POST "+Prefix+"backends/{id}/delete", h.form(h.deleter("backend", Prefix+"backends", h.svc.DeleteTunnelGroupBackend)))
 
 	route := backendModule{
 		replace: func(ctx context.Context, p edgeplane.Principal, r *http.Request, params edges.BackendParams) error {
@@ -235,8 +235,8 @@ func (h *Handler) backendRoutes(m *http.ServeMux) {
 		},
 	}
 	base := "POST " + Prefix + "edges/https/{edge_id}/routes/{id}/backend"
-	m.Handle(base, h.form(h.setBackend(route)))
-	m.Handle(base+"/delete", h.form(h.removeBackend(route)))
+	h.handle(m, base, h.form(h.setBackend(route)))
+	h.handle(m, base+"/delete", h.form(h.removeBackend(route)))
 
 	ks := edgeKinds(h.svc)
 	for _, k := range []struct {
@@ -262,7 +262,7 @@ func (h *Handler) backendRoutes(m *http.ServeMux) {
 			back: func(r *http.Request) string { return Prefix + "edges/" + k.name + "/" + r.PathValue("id") },
 		}
 		path := "POST " + Prefix + "edges/" + k.name + "/{id}/backend"
-		m.Handle(path, h.form(h.setBackend(mod)))
-		m.Handle(path+"/delete", h.form(h.removeBackend(mod)))
+		h.handle(m, path, h.form(h.setBackend(mod)))
+		h.handle(m, path+"/delete", h.form(h.removeBackend(mod)))
 	}
 }

@@ -98,9 +98,9 @@ func (h *Handler) editBot(w http.ResponseWriter, r *http.Request, v *visit) erro
 }
 
 func (h *Handler) botRoutes(m *http.ServeMux) {
-	m.Handle("GET "+Prefix+"bot_users", h.page(h.bots))
-	m.Handle("POST "+Prefix+"bot_users", h.form(h.createBot))
-	m.Handle("GET "+Prefix+"bot_users/{id}", h.page(h.bot))
-	m.Handle("POST "+Prefix+"bot_users/{id}/edit", h.form(h.editBot))
-	m.Handle("POST "+Prefix+"bot_users/{id}/delete", h.form(h.deleter("bot user", Prefix+"bot_users", h.svc.DeleteBotUser)))
+	h.handle(m, "GET "+Prefix+"bot_users", h.page(h.bots))
+	h.handle(m, "POST "+Prefix+"bot_users", h.form(h.createBot))
+	h.handle(m, "GET "+Prefix+"bot_users/{id}", h.page(h.bot))
+	h.handle(m, "POST "+Prefix+"bot_users/{id}/edit", h.form(h.editBot))
+	h.handle(m, "POST "+Prefix+"bot_users/{id}/delete", h.form(h.deleter("bot user", Prefix+"bot_users", h.svc.DeleteBotUser)))
 }

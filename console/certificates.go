@@ -99,9 +99,9 @@ func (h *Handler) editCertificate(w http.ResponseWriter, r *http.Request, v *vis
 }
 
 func (h *Handler) certificateRoutes(m *http.ServeMux) {
-	m.Handle("GET "+Prefix+"tls_certificates", h.page(h.certificates))
-	m.Handle("POST "+Prefix+"tls_certificates", h.formUpTo(maxCertificateFormBytes, h.uploadCertificate))
-	m.Handle("GET "+Prefix+"tls_certificates/{id}", h.page(h.certificate))
-	m.Handle("POST "+Prefix+"tls_certificates/{id}/edit", h.form(h.editCertificate))
-	m.Handle("POST "+Prefix+"tls_certificates/{id}/delete", h.form(h.deleter("TLS certificate", Prefix+"tls_certificates", h.svc.DeleteTLSCertificate)))
+	h.handle(m, "GET "+Prefix+"tls_certificates", h.page(h.certificates))
+	h.handle(m, "POST "+Prefix+"tls_certificates", h.formUpTo(maxCertificateFormBytes, h.uploadCertificate))
+	h.handle(m, "GET "+Prefix+"tls_certificates/{id}", h.page(h.certificate))
+	h.handle(m, "POST "+Prefix+"tls_certificates/{id}/edit", h.form(h.editCertificate))
+	h.handle(m, "POST "+Prefix+"tls_certificates/{id}/delete", h.form(h.deleter("TLS certificate", Prefix+"tls_certificates", h.svc.DeleteTLSCertificate)))
 }

@@ -98,6 +98,15 @@ type Handler struct {
 	pages    map[string]*template.Template
 	bufs     sync.Pool
 	hub      *livefeed.Hub // wakes the open overviews
+	patterns []string      // the routes registered by handle, in order
+}
+
+// handle registers hd for pattern on m, and records the pattern so that
+// the package's tests reach every route (the session and CSRF checks of
+// each page and form) without a list of their own.
+func (h *Handler) handle(m *http.ServeMux, pattern string, hd http.Handler) {
+	h.patterns = append(h.patterns, pattern)
+	m.Handle(pattern, hd)
 }
 
 // liveKinds are the kinds of record whose changes wake an account's
@@ -197,28 +206,28 @@ func (h *Handler) routes() {
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix(Prefix+"static/", http.FileServerFS(static))
 	m := http.NewServeMux()
-	m.Handle("GET "+Prefix+"static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.handle(m, "GET "+Prefix+"static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
 	}))
 	m.HandleFunc("GET "+Prefix+"signin", h.signInPage)
 	m.HandleFunc("POST "+Prefix+"signin", h.signIn)
 	m.HandleFunc("POST "+Prefix+"signout", h.signOut)
-	m.Handle("GET "+Prefix+"{$}", h.page(h.overview))
-	m.Handle("GET "+Prefix+"live", h.page(h.live))
-	m.Handle("GET "+Prefix+"credentials", h.page(h.credentials))
-	m.Handle("POST "+Prefix+"credentials", h.form(h.createCredential))
-	m.Handle("GET "+Prefix+"credentials/{id}", h.page(h.credential))
-	m.Handle("POST "+Prefix+"credentials/{id}/edit", h.form(h.editCredential))
-	m.Handle("POST "+Prefix+"credentials/{id}/delete", h.form(h.deleter("credential", Prefix+"credentials", h.svc.DeleteCredential)))
-	m.Handle("GET "+Prefix+"endpoints", h.page(h.endpoints))
-	m.Handle("GET "+Prefix+"endpoints/{id}", h.page(h.endpoint))
-	m.Handle("GET "+Prefix+"reserved_domains", h.page(h.reservedDomains))
-	m.Handle("POST "+Prefix+"reserved_domains", h.form(h.createReservedDomain))
-	m.Handle("GET "+Prefix+"reserved_domains/{id}", h.page(h.reservedDomain))
-	m.Handle("POST "+Prefix+"reserved_domains/{id}/edit", h.form(h.editReservedDomain))
-	m.Handle("POST "+Prefix+"reserved_domains/{id}/certificate_management_policy/delete", h.form(h.unmanageDomain))
-	m.Handle("POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
+	h.handle(m, "GET "+Prefix+"{$}", h.page(h.overview))
+	h.handle(m, "GET "+Prefix+"live", h.page(h.live))
+	h.handle(m, "GET "+Prefix+"credentials", h.page(h.credentials))
+	h.handle(m, "POST "+Prefix+"credentials", h.form(h.createCredential))
+	h.handle(m, "GET "+Prefix+"credentials/{id}", h.page(h.credential))
+	h.handle(m, "POST "+Prefix+"credentials/{id}/edit", h.form(h.editCredential))
+	h.handle(m, "POST "+Prefix+"credentials/{id}/delete", h.form(h.deleter("credential", Prefix+"credentials", h.svc.DeleteCredential)))
+	h.handle(m, "GET "+Prefix+"endpoints", h.page(h.endpoints))
+	h.handle(m, "GET "+Prefix+"endpoints/{id}", h.page(h.endpoint))
+	h.handle(m, "GET "+Prefix+"reserved_domains", h.page(h.reservedDomains))
+	h.handle(m, "POST "+Prefix+"reserved_domains", h.form(h.createReservedDomain))
+	h.handle(m, "GET "+Prefix+"reserved_domains/{id}", h.page(h.reservedDomain))
+	h.handle(m, "POST "+Prefix+"reserved_domains/{id}/edit", h.form(h.editReservedDomain))
+	h.handle(m, "POST "+Prefix+"reserved_domains/{id}/certificate_management_policy/delete", h.form(h.unmanageDomain))
+	h.handle(m, "POST "+Prefix+"reserved_domains/{id}/delete", h.form(h.deleter("reserved domain", Prefix+"reserved_domains", h.svc.DeleteReservedDomain)))
 	h.edgeRoutes(m)
 	h.ipRoutes(m)
 	h.destinationRoutes(m)
@@ -228,8 +237,8 @@ func (h *Handler) routes() {
 	h.certificateRoutes(m)
 	h.botRoutes(m)
 	h.apiKeyRoutes(m)
-	m.Handle("GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
-	m.Handle("POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))
+	h.handle(m, "GET "+Prefix+"tunnel_sessions", h.page(h.tunnelSessions))
+	h.handle(m, "POST "+Prefix+"tunnel_sessions/{id}/stop", h.form(h.stopTunnelSession))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, nil, apierr.NotFoundf("no such page %s", clip(r.URL.Path)))
 	})

@@ -49,6 +49,7 @@ type server struct {
 	svc   *edgeplane.Service
 	clock *clock
 	srv   *httptest.Server
+	h     *console.Handler
 	a, b  account
 }
 
@@ -88,6 +89,7 @@ func newServerFeed(t testing.TB, opts console.Options, feed bool, svcOpts ...fun
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.h = h
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, h)
 	s.srv = httptest.NewServer(mux)

@@ -94,9 +94,9 @@ func (h *Handler) eventDestination(w http.ResponseWriter, r *http.Request, v *vi
 
 // destinationRoutes registers the routes of the event destination pages.
 func (h *Handler) destinationRoutes(m *http.ServeMux) {
-	m.Handle("GET "+Prefix+"event_destinations", h.page(h.eventDestinations))
-	m.Handle("POST "+Prefix+"event_destinations", h.form(h.createEventDestination))
-	m.Handle("GET "+Prefix+"event_destinations/{id}", h.page(h.eventDestination))
-	m.Handle("POST "+Prefix+"event_destinations/{id}/edit", h.form(h.editEventDestination))
-	m.Handle("POST "+Prefix+"event_destinations/{id}/delete", h.form(h.deleter("event destination", Prefix+"event_destinations", h.svc.DeleteEventDestination)))
+	h.handle(m, "GET "+Prefix+"event_destinations", h.page(h.eventDestinations))
+	h.handle(m, "POST "+Prefix+"event_destinations", h.form(h.createEventDestination))
+	h.handle(m, "GET "+Prefix+"event_destinations/{id}", h.page(h.eventDestination))
+	h.handle(m, "POST "+Prefix+"event_destinations/{id}/edit", h.form(h.editEventDestination))
+	h.handle(m, "POST "+Prefix+"event_destinations/{id}/delete", h.form(h.deleter("event destination", Prefix+"event_destinations", h.svc.DeleteEventDestination)))
 }

@@ -91,8 +91,8 @@ func (h *Handler) ipModuleRoutes(m *http.ServeMux) {
 		{ks["tcp"], h.svc.ReplaceTCPEdgeIPRestriction, h.svc.DeleteTCPEdgeIPRestriction},
 	} {
 		path := "POST " + Prefix + "edges/" + mod.kind.Name + "/{id}/ip_restriction"
-		m.Handle(path, h.form(h.setIPModule(mod)))
-		m.Handle(path+"/delete", h.form(h.removeIPModule(mod)))
+		h.handle(m, path, h.form(h.setIPModule(mod)))
+		h.handle(m, path+"/delete", h.form(h.removeIPModule(mod)))
 	}
 }
 

@@ -477,46 +477,46 @@ func (h *Handler) edgeRoutes(m *http.ServeMux) {
 	for _, name := range []string{"https", "tls", "tcp"} {
 		k := kinds[name]
 		base := Prefix + "edges/" + name
-		m.Handle("GET "+base, h.page(h.edges(k)))
-		m.Handle("POST "+base, h.form(h.createEdge(k)))
-		m.Handle("GET "+base+"/{id}", h.page(h.edge(k)))
-		m.Handle("POST "+base+"/{id}/edit", h.form(h.editEdge(k)))
-		m.Handle("POST "+base+"/{id}/delete", h.form(h.deleter(strings.ToUpper(name)+" edge", base, k.del)))
+		h.handle(m, "GET "+base, h.page(h.edges(k)))
+		h.handle(m, "POST "+base, h.form(h.createEdge(k)))
+		h.handle(m, "GET "+base+"/{id}", h.page(h.edge(k)))
+		h.handle(m, "POST "+base+"/{id}/edit", h.form(h.editEdge(k)))
+		h.handle(m, "POST "+base+"/{id}/delete", h.form(h.deleter(strings.ToUpper(name)+" edge", base, k.del)))
 	}
-	m.Handle("GET "+Prefix+"edges", http.RedirectHandler(Prefix+"edges/https", http.StatusSeeOther))
+	h.handle(m, "GET "+Prefix+"edges", http.RedirectHandler(Prefix+"edges/https", http.StatusSeeOther))
 
 	// HTTPS routes.
 	https := kinds["https"]
-	m.Handle("POST "+Prefix+"edges/https/{id}/routes", h.form(h.createRoute(https)))
+	h.handle(m, "POST "+Prefix+"edges/https/{id}/routes", h.form(h.createRoute(https)))
 	route := Prefix + "edges/https/{edge_id}/routes/{id}"
 	routeBack := func(r *http.Request) string {
 		return Prefix + "edges/https/" + r.PathValue("edge_id") + "/routes/" + r.PathValue("id")
 	}
-	m.Handle("GET "+route, h.page(h.route))
-	m.Handle("POST "+route+"/edit", h.form(h.editRoute))
-	m.Handle("POST "+route+"/delete", h.form(h.deleteRoute))
-	m.Handle("POST "+route+"/traffic_policy", h.formUpTo(maxPolicyFormBytes, h.savePolicy(
+	h.handle(m, "GET "+route, h.page(h.route))
+	h.handle(m, "POST "+route+"/edit", h.form(h.editRoute))
+	h.handle(m, "POST "+route+"/delete", h.form(h.deleteRoute))
+	h.handle(m, "POST "+route+"/traffic_policy", h.formUpTo(maxPolicyFormBytes, h.savePolicy(
 		func(r *http.Request, v *visit, params edges.TrafficPolicyParams) error {
 			_, err := h.svc.ReplaceHTTPSRouteTrafficPolicy(r.Context(), v.p, r.PathValue("edge_id"), r.PathValue("id"), params)
 			return err
 		}, func(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor) error {
 			return h.showRoute(w, r, v, status, editor)
 		}, routeBack)))
-	m.Handle("POST "+route+"/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
+	h.handle(m, "POST "+route+"/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
 		return h.svc.DeleteHTTPSRouteTrafficPolicy(r.Context(), v.p, r.PathValue("edge_id"), r.PathValue("id"))
 	}, routeBack)))
 
 	// The TLS edges' traffic policy.
 	tls := kinds["tls"]
 	tlsBack := func(r *http.Request) string { return Prefix + "edges/tls/" + r.PathValue("id") }
-	m.Handle("POST "+Prefix+"edges/tls/{id}/traffic_policy", h.formUpTo(maxPolicyFormBytes, h.savePolicy(
+	h.handle(m, "POST "+Prefix+"edges/tls/{id}/traffic_policy", h.formUpTo(maxPolicyFormBytes, h.savePolicy(
 		func(r *http.Request, v *visit, params edges.TrafficPolicyParams) error {
 			_, err := h.svc.ReplaceTLSEdgeTrafficPolicy(r.Context(), v.p, r.PathValue("id"), params)
 			return err
 		}, func(w http.ResponseWriter, r *http.Request, v *visit, status int, editor *policyEditor) error {
 			return h.showEdge(w, r, v, tls, edgeForms{status: status, editor: editor})
 		}, tlsBack)))
-	m.Handle("POST "+Prefix+"edges/tls/{id}/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
+	h.handle(m, "POST "+Prefix+"edges/tls/{id}/traffic_policy/delete", h.form(h.deletePolicy(func(r *http.Request, v *visit) error {
 		return h.svc.DeleteTLSEdgeTrafficPolicy(r.Context(), v.p, r.PathValue("id"))
 	}, tlsBack)))
 }

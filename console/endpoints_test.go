@@ -4,6 +4,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestListQuery(t *testing.T) {
 	s := newServer(t, console.Options{})
 	b := s.browser(t)
 	b.signIn(s.a.key)
-	for _, path := range listPaths {
+	for _, path := range s.listPaths() {
 		for _, q := range []struct{ query, want string }{
 			{"limit=x", "limit: must be a whole number between 1 and 100"},
 			{"limit=0", "limit: must be between 1 and 100, got 0"},
@@ -90,10 +91,24 @@ func TestListQuery(t *testing.T) {
 	}
 }
 
-// listPaths are the console's list pages.
-var listPaths = []string{"/console/credentials", "/console/tunnel_sessions", "/console/endpoints", "/console/reserved_domains",
-	"/console/edges/https", "/console/edges/tls", "/console/edges/tcp",
-	"/console/ip_policies", "/console/ip_policy_rules", "/console/ip_restrictions", "/console/event_destinations", "/console/api_keys"}
+// notLists are the console's GET routes without a path value that are
+// not list pages: the overview's live stream, the static files, and the
+// edges' redirect to the HTTPS edges.
+var notLists = []string{"/console/live", "/console/static/", "/console/edges"}
+
+// listPaths returns the console's list pages: every GET route it
+// registered without a path value but notLists, so that a new list page
+// is in every test that ranges over them without being named here.
+func (s *server) listPaths() []string {
+	var out []string
+	for _, p := range console.Patterns(s.h) {
+		path, ok := strings.CutPrefix(p, "GET ")
+		if ok && !strings.Contains(path, "{") && !slices.Contains(notLists, path) {
+			out = append(out, path)
+		}
+	}
+	return out
+}
 
 // htmlEscape escapes s as html/template does in an attribute.
 func htmlEscape(s string) string {

@@ -189,7 +189,7 @@ func TestOtherAccountPages(t *testing.T) {
 		}
 	}
 
-	for _, path := range listPaths {
+	for _, path := range s.listPaths() {
 		got := br.get(path)
 		for _, id := range []string{ep.ID, dom.ID, https.ID, tls.ID, tcp.ID, pol.ID, rule.ID, x.ID, dest.ID, key.ID, "secret-b"} {
 			if strings.Contains(got.body, id) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestNoSession(t *testing.T) {
 			s := newServer(t, console.Options{})
 			b := s.browser(t)
 			token := tc.setup(t, s, b)
-			for _, path := range append([]string{"/console/", "/console/credentials/cr_x", "/console/reserved_domains/rd_x"}, listPaths...) {
+			for _, path := range append([]string{"/console/", "/console/credentials/cr_x", "/console/reserved_domains/rd_x"}, s.listPaths()...) {
 				wantSignIn(t, b.get(path))
 			}
 			before := s.countCredentials(s.a)
@@ -247,7 +248,7 @@ func TestDashboardRestriction(t *testing.T) {
 	b := s.browser(t)
 	b.signIn(s.a.key)
 	r := s.restrictDashboard(s.a)
-	for _, path := range append([]string{"/console/"}, listPaths...) {
+	for _, path := range append([]string{"/console/"}, s.listPaths()...) {
 		got := b.get(path)
 		if got.status != http.StatusForbidden || !strings.Contains(got.body, r.ID) || !strings.Contains(got.body, "the console refuses") {
 			t.Errorf("%s: %d, want 403 naming %s: %s", path, got.status, r.ID, got.body)
@@ -446,5 +447,46 @@ func TestCSRFPages(t *testing.T) {
 		if after := e.snap(); after != before {
 			t.Errorf("POST %s without the token changed %q to %q", e.path, before, after)
 		}
+	}
+}
+
+// TestEveryRoute: every route the console registered, reached by its
+// pattern (path values filled with an ID of no resource): a page without
+// a session is sent to the sign-in page, and a form with the session but
+// not its CSRF token is refused with 403, so that no page or form added
+// later can skip the checks.
+func TestEveryRoute(t *testing.T) {
+	s := newServer(t, console.Options{})
+	anon := s.browser(t)
+	signed := s.browser(t)
+	signed.signIn(s.a.key)
+	fill := regexp.MustCompile(`\{[^}]*\}`)
+	var gets, posts int
+	for _, p := range console.Patterns(s.h) {
+		method, path, _ := strings.Cut(p, " ")
+		path = fill.ReplaceAllString(strings.ReplaceAll(path, "{$}", ""), "x") // {$} ends a path; a value is any ID
+		switch method {
+		case http.MethodGet:
+			if path == "/console/static/" {
+				continue // the stylesheet and scripts, public
+			}
+			gets++
+			got := anon.get(path)
+			if path == "/console/edges" {
+				continue // a redirect to /console/edges/https, which is checked
+			}
+			wantSignIn(t, got)
+		case http.MethodPost:
+			posts++
+			if got := signed.post(path, url.Values{"csrf": {"wrong"}}); got.status != http.StatusForbidden {
+				t.Errorf("POST %s (%s) without the CSRF token: %d, want 403", path, p, got.status)
+			}
+		default:
+			t.Errorf("route %q: a method the test does not know", p)
+		}
+	}
+	t.Logf("%d GET and %d POST routes", gets, posts)
+	if gets < 30 || posts < 40 {
+		t.Errorf("reached %d GET and %d POST routes; the console has more (is handle used?)", gets, posts)
 	}
 }

@@ -152,11 +152,11 @@ func (h *Handler) editSubscription(w http.ResponseWriter, r *http.Request, v *vi
 }
 
 func (h *Handler) subscriptionRoutes(m *http.ServeMux) {
-	m.Handle("GET "+Prefix+"event_subscriptions", h.page(h.subscriptions))
-	m.Handle("POST "+Prefix+"event_subscriptions", h.form(h.createSubscription))
-	m.Handle("GET "+Prefix+"event_subscriptions/{id}", h.page(h.subscription))
-	m.Handle("POST "+Prefix+"event_subscriptions/{id}/edit", h.form(h.editSubscription))
-	m.Handle("POST "+Prefix+"event_subscriptions/{id}/sources", h.form(h.addSource))
-	m.Handle("POST "+Prefix+"event_subscriptions/{id}/sources/{type}/delete", h.form(h.removeSource))
-	m.Handle("POST "+Prefix+"event_subscriptions/{id}/delete", h.form(h.deleter("event subscription", Prefix+"event_subscriptions", h.svc.DeleteEventSubscription)))
+	h.handle(m, "GET "+Prefix+"event_subscriptions", h.page(h.subscriptions))
+	h.handle(m, "POST "+Prefix+"event_subscriptions", h.form(h.createSubscription))
+	h.handle(m, "GET "+Prefix+"event_subscriptions/{id}", h.page(h.subscription))
+	h.handle(m, "POST "+Prefix+"event_subscriptions/{id}/edit", h.form(h.editSubscription))
+	h.handle(m, "POST "+Prefix+"event_subscriptions/{id}/sources", h.form(h.addSource))
+	h.handle(m, "POST "+Prefix+"event_subscriptions/{id}/sources/{type}/delete", h.form(h.removeSource))
+	h.handle(m, "POST "+Prefix+"event_subscriptions/{id}/delete", h.form(h.deleter("event subscription", Prefix+"event_subscriptions", h.svc.DeleteEventSubscription)))
 }
