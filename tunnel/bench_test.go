@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgeplane/edgeplane/agents"
+	"github.com/edgeplane/edgeplane/internal/sdktunnel"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"golang.ngrok.com/ngrok/config"
 )
@@ -25,7 +26,7 @@ func BenchmarkDialTunnelHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	go http.Serve(tun, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello, world\n") }))
+	go http.Serve(httpListener(tun), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello, world\n") }))
 	h := agents.ConnHeader{ClientAddr: clientAddr, Proto: "https", EdgeType: agents.EdgeHTTPS}
 	req := []byte("GET / HTTP/1.1\r\nHost: bench.example.com\r\nConnection: close\r\n\r\n")
 	b.ReportAllocs()
@@ -62,7 +63,7 @@ func BenchmarkDialTunnelBytes(b *testing.B) {
 	}
 	go func() {
 		for {
-			c, err := tun.Accept()
+			c, err := sdktunnel.Accept(tun)
 			if err != nil {
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/edgeplane/edgeplane/domains"
 	"github.com/edgeplane/edgeplane/edges"
 	"github.com/edgeplane/edgeplane/identity"
+	"github.com/edgeplane/edgeplane/internal/sdktunnel"
 	"github.com/edgeplane/edgeplane/tunnel"
 	"golang.ngrok.com/ngrok"
 	"golang.ngrok.com/ngrok/config"
@@ -48,9 +50,8 @@ func (e *env) endpoint(t *testing.T, id string) *agents.Endpoint {
 
 // echo copies what each connection accepted on l sends back to it.
 func echo(l ngrok.Tunnel) {
-	defer sdkAcceptRace()
 	for {
-		c, err := l.Accept()
+		c, err := sdktunnel.Accept(l)
 		if err != nil {
 			return
 		}
@@ -341,7 +342,7 @@ func TestEndpointRemovedUnderTheAgent(t *testing.T) {
 	}
 	accepted := make(chan error, 1)
 	go func() {
-		_, err := tun.Accept()
+		_, err := sdktunnel.Accept(tun)
 		accepted <- err
 	}()
 	if err := e.svc.Host().Tunnels().UnbindEndpoint(e.ctx, e.admin.AccountID, tun.ID()); err != nil {
@@ -354,6 +355,16 @@ func TestEndpointRemovedUnderTheAgent(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the agent was not told")
+	}
+	// What internal/sdktunnel reads when the SDK panics on a failed
+	// Accept: the SDK's inner tunnel (its exported field Tunnel) keeps
+	// returning its close error.
+	inner := reflect.ValueOf(tun).Elem().FieldByName("Tunnel")
+	if !inner.IsValid() {
+		t.Fatalf("the SDK's tunnel %T has no field Tunnel", tun)
+	}
+	if err, _ := inner.MethodByName("Accept").Call(nil)[1].Interface().(error); err == nil || !strings.Contains(err.Error(), "the endpoint was removed") {
+		t.Errorf("the SDK's inner tunnel's Accept: %v", err)
 	}
 	if _, ok := eventually(time.Second, func() bool { return e.m.Tunnels() == 0 && e.m.Sessions() == 1 }); !ok {
 		t.Errorf("%d tunnels and %d sessions; want 0 and 1", e.m.Tunnels(), e.m.Sessions())

@@ -167,7 +167,7 @@ func ExampleServer() {
 	fmt.Println("the agent serves", tun.URL())
 	// The agent's handler answers the one connection dialed below (not
 	// http.Serve: in SDK v1.12.1 an Accept that fails once the session
-	// is closed may panic, see sdkAcceptRace in helpers_test.go).
+	// is closed may panic: see internal/sdktunnel).
 	go func() {
 		c, err := tun.Accept()
 		if err != nil {

@@ -47,8 +47,7 @@ func (e *env) get(t *testing.T, id, path string) (int, string, error) {
 // serve answers every request on l with its path, the client address the
 // agent was told and the proxy header's metadata.
 func serve(l ngrok.Tunnel) {
-	defer sdkAcceptRace()
-	_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_ = http.Serve(httpListener(l), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s from %s", r.URL.Path, r.RemoteAddr)
 	}))
 }

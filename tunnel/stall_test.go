@@ -220,7 +220,7 @@ func TestStalledAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	go http.Serve(httpListener(l), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		fmt.Fprintf(w, "got %d bytes", n)
 	}))

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeplane/edgeplane/internal/sdktunnel"
 	"golang.ngrok.com/ngrok"
 	"golang.ngrok.com/ngrok/config"
 )
@@ -402,7 +403,7 @@ func (r *agentRun) run(ctx context.Context, stdout, stderr io.Writer, ready chan
 		go func() {
 			defer accepting.Done()
 			for {
-				conn, err := run.tun.Accept()
+				conn, err := sdktunnel.Accept(run.tun)
 				if err != nil {
 					endedc <- ended{run.ep, err}
 					return
