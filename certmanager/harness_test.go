@@ -133,7 +133,11 @@ func (e *edge) run(t *testing.T, m *certmanager.Manager) {
 
 // waitIssued waits up to within for domain id to have a certificate and
 // no job (woken by each commit of the store), and returns how long it
-// took.
+// took. Each read waits first for the Service's record cache to reflect
+// the revision it was woken at: the store commits a write a moment
+// before the writer's cache drops the old document, and a read in that
+// moment, answered from the cache, would otherwise wait for a commit
+// that never comes.
 func (e *edge) waitIssued(t *testing.T, id string, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -143,6 +147,9 @@ func (e *edge) waitIssued(t *testing.T, id string, within time.Duration) time.Du
 		rev, err := e.st.Revision(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := e.svc.Host().WaitRevision(ctx, rev); err != nil {
+			t.Fatalf("the Service's reads do not reflect revision %d after %s: %v", rev, within, err)
 		}
 		d := e.domain(t, id)
 		if d.Certificate != nil && d.CertificateManagementStatus != nil && d.CertificateManagementStatus.ProvisioningJob == nil {
