@@ -149,7 +149,9 @@ func (e *edge) waitIssued(t *testing.T, id string, within time.Duration) time.Du
 			t.Fatal(err)
 		}
 		if err := e.svc.Host().WaitRevision(ctx, rev); err != nil {
-			t.Fatalf("the Service's reads do not reflect revision %d after %s: %v", rev, within, err)
+			d := e.domain(t, id)
+			t.Fatalf("no certificate for %s after %s (the Service's reads did not reach revision %d: %v): status %+v",
+				d.Domain, within, rev, err, d.CertificateManagementStatus.ProvisioningJob)
 		}
 		d := e.domain(t, id)
 		if d.Certificate != nil && d.CertificateManagementStatus != nil && d.CertificateManagementStatus.ProvisioningJob == nil {
